@@ -1,0 +1,130 @@
+"""The contract between the scheduler and a runner: what a runner is asked, and what it says.
+
+Plain frozen dataclasses, no llama_cpp: the scheduler and inference code import these, and the
+runner process speaks them over its pipes (see ``protocol``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = [
+    "ContextOverflowError",
+    "DoneEvent",
+    "EmbedRequest",
+    "GenerateRequest",
+    "RunnerCrashed",
+    "RunnerError",
+    "RunnerInfo",
+    "RunnerSpec",
+    "SamplingParams",
+    "TokenEvent",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerSpec:
+    """Everything that decides how a model is loaded; a change in it means a reload."""
+
+    model_name: str  # display name, used in error messages
+    model_paths: tuple[str, ...]  # GGUF shards in order (one path for unsharded models)
+    projector_path: str | None = None
+    num_ctx: int = 4096  # context per sequence
+    num_parallel: int = 4  # sequences that share one context (continuous batching)
+    num_gpu_layers: int = 0  # -1 = all
+    num_threads: int | None = None
+    num_batch: int = 512  # prompt prefill chunk size
+    embedding_only: bool = False  # an embedding model (no generation)
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerInfo:
+    """What a runner reports once it is ready."""
+
+    backend: str  # "cpu", "cuda", "metal", ...
+    gpu_layers: int  # layers actually offloaded
+    total_layers: int
+    n_ctx: int  # context per sequence
+    n_ctx_train: int
+    n_parallel: int
+    n_vocab: int
+    n_embd: int
+    memory_bytes: int  # resident memory of the runner process after load
+    vram_bytes: int  # estimate of memory on the GPU (0 on CPU)
+    pid: int
+    load_seconds: float
+    system_info: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SamplingParams:
+    max_tokens: int | None = None  # None: until EOS or the context is full
+    temperature: float = 0.8
+    top_k: int = 40
+    top_p: float = 0.95
+    min_p: float = 0.05
+    typical_p: float = 1.0
+    repeat_penalty: float = 1.1
+    repeat_last_n: int = 64
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    seed: int | None = None  # None: random
+    logit_bias: dict[int, float] = field(default_factory=dict)  # token id -> bias
+    grammar: str | None = None  # GBNF, root rule "root"
+    json_schema: str | None = None  # JSON schema text; the runner turns it into a grammar
+    stop: tuple[str, ...] = ()
+    logprobs: int | None = None  # None: off; n: also return the top n alternatives
+    ignore_eos: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class GenerateRequest:
+    prompt: str  # already templated; special tokens in it are parsed
+    params: SamplingParams = field(default_factory=SamplingParams)
+    add_bos: bool = True
+    images: tuple[bytes, ...] = ()  # for models with a projector
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedRequest:
+    inputs: tuple[str, ...]
+    normalize: bool = True
+    truncate: bool = False  # Ollama's truncate; OpenAI never truncates (error instead)
+
+
+@dataclass(frozen=True, slots=True)
+class TokenEvent:
+    """New text for one generation; ``text`` may be empty while a stop string is pending."""
+
+    text: str
+    token_ids: tuple[int, ...]
+    logprobs: tuple[dict, ...] = ()  # per token: {token, logprob, bytes, top_logprobs: [...]}
+
+
+@dataclass(frozen=True, slots=True)
+class DoneEvent:
+    reason: str  # "stop" (EOS or stop string), "length", "cancelled"
+    prompt_tokens: int
+    prompt_evaluated: int  # prompt tokens actually decoded (the rest came from the prefix cache)
+    completion_tokens: int
+    prompt_seconds: float
+    generation_seconds: float
+    first_token_seconds: float  # from the request reaching the runner to its first token
+
+
+class RunnerError(Exception):
+    """A request failed inside a runner."""
+
+
+class RunnerCrashed(RunnerError):
+    """The runner process died; the message names the model and ends with its last log lines."""
+
+
+class ContextOverflowError(RunnerError):
+    def __init__(self, prompt_tokens: int, context: int):
+        self.prompt_tokens = prompt_tokens
+        self.context = context
+        super().__init__(
+            f"the prompt is {prompt_tokens} tokens but the model's context is {context} tokens; "
+            "shorten the prompt or raise num_ctx"
+        )

@@ -1,0 +1,129 @@
+"""What the scheduler knows about a model: the request side (target, options) and the loaded side.
+
+A ``LoadedModel`` is plain bookkeeping (ref count, keep-alive expiry, slots, last use); the
+decisions about it are all made in ``Scheduler``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from daemon.runners.types import (
+    DoneEvent,
+    EmbedRequest,
+    GenerateRequest,
+    RunnerInfo,
+    RunnerSpec,
+    TokenEvent,
+)
+from daemon.scheduler.memory import ModelFootprint
+
+__all__ = [
+    "LoadTarget",
+    "LoadedModel",
+    "ModelStatus",
+    "Runner",
+    "RunnerFactory",
+    "RunnerOptions",
+]
+
+
+class Runner(Protocol):
+    """The part of ``RunnerProcess`` the scheduler and inference rely on."""
+
+    info: RunnerInfo
+
+    @property
+    def alive(self) -> bool: ...
+
+    def generate(self, request: GenerateRequest) -> AsyncIterator[TokenEvent | DoneEvent]: ...
+
+    async def embed(self, request: EmbedRequest): ...
+
+    async def tokenize(self, text: str, add_bos: bool = True, special: bool = True) -> list[int]: ...
+
+    async def stop(self) -> None: ...
+
+    def last_log_lines(self, n: int = 20) -> list[str]: ...
+
+
+RunnerFactory = Callable[[RunnerSpec, Path | None], Awaitable[Runner]]
+
+
+@dataclass(frozen=True, slots=True)
+class LoadTarget:
+    """A model resolved from the store: which files, and the numbers that size it."""
+
+    name: str  # display name; the scheduler's key
+    model_paths: tuple[str, ...]
+    footprint: ModelFootprint
+    projector_path: str | None = None
+    embedding_only: bool = False
+    n_ctx_train: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerOptions:
+    """Per-request options that decide how a runner is started (a change means a reload)."""
+
+    num_ctx: int = 4096
+    num_parallel: int = 4
+    num_gpu: int | None = None  # None: choose from free VRAM; -1: all layers
+    num_threads: int | None = None
+    num_batch: int = 512
+
+
+@dataclass(frozen=True, slots=True)
+class ModelStatus:
+    """One loaded model as ``/api/ps``, ``/metrics`` and the load log see it."""
+
+    name: str
+    spec: RunnerSpec
+    info: RunnerInfo
+    processor: str  # "100% CPU", "100% GPU", "25%/75% CPU/GPU"
+    estimate_bytes: int
+    active: int  # requests holding the model
+    busy_slots: int  # requests generating right now
+    expires_in: float | None  # seconds until unloaded when idle; None: kept forever
+
+
+@dataclass(eq=False)
+class LoadedModel:
+    name: str
+    spec: RunnerSpec
+    runner: Runner
+    processor: str
+    estimate_bytes: int
+    keep_alive: float
+    last_used: float
+    refs: int = 0
+    busy: int = 0
+    stale: bool = False  # asked to reload with other options: take no new requests
+    expires_at: float | None = None
+    slots: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(1))
+    idle: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def __post_init__(self) -> None:
+        self.slots = asyncio.Semaphore(max(1, self.spec.num_parallel))
+        self.idle.set()
+
+    @property
+    def usable(self) -> bool:
+        return not self.stale and self.runner.alive
+
+    def status(self, now: float) -> ModelStatus:
+        expires_in = None if self.expires_at is None else max(0.0, self.expires_at - now)
+        return ModelStatus(
+            self.name,
+            self.spec,
+            self.runner.info,
+            self.processor,
+            self.estimate_bytes,
+            self.refs,
+            self.busy,
+            expires_in,
+        )

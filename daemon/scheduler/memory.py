@@ -1,0 +1,114 @@
+"""Memory: how much a model will take, and how much the machine has free.
+
+The estimate is deliberately simple (weights file + f16 KV cache + a fixed compute margin):
+it only has to be good enough to evict before a load runs the machine out of memory, and
+simple enough to explain in an error message. The probes are plain callables so tests can
+inject their own numbers.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "COMPUTE_MARGIN_BYTES",
+    "MemoryInfo",
+    "ModelFootprint",
+    "estimate_bytes",
+    "kv_cache_bytes",
+    "nvidia_free_vram",
+    "parse_nvidia_smi",
+    "system_memory",
+]
+
+COMPUTE_MARGIN_BYTES = 96 << 20  # llama.cpp's compute buffers and the runner process itself
+_MEMINFO = Path("/proc/meminfo")
+
+
+@dataclass(frozen=True, slots=True)
+class ModelFootprint:
+    """The numbers of a model that decide its memory use (from the GGUF summary)."""
+
+    weights_bytes: int
+    n_layer: int = 0
+    n_embd: int = 0
+    n_head: int = 0
+    n_head_kv: int = 0
+
+    @property
+    def n_embd_kv(self) -> int:
+        """Width of one layer's K (or V) cache per token: head size times KV heads."""
+        if not self.n_head:
+            return self.n_embd
+        return self.n_embd * (self.n_head_kv or self.n_head) // self.n_head
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryInfo:
+    total: int
+    available: int
+
+
+def kv_cache_bytes(footprint: ModelFootprint, n_ctx_total: int, bytes_per_value: int = 2) -> int:
+    """f16 K and V for every layer and every cell of the shared context."""
+    return 2 * footprint.n_layer * n_ctx_total * footprint.n_embd_kv * bytes_per_value
+
+
+def estimate_bytes(footprint: ModelFootprint, num_ctx: int, num_parallel: int) -> int:
+    """Predicted resident size of a runner serving ``num_parallel`` sequences of ``num_ctx``."""
+    kv = kv_cache_bytes(footprint, num_ctx * max(1, num_parallel))
+    return footprint.weights_bytes + kv + COMPUTE_MARGIN_BYTES
+
+
+def system_memory() -> MemoryInfo:
+    """Total and available RAM: /proc/meminfo where there is one, else sysconf."""
+    try:
+        return _from_meminfo(_MEMINFO.read_text())
+    except (OSError, ValueError, KeyError):
+        pass
+    page = os.sysconf("SC_PAGE_SIZE")
+    total = os.sysconf("SC_PHYS_PAGES") * page
+    try:
+        available = os.sysconf("SC_AVPHYS_PAGES") * page
+    except (ValueError, OSError):
+        available = total // 2
+    return MemoryInfo(total, available)
+
+
+def _from_meminfo(text: str) -> MemoryInfo:
+    fields = {}
+    for line in text.splitlines():
+        key, _, rest = line.partition(":")
+        parts = rest.split()
+        if parts:
+            fields[key] = int(parts[0]) * 1024
+    return MemoryInfo(fields["MemTotal"], fields["MemAvailable"])
+
+
+def nvidia_free_vram(timeout: float = 5.0) -> list[int]:
+    """Free bytes per NVIDIA GPU from ``nvidia-smi``; empty when there is none."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return []
+    command = [exe, "--query-gpu=memory.free", "--format=csv,noheader,nounits"]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    if result.returncode != 0:
+        return []
+    return parse_nvidia_smi(result.stdout)
+
+
+def parse_nvidia_smi(output: str) -> list[int]:
+    """``memory.free`` lines in MiB -> bytes; lines that are not numbers are skipped."""
+    free = []
+    for line in output.splitlines():
+        text = line.strip()
+        if text.isdigit():
+            free.append(int(text) << 20)
+    return free

@@ -1,0 +1,356 @@
+"""The scheduler: the one owner of every runner.
+
+Requests ``lease`` a model; the scheduler loads it on first use (one load at a time, while
+requests for loaded models keep flowing), counts who holds it so a busy model is never
+unloaded, unloads it when its keep-alive runs out, evicts the least recently used idle model
+when memory or ``max_loaded_models`` demand it, reloads it when a request needs other runner
+options, and drops a crashed runner so the next request starts a fresh one. A bounded count of
+waiting and running requests turns overload into an immediate "server busy".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from daemon.errors import InsufficientMemoryError, ModelLoadError, ServerBusyError
+from daemon.runners.types import RunnerError, RunnerSpec
+from daemon.scheduler.lease import Lease
+from daemon.scheduler.loaded import (
+    LoadedModel,
+    LoadTarget,
+    ModelStatus,
+    RunnerFactory,
+    RunnerOptions,
+)
+from daemon.scheduler.memory import MemoryInfo, estimate_bytes, nvidia_free_vram, system_memory
+from daemon.scheduler.placement import Placement, choose_gpu_layers, describe_placement
+
+__all__ = ["Scheduler", "SchedulerConfig"]
+
+log = logging.getLogger("localllm.scheduler")
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerConfig:
+    keep_alive: float = 300.0  # seconds; 0 unloads after each request, negative never
+    max_loaded_models: int = 0  # 0: as many as memory allows
+    max_queue: int = 512  # requests waiting or running before "server busy"
+    headroom: float = 0.20  # fraction of free memory never planned for
+    log_dir: Path | None = None  # runner logs, one file per model load
+
+
+class Scheduler:
+    def __init__(
+        self,
+        config: SchedulerConfig,
+        runner_factory: RunnerFactory,
+        *,
+        memory_probe: Callable[[], MemoryInfo] = system_memory,
+        gpu_probe: Callable[[], list[int]] = nvidia_free_vram,
+        clock: Callable[[], float] = time.monotonic,
+        on_load: Callable[[str, float], None] | None = None,
+    ):
+        self.config = config
+        self._factory = runner_factory
+        self._memory_probe = memory_probe
+        self._gpu_probe = gpu_probe
+        self._clock = clock
+        self._on_load = on_load
+        self._models: dict[str, LoadedModel] = {}
+        self._loading: dict[str, asyncio.Task[LoadedModel]] = {}
+        self._load_lock = asyncio.Lock()
+        self._changed = asyncio.Condition()
+        self._wake = asyncio.Event()
+        self._claims: dict[str, int] = {}  # requests waiting on a load: not evictable yet
+        self._pending = 0
+        self._background: set[asyncio.Task] = set()
+
+    # -- requests ---------------------------------------------------------------------------
+    @property
+    def pending(self) -> int:
+        """Requests waiting for or holding a model."""
+        return self._pending
+
+    @contextlib.asynccontextmanager
+    async def lease(
+        self, target: LoadTarget, options: RunnerOptions, keep_alive: float | None = None
+    ) -> AsyncIterator[Lease]:
+        lease = await self.acquire(target, options, keep_alive)
+        try:
+            yield lease
+        finally:
+            lease.release()
+
+    async def acquire(
+        self, target: LoadTarget, options: RunnerOptions, keep_alive: float | None = None
+    ) -> Lease:
+        """Hold ``target`` loaded with ``options`` and one of its slots until released."""
+        if self._pending >= self.config.max_queue:
+            raise ServerBusyError(self.config.max_queue)
+        self._pending += 1
+        try:
+            model = await self._get(target, self._spec(target, options))
+        except BaseException:
+            self._pending -= 1
+            raise
+        model.keep_alive = self.config.keep_alive if keep_alive is None else keep_alive
+        try:
+            await model.slots.acquire()
+        except BaseException:
+            self._finish(model, crashed=False)
+            raise
+        model.busy += 1
+        return Lease(model, self._release)
+
+    def _release(self, model: LoadedModel, crashed: bool) -> None:
+        model.busy -= 1
+        model.slots.release()
+        self._finish(model, crashed)
+
+    def _finish(self, model: LoadedModel, crashed: bool) -> None:
+        """A request let go of ``model``: drop the count, then expire, unload or forget it."""
+        self._pending -= 1
+        model.refs -= 1
+        model.last_used = self._clock()
+        if crashed or not model.runner.alive:
+            if self._forget(model, "its runner stopped"):
+                self._spawn(model.runner.stop())
+        if model.refs > 0:
+            return
+        model.idle.set()
+        if model.keep_alive == 0 or model.stale:
+            self._spawn(self._unload_if_idle(model, "keep_alive reached"))
+        else:
+            model.expires_at = self._expiry(model)
+            self._wake.set()
+        self._spawn(self._notify())
+
+    def _expiry(self, model: LoadedModel) -> float | None:
+        return None if model.keep_alive < 0 else model.last_used + model.keep_alive
+
+    # -- loading ----------------------------------------------------------------------------
+    def _spec(self, target: LoadTarget, options: RunnerOptions) -> RunnerSpec:
+        return RunnerSpec(
+            model_name=target.name,
+            model_paths=target.model_paths,
+            projector_path=target.projector_path,
+            num_ctx=options.num_ctx,
+            num_parallel=options.num_parallel,
+            num_gpu_layers=-2 if options.num_gpu is None else options.num_gpu,
+            num_threads=options.num_threads,
+            num_batch=options.num_batch,
+            embedding_only=target.embedding_only,
+        )
+
+    async def _get(self, target: LoadTarget, spec: RunnerSpec) -> LoadedModel:
+        """The loaded model for ``spec`` with one more reference, loading it if need be."""
+        while True:
+            model = self._ready(target.name, spec)
+            if model is not None:
+                return model
+            task = self._loading.get(target.name)
+            if task is None or task.done():
+                task = asyncio.get_running_loop().create_task(self._load(target, spec))
+                self._loading[target.name] = task
+            self._claims[target.name] = self._claims.get(target.name, 0) + 1
+            try:
+                await asyncio.shield(task)
+            finally:
+                self._claims[target.name] -= 1
+
+    def _ready(self, name: str, spec: RunnerSpec) -> LoadedModel | None:
+        model = self._models.get(name)
+        if model is None or not model.usable or not _same(model.spec, spec):
+            return None
+        model.refs += 1
+        model.idle.clear()
+        model.expires_at = None
+        return model
+
+    async def _load(self, target: LoadTarget, spec: RunnerSpec) -> LoadedModel:
+        try:
+            async with self._load_lock:
+                return await self._load_locked(target, spec)
+        finally:
+            self._loading.pop(target.name, None)
+
+    async def _load_locked(self, target: LoadTarget, spec: RunnerSpec) -> LoadedModel:
+        current = self._models.get(target.name)
+        if current is not None and current.usable and _same(current.spec, spec):
+            return current
+        if current is not None:
+            await self._retire(current)
+        placement = await self._place(target, spec)
+        spec = _with_gpu_layers(spec, placement.gpu_layers)
+        estimate = estimate_bytes(target.footprint, spec.num_ctx, spec.num_parallel)
+        await self._make_room(target.name, int(estimate * (1 - placement.gpu_fraction)))
+        return await self._start(target, spec, placement, estimate)
+
+    async def _place(self, target: LoadTarget, spec: RunnerSpec) -> Placement:
+        requested = None if spec.num_gpu_layers == -2 else spec.num_gpu_layers
+        free_vram = [] if requested is not None else await asyncio.to_thread(self._gpu_probe)
+        n_ctx_total = spec.num_ctx * spec.num_parallel
+        return choose_gpu_layers(target.footprint, n_ctx_total, free_vram, requested)
+
+    async def _start(
+        self, target: LoadTarget, spec: RunnerSpec, placement: Placement, estimate: int
+    ) -> LoadedModel:
+        log_path = self._log_path(target.name)
+        started = time.monotonic()
+        try:
+            runner = await self._factory(spec, log_path)
+        except RunnerError as error:
+            raise ModelLoadError(f"failed to load model {target.name!r}: {error}") from None
+        seconds = time.monotonic() - started
+        info = runner.info
+        processor = describe_placement(info.gpu_layers, info.total_layers, info.backend)
+        self._log_load(target.name, placement, processor, info, seconds)
+        if self._on_load is not None:
+            self._on_load(target.name, seconds)
+        model = LoadedModel(
+            target.name, spec, runner, processor, estimate, self.config.keep_alive, self._clock()
+        )
+        model.expires_at = self._expiry(model)  # waiters claim it at once; else it expires
+        self._models[target.name] = model
+        self._wake.set()
+        return model
+
+    def _log_load(self, name, placement: Placement, processor: str, info, seconds: float) -> None:
+        message = (
+            f"loaded {name} in {seconds:.2f}s: {processor} (backend {info.backend}, "
+            f"{info.gpu_layers}/{info.total_layers} layers on GPU; {placement.reason}), "
+            f"ctx {info.n_ctx} x {info.n_parallel} parallel"
+        )
+        if placement.gpu_layers > 0 and info.gpu_layers == 0:
+            log.warning("%s: GPU layers were planned but the runner has no GPU backend", message)
+        else:
+            log.info("%s", message)
+
+    def _log_path(self, name: str) -> Path | None:
+        if self.config.log_dir is None:
+            return None
+        self.config.log_dir.mkdir(parents=True, exist_ok=True)
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+        return self.config.log_dir / f"runner-{safe}.log"
+
+    # -- making room ------------------------------------------------------------------------
+    async def _make_room(self, name: str, needed: int) -> None:
+        """Evict idle models, least recently used first, until ``needed`` fits."""
+        while True:
+            free = await self._free_memory()
+            too_many = 0 < self.config.max_loaded_models <= len(self._models)
+            if not too_many and needed <= free:
+                return
+            victim = self._least_recently_used_idle()
+            if victim is not None:
+                await self._unload(victim, "to make room")
+                continue
+            if not self._models:
+                raise InsufficientMemoryError(name, needed, int(free))
+            async with self._changed:
+                await self._changed.wait()
+
+    async def _free_memory(self) -> float:
+        """Free memory we may plan for, after headroom; loaded models count as used."""
+        info = await asyncio.to_thread(self._memory_probe)
+        loaded = sum(m.estimate_bytes for m in self._models.values())
+        free = min(info.available, info.total - loaded)
+        return max(0.0, free * (1 - self.config.headroom))
+
+    def _least_recently_used_idle(self) -> LoadedModel | None:
+        idle = [m for m in self._models.values() if m.refs == 0 and not self._claims.get(m.name)]
+        return min(idle, key=lambda m: m.last_used, default=None)
+
+    async def _retire(self, model: LoadedModel) -> None:
+        """Reload path: stop new requests, let running ones finish, then unload."""
+        model.stale = True
+        await model.idle.wait()
+        await self._unload(model, "runner options changed")
+
+    # -- unloading --------------------------------------------------------------------------
+    async def _unload_if_idle(self, model: LoadedModel, why: str) -> None:
+        if model.refs == 0 and self._models.get(model.name) is model:
+            await self._unload(model, why)
+
+    async def _unload(self, model: LoadedModel, why: str) -> None:
+        self._forget(model, why)
+        try:
+            await model.runner.stop()
+        except Exception:  # a runner that is already gone cannot fail to stop
+            log.exception("stopping the runner of %s failed", model.name)
+        await self._notify()
+
+    def _forget(self, model: LoadedModel, why: str) -> bool:
+        if self._models.get(model.name) is not model:
+            return False
+        del self._models[model.name]
+        log.info("unloaded %s: %s", model.name, why)
+        return True
+
+    async def unload(self, name: str) -> bool:
+        """Unload ``name`` now if it is idle, else as soon as its requests finish."""
+        model = self._models.get(name)
+        if model is None:
+            return False
+        model.keep_alive = 0
+        if model.refs == 0:
+            await self._unload(model, "unload requested")
+        return True
+
+    async def reap(self) -> None:
+        """Unload every idle model whose keep-alive has run out."""
+        now = self._clock()
+        for model in list(self._models.values()):
+            if not model.runner.alive and model.refs == 0:
+                await self._unload(model, "its runner stopped")
+            elif model.refs == 0 and model.expires_at is not None and model.expires_at <= now:
+                await self._unload(model, "keep_alive expired")
+
+    async def run(self, max_sleep: float = 5.0) -> None:
+        """Background loop: reap expired models when the next one is due."""
+        while True:
+            self._wake.clear()
+            await self.reap()
+            due = [m.expires_at for m in self._models.values() if m.expires_at is not None]
+            delay = max_sleep if not due else min(max_sleep, max(0.01, min(due) - self._clock()))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), delay)
+
+    async def shutdown(self) -> None:
+        for task in list(self._loading.values()):
+            task.cancel()
+        for model in list(self._models.values()):
+            await self._unload(model, "shutting down")
+        for task in list(self._background):
+            task.cancel()
+
+    # -- status -----------------------------------------------------------------------------
+    def status(self) -> list[ModelStatus]:
+        now = self._clock()
+        return [model.status(now) for model in self._models.values()]
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    def _spawn(self, coroutine) -> None:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+
+def _same(a: RunnerSpec, b: RunnerSpec) -> bool:
+    """Equal for reuse: an auto GPU choice (-2) matches whatever was placed."""
+    if b.num_gpu_layers == -2:
+        b = _with_gpu_layers(b, a.num_gpu_layers)
+    return a == b
+
+
+def _with_gpu_layers(spec: RunnerSpec, layers: int) -> RunnerSpec:
+    return replace(spec, num_gpu_layers=layers)

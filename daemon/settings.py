@@ -1,0 +1,116 @@
+"""The daemon's configuration: one frozen object, built once at the entry point from the
+environment (prefix ``LOCALLLM_``) and passed down. Nothing else in the project reads
+``os.environ``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import platformdirs
+
+__all__ = ["DEFAULT_PORT", "Settings", "parse_host"]
+
+DEFAULT_PORT = 11435
+_APP = "localllm"
+
+
+def parse_host(value: str) -> tuple[str, int]:
+    """Read ``host``, ``host:port``, ``:port``, ``[::1]:port`` or ``http://host:port``."""
+    text = value.strip().removeprefix("http://").removeprefix("https://").rstrip("/")
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port_text = rest.removeprefix(":")
+    elif text.count(":") == 1:
+        host, _, port_text = text.partition(":")
+    else:
+        host, port_text = text, ""
+    host = host or "127.0.0.1"
+    if not port_text:
+        return host, DEFAULT_PORT
+    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise ValueError(f"invalid port in LOCALLLM_HOST={value!r}")
+    return host, int(port_text)
+
+
+def _int(env: Mapping[str, str], key: str, default: int) -> int:
+    raw = env.get(key, "").strip()
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"{key} must be an integer, got {raw!r}") from None
+
+
+def _float(env: Mapping[str, str], key: str, default: float) -> float:
+    raw = env.get(key, "").strip()
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ValueError(f"{key} must be a number, got {raw!r}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    models_dir: Path = field(
+        default_factory=lambda: Path(platformdirs.user_data_dir(_APP)) / "models"
+    )
+    data_dir: Path = field(default_factory=lambda: Path(platformdirs.user_data_dir(_APP)))
+    config_dir: Path = field(default_factory=lambda: Path(platformdirs.user_config_dir(_APP)))
+    log_dir: Path = field(default_factory=lambda: Path(platformdirs.user_log_dir(_APP)))
+    catalog_path: Path | None = None
+    hf_endpoint: str | None = None
+    hf_token: str | None = None
+    api_key: str | None = None
+    origins: tuple[str, ...] = ()
+    keep_alive_seconds: float = 300.0
+    max_loaded_models: int = 0  # 0: decided by memory
+    max_queue: int = 512
+    num_parallel: int = 4
+    num_ctx: int = 4096
+    num_threads: int | None = None
+
+    @property
+    def base_url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        host, port = parse_host(env.get("LOCALLLM_HOST", "") or "127.0.0.1")
+        base = cls()
+        data_dir = Path(env["LOCALLLM_DATA"]) if env.get("LOCALLLM_DATA") else base.data_dir
+        return cls(
+            host=host,
+            port=port,
+            models_dir=Path(env["LOCALLLM_MODELS"]).expanduser()
+            if env.get("LOCALLLM_MODELS")
+            else data_dir / "models",
+            data_dir=data_dir,
+            config_dir=Path(env["LOCALLLM_CONFIG"])
+            if env.get("LOCALLLM_CONFIG")
+            else base.config_dir,
+            log_dir=Path(env["LOCALLLM_LOGS"]) if env.get("LOCALLLM_LOGS") else data_dir / "logs",
+            catalog_path=Path(env["LOCALLLM_CATALOG"]) if env.get("LOCALLLM_CATALOG") else None,
+            hf_endpoint=env.get("HF_ENDPOINT") or None,
+            hf_token=env.get("HF_TOKEN") or None,
+            api_key=env.get("LOCALLLM_API_KEY") or None,
+            origins=tuple(
+                o.strip() for o in env.get("LOCALLLM_ORIGINS", "").split(",") if o.strip()
+            ),
+            keep_alive_seconds=_float(env, "LOCALLLM_KEEP_ALIVE", base.keep_alive_seconds),
+            max_loaded_models=_int(env, "LOCALLLM_MAX_LOADED_MODELS", 0),
+            max_queue=_int(env, "LOCALLLM_MAX_QUEUE", base.max_queue),
+            num_parallel=_int(env, "LOCALLLM_NUM_PARALLEL", base.num_parallel),
+            num_ctx=_int(env, "LOCALLLM_CONTEXT_LENGTH", base.num_ctx),
+            num_threads=_int(env, "LOCALLLM_NUM_THREADS", 0) or None,
+        )

@@ -1,0 +1,208 @@
+"""Importing models from local files: a GGUF (single or sharded) or a Modelfile.
+
+Every input file is read and checked as GGUF before the store is touched, so a truncated or
+hostile file leaves the store exactly as it was. Blobs are leased as soon as they are hashed,
+and the manifest is written last.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from model_registry.digests import Digest
+from model_registry.errors import GGUFError, ModelfileError, ModelNotFoundError
+from model_registry.gguf_info import GGUFInfo, read_gguf_info
+from model_registry.model_config import config_from_gguf
+from model_registry.modelfile import Modelfile, from_is_path
+from model_registry.names import ModelName, parse_name
+from model_registry.store import BlobRef, Layer, LayerType, Manifest, Store, ensure_free_space
+from model_registry.store.locking import Lease
+
+__all__ = ["ModelExtras", "create_from_modelfile", "find_shards", "import_gguf"]
+
+_SHARD = re.compile(r"(?P<stem>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.gguf", re.IGNORECASE)
+_MAX_SHARDS = 512
+_TEXT_LAYERS = (LayerType.TEMPLATE, LayerType.SYSTEM, LayerType.PARAMS, LayerType.MESSAGES)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelExtras:
+    """What a model carries besides its weights (from a Modelfile or an API request)."""
+
+    system: str | None = None
+    template: str | None = None
+    parameters: Mapping[str, object] = field(default_factory=dict)
+    licenses: tuple[str, ...] = ()
+    messages: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def from_modelfile(cls, modelfile: Modelfile) -> ModelExtras:
+        return cls(
+            system=modelfile.system,
+            template=modelfile.template,
+            parameters=dict(modelfile.parameters),
+            licenses=tuple(modelfile.license),
+            messages=tuple(tuple(message) for message in modelfile.messages),
+        )
+
+
+def find_shards(path: Path) -> list[Path]:
+    """All shards of a split GGUF in order, given any one of them; ``[path]`` if unsplit."""
+    match = _SHARD.fullmatch(path.name)
+    if match is None:
+        return [path]
+    count = int(match["count"])
+    if not 1 <= count <= _MAX_SHARDS or not 1 <= int(match["index"]) <= count:
+        raise GGUFError(f"implausible shard name {path.name!r}")
+    shards = [
+        path.with_name(f"{match['stem']}-{i:05d}-of-{count:05d}.gguf") for i in range(1, count + 1)
+    ]
+    missing = [shard.name for shard in shards if not shard.is_file()]
+    if missing:
+        raise GGUFError(f"sharded model is incomplete: missing {', '.join(missing[:3])}")
+    return shards
+
+
+def import_gguf(
+    store: Store,
+    name: ModelName | str,
+    path: Path,
+    *,
+    projector: Path | None = None,
+    adapters: Sequence[Path] = (),
+    extras: ModelExtras = ModelExtras(),
+) -> Digest:
+    """Import a local GGUF model (and optional projector/adapters) as ``name``; returns its id."""
+    name = name if isinstance(name, ModelName) else parse_name(name)
+    shards = find_shards(Path(path))
+    infos = [_read_model_info(shard, first=i == 0) for i, shard in enumerate(shards)]
+    projector_info = _read_projector_info(projector) if projector else None
+    files = [*shards, *([projector] if projector else []), *adapters]
+    ensure_free_space(store.layout.blobs_dir, sum(f.stat().st_size for f in files), "this import")
+    source = {"files": [shard.name for shard in shards]}
+    with store.lease() as lease:
+        layers = [_file_layer(store, lease, LayerType.MODEL, shard) for shard in shards]
+        if projector:
+            layers.append(_file_layer(store, lease, LayerType.PROJECTOR, projector))
+        layers += [_file_layer(store, lease, LayerType.ADAPTER, adapter) for adapter in adapters]
+        layers += _extra_layers(store, lease, extras)
+        config = config_from_gguf(infos[0], source, projector_info)
+        return _commit(store, lease, name, config, layers)
+
+
+def create_from_modelfile(
+    store: Store,
+    name: ModelName | str,
+    modelfile: Modelfile,
+    resolve_file: Callable[[str], Path],
+) -> Digest:
+    """Create ``name`` from a parsed Modelfile.
+
+    ``resolve_file`` maps a ``FROM``/``ADAPTER`` file reference to a local path; the daemon
+    passes one that only accepts uploaded blobs, so a client can never name a server path.
+    """
+    name = name if isinstance(name, ModelName) else parse_name(name)
+    extras = ModelExtras.from_modelfile(modelfile)
+    adapters = [resolve_file(adapter) for adapter in modelfile.adapters]
+    if from_is_path(modelfile.from_):
+        return import_gguf(
+            store, name, resolve_file(modelfile.from_), adapters=adapters, extras=extras
+        )
+    try:
+        base = store.read_manifest(modelfile.from_)
+    except ModelNotFoundError:
+        raise ModelfileError(f"FROM {modelfile.from_}: no such model; pull it first") from None
+    return _derive(store, name, base, extras, adapters)
+
+
+def _derive(
+    store: Store, name: ModelName, base: Manifest, extras: ModelExtras, adapters: Sequence[Path]
+) -> Digest:
+    """A new model sharing the base's weights, with its own template/system/parameters."""
+    base_params = store.read_json_layer(base, LayerType.PARAMS) or {}
+    merged = ModelExtras(
+        system=extras.system
+        if extras.system is not None
+        else store.read_text_layer(base, LayerType.SYSTEM),
+        template=extras.template
+        if extras.template is not None
+        else store.read_text_layer(base, LayerType.TEMPLATE),
+        parameters={**base_params, **extras.parameters},
+        licenses=extras.licenses,
+        messages=extras.messages
+        or tuple(
+            (m["role"], m["content"]) for m in store.read_json_layer(base, LayerType.MESSAGES) or []
+        ),
+    )
+    kept = [
+        layer
+        for layer in base.layers
+        if layer.media_type not in _TEXT_LAYERS
+        and not (merged.licenses and layer.media_type is LayerType.LICENSE)
+    ]
+    config = store.read_config(base)
+    with store.lease(base.digests) as lease:
+        layers = kept + [_file_layer(store, lease, LayerType.ADAPTER, a) for a in adapters]
+        layers += _extra_layers(store, lease, merged)
+        return _commit(store, lease, name, config, layers)
+
+
+def _read_model_info(path: Path, first: bool) -> GGUFInfo:
+    info = read_gguf_info(path)
+    if info.is_projector:
+        raise GGUFError(
+            "this file is a vision projector (mmproj), not a model; import it as a projector"
+        )
+    if first and not info.architecture:
+        raise GGUFError("GGUF file names no architecture (general.architecture)")
+    return info
+
+
+def _read_projector_info(path: Path) -> GGUFInfo:
+    info = read_gguf_info(path)
+    if not info.is_projector:
+        raise GGUFError("the projector file is not a vision projector (clip) GGUF")
+    return info
+
+
+def _file_layer(store: Store, lease: Lease, media_type: LayerType, path: Path) -> Layer:
+    with path.open("rb") as stream:
+        blob = store.blobs.write_stream(stream, size_hint=path.stat().st_size, on_hashed=lease.add)
+    return Layer(media_type, blob.digest, blob.size)
+
+
+def _bytes_layer(store: Store, lease: Lease, media_type: LayerType, data: bytes) -> Layer:
+    blob = store.blobs.write_bytes(data, on_hashed=lease.add)
+    return Layer(media_type, blob.digest, blob.size)
+
+
+def _extra_layers(store: Store, lease: Lease, extras: ModelExtras) -> list[Layer]:
+    layers = []
+    if extras.template is not None:
+        layers.append(_bytes_layer(store, lease, LayerType.TEMPLATE, extras.template.encode()))
+    if extras.system is not None:
+        layers.append(_bytes_layer(store, lease, LayerType.SYSTEM, extras.system.encode()))
+    if extras.parameters:
+        params = json.dumps(dict(extras.parameters), sort_keys=True).encode()
+        layers.append(_bytes_layer(store, lease, LayerType.PARAMS, params))
+    if extras.messages:
+        messages = [{"role": role, "content": content} for role, content in extras.messages]
+        layers.append(_bytes_layer(store, lease, LayerType.MESSAGES, json.dumps(messages).encode()))
+    layers += [
+        _bytes_layer(store, lease, LayerType.LICENSE, text.encode()) for text in extras.licenses
+    ]
+    return layers
+
+
+def _commit(
+    store: Store, lease: Lease, name: ModelName, config: Mapping[str, object], layers: list[Layer]
+) -> Digest:
+    config_blob = store.blobs.write_bytes(
+        json.dumps(dict(config), sort_keys=True).encode(), on_hashed=lease.add
+    )
+    manifest = Manifest(BlobRef(config_blob.digest, config_blob.size), tuple(layers))
+    return store.write_manifest(name, manifest)

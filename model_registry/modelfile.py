@@ -1,0 +1,241 @@
+"""Ollama Modelfiles: parse one into a :class:`Modelfile`, and write one back out.
+
+This module only reads and writes text; resolving ``FROM`` against the store or the file
+system is the caller's job. Each instruction is a case-insensitive keyword followed by a value,
+which is bare (the rest of the line), ``"quoted"`` (``\\"`` and ``\\\\`` escape) or
+``\"\"\"triple quoted\"\"\"`` (may span lines, taken verbatim). ``#`` starts a comment line.
+Every error carries the line number it was found on.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from model_registry.errors import ModelfileError
+
+__all__ = ["PARAMETER_TYPES", "Modelfile", "from_is_path", "parse_modelfile", "render_modelfile"]
+
+PARAMETER_TYPES: dict[str, type] = {
+    "num_ctx": int,
+    "num_predict": int,
+    "num_gpu": int,
+    "num_thread": int,
+    "num_batch": int,
+    "num_keep": int,
+    "temperature": float,
+    "top_k": int,
+    "top_p": float,
+    "min_p": float,
+    "typical_p": float,
+    "repeat_penalty": float,
+    "repeat_last_n": int,
+    "presence_penalty": float,
+    "frequency_penalty": float,
+    "seed": int,
+    "stop": str,
+    "mirostat": int,
+    "mirostat_eta": float,
+    "mirostat_tau": float,
+    "penalize_newline": bool,
+}
+_REPEATABLE = {"stop"}  # kept as a list; every other parameter keeps its last value
+_ROLES = ("system", "user", "assistant")
+_INSTRUCTIONS = ("from", "system", "template", "parameter", "license", "message", "adapter")
+_TRIPLE = '"""'
+_INT = re.compile(r"[+-]?[0-9]+")
+_FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+_BOOLS = {"true": True, "t": True, "1": True, "false": False, "f": False, "0": False}
+_WINDOWS_PATH = re.compile(r"[A-Za-z]:[\\/]")
+_WORD = re.compile(r"\s*(\S+)\s*(.*)")
+_HEADS = {"parameter": "name", "message": "role"}
+
+
+@dataclass(frozen=True)
+class Modelfile:
+    """A parsed Modelfile; ``parameters`` holds typed values (``stop`` is a list)."""
+
+    from_: str
+    system: str | None = None
+    template: str | None = None
+    parameters: dict[str, object] = field(default_factory=dict)
+    license: list[str] = field(default_factory=list)
+    messages: list[tuple[str, str]] = field(default_factory=list)
+    adapters: list[str] = field(default_factory=list)
+
+    def to_text(self) -> str:
+        return render_modelfile(self)
+
+
+def from_is_path(value: str) -> bool:
+    """Whether a ``FROM`` value names a file or folder (rather than a model in the store)."""
+    return (
+        value in (".", "..")
+        or value.startswith(("./", "../", "/", "~", ".\\", "..\\", "\\"))
+        or bool(_WINDOWS_PATH.match(value))
+        or value.lower().endswith(".gguf")
+    )
+
+
+def parse_modelfile(text: str) -> Modelfile:
+    """Parse Modelfile text, raising :class:`ModelfileError` at the first bad line."""
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    out: dict[str, object] = {"parameters": {}, "license": [], "messages": [], "adapters": []}
+    from_line: int | None = None
+    index = 0
+    while index < len(lines):
+        number, (keyword, rest) = index + 1, _split_word(lines[index])
+        if not keyword or keyword.startswith("#"):
+            index += 1
+            continue
+        instruction = keyword.lower()
+        if instruction not in _INSTRUCTIONS:
+            raise ModelfileError(f"unknown instruction {keyword[:40]!r}", number)
+        if instruction == "from" and from_line is not None:
+            raise ModelfileError(f"FROM is given twice (first on line {from_line})", number)
+        from_line = number if instruction == "from" else from_line
+        index = _apply(instruction, rest, lines, index, out)
+    if from_line is None:
+        raise ModelfileError("a Modelfile needs a FROM line")
+    return Modelfile(**out)
+
+
+def _split_word(text: str) -> tuple[str, str]:
+    """The first word of ``text`` and the rest after the whitespace that follows it."""
+    match = _WORD.match(text)
+    return (match.group(1), match.group(2)) if match else ("", "")
+
+
+def _apply(instruction: str, rest: str, lines: list[str], index: int, out: dict) -> int:
+    """Apply one instruction starting on ``lines[index]``; return the index of the next line."""
+    number, name, head = index + 1, instruction.upper(), ""
+    if instruction in ("parameter", "message"):
+        head, rest = _split_word(rest)
+        if not head:
+            raise ModelfileError(f"{name} needs a {_HEADS[instruction]}", number)
+    value, index = _read_value(rest, lines, index, name)
+    if instruction == "parameter":
+        _set_parameter(out["parameters"], head.lower(), value, number)
+    elif instruction == "message":
+        if head.lower() not in _ROLES:
+            raise ModelfileError(f"MESSAGE role must be one of {', '.join(_ROLES)}", number)
+        out["messages"].append((head.lower(), value))
+    elif instruction in ("license", "adapter"):
+        out["license" if instruction == "license" else "adapters"].append(value)
+    elif instruction == "from" and not value:
+        raise ModelfileError("FROM needs a model name or a file path", number)
+    else:
+        out["from_" if instruction == "from" else instruction] = value
+    return index
+
+
+def _read_value(text: str, lines: list[str], index: int, name: str) -> tuple[str, int]:
+    """Read a bare, quoted or triple-quoted value that starts with ``text`` on line ``index``."""
+    number = index + 1
+    if text.startswith(_TRIPLE):
+        return _read_triple(text[3:], lines, index, name)
+    if text.startswith('"'):
+        return _read_quoted(text, number, name), index + 1
+    if not text.strip():
+        raise ModelfileError(f"{name} needs a value", number)
+    return text.strip(), index + 1
+
+
+def _read_triple(first: str, lines: list[str], index: int, name: str) -> tuple[str, int]:
+    start = index + 1
+    parts, current = [], first
+    while (end := current.find(_TRIPLE)) < 0:
+        parts.append(current)
+        index += 1
+        if index >= len(lines):
+            raise ModelfileError(f'{name} has an unterminated """ string', start)
+        current = lines[index]
+    if current[end + 3 :].strip():
+        raise ModelfileError(f'unexpected text after the closing """ of {name}', index + 1)
+    parts.append(current[:end])
+    return "\n".join(parts), index + 1
+
+
+def _read_quoted(text: str, number: int, name: str) -> str:
+    chars, position = [], 1
+    while position < len(text):
+        char = text[position]
+        if char == "\\" and position + 1 < len(text) and text[position + 1] in '"\\':
+            chars.append(text[position + 1])
+            position += 2
+            continue
+        if char == '"':
+            if text[position + 1 :].strip():
+                raise ModelfileError(f"unexpected text after the closing quote of {name}", number)
+            return "".join(chars)
+        chars.append(char)
+        position += 1
+    raise ModelfileError(f"{name} has an unterminated quoted string", number)
+
+
+def _set_parameter(parameters: dict[str, object], key: str, raw: str, number: int) -> None:
+    kind = PARAMETER_TYPES.get(key)
+    if kind is None:
+        raise ModelfileError(f"unknown parameter {key[:40]!r}", number)
+    value = _PARSERS[kind](raw)
+    if value is None:
+        raise ModelfileError(f"parameter {key} needs {_KIND_NAMES[kind]}, got {raw[:40]!r}", number)
+    if key in _REPEATABLE:
+        parameters.setdefault(key, []).append(value)
+    else:
+        parameters[key] = value
+
+
+def _parse_int(raw: str) -> int | None:
+    return int(raw) if _INT.fullmatch(raw) else None
+
+
+def _parse_float(raw: str) -> float | None:
+    value = float(raw) if _FLOAT.fullmatch(raw) else None
+    return value if value is not None and math.isfinite(value) else None
+
+
+_PARSERS: dict[type, Callable[[str], object]] = {
+    int: _parse_int,
+    float: _parse_float,
+    bool: lambda raw: _BOOLS.get(raw.lower()),
+    str: lambda raw: raw,
+}
+_KIND_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+
+
+def render_modelfile(modelfile: Modelfile) -> str:
+    """Modelfile text that :func:`parse_modelfile` reads back to an equal :class:`Modelfile`."""
+    lines = [f"FROM {_quote(modelfile.from_)}"]
+    lines += [f"ADAPTER {_quote(adapter)}" for adapter in modelfile.adapters]
+    if modelfile.template is not None:
+        lines.append(f"TEMPLATE {_quote(modelfile.template)}")
+    if modelfile.system is not None:
+        lines.append(f"SYSTEM {_quote(modelfile.system)}")
+    for key, value in modelfile.parameters.items():
+        for item in value if key in _REPEATABLE else [value]:
+            lines.append(f"PARAMETER {key} {_quote(_format_parameter(item))}")
+    lines += [f"MESSAGE {role} {_quote(text)}" for role, text in modelfile.messages]
+    lines += [f"LICENSE {_quote(text)}" for text in modelfile.license]
+    return "\n".join(lines) + "\n"
+
+
+def _format_parameter(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def _quote(value: str) -> str:
+    """The plainest spelling of ``value`` that reads back exactly."""
+    if value and value == value.strip() and "\n" not in value and not value.startswith('"'):
+        return value
+    if "\n" not in value:
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if _TRIPLE in value or value.endswith('"') or "\r" in value:
+        raise ModelfileError(
+            'a multi-line value cannot contain """, a carriage return or end with "'
+        )
+    return _TRIPLE + value + _TRIPLE

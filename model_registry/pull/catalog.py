@@ -1,0 +1,148 @@
+"""The curated catalog: short names (``qwen:7b``) for popular Hugging Face GGUF models.
+
+Short names are what people type; each entry maps one (plus aliases) onto a repository and a
+quant, with what the desktop app shows before a download (kind, parameter size, approximate
+bytes). The built-in list ships as ``model_registry/catalog.json``; a caller may pass another
+file (the daemon passes ``LOCALLLM_CATALOG``), which replaces it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from model_registry.errors import PullError, RegistryError, UnknownModelError
+from model_registry.names import ModelName, parse_name
+
+__all__ = ["KINDS", "Catalog", "CatalogEntry"]
+
+KINDS = ("chat", "embedding", "vision")
+_REPO = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
+_HF_HINT = "or pull any GGUF model from Hugging Face as hf.co/<org>/<repo>[:quant]"
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogEntry:
+    name: str
+    repo: str
+    quant: str
+    kind: str
+    parameter_size: str
+    size: int
+    description: str
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def hf_name(self) -> ModelName:
+        """The ``hf.co/<repo>:<quant>`` name this entry stands for."""
+        return parse_name(f"hf.co/{self.repo}:{self.quant}")
+
+    @property
+    def names(self) -> tuple[ModelName, ...]:
+        return tuple(parse_name(text) for text in (self.name, *self.aliases))
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "aliases": list(self.aliases),
+            "repo": self.repo,
+            "quant": self.quant,
+            "kind": self.kind,
+            "parameter_size": self.parameter_size,
+            "size": self.size,
+            "description": self.description,
+        }
+
+
+class Catalog:
+    """An immutable set of entries, looked up by any of their names."""
+
+    def __init__(self, entries: list[CatalogEntry], source: str = "the built-in catalog"):
+        self._entries = tuple(entries)
+        self._by_name: dict[ModelName, CatalogEntry] = {}
+        for entry in self._entries:
+            for name in entry.names:
+                if name in self._by_name:
+                    raise PullError(f"{source}: {name.display!r} is listed twice")
+                self._by_name[name] = entry
+
+    @classmethod
+    def load(cls, path: Path | None = None) -> Catalog:
+        """The catalog at ``path``, or the built-in one when ``path`` is None."""
+        if path is None:
+            raw = resources.files("model_registry").joinpath("catalog.json").read_bytes()
+            return cls.from_json(raw, "the built-in catalog")
+        source = f"catalog file {Path(path).name!r}"
+        try:
+            raw = Path(path).read_bytes()
+        except OSError as error:
+            raise PullError(f"cannot read {source}: {error.strerror}") from None
+        return cls.from_json(raw, source)
+
+    @classmethod
+    def from_json(cls, raw: bytes, source: str = "catalog") -> Catalog:
+        try:
+            document = json.loads(raw)
+            models = document["models"]
+            return cls([_entry(item) for item in models], source)
+        except (ValueError, KeyError, TypeError, RegistryError) as error:
+            raise PullError(f"{source} is invalid: {error}") from None
+
+    def __iter__(self) -> Iterator[CatalogEntry]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, name: ModelName | str) -> CatalogEntry | None:
+        return self._by_name.get(name if isinstance(name, ModelName) else parse_name(name))
+
+    def lookup(self, name: ModelName | str) -> CatalogEntry:
+        """The entry for a short name; :class:`UnknownModelError` suggests close names."""
+        name = name if isinstance(name, ModelName) else parse_name(name)
+        entry = self._by_name.get(name)
+        if entry is not None:
+            return entry
+        raise UnknownModelError(f"unknown model {name.display!r}; {self._suggest(name)}")
+
+    def _suggest(self, name: ModelName) -> str:
+        known = [known.display for known in self._by_name]
+        close = difflib.get_close_matches(name.display, known, n=4, cutoff=0.5)
+        same_model = [text for text in known if text.split(":")[0] == name.model]
+        suggestions = list(dict.fromkeys([*close, *same_model]))[:5]
+        if not suggestions:
+            return f"see `localllm catalog` for the short names, {_HF_HINT}"
+        return f"did you mean {', '.join(suggestions)}? ({_HF_HINT})"
+
+
+def _entry(item: dict[str, object]) -> CatalogEntry:
+    entry = CatalogEntry(
+        name=_text(item, "name"),
+        repo=_text(item, "repo"),
+        quant=_text(item, "quant"),
+        kind=_text(item, "kind"),
+        parameter_size=_text(item, "parameter_size"),
+        size=int(item.get("size", 0)),  # type: ignore[call-overload]
+        description=_text(item, "description"),
+        aliases=tuple(str(alias) for alias in item.get("aliases", ())),  # type: ignore[attr-defined]
+    )
+    if not _REPO.fullmatch(entry.repo):
+        raise ValueError(f"{entry.name}: repo must be <org>/<name>, not {entry.repo!r}")
+    if entry.kind not in KINDS:
+        raise ValueError(f"{entry.name}: kind must be one of {', '.join(KINDS)}")
+    if any(not name.is_catalog for name in entry.names):
+        raise ValueError(f"{entry.name}: catalog names are short names like qwen:7b")
+    entry.hf_name  # noqa: B018 - validates the quant as a tag
+    return entry
+
+
+def _text(item: dict[str, object], key: str) -> str:
+    value = item[key]
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{key} must be a non-empty string")
+    return value

@@ -1,0 +1,202 @@
+"""Turning a model name into a pull plan: which files, how big, which sha256, from where.
+
+One metadata call (``model_info(files_metadata=True)``) gives every file's size and sha256
+from the hub's LFS records before a byte is downloaded, so the content address of each blob
+is known up front: finished blobs are skipped, the disk check is exact, and every download is
+verified against a digest the hub published, not one we computed ourselves. Files are fetched
+from the commit the metadata came from, so a push during the pull cannot mix two versions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from huggingface_hub import HfApi, hf_hub_url
+from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
+
+from model_registry.digests import Digest
+from model_registry.errors import (
+    AuthenticationError,
+    DownloadError,
+    InvalidDigestError,
+    PullError,
+    UnknownModelError,
+)
+from model_registry.names import HUGGING_FACE_HOST, ModelName, parse_name
+from model_registry.pull.catalog import Catalog, CatalogEntry
+from model_registry.pull.quants import select
+from model_registry.store.manifests import LayerType
+
+__all__ = ["DEFAULT_ENDPOINT", "PlannedFile", "PullPlan", "Resolver", "auth_advice"]
+
+DEFAULT_ENDPOINT = "https://huggingface.co"
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """Connection-level failures of whichever HTTP stack huggingface_hub uses."""
+    errors: list[type[BaseException]] = [OSError]
+    for module in ("httpx2", "httpx"):
+        try:
+            errors.append(__import__(module).TransportError)
+        except (ImportError, AttributeError):
+            pass
+    return tuple(errors)
+
+
+_TRANSPORT_ERRORS = _transport_errors()
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedFile:
+    """One file to fetch: its repository path, size, digest, role and download URL."""
+
+    path: str
+    size: int
+    digest: Digest
+    layer_type: LayerType
+    url: str
+
+
+@dataclass(frozen=True, slots=True)
+class PullPlan:
+    """Everything a pull needs, decided before any download starts."""
+
+    name: ModelName
+    repo: str
+    revision: str
+    quant: str
+    files: tuple[PlannedFile, ...]
+    catalog_name: str | None = None
+
+    @property
+    def total_size(self) -> int:
+        return sum(file.size for file in self.files)
+
+    @property
+    def model_files(self) -> tuple[PlannedFile, ...]:
+        return tuple(file for file in self.files if file.layer_type is LayerType.MODEL)
+
+    def source(self) -> dict[str, object]:
+        """Where the model came from, as recorded in its config blob."""
+        source: dict[str, object] = {
+            "hub": HUGGING_FACE_HOST,
+            "repo": self.repo,
+            "revision": self.revision,
+            "quant": self.quant,
+            "files": [file.path for file in self.files],
+        }
+        if self.catalog_name:
+            source["catalog"] = self.catalog_name
+        return source
+
+
+def auth_advice(repo: str) -> str:
+    return (
+        f"accept its terms at https://huggingface.co/{repo} and run `localllm login` "
+        "or set HF_TOKEN"
+    )
+
+
+class Resolver:
+    """Resolves names against one hub endpoint with one (optional) token."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        *,
+        endpoint: str | None = None,
+        token: str | None = None,
+        timeout: float = 30.0,
+    ):
+        self.endpoint = (endpoint or DEFAULT_ENDPOINT).rstrip("/")
+        self._token = token
+        self._timeout = timeout
+        self._catalog = catalog
+        # token=False: huggingface_hub must not look for a token on its own (env, files).
+        self._api = HfApi(endpoint=self.endpoint, token=token or False, library_name="localllm")
+
+    def resolve(self, name: ModelName | str) -> PullPlan:
+        name = name if isinstance(name, ModelName) else parse_name(name)
+        entry: CatalogEntry | None = None
+        if name.is_catalog:
+            entry = self._catalog.lookup(name)
+            repo, tag = entry.repo, entry.quant.lower()
+        elif name.is_hugging_face:
+            repo, tag = f"{name.namespace}/{name.model}", name.tag
+        else:
+            raise UnknownModelError(
+                f"cannot pull {name.display!r}: localllm pulls catalog names (like qwen:7b) and "
+                f"Hugging Face models as hf.co/{name.namespace}/{name.model}[:quant]"
+            )
+        info = self._model_info(repo)
+        files = {sibling.rfilename: sibling for sibling in info.siblings or ()}
+        selection = select(files, tag, repo)
+        chosen = [(path, LayerType.MODEL) for path in selection.model_files]
+        if selection.projector:
+            chosen.append((selection.projector, LayerType.PROJECTOR))
+        revision = info.sha or "main"
+        planned = tuple(self._planned(repo, revision, files[path], kind) for path, kind in chosen)
+        return PullPlan(
+            name=name,
+            repo=repo,
+            revision=revision,
+            quant=selection.quant,
+            files=planned,
+            catalog_name=entry.name if entry else None,
+        )
+
+    def _model_info(self, repo: str) -> Any:
+        try:
+            return self._api.model_info(repo, files_metadata=True, timeout=self._timeout)
+        except GatedRepoError:
+            raise AuthenticationError(
+                f"hf.co/{repo} is gated: {auth_advice(repo)}"
+                + ("" if self._token else " (no Hugging Face token is set)")
+            ) from None
+        except RepositoryNotFoundError as error:
+            if _status(error) == 401 and not self._token:
+                raise AuthenticationError(
+                    f"hf.co/{repo} was not found; if it is gated or private, {auth_advice(repo)}"
+                ) from None
+            raise UnknownModelError(
+                f"hf.co/{repo} was not found on Hugging Face (check the spelling; a private "
+                "repository also needs a token with access to it)"
+            ) from None
+        except HfHubHTTPError as error:
+            if _status(error) in (401, 403):
+                raise AuthenticationError(
+                    f"Hugging Face refused access to hf.co/{repo} (HTTP {_status(error)}): "
+                    f"this repo is gated or private: {auth_advice(repo)}"
+                ) from None
+            raise DownloadError(
+                f"Hugging Face answered HTTP {_status(error)} for hf.co/{repo}; "
+                "try the pull again later"
+            ) from None
+        except _TRANSPORT_ERRORS as error:
+            raise DownloadError(
+                f"could not reach {self.endpoint} to look up hf.co/{repo} "
+                f"({type(error).__name__}); check the connection and run the pull again"
+            ) from None
+
+    def _planned(self, repo: str, revision: str, sibling: Any, kind: LayerType) -> PlannedFile:
+        lfs = sibling.lfs
+        if lfs is None:
+            raise PullError(
+                f"hf.co/{repo}: {sibling.rfilename} has no LFS record, so its sha256 is unknown "
+                "and it cannot be verified"
+            )
+        try:
+            digest = Digest(str(lfs.sha256))
+        except InvalidDigestError:
+            raise PullError(f"hf.co/{repo}: {sibling.rfilename} has an invalid sha256") from None
+        size = int(lfs.size)
+        if size < 0:
+            raise PullError(f"hf.co/{repo}: {sibling.rfilename} has an invalid size")
+        url = hf_hub_url(repo, sibling.rfilename, revision=revision, endpoint=self.endpoint)
+        return PlannedFile(sibling.rfilename, size, digest, kind, url)
+
+
+def _status(error: HfHubHTTPError) -> int | None:
+    response = getattr(error, "response", None)
+    return getattr(response, "status_code", None)

@@ -1,0 +1,151 @@
+"""Immutable, content-addressed blobs: ``blobs/sha256-<hex>``.
+
+Content is written to a temp file while it is hashed, fsynced, checked against the digest it
+should have, and only then renamed into place under the store lock. A blob file therefore
+always holds exactly the bytes its name promises, and identical content is stored once.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import io
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from model_registry.digests import Digest, sha256_of_file
+from model_registry.errors import BlobNotFoundError, DigestMismatchError, InsufficientSpaceError
+from model_registry.store.atomic import fsync_directory, temp_file_in, temp_file_owner
+from model_registry.store.layout import StoreLayout
+from model_registry.store.locking import StoreLock, process_alive
+
+__all__ = ["BlobFile", "BlobStore", "ensure_free_space"]
+
+OnHashed = Callable[[Digest], None]
+_CHUNK = 1 << 20
+_DISK_RESERVE = 64 << 20  # keep this much free so the system (and our manifests) can still write
+
+
+@dataclass(frozen=True, slots=True)
+class BlobFile:
+    digest: Digest
+    size: int
+    mtime: float
+
+
+def ensure_free_space(directory: Path, needed: int, what: str = "this model") -> None:
+    """Raise :class:`InsufficientSpaceError` unless ``needed`` bytes (plus a reserve) fit."""
+    directory.mkdir(parents=True, exist_ok=True)
+    available = shutil.disk_usage(directory).free
+    if needed + _DISK_RESERVE > available:
+        raise InsufficientSpaceError(needed, max(0, available - _DISK_RESERVE), what)
+
+
+class BlobStore:
+    def __init__(self, layout: StoreLayout, lock: StoreLock):
+        self._layout = layout
+        self._lock = lock
+
+    def path(self, digest: Digest | str) -> Path:
+        """The blob's file; raises :class:`BlobNotFoundError` if the store does not hold it."""
+        path = self._layout.blob_path(digest)
+        if not path.is_file():
+            raise BlobNotFoundError(f"blob {Digest.parse(digest).short} is not in the store")
+        return path
+
+    def exists(self, digest: Digest | str) -> bool:
+        return self._layout.blob_path(digest).is_file()
+
+    def write_bytes(
+        self, data: bytes, expected: Digest | None = None, on_hashed: OnHashed | None = None
+    ) -> BlobFile:
+        return self.write_stream(io.BytesIO(data), expected, len(data), on_hashed)
+
+    def write_stream(
+        self,
+        source: BinaryIO,
+        expected: Digest | None = None,
+        size_hint: int = 0,
+        on_hashed: OnHashed | None = None,
+    ) -> BlobFile:
+        """Copy ``source`` into the store, hashing on the way; verify, then commit."""
+        ensure_free_space(self._layout.blobs_dir, size_hint)
+        hasher = hashlib.sha256()
+        size = 0
+        with temp_file_in(self._layout.blobs_dir) as (stream, temp_path):
+            try:
+                while chunk := source.read(_CHUNK):
+                    hasher.update(chunk)
+                    stream.write(chunk)
+                    size += len(chunk)
+                stream.flush()
+                os.fsync(stream.fileno())
+            except OSError as error:
+                if error.errno == errno.ENOSPC:
+                    raise InsufficientSpaceError(size_hint or size, 0, "this blob") from None
+                raise
+            actual = Digest(hasher.hexdigest())
+            if expected is not None and actual != expected:
+                raise DigestMismatchError(
+                    f"content hashed to {actual.short}, expected {expected.short}; "
+                    "nothing was stored"
+                )
+            if on_hashed is not None:
+                on_hashed(actual)
+            self._commit(temp_path, actual)
+        return BlobFile(actual, size, self._layout.blob_path(actual).stat().st_mtime)
+
+    def commit_verified_file(self, path: Path, digest: Digest) -> None:
+        """Move a file already verified to hash to ``digest`` (a finished download) into place."""
+        self._commit(path, digest)
+
+    def _commit(self, temp_path: Path, digest: Digest) -> None:
+        destination = self._layout.blob_path(digest)
+        with self._lock.held():
+            if destination.is_file():
+                os.utime(destination)  # refresh the prune grace period for the new user
+                temp_path.unlink(missing_ok=True)
+                return
+            os.replace(temp_path, destination)
+        fsync_directory(destination.parent)
+
+    def matches_digest(self, digest: Digest) -> bool:
+        """Re-hash a stored blob; False if it is corrupt, :class:`BlobNotFoundError` if gone."""
+        with self.path(digest).open("rb") as stream:
+            return sha256_of_file(stream) == digest
+
+    def delete(self, digest: Digest) -> int:
+        """Remove a blob; returns the bytes freed (0 if it was already gone)."""
+        path = self._layout.blob_path(digest)
+        try:
+            size = path.stat().st_size
+            path.unlink()
+        except FileNotFoundError:
+            return 0
+        return size
+
+    def committed(self) -> Iterator[BlobFile]:
+        for path in self._entries():
+            try:
+                digest = Digest.parse(path.name)
+            except ValueError:
+                continue
+            stat = path.stat()
+            yield BlobFile(digest, stat.st_size, stat.st_mtime)
+
+    def stale_temp_files(self, older_than: float) -> Iterator[Path]:
+        """Temp files left by writers that were killed (never partial downloads)."""
+        for path in self._entries():
+            owner = temp_file_owner(path.name)
+            if owner is None or process_alive(owner):
+                continue
+            if path.stat().st_mtime < older_than:
+                yield path
+
+    def _entries(self) -> Iterator[Path]:
+        if self._layout.blobs_dir.is_dir():
+            yield from (path for path in self._layout.blobs_dir.iterdir() if path.is_file())

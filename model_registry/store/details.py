@@ -1,0 +1,57 @@
+"""Everything ``show`` tells about one model, gathered from its manifest and small blobs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from model_registry.digests import Digest
+from model_registry.names import ModelName, parse_name
+from model_registry.store.manifests import LayerType, Manifest
+from model_registry.store.store import Store
+
+__all__ = ["ModelDetails", "show_model"]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelDetails:
+    name: ModelName
+    model_id: Digest
+    manifest: Manifest
+    config: dict[str, object]
+    template: str | None  # the Modelfile TEMPLATE, else the GGUF's chat template
+    system: str | None
+    parameters: dict[str, object]
+    license: str | None
+    messages: list[dict[str, str]]
+
+    @property
+    def gguf(self) -> dict[str, object]:
+        summary = self.config.get("gguf")
+        return summary if isinstance(summary, dict) else {}
+
+    @property
+    def has_projector(self) -> bool:
+        return bool(self.manifest.layers_of(LayerType.PROJECTOR))
+
+
+def show_model(store: Store, name: ModelName | str) -> ModelDetails:
+    manifest = store.read_manifest(name)
+    config = store.read_config(manifest)
+    gguf = config.get("gguf") if isinstance(config.get("gguf"), dict) else {}
+    template = store.read_text_layer(manifest, LayerType.TEMPLATE) or gguf.get("chat_template")
+    license_text = store.read_text_layer(manifest, LayerType.LICENSE) or gguf.get("license")
+    return ModelDetails(
+        name=_parsed(name),
+        model_id=manifest.model_id,
+        manifest=manifest,
+        config=config,
+        template=template,
+        system=store.read_text_layer(manifest, LayerType.SYSTEM),
+        parameters=dict(store.read_json_layer(manifest, LayerType.PARAMS) or {}),
+        license=license_text,
+        messages=list(store.read_json_layer(manifest, LayerType.MESSAGES) or []),
+    )
+
+
+def _parsed(name: ModelName | str) -> ModelName:
+    return name if isinstance(name, ModelName) else parse_name(name)

@@ -1,0 +1,137 @@
+"""Manifests: the Docker-v2/OCI-style JSON that names a model's blobs.
+
+A manifest is parsed strictly (every digest validated, every media type known) because its
+contents choose which files the daemon opens; a tampered manifest must not reach a path.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import StrEnum
+
+from model_registry.digests import Digest, sha256_of_bytes
+from model_registry.errors import CorruptManifestError, InvalidDigestError
+
+__all__ = ["CONFIG_MEDIA_TYPE", "MANIFEST_MEDIA_TYPE", "BlobRef", "Layer", "LayerType", "Manifest"]
+
+MANIFEST_MEDIA_TYPE = "application/vnd.docker.distribution.manifest.v2+json"
+CONFIG_MEDIA_TYPE = "application/vnd.docker.container.image.v1+json"
+_MAX_MANIFEST_BYTES = 1 << 20
+_MAX_LAYERS = 1024
+
+
+class LayerType(StrEnum):
+    """What a layer holds; the value is its media type."""
+
+    MODEL = "application/vnd.localllm.image.model"
+    PROJECTOR = "application/vnd.localllm.image.projector"
+    ADAPTER = "application/vnd.localllm.image.adapter"
+    TEMPLATE = "application/vnd.localllm.image.template"
+    SYSTEM = "application/vnd.localllm.image.system"
+    PARAMS = "application/vnd.localllm.image.params"
+    MESSAGES = "application/vnd.localllm.image.messages"
+    LICENSE = "application/vnd.localllm.image.license"
+
+    @property
+    def short(self) -> str:
+        return self.value.rsplit(".", 1)[-1]
+
+
+@dataclass(frozen=True, slots=True)
+class BlobRef:
+    """The manifest's reference to its config blob."""
+
+    digest: Digest
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class Layer:
+    media_type: LayerType
+    digest: Digest
+    size: int
+
+    def to_json(self) -> dict[str, object]:
+        return {"mediaType": self.media_type.value, "digest": self.digest.wire, "size": self.size}
+
+    @classmethod
+    def from_json(cls, data: object) -> Layer:
+        if not isinstance(data, dict):
+            raise CorruptManifestError("manifest layer is not an object")
+        try:
+            media_type = LayerType(data["mediaType"])
+            digest = Digest.parse(data["digest"])
+            size = data["size"]
+        except (KeyError, ValueError, InvalidDigestError) as error:
+            raise CorruptManifestError(f"manifest layer is invalid: {error}") from None
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            raise CorruptManifestError("manifest layer has an invalid size")
+        return cls(media_type, digest, size)
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    config: BlobRef
+    layers: tuple[Layer, ...]
+
+    def layers_of(self, media_type: LayerType) -> tuple[Layer, ...]:
+        return tuple(layer for layer in self.layers if layer.media_type is media_type)
+
+    @property
+    def digests(self) -> set[Digest]:
+        """Every blob this manifest keeps alive, config included."""
+        return {self.config.digest, *(layer.digest for layer in self.layers)}
+
+    @property
+    def total_size(self) -> int:
+        return self.config.size + sum(layer.size for layer in self.layers)
+
+    def to_bytes(self) -> bytes:
+        document = {
+            "schemaVersion": 2,
+            "mediaType": MANIFEST_MEDIA_TYPE,
+            "config": {
+                "mediaType": CONFIG_MEDIA_TYPE,
+                "digest": self.config.digest.wire,
+                "size": self.config.size,
+            },
+            "layers": [layer.to_json() for layer in self.layers],
+        }
+        return json.dumps(document, indent=2).encode()
+
+    @property
+    def model_id(self) -> Digest:
+        """The model's id: the sha256 of its manifest bytes."""
+        return sha256_of_bytes(self.to_bytes())
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> Manifest:
+        if len(raw) > _MAX_MANIFEST_BYTES:
+            raise CorruptManifestError("manifest is too large")
+        try:
+            document = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            raise CorruptManifestError("manifest is not valid JSON") from None
+        if not isinstance(document, dict) or document.get("schemaVersion") != 2:
+            raise CorruptManifestError("manifest has an unknown schema")
+        config = _parse_config(document.get("config"))
+        layers = document.get("layers")
+        if not isinstance(layers, list) or len(layers) > _MAX_LAYERS:
+            raise CorruptManifestError("manifest layers are missing or too many")
+        return cls(config, tuple(Layer.from_json(layer) for layer in layers))
+
+
+def _parse_config(data: object) -> BlobRef:
+    if not isinstance(data, dict) or data.get("mediaType") != CONFIG_MEDIA_TYPE:
+        raise CorruptManifestError("manifest config is missing")
+    try:
+        return BlobRef(Digest.parse(data.get("digest")), _size(data.get("size")))
+    except InvalidDigestError:
+        raise CorruptManifestError("manifest config digest is invalid") from None
+
+
+def _size(value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise CorruptManifestError("manifest config has an invalid size")
+    return value

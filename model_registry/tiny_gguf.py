@@ -1,0 +1,305 @@
+"""Tiny, real GGUF models for tests and benchmarks.
+
+:func:`write_tiny_model` writes a llama-architecture model with random weights that llama.cpp
+loads, tokenizes, chats with (ChatML) and generates from, in well under a second at the default
+size, and that a benchmark can scale to a few hundred million parameters. The same arguments
+always give the same bytes.
+
+The weights are random but shaped so that runs are predictable: dimension 0 of the residual
+stream is a constant "bias channel" (set in every token embedding, never written by a layer),
+which lets the output matrix push chosen tokens' logits far down or up whatever the input.
+By default that keeps control tokens and raw bytes out of the samples, so generation produces
+printable text and always runs to its token limit; ``end_of_turn="immediately"`` makes the
+first sampled token the end-of-turn token instead.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import string
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import gguf
+import numpy as np
+
+__all__ = [
+    "CHATML_TEMPLATE",
+    "TinyVocabulary",
+    "tiny_vocabulary",
+    "write_tiny_model",
+    "write_tiny_projector",
+]
+
+CHATML_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
+_T = gguf.TokenType
+_SPACE = "\u2581"  # SentencePiece's visible space
+_COMMON_WORDS = ("the", "and", "to", "of", "in", "is", "it", "you", "that", "for", "on", "with")
+_COMMON_WORDS += ("are", "this", "be", "as", "have", "not", "was", "at", "or", "but", "a", "I")
+_COMMON_WORDS += ("Hello", "hello", "world", "Hi", "hi")
+_COMMON_PIECES = ("ing", "ed", "er", "es", "th", "he", "in", "an", "re", "on", "at", "en", "ll")
+_LOGIT_MARGIN = 40.0  # how far the bias channel moves a chosen token's logit
+_LAYER_STD = 0.02
+_OUTPUT_LOGIT_STD = 2.0
+
+
+@dataclass(frozen=True)
+class TinyVocabulary:
+    """The token table written into a tiny model, with the ids tests care about."""
+
+    tokens: list[str]
+    scores: list[float]
+    types: list[int]
+    unk_id: int
+    bos_id: int
+    eos_id: int  # ``<|im_end|>``: ends a chat turn and a completion alike
+    im_start_id: int
+    newline_id: int
+
+    @property
+    def quiet_ids(self) -> list[int]:
+        """Tokens a default tiny model never samples: control tokens and raw bytes but ``\\n``."""
+        return [
+            i
+            for i, kind in enumerate(self.types)
+            if kind in (_T.CONTROL, _T.UNKNOWN, _T.UNUSED)
+            or (kind == _T.BYTE and i != self.newline_id)
+        ]
+
+
+def tiny_vocabulary(vocab_size: int | None = None) -> TinyVocabulary:
+    """A byte-fallback SentencePiece vocabulary, padded with letter pieces to ``vocab_size``."""
+    tokens = ["<unk>", "<s>", "</s>", *(f"<0x{b:02X}>" for b in range(256))]
+    types = [_T.UNKNOWN, _T.CONTROL, _T.CONTROL, *([_T.BYTE] * 256)]
+    tokens += ["<|im_start|>", "<|im_end|>"]
+    types += [_T.CONTROL, _T.CONTROL]
+    pieces = _pieces()
+    base = len(tokens) + len(pieces)
+    if vocab_size is not None and vocab_size < base:
+        raise ValueError(f"vocab_size must be at least {base}")
+    pieces += _fillers((vocab_size or base) - base, set(pieces))
+    scores = [0.0] * len(tokens) + [-float(i) for i in range(len(pieces))]
+    return TinyVocabulary(
+        tokens=tokens + pieces,
+        scores=scores,
+        types=[int(t) for t in types] + [int(_T.NORMAL)] * len(pieces),
+        unk_id=0,
+        bos_id=1,
+        eos_id=tokens.index("<|im_end|>"),
+        im_start_id=tokens.index("<|im_start|>"),
+        newline_id=tokens.index("<0x0A>"),
+    )
+
+
+def _pieces() -> list[str]:
+    """Single characters, then common words closed under prefixes so SPM can merge them."""
+    singles = [_SPACE, *(c for c in string.printable[:94])]
+    multi: set[str] = set()
+    for word in [_SPACE + w for w in _COMMON_WORDS] + list(_COMMON_PIECES):
+        multi.update(word[:end] for end in range(2, len(word) + 1))
+    return singles + sorted(multi, key=lambda p: (len(p), p))
+
+
+def _fillers(count: int, taken: set[str]) -> list[str]:
+    """``count`` distinct lowercase pieces (``▁ab``, ``ab``, ``▁abc``...), in a fixed order."""
+    fillers: list[str] = []
+    for length in itertools.count(2):
+        for prefix in (_SPACE, ""):
+            for letters in itertools.product(string.ascii_lowercase, repeat=length):
+                if len(fillers) == count:
+                    return fillers
+                piece = prefix + "".join(letters)
+                if piece not in taken:
+                    fillers.append(piece)
+    return fillers  # pragma: no cover (itertools.count never ends)
+
+
+def write_tiny_model(
+    path: str | os.PathLike[str],
+    *,
+    n_layer: int = 2,
+    n_embd: int = 64,
+    n_head: int = 4,
+    n_head_kv: int | None = None,
+    n_ff: int | None = None,
+    context_length: int = 2048,
+    file_type: Literal["F16", "Q8_0"] = "F16",
+    seed: int = 0,
+    vocab_size: int | None = None,
+    name: str = "tiny-llama",
+    license: str | None = None,
+    chat_template: str | None = CHATML_TEMPLATE,
+    end_of_turn: Literal["never", "immediately", "random"] = "never",
+) -> Path:
+    """Write a llama-architecture GGUF with random weights that llama.cpp can run."""
+    spec = _Spec.build(n_layer, n_embd, n_head, n_head_kv, n_ff, file_type)
+    vocab = tiny_vocabulary(vocab_size)
+    writer = gguf.GGUFWriter(None, gguf.MODEL_ARCH_NAMES[gguf.MODEL_ARCH.LLAMA])
+    _add_hyperparameters(writer, spec, context_length, len(vocab.tokens))
+    _add_tokenizer(writer, vocab, chat_template)
+    writer.add_name(name)
+    if license:
+        writer.add_license(license)
+    plan = _tensor_plan(spec, len(vocab.tokens))
+    for tensor_name, shape, qtype in plan:
+        _add_tensor_info(writer, tensor_name, shape, qtype)
+    path = Path(path)
+    writer.write_header_to_file(path)
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    bias = _output_bias(vocab, end_of_turn)
+    for index, (tensor_name, shape, qtype) in enumerate(plan):
+        values = _weights(tensor_name, shape, np.random.default_rng((seed, index)), bias)
+        writer.write_tensor_data(gguf.quants.quantize(values, qtype))
+    writer.close()
+    return path
+
+
+def write_tiny_projector(path: str | os.PathLike[str]) -> Path:
+    """A minimal ``clip`` (multimodal projector) GGUF: readable metadata, not a usable model."""
+    writer = gguf.GGUFWriter(None, "clip")
+    writer.add_bool("clip.has_vision_encoder", True)
+    writer.add_string("clip.projector_type", "mlp")
+    writer.add_uint32("clip.vision.embedding_length", 32)
+    writer.add_name("tiny-projector")
+    writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
+    rng = np.random.default_rng(0)
+    writer.add_tensor("mm.0.weight", (rng.standard_normal((64, 32)) * 0.02).astype(np.float16))
+    writer.add_tensor("mm.0.bias", np.zeros(64, dtype=np.float32))
+    path = Path(path)
+    writer.write_header_to_file(path)
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+@dataclass(frozen=True)
+class _Spec:
+    n_layer: int
+    n_embd: int
+    n_head: int
+    n_head_kv: int
+    n_ff: int
+    qtype: gguf.GGMLQuantizationType
+    file_type: gguf.LlamaFileType
+
+    @classmethod
+    def build(cls, n_layer, n_embd, n_head, n_head_kv, n_ff, file_type) -> _Spec:
+        n_head_kv = n_head if n_head_kv is None else n_head_kv
+        n_ff = n_ff if n_ff is not None else -(-8 * n_embd // 3 // 32) * 32
+        if file_type not in ("F16", "Q8_0"):
+            raise ValueError("file_type must be 'F16' or 'Q8_0'")
+        if min(n_layer, n_embd, n_head, n_head_kv, n_ff) < 1:
+            raise ValueError("layer, width and head counts must be positive")
+        if n_embd % n_head or (n_embd // n_head) % 2 or n_head % n_head_kv:
+            raise ValueError("n_embd / n_head must be even and n_head a multiple of n_head_kv")
+        if file_type == "Q8_0" and (n_embd % 32 or n_ff % 32):
+            raise ValueError("Q8_0 needs n_embd and n_ff to be multiples of 32")
+        qtype = gguf.GGMLQuantizationType[file_type]
+        return cls(
+            n_layer,
+            n_embd,
+            n_head,
+            n_head_kv,
+            n_ff,
+            qtype,
+            gguf.LlamaFileType[f"MOSTLY_{file_type}"],
+        )
+
+
+def _add_hyperparameters(writer: gguf.GGUFWriter, spec: _Spec, context: int, n_vocab: int):
+    writer.add_context_length(context)
+    writer.add_embedding_length(spec.n_embd)
+    writer.add_block_count(spec.n_layer)
+    writer.add_feed_forward_length(spec.n_ff)
+    writer.add_head_count(spec.n_head)
+    writer.add_head_count_kv(spec.n_head_kv)
+    writer.add_rope_dimension_count(spec.n_embd // spec.n_head)
+    writer.add_rope_freq_base(10000.0)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_vocab_size(n_vocab)
+    writer.add_file_type(spec.file_type)
+    writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
+
+
+def _add_tokenizer(writer: gguf.GGUFWriter, vocab: TinyVocabulary, template: str | None):
+    writer.add_tokenizer_model("llama")
+    writer.add_token_list(vocab.tokens)
+    writer.add_token_scores(vocab.scores)
+    writer.add_token_types(vocab.types)
+    writer.add_unk_token_id(vocab.unk_id)
+    writer.add_bos_token_id(vocab.bos_id)
+    writer.add_eos_token_id(vocab.eos_id)
+    writer.add_add_bos_token(True)
+    writer.add_add_eos_token(False)
+    if template:
+        writer.add_chat_template(template)
+
+
+def _tensor_plan(spec: _Spec, n_vocab: int) -> list[tuple[str, tuple[int, ...], object]]:
+    """(name, numpy shape, ggml type) for every tensor, in file order."""
+    names, t = gguf.TENSOR_NAMES, gguf.MODEL_TENSOR
+    f32, q = gguf.GGMLQuantizationType.F32, spec.qtype
+    d, ff, kv = spec.n_embd, spec.n_ff, spec.n_embd // spec.n_head * spec.n_head_kv
+    plan = [(names[t.TOKEN_EMBD] + ".weight", (n_vocab, d), q)]
+    for bid in range(spec.n_layer):
+        for tensor, shape, qtype in (
+            (t.ATTN_NORM, (d,), f32),
+            (t.ATTN_Q, (d, d), q),
+            (t.ATTN_K, (kv, d), q),
+            (t.ATTN_V, (kv, d), q),
+            (t.ATTN_OUT, (d, d), q),
+            (t.FFN_NORM, (d,), f32),
+            (t.FFN_GATE, (ff, d), q),
+            (t.FFN_UP, (ff, d), q),
+            (t.FFN_DOWN, (d, ff), q),
+        ):
+            plan.append((names[tensor].format(bid=bid) + ".weight", shape, qtype))
+    plan += [(names[t.OUTPUT_NORM] + ".weight", (d,), f32)]
+    plan += [(names[t.OUTPUT] + ".weight", (n_vocab, d), q)]
+    return plan
+
+
+def _add_tensor_info(writer: gguf.GGUFWriter, name: str, shape: tuple[int, ...], qtype) -> None:
+    block_size, type_size = gguf.GGML_QUANT_SIZES[qtype]
+    nbytes = math.prod(shape) // block_size * type_size
+    writer.add_tensor_info(name, shape, np.dtype(np.float32), nbytes, raw_dtype=qtype)
+
+
+def _output_bias(vocab: TinyVocabulary, end_of_turn: str) -> np.ndarray:
+    """Per-token push on the bias channel: -1 never sampled, +1 always, 0 left to chance."""
+    if end_of_turn not in ("never", "immediately", "random"):
+        raise ValueError("end_of_turn must be 'never', 'immediately' or 'random'")
+    bias = np.zeros(len(vocab.tokens), dtype=np.float32)
+    if end_of_turn != "random":
+        bias[vocab.quiet_ids] = -1.0
+    if end_of_turn == "immediately":
+        bias[vocab.eos_id] = 1.0
+    return bias
+
+
+def _weights(name: str, shape: tuple[int, ...], rng: np.random.Generator, bias: np.ndarray):
+    """Random weights for one tensor, shaped around the bias channel (see the module doc)."""
+    if len(shape) == 1:
+        return np.ones(shape, dtype=np.float32)
+    values = rng.standard_normal(shape, dtype=np.float32)
+    if name == gguf.TENSOR_NAMES[gguf.MODEL_TENSOR.TOKEN_EMBD] + ".weight":
+        values[:, 0] = math.sqrt(shape[1])  # the bias channel: half of every embedding's energy
+    elif name == gguf.TENSOR_NAMES[gguf.MODEL_TENSOR.OUTPUT] + ".weight":
+        values *= _OUTPUT_LOGIT_STD / math.sqrt(shape[1] / 2)
+        values[:, 0] = bias * (_LOGIT_MARGIN / math.sqrt(shape[1] / 2))
+    else:
+        values *= _LAYER_STD
+        if name.endswith((".attn_output.weight", ".ffn_down.weight")):
+            values[0, :] = 0.0  # no layer writes to the bias channel
+    return values

@@ -1,0 +1,47 @@
+"""Shared fixtures: generated GGUF models and temporary stores.
+
+Every test that needs a model gets a real one, written by ``model_registry.tiny_gguf`` in well
+under a second, so the suite runs real llama.cpp on real files and needs no network.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+@pytest.fixture(scope="session")
+def tiny_model_path(tmp_path_factory) -> Path:
+    """A small F16 llama-architecture GGUF (shared, never modified by tests)."""
+    from model_registry.tiny_gguf import write_tiny_model
+
+    return write_tiny_model(tmp_path_factory.mktemp("models") / "tiny.gguf", seed=1)
+
+
+@pytest.fixture(scope="session")
+def tiny_q8_model_path(tmp_path_factory) -> Path:
+    from model_registry.tiny_gguf import write_tiny_model
+
+    return write_tiny_model(
+        tmp_path_factory.mktemp("models") / "tiny-q8.gguf", n_embd=64, file_type="Q8_0", seed=2
+    )
+
+
+@pytest.fixture
+def store(tmp_path):
+    from model_registry.store import Store
+
+    return Store(tmp_path / "store")
+
+
+@pytest.fixture
+def imported_store(store, tiny_model_path):
+    """A store holding ``tiny:latest`` imported from the shared tiny model."""
+    from model_registry.importer import import_gguf
+
+    import_gguf(store, "tiny", tiny_model_path)
+    return store
