@@ -257,7 +257,9 @@ def _read_tensor_infos(cur: _Cursor, header: _Header, alignment: int) -> int:
             raise GGUFError(f"GGUF tensor {name!r} has a misaligned data offset")
         data_end = max(data_end, offset + nbytes)
         if data_end > cur.size:
-            raise GGUFError(f"GGUF tensor {name!r} has its data past the end of the file")
+            raise GGUFError(
+                f"GGUF file is truncated: tensor {name!r} data ends past the end of the file"
+            )
         header.parameter_count += elements
         tally = header.weight_elements if n_dims >= 2 else header.other_elements
         tally[ggml_type] = tally.get(ggml_type, 0) + elements

@@ -81,6 +81,8 @@ def import_gguf(
     shards = find_shards(Path(path))
     infos = [_read_model_info(shard, first=i == 0) for i, shard in enumerate(shards)]
     projector_info = _read_projector_info(projector) if projector else None
+    for adapter in adapters:
+        _read_info(adapter)  # a LoRA adapter is a GGUF too: check it before touching the store
     files = [*shards, *([projector] if projector else []), *adapters]
     ensure_free_space(store.layout.blobs_dir, sum(f.stat().st_size for f in files), "this import")
     source = {"files": [shard.name for shard in shards]}
@@ -151,8 +153,16 @@ def _derive(
         return _commit(store, lease, name, config, layers)
 
 
+def _read_info(path: Path) -> GGUFInfo:
+    """Read GGUF metadata; file-system errors name the file, never its directory."""
+    try:
+        return read_gguf_info(path)
+    except OSError as error:
+        raise GGUFError(f"cannot read {path.name}: {error.strerror or error}") from None
+
+
 def _read_model_info(path: Path, first: bool) -> GGUFInfo:
-    info = read_gguf_info(path)
+    info = _read_info(path)
     if info.is_projector:
         raise GGUFError(
             "this file is a vision projector (mmproj), not a model; import it as a projector"
@@ -163,7 +173,7 @@ def _read_model_info(path: Path, first: bool) -> GGUFInfo:
 
 
 def _read_projector_info(path: Path) -> GGUFInfo:
-    info = read_gguf_info(path)
+    info = _read_info(path)
     if not info.is_projector:
         raise GGUFError("the projector file is not a vision projector (clip) GGUF")
     return info

@@ -1,10 +1,13 @@
 """Ollama Modelfiles: parse one into a :class:`Modelfile`, and write one back out.
 
 This module only reads and writes text; resolving ``FROM`` against the store or the file
-system is the caller's job. Each instruction is a case-insensitive keyword followed by a value,
-which is bare (the rest of the line), ``"quoted"`` (``\\"`` and ``\\\\`` escape) or
-``\"\"\"triple quoted\"\"\"`` (may span lines, taken verbatim). ``#`` starts a comment line.
-Every error carries the line number it was found on.
+system is the caller's job. Each instruction is a case-insensitive keyword followed by a value
+that is bare (the rest of the line, trimmed), in double quotes (backslash escapes a quote or a
+backslash) or between triple double quotes (may span lines, taken verbatim). A line whose first
+word starts with ``#`` is a comment. Every error carries the line number it was found on.
+
+Repeated ``SYSTEM``, ``TEMPLATE`` or ``PARAMETER`` lines keep the last value, as Ollama does,
+except ``PARAMETER stop``, which collects a list.
 """
 
 from __future__ import annotations

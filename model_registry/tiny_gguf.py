@@ -143,6 +143,7 @@ def write_tiny_model(
     """Write a llama-architecture GGUF with random weights that llama.cpp can run."""
     spec = _Spec.build(n_layer, n_embd, n_head, n_head_kv, n_ff, file_type)
     vocab = tiny_vocabulary(vocab_size)
+    bias = _output_bias(vocab, end_of_turn)
     writer = gguf.GGUFWriter(None, gguf.MODEL_ARCH_NAMES[gguf.MODEL_ARCH.LLAMA])
     _add_hyperparameters(writer, spec, context_length, len(vocab.tokens))
     _add_tokenizer(writer, vocab, chat_template)
@@ -153,14 +154,15 @@ def write_tiny_model(
     for tensor_name, shape, qtype in plan:
         _add_tensor_info(writer, tensor_name, shape, qtype)
     path = Path(path)
-    writer.write_header_to_file(path)
-    writer.write_kv_data_to_file()
-    writer.write_ti_data_to_file()
-    bias = _output_bias(vocab, end_of_turn)
-    for index, (tensor_name, shape, qtype) in enumerate(plan):
-        values = _weights(tensor_name, shape, np.random.default_rng((seed, index)), bias)
-        writer.write_tensor_data(gguf.quants.quantize(values, qtype))
-    writer.close()
+    try:
+        writer.write_header_to_file(path)
+        writer.write_kv_data_to_file()
+        writer.write_ti_data_to_file()
+        for index, (tensor_name, shape, qtype) in enumerate(plan):  # one tensor in memory at once
+            values = _weights(tensor_name, shape, np.random.default_rng((seed, index)), bias)
+            writer.write_tensor_data(gguf.quants.quantize(values, qtype))
+    finally:
+        writer.close()
     return path
 
 
@@ -194,7 +196,15 @@ class _Spec:
     file_type: gguf.LlamaFileType
 
     @classmethod
-    def build(cls, n_layer, n_embd, n_head, n_head_kv, n_ff, file_type) -> _Spec:
+    def build(
+        cls,
+        n_layer: int,
+        n_embd: int,
+        n_head: int,
+        n_head_kv: int | None,
+        n_ff: int | None,
+        file_type: str,
+    ) -> _Spec:
         n_head_kv = n_head if n_head_kv is None else n_head_kv
         n_ff = n_ff if n_ff is not None else -(-8 * n_embd // 3 // 32) * 32
         if file_type not in ("F16", "Q8_0"):

@@ -60,6 +60,12 @@ def test_truncated_gguf_is_refused_and_the_store_is_untouched(
     assert store.list_models() == []
 
 
+def test_missing_file_error_names_no_directory(store, tmp_path):
+    with pytest.raises(GGUFError, match=r"cannot read nothere\.gguf") as caught:
+        import_gguf(store, "x", tmp_path / "nothere.gguf")
+    assert str(tmp_path) not in str(caught.value)
+
+
 def test_non_gguf_file_is_refused(store, tmp_path):
     fake = tmp_path / "model.gguf"
     fake.write_text("<html>404 not found</html>")

@@ -8,6 +8,7 @@ draw their progress bars from them. A pull's last event is ``success``, ``paused
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
@@ -77,10 +78,8 @@ async def iterate_in_thread(
     queue: asyncio.Queue[object] = asyncio.Queue()
 
     def put(item: object) -> None:
-        try:
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody is listening any more
             loop.call_soon_threadsafe(queue.put_nowait, item)
-        except RuntimeError:  # the loop is closed: nobody is listening any more
-            pass
 
     def produce() -> None:
         try:

@@ -9,6 +9,7 @@ from the commit the metadata came from, so a push during the pull cannot mix two
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,10 +26,11 @@ from model_registry.errors import (
 )
 from model_registry.names import HUGGING_FACE_HOST, ModelName, parse_name
 from model_registry.pull.catalog import Catalog, CatalogEntry
+from model_registry.pull.fetch import auth_advice
 from model_registry.pull.quants import select
 from model_registry.store.manifests import LayerType
 
-__all__ = ["DEFAULT_ENDPOINT", "PlannedFile", "PullPlan", "Resolver", "auth_advice"]
+__all__ = ["DEFAULT_ENDPOINT", "PlannedFile", "PullPlan", "Resolver"]
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 
@@ -37,10 +39,8 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
     """Connection-level failures of whichever HTTP stack huggingface_hub uses."""
     errors: list[type[BaseException]] = [OSError]
     for module in ("httpx2", "httpx"):
-        try:
+        with contextlib.suppress(ImportError, AttributeError):
             errors.append(__import__(module).TransportError)
-        except (ImportError, AttributeError):
-            pass
     return tuple(errors)
 
 
@@ -91,13 +91,6 @@ class PullPlan:
         return source
 
 
-def auth_advice(repo: str) -> str:
-    return (
-        f"accept its terms at https://huggingface.co/{repo} and run `localllm login` "
-        "or set HF_TOKEN"
-    )
-
-
 class Resolver:
     """Resolves names against one hub endpoint with one (optional) token."""
 
@@ -130,6 +123,7 @@ class Resolver:
                 f"Hugging Face models as hf.co/{name.namespace}/{name.model}[:quant]"
             )
         info = self._model_info(repo)
+        repo = str(info.id or repo)  # names are lower-cased; the hub knows the real spelling
         files = {sibling.rfilename: sibling for sibling in info.siblings or ()}
         selection = select(files, tag, repo)
         chosen = [(path, LayerType.MODEL) for path in selection.model_files]
@@ -151,13 +145,13 @@ class Resolver:
             return self._api.model_info(repo, files_metadata=True, timeout=self._timeout)
         except GatedRepoError:
             raise AuthenticationError(
-                f"hf.co/{repo} is gated: {auth_advice(repo)}"
+                f"hf.co/{repo}: {auth_advice(repo)}"
                 + ("" if self._token else " (no Hugging Face token is set)")
             ) from None
         except RepositoryNotFoundError as error:
             if _status(error) == 401 and not self._token:
                 raise AuthenticationError(
-                    f"hf.co/{repo} was not found; if it is gated or private, {auth_advice(repo)}"
+                    f"hf.co/{repo} was not found, or {auth_advice(repo)}"
                 ) from None
             raise UnknownModelError(
                 f"hf.co/{repo} was not found on Hugging Face (check the spelling; a private "
@@ -167,7 +161,7 @@ class Resolver:
             if _status(error) in (401, 403):
                 raise AuthenticationError(
                     f"Hugging Face refused access to hf.co/{repo} (HTTP {_status(error)}): "
-                    f"this repo is gated or private: {auth_advice(repo)}"
+                    f"{auth_advice(repo)}"
                 ) from None
             raise DownloadError(
                 f"Hugging Face answered HTTP {_status(error)} for hf.co/{repo}; "

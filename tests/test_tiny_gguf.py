@@ -1,0 +1,218 @@
+"""The tiny model generator: deterministic files that real llama.cpp loads and runs."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from pathlib import Path
+
+import pytest
+
+from model_registry.gguf_info import read_gguf_info
+from model_registry.tiny_gguf import (
+    CHATML_TEMPLATE,
+    tiny_vocabulary,
+    write_tiny_model,
+    write_tiny_projector,
+)
+
+FILE_TYPES = ["F16", "Q8_0"]
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_same_arguments_give_the_same_bytes(tmp_path):
+    a = write_tiny_model(tmp_path / "a.gguf", seed=7)
+    b = write_tiny_model(tmp_path / "b.gguf", seed=7)
+    c = write_tiny_model(tmp_path / "c.gguf", seed=8)
+    assert digest(a) == digest(b) != digest(c)
+
+
+def test_default_model_is_small_and_quick(tmp_path):
+    started = time.perf_counter()
+    path = write_tiny_model(tmp_path / "m.gguf")
+    assert time.perf_counter() - started < 1
+    assert path.stat().st_size < 1 << 20
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        ({}, {"vocab_size": 431, "block_count": 2, "embedding_length": 64, "file_type": "F16"}),
+        ({"vocab_size": 1000, "file_type": "Q8_0"}, {"vocab_size": 1000, "file_type": "Q8_0"}),
+        (
+            {"n_layer": 3, "n_embd": 96, "n_head": 6, "n_head_kv": 2},
+            {"block_count": 3, "embedding_length": 96, "head_count": 6, "head_count_kv": 2},
+        ),
+        (
+            {"context_length": 512, "name": "x", "license": "MIT"},
+            {"context_length": 512, "name": "x", "license": "MIT"},
+        ),
+        ({"chat_template": None}, {"chat_template": None}),
+    ],
+)
+def test_configuration_shows_in_the_metadata(tmp_path, kwargs, expected):
+    info = read_gguf_info(write_tiny_model(tmp_path / "m.gguf", **kwargs))
+    assert {key: getattr(info, key) for key in expected} == expected
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"file_type": "Q4_0"},
+        {"file_type": "Q8_0", "n_embd": 48, "n_head": 4},
+        {"file_type": "Q8_0", "n_ff": 100},
+        {"n_embd": 64, "n_head": 5},
+        {"n_head": 4, "n_head_kv": 3},
+        {"n_layer": 0},
+        {"vocab_size": 100},
+        {"end_of_turn": "sometimes"},
+    ],
+)
+def test_bad_configurations_are_refused(tmp_path, kwargs):
+    with pytest.raises(ValueError):
+        write_tiny_model(tmp_path / "m.gguf", **kwargs)
+
+
+def test_vocabulary_layout():
+    vocab = tiny_vocabulary(2000)
+    assert len(vocab.tokens) == len(vocab.scores) == len(vocab.types) == 2000
+    assert len(set(vocab.tokens)) == 2000
+    assert vocab.tokens[:3] == ["<unk>", "<s>", "</s>"]
+    assert vocab.tokens[3] == "<0x00>" and vocab.tokens[258] == "<0xFF>"
+    assert vocab.tokens[vocab.eos_id] == "<|im_end|>"
+    assert vocab.tokens[vocab.im_start_id] == "<|im_start|>"
+    assert vocab.tokens[vocab.newline_id] == "<0x0A>"
+    assert vocab.newline_id not in vocab.quiet_ids and vocab.eos_id in vocab.quiet_ids
+    for word in ("\u2581the", "\u2581Hello", "\u2581world"):
+        assert word in vocab.tokens
+
+
+def test_projector_is_a_readable_clip_file(tmp_path):
+    info = read_gguf_info(write_tiny_projector(tmp_path / "p.gguf"))
+    assert info.is_projector and info.architecture == "clip"
+
+
+# --- real llama.cpp ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def llama_cpp():
+    """Skip (rather than fail) the llama.cpp checks where llama-cpp-python is not installed."""
+    return pytest.importorskip("llama_cpp")
+
+
+@pytest.fixture(scope="module", params=FILE_TYPES)
+def model_path(request, tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp(request.param)
+    return write_tiny_model(folder / "tiny.gguf", file_type=request.param)
+
+
+@pytest.fixture(scope="module")
+def llm(llama_cpp, model_path):
+    return llama_cpp.Llama(model_path=str(model_path), n_ctx=512, verbose=False)
+
+
+def is_plain_text(text: str) -> bool:
+    return all(char == "\n" or (char.isascii() and char.isprintable()) for char in text)
+
+
+def test_tokenizes_with_byte_fallback(llm):
+    vocab = tiny_vocabulary()
+    ids = llm.tokenize(b"Hello world")
+    assert ids == [
+        vocab.bos_id,
+        vocab.tokens.index("\u2581Hello"),
+        vocab.tokens.index("\u2581world"),
+    ]
+    ids = llm.tokenize("caf\u00e9 \u2603\n".encode(), add_bos=False)
+    assert llm.detokenize(ids).decode() == " caf\u00e9 \u2603\n"
+    special = llm.tokenize(b"<|im_start|>user", add_bos=False, special=True)
+    assert special[0] == vocab.im_start_id
+
+
+def test_completion_runs_to_the_token_limit_with_plain_text(llm):
+    out = llm.create_completion("Hello", max_tokens=24, seed=1)
+    assert out["usage"] == {"prompt_tokens": 2, "completion_tokens": 24, "total_tokens": 26}
+    assert out["choices"][0]["finish_reason"] == "length"
+    assert is_plain_text(out["choices"][0]["text"])
+
+
+def test_sampling_seeds_change_the_text_and_greedy_is_stable(llm):
+    texts = {
+        llm.create_completion("Hello", max_tokens=16, temperature=1.0, seed=seed)["choices"][0][
+            "text"
+        ]
+        for seed in (1, 2, 3)
+    }
+    assert len(texts) == 3
+    again = llm.create_completion("Hello", max_tokens=16, temperature=1.0, seed=1)
+    assert again["choices"][0]["text"] in texts
+    greedy = [
+        llm.create_completion("Hello", max_tokens=16, temperature=0)["choices"][0]["text"]
+        for _ in range(2)
+    ]
+    assert greedy[0] == greedy[1]
+
+
+def test_chat_uses_the_chatml_template(llm):
+    assert llm.metadata["tokenizer.chat_template"] == CHATML_TEMPLATE
+    out = llm.create_chat_completion(
+        [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}],
+        max_tokens=12,
+        seed=3,
+    )
+    choice = out["choices"][0]
+    assert choice["message"]["role"] == "assistant"
+    assert choice["finish_reason"] == "length"
+    assert out["usage"]["completion_tokens"] == 12
+    assert "<|im_end|>" not in choice["message"]["content"]
+    assert is_plain_text(choice["message"]["content"])
+
+
+def test_embeddings(llama_cpp, model_path):
+    model = llama_cpp.Llama(
+        model_path=str(model_path),
+        n_ctx=512,
+        verbose=False,
+        embedding=True,
+        pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN,
+    )
+    vectors = model.embed(["Hello world", "bye"])
+    assert [len(v) for v in vectors] == [64, 64]
+    assert all(math.isfinite(x) for v in vectors for x in v)
+    assert vectors[0] != vectors[1]
+
+
+@pytest.mark.parametrize("file_type", FILE_TYPES)
+def test_end_of_turn_immediately_stops_at_once(llama_cpp, tmp_path, file_type):
+    path = write_tiny_model(tmp_path / "m.gguf", file_type=file_type, end_of_turn="immediately")
+    model = llama_cpp.Llama(model_path=str(path), n_ctx=512, verbose=False)
+    out = model.create_completion("Hello", max_tokens=16)
+    assert (out["choices"][0]["text"], out["choices"][0]["finish_reason"]) == ("", "stop")
+    chat = model.create_chat_completion([{"role": "user", "content": "Hi"}], max_tokens=16)
+    assert chat["choices"][0]["finish_reason"] == "stop"
+    assert chat["choices"][0]["message"]["content"] == ""
+
+
+@pytest.mark.slow
+def test_bench_sized_model_writes_quickly_and_runs(llama_cpp, tmp_path):
+    started = time.perf_counter()
+    path = write_tiny_model(
+        tmp_path / "bench.gguf",
+        n_layer=16,
+        n_embd=1024,
+        n_head=16,
+        n_ff=2816,
+        vocab_size=32000,
+        file_type="Q8_0",
+    )
+    assert time.perf_counter() - started < 30
+    info = read_gguf_info(path)
+    assert (info.parameter_size, info.file_type, info.vocab_size) == ("271.1M", "Q8_0", 32000)
+    model = llama_cpp.Llama(model_path=str(path), n_ctx=256, verbose=False)
+    out = model.create_completion("Hello world", max_tokens=4, seed=1)
+    assert out["usage"]["completion_tokens"] == 4
