@@ -1,0 +1,73 @@
+"""The chat history's schema, as an ordered list of steps (the simonw/llm way).
+
+``PRAGMA user_version`` records how many steps a database has had; opening it runs the rest, in
+order, each in its own transaction with the version bump, so an interrupted upgrade leaves the
+database at the last step that finished. Never edit or reorder a released step: append one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+__all__ = ["MIGRATIONS", "NewerSchemaError", "migrate", "schema_version"]
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: conversations and their messages
+    """
+    CREATE TABLE conversations (
+        id TEXT PRIMARY KEY,
+        title TEXT NOT NULL,
+        model TEXT NOT NULL DEFAULT '',
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    CREATE TABLE messages (
+        id TEXT PRIMARY KEY,
+        conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        role TEXT NOT NULL,
+        content TEXT NOT NULL,
+        created_at REAL NOT NULL
+    );
+    CREATE INDEX messages_by_conversation ON messages(conversation_id, position);
+    """,
+    # 2: per-chat system prompt and sampling parameters
+    """
+    ALTER TABLE conversations ADD COLUMN system_prompt TEXT NOT NULL DEFAULT '';
+    ALTER TABLE conversations ADD COLUMN options TEXT NOT NULL DEFAULT '{}';
+    """,
+    # 3: attached images, reply statistics and in-place errors
+    """
+    ALTER TABLE messages ADD COLUMN images TEXT NOT NULL DEFAULT '[]';
+    ALTER TABLE messages ADD COLUMN stats TEXT;
+    ALTER TABLE messages ADD COLUMN error TEXT NOT NULL DEFAULT '';
+    ALTER TABLE messages ADD COLUMN hint TEXT NOT NULL DEFAULT '';
+    CREATE INDEX conversations_by_update ON conversations(updated_at);
+    """,
+)
+
+
+class NewerSchemaError(RuntimeError):
+    """The history was written by a newer localllm; we refuse to guess at its schema."""
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    return conn.execute("PRAGMA user_version").fetchone()[0]
+
+
+def migrate(conn: sqlite3.Connection, steps: tuple[str, ...] = MIGRATIONS) -> int:
+    """Apply the steps this database has not had yet; return the resulting version."""
+    version = schema_version(conn)
+    if version > len(steps):
+        raise NewerSchemaError(
+            f"the chat history has schema version {version}, newer than this localllm "
+            f"understands ({len(steps)}); update localllm to open it"
+        )
+    for number, sql in enumerate(steps[version:], start=version + 1):
+        try:
+            conn.executescript(f"BEGIN;\n{sql}\nPRAGMA user_version = {number};\nCOMMIT;")
+        except sqlite3.Error:
+            if conn.in_transaction:
+                conn.rollback()
+            raise
+    return schema_version(conn)

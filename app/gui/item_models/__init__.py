@@ -1,0 +1,1 @@
+"""Thin ``QAbstractItemModel`` adapters over the Qt-free state."""

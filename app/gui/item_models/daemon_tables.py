@@ -1,0 +1,159 @@
+"""The tables the pages show, as column lists over ``RecordTableModel``.
+
+Each class only says which columns a record has and how they read; keeping rows in step with
+the daemon is the base class's job.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from app.gui.downloads import Download
+from app.gui.fit import Fit, fit_for
+from app.gui.item_models.table import Column, RecordTableModel
+from app.gui.records import HubFile, RunningModel, SystemInfo
+from app.gui.units import ago, bytes_text, duration_text, rate_text
+
+__all__ = [
+    "DownloadsModel",
+    "HubFilesModel",
+    "HubReposModel",
+    "InstalledModelsModel",
+    "RunningModelsModel",
+]
+
+
+def _stamp(moment: datetime | None) -> float:
+    if moment is None:
+        return 0.0
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+
+
+def _context(n: int | None) -> str:
+    return f"{n:,}" if n else ""
+
+
+def _count(n: int) -> str:
+    return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
+
+
+class InstalledModelsModel(RecordTableModel):
+    columns = (
+        Column("Name", lambda m: m.name),
+        Column("Parameters", lambda m: m.parameter_size),
+        Column("Quantization", lambda m: m.quantization),
+        Column("Size", lambda m: bytes_text(m.size), lambda m: m.size, numeric=True),
+        Column(
+            "Context",
+            lambda m: _context(m.context_length),
+            lambda m: m.context_length or 0,
+            numeric=True,
+        ),
+        Column("Modified", lambda m: ago(m.modified_at), lambda m: _stamp(m.modified_at)),
+    )
+
+    def __init__(self, parent=None):
+        super().__init__(lambda m: m.name, parent)
+
+    def names(self) -> list[str]:
+        return [m.name for m in self.items()]
+
+
+def _expires(m: RunningModel) -> str:
+    if m.expires_at is None:
+        return ""
+    left = _stamp(m.expires_at) - datetime.now(UTC).timestamp()
+    if left > 10 * 365 * 86400:
+        return "never"
+    return f"in {duration_text(max(left, 0))}"
+
+
+class RunningModelsModel(RecordTableModel):
+    columns = (
+        Column("Name", lambda m: m.name),
+        Column("Memory", lambda m: bytes_text(m.size), lambda m: m.size, numeric=True),
+        Column("Processor", lambda m: m.processor),
+        Column(
+            "Context",
+            lambda m: _context(m.context_length),
+            lambda m: m.context_length or 0,
+            numeric=True,
+        ),
+        Column("Unloads", _expires, lambda m: _stamp(m.expires_at)),
+    )
+
+    def __init__(self, parent=None):
+        super().__init__(lambda m: m.name, parent)
+
+
+class HubReposModel(RecordTableModel):
+    columns = (
+        Column("Repository", lambda r: r.repo),
+        Column("Downloads", lambda r: _count(r.downloads), lambda r: r.downloads, numeric=True),
+        Column("Likes", lambda r: _count(r.likes), lambda r: r.likes, numeric=True),
+        Column("Updated", lambda r: ago(r.updated), lambda r: _stamp(r.updated)),
+    )
+
+    def __init__(self, parent=None):
+        super().__init__(lambda r: r.repo, parent)
+
+
+class HubFilesModel(RecordTableModel):
+    """A repository's GGUF files, each with its fit badge for this machine."""
+
+    def __init__(self, parent=None):
+        super().__init__(lambda f: f.file, parent)
+        self._system: SystemInfo | None = None
+        self.columns = (
+            Column("Quant", lambda f: f.quant or "?"),
+            Column("Size", lambda f: bytes_text(f.size), lambda f: f.size, numeric=True),
+            Column(
+                "Fits",
+                lambda f: self.fit(f).label,
+                tooltip=self._fit_tip,
+                color=lambda f: self.fit(f).colour,
+            ),
+            Column("File", lambda f: f.file),
+        )
+
+    def set_system(self, system: SystemInfo | None) -> None:
+        self._system = system
+        if self.rowCount():
+            self.dataChanged.emit(self.index(0, 2), self.index(self.rowCount() - 1, 2))
+
+    def fit(self, f: HubFile) -> Fit:
+        return fit_for(f.size, self._system)
+
+    def _fit_tip(self, f: HubFile) -> str:
+        if self._system is None:
+            return "Waiting for this machine's memory from the daemon"
+        return f"About {bytes_text(f.size * 1.2)} with context, on {self._machine()}"
+
+    def _machine(self) -> str:
+        s = self._system
+        ram = f"{bytes_text(s.ram_total)} RAM" if s else ""
+        return f"{bytes_text(s.vram_total)} VRAM, {ram}" if s and s.gpus else ram
+
+
+def _progress(d: Download) -> str:
+    if not d.total:
+        return d.status
+    return f"{bytes_text(d.completed)} of {bytes_text(d.total)} ({d.fraction:.0%})"
+
+
+class DownloadsModel(RecordTableModel):
+    columns = (
+        Column("Model", lambda d: d.name),
+        Column("Progress", _progress, lambda d: d.fraction),
+        Column(
+            "Speed",
+            lambda d: rate_text(d.speed) if d.speed else "",
+            lambda d: d.speed,
+            numeric=True,
+        ),
+        Column("Time left", lambda d: duration_text(d.eta), lambda d: d.eta or 0, numeric=True),
+        Column("State", lambda d: d.error or d.state, tooltip=lambda d: d.status),
+    )
+
+    def __init__(self, parent=None):
+        super().__init__(lambda d: d.name, parent)

@@ -1,0 +1,159 @@
+"""What the desktop app knows about the daemon, as frozen values.
+
+The gateway turns the client's JSON into these, so views, state and tests never depend on the
+wire shape: when a field moves on the wire, only ``gateway.py`` changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+__all__ = [
+    "ChatDelta",
+    "ChatDone",
+    "GpuInfo",
+    "HubFile",
+    "HubRepo",
+    "InstalledModel",
+    "ModelDetails",
+    "PullProgress",
+    "PullStatus",
+    "RunningModel",
+    "ServerInfo",
+    "SystemInfo",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class InstalledModel:
+    name: str
+    size: int
+    modified_at: datetime | None
+    digest: str = ""
+    family: str = ""
+    parameter_size: str = ""
+    quantization: str = ""
+    format: str = ""
+    context_length: int | None = None  # not in the list; filled in from details later
+
+
+@dataclass(frozen=True, slots=True)
+class ModelDetails:
+    name: str
+    modelfile: str = ""
+    parameters: str = ""
+    template: str = ""
+    system: str = ""
+    license: str = ""
+    metadata: tuple[tuple[str, str], ...] = ()
+    capabilities: frozenset[str] = frozenset()
+    context_length: int | None = None
+
+    @property
+    def has_vision(self) -> bool:
+        return "vision" in self.capabilities
+
+
+@dataclass(frozen=True, slots=True)
+class RunningModel:
+    name: str
+    size: int
+    size_vram: int
+    expires_at: datetime | None
+    context_length: int | None
+    processor: str
+
+
+@dataclass(frozen=True, slots=True)
+class PullProgress:
+    """One line of a pull or import stream."""
+
+    name: str
+    status: str
+    digest: str = ""
+    total: int = 0
+    completed: int = 0
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status == "success"
+
+
+@dataclass(frozen=True, slots=True)
+class PullStatus:
+    """A pull the daemon is running, has paused, or has given up on."""
+
+    name: str
+    status: str
+    total: int
+    completed: int
+    state: str  # "running" | "paused" | "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class HubRepo:
+    repo: str
+    downloads: int = 0
+    likes: int = 0
+    updated: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HubFile:
+    file: str
+    quant: str
+    size: int
+    name_to_pull: str
+
+
+@dataclass(frozen=True, slots=True)
+class GpuInfo:
+    name: str
+    vram_total: int
+    vram_free: int
+
+
+@dataclass(frozen=True, slots=True)
+class SystemInfo:
+    ram_total: int
+    ram_available: int
+    gpus: tuple[GpuInfo, ...] = ()
+    backend: str = ""
+
+    @property
+    def vram_total(self) -> int:
+        return sum(gpu.vram_total for gpu in self.gpus)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerInfo:
+    host: str
+    port: int
+    lan: bool
+    api_key_set: bool
+
+    @property
+    def base_url(self) -> str:
+        host = "127.0.0.1" if self.host in ("", "0.0.0.0", "::") else self.host
+        return f"http://{host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class ChatDelta:
+    """A piece of the reply as it streams in."""
+
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChatDone:
+    """The final chunk of a reply: why it stopped and the daemon's timings (nanoseconds)."""
+
+    done_reason: str = "stop"
+    total_duration: int = 0
+    load_duration: int = 0
+    prompt_eval_count: int = 0
+    prompt_eval_duration: int = 0
+    eval_count: int = 0
+    eval_duration: int = 0

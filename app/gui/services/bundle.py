@@ -1,0 +1,85 @@
+"""Every service the window uses, built from one gateway and one data directory.
+
+Made once at start-up and handed to the window (no module-level state): two worker pools
+(the network, with room for long streams; the disk, one thread so history writes keep their
+order), and the cross-service wiring that is not any single page's business.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from PySide6.QtCore import QObject
+
+from app.gui.gateway import Gateway
+from app.gui.services.chat import ChatController
+from app.gui.services.daemon_monitor import DaemonMonitor
+from app.gui.services.downloads import DownloadService
+from app.gui.services.hub import HubService
+from app.gui.services.library import ModelLibrary
+from app.gui.services.server import ServerService
+from app.gui.workers import Workers
+
+__all__ = ["Services", "build_services"]
+
+HISTORY_FILE = "chats.sqlite3"
+
+
+@dataclass(eq=False)
+class Services:
+    gateway: Gateway
+    net: Workers
+    disk: Workers
+    monitor: DaemonMonitor
+    library: ModelLibrary
+    downloads: DownloadService
+    hub: HubService
+    server: ServerService
+    chat: ChatController
+
+    def start(self) -> None:
+        """Read the chat list and begin watching the daemon; returns at once."""
+        self.chat.load()
+        self.monitor.start()
+
+    def shutdown(self) -> None:
+        self.monitor.stop()
+        self.downloads.stop()
+        self.chat.shutdown()
+        self.net.shutdown(wait_ms=200)
+        self.disk.shutdown(wait_ms=3000, drop_queued=False)  # the last history writes land
+
+    def _daemon_up(self) -> None:
+        self.library.refresh()
+        self.downloads.start()
+        self.hub.load_system()
+        self.server.refresh()
+
+
+def build_services(
+    gateway: Gateway,
+    data_dir: Path,
+    parent: QObject | None = None,
+    *,
+    autostart: bool = True,
+    poll_ms: int = 3000,
+) -> Services:
+    net = Workers(max_threads=12, parent=parent)
+    disk = Workers(max_threads=1, parent=parent)
+    services = Services(
+        gateway=gateway,
+        net=net,
+        disk=disk,
+        monitor=DaemonMonitor(
+            gateway, net, interval_ms=poll_ms, autostart=autostart, parent=parent
+        ),
+        library=ModelLibrary(gateway, net, parent),
+        downloads=DownloadService(gateway, net, parent=parent),
+        hub=HubService(gateway, net, parent),
+        server=ServerService(gateway, net, parent),
+        chat=ChatController(gateway, net, disk, Path(data_dir) / HISTORY_FILE, parent),
+    )
+    services.monitor.came_up.connect(services._daemon_up)
+    services.downloads.finished.connect(lambda _name: services.library.refresh())
+    return services

@@ -1,0 +1,266 @@
+"""Chats: the list, the open conversation, and the streams feeding replies into it.
+
+The network goes through the gateway on the network workers; the history goes to SQLite
+through ``ChatHistory`` on the disk worker. The state (``ChatSession``) is updated on the UI
+thread and is the truth the views draw; the disk only follows it. A reply
+keeps streaming when the user switches to another chat, and is there when they come back.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+
+from app.gui.chat.records import Conversation, Message, new_id
+from app.gui.chat.session import ChatSession, Persist
+from app.gui.gateway import Gateway
+from app.gui.item_models.conversations import (
+    CONVERSATION_ROLE,
+    ConversationFilter,
+    ConversationListModel,
+)
+from app.gui.records import ChatDelta, ChatDone
+from app.gui.services.chat_history import ChatHistory
+from app.gui.workers import Job, Workers
+
+__all__ = ["ChatController"]
+
+
+class ChatController(QObject):
+    loaded = Signal()  # the chat list has been read from disk
+    opened = Signal(object)  # ChatSession | None: the chat on screen changed
+    transcript_changed = Signal()  # the open chat's messages changed
+    streaming_changed = Signal(bool)
+    reply_finished = Signal(object)  # Message (stats, or an error with a hint)
+    error = Signal(str)
+
+    def __init__(
+        self,
+        gateway: Gateway,
+        net: Workers,
+        disk: Workers,
+        db_path: Path,
+        parent: QObject | None = None,
+    ):
+        super().__init__(parent)
+        self._gateway, self._net, self._disk = gateway, net, disk
+        self._history = ChatHistory(disk, db_path, self._report)
+        self.conversations = ConversationListModel(parent=self)
+        self.conversations.edited.connect(lambda c: self._apply(c, touch=False))
+        self.filter = ConversationFilter(self)
+        self.filter.setSourceModel(self.conversations)
+        self.session: ChatSession | None = None
+        self.default_model = ""
+        self._live: dict[str, tuple[ChatSession, Job]] = {}
+        self._opening = ""
+        self._search = ""
+
+    # the list
+
+    def load(self) -> None:
+        self._history.conversations(self._listed)
+
+    def new_chat(self, model: str = "") -> None:
+        """Start a chat (reusing the empty one on screen rather than piling up empty chats)."""
+        session = self.session
+        if session is not None and not session.messages and not session.streaming:
+            if model and model != session.conversation.model:
+                self._write(session.update(replace(session.conversation, model=model)))
+            return self.opened.emit(session)
+        now = time.time()
+        conversation = Conversation(
+            new_id(), model=model or self.default_model, created_at=now, updated_at=now
+        )
+        self.conversations.add(conversation)
+        self._history.save_conversation(conversation)
+        self._show(ChatSession(conversation))
+
+    def open(self, conversation_id: str) -> None:
+        if self.session is not None and self.session.conversation.id == conversation_id:
+            return
+        if conversation_id in self._live:
+            return self._show(self._live[conversation_id][0])
+        conversation = self.conversations.conversation(conversation_id)
+        if conversation is None:
+            return
+        self._opening = conversation_id
+        self._history.messages(
+            conversation_id, lambda messages: self._loaded_messages(conversation, messages)
+        )
+
+    def rename(self, conversation_id: str, title: str) -> None:
+        conversation = self.conversations.conversation(conversation_id)
+        if conversation is not None and title.strip():
+            self._apply(replace(conversation, title=title.strip()), touch=False)
+
+    def update_settings(self, conversation: Conversation) -> None:
+        """A new model, system prompt or parameters for a chat."""
+        self._apply(conversation)
+
+    def delete(self, conversation_id: str) -> None:
+        live = self._live.pop(conversation_id, None)
+        if live is not None:
+            live[1].cancel()
+        self.conversations.remove(conversation_id)
+        self._history.delete(conversation_id)
+        if self.session is not None and self.session.conversation.id == conversation_id:
+            self.session = None
+            self.open_first()
+
+    def search(self, text: str) -> None:
+        self._search = text
+        self.filter.set_query(text)
+        if text.strip():
+            self._history.search(text, lambda ids: self._searched(text, ids))
+
+    # the conversation
+
+    def send(self, text: str, images: tuple[Path, ...] = ()) -> bool:
+        """Ask in the open chat; False (with ``error``) when it cannot be sent now.
+        Image files are read and encoded on the disk worker."""
+        if self.session is None:
+            self.new_chat()
+        session = self.session
+        if not images:
+            return self._ask(lambda s: s.send(text), session)
+        if not self._can_ask(session):
+            return False
+        self._disk.call(
+            lambda: tuple(base64.b64encode(Path(p).read_bytes()).decode() for p in images),
+            lambda encoded: self._ask(lambda s: s.send(text, encoded), session),
+            self._report,
+        )
+        return True
+
+    def regenerate(self) -> bool:
+        return self._ask(lambda s: s.regenerate())
+
+    def edit(self, message_id: str, text: str) -> bool:
+        return self._ask(lambda s: s.edit(message_id, text))
+
+    def stop(self) -> None:
+        session = self.session
+        if session is None or not session.streaming:
+            return
+        live = self._live.pop(session.conversation.id, None)
+        if live is not None:
+            live[1].cancel()
+        self._finished(session, session.stop())
+
+    def shutdown(self) -> None:
+        """Keep what has streamed so far; the disk worker writes it before closing."""
+        for session, job in list(self._live.values()):
+            job.cancel()
+            self._write(session.stop())
+        self._live.clear()
+        self._history.close()
+
+    # internals
+
+    def _can_ask(self, session: ChatSession | None) -> bool:
+        if session is None:
+            return False
+        if not session.conversation.model:
+            self.error.emit("Pick a model for this chat first (top of the chat).")
+            return False
+        if session.streaming:
+            self.error.emit("A reply is still coming; stop it first (Esc).")
+            return False
+        return True
+
+    def _ask(self, change: Callable[[ChatSession], Persist], session=None) -> bool:
+        session = session or self.session
+        if not self._can_ask(session):
+            return False
+        try:
+            persist = change(session)
+        except (RuntimeError, ValueError) as exc:
+            self.error.emit(str(exc))
+            return False
+        self._write(persist)
+        self._stream(session)
+        return True
+
+    def _stream(self, session: ChatSession) -> None:
+        reply_id, c = session.reply_id, session.conversation
+        turns = session.turns()
+        job = self._net.stream(
+            lambda: self._gateway.chat(c.model, turns, c.options.to_options()),
+            lambda event: self._event(session, reply_id, event),
+            lambda _: self._ended(session, reply_id),
+            lambda exc: self._finished(session, session.fail(reply_id, exc)),
+        )
+        self._live[c.id] = (session, job)
+        self.transcript_changed.emit()
+        self.streaming_changed.emit(True)
+
+    def _event(self, session: ChatSession, reply_id: str, event: ChatDelta | ChatDone) -> None:
+        persist = session.add(reply_id, event)
+        if persist is not None:
+            self._finished(session, persist)
+        elif session is self.session:
+            self.transcript_changed.emit()
+
+    def _ended(self, session: ChatSession, reply_id: str) -> None:
+        if session.reply_id == reply_id:  # the stream ended without its final chunk
+            self._finished(session, session.stop())
+
+    def _finished(self, session: ChatSession, persist: Persist | None) -> None:
+        self._live.pop(session.conversation.id, None)
+        if persist is None:
+            return
+        self._write(persist)
+        if session is self.session:
+            self.transcript_changed.emit()
+            self.streaming_changed.emit(False)
+            self.reply_finished.emit(session.messages[-1])
+
+    def _write(self, persist: Persist) -> None:
+        if persist.conversation is not None:
+            self.conversations.update(persist.conversation)
+            self._history.save(persist)
+
+    def _apply(self, conversation: Conversation, touch: bool = True) -> None:
+        """Settings or a title for a chat; an open or streaming session must hear of it too,
+        or its next save would put the old values back."""
+        live = self._live.get(conversation.id)
+        session = live[0] if live else self.session
+        if session is not None and session.conversation.id == conversation.id:
+            self._write(session.update(conversation, touch=touch))
+        else:
+            self.conversations.update(conversation)
+            self._history.save_conversation(conversation)
+
+    def _listed(self, conversations: list[Conversation]) -> None:
+        self.conversations.reset(conversations)
+        self.loaded.emit()
+
+    def _loaded_messages(self, conversation: Conversation, messages: list[Message]) -> None:
+        if self._opening == conversation.id:
+            current = self.conversations.conversation(conversation.id) or conversation
+            self._show(ChatSession(current, messages))
+
+    def open_first(self) -> None:
+        if self.conversations.rowCount():
+            self.open(self.conversations.index(0, 0).data(CONVERSATION_ROLE).id)
+        else:
+            self.opened.emit(None)
+
+    def _show(self, session: ChatSession) -> None:
+        self.session = session
+        self._opening = ""
+        self.opened.emit(session)
+        self.streaming_changed.emit(session.streaming)
+
+    def _searched(self, text: str, ids: set[str]) -> None:
+        if text == self._search:
+            self.filter.set_query(text, ids)
+
+    def _report(self, error: Any) -> None:
+        self.error.emit(str(error))

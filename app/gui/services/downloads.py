@@ -1,0 +1,139 @@
+"""Pulls and imports, watched from the window; the daemon does the work and owns the pulls.
+
+A pull this window starts is followed through its progress stream; every pull the daemon
+knows about (including ones started before the window opened) is picked up by polling
+``pulls()``. Closing the window only stops the watching.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from app.gui.downloads import Downloads
+from app.gui.gateway import Gateway
+from app.gui.item_models.daemon_tables import DownloadsModel
+from app.gui.records import PullProgress
+from app.gui.workers import Job, Workers
+
+__all__ = ["DownloadService"]
+
+
+class DownloadService(QObject):
+    finished = Signal(str)  # a model name, now installed
+    error = Signal(str)
+    active_changed = Signal(int)  # how many are running or paused
+
+    def __init__(
+        self,
+        gateway: Gateway,
+        workers: Workers,
+        poll_ms: int = 1500,
+        parent: QObject | None = None,
+    ):
+        super().__init__(parent)
+        self._gateway, self._workers = gateway, workers
+        self.state = Downloads()
+        self.table = DownloadsModel(self)
+        self._streams: dict[str, Job] = {}
+        self._polling: Job | None = None
+        self._timer = QTimer(self)
+        self._timer.setInterval(poll_ms)
+        self._timer.timeout.connect(self.poll)
+
+    def start(self) -> None:
+        self.poll()
+        self._timer.start()
+
+    def stop(self) -> None:
+        self._timer.stop()
+        for job in self._streams.values():
+            job.cancel()  # stops watching; the daemon keeps pulling
+
+    def pull(self, name: str) -> None:
+        self._follow(name, lambda: self._gateway.pull(name))
+
+    def import_file(self, name: str, path: Path) -> None:
+        self._follow(name, lambda: self._gateway.import_gguf(name, path))
+
+    def pause(self, name: str) -> None:
+        self._forget_stream(name)
+        self._workers.call(
+            lambda: self._gateway.pause_pull(name),
+            lambda _: self._mark(name, "paused"),
+            self._report,
+        )
+
+    def resume(self, name: str) -> None:
+        self._follow(name, lambda: self._gateway.resume_pull(name))
+
+    def cancel(self, name: str) -> None:
+        self._forget_stream(name)
+
+        def cancelled(_result: object) -> None:
+            self.state.remove(name)
+            self._sync()
+
+        self._workers.call(lambda: self._gateway.cancel_pull(name), cancelled, self._report)
+
+    def clear_finished(self) -> None:
+        self.state.clear_finished()
+        self._sync()
+
+    def poll(self) -> None:
+        if self._polling is None:
+            self._polling = self._workers.call(self._gateway.pulls, self._polled, self._poll_failed)
+
+    def _follow(self, name: str, start: Callable[[], Iterator[PullProgress]]) -> None:
+        self._forget_stream(name)
+        self.state.mark(name, "running")
+        self._sync()
+        self._streams[name] = self._workers.stream(
+            start,
+            self._progress,
+            lambda _: self._ended(name),
+            lambda exc: self._failed(name, exc),
+        )
+
+    def _progress(self, event: PullProgress) -> None:
+        self.state.on_progress(event)
+        self._sync()
+
+    def _ended(self, name: str) -> None:
+        self._streams.pop(name, None)
+        current = self.state.get(name)
+        if current is not None and current.state == "done":
+            self.finished.emit(name)
+
+    def _failed(self, name: str, error: Exception) -> None:
+        self._streams.pop(name, None)
+        self._mark(name, "failed", str(error))
+        self.error.emit(f"{name}: {error}")
+
+    def _polled(self, pulls) -> None:
+        self._polling = None
+        finished = self.state.on_snapshot(tuple(pulls), watched=set(self._streams))
+        self._sync()
+        for name in finished:
+            self.finished.emit(name)
+
+    def _poll_failed(self, _error: Exception) -> None:
+        self._polling = None  # the status bar already says when the daemon is down
+
+    def _mark(self, name: str, state: str, error: str = "") -> None:
+        self.state.mark(name, state, error)
+        self._sync()
+
+    def _forget_stream(self, name: str) -> None:
+        job = self._streams.pop(name, None)
+        if job is not None:
+            job.cancel()
+
+    def _sync(self) -> None:
+        self.table.replace(self.state.items())
+        self.active_changed.emit(sum(1 for d in self.state.items() if d.active))
+
+    def _report(self, error: Exception) -> None:
+        self.error.emit(str(error))

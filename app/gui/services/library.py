@@ -1,0 +1,100 @@
+"""The installed models: list, details, delete, copy, in workers.
+
+Owns the Models page's table model. Details (metadata, template, capabilities) cost a request
+each, so they are fetched once per digest and kept; the context column is filled from them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from PySide6.QtCore import QObject, Signal
+
+from app.gui.gateway import Gateway
+from app.gui.item_models.daemon_tables import InstalledModelsModel
+from app.gui.records import InstalledModel, ModelDetails
+from app.gui.workers import Workers
+
+__all__ = ["ModelLibrary"]
+
+
+class ModelLibrary(QObject):
+    changed = Signal(object)  # tuple[InstalledModel, ...], after every refresh
+    details_ready = Signal(object)  # ModelDetails
+    error = Signal(str)
+
+    def __init__(self, gateway: Gateway, workers: Workers, parent: QObject | None = None):
+        super().__init__(parent)
+        self._gateway, self._workers = gateway, workers
+        self.table = InstalledModelsModel(self)
+        self.loaded = False  # becomes True after the first successful list
+        self._details: dict[str, tuple[str, ModelDetails]] = {}  # name -> (digest, details)
+
+    def models(self) -> tuple[InstalledModel, ...]:
+        return self.table.items()
+
+    def refresh(self) -> None:
+        self._workers.call(self._gateway.models, self._listed, self._report)
+
+    def details(self, name: str, then: Callable[[ModelDetails], None] | None = None) -> None:
+        """Details from the cache when the digest is unchanged, else from the daemon."""
+        cached = self.cached_details(name)
+        if cached is not None:
+            self._deliver(cached, then)
+        else:
+            self._fetch(name, lambda d: self._deliver(d, then), self._report)
+
+    def cached_details(self, name: str) -> ModelDetails | None:
+        entry = self._details.get(name)
+        return entry[1] if entry and entry[0] == self._digest(name) else None
+
+    def delete(self, name: str) -> None:
+        self._workers.call(
+            lambda: self._gateway.delete(name), lambda _: self.refresh(), self._report
+        )
+
+    def copy(self, source: str, destination: str) -> None:
+        self._workers.call(
+            lambda: self._gateway.copy(source, destination), lambda _: self.refresh(), self._report
+        )
+
+    def _listed(self, models: tuple[InstalledModel, ...]) -> None:
+        self.loaded = True
+        filled = []
+        for m in models:
+            cached = self._details.get(m.name)
+            same = cached is not None and cached[0] == m.digest
+            filled.append(replace(m, context_length=cached[1].context_length) if same else m)
+        self.table.replace(filled)
+        self.changed.emit(self.table.items())
+        for m in filled:
+            if m.context_length is None and m.name not in self._details:
+                self._fetch(m.name, lambda _d: None, lambda _e: None)  # best effort
+
+    def _fetch(self, name: str, then, on_error) -> None:
+        digest = self._digest(name)
+
+        def got(details: ModelDetails) -> None:
+            self._details[name] = (digest, details)
+            self._fill_context(details)
+            then(details)
+
+        self._workers.call(lambda: self._gateway.details(name), got, on_error)
+
+    def _fill_context(self, details: ModelDetails) -> None:
+        row = self.table.row_of(details.name)
+        if row is not None and details.context_length:
+            self.table.upsert(replace(self.table.item(row), context_length=details.context_length))
+
+    def _digest(self, name: str) -> str:
+        row = self.table.row_of(name)
+        return self.table.item(row).digest if row is not None else ""
+
+    def _deliver(self, details: ModelDetails, then) -> None:
+        self.details_ready.emit(details)
+        if then is not None:
+            then(details)
+
+    def _report(self, error: Exception) -> None:
+        self.error.emit(str(error))

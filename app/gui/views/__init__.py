@@ -1,0 +1,1 @@
+"""Widgets: they forward what the user does to services and draw what services report."""

@@ -1,0 +1,195 @@
+"""The Chat page: chat list, the conversation, the composer, the per-chat settings.
+
+Wiring only. The controller owns chats and streams, the library knows models and their
+capabilities; this page forwards what the user does and draws what they report. When no model
+is installed it shows the first-run page instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QSplitter,
+    QStackedWidget,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.gui.chat.records import Message
+from app.gui.chat.session import ChatSession
+from app.gui.records import ModelDetails
+from app.gui.services.chat import ChatController
+from app.gui.services.library import ModelLibrary
+from app.gui.views.chat_settings import ChatSettingsPanel
+from app.gui.views.composer import Composer
+from app.gui.views.sidebar import ChatSidebar
+from app.gui.views.transcript import Transcript
+
+__all__ = ["ChatPage"]
+
+
+class ChatPage(QStackedWidget):
+    def __init__(
+        self,
+        chat: ChatController,
+        library: ModelLibrary,
+        welcome: QWidget,
+        icons=None,
+        parent=None,
+    ):
+        super().__init__(parent)
+        self.chat, self.library = chat, library
+        self.sidebar = ChatSidebar(chat.filter, icons)
+        self.transcript = Transcript()
+        self.composer = Composer(icons)
+        self.settings = ChatSettingsPanel()
+        self.settings.hide()
+        self.model_picker = QComboBox(placeholderText="Pick a model", minimumWidth=220)
+        self.model_picker.setModel(library.table)
+        self.model_picker.setCurrentIndex(-1)
+        self.vision_badge = QLabel("sees images", objectName="muted")
+        self.vision_badge.hide()
+        self.settings_button = QToolButton(
+            text="Settings", checkable=True, toolTip="System prompt and parameters"
+        )
+        self.status = QLabel(objectName="muted", wordWrap=True)
+        if icons is not None:
+            self.settings_button.setIcon(icons.get("settings"))
+        self._icons = icons
+        self.welcome = welcome
+        self.addWidget(welcome)
+        self.addWidget(self._conversation_area())
+        self.setCurrentIndex(1)
+        self._connect()
+
+    def retheme(self, dark: bool) -> None:
+        self.transcript.set_dark(dark)
+        self.composer.retheme()
+        if self._icons is not None:
+            self.settings_button.setIcon(self._icons.get("settings"))
+
+    def show_welcome(self, show: bool) -> None:
+        self.setCurrentIndex(0 if show else 1)
+
+    def _conversation_area(self) -> QWidget:
+        header = QHBoxLayout()
+        header.addWidget(self.model_picker)
+        header.addWidget(self.vision_badge)
+        header.addStretch(1)
+        header.addWidget(self.settings_button)
+        center = QWidget()
+        column = QVBoxLayout(center)
+        column.addLayout(header)
+        column.addWidget(self.transcript, 1)
+        column.addWidget(self.status)
+        column.addWidget(self.composer)
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(self.sidebar)
+        splitter.addWidget(center)
+        splitter.addWidget(self.settings)
+        splitter.setStretchFactor(1, 1)
+        splitter.setSizes([220, 640, 260])
+        return splitter
+
+    def _connect(self) -> None:
+        chat = self.chat
+        chat.opened.connect(self._opened)
+        chat.transcript_changed.connect(self._redraw)
+        chat.streaming_changed.connect(self.composer.set_streaming)
+        chat.reply_finished.connect(self._finished)
+        chat.error.connect(self.status.setText)
+        self.sidebar.open_requested.connect(chat.open)
+        self.sidebar.new_requested.connect(self.new_chat)
+        self.sidebar.delete_requested.connect(chat.delete)
+        self.sidebar.search_changed.connect(chat.search)
+        self.composer.send_requested.connect(self._send)
+        self.composer.edit_requested.connect(self._edit)
+        self.composer.stop_requested.connect(chat.stop)
+        self.transcript.edit_requested.connect(self.composer.begin_edit)
+        self.transcript.regenerate_requested.connect(chat.regenerate)
+        self.transcript.copied.connect(self.status.setText)
+        self.settings.changed.connect(chat.update_settings)
+        self.settings_button.toggled.connect(self.settings.setVisible)
+        self.model_picker.activated.connect(self._model_picked)
+        self.library.changed.connect(lambda _models: self._select_model())
+        QShortcut(
+            QKeySequence(Qt.Key.Key_Escape),
+            self,
+            chat.stop,
+            context=Qt.ShortcutContext.WidgetWithChildrenShortcut,
+        )
+
+    def new_chat(self) -> None:
+        self.chat.new_chat()
+        self.composer.editor.setFocus()
+
+    def focus_search(self) -> None:
+        self.sidebar.focus_search()
+
+    def _send(self, text: str, images) -> None:
+        self.settings.flush()
+        self.status.clear()
+        if self.chat.send(text, images):
+            self.composer.clear_sent()
+
+    def _edit(self, message_id: str, text: str) -> None:
+        self.settings.flush()
+        self.status.clear()
+        if self.chat.edit(message_id, text):
+            self.composer.clear_sent()
+
+    def _opened(self, session: ChatSession | None) -> None:
+        self.composer.cancel_edit()
+        self.settings.show_conversation(session.conversation if session else None)
+        self.sidebar.select(session.conversation.id if session else None)
+        self.status.clear()
+        self._select_model()
+        self._redraw()
+
+    def _redraw(self) -> None:
+        session = self.chat.session
+        if session is None:
+            self.transcript.show_messages((), "", False)
+            return
+        name = session.conversation.model or "Assistant"
+        self.transcript.show_messages(session.messages, name, session.streaming)
+
+    def _finished(self, message: Message) -> None:
+        if message.stats is not None:
+            self.status.setText(message.stats.summary())
+
+    def _model_picked(self, row: int) -> None:
+        session = self.chat.session
+        name = self.library.table.item(row).name
+        self.chat.default_model = name
+        if session is None:
+            self.chat.new_chat(name)
+        elif session.conversation.model != name:
+            self.chat.update_settings(replace(session.conversation, model=name))
+        self._check_vision(name)
+
+    def _select_model(self) -> None:
+        session = self.chat.session
+        name = session.conversation.model if session else self.chat.default_model
+        row = self.library.table.row_of(name)
+        self.model_picker.setCurrentIndex(-1 if row is None else row)
+        self._check_vision(name)
+
+    def _check_vision(self, name: str) -> None:
+        if not name or self.library.table.row_of(name) is None:
+            return self._show_vision(None)
+        self.library.details(name, self._show_vision)
+
+    def _show_vision(self, details: ModelDetails | None) -> None:
+        session = self.chat.session
+        current = session.conversation.model if session else self.chat.default_model
+        vision = details is not None and details.name == current and details.has_vision
+        self.vision_badge.setVisible(vision)
+        self.composer.set_vision(vision)

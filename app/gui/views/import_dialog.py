@@ -1,0 +1,29 @@
+"""Naming a GGUF file before it is imported: a sensible default the user can change."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from PySide6.QtWidgets import QInputDialog, QWidget
+
+__all__ = ["ask_import_name", "suggested_name"]
+
+_QUANT = re.compile(r"[-.](i?q\d[\w]*|f16|bf16|f32)$", re.IGNORECASE)
+_INVALID = re.compile(r"[^a-z0-9_.-]+")
+
+
+def suggested_name(path: Path) -> str:
+    """``Qwen2.5-0.5B-Instruct-Q4_K_M.gguf`` -> ``qwen2.5-0.5b-instruct:q4_k_m``."""
+    stem = Path(path).stem
+    match = _QUANT.search(stem)
+    base, tag = (stem[: match.start()], match.group(1)) if match else (stem, "latest")
+    clean = _INVALID.sub("-", base.lower()).strip("-._") or "model"
+    return f"{clean[:80]}:{_INVALID.sub('-', tag.lower())[:80]}"
+
+
+def ask_import_name(parent: QWidget, path: Path) -> str | None:
+    name, ok = QInputDialog.getText(
+        parent, "Import a GGUF model", f"Name for {Path(path).name}:", text=suggested_name(path)
+    )
+    return name.strip() if ok and name.strip() else None

@@ -1,0 +1,160 @@
+"""The Models page: what is installed, each model's details, delete, copy, import.
+
+Details (metadata, template, system prompt, license, parameters) are fetched when a row is
+selected and shown in tabs; GGUF files can be imported with the button or by dropping them.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QInputDialog,
+    QLabel,
+    QMessageBox,
+    QPlainTextEdit,
+    QPushButton,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.gui.records import InstalledModel, ModelDetails
+from app.gui.services.library import ModelLibrary
+from app.gui.views.record_table import selected_record, table_view
+from app.gui.views.welcome import gguf_paths
+
+__all__ = ["ModelsPage"]
+
+
+def _text_tab(text: str, empty: str) -> QPlainTextEdit:
+    box = QPlainTextEdit(text or empty, readOnly=True)
+    box.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+    return box
+
+
+class ModelsPage(QWidget):
+    chat_requested = Signal(str)
+    import_requested = Signal(object)  # Path; the window asks for a name
+
+    def __init__(self, library: ModelLibrary, parent=None):
+        super().__init__(parent)
+        self.setAcceptDrops(True)
+        self.library = library
+        self.table = table_view(library.table, self)
+        self.table.sortByColumn(0, Qt.SortOrder.AscendingOrder)
+        self.table.selectionModel().selectionChanged.connect(lambda *_: self._selected())
+        self.tabs = QTabWidget()
+        self.summary = QLabel("Select a model to see its details.", wordWrap=True)
+        self.chat_button = QPushButton("Chat with it")
+        self.copy_button = QPushButton("Copy…")
+        self.delete_button = QPushButton("Delete…")
+        import_button = QPushButton("Import GGUF…")
+        refresh = QPushButton("Refresh")
+        self.chat_button.clicked.connect(self._chat)
+        self.copy_button.clicked.connect(self._copy)
+        self.delete_button.clicked.connect(self._delete)
+        import_button.clicked.connect(lambda: self.import_requested.emit(None))
+        refresh.clicked.connect(library.refresh)
+        library.details_ready.connect(self._show_details)
+
+        buttons = QHBoxLayout()
+        for b in (self.chat_button, self.copy_button, self.delete_button):
+            buttons.addWidget(b)
+        buttons.addStretch(1)
+        buttons.addWidget(import_button)
+        buttons.addWidget(refresh)
+        details = QWidget()
+        right = QVBoxLayout(details)
+        right.addWidget(self.summary)
+        right.addWidget(self.tabs, 1)
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(self.table)
+        splitter.addWidget(details)
+        layout = QVBoxLayout(self)
+        layout.addWidget(QLabel("Models", objectName="pageTitle"))
+        layout.addLayout(buttons)
+        layout.addWidget(splitter, 1)
+        self._enable(False)
+
+    def selected(self) -> InstalledModel | None:
+        return selected_record(self.table)
+
+    def _enable(self, on: bool) -> None:
+        for b in (self.chat_button, self.copy_button, self.delete_button):
+            b.setEnabled(on)
+
+    def _selected(self) -> None:
+        model = self.selected()
+        self._enable(model is not None)
+        if model is not None:
+            self.summary.setText(f"<b>{model.name}</b> · loading details…")
+            self.library.details(model.name)
+
+    def _show_details(self, d: ModelDetails) -> None:
+        model = self.selected()
+        if model is None or model.name != d.name:
+            return
+        abilities = ", ".join(sorted(d.capabilities)) or "completion"
+        context = f"{d.context_length:,} tokens" if d.context_length else "unknown"
+        self.summary.setText(
+            f"<b>{d.name}</b> · {model.family or 'unknown family'} · {model.parameter_size} · "
+            f"{model.quantization} · context {context} · can: {abilities}"
+        )
+        self.tabs.clear()
+        metadata = QTableWidget(len(d.metadata), 2)
+        metadata.setHorizontalHeaderLabels(["Key", "Value"])
+        metadata.horizontalHeader().setStretchLastSection(True)
+        metadata.verticalHeader().hide()
+        for row, (key, value) in enumerate(d.metadata):
+            metadata.setItem(row, 0, QTableWidgetItem(key))
+            metadata.setItem(row, 1, QTableWidgetItem(value))
+        self.tabs.addTab(metadata, "Metadata")
+        self.tabs.addTab(_text_tab(d.template, "(no template)"), "Template")
+        self.tabs.addTab(_text_tab(d.system, "(no system prompt)"), "System prompt")
+        self.tabs.addTab(_text_tab(d.parameters, "(defaults)"), "Parameters")
+        self.tabs.addTab(_text_tab(d.license, "(no license text)"), "License")
+        self.tabs.addTab(_text_tab(d.modelfile, ""), "Modelfile")
+
+    def _chat(self) -> None:
+        model = self.selected()
+        if model is not None:
+            self.chat_requested.emit(model.name)
+
+    def _copy(self) -> None:
+        model = self.selected()
+        if model is None:
+            return
+        name, ok = QInputDialog.getText(
+            self,
+            "Copy model",
+            f"New name for {model.name}:",
+            text=f"{model.name.split(':')[0]}-copy",
+        )
+        if ok and name.strip():
+            self.library.copy(model.name, name.strip())
+
+    def _delete(self) -> None:
+        model = self.selected()
+        if model is None:
+            return
+        answer = QMessageBox.question(
+            self,
+            "Delete model",
+            f"Delete {model.name}? Its files are removed unless another "
+            "model shares them; chats that use it stay.",
+        )
+        if answer == QMessageBox.StandardButton.Yes:
+            self.library.delete(model.name)
+
+    def dragEnterEvent(self, event) -> None:
+        if gguf_paths(event):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:
+        for path in gguf_paths(event):
+            self.import_requested.emit(path)
+        event.acceptProposedAction()

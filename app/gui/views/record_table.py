@@ -1,0 +1,35 @@
+"""Tables over ``RecordTableModel``: sortable by value, one row selected at a time."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QSortFilterProxyModel
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
+
+from app.gui.item_models.table import SORT_ROLE
+
+__all__ = ["selected_record", "table_view"]
+
+
+def table_view(model, parent=None) -> QTableView:
+    """A sortable, row-selecting table over a ``RecordTableModel``."""
+    proxy = QSortFilterProxyModel(parent)
+    proxy.setSourceModel(model)
+    proxy.setSortRole(SORT_ROLE)
+    view = QTableView(parent)
+    view.setModel(proxy)
+    view.setSortingEnabled(True)
+    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+    view.setAlternatingRowColors(True)
+    view.verticalHeader().hide()
+    view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    view.horizontalHeader().setStretchLastSection(True)
+    return view
+
+
+def selected_record(view: QTableView):
+    rows = view.selectionModel().selectedRows()
+    if not rows:
+        return None
+    proxy = view.model()
+    return proxy.sourceModel().item(proxy.mapToSource(rows[0]).row())

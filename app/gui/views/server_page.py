@@ -1,0 +1,175 @@
+"""The Server page: where the API lives, code to call it, what is loaded, who may connect,
+and the daemon's log.
+
+Serving on the local network needs the API key, so the switch shows the key (hidden until
+asked) with a copy button, and the snippets include it.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QFontDatabase, QGuiApplication
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.gui.gateway import DEFAULT_BASE_URL
+from app.gui.records import ServerInfo
+from app.gui.services.server import ServerService
+from app.gui.snippets import snippets
+from app.gui.views.record_table import selected_record, table_view
+
+__all__ = ["ServerPage"]
+
+
+def _mono() -> QPlainTextEdit:
+    box = QPlainTextEdit(readOnly=True)
+    box.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+    return box
+
+
+def _copy_button(text_source) -> QPushButton:
+    button = QPushButton("Copy")
+    button.clicked.connect(lambda: QGuiApplication.clipboard().setText(text_source()))
+    return button
+
+
+class ServerPage(QWidget):
+    def __init__(self, server: ServerService, base_url: str = DEFAULT_BASE_URL, parent=None):
+        super().__init__(parent)
+        self.server = server
+        self._base_url = base_url
+        self._api_key = ""
+        self._model = ""
+        self.address = QLabel()
+        self.status = QLabel("", objectName="muted")
+        self.address.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.snippet_tabs = QTabWidget()
+        self.running = table_view(server.running, self)
+        self.unload = QPushButton("Unload")
+        self.lan = QCheckBox("Serve on the local network (other devices need the API key)")
+        self.api_key = QLineEdit(readOnly=True, echoMode=QLineEdit.EchoMode.Password)
+        self.show_key = QPushButton("Show", checkable=True)
+        self.log = _mono()
+        self.message = QLabel("", objectName="muted", wordWrap=True)
+        self._log_timer = QTimer(self, interval=3000)
+        self._log_timer.timeout.connect(self._tick)
+
+        self.unload.clicked.connect(self._unload)
+        self.lan.clicked.connect(server.set_lan)
+        self.show_key.toggled.connect(
+            lambda on: self.api_key.setEchoMode(
+                QLineEdit.EchoMode.Normal if on else QLineEdit.EchoMode.Password
+            )
+        )
+        server.info_changed.connect(self._info)
+        server.api_key_ready.connect(self._key)
+        server.log_ready.connect(self._show_log)
+        server.error.connect(self.message.setText)
+        self._build()
+        self._fill_snippets()
+
+    def _build(self) -> None:
+        address = QHBoxLayout()
+        address.addWidget(self.address, 1)
+        address.addWidget(_copy_button(lambda: self._v1))
+        loaded = QHBoxLayout()
+        loaded.addWidget(QLabel("<b>Loaded models</b>"))
+        loaded.addStretch(1)
+        loaded.addWidget(self.unload)
+        key = QHBoxLayout()
+        key.addWidget(QLabel("API key"))
+        key.addWidget(self.api_key, 1)
+        key.addWidget(self.show_key)
+        key.addWidget(_copy_button(lambda: self._api_key))
+        refresh_log = QPushButton("Refresh log")
+        refresh_log.clicked.connect(self.server.fetch_log)
+        layout = QVBoxLayout(self)
+        layout.addWidget(QLabel("Server", objectName="pageTitle"))
+        layout.addWidget(self.status)
+        layout.addLayout(address)
+        layout.addWidget(self.snippet_tabs, 1)
+        layout.addLayout(loaded)
+        layout.addWidget(self.running, 1)
+        layout.addWidget(self.lan)
+        layout.addLayout(key)
+        layout.addWidget(refresh_log)
+        layout.addWidget(self.log, 1)
+        layout.addWidget(self.message)
+
+    @property
+    def _v1(self) -> str:
+        return self._base_url.rstrip("/") + "/v1"
+
+    def show_status(self, text: str) -> None:
+        self.status.setText(text)
+
+    def set_model(self, name: str) -> None:
+        """Use a model the user has in the snippets."""
+        if name and name != self._model:
+            self._model = name
+            self._fill_snippets()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        self.server.refresh()
+        self.server.fetch_log()
+        self._log_timer.start()
+
+    def hideEvent(self, event) -> None:
+        super().hideEvent(event)
+        self._log_timer.stop()
+
+    def _tick(self) -> None:
+        self.server.refresh_running()
+        self.server.fetch_log()
+
+    def _info(self, info: ServerInfo) -> None:
+        self._base_url = info.base_url
+        state = "on the local network" if info.lan else "on this computer only"
+        self.address.setText(f"OpenAI-compatible API at <b>{self._v1}</b> ({state})")
+        self.lan.setChecked(info.lan)
+        self.api_key.setEnabled(info.api_key_set or info.lan)
+        self._fill_snippets()
+
+    def _key(self, key: str) -> None:
+        self._api_key = key
+        self.api_key.setText(key)
+        self._fill_snippets()
+
+    def _show_log(self, text: str) -> None:
+        bar = self.log.verticalScrollBar()
+        pinned = bar.value() >= bar.maximum() - 4
+        if text != self.log.toPlainText():
+            self.log.setPlainText(text)
+            if pinned:
+                bar.setValue(bar.maximum())
+
+    def _fill_snippets(self) -> None:
+        current = self.snippet_tabs.currentIndex()
+        self.snippet_tabs.clear()
+        key = self._api_key if self.lan.isChecked() else ""
+        for snippet in snippets(self._base_url, self._model or "qwen:0.5b", key):
+            page = QWidget()
+            box = _mono()
+            box.setPlainText(snippet.code)
+            column = QVBoxLayout(page)
+            column.addWidget(box, 1)
+            column.addWidget(_copy_button(box.toPlainText))
+            self.snippet_tabs.addTab(page, snippet.title)
+        self.snippet_tabs.setCurrentIndex(max(current, 0))
+        if not self.address.text():
+            self.address.setText(f"OpenAI-compatible API at <b>{self._v1}</b>")
+
+    def _unload(self) -> None:
+        model = selected_record(self.running)
+        if model is not None:
+            self.server.unload(model.name)

@@ -1,0 +1,96 @@
+"""The chat list: search, new, rename in place (F2 or double-click), delete.
+
+Emits requests; the chat controller owns the list and does the work.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QModelIndex, QPoint, Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QLineEdit,
+    QListView,
+    QMenu,
+    QMessageBox,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.gui.item_models.conversations import CONVERSATION_ROLE
+
+__all__ = ["ChatSidebar"]
+
+
+class ChatSidebar(QWidget):
+    open_requested = Signal(str)
+    new_requested = Signal()
+    delete_requested = Signal(str)
+    search_changed = Signal(str)
+
+    def __init__(self, model, icons=None, parent=None):
+        super().__init__(parent)
+        self.search = QLineEdit(placeholderText="Search chats (Ctrl+F)", clearButtonEnabled=True)
+        self.new_button = QToolButton(toolTip="New chat (Ctrl+N)", text="New")
+        self.list = QListView()
+        self.list.setModel(model)
+        self.list.setEditTriggers(
+            QAbstractItemView.EditTrigger.EditKeyPressed
+            | QAbstractItemView.EditTrigger.DoubleClicked
+        )
+        self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.list.customContextMenuRequested.connect(self._menu)
+        self.list.selectionModel().currentChanged.connect(self._current)
+        if icons is not None:
+            self.new_button.setIcon(icons.get("new"))
+            self.search.addAction(icons.get("search"), QLineEdit.ActionPosition.LeadingPosition)
+        self._debounce = QTimer(self, singleShot=True, interval=250)
+        self._debounce.timeout.connect(lambda: self.search_changed.emit(self.search.text()))
+        self.search.textChanged.connect(self._debounce.start)
+        self.new_button.clicked.connect(self.new_requested)
+
+        top = QHBoxLayout()
+        top.addWidget(self.search, 1)
+        top.addWidget(self.new_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(top)
+        layout.addWidget(self.list, 1)
+
+    def select(self, conversation_id: str | None) -> None:
+        """Highlight the chat on screen without asking to open it again."""
+        model = self.list.model()
+        for row in range(model.rowCount()):
+            index = model.index(row, 0)
+            if index.data(CONVERSATION_ROLE).id == conversation_id:
+                self.list.selectionModel().blockSignals(True)
+                self.list.setCurrentIndex(index)
+                self.list.selectionModel().blockSignals(False)
+                return
+        self.list.clearSelection()
+
+    def focus_search(self) -> None:
+        self.search.setFocus()
+        self.search.selectAll()
+
+    def _current(self, index: QModelIndex, _previous: QModelIndex) -> None:
+        if index.isValid():
+            self.open_requested.emit(index.data(CONVERSATION_ROLE).id)
+
+    def _menu(self, point: QPoint) -> None:
+        index = self.list.indexAt(point)
+        if not index.isValid():
+            return
+        menu = QMenu(self)
+        menu.addAction("Rename", lambda: self.list.edit(index))
+        menu.addAction("Delete…", lambda: self._confirm_delete(index))
+        menu.popup(self.list.viewport().mapToGlobal(point))
+
+    def _confirm_delete(self, index: QModelIndex) -> None:
+        conversation = index.data(CONVERSATION_ROLE)
+        answer = QMessageBox.question(
+            self, "Delete chat", f"Delete “{conversation.title}” and all its messages?"
+        )
+        if answer == QMessageBox.StandardButton.Yes:
+            self.delete_requested.emit(conversation.id)

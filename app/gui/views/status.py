@@ -1,0 +1,42 @@
+"""The status bar's daemon indicator: a coloured dot, what is happening, and a Restart button
+when the daemon has stopped or failed to start.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
+
+from app.gui.daemon_health import DaemonState, DaemonStatus
+
+__all__ = ["DaemonIndicator"]
+
+_DOTS = {
+    DaemonState.RUNNING: "#16a34a",
+    DaemonState.CONNECTING: "#9ca3af",
+    DaemonState.STARTING: "#d97706",
+    DaemonState.STOPPED: "#dc2626",
+    DaemonState.FAILED: "#dc2626",
+}
+
+
+class DaemonIndicator(QWidget):
+    restart_requested = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.dot = QLabel()
+        self.text = QLabel()
+        self.restart = QPushButton("Restart")
+        self.restart.clicked.connect(self.restart_requested)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(4, 0, 4, 0)
+        layout.addWidget(self.dot)
+        layout.addWidget(self.text)
+        layout.addWidget(self.restart)
+        self.show_status(DaemonStatus(DaemonState.CONNECTING))
+
+    def show_status(self, status: DaemonStatus) -> None:
+        self.dot.setText(f"<span style='color:{_DOTS[status.state]}; font-size:14pt;'>●</span>")
+        self.text.setText(status.text())
+        self.restart.setVisible(status.can_restart)

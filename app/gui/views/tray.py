@@ -1,0 +1,54 @@
+"""The tray icon: open the window, see (and unload) running models, quit.
+
+The running-models menu is refreshed each time the menu opens, from the Server service's
+table, which a worker keeps up to date.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QAction, QIcon
+from PySide6.QtWidgets import QMenu, QSystemTrayIcon
+
+from app.gui.services.server import ServerService
+from app.gui.units import bytes_text
+
+__all__ = ["Tray"]
+
+
+class Tray(QSystemTrayIcon):
+    open_requested = Signal()
+    quit_requested = Signal()
+
+    def __init__(self, icon: QIcon, server: ServerService, parent=None):
+        super().__init__(icon, parent)
+        self.server = server
+        self.setToolTip("localllm")
+        self.menu = QMenu()
+        self.menu.addAction("Open localllm", self.open_requested)
+        self.models_menu = self.menu.addMenu("Running models")
+        self.menu.addSeparator()
+        self.menu.addAction("Quit", self.quit_requested)
+        self.menu.aboutToShow.connect(self._before_show)
+        self.setContextMenu(self.menu)
+        self.activated.connect(self._activated)
+        self.fill_models()
+
+    def fill_models(self) -> None:
+        self.models_menu.clear()
+        running = self.server.running.items()
+        if not running:
+            empty = QAction("No models loaded", self.models_menu)
+            empty.setEnabled(False)
+            self.models_menu.addAction(empty)
+        for model in running:
+            label = f"{model.name} · {bytes_text(model.size)} · {model.processor}  (unload)"
+            self.models_menu.addAction(label, lambda name=model.name: self.server.unload(name))
+
+    def _before_show(self) -> None:
+        self.fill_models()
+        self.server.refresh_running()  # fresher next time; never wait for it here
+
+    def _activated(self, reason: QSystemTrayIcon.ActivationReason) -> None:
+        if reason == QSystemTrayIcon.ActivationReason.Trigger:
+            self.open_requested.emit()

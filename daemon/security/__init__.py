@@ -1,0 +1,21 @@
+"""Safe-by-default HTTP guards: Host check (DNS rebinding), CORS allowlist, API key, body size.
+
+Each guard is a small pure-ASGI middleware so it sees every request, streaming ones included,
+before any route runs.
+"""
+
+from daemon.security.api_key import ApiKeyMiddleware
+from daemon.security.body_limit import BodyLimitMiddleware
+from daemon.security.cors import CorsMiddleware, OriginPolicy
+from daemon.security.host_check import HostCheckMiddleware, is_loopback_address
+from daemon.security.keys import ApiKeyStore
+
+__all__ = [
+    "ApiKeyMiddleware",
+    "ApiKeyStore",
+    "BodyLimitMiddleware",
+    "CorsMiddleware",
+    "HostCheckMiddleware",
+    "OriginPolicy",
+    "is_loopback_address",
+]

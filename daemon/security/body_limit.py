@@ -1,0 +1,55 @@
+"""Cap request bodies so one client cannot exhaust memory; blob uploads get their own cap."""
+
+from __future__ import annotations
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from daemon.security.responses import send_error
+
+__all__ = ["BodyLimitMiddleware", "BodyTooLarge"]
+
+DEFAULT_LIMIT = 32 << 20
+BLOB_LIMIT = 1 << 40  # uploaded model files stream to disk; 1 TiB is "no practical limit"
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+class BodyLimitMiddleware:
+    def __init__(self, app: ASGIApp, limit: int = DEFAULT_LIMIT, blob_limit: int = BLOB_LIMIT):
+        self.app = app
+        self.limit = limit
+        self.blob_limit = blob_limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limit = self.blob_limit if scope["path"].startswith("/api/blobs/") else self.limit
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > limit):
+            await send_error(send, 413, f"request body is larger than {limit:,} bytes")
+            return
+        received = 0
+        started = False
+
+        async def counting_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise BodyTooLarge
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, tracking_send)
+        except BodyTooLarge:
+            if not started:
+                await send_error(send, 413, f"request body is larger than {limit:,} bytes")

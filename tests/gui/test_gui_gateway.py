@@ -1,0 +1,196 @@
+"""The gateway turns the client's Ollama-shaped JSON into records and its errors into hints.
+
+The client here is a stand-in returning what the daemon's native API documents; once
+``daemon.client`` lands, ``test_gui_e2e`` (later) runs the same conversions against a real daemon.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from app.gui.gateway import ChatTurn, Gateway, GatewayError
+from app.gui.records import ChatDelta, ChatDone, PullProgress
+from daemon.client import DaemonUnavailable, ModelNotFound
+
+
+class Client:
+    """Answers like the daemon's /api/* endpoints, through the client's method names."""
+
+    def __init__(self):
+        self.sent = {}
+        self.closed = False
+
+    def list_models(self):
+        return [
+            {
+                "name": "qwen:0.5b",
+                "model": "qwen:0.5b",
+                "modified_at": "2026-04-01T10:20:30.123456789+02:00",
+                "size": 491400032,
+                "digest": "abc",
+                "details": {
+                    "format": "gguf",
+                    "family": "qwen2",
+                    "parameter_size": "494M",
+                    "quantization_level": "Q4_K_M",
+                },
+            }
+        ]
+
+    def show(self, name):
+        return {
+            "template": "{{ .Prompt }}",
+            "license": "Apache",
+            "parameters": "stop <|im_end|>",
+            "model_info": {
+                "qwen2.context_length": 32768,
+                "general.architecture": "qwen2",
+                "tokenizer.ggml.tokens": [str(i) for i in range(100)],
+            },
+            "capabilities": ["completion", "vision"],
+        }
+
+    def running(self):
+        return [
+            {
+                "name": "qwen:0.5b",
+                "size": 600,
+                "size_vram": 0,
+                "expires_at": "2026-04-01T10:25:00Z",
+                "context_length": 4096,
+                "processor": "100% CPU",
+            }
+        ]
+
+    def chat(self, model, messages, options=None, keep_alive=None):
+        self.sent = {"model": model, "messages": messages, "options": options}
+
+        def stream():
+            try:
+                yield {"message": {"role": "assistant", "content": "Hi"}, "done": False}
+                yield {"message": {"role": "assistant", "content": "!"}, "done": False}
+                yield {
+                    "done": True,
+                    "done_reason": "stop",
+                    "eval_count": 2,
+                    "eval_duration": 10**8,
+                    "total_duration": 2 * 10**8,
+                }
+            finally:
+                self.closed = True
+
+        return stream()
+
+    def pull(self, name):
+        return iter(
+            [
+                {"status": "pulling manifest"},
+                {"status": "pulling abc", "digest": "sha256:abc", "total": 10, "completed": 5},
+                {"error": "disk full"},
+            ]
+        )
+
+    def system(self):
+        return {
+            "ram_total": 16,
+            "ram_available": 8,
+            "backend": "cpu",
+            "gpus": [{"name": "RTX", "vram_total": 8, "vram_free": 6}],
+        }
+
+    def hub_files(self, repo):
+        return [
+            {
+                "file": "m-Q4_K_M.gguf",
+                "quant": "Q4_K_M",
+                "size": 5,
+                "name_to_pull": f"hf.co/{repo}:Q4_K_M",
+            }
+        ]
+
+    def delete(self, name):
+        raise ModelNotFound(f"model '{name}' not found", 404)
+
+    def version(self):
+        raise DaemonUnavailable("connection refused")
+
+
+@pytest.fixture
+def client():
+    return Client()
+
+
+def test_installed_models_and_details_become_records(client):
+    [model] = Gateway(client).models()
+    assert (model.name, model.parameter_size, model.quantization, model.family) == (
+        "qwen:0.5b",
+        "494M",
+        "Q4_K_M",
+        "qwen2",
+    )
+    assert model.modified_at == datetime(2026, 4, 1, 8, 20, 30, 123456, tzinfo=UTC)
+    details = Gateway(client).details("qwen:0.5b")
+    assert details.context_length == 32768 and details.has_vision
+    metadata = dict(details.metadata)
+    assert metadata["general.architecture"] == "qwen2"
+    assert metadata["tokenizer.ggml.tokens"].endswith("(100 items)")
+
+
+def test_running_and_system(client):
+    [running] = Gateway(client).running()
+    assert running.processor == "100% CPU" and running.expires_at.tzinfo is not None
+    system = Gateway(client).system()
+    assert system.vram_total == 8 and system.gpus[0].name == "RTX"
+    [f] = Gateway(client).hub_files("org/repo")
+    assert f.name_to_pull == "hf.co/org/repo:Q4_K_M"
+
+
+def test_chat_sends_images_inside_messages_and_streams_events(client):
+    turns = [ChatTurn("system", "Be brief."), ChatTurn("user", "What is this?", ("aW1n",))]
+    events = list(Gateway(client).chat("qwen:0.5b", turns, {"temperature": 0.2}))
+    assert client.sent["messages"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "What is this?", "images": ["aW1n"]},
+    ]
+    assert client.sent["options"] == {"temperature": 0.2}
+    assert events[:2] == [ChatDelta("Hi"), ChatDelta("!")]
+    assert events[2] == ChatDone(
+        "stop", total_duration=2 * 10**8, eval_count=2, eval_duration=10**8
+    )
+
+
+def test_stopping_a_stream_early_closes_the_clients_stream(client):
+    stream = Gateway(client).chat("m", [ChatTurn("user", "hi")])
+    assert next(stream) == ChatDelta("Hi")
+    stream.close()
+    assert client.closed
+
+
+def test_errors_arrive_as_gateway_errors_with_a_next_step(client):
+    with pytest.raises(GatewayError) as not_found:
+        Gateway(client).delete("nope")
+    assert not_found.value.status == 404 and "Pull the model" in not_found.value.hint
+    with pytest.raises(GatewayError) as down:
+        Gateway(client).version()
+    assert down.value.unavailable and "Restart" in down.value.hint
+    stream = Gateway(client).pull("big")
+    assert next(stream) == PullProgress("big", "pulling manifest")
+    assert next(stream).completed == 5
+    with pytest.raises(GatewayError, match="disk full"):
+        next(stream)
+
+
+def test_without_a_way_to_start_the_daemon_the_user_is_told_what_to_run():
+    with pytest.raises(GatewayError, match="localllm serve"):
+        Gateway(object()).start_daemon()
+
+
+def test_a_final_chunk_that_still_carries_text_loses_none_of_it():
+    class Last:
+        def chat(self, model, messages, options=None, keep_alive=None):
+            return iter([{"message": {"content": "Bye"}, "done": True, "eval_count": 1}])
+
+    events = list(Gateway(Last()).chat("m", [ChatTurn("user", "hi")]))
+    assert events == [ChatDelta("Bye"), ChatDone(eval_count=1)]

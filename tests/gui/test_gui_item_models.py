@@ -1,0 +1,151 @@
+"""The Qt item models, without widgets, under Qt's own QAbstractItemModelTester."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from PySide6.QtCore import QPersistentModelIndex, Qt
+
+from app.gui.chat.conversation_list import ConversationList
+from app.gui.chat.records import Conversation
+from app.gui.downloads import Download
+from app.gui.fit import Fit
+from app.gui.item_models.conversations import (
+    CONVERSATION_ROLE,
+    ConversationFilter,
+    ConversationListModel,
+)
+from app.gui.item_models.daemon_tables import (
+    DownloadsModel,
+    HubFilesModel,
+    InstalledModelsModel,
+    RunningModelsModel,
+)
+from app.gui.item_models.table import ITEM_ROLE, SORT_ROLE
+from app.gui.records import GpuInfo, HubFile, InstalledModel, RunningModel, SystemInfo
+
+GB = 1_000_000_000
+
+
+def _model(name: str, size: int = GB, **kw) -> InstalledModel:
+    return InstalledModel(name, size, None, **kw)
+
+
+def _rows(model) -> list[str]:
+    return [model.index(r, 0).data() for r in range(model.rowCount())]
+
+
+def test_snapshots_update_rows_in_place_and_keep_the_selection(model_tester):
+    table = model_tester(InstalledModelsModel())
+    table.replace([_model("a"), _model("b"), _model("c")])
+    kept = QPersistentModelIndex(table.index(2, 0))
+    removed, inserted, changed = [], [], []
+    table.rowsRemoved.connect(lambda _p, first, last: removed.append((first, last)))
+    table.rowsInserted.connect(lambda _p, first, last: inserted.append((first, last)))
+    table.dataChanged.connect(lambda top, _bottom: changed.append(top.row()))
+
+    table.replace([_model("a"), _model("c", 2 * GB), _model("d")])
+    assert _rows(table) == ["a", "c", "d"]
+    assert (removed, inserted, changed) == ([(1, 1)], [(2, 2)], [1])
+    assert kept.isValid() and kept.row() == 1  # "c" is still the same row object
+    table.replace([_model("d"), _model("a")])  # reordered: a reset, still valid
+    assert _rows(table) == ["d", "a"]
+    table.replace([])
+    assert table.rowCount() == 0
+
+
+def test_installed_columns_read_well_and_sort_by_value(model_tester):
+    table = model_tester(InstalledModelsModel())
+    table.replace(
+        [
+            _model(
+                "qwen:7b",
+                4_683_073_184,
+                parameter_size="7.6B",
+                quantization="Q4_K_M",
+                context_length=32768,
+            )
+        ]
+    )
+    row = [table.index(0, c).data() for c in range(table.columnCount())]
+    assert row[:5] == ["qwen:7b", "7.6B", "Q4_K_M", "4.7 GB", "32,768"]
+    assert table.index(0, 3).data(SORT_ROLE) == 4_683_073_184
+    assert table.index(0, 0).data(ITEM_ROLE).name == "qwen:7b"
+    assert table.headerData(3, Qt.Orientation.Horizontal) == "Size"
+    table.upsert(replace(table.item(0), context_length=4096))
+    assert table.index(0, 4).data() == "4,096"
+    table.remove("qwen:7b")
+    assert table.rowCount() == 0
+
+
+def test_hub_files_show_a_fit_badge_once_the_machine_is_known(model_tester):
+    files = model_tester(HubFilesModel())
+    files.replace(
+        [
+            HubFile("m-Q4.gguf", "Q4_K_M", 4 * GB, "hf.co/o/m:Q4_K_M"),
+            HubFile("m-F16.gguf", "F16", 15 * GB, "hf.co/o/m:F16"),
+        ]
+    )
+    assert files.index(0, 2).data() == ""
+    files.set_system(SystemInfo(16 * GB, 8 * GB, (GpuInfo("GPU", 8 * GB, 8 * GB),)))
+    assert [files.index(r, 2).data() for r in range(2)] == [Fit.VRAM.label, Fit.TOO_LARGE.label]
+    assert files.index(1, 2).data(Qt.ItemDataRole.ForegroundRole) is not None
+
+
+def test_running_and_download_tables(model_tester):
+    running = model_tester(RunningModelsModel())
+    running.replace([RunningModel("qwen:0.5b", GB, 0, None, 4096, "100% CPU")])
+    assert running.index(0, 2).data() == "100% CPU"
+    downloads = model_tester(DownloadsModel())
+    downloads.replace([Download("qwen:7b", "pulling", 4 * GB, GB, "running", 50_000_000)])
+    assert downloads.index(0, 1).data() == "1.0 GB of 4.0 GB (25%)"
+    assert downloads.index(0, 2).data() == "50.0 MB/s"
+    assert downloads.index(0, 3).data() == "1 min"
+
+
+def _chat(id_: str, title: str, when: float) -> Conversation:
+    return Conversation(id_, title, created_at=when, updated_at=when)
+
+
+def test_conversation_list_moves_a_used_chat_to_the_top(model_tester):
+    model = model_tester(
+        ConversationListModel(
+            ConversationList(
+                [_chat("a", "Alpha", 1), _chat("b", "Beta", 2), _chat("c", "Gamma", 3)]
+            )
+        )
+    )
+    moves = []
+    model.rowsMoved.connect(lambda _p, start, _e, _d, dest: moves.append((start, dest)))
+    model.update(_chat("a", "Alpha", 9))
+    assert _rows(model) == ["Alpha", "Gamma", "Beta"] and moves == [(2, 0)]
+    model.update(_chat("a", "Alpha", 0))  # and down again
+    assert _rows(model) == ["Gamma", "Beta", "Alpha"]
+    model.add(_chat("d", "Delta", 5))
+    model.remove("b")
+    assert _rows(model) == ["Delta", "Gamma", "Alpha"]
+    assert model.index_of("c").row() == 1
+
+
+def test_renaming_in_place_reports_the_edit(model_tester):
+    model = model_tester(ConversationListModel(ConversationList([_chat("a", "Alpha", 1)])))
+    edited = []
+    model.edited.connect(edited.append)
+    assert model.flags(model.index(0, 0)) & Qt.ItemFlag.ItemIsEditable
+    assert not model.setData(model.index(0, 0), "   ")
+    assert model.setData(model.index(0, 0), "Renamed")
+    assert [c.title for c in edited] == ["Renamed"] and _rows(model) == ["Renamed"]
+
+
+def test_search_filter_matches_titles_and_store_hits(model_tester):
+    model = ConversationListModel(
+        ConversationList([_chat("a", "Python tips", 1), _chat("b", "Dinner", 2)])
+    )
+    proxy = model_tester(ConversationFilter())
+    proxy.setSourceModel(model)
+    proxy.set_query("python")
+    assert _rows(proxy) == ["Python tips"]
+    proxy.set_query("pasta", {"b"})  # found in the messages by the store
+    assert [proxy.index(0, 0).data(CONVERSATION_ROLE).id] == ["b"]
+    proxy.set_query("")
+    assert proxy.rowCount() == 2

@@ -1,0 +1,91 @@
+"""The rules behind the HTTP guards, table-driven (the guards themselves are tested end to end
+against the real daemon in test_security_daemon.py)."""
+
+from __future__ import annotations
+
+import stat
+
+import pytest
+
+from daemon.security.cors import OriginPolicy
+from daemon.security.host_check import allowed_host_names, host_name_of, is_loopback_address
+from daemon.security.keys import ApiKeyStore
+
+
+@pytest.mark.parametrize(
+    ("header", "name"),
+    [
+        ("localhost:11435", "localhost"),
+        ("LOCALHOST", "localhost"),
+        ("127.0.0.1:80", "127.0.0.1"),
+        ("[::1]:11435", "[::1]"),
+        ("[::1]", "[::1]"),
+        ("evil.example:11435", "evil.example"),
+        ("evil.example.", "evil.example"),
+    ],
+)
+def test_host_header_parsing(header, name):
+    assert host_name_of(header) == name
+
+
+@pytest.mark.parametrize(
+    ("address", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.1.2.3", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("localhost", True),
+        ("0.0.0.0", False),
+        ("192.168.1.10", False),
+        ("::", False),
+        ("example.com", False),
+    ],
+)
+def test_loopback_addresses(address, loopback):
+    assert is_loopback_address(address) is loopback
+
+
+def test_the_machine_name_is_a_local_host_name():
+    import socket
+
+    assert socket.gethostname().lower() in allowed_host_names()
+
+
+@pytest.mark.parametrize(
+    ("origin", "allowed"),
+    [
+        ("http://localhost:3000", True),
+        ("http://127.0.0.1:8080", True),
+        ("https://localhost", True),
+        ("http://[::1]:5173", True),
+        ("http://app.localhost:3000", True),
+        ("app://-", False),
+        ("http://evil.example", False),
+        ("http://localhost.evil.example", False),
+        ("http://127.0.0.1.evil.example", False),
+        ("null", False),
+        ("file://", False),
+        ("https://chat.example.com", True),  # from LOCALLLM_ORIGINS below
+        ("https://a.tools.example.org", True),
+        ("https://tools.example.org.evil", False),
+    ],
+)
+def test_origin_allowlist(origin, allowed):
+    policy = OriginPolicy.from_settings(["https://chat.example.com", "https://*.tools.example.org"])
+    assert policy.allows(origin) is allowed
+
+
+def test_a_wildcard_origin_is_refused():
+    with pytest.raises(ValueError, match="any web page"):
+        OriginPolicy.from_settings(["*"])
+
+
+def test_api_key_falls_back_to_a_private_file_without_a_keyring(tmp_path):
+    keys = ApiKeyStore(tmp_path / "config", use_keyring=False)
+    assert keys.load() is None
+    key = keys.create()
+    assert len(key) >= 32
+    assert keys.create() == key  # stable
+    assert stat.S_IMODE(keys.file.stat().st_mode) == 0o600
+    assert "readable only by you" in keys.location
