@@ -1,7 +1,8 @@
-"""The ``localllm`` command.
+"""The ``localllm`` command: parse the arguments, build the settings once, run one command.
 
-Front ends talk to the daemon only over HTTP, so ``serve`` runs the daemon as its own program
-(``python -m daemon serve``) rather than importing it.
+This is the CLI's only entry point and the only place it reads the environment (through
+``Settings.from_env``). Whatever goes wrong comes out as one ``Error: ...`` line on stderr and
+a non-zero status (130 after Ctrl-C), never as a traceback.
 """
 
 from __future__ import annotations
@@ -9,38 +10,138 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from importlib.metadata import version
+from collections.abc import Callable, Mapping, Sequence
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
-__all__ = ["main"]
+from app.cli.commands import COMMAND_MODULES
+from app.cli.context import Context
+from app.cli.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, CliError, error_lines
+from daemon.client import ClientError
+from daemon.settings import Settings
+
+__all__ = ["build_parser", "main"]
+
+DESCRIPTION = """\
+Run open models on your own computer.
+
+Commands that need the daemon start it in the background when it is not running."""
+
+EPILOG = """\
+examples:
+  localllm run qwen2.5:0.5b                 chat in the terminal (pulls the model first)
+  localllm run qwen2.5:0.5b "Hello there"   one answer, then exit
+  localllm pull llama3.2                    download a model (Ctrl-C pauses)
+  localllm list                             the models you have
+  localllm ps                               the models loaded in memory
+  localllm COMMAND --help                   everything about one command
+
+environment:
+  LOCALLLM_HOST               daemon address (default 127.0.0.1:11435)
+  LOCALLLM_MODELS             model store directory
+  LOCALLLM_KEEP_ALIVE         seconds a model stays loaded after use (default 300)
+  LOCALLLM_MAX_LOADED_MODELS  models kept in memory at once (default: by memory)
+  LOCALLLM_MAX_QUEUE          requests waiting before "server busy" (default 512)
+  LOCALLLM_NUM_PARALLEL       requests one model serves at once (default 4)
+  LOCALLLM_CONTEXT_LENGTH     default context length in tokens (default 4096)
+  LOCALLLM_ORIGINS            extra browser origins allowed (comma-separated)
+  LOCALLLM_API_KEY            API key clients must send (required off loopback)
+  LOCALLLM_CATALOG            a JSON file of short names to use instead of the built-in one
+  HF_TOKEN                    Hugging Face token (else the one `localllm login` stored)
+  HF_ENDPOINT                 another Hugging Face endpoint (a mirror)"""
 
 
-def _build_parser() -> argparse.ArgumentParser:
+class _TopHelp(argparse.RawDescriptionHelpFormatter):
+    """Room for ``list (ls)`` so every command's summary starts in one column."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=26, width=100)
+        self._action_max_length = 16  # argparse leaves aliases out when it measures
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="localllm",
-        description="Run open models on your own computer.",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=_TopHelp,
     )
-    parser.add_argument("--version", action="version", version=f"localllm {version('localllm')}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    serve = commands.add_parser("serve", help="run the daemon in the foreground")
-    serve.add_argument("--host", help="address to bind, e.g. 127.0.0.1:11435 (LOCALLLM_HOST)")
+    parser.add_argument("--version", action="version", version=f"localllm {_version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    for module in COMMAND_MODULES:
+        module.register(commands)
     return parser
 
 
-def _serve(args: argparse.Namespace) -> int:
-    argv = [sys.executable, "-m", "daemon", "serve"]
-    if args.host:
-        argv += ["--host", args.host]
-    os.execv(sys.executable, argv)
-    return 0  # not reached
+def _version() -> str:
+    try:
+        return version("localllm")
+    except PackageNotFoundError:
+        return "(not installed)"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = _build_parser()
-    args = parser.parse_args(argv)
-    if args.command == "serve":
-        return _serve(args)
-    parser.print_help()
-    return 0
+def main(
+    argv: Sequence[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    client_factory: Callable[[Settings], Any] | None = None,
+) -> int:
+    """Run one command; returns the exit status (the console script exits with it)."""
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if getattr(args, "passes_through", False):
+        args.extra = extra  # `localllm app ...`: the options belong to the app
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if getattr(args, "handler", None) is None:
+        parser.print_help()
+        return EXIT_USAGE
+    env = os.environ if env is None else env
+    try:
+        settings = Settings.from_env(env)
+    except ValueError as error:
+        return _fail(error, EXIT_USAGE)
+    context = Context(settings, client_factory=client_factory)
+    try:
+        return args.handler(context, args)
+    except KeyboardInterrupt:
+        context.err.write("\n")
+        return EXIT_INTERRUPTED
+    except CliError as error:
+        return _fail(error, error.exit_code)
+    except ClientError as error:
+        return _fail(error, EXIT_ERROR)
+    except BrokenPipeError:  # `localllm list | head`: the reader left, nothing to report
+        _silence_stdout()
+        return EXIT_ERROR
+    except OSError as error:
+        return _fail(error, EXIT_ERROR)
+    except Exception as error:  # a bug: still one line, unless asked for the traceback
+        if env.get("LOCALLLM_DEBUG"):
+            raise
+        message = f"unexpected {type(error).__name__}: {error} (LOCALLLM_DEBUG=1 shows where)"
+        return _fail(CliError(message), EXIT_ERROR)
+    finally:
+        context.close()
+
+
+def _fail(error: BaseException, status: int) -> int:
+    lines = error_lines(error)
+    if isinstance(error, OSError) and error.strerror:  # no errno noise, but the file name
+        named = f": {error.filename}" if error.filename else ""
+        lines = [f"Error: {error.strerror}{named}"]
+    sys.stderr.write("\n".join(lines) + "\n")
+    sys.stderr.flush()
+    return status
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe, point stdout at devnull so Python's exit flush stays quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

@@ -6,14 +6,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from daemon.security.responses import send_error
 
-__all__ = ["BodyLimitMiddleware", "BodyTooLarge"]
+__all__ = ["BodyLimitMiddleware"]
 
 DEFAULT_LIMIT = 32 << 20
 BLOB_LIMIT = 1 << 40  # uploaded model files stream to disk; 1 TiB is "no practical limit"
-
-
-class BodyTooLarge(Exception):
-    pass
 
 
 class BodyLimitMiddleware:
@@ -32,24 +28,22 @@ class BodyLimitMiddleware:
             await send_error(send, 413, f"request body is larger than {limit:,} bytes")
             return
         received = 0
-        started = False
+        refused = False
 
         async def counting_receive() -> Message:
-            nonlocal received
+            nonlocal received, refused
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > limit:
-                    raise BodyTooLarge
+                if received > limit and not refused:
+                    # Answer now; the app then sees a disconnect and stops reading.
+                    refused = True
+                    await send_error(send, 413, f"request body is larger than {limit:,} bytes")
+                    return {"type": "http.disconnect"}
             return message
 
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
+        async def guarded_send(message: Message) -> None:
+            if not refused:
+                await send(message)
 
-        try:
-            await self.app(scope, counting_receive, tracking_send)
-        except BodyTooLarge:
-            if not started:
-                await send_error(send, 413, f"request body is larger than {limit:,} bytes")
+        await self.app(scope, counting_receive, guarded_send)

@@ -1,0 +1,260 @@
+"""The interactive chat of ``localllm run MODEL`` on a terminal, with Ollama's slash commands.
+
+The conversation lives here (the messages so far, a system prompt and options set with
+``/set``) and is sent whole on each turn, as ``ollama run`` does. Ctrl-C stops an answer and
+keeps the chat going; Ctrl-D or ``/bye`` ends it. Lines go through readline, so arrow keys and
+history work; the history is kept in ``<data dir>/history``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from app.cli.answer import stream_answer, timing_lines
+from app.cli.chat_input import Command, MultilineInput, convert_parameter, parse_command
+from app.cli.context import Context
+from app.cli.errors import error_lines
+from app.cli.show_view import parameter_lines, render_show
+from daemon.client import ClientError
+
+__all__ = ["ChatSession"]
+
+PROMPT, CONTINUE = ">>> ", "... "
+
+HELP = """Available Commands:
+  /set            Set session variables
+  /show           Show model information
+  /load <model>   Load a different model (starts a new conversation)
+  /clear          Clear session context
+  /bye            Exit
+  /?, /help       Help for a command
+  /? shortcuts    Help for keyboard shortcuts
+
+Use \"\"\" to begin a multi-line message."""
+
+HELP_SET = """Available Commands:
+  /set parameter ...     Set a parameter (e.g. /set parameter temperature 0.5)
+  /set system <string>   Set the system message (\"\"\" for several lines)
+  /set verbose           Show timings and token rates after each answer
+  /set quiet             Stop showing them
+  /set format json       Answer in JSON
+  /set noformat          Answer in free text"""
+
+HELP_SHOW = """Available Commands:
+  /show info         Show details for this model
+  /show license      Show the model's license
+  /show modelfile    Show the Modelfile for this model
+  /show parameters   Show the parameters for this model
+  /show system       Show the system message
+  /show template     Show the prompt template"""
+
+HELP_SHORTCUTS = """Available keyboard shortcuts:
+  Ctrl + a            Move to the beginning of the line
+  Ctrl + e            Move to the end of the line
+  Ctrl + r            Search the history
+  Up / Down           Previous / next entry in the history
+  Ctrl + c            Stop the answer being written (or clear the line)
+  Ctrl + d            Exit (on an empty line)"""
+
+_SHOW_MISSING = {
+    "license": "No license was specified for this model.",
+    "system": "No system message was specified for this model.",
+    "template": "No prompt template was specified for this model.",
+    "modelfile": "No Modelfile is available for this model.",
+}
+
+
+class ChatSession:
+    def __init__(
+        self,
+        context: Context,
+        model: str,
+        *,
+        options: dict[str, object] | None = None,
+        keep_alive: str | None = None,
+        format: object = None,
+        verbose: bool = False,
+        system: str | None = None,
+        read_line: Callable[[str], str] | None = None,
+    ):
+        self.context = context
+        self.model = model
+        self.options = dict(options or {})
+        self.keep_alive = keep_alive
+        self.format = format
+        self.verbose = verbose
+        self.system = system
+        self.messages: list[dict[str, str]] = []
+        self._read_line = read_line or input
+        self._use_readline = read_line is None
+
+    def run(self) -> int:
+        collector = MultilineInput()
+        with _history(self.context.settings.data_dir / "history", self._use_readline):
+            while True:
+                try:
+                    line = self._read_line(CONTINUE if collector.in_block else PROMPT)
+                except EOFError:
+                    self.context.print()
+                    return 0
+                except KeyboardInterrupt:
+                    collector.reset()
+                    self.context.print("\nUse Ctrl + d or /bye to exit.")
+                    continue
+                entry = collector.feed(line)
+                if entry is None or not entry.strip():
+                    continue
+                command = parse_command(entry)
+                if command is None:
+                    self.send(entry)
+                elif not self.command(command):
+                    return 0
+
+    # -- a turn ---------------------------------------------------------------------------
+    def send(self, text: str) -> None:
+        """Send one message with the conversation so far and print the answer."""
+        client = self.context.client()
+        self.messages.append({"role": "user", "content": text})
+        try:
+            chunks = client.chat(
+                self.model,
+                self.conversation(),
+                options=self.options or None,
+                keep_alive=self.keep_alive,
+                format=self.format,
+            )
+            answer = stream_answer(chunks, self.context.out)
+        except KeyboardInterrupt:
+            self.messages.pop()
+            self.context.print("\n")
+            return
+        except ClientError as error:
+            self.messages.pop()
+            self.context.print()
+            for line in error_lines(error):
+                self.context.note(line)
+            return
+        self.messages.append({"role": "assistant", "content": answer.text})
+        self.context.print("\n" if not answer.text.endswith("\n") else "")
+        if self.verbose and answer.final:
+            for line in timing_lines(answer.final):
+                self.context.note(line)
+            self.context.note("")
+
+    def conversation(self) -> list[dict[str, str]]:
+        system = [{"role": "system", "content": self.system}] if self.system else []
+        return system + self.messages
+
+    # -- slash commands -------------------------------------------------------------------
+    def command(self, command: Command) -> bool:
+        """Carry out a slash command; False when the chat should end."""
+        name, words = command.name, command.words
+        if name in ("bye", "exit"):
+            return False
+        if name in ("?", "help"):
+            topic = words[0].lower() if words else ""
+            texts = {"shortcuts": HELP_SHORTCUTS, "shortcut": HELP_SHORTCUTS}
+            self.context.print({**texts, "set": HELP_SET, "show": HELP_SHOW}.get(topic, HELP))
+        elif name == "clear":
+            self.messages.clear()
+            self.context.print("Cleared session context")
+        elif name == "set":
+            self._set(command)
+        elif name == "show":
+            self._show(words[0].lower() if words else "")
+        elif name == "load" and words:
+            self._load(words[0])
+        else:
+            self.context.print(f"Unknown command '/{name}'. Type /? for help")
+        return True
+
+    def _set(self, command: Command) -> None:
+        words = command.words
+        what = words[0].lower() if words else ""
+        if what == "parameter" and len(words) >= 2:
+            try:
+                value = convert_parameter(words[1], words[2:])
+            except ValueError as error:
+                self.context.print(f"Couldn't set parameter: {error}")
+                return
+            self.options[words[1]] = value
+            shown = ", ".join(value) if isinstance(value, list) else value
+            self.context.print(f"Set parameter '{words[1]}' to '{shown}'")
+        elif what == "system":
+            self.system = command.rest_after(1) or None
+            self.context.print("Set system message." if self.system else "Cleared system message.")
+        elif what in ("verbose", "quiet"):
+            self.verbose = what == "verbose"
+            self.context.print(f"Set '{what}' mode.")
+        elif what == "format" and len(words) == 2 and words[1] == "json":
+            self.format = "json"
+            self.context.print("Set format to 'json' mode.")
+        elif what == "noformat":
+            self.format = None
+            self.context.print("Disabled format.")
+        else:
+            self.context.print(HELP_SET)
+
+    def _show(self, what: str) -> None:
+        if what not in ("info", "license", "modelfile", "parameters", "system", "template"):
+            self.context.print(HELP_SHOW)
+            return
+        try:
+            info = self.context.client().show(self.model)
+        except ClientError as error:
+            self.context.note(error_lines(error)[0])
+            return
+        if what == "info":
+            self.context.out.write(render_show(info))
+        elif what == "parameters":
+            self._show_parameters(info)
+        else:
+            value = self.system if what == "system" and self.system else info.get(what)
+            if isinstance(value, list):
+                value = "\n\n".join(str(item) for item in value)
+            self.context.print(str(value).rstrip() if value else _SHOW_MISSING[what])
+
+    def _show_parameters(self, info: dict[str, Any]) -> None:
+        model_lines = parameter_lines(info.get("parameters"))
+        user_lines = parameter_lines(self.options)
+        if user_lines:
+            self.context.print("User defined parameters:\n" + "\n".join(user_lines) + "\n")
+        if model_lines:
+            self.context.print("Model defined parameters:\n" + "\n".join(model_lines))
+        if not (user_lines or model_lines):
+            self.context.print("No parameters were specified for this model.")
+
+    def _load(self, model: str) -> None:
+        try:
+            self.context.client().show(model)
+        except ClientError as error:
+            self.context.note(error_lines(error)[0])
+            return
+        self.model = model
+        self.messages.clear()
+        self.context.print(f"Loaded model '{model}' (new conversation).")
+
+
+@contextlib.contextmanager
+def _history(path: Path, enabled: bool) -> Iterator[None]:
+    """Readline line editing and a history file, where the platform has readline."""
+    readline = None
+    if enabled:
+        try:
+            import readline
+        except ImportError:  # Windows without pyreadline: plain input() still works
+            readline = None
+    if readline is not None:
+        readline.set_history_length(1000)
+        with contextlib.suppress(OSError):
+            readline.read_history_file(path)
+    try:
+        yield
+    finally:
+        if readline is not None:
+            with contextlib.suppress(OSError):
+                path.parent.mkdir(parents=True, exist_ok=True)
+                readline.write_history_file(path)

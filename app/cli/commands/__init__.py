@@ -1,0 +1,22 @@
+"""The ``localllm`` subcommands, one module per group; each has ``register(commands)``.
+
+The order here is the order ``localllm --help`` lists them in.
+"""
+
+from __future__ import annotations
+
+from app.cli.commands import (
+    accounts,
+    create,
+    doctor,
+    maintenance,
+    models,
+    programs,
+    pull,
+    run,
+    running,
+)
+
+__all__ = ["COMMAND_MODULES"]
+
+COMMAND_MODULES = (run, pull, models, running, create, maintenance, accounts, programs, doctor)

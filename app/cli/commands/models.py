@@ -1,0 +1,146 @@
+"""The commands about models in the store: ``list``/``ls``, ``show``, ``cp`` and ``rm``."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime
+
+from app.cli.context import Context
+from app.cli.formatting import format_size, parse_time, relative_time, short_id, table
+from app.cli.parsing import add_command, add_json_flag, dump_json
+from app.cli.show_view import parameter_lines, render_show
+from daemon.client import ClientError
+
+__all__ = ["register"]
+
+_SHOW_FIELDS = ("modelfile", "parameters", "template", "system", "license")
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    listing = add_command(
+        commands,
+        "list",
+        _list,
+        aliases=["ls"],
+        summary="list the models in the store",
+        description="List downloaded and created models: name, id, size and when it changed.",
+        examples=[
+            "localllm list",
+            "localllm ls qwen        # only names containing 'qwen'",
+            "localllm list --json",
+        ],
+    )
+    listing.add_argument("filter", nargs="?", metavar="TEXT", help="show names containing TEXT")
+    add_json_flag(listing)
+
+    show = add_command(
+        commands,
+        "show",
+        _show,
+        summary="show a model's details, parameters, template, system prompt or license",
+        description="""
+            Summarize a model (architecture, parameter count, context and embedding length,
+            quantization, capabilities, parameters, system prompt, license), or print one of
+            its parts in full with a flag.
+            """,
+        examples=[
+            "localllm show qwen2.5:0.5b",
+            "localllm show qwen2.5:0.5b --modelfile > Modelfile   # start a custom model",
+            "localllm show qwen2.5:0.5b --template",
+            "localllm show qwen2.5:0.5b --json",
+        ],
+    )
+    show.add_argument("name", metavar="NAME")
+    parts = show.add_mutually_exclusive_group()
+    for part in _SHOW_FIELDS:
+        parts.add_argument(f"--{part}", action="store_true", help=f"print the model's {part}")
+    show.add_argument(
+        "-v", "--verbose", action="store_true", help="include long metadata (vocabularies)"
+    )
+    add_json_flag(show)
+
+    copy = add_command(
+        commands,
+        "cp",
+        _copy,
+        summary="copy a model under a new name (shares its files)",
+        description="Copy a model to a new name; the copy shares every file with the original.",
+        examples=["localllm cp qwen2.5:0.5b my-assistant"],
+    )
+    copy.add_argument("source", metavar="SOURCE")
+    copy.add_argument("destination", metavar="DESTINATION")
+
+    remove = add_command(
+        commands,
+        "rm",
+        _remove,
+        summary="remove models",
+        description="""
+            Remove models from the store. Files another model still uses are kept; the rest
+            are deleted.
+            """,
+        examples=["localllm rm qwen2.5:0.5b", "localllm rm my-assistant my-coder"],
+    )
+    remove.add_argument("names", nargs="+", metavar="NAME")
+
+
+def _list(context: Context, args: argparse.Namespace) -> int:
+    models = context.client().list_models()
+    if args.filter:
+        models = [m for m in models if args.filter.lower() in str(m.get("name", "")).lower()]
+    if args.json:
+        context.print(dump_json(models))
+        return 0
+    now = datetime.now(UTC)
+    rows = [
+        [
+            m.get("name") or m.get("model", "?"),
+            short_id(m.get("digest")),
+            format_size(m.get("size")),
+            relative_time(parse_time(m.get("modified_at")), now),
+        ]
+        for m in models
+    ]
+    context.print(table(["NAME", "ID", "SIZE", "MODIFIED"], rows))
+    return 0
+
+
+def _show(context: Context, args: argparse.Namespace) -> int:
+    info = context.client().show(args.name, verbose=args.verbose)
+    if args.json:
+        context.print(dump_json(info))
+        return 0
+    part = next((name for name in _SHOW_FIELDS if getattr(args, name)), None)
+    if part is None:
+        context.out.write(render_show(info))
+    elif part == "parameters":
+        context.print("\n".join(parameter_lines(info.get("parameters"))))
+    else:
+        context.print(_text(info.get(part)))
+    return 0
+
+
+def _text(value: object) -> str:
+    if isinstance(value, list):
+        return "\n\n".join(str(item) for item in value)
+    return "" if value is None else str(value).rstrip("\n")
+
+
+def _copy(context: Context, args: argparse.Namespace) -> int:
+    context.client().copy(args.source, args.destination)
+    context.print(f"copied '{args.source}' to '{args.destination}'")
+    return 0
+
+
+def _remove(context: Context, args: argparse.Namespace) -> int:
+    """Remove each name; one that fails does not stop the others (the status says so)."""
+    client, failed = context.client(), False
+    for name in args.names:
+        try:
+            client.delete(name)
+        except ClientError as error:
+            context.note(f"Error: {' '.join(str(error).split())}")
+            failed = True
+        else:
+            context.print(f"deleted '{name}'")
+    return 1 if failed else 0

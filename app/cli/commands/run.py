@@ -1,0 +1,134 @@
+"""``localllm run MODEL [PROMPT]``: one answer, or an interactive chat on a terminal.
+
+Piped input becomes the prompt (``cat notes.txt | localllm run qwen "summarize"``); with no
+prompt on a terminal the chat opens. A model that is not in the store is pulled first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from app.cli.answer import stream_answer, timing_lines
+from app.cli.chat_input import parse_options
+from app.cli.chat_session import ChatSession
+from app.cli.commands.pull import pull_model
+from app.cli.context import Context
+from app.cli.errors import EXIT_INTERRUPTED, EXIT_USAGE, CliError
+from app.cli.parsing import add_command
+from daemon.client import ModelNotFound
+
+__all__ = ["build_prompt", "register"]
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    parser = add_command(
+        commands,
+        "run",
+        _run,
+        summary="chat with a model, or answer one prompt",
+        description="""
+            Answer PROMPT and exit, or, with no prompt on a terminal, start a chat (type /? in
+            it for commands, \"\"\" for several lines, Ctrl-D or /bye to leave). Text piped in
+            is read as the prompt, followed by PROMPT if given. A model not in the store is
+            pulled first.
+            """,
+        examples=[
+            "localllm run qwen2.5:0.5b",
+            'localllm run qwen2.5:0.5b "Why is the sky blue?"',
+            'cat notes.txt | localllm run qwen2.5:0.5b "Summarize these notes"',
+            'localllm run qwen2.5:0.5b --format json "Three colors as a JSON list"',
+            'localllm run qwen2.5:0.5b -o temperature 0 -o num_predict 64 "Hi"',
+            "localllm run qwen2.5:0.5b --verbose --keepalive 30m",
+        ],
+    )
+    parser.add_argument("model", metavar="MODEL", help="model to run")
+    parser.add_argument("prompt", nargs="*", metavar="PROMPT", help="the prompt (words are joined)")
+    parser.add_argument(
+        "--format", metavar="FORMAT", help='answer format: "json", or a JSON schema as text'
+    )
+    parser.add_argument(
+        "--keepalive",
+        metavar="DURATION",
+        help="how long the model stays loaded afterwards, e.g. 5m, 1h, 0 (default 5m)",
+    )
+    parser.add_argument(
+        "--verbose", action="store_true", help="print timings and tokens per second afterwards"
+    )
+    parser.add_argument("-s", "--system", metavar="TEXT", help="system message for this run")
+    parser.add_argument(
+        "-o",
+        "--option",
+        nargs=2,
+        action="append",
+        metavar=("NAME", "VALUE"),
+        help="a model parameter, e.g. -o temperature 0.2 (repeatable)",
+    )
+
+
+def build_prompt(words: list[str], piped: str | None) -> str:
+    """The prompt from the arguments and any text piped in (piped text first, as Ollama)."""
+    given = " ".join(words).strip()
+    piped = (piped or "").strip()
+    return "\n\n".join(part for part in (piped, given) if part)
+
+
+def _run(context: Context, args: argparse.Namespace) -> int:
+    try:
+        options = parse_options(args.option)
+    except ValueError as error:
+        raise CliError(str(error), EXIT_USAGE) from None
+    answer_format = _answer_format(args.format)
+    interactive = not args.prompt and context.stdin_is_tty()
+    piped = None if context.stdin_is_tty() else context.stdin.read()
+    prompt = build_prompt(args.prompt, piped)
+    if not interactive and not prompt:
+        raise CliError("the prompt is empty: give one as an argument or pipe it in", EXIT_USAGE)
+    if not _ensure_model(context, args.model):
+        return EXIT_INTERRUPTED
+    settings = {"options": options, "keep_alive": args.keepalive, "format": answer_format}
+    if interactive:
+        session = ChatSession(
+            context, args.model, verbose=args.verbose, system=args.system, **settings
+        )
+        return session.run()
+    messages = [{"role": "system", "content": args.system}] if args.system else []
+    messages.append({"role": "user", "content": prompt})
+    chunks = context.client().chat(
+        args.model,
+        messages,
+        options=options or None,
+        keep_alive=args.keepalive,
+        format=answer_format,
+    )
+    answer = stream_answer(chunks, context.out)
+    if not answer.text.endswith("\n"):
+        context.print()
+    if args.verbose and answer.final:
+        for line in timing_lines(answer.final):
+            context.note(line)
+    return 0
+
+
+def _answer_format(text: str | None) -> object:
+    if text is None or text.strip().lower() == "json":
+        return None if text is None else "json"
+    try:
+        schema = json.loads(text)
+    except ValueError:
+        raise CliError('--format takes "json" or a JSON schema', EXIT_USAGE) from None
+    if not isinstance(schema, dict):
+        raise CliError("--format: a JSON schema is a JSON object", EXIT_USAGE)
+    return schema
+
+
+def _ensure_model(context: Context, model: str) -> bool:
+    """Pull the model if the store lacks it; False if the user interrupted the pull."""
+    try:
+        context.client().show(model)
+    except ModelNotFound:
+        outcome = pull_model(context, model)
+        if outcome == "paused":
+            raise CliError(f"the pull of '{model}' was paused before it finished") from None
+        return outcome == "success"
+    return True

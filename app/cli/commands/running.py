@@ -1,0 +1,91 @@
+"""The commands about loaded models: ``ps`` (what is in memory, until when) and ``stop``."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime
+
+from app.cli.context import Context
+from app.cli.errors import CliError
+from app.cli.formatting import format_size, format_until, short_id, table
+from app.cli.parsing import add_command, add_json_flag, dump_json
+
+__all__ = ["register", "same_model"]
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    ps = add_command(
+        commands,
+        "ps",
+        _ps,
+        summary="list the models loaded in memory",
+        description="""
+            List loaded models: memory used, where they run (CPU/GPU split), context length and
+            when they will be unloaded (LOCALLLM_KEEP_ALIVE, or a request's keep_alive).
+            """,
+        examples=["localllm ps", "localllm ps --json"],
+    )
+    add_json_flag(ps)
+
+    stop = add_command(
+        commands,
+        "stop",
+        _stop,
+        summary="unload a running model now",
+        description="Unload a model from memory now instead of when its keep-alive runs out.",
+        examples=["localllm stop qwen2.5:0.5b"],
+    )
+    stop.add_argument("name", metavar="NAME")
+
+
+def _ps(context: Context, args: argparse.Namespace) -> int:
+    running = context.client().running()
+    if args.json:
+        context.print(dump_json(running))
+        return 0
+    now = datetime.now(UTC)
+    rows = [
+        [
+            model.get("name") or model.get("model", "?"),
+            short_id(model.get("digest")),
+            format_size(model.get("size")),
+            model.get("processor") or _processor(model),
+            model.get("context_length") or "-",
+            format_until(model.get("expires_at"), now),
+        ]
+        for model in running
+    ]
+    context.print(table(["NAME", "ID", "SIZE", "PROCESSOR", "CONTEXT", "UNTIL"], rows))
+    return 0
+
+
+def _processor(model: dict) -> str:
+    """``100% GPU``, ``100% CPU`` or ``48%/52% CPU/GPU`` from size and size_vram."""
+    size, vram = model.get("size") or 0, model.get("size_vram") or 0
+    if not size:
+        return "-"
+    gpu = round(vram * 100 / size)
+    if gpu >= 100:
+        return "100% GPU"
+    return "100% CPU" if gpu <= 0 else f"{100 - gpu}%/{gpu}% CPU/GPU"
+
+
+def same_model(wanted: str, name: str) -> bool:
+    """Whether ``name`` (as the daemon lists it) is the model the user typed as ``wanted``."""
+
+    def normal(text: str) -> str:
+        text = text.strip().lower()
+        return text if ":" in text.rsplit("/", 1)[-1] else text + ":latest"
+
+    return normal(wanted) == normal(name)
+
+
+def _stop(context: Context, args: argparse.Namespace) -> int:
+    client = context.client()
+    running = client.running()
+    names = [m.get("name") or m.get("model") or "" for m in running]
+    match = next((name for name in names if same_model(args.name, name)), None)
+    if match is None:
+        raise CliError(f"model '{args.name}' is not running (see `localllm ps`)")
+    client.unload(match)
+    return 0

@@ -1,0 +1,96 @@
+"""The local files a Modelfile names, sent to the daemon as blobs before ``create``.
+
+The daemon never opens a path a client names (that is how Ollama's ``/api/create`` leaked
+which files exist). Instead the CLI finds the files ``FROM`` and ``ADAPTER`` point at,
+relative to the Modelfile's folder, hashes each one while streaming it, uploads the blobs the
+daemon does not have yet, and passes ``{reference as written: digest}`` to ``create``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.cli.errors import CliError
+from app.cli.progress import ProgressBoard
+from model_registry.modelfile import from_is_path, parse_modelfile
+
+__all__ = ["ReferencedFile", "referenced_files", "sha256_file", "upload_referenced"]
+
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class ReferencedFile:
+    reference: str  # exactly as written after FROM or ADAPTER
+    path: Path
+
+    @property
+    def size(self) -> int:
+        return self.path.stat().st_size
+
+
+def referenced_files(modelfile_text: str, base_dir: Path) -> list[ReferencedFile]:
+    """Each distinct file the Modelfile names, resolved against ``base_dir``."""
+    try:
+        modelfile = parse_modelfile(modelfile_text)
+    except ValueError as error:
+        raise CliError(str(error)) from None
+    found: dict[str, ReferencedFile] = {}
+    for reference in [modelfile.from_, *modelfile.adapters]:
+        if reference in found or not from_is_path(reference):
+            continue
+        path = _resolve(reference, base_dir)
+        if path.is_dir():
+            raise CliError(f"{reference} is a folder; point FROM at a .gguf file in it")
+        if not path.is_file():
+            raise CliError(f"{reference} does not exist (paths are relative to the Modelfile)")
+        found[reference] = ReferencedFile(reference, path)
+    return list(found.values())
+
+
+def _resolve(reference: str, base_dir: Path) -> Path:
+    path = Path(reference.replace("\\", "/") if "\\" in reference else reference).expanduser()
+    return path if path.is_absolute() else (base_dir / path).resolve()
+
+
+def sha256_file(path: Path, on_progress: Callable[[int], None] | None = None) -> str:
+    """``sha256:<hex>`` of the file, read in chunks (a 40 GB model never sits in memory)."""
+    digest = hashlib.sha256()
+    done = 0
+    with path.open("rb") as stream:
+        while chunk := stream.read(_CHUNK):
+            digest.update(chunk)
+            done += len(chunk)
+            if on_progress is not None:
+                on_progress(done)
+    return f"sha256:{digest.hexdigest()}"
+
+
+def upload_referenced(client: Any, files: list[ReferencedFile], board: ProgressBoard) -> dict:
+    """Hash and, where the daemon lacks it, upload each file; returns ``{reference: digest}``."""
+    digests: dict[str, str] = {}
+    for file in files:
+        size, name = file.size, file.path.name
+        hashed = _reporter(board, f"hashing {name}", size)
+        hashed(0)
+        digest = sha256_file(file.path, hashed)
+        if not client.blob_exists(digest):
+            copied = _reporter(board, f"copying {name}", size)
+            copied(0)
+            client.upload_blob(file.path, digest, on_progress=copied)
+            copied(size)
+        digests[file.reference] = digest
+    return digests
+
+
+def _reporter(board: ProgressBoard, status: str, total: int) -> Callable[..., None]:
+    """A progress callback for one step; extra arguments (an upload's total) are ignored."""
+
+    def report(done: int, *_: object) -> None:
+        board.update({"status": status, "total": total, "completed": done})
+
+    return report

@@ -1,0 +1,86 @@
+"""The human summary of a model (``localllm show`` and ``/show`` in a chat), from ``/api/show``.
+
+Laid out like ``ollama show``: sections Model, Capabilities, Parameters, System, License, with
+long text cut to its first lines (the full text is one flag away: ``--system``,
+``--license``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["format_parameter_count", "model_facts", "parameter_lines", "render_show"]
+
+_PREVIEW_LINES = 2
+
+
+def format_parameter_count(count: int | float | None) -> str:
+    """``8.0B``, ``494M``, ``22.7M``: a parameter count the way model cards write it."""
+    if not count:
+        return "-"
+    for unit, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if count >= scale:
+            value = count / scale
+            return f"{value:.1f}{unit}" if value < 100 else f"{value:.0f}{unit}"
+    return str(int(count))
+
+
+def model_facts(info: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(label, value) rows for the Model section; rows the daemon did not report are left out."""
+    details = info.get("details") or {}
+    model_info = info.get("model_info") or {}
+    arch = model_info.get("general.architecture") or details.get("family")
+    parameters = details.get("parameter_size") or format_parameter_count(
+        model_info.get("general.parameter_count")
+    )
+    rows = [
+        ("architecture", arch),
+        ("parameters", parameters if parameters != "-" else None),
+        ("context length", model_info.get(f"{arch}.context_length")),
+        ("embedding length", model_info.get(f"{arch}.embedding_length")),
+        ("quantization", details.get("quantization_level")),
+    ]
+    return [(label, str(value)) for label, value in rows if value not in (None, "")]
+
+
+def parameter_lines(parameters: object) -> list[str]:
+    """The model's parameters, one ``name value`` per line, whether sent as text or as JSON."""
+    if isinstance(parameters, str):
+        return [line.strip() for line in parameters.splitlines() if line.strip()]
+    if isinstance(parameters, Mapping):
+        lines = []
+        for name, value in parameters.items():
+            for item in value if isinstance(value, list) else [value]:
+                lines.append(f"{name:<16}{json.dumps(item) if isinstance(item, str) else item}")
+        return lines
+    return []
+
+
+def render_show(info: Mapping[str, Any]) -> str:
+    sections: list[tuple[str, list[str]]] = []
+    facts = model_facts(info)
+    width = max((len(label) for label, _ in facts), default=0) + 4
+    sections.append(("Model", [f"{label:<{width}}{value}" for label, value in facts]))
+    projector = info.get("projector_info") or {}
+    if projector:
+        arch = projector.get("general.architecture", "clip")
+        sections.append(("Projector", [f"{'architecture':<{width}}{arch}"]))
+    sections.append(("Capabilities", [str(c) for c in info.get("capabilities") or []]))
+    sections.append(("Parameters", parameter_lines(info.get("parameters"))))
+    sections.append(("System", _preview(info.get("system"))))
+    sections.append(("License", _preview(info.get("license"))))
+    blocks = []
+    for title, lines in sections:
+        if lines:
+            blocks.append("\n".join([f"  {title}", *(f"    {line}" for line in lines)]))
+    return "\n\n".join(blocks) + "\n"
+
+
+def _preview(text: object) -> list[str]:
+    if isinstance(text, list):
+        text = "\n".join(str(part) for part in text)
+    lines = [line.rstrip() for line in str(text or "").strip().splitlines()]
+    lines = [line for line in lines if line]
+    return lines[:_PREVIEW_LINES] + (["..."] if len(lines) > _PREVIEW_LINES else [])

@@ -1,0 +1,81 @@
+"""``python -m daemon serve [--host HOST[:PORT]]``: run the daemon in the foreground.
+
+Settings come from the environment (``LOCALLLM_*``) once, here; ``--host`` overrides
+``LOCALLLM_HOST``. Logs go to stderr: the daemon's own lines, and one JSON line per request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import sys
+
+import uvicorn
+
+from daemon.security import ApiKeyStore, is_loopback_address
+from daemon.server import create_app
+from daemon.settings import Settings, parse_host
+
+__all__ = ["main"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m daemon", description="the localllm daemon")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="serve the HTTP API in the foreground")
+    serve.add_argument("--host", help="HOST[:PORT] to listen on (default: LOCALLLM_HOST)")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
+    args = parser.parse_args(argv)
+    try:
+        settings = Settings.from_env()
+        if args.host:
+            host, port = parse_host(args.host)
+            settings = dataclasses.replace(settings, host=host, port=port)
+        settings = _with_api_key(settings)
+    except ValueError as error:
+        print(f"localllm: {error}", file=sys.stderr)
+        return 2
+    _configure_logging(args.log_level)
+    app = create_app(settings)
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_config=None,
+        access_log=False,
+        timeout_graceful_shutdown=5,
+    )
+    uvicorn.Server(config).run()
+    return 0
+
+
+def _with_api_key(settings: Settings) -> Settings:
+    """Beyond loopback an API key is mandatory: LOCALLLM_API_KEY, else the one `localllm key`
+    saved. Without either, refuse to start rather than serve models to the whole network."""
+    if settings.api_key or is_loopback_address(settings.host):
+        return settings
+    stored = ApiKeyStore(settings.config_dir).load()
+    if stored is None:
+        raise ValueError(
+            f"refusing to listen on {settings.host} without an API key: anyone on the network "
+            "could use your models. Run `localllm key` to create one (or set LOCALLLM_API_KEY)"
+        )
+    return dataclasses.replace(settings, api_key=stored)
+
+
+def _configure_logging(level: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    requests = logging.StreamHandler(sys.stderr)
+    requests.setFormatter(logging.Formatter("%(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    request_log = logging.getLogger("localllm.requests")
+    request_log.handlers[:] = [requests]
+    request_log.propagate = False
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""The app factory: one FastAPI app per call, its state on ``app.state``, nothing global.
+
+Later routers (the native ``/api/*`` API, auth and CORS) mount onto the same app and reach
+the same ``Inference`` through ``app.state``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from importlib import metadata
+from pathlib import Path
+
+from fastapi import FastAPI
+
+from daemon.inference import Inference
+from daemon.runners.types import RunnerSpec
+from daemon.scheduler import MemoryInfo, Runner, RunnerFactory, Scheduler, SchedulerConfig
+from daemon.security import (
+    ApiKeyMiddleware,
+    BodyLimitMiddleware,
+    CorsMiddleware,
+    HostCheckMiddleware,
+    OriginPolicy,
+    is_loopback_address,
+)
+from daemon.server import openai_chat, openai_completions, openai_models, system
+from daemon.server.errors import install_error_handlers
+from daemon.server.metrics import Metrics, RequestLogMiddleware
+from daemon.settings import Settings
+from model_registry.store import Store
+
+__all__ = ["create_app"]
+
+
+def create_app(
+    settings: Settings,
+    *,
+    store: Store | None = None,
+    runner_factory: RunnerFactory | None = None,
+    memory_probe: Callable[[], MemoryInfo] | None = None,
+    gpu_probe: Callable[[], list[int]] | None = None,
+) -> FastAPI:
+    """A daemon app for ``settings``; the keyword arguments replace its parts in tests."""
+    store = store or Store(settings.models_dir)
+    probes = {k: v for k, v in (("memory_probe", memory_probe), ("gpu_probe", gpu_probe)) if v}
+    metrics = Metrics()
+    scheduler = Scheduler(
+        _scheduler_config(settings),
+        runner_factory or _start_runner_process,
+        on_load=metrics.on_load,
+        **probes,
+    )
+    metrics.watch(scheduler)
+    inference = Inference(store, scheduler, settings, on_finished=metrics.on_finished)
+
+    app = FastAPI(
+        title="localllm", version=_version(), lifespan=_lifespan, docs_url=None, redoc_url=None
+    )
+    app.state.settings = settings
+    app.state.store = store
+    app.state.scheduler = scheduler
+    app.state.inference = inference
+    app.state.metrics = metrics
+    for module in (system, openai_chat, openai_completions, openai_models):
+        app.include_router(module.router)
+    install_error_handlers(app)
+    app.add_middleware(RequestLogMiddleware, metrics=metrics)
+    _install_guards(app, settings)
+    return app
+
+
+def _install_guards(app: FastAPI, settings: Settings) -> None:
+    """Safe by default. Starlette wraps the last-added middleware outermost, so requests meet
+    the Host check first, then CORS, then the API key, then the body limit."""
+    app.add_middleware(BodyLimitMiddleware)
+    app.add_middleware(ApiKeyMiddleware, api_key=settings.api_key)
+    app.add_middleware(CorsMiddleware, policy=OriginPolicy.from_settings(settings.origins))
+    app.add_middleware(HostCheckMiddleware, enabled=is_loopback_address(settings.host))
+
+
+@contextlib.asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    scheduler: Scheduler = app.state.scheduler
+    reaper = asyncio.get_running_loop().create_task(scheduler.run())
+    try:
+        yield
+    finally:
+        reaper.cancel()
+        await scheduler.shutdown()
+
+
+def _scheduler_config(settings: Settings) -> SchedulerConfig:
+    return SchedulerConfig(
+        keep_alive=settings.keep_alive_seconds,
+        max_loaded_models=settings.max_loaded_models,
+        max_queue=settings.max_queue,
+        log_dir=settings.log_dir,
+    )
+
+
+async def _start_runner_process(spec: RunnerSpec, log_path: Path | None) -> Runner:
+    from daemon.runners.process import RunnerProcess
+
+    return await RunnerProcess.start(spec, log_path=log_path)
+
+
+def _version() -> str:
+    try:
+        return metadata.version("localllm")
+    except metadata.PackageNotFoundError:
+        return "0.0.0"

@@ -1,0 +1,169 @@
+"""The interactive chat, driven with scripted lines (the terminal itself is tested end to end
+through a pseudo-terminal in ``test_e2e_run.py``)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from app.cli.chat_session import ChatSession
+from app.cli.context import Context
+from daemon.client import BadRequest
+from daemon.settings import Settings
+from tests.cli.cli_support import FakeClient, answer_chunks
+
+
+class Script:
+    """Plays lines as ``input()`` would; raises EOFError (Ctrl-D) at the end."""
+
+    def __init__(self, *lines):
+        self.lines = list(lines)
+        self.prompts = []
+
+    def __call__(self, prompt):
+        self.prompts.append(prompt)
+        if not self.lines:
+            raise EOFError
+        line = self.lines.pop(0)
+        if isinstance(line, BaseException):
+            raise line
+        return line
+
+
+@pytest.fixture
+def chat(tmp_path):
+    fake = FakeClient(chat_chunks=answer_chunks("Hi", "!"))
+    out, err = io.StringIO(), io.StringIO()
+    context = Context(Settings(data_dir=tmp_path), out=out, err=err, client_factory=lambda s: fake)
+
+    def make(*lines, **kwargs):
+        script = Script(*lines)
+        session = ChatSession(context, "tiny", read_line=script, **kwargs)
+        return session, script
+
+    return fake, out, err, make
+
+
+def chats(fake):
+    return [call for call in fake.calls if call[0] == "chat"]
+
+
+def test_a_conversation_keeps_its_history(chat):
+    fake, out, _, make = chat
+    session, script = make("Hello", "", "How are you?", "/bye", "never read")
+    assert session.run() == 0
+    first, second = chats(fake)
+    assert first[2] == [{"role": "user", "content": "Hello"}]
+    assert second[2] == [
+        {"role": "user", "content": "Hello"},
+        {"role": "assistant", "content": "Hi!"},
+        {"role": "user", "content": "How are you?"},
+    ]
+    assert out.getvalue() == "Hi!\n\nHi!\n\n"
+    assert script.lines == ["never read"]
+
+
+def test_multiline_input_and_prompts(chat):
+    fake, _, _, make = chat
+    session, script = make('"""first', "second", '"""')
+    session.run()
+    assert chats(fake)[0][2][-1]["content"] == "first\nsecond"
+    assert script.prompts == [">>> ", "... ", "... ", ">>> "]
+
+
+def test_clear_and_set_system(chat):
+    fake, out, _, make = chat
+    session, _ = make("one", "/clear", '/set system """Be a', 'pirate."""', "two")
+    session.run()
+    assert chats(fake)[1][2] == [
+        {"role": "system", "content": "Be a\npirate."},
+        {"role": "user", "content": "two"},
+    ]
+    assert "Cleared session context\n" in out.getvalue()
+    assert "Set system message.\n" in out.getvalue()
+
+
+def test_set_parameter_verbose_and_format(chat):
+    fake, out, err, make = chat
+    session, _ = make(
+        "/set parameter temperature 0.2",
+        "/set parameter stop END STOP",
+        "/set parameter warmth 3",
+        "/set verbose",
+        "/set format json",
+        "go",
+    )
+    session.run()
+    kwargs = chats(fake)[0][3]
+    assert kwargs["options"] == {"temperature": 0.2, "stop": ["END", "STOP"]}
+    assert kwargs["format"] == "json"
+    text = out.getvalue()
+    assert "Set parameter 'temperature' to '0.2'" in text
+    assert "Couldn't set parameter: unknown parameter 'warmth'" in text
+    assert "eval rate:            50.00 tokens/s" in err.getvalue()
+
+
+def test_show_commands(chat):
+    _, out, _, make = chat
+    session, _ = make("/set parameter top_k 5", "/show info", "/show parameters", "/show license",
+                      "/show system", "/show")  # fmt: skip
+    session.run()
+    text = out.getvalue()
+    assert "  Model\n    architecture        llama" in text
+    assert "User defined parameters:\ntop_k           5\n" in text
+    assert "Model defined parameters:\ntemperature" in text
+    assert "MIT License\nCopyright\nline three\n" in text
+    assert "You are tiny.\n" in text
+    assert "/show modelfile" in text  # bare /show lists what it can show
+
+
+def test_help_and_unknown_commands(chat):
+    _, out, _, make = chat
+    session, _ = make("/?", "/? shortcuts", "/help set", "/nope")
+    session.run()
+    text = out.getvalue()
+    assert "/set            Set session variables" in text
+    assert "Ctrl + d            Exit" in text
+    assert "/set parameter ..." in text
+    assert "Unknown command '/nope'. Type /? for help" in text
+
+
+def test_ctrl_c_at_the_prompt_and_during_an_answer(chat):
+    fake, out, _, make = chat
+
+    def interrupted(model, messages, **kwargs):
+        fake.calls.append(("chat", model, messages, kwargs))
+        yield {"message": {"content": "partial"}, "done": False}
+        raise KeyboardInterrupt
+
+    fake.chat = interrupted
+    session, _ = make(KeyboardInterrupt(), "question")
+    assert session.run() == 0
+    assert "Use Ctrl + d or /bye to exit." in out.getvalue()
+    assert "partial" in out.getvalue()
+    assert session.messages == []  # the unanswered question is not kept
+
+
+def test_an_error_keeps_the_chat_open(chat):
+    fake, _, err, make = chat
+
+    def failing(model, messages, **kwargs):
+        raise BadRequest("invalid options: num_ctx", 400)
+        yield  # pragma: no cover
+
+    fake.chat = failing
+    session, script = make("hi", "/bye")
+    assert session.run() == 0
+    assert err.getvalue() == "Error: invalid options: num_ctx\n"
+    assert script.lines == []
+
+
+def test_load_switches_model(chat):
+    fake, out, _, make = chat
+    fake.missing = {"nope"}
+    session, _ = make("hello", "/load nope", "/load other", "again")
+    session.run()
+    assert session.model == "other"
+    assert chats(fake)[-1][1] == "other" and len(chats(fake)[-1][2]) == 1
+    assert "Loaded model 'other'" in out.getvalue()

@@ -1,0 +1,186 @@
+"""Safe by default, proven against the real daemon over real HTTP."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import httpx
+import pytest
+
+from tests.daemon_support import ROOT, Daemon, free_port, make_store
+
+KEY = "test-key-0123456789abcdef0123456789"
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory, tiny_model_path):
+    root = tmp_path_factory.mktemp("security")
+    store = make_store(root / "store", {"tiny": tiny_model_path})
+    env = {"LOCALLLM_ORIGINS": "https://chat.example.com", "LOCALLLM_CONFIG": str(root / "cfg")}
+    with Daemon(store, root / "logs", env=env) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def keyed_daemon(tmp_path_factory, tiny_model_path):
+    root = tmp_path_factory.mktemp("keyed")
+    store = make_store(root / "store", {"tiny": tiny_model_path})
+    with Daemon(store, root / "logs", env={"LOCALLLM_API_KEY": KEY}) as running:
+        yield running
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["localhost", "127.0.0.1", "[::1]", "app.localhost", "LOCALHOST:11435", "127.0.0.2"],
+)
+def test_local_host_headers_are_served(daemon, host):
+    response = httpx.get(daemon.url + "/v1/models", headers={"Host": host})
+    assert response.status_code == 200
+
+
+@pytest.mark.parametrize(
+    "host", ["evil.example", "evil.example:11435", "localhost.evil.example", "192.168.1.5", ""]
+)
+def test_dns_rebinding_host_headers_are_refused(daemon, host):
+    response = httpx.get(daemon.url + "/v1/models", headers={"Host": host})
+    assert response.status_code == 403
+    assert "forbidden host" in response.json()["error"]
+
+
+def test_allowed_origins_get_cors_headers_for_themselves_only(daemon):
+    for origin in ("http://localhost:3000", "https://chat.example.com"):
+        response = httpx.get(daemon.url + "/v1/models", headers={"Origin": origin})
+        assert response.status_code == 200
+        assert response.headers["access-control-allow-origin"] == origin
+        preflight = httpx.options(
+            daemon.url + "/v1/chat/completions",
+            headers={"Origin": origin, "Access-Control-Request-Method": "POST"},
+        )
+        assert preflight.status_code == 204
+        assert preflight.headers["access-control-allow-origin"] == origin
+
+
+@pytest.mark.parametrize(
+    "origin", ["https://evil.example", "null", "http://localhost.evil.example"]
+)
+def test_other_origins_are_refused_and_never_reflected(daemon, origin):
+    post = httpx.post(
+        daemon.url + "/v1/chat/completions",
+        headers={"Origin": origin, "Content-Type": "text/plain"},
+        content=b'{"model": "tiny", "messages": []}',
+    )
+    assert post.status_code == 403
+    assert "access-control-allow-origin" not in post.headers
+    preflight = httpx.options(
+        daemon.url + "/v1/models",
+        headers={"Origin": origin, "Access-Control-Request-Method": "GET"},
+    )
+    assert preflight.status_code == 403
+    assert preflight.headers.get("access-control-allow-origin") != "*"
+
+
+def test_oversized_bodies_are_refused(daemon):
+    declared = httpx.post(
+        daemon.url + "/v1/chat/completions",
+        content=b"x" * (33 << 20),
+        headers={"Content-Type": "application/json"},
+    )
+    assert declared.status_code == 413
+
+    def chunks():
+        for _ in range(40):
+            yield b"x" * (1 << 20)
+
+    streamed = httpx.post(
+        daemon.url + "/v1/chat/completions",
+        content=chunks(),
+        headers={"Content-Type": "application/json"},
+    )
+    assert streamed.status_code == 413
+
+
+def test_errors_never_contain_absolute_paths(daemon):
+    chat = {"messages": [{"role": "user", "content": "x"}]}
+    responses = [
+        httpx.post(daemon.url + "/v1/chat/completions", json={"model": "../../etc/x", **chat}),
+        httpx.post(daemon.url + "/v1/chat/completions", json={"model": "nothere", **chat}),
+        httpx.post(daemon.url + "/v1/embeddings", json={"model": "/etc/passwd", "input": "x"}),
+    ]
+    for response in responses:
+        assert 400 <= response.status_code < 500
+        for private in (str(ROOT), "/tmp/", "/root", os.path.expanduser("~"), "models/blobs"):
+            assert private not in response.text
+
+
+def test_an_api_key_is_required_when_configured(keyed_daemon):
+    url = keyed_daemon.url + "/v1/models"
+    assert httpx.get(url).status_code == 401
+    assert httpx.get(url, headers={"Authorization": "Bearer wrong"}).status_code == 401
+    assert httpx.get(url, headers={"Authorization": f"Bearer {KEY}"}).status_code == 200
+    assert httpx.get(keyed_daemon.url + "/").status_code == 200  # "is it running?" stays open
+    from openai import OpenAI
+
+    client = OpenAI(base_url=keyed_daemon.url + "/v1", api_key=KEY, max_retries=0)
+    assert [m.id for m in client.models.list()] == ["tiny"]
+
+
+def _serve(host: str, env: dict[str, str]) -> subprocess.Popen:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("LOCALLLM_")}
+    return subprocess.Popen(
+        [sys.executable, "-m", "daemon", "serve", "--host", host],
+        cwd=ROOT,
+        env={**clean, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def test_serving_beyond_loopback_without_a_key_is_refused(tmp_path):
+    process = _serve(
+        f"0.0.0.0:{free_port()}",
+        {"LOCALLLM_MODELS": str(tmp_path / "m"), "LOCALLLM_CONFIG": str(tmp_path / "cfg")},
+    )
+    output, _ = process.communicate(timeout=30)
+    assert process.returncode == 2
+    assert "without an API key" in output and "localllm key" in output
+
+
+def test_serving_beyond_loopback_uses_the_saved_key(tmp_path):
+    from daemon.security.keys import ApiKeyStore
+
+    key = ApiKeyStore(tmp_path / "cfg", use_keyring=False).create()
+    port = free_port()
+    process = _serve(
+        f"0.0.0.0:{port}",
+        {
+            "LOCALLLM_MODELS": str(tmp_path / "m"),
+            "LOCALLLM_CONFIG": str(tmp_path / "cfg"),
+            "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",
+        },
+    )
+    try:
+        from tests.daemon_support import wait_for
+
+        def answers() -> bool:
+            try:
+                return httpx.get(f"http://127.0.0.1:{port}/", timeout=1).status_code == 200
+            except httpx.TransportError:
+                return False
+
+        assert wait_for(answers, timeout=30)
+        url = f"http://127.0.0.1:{port}/v1/models"
+        assert httpx.get(url).status_code == 401
+        assert httpx.get(url, headers={"Authorization": f"Bearer {key}"}).status_code == 200
+        # Beyond loopback the Host check is off (any name may reach us), the key guards instead.
+        assert (
+            httpx.get(
+                url, headers={"Host": "my-desktop.lan", "Authorization": f"Bearer {key}"}
+            ).status_code
+            == 200
+        )
+    finally:
+        process.terminate()
+        process.communicate(timeout=15)
