@@ -16,6 +16,7 @@ import uvicorn
 from daemon.security import ApiKeyStore, is_loopback_address
 from daemon.server import create_app
 from daemon.settings import Settings, parse_host
+from model_registry.hf_token import load_hf_token
 
 __all__ = ["main"]
 
@@ -33,6 +34,8 @@ def main(argv: list[str] | None = None) -> int:
             host, port = parse_host(args.host)
             settings = dataclasses.replace(settings, host=host, port=port)
         settings = _with_api_key(settings)
+        token = load_hf_token(settings.hf_token, settings.config_dir)
+        settings = dataclasses.replace(settings, hf_token=token)
     except ValueError as error:
         print(f"localllm: {error}", file=sys.stderr)
         return 2

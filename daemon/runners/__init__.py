@@ -1,0 +1,1 @@
+"""Runner processes: one subprocess per loaded model, spoken to over its pipes."""

@@ -1,0 +1,376 @@
+"""Start a runner process for one model and talk to it from asyncio.
+
+The runner is a child process (``python -m daemon.runners.worker``) so a crash or a native
+abort never takes the daemon down, and unloading really frees memory. One task reads its stdout
+and routes each frame to the request it names; another keeps the last lines of its stderr (and
+appends them to a log file) so every error can say what the runner said before it failed.
+If the process dies, every request in flight raises :class:`RunnerCrashed` at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import itertools
+import signal
+import sys
+import time
+from array import array
+from collections import deque
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from .protocol import (
+    ProtocolError,
+    done_from_wire,
+    encode_frame,
+    error_from_wire,
+    generate_to_wire,
+    info_from_wire,
+    read_frame,
+    spec_to_wire,
+)
+from .types import (
+    DoneEvent,
+    EmbedRequest,
+    GenerateRequest,
+    RunnerCrashed,
+    RunnerError,
+    RunnerInfo,
+    RunnerSpec,
+    TokenEvent,
+)
+
+__all__ = ["EmbedResult", "RunnerProcess"]
+
+_PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # holds the ``daemon`` package
+_LOG_LINES = 200
+_ERROR_LOG_LINES = 15
+_STREAM_LIMIT = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedResult:
+    embeddings: list[list[float]]
+    prompt_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Closed:
+    """Put in a request's queue when the runner is gone."""
+
+    error: type[RunnerError]
+    message: str
+
+
+class _LogTail:
+    """The runner's stderr: the last lines in memory, everything in the log file if given."""
+
+    def __init__(self, path: Path | None):
+        self.lines: deque[str] = deque(maxlen=_LOG_LINES)
+        self._file: BinaryIO | None = None
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = path.open("ab")
+
+    def note(self, text: str) -> None:
+        if self._file:
+            self._file.write(f"=== {time.strftime('%Y-%m-%d %H:%M:%S')} {text}\n".encode())
+            self._file.flush()
+
+    async def pump(self, stream: asyncio.StreamReader) -> None:
+        partial = b""
+        try:
+            while chunk := await stream.read(65536):
+                if self._file:
+                    self._file.write(chunk)
+                    self._file.flush()
+                *complete, partial = (partial + chunk).split(b"\n")
+                self.lines.extend(line.decode(errors="replace").rstrip() for line in complete)
+        finally:
+            if partial:
+                self.lines.append(partial.decode(errors="replace").rstrip())
+            if self._file:
+                self._file.close()
+
+
+class RunnerProcess:
+    """One running model. Create with :meth:`start`; every method is safe to call concurrently."""
+
+    def __init__(self, spec: RunnerSpec, proc: asyncio.subprocess.Process, log: _LogTail):
+        self.spec = spec
+        self.state = "loading"  # loading, ready, stopping, stopped, crashed
+        self.info: RunnerInfo | None = None
+        self._proc = proc
+        self._log = log
+        self._ids = itertools.count(1)
+        self._pending: dict[int, asyncio.Queue] = {}
+        self._closed: _Closed | None = None
+        self._stderr_task = asyncio.create_task(log.pump(proc.stderr))
+        self._reader_task: asyncio.Task | None = None
+
+    @classmethod
+    async def start(
+        cls,
+        spec: RunnerSpec,
+        log_path: Path | None = None,
+        *,
+        start_timeout: float = 300.0,
+        verbose: bool = False,
+    ) -> RunnerProcess:
+        """Start a runner and wait until its model is loaded; RunnerError if it cannot load."""
+        spec = _absolute(spec)
+        log = _LogTail(log_path)
+        log.note(f"starting runner for {spec.model_name}")
+        proc = await asyncio.create_subprocess_exec(
+            *_command(verbose),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=_PACKAGE_ROOT,
+            limit=_STREAM_LIMIT,
+        )
+        runner = cls(spec, proc, log)
+        try:
+            runner._send({"op": "spec", "spec": spec_to_wire(spec)})
+            runner.info = await asyncio.wait_for(runner._wait_ready(), start_timeout)
+        except TimeoutError:
+            await runner._abandon()
+            what = f"did not load within {start_timeout:g} s"
+            raise RunnerError(runner._explain(f"{runner._name} {what}")) from None
+        except BaseException:
+            await runner._abandon()
+            raise
+        runner.state = "ready"
+        runner._reader_task = asyncio.create_task(runner._read_loop())
+        return runner
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._proc.returncode
+
+    @property
+    def alive(self) -> bool:
+        return self._closed is None and self._proc.returncode is None
+
+    def last_log_lines(self, n: int = _ERROR_LOG_LINES) -> list[str]:
+        return list(self._log.lines)[-n:] if n > 0 else []
+
+    async def generate(self, req: GenerateRequest) -> AsyncIterator[TokenEvent | DoneEvent]:
+        """Stream a generation; the last item is a DoneEvent. Closing early cancels it."""
+        rid, queue = self._open()
+        finished = False
+        try:
+            self._send({"op": "generate", "id": rid, "req": generate_to_wire(req)})
+            while True:
+                message = await self._next(queue)
+                if message["ev"] == "token":
+                    lp = tuple(message.get("logprobs", ()))
+                    yield TokenEvent(message["text"], tuple(message["ids"]), lp)
+                elif message["ev"] == "done":
+                    finished = True
+                    yield done_from_wire(message)
+                    return
+                else:
+                    finished = True
+                    raise error_from_wire(message)
+        finally:
+            self._pending.pop(rid, None)
+            if not finished:
+                self._cancel(rid)
+
+    async def embed(self, req: EmbedRequest) -> EmbedResult:
+        """Pooled embeddings of every input, in order, with the number of tokens they took."""
+        rid, queue = self._open()
+        vectors: dict[int, list[float]] = {}
+        message = {"op": "embed", "id": rid, "inputs": list(req.inputs)}
+        reply = None
+        try:
+            self._send({**message, "normalize": req.normalize, "truncate": req.truncate})
+            while (reply := await self._next(queue))["ev"] == "embedding":
+                vectors[reply["index"]] = _floats(reply["f32"])
+        finally:
+            self._pending.pop(rid, None)
+            if reply is None or reply["ev"] == "embedding":
+                self._cancel(rid)
+        value = _result(reply)
+        return EmbedResult([vectors[i] for i in range(value["count"])], value["prompt_tokens"])
+
+    async def tokenize(self, text: str, add_bos: bool = True, special: bool = True) -> list[int]:
+        return await self._call("tokenize", text=text, add_bos=add_bos, special=special)
+
+    async def detokenize(self, tokens: Sequence[int], special: bool = True) -> str:
+        return await self._call("detokenize", tokens=list(tokens), special=special)
+
+    async def status(self) -> dict[str, Any]:
+        """Slots in use, queue length, cached tokens per slot and resident memory."""
+        return await self._call("status")
+
+    async def stop(self, timeout: float = 10.0) -> None:
+        """Ask the runner to exit; kill it if it has not within ``timeout`` seconds."""
+        if self._proc.returncode is None:
+            if self.state == "ready":
+                self.state = "stopping"
+            with contextlib.suppress(Exception):
+                self._send({"op": "shutdown"})
+                self._proc.stdin.close()
+            try:
+                await asyncio.wait_for(self._proc.wait(), timeout)
+            except TimeoutError:
+                self.kill()
+        await self.wait()
+
+    def kill(self) -> None:
+        if self._proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self._proc.kill()
+
+    async def wait(self) -> int:
+        """Wait for the process to exit (and its last frames and log lines to be read)."""
+        code = await self._proc.wait()
+        tasks = [t for t in (self._reader_task, self._stderr_task) if t is not None]
+        await asyncio.gather(*tasks, return_exceptions=True)
+        return code
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _open(self) -> tuple[int, asyncio.Queue]:
+        self._raise_if_closed()
+        rid = next(self._ids)
+        queue: asyncio.Queue = asyncio.Queue()
+        self._pending[rid] = queue
+        return rid, queue
+
+    def _send(self, message: dict[str, Any]) -> None:
+        self._raise_if_closed()
+        self._proc.stdin.write(encode_frame(message))
+
+    def _cancel(self, rid: int) -> None:
+        if self.alive:
+            with contextlib.suppress(Exception):
+                self._proc.stdin.write(encode_frame({"op": "cancel", "id": rid}))
+
+    def _raise_if_closed(self) -> None:
+        if self._closed is not None:
+            raise self._closed.error(self._closed.message)
+
+    async def _next(self, queue: asyncio.Queue) -> dict[str, Any]:
+        message = await queue.get()
+        if isinstance(message, _Closed):
+            raise message.error(message.message)
+        return message
+
+    async def _call(self, op: str, **fields: Any) -> Any:
+        rid, queue = self._open()
+        try:
+            self._send({"op": op, "id": rid, **fields})
+            return _result(await self._next(queue))
+        finally:
+            self._pending.pop(rid, None)
+
+    async def _wait_ready(self) -> RunnerInfo:
+        while True:
+            message = await read_frame(self._proc.stdout)
+            if message is None:
+                await self._settle()
+                what = f"exited while loading ({self._exit_text()})"
+                raise RunnerError(self._explain(f"{self._name} {what}"))
+            if message.get("ev") == "fatal":
+                await self._settle()
+                what = f"cannot load model {self.spec.model_name!r}: {message['message']}"
+                raise RunnerError(self._explain(what))
+            if message.get("ev") == "ready":
+                return info_from_wire(message["info"])
+
+    async def _read_loop(self) -> None:
+        try:
+            while (message := await read_frame(self._proc.stdout)) is not None:
+                queue = self._pending.get(message.get("id"))
+                if queue is not None:
+                    queue.put_nowait(message)
+        except (ProtocolError, ValueError) as exc:
+            self._log.lines.append(f"[daemon] bad frame from the runner: {exc}")
+            self.kill()
+        await self._settle()
+        self._close_all()
+
+    def _close_all(self) -> None:
+        if self.state == "stopping":
+            self.state = "stopped"
+            closed = _Closed(RunnerError, f"the runner for {self.spec.model_name} was stopped")
+        else:
+            self.state = "crashed"
+            what = f"{self._name} stopped unexpectedly ({self._exit_text()})"
+            closed = _Closed(RunnerCrashed, self._explain(what))
+        self._closed = closed
+        for queue in self._pending.values():
+            queue.put_nowait(closed)
+
+    async def _settle(self) -> None:
+        """Let the process exit and its stderr drain, so the error can quote its last lines."""
+        try:
+            await asyncio.wait_for(self._proc.wait(), 5.0)
+        except TimeoutError:
+            self.kill()
+            await self._proc.wait()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self._stderr_task), 2.0)
+
+    async def _abandon(self) -> None:
+        self.kill()
+        self._closed = _Closed(RunnerError, f"the runner for {self.spec.model_name} did not start")
+        self.state = "stopped"
+        await self._settle()
+
+    def _exit_text(self) -> str:
+        code = self._proc.returncode
+        if code is None:
+            return "still running"
+        if code < 0:
+            with contextlib.suppress(ValueError):
+                return f"killed by {signal.Signals(-code).name}"
+        return f"exit code {code}"
+
+    @property
+    def _name(self) -> str:
+        return f"the runner for model {self.spec.model_name!r}"
+
+    def _explain(self, message: str) -> str:
+        """``message`` followed by the runner's last log lines."""
+        lines = self.last_log_lines()
+        if lines:
+            message += "; its last log lines:\n" + "\n".join(lines)
+        return message
+
+
+def _result(message: dict[str, Any]) -> Any:
+    if message["ev"] == "error":
+        raise error_from_wire(message)
+    return message["value"]
+
+
+def _floats(data: str) -> list[float]:
+    """Decode the worker's little-endian float32 vector."""
+    values = array("f", base64.b64decode(data))
+    if sys.byteorder == "big":
+        values.byteswap()
+    return values.tolist()
+
+
+def _absolute(spec: RunnerSpec) -> RunnerSpec:
+    """The runner works in the package directory, so hand it absolute paths."""
+    paths = tuple(str(Path(p).resolve()) for p in spec.model_paths)
+    projector = str(Path(spec.projector_path).resolve()) if spec.projector_path else None
+    return replace(spec, model_paths=paths, projector_path=projector)
+
+
+def _command(verbose: bool) -> list[str]:
+    command = [sys.executable, "-m", "daemon.runners.worker"]
+    return [*command, "--verbose"] if verbose else command

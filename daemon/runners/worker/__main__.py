@@ -1,0 +1,89 @@
+"""Entry point: ``python -m daemon.runners.worker`` (spec as the first frame on stdin)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+import traceback
+
+__all__ = ["main"]
+
+
+def _claim_stdout() -> int:
+    """Keep the real stdout for frames and point fd 1 at stderr, so no stray print (ours or
+    native code's) can corrupt the protocol."""
+    fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return fd
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the daemon decides when a runner ends
+    out_fd = _claim_stdout()
+    from ..protocol import FrameReader, FrameWriter, spec_from_wire
+
+    out = FrameWriter(out_fd)
+    reader = FrameReader(sys.stdin.buffer)
+    first = reader.read()
+    if first is None or first.get("op") != "spec":
+        print("runner: expected a spec frame first", file=sys.stderr)
+        return 2
+    spec = spec_from_wire(first["spec"])
+    out.send({"ev": "loading"})
+    out.flush()
+    return _serve(spec, reader, out, verbose="--verbose" in argv)
+
+
+def _serve(spec, reader, out, verbose: bool) -> int:
+    started = time.perf_counter()
+    import llama_cpp as lc
+
+    from .loop import Worker, start_reader
+    from .model import LoadError, Model
+    from .system import LogRouter, default_threads, describe
+
+    router = LogRouter(verbose)  # noqa: F841 (llama.cpp calls it until the process exits)
+    _log(f"loading {spec.model_name} from {', '.join(spec.model_paths)}")
+    lc.llama_backend_init()
+    threads = spec.num_threads or default_threads()
+    try:
+        model = Model.load(spec)
+        worker = Worker(spec, model, threads, out)
+        worker.warm_up()
+    except LoadError as exc:
+        out.send({"ev": "fatal", "message": str(exc)})
+        out.flush()
+        return 1
+    info = describe(spec, model, time.perf_counter() - started)
+    _log(
+        f"ready in {info['load_seconds']:.2f} s: {info['backend']}, {threads} threads, "
+        f"{info['gpu_layers']}/{info['total_layers']} layers on GPU, "
+        f"context {spec.num_ctx} x {spec.num_parallel} slots, {info['memory_bytes'] >> 20} MiB"
+    )
+    out.send({"ev": "ready", "info": info})
+    out.flush()
+    worker.run(start_reader(reader))
+    return 0
+
+
+def _log(text: str) -> None:
+    print(f"runner[{os.getpid()}]: {text}", file=sys.stderr, flush=True)
+
+
+def _exit_now(code: int) -> None:
+    """Leave without interpreter or native teardown: nothing is left to save, freeing a large
+    model takes time, and llama.cpp may log from static destructors after Python is gone."""
+    sys.stderr.flush()
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    try:
+        _exit_now(main())
+    except BaseException:
+        traceback.print_exc()
+        _exit_now(1)

@@ -1,0 +1,127 @@
+"""Pooled embeddings, in a context of their own so they never disturb the generation slots.
+
+For an embedding model this is the runner's only context and uses the model's own pooling;
+for a generative model it is created on first use (mean pooling) on the same weights. Each
+loop turn embeds one packed batch of inputs, so a long list does not stall running streams.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections import deque
+from dataclasses import dataclass, field, replace
+
+import llama_cpp as lc
+import numpy as np
+
+from ..protocol import FrameWriter
+from ..types import ContextOverflowError, RunnerError, RunnerSpec
+from .batch import Batch
+from .model import ContextConfig, Model
+
+__all__ = ["Embedder"]
+
+_MAX_SEQUENCES = 16  # inputs packed into one decode
+
+
+@dataclass(eq=False)
+class _EmbedJob:
+    rid: int
+    inputs: list[list[int]]
+    normalize: bool
+    done: int = 0
+    tokens: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.tokens = sum(len(t) for t in self.inputs)
+
+
+class Embedder:
+    def __init__(self, model: Model, spec: RunnerSpec, threads: int, out: FrameWriter):
+        self.model = model
+        self.n_ctx = spec.num_ctx
+        self._native = spec.embedding_only
+        self._threads = threads
+        self._out = out
+        self._ctx = None
+        self._batch: Batch | None = None
+        self._jobs: deque[_EmbedJob] = deque()
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._jobs)
+
+    def open(self) -> None:
+        """Create the context now (embedding models load it before reporting ready)."""
+        if self._ctx is not None:
+            return
+        pooling = lc.LLAMA_POOLING_TYPE_UNSPECIFIED if self._native else lc.LLAMA_POOLING_TYPE_MEAN
+        config = ContextConfig(self.n_ctx, _MAX_SEQUENCES, self.n_ctx, self._threads, True, pooling)
+        ctx = self.model.new_context(config)
+        if lc.llama_pooling_type(ctx) == lc.LLAMA_POOLING_TYPE_NONE:
+            lc.llama_free(ctx)
+            ctx = self.model.new_context(replace(config, pooling=lc.LLAMA_POOLING_TYPE_MEAN))
+        self._ctx = ctx
+        self._batch = Batch(self.n_ctx)
+
+    def submit(self, rid: int, inputs: list[str], normalize: bool, truncate: bool) -> None:
+        tokenized = []
+        for text in inputs:
+            tokens = self.model.tokenize(text, add_bos=True, special=True)
+            if len(tokens) > self.n_ctx:
+                if not truncate:
+                    raise ContextOverflowError(len(tokens), self.n_ctx)
+                tokens = tokens[: self.n_ctx]
+            if not tokens:
+                raise RunnerError("cannot embed an empty input")
+            tokenized.append(tokens)
+        self.open()
+        job = _EmbedJob(rid, tokenized, normalize)
+        if not tokenized:
+            self._finish(job)
+            return
+        self._jobs.append(job)
+
+    def cancel(self, rid: int) -> None:
+        self._jobs = deque(j for j in self._jobs if j.rid != rid)
+
+    def step(self) -> None:
+        job = self._jobs[0]
+        batch, first = self._batch, job.done
+        batch.clear()
+        lc.llama_memory_clear(lc.llama_get_memory(self._ctx), True)
+        while job.done < len(job.inputs) and job.done - first < _MAX_SEQUENCES:
+            tokens = job.inputs[job.done]
+            if len(tokens) > batch.free:
+                break
+            batch.extend(tokens, 0, job.done - first, True)
+            batch.logits[batch.n - len(tokens) : batch.n] = 1
+            job.done += 1
+        run = batch.encode if self.model.encoder_only else batch.decode
+        rc = run(self._ctx)
+        if rc != 0:
+            raise RuntimeError(f"embedding decode failed with status {rc}")
+        for index in range(first, job.done):
+            self._emit(job, index, self._read(index - first, job.normalize))
+        if job.done == len(job.inputs):
+            self._jobs.popleft()
+            self._finish(job)
+
+    def _read(self, seq: int, normalize: bool) -> np.ndarray:
+        pointer = lc.llama_get_embeddings_seq(self._ctx, seq)
+        if not pointer:
+            raise RuntimeError("llama.cpp returned no pooled embedding")
+        vector = np.ctypeslib.as_array(pointer, shape=(self.model.n_embd_out,)).copy()
+        if normalize:
+            norm = float(np.linalg.norm(vector))
+            if norm > 0:
+                vector /= norm
+        return vector
+
+    def _emit(self, job: _EmbedJob, index: int, vector: np.ndarray) -> None:
+        data = base64.b64encode(vector.astype("<f4").tobytes()).decode()
+        self._out.send({"ev": "embedding", "id": job.rid, "index": index, "f32": data})
+
+    def _finish(self, job: _EmbedJob) -> None:
+        value = {"count": len(job.inputs), "prompt_tokens": job.tokens}
+        self._out.send({"ev": "result", "id": job.rid, "value": value})

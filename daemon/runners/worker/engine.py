@@ -1,0 +1,222 @@
+"""Continuous batching: many generations share one context and one ``llama_decode`` per step.
+
+Each step puts the next token of every generating sequence into the batch, then fills what is
+left of the batch with prompt chunks of the sequences still prefilling, so a long prompt is
+spread over several steps and never stalls the streams already running. Requests beyond the
+number of slots wait in a FIFO until a slot frees.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass
+
+import llama_cpp as lc
+
+from ..protocol import FrameWriter
+from ..types import ContextOverflowError, GenerateRequest, RunnerError, RunnerSpec
+from .batch import Batch
+from .model import ContextConfig, Model
+from .sampling import SequenceSampler, token_logprobs
+from .slots import Slot, pick_slot
+from .text import TextStream
+
+__all__ = ["Engine"]
+
+
+@dataclass(eq=False)
+class _Job:
+    rid: int
+    prompt: list[int]
+    sampler: SequenceSampler
+    text: TextStream
+    max_tokens: int | None
+    logprobs: int | None
+    arrived: float
+    slot: Slot | None = None
+    fed: int = 0  # prompt tokens in the slot's cache
+    evaluated: int = 0  # prompt tokens this request decoded itself
+    completion: int = 0
+    pending: int | None = None  # sampled, not yet decoded
+    row: int = -1  # batch row holding this step's logits, -1 if none
+    admitted: float = 0.0
+    first_token: float = 0.0
+
+
+class Engine:
+    """The generation slots of one model and the decode loop over them."""
+
+    def __init__(self, model: Model, spec: RunnerSpec, threads: int, out: FrameWriter):
+        self.model = model
+        self.n_ctx = spec.num_ctx
+        n_batch = max(spec.num_batch, spec.num_parallel)
+        n_seq = spec.num_parallel
+        self.ctx = model.new_context(ContextConfig(spec.num_ctx * n_seq, n_seq, n_batch, threads))
+        self.memory = lc.llama_get_memory(self.ctx)
+        self.batch = Batch(n_batch)
+        self.slots = [Slot(i) for i in range(spec.num_parallel)]
+        self.waiting: deque[_Job] = deque()
+        self.active: list[_Job] = []
+        self._out = out
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.waiting or self.active)
+
+    def warm_up(self) -> None:
+        """One decode so the weights are paged in before the first request is timed."""
+        token = lc.llama_vocab_bos(self.model.vocab)
+        self.batch.clear()
+        self.batch.add(max(token, 0), 0, 0, True)
+        self.batch.decode(self.ctx)
+        lc.llama_memory_seq_rm(self.memory, 0, -1, -1)
+
+    def submit(self, rid: int, req: GenerateRequest) -> None:
+        prompt = self.model.tokenize(req.prompt, req.add_bos, special=True)
+        if not prompt:
+            raise RunnerError("the prompt is empty")
+        if len(prompt) >= self.n_ctx:
+            raise ContextOverflowError(len(prompt), self.n_ctx)
+        params = req.params
+        job = _Job(
+            rid=rid,
+            prompt=prompt,
+            sampler=SequenceSampler(self.model, params, prompt),
+            text=TextStream(params.stop),
+            max_tokens=params.max_tokens,
+            logprobs=params.logprobs,
+            arrived=time.perf_counter(),
+        )
+        if job.max_tokens is not None and job.max_tokens <= 0:
+            self._finish(job, "length")
+            return
+        self.waiting.append(job)
+
+    def cancel(self, rid: int) -> None:
+        for job in (*self.waiting, *self.active):
+            if job.rid == rid:
+                if job.slot is None:
+                    self.waiting.remove(job)
+                self._finish(job, "cancelled")
+                return
+
+    def status(self) -> dict:
+        return {
+            "slots": len(self.slots),
+            "busy": len(self.active),
+            "queued": len(self.waiting),
+            "cached_tokens": [len(s.cached) for s in self.slots],
+        }
+
+    def step(self) -> None:
+        self._admit()
+        self._fill_batch()
+        if self.batch.n == 0:
+            return
+        rc = self.batch.decode(self.ctx)
+        if rc != 0:
+            raise RuntimeError(f"llama_decode failed with status {rc}")
+        for job in [j for j in self.active if j.row >= 0]:
+            self._advance(job)
+
+    def _admit(self) -> None:
+        while self.waiting:
+            free = [s for s in self.slots if s.job is None]
+            if not free:
+                return
+            job = self.waiting.popleft()
+            busy = {s.seq_id for s in self.slots if s.job is not None}
+            slot, common = pick_slot(free, job.prompt, busy)
+            common = min(common, len(job.prompt) - 1)  # always decode the last prompt token
+            if common < len(slot.cached):
+                if not lc.llama_memory_seq_rm(self.memory, slot.seq_id, common, -1):
+                    lc.llama_memory_seq_rm(self.memory, slot.seq_id, -1, -1)
+                    common = 0
+                del slot.cached[common:]
+            slot.job, job.slot, job.fed = job, slot, common
+            job.admitted = time.perf_counter()
+            self.active.append(job)
+
+    def _fill_batch(self) -> None:
+        batch = self.batch
+        batch.clear()
+        for job in self.active:
+            job.row = -1
+            if job.pending is not None:
+                slot = job.slot
+                job.row = batch.add(job.pending, len(slot.cached), slot.seq_id, True)
+                slot.cached.append(job.pending)
+                job.pending = None
+        for job in self.active:
+            remaining = len(job.prompt) - job.fed
+            if remaining <= 0:
+                continue
+            if batch.free <= 0:
+                return
+            take = min(remaining, batch.free)
+            chunk = job.prompt[job.fed : job.fed + take]
+            done = take == remaining
+            row = batch.extend(chunk, job.fed, job.slot.seq_id, done)
+            job.slot.cached.extend(chunk)
+            job.fed += take
+            job.evaluated += take
+            if done:
+                job.row = row
+
+    def _advance(self, job: _Job) -> None:
+        """Sample this step's token for ``job`` and stream it out (or finish the job)."""
+        token = job.sampler.sample(self.ctx, job.row)
+        if not job.completion:
+            job.first_token = time.perf_counter()
+        if self.model.is_eog(token):
+            self._finish(job, "stop", job.text.flush())
+            return
+        logprobs = None
+        if job.logprobs is not None:
+            logprobs = [token_logprobs(self.model, self.ctx, job.row, token, job.logprobs)]
+        job.completion += 1
+        text = job.text.push(self.model.piece(token))
+        reason = "stop" if job.text.stopped else None
+        if reason is None and job.max_tokens is not None and job.completion >= job.max_tokens:
+            reason = "length"
+        if reason is None and len(job.slot.cached) >= self.n_ctx:
+            reason = "length"  # no room left to decode the token
+        if reason == "length":
+            text += job.text.flush()
+        self._emit_token(job, text, (token,), logprobs)
+        if reason:
+            self._finish(job, reason)
+        else:
+            job.pending = token
+
+    def _emit_token(self, job: _Job, text: str, ids: tuple[int, ...], logprobs) -> None:
+        message = {"ev": "token", "id": job.rid, "text": text, "ids": ids}
+        if logprobs:
+            message["logprobs"] = logprobs
+        self._out.send(message)
+
+    def _finish(self, job: _Job, reason: str, tail: str = "") -> None:
+        if tail:
+            self._emit_token(job, tail, (), None)
+        now = time.perf_counter()
+        first = job.first_token or now
+        self._out.send(
+            {
+                "ev": "done",
+                "id": job.rid,
+                "reason": reason,
+                "prompt_tokens": len(job.prompt),
+                "prompt_evaluated": job.evaluated,
+                "completion_tokens": job.completion,
+                "prompt_seconds": (first - job.admitted) if job.admitted else 0.0,
+                "generation_seconds": now - first,
+                "first_token_seconds": (first - job.arrived) if job.first_token else 0.0,
+            }
+        )
+        job.sampler.close()
+        if job.slot is not None:
+            job.slot.job = None
+            job.slot.last_used = now
+            self.active.remove(job)
+            job.slot = None

@@ -1,0 +1,157 @@
+"""A loaded llama.cpp model: loading (one file or shards), contexts, and the vocabulary.
+
+Everything else in the worker asks this object for tokens and pieces, so the ctypes details of
+tokenizing live in one place.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import llama_cpp as lc
+
+from ..types import RunnerSpec
+
+__all__ = ["ContextConfig", "LoadError", "Model"]
+
+_GGUF_MAGIC = b"GGUF"
+
+
+class LoadError(Exception):
+    """The model could not be loaded; the message says why in words a user can act on."""
+
+
+@dataclass(frozen=True)
+class ContextConfig:
+    n_ctx: int
+    n_seq_max: int
+    n_batch: int
+    n_threads: int
+    embeddings: bool = False
+    pooling: int = lc.LLAMA_POOLING_TYPE_UNSPECIFIED
+    # False: each sequence gets its own n_ctx / n_seq_max cells, so its attention never depends
+    # on what other sequences hold (same seed, same text at any concurrency). The price: llama.cpp
+    # splits a batch into one pass per run of consecutive sequence ids (see ``slots``).
+    unified_kv: bool = False
+    flash_attn: int = lc.LLAMA_FLASH_ATTN_TYPE_AUTO
+
+
+class Model:
+    """Owns the ``llama_model``; frees it on :meth:`close`."""
+
+    def __init__(self, handle, spec: RunnerSpec):
+        self.handle = handle
+        self.spec = spec
+        self.vocab = lc.llama_model_get_vocab(handle)
+        self.n_vocab = lc.llama_vocab_n_tokens(self.vocab)
+        self.n_embd = lc.llama_model_n_embd(handle)
+        self.n_embd_out = lc.llama_model_n_embd_out(handle) or self.n_embd
+        self.n_layer = lc.llama_model_n_layer(handle)
+        self.n_ctx_train = lc.llama_model_n_ctx_train(handle)
+        self.size_bytes = lc.llama_model_size(handle)
+        self.encoder_only = lc.llama_model_has_encoder(handle) and not (
+            lc.llama_model_has_decoder(handle)
+        )
+        self._pieces: dict[int, bytes] = {}
+        self._eog: list[int] | None = None
+
+    @classmethod
+    def load(cls, spec: RunnerSpec) -> Model:
+        paths = [Path(p) for p in spec.model_paths]
+        for path in paths:
+            _check_gguf(path)
+        params = lc.llama_model_default_params()
+        params.n_gpu_layers = spec.num_gpu_layers
+        if len(paths) == 1:
+            handle = lc.llama_model_load_from_file(os.fsencode(paths[0]), params)
+        else:
+            array = (ctypes.c_char_p * len(paths))(*(os.fsencode(p) for p in paths))
+            handle = lc.llama_model_load_from_splits(array, len(paths), params)
+        if not handle:
+            raise LoadError(f"llama.cpp rejected {paths[0].name} (see the log lines below)")
+        return cls(handle, spec)
+
+    def new_context(self, config: ContextConfig):
+        params = lc.llama_context_default_params()
+        params.n_ctx = config.n_ctx
+        params.n_seq_max = config.n_seq_max
+        params.n_batch = params.n_ubatch = config.n_batch
+        params.n_threads = params.n_threads_batch = config.n_threads
+        params.embeddings = config.embeddings
+        params.pooling_type = config.pooling
+        params.kv_unified = config.unified_kv
+        params.flash_attn_type = config.flash_attn
+        params.n_outputs_max_per_seq = 0 if config.embeddings else 1
+        params.no_perf = True
+        ctx = lc.llama_init_from_model(self.handle, params)
+        if not ctx:
+            raise LoadError(f"llama.cpp could not create a context of {config.n_ctx} tokens")
+        return ctx
+
+    def tokenize(self, text: str, add_bos: bool = True, special: bool = True) -> list[int]:
+        data = text.encode()
+        size = len(data) + 8
+        while True:
+            out = (lc.llama_token * size)()
+            n = lc.llama_tokenize(self.vocab, data, len(data), out, size, add_bos, special)
+            if n >= 0:
+                return out[:n]
+            size = -n
+
+    def piece(self, token: int) -> bytes:
+        """The bytes a token adds to generated text (control tokens add none); cached."""
+        piece = self._pieces.get(token)
+        if piece is None:
+            piece = self._pieces[token] = self._render(token, special=False)
+        return piece
+
+    def token_bytes(self, token: int) -> bytes:
+        """The token as text, control tokens included (for logprobs and tokenizer views)."""
+        return self._render(token, special=True)
+
+    def _render(self, token: int, special: bool) -> bytes:
+        buf = ctypes.create_string_buffer(64)
+        n = lc.llama_token_to_piece(self.vocab, token, buf, 64, 0, special)
+        if n < 0:
+            buf = ctypes.create_string_buffer(-n)
+            n = lc.llama_token_to_piece(self.vocab, token, buf, -n, 0, special)
+        return buf.raw[:n]
+
+    def detokenize(self, tokens: list[int], special: bool = True) -> str:
+        array = (lc.llama_token * len(tokens))(*tokens)
+        size = max(64, len(tokens) * 8)
+        while True:
+            buf = ctypes.create_string_buffer(size)
+            n = lc.llama_detokenize(self.vocab, array, len(tokens), buf, size, False, special)
+            if n >= 0:
+                return buf.raw[:n].decode(errors="replace")
+            size = -n
+
+    def is_eog(self, token: int) -> bool:
+        return lc.llama_vocab_is_eog(self.vocab, token)
+
+    def eog_tokens(self) -> list[int]:
+        if self._eog is None:
+            self._eog = [t for t in range(self.n_vocab) if lc.llama_vocab_is_eog(self.vocab, t)]
+        return self._eog
+
+    def close(self) -> None:
+        if self.handle:
+            lc.llama_model_free(self.handle)
+            self.handle = None
+
+
+def _check_gguf(path: Path) -> None:
+    """Catch the common mistakes before llama.cpp does, with a clearer message."""
+    try:
+        with path.open("rb") as f:
+            magic = f.read(4)
+    except FileNotFoundError:
+        raise LoadError(f"model file not found: {path}") from None
+    except OSError as exc:
+        raise LoadError(f"cannot read model file {path}: {exc.strerror}") from None
+    if magic != _GGUF_MAGIC:
+        raise LoadError(f"{path.name} is not a GGUF model file (it does not start with 'GGUF')")

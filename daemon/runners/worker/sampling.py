@@ -1,0 +1,130 @@
+"""A sampler chain per sequence, and logprobs from the raw logits.
+
+Each sequence owns its chain (its RNG, penalty history and grammar state), so what one request
+samples never depends on which other requests share the batch: the same seed gives the same
+text at any concurrency. Sampling runs in C; Python only sees the chosen token.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import llama_cpp as lc
+import numpy as np
+from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+from ..types import RunnerError, SamplingParams
+from .model import Model
+
+__all__ = ["SequenceSampler", "token_logprobs"]
+
+
+class SequenceSampler:
+    """Owns one ``llama_sampler`` chain; :meth:`close` frees it."""
+
+    def __init__(self, model: Model, params: SamplingParams, prompt: list[int]):
+        self.seed = params.seed if params.seed is not None else random.getrandbits(32)
+        self._chain = lc.llama_sampler_chain_init(lc.llama_sampler_chain_default_params())
+        try:
+            self._build(model, params, prompt)
+        except BaseException:
+            self.close()
+            raise
+
+    def _build(self, model: Model, params: SamplingParams, prompt: list[int]) -> None:
+        bias = dict(params.logit_bias)
+        if params.ignore_eos:
+            bias.update((t, -math.inf) for t in model.eog_tokens())
+        if bias:
+            self._add_logit_bias(model, bias)
+        if _has_penalties(params):
+            last_n = params.repeat_last_n if params.repeat_last_n >= 0 else model.spec.num_ctx
+            penalties = lc.llama_sampler_init_penalties(
+                model.n_vocab,
+                last_n,
+                params.repeat_penalty,
+                params.frequency_penalty,
+                params.presence_penalty,
+            )
+            self._add(penalties)
+            for token in prompt[-last_n:] if last_n else ():
+                lc.llama_sampler_accept(penalties, token)
+        grammar = _grammar_text(params)
+        if grammar is not None:
+            sampler = lc.llama_sampler_init_grammar(model.vocab, grammar.encode(), b"root")
+            if not sampler:
+                raise RunnerError("the grammar is not valid GBNF (see the runner log)")
+            self._add(sampler)
+        if params.temperature <= 0:
+            self._add(lc.llama_sampler_init_greedy())
+            return
+        if params.top_k > 0:
+            self._add(lc.llama_sampler_init_top_k(params.top_k))
+        if 0 < params.typical_p < 1:
+            self._add(lc.llama_sampler_init_typical(params.typical_p, 1))
+        if 0 < params.top_p < 1:
+            self._add(lc.llama_sampler_init_top_p(params.top_p, 1))
+        if params.min_p > 0:
+            self._add(lc.llama_sampler_init_min_p(params.min_p, 1))
+        self._add(lc.llama_sampler_init_temp(params.temperature))
+        self._add(lc.llama_sampler_init_dist(self.seed))
+
+    def _add(self, sampler) -> None:
+        lc.llama_sampler_chain_add(self._chain, sampler)
+
+    def _add_logit_bias(self, model: Model, bias: dict[int, float]) -> None:
+        for token in bias:
+            if not 0 <= token < model.n_vocab:
+                raise RunnerError(f"logit_bias names token {token}, outside the vocabulary")
+        items = (lc.llama_logit_bias * len(bias))(
+            *(lc.llama_logit_bias(t, b) for t, b in bias.items())
+        )
+        self._add(lc.llama_sampler_init_logit_bias(model.n_vocab, len(bias), items))
+
+    def sample(self, ctx, row: int) -> int:
+        """Sample from the logits of batch row ``row`` and advance this chain's state."""
+        return lc.llama_sampler_sample(self._chain, ctx, row)
+
+    def close(self) -> None:
+        if self._chain:
+            lc.llama_sampler_free(self._chain)
+            self._chain = None
+
+
+def _has_penalties(params: SamplingParams) -> bool:
+    return params.repeat_last_n != 0 and (
+        params.repeat_penalty != 1.0
+        or params.frequency_penalty != 0.0
+        or params.presence_penalty != 0.0
+    )
+
+
+def _grammar_text(params: SamplingParams) -> str | None:
+    if params.grammar:
+        return params.grammar
+    if not params.json_schema:
+        return None
+    try:
+        return json_schema_to_gbnf(params.json_schema)
+    except Exception as exc:  # the converter raises plain exceptions of several kinds
+        raise RunnerError(f"cannot turn the JSON schema into a grammar: {exc}") from None
+
+
+def token_logprobs(model: Model, ctx, row: int, token: int, top_n: int) -> dict:
+    """OpenAI-style logprobs of ``token``: log-softmax of the raw logits, plus the top ``top_n``."""
+    logits = np.ctypeslib.as_array(lc.llama_get_logits_ith(ctx, row), shape=(model.n_vocab,))
+    peak = float(logits.max())
+    log_total = peak + math.log(float(np.exp(logits - peak).sum()))
+    entry = _entry(model, token, float(logits[token]) - log_total)
+    top_n = min(top_n, model.n_vocab)
+    top = np.argpartition(-logits, top_n - 1)[:top_n] if top_n > 0 else []
+    ranked = sorted(((float(logits[t]) - log_total, int(t)) for t in top), reverse=True)
+    entry["top_logprobs"] = [_entry(model, t, lp) for lp, t in ranked]
+    return entry
+
+
+def _entry(model: Model, token: int, logprob: float) -> dict:
+    data = model.token_bytes(token)
+    text = data.decode(errors="replace")
+    return {"id": token, "token": text, "logprob": logprob, "bytes": list(data)}

@@ -1,0 +1,57 @@
+"""Sequence slots and the prefix cache: which slot a new prompt should reuse.
+
+A slot is one llama.cpp sequence id. It remembers the tokens whose KV it holds, so a prompt that
+shares a prefix with them (the same chat, one turn later) only decodes what is new.
+
+With one KV buffer per sequence, llama.cpp decodes a batch in one pass per run of consecutive
+sequence ids (ids 0,1,2,3: one pass; ids 0,2: two). So among slots whose cached prefixes are
+about as useful, a new request takes the one that keeps the busy ids consecutive.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Slot", "common_prefix", "pick_slot"]
+
+_REUSE_SLACK = 32  # tokens of prefix worth giving up to keep the batch in one pass
+
+
+@dataclass(eq=False)
+class Slot:
+    seq_id: int
+    cached: list[int] = field(default_factory=list)  # tokens whose KV this sequence holds
+    job: Any = None  # the generation using it, None when free
+    last_used: float = 0.0
+
+
+def common_prefix(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    if n == 0 or a[:n] == b[:n]:
+        return n
+    differs = np.asarray(a[:n], dtype=np.int64) != np.asarray(b[:n], dtype=np.int64)
+    return int(differs.argmax())
+
+
+def pick_slot(free: list[Slot], prompt: list[int], busy: set[int]) -> tuple[Slot, int]:
+    """The free slot for ``prompt`` and how many of its tokens that slot already holds.
+
+    Longest shared prefix first (within a small slack), then fewest decode passes, then the
+    least recently used slot (so recent conversations keep their cache).
+    """
+    shared = {slot.seq_id: common_prefix(slot.cached, prompt) for slot in free}
+    floor = max(shared.values()) - _REUSE_SLACK
+    candidates = [slot for slot in free if shared[slot.seq_id] >= floor]
+    best = min(
+        candidates,
+        key=lambda s: (_runs(busy | {s.seq_id}), -shared[s.seq_id], s.last_used),
+    )
+    return best, shared[best.seq_id]
+
+
+def _runs(ids: set[int]) -> int:
+    """How many runs of consecutive integers ``ids`` forms."""
+    return sum(1 for i in ids if i - 1 not in ids)

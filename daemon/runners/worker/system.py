@@ -1,0 +1,101 @@
+"""What the runner reports about itself: backend, offload, memory; and llama.cpp's log routing."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+
+import llama_cpp as lc
+
+from ..types import RunnerSpec
+from .model import Model
+
+__all__ = ["LogRouter", "default_threads", "describe", "resident_bytes"]
+
+_BACKENDS = (("CUDA", "cuda"), ("METAL", "metal"), ("HIP", "rocm"), ("VULKAN", "vulkan"))
+_WARN, _ERROR, _CONT = 3, 4, 5  # ggml_log_level
+
+
+class LogRouter:
+    """Sends llama.cpp's warnings and errors to stderr (the daemon keeps them as the runner log).
+
+    Info lines are dropped unless ``verbose``: a model load prints hundreds of them.
+    """
+
+    def __init__(self, verbose: bool = False):
+        self._verbose = verbose
+        self._showing = False
+        self._callback = lc.llama_log_callback(self._log)  # must outlive the process's use
+        lc.llama_log_set(self._callback, ctypes.c_void_p(0))
+
+    def _log(self, level: int, text: bytes, _user) -> None:
+        if level != _CONT:
+            self._showing = self._verbose or level in (_WARN, _ERROR)
+        if self._showing:
+            sys.stderr.write(text.decode(errors="replace"))
+            sys.stderr.flush()
+
+
+def default_threads() -> int:
+    """Physical cores this process may run on: llama.cpp gains nothing from hyperthreads, and
+    a thread per logical core makes its spinning barriers fight each other."""
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux: no cheap way to see SMT siblings
+        return os.cpu_count() or 1
+    cores = set()
+    for cpu in cpus:
+        try:
+            with open(f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list") as f:
+                cores.add(f.read().strip())
+        except OSError:
+            cores.add(str(cpu))
+    return max(1, len(cores))
+
+
+def resident_bytes() -> int:
+    """Resident memory of this process: /proc on Linux, peak RSS elsewhere."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import resource
+    except ImportError:  # Windows
+        return 0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
+
+
+def _backend(system_info: str) -> str:
+    if not lc.llama_supports_gpu_offload():
+        return "cpu"
+    upper = system_info.upper()
+    return next((name for key, name in _BACKENDS if key in upper), "gpu")
+
+
+def describe(spec: RunnerSpec, model: Model, load_seconds: float) -> dict:
+    """The fields of ``RunnerInfo``, measured after load and warm-up."""
+    system_info = lc.llama_print_system_info().decode(errors="replace").strip()
+    total = model.n_layer + 1  # llama.cpp counts the output layer as one more
+    gpu_layers = 0
+    if lc.llama_supports_gpu_offload() and spec.num_gpu_layers != 0:
+        gpu_layers = total if spec.num_gpu_layers < 0 else min(spec.num_gpu_layers, total)
+    backend = _backend(system_info) if gpu_layers else "cpu"
+    return {
+        "backend": backend,
+        "gpu_layers": gpu_layers,
+        "total_layers": total,
+        "n_ctx": spec.num_ctx,
+        "n_ctx_train": model.n_ctx_train,
+        "n_parallel": spec.num_parallel,
+        "n_vocab": model.n_vocab,
+        "n_embd": model.n_embd_out,
+        "memory_bytes": resident_bytes(),
+        "vram_bytes": model.size_bytes * gpu_layers // total,
+        "pid": os.getpid(),
+        "load_seconds": load_seconds,
+        "system_info": system_info,
+    }

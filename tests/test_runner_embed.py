@@ -1,0 +1,104 @@
+"""Embeddings, tokenizer ops and status through a real runner process."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+import pytest
+from runner_support import GREEDY, Harness, collect, make_spec, write_tiny_model
+
+from daemon.runners.types import ContextOverflowError, EmbedRequest, RunnerError
+
+
+@pytest.fixture(scope="module")
+def harness():
+    h = Harness()
+    yield h
+    h.close()
+
+
+@pytest.fixture(scope="module")
+def runner(harness, tmp_path_factory):
+    path = write_tiny_model(tmp_path_factory.mktemp("embed") / "tiny.gguf", seed=1)
+    return harness.start(make_spec(path, num_ctx=128))
+
+
+def _norm(vector: list[float]) -> float:
+    return math.sqrt(sum(x * x for x in vector))
+
+
+def test_embeddings_have_model_width_and_unit_norm(harness, runner):
+    result = harness.run(runner.embed(EmbedRequest(("hello", "a longer sentence here"))))
+    assert len(result.embeddings) == 2
+    assert all(len(v) == runner.info.n_embd == 64 for v in result.embeddings)
+    assert all(abs(_norm(v) - 1) < 1e-4 for v in result.embeddings)
+    assert result.embeddings[0] != result.embeddings[1]
+    tokens = sum(len(harness.run(runner.tokenize(t))) for t in ("hello", "a longer sentence here"))
+    assert result.prompt_tokens == tokens
+
+
+def test_embeddings_do_not_depend_on_batching(harness, runner):
+    texts = tuple(f"input number {i}" for i in range(20))
+    together = harness.run(runner.embed(EmbedRequest(texts))).embeddings
+    alone = [harness.run(runner.embed(EmbedRequest((t,)))).embeddings[0] for t in texts[:3]]
+    for a, b in zip(alone, together[:3], strict=True):
+        assert max(abs(x - y) for x, y in zip(a, b, strict=True)) < 1e-4
+
+
+def test_unnormalized_embeddings(harness, runner):
+    (vector,) = harness.run(runner.embed(EmbedRequest(("hello",), normalize=False))).embeddings
+    assert abs(_norm(vector) - 1) > 1e-3
+
+
+def test_embedding_input_too_long(harness, runner):
+    text = "word " * 200
+    with pytest.raises(ContextOverflowError) as caught:
+        harness.run(runner.embed(EmbedRequest((text,))))
+    assert caught.value.context == 128
+    truncated = harness.run(runner.embed(EmbedRequest((text,), truncate=True)))
+    assert truncated.prompt_tokens == 128 and len(truncated.embeddings[0]) == 64
+
+
+def test_embedding_alongside_generation(harness, runner):
+    """The embedding context is separate: generation in flight is not disturbed."""
+
+    async def scenario():
+        alone = await collect(runner, "Hello there")
+        gen = asyncio.create_task(collect(runner, "Hello there"))
+        emb = asyncio.create_task(runner.embed(EmbedRequest(("side job",) * 5)))
+        return alone, await gen, await emb
+
+    alone, during, embedded = harness.run(scenario())
+    assert during.text == alone.text and len(embedded.embeddings) == 5
+
+
+def test_tokenize_and_detokenize_round_trip(harness, runner):
+    text = "Hello <|im_start|>world"
+    tokens = harness.run(runner.tokenize(text))
+    plain = harness.run(runner.tokenize(text, add_bos=False, special=False))
+    assert tokens[0] == 1 and plain[0] != 1
+    assert len(tokens) < len(plain) + 1  # the special token is one token when parsed
+    assert "<|im_start|>" in harness.run(runner.detokenize(tokens))
+    hello = harness.run(runner.tokenize("Hello world", add_bos=False))
+    assert harness.run(runner.detokenize(hello)).strip() == "Hello world"
+    with pytest.raises(RunnerError):
+        harness.run(runner.detokenize([10**9]))
+
+
+def test_status_reports_slots_and_memory(harness, runner):
+    harness.run(collect(runner, "warm", GREEDY))
+    status = harness.run(runner.status())
+    assert status["slots"] == 4 and status["busy"] == 0 and status["queued"] == 0
+    assert status["memory_bytes"] > 10_000_000
+    assert max(status["cached_tokens"]) > 0
+
+
+def test_embedding_only_model_refuses_generation(harness, tmp_path):
+    path = write_tiny_model(tmp_path / "embedder.gguf", seed=3)
+    runner = harness.start(make_spec(path, embedding_only=True, num_ctx=64))
+    result = harness.run(runner.embed(EmbedRequest(("hi",))))
+    assert len(result.embeddings[0]) == 64
+    with pytest.raises(RunnerError, match="embedding model"):
+        harness.run(collect(runner, "hi"))
+    harness.run(runner.stop())

@@ -1,0 +1,138 @@
+"""The pieces that need no model: framing, request translation, text streaming, slot choice."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import struct
+
+import pytest
+
+from daemon.runners.protocol import (
+    MAX_FRAME_BYTES,
+    FrameReader,
+    ProtocolError,
+    encode_frame,
+    error_from_wire,
+    error_to_wire,
+    generate_from_wire,
+    generate_to_wire,
+    read_frame,
+    spec_from_wire,
+    spec_to_wire,
+)
+from daemon.runners.types import (
+    ContextOverflowError,
+    GenerateRequest,
+    RunnerError,
+    RunnerSpec,
+    SamplingParams,
+)
+from daemon.runners.worker.slots import Slot, common_prefix, pick_slot
+from daemon.runners.worker.text import TextStream
+
+
+def _async_read(data: bytes):
+    async def read():
+        reader = asyncio.StreamReader()
+        reader.feed_data(data)
+        reader.feed_eof()
+        return [await read_frame(reader), await read_frame(reader)]
+
+    return asyncio.run(read())
+
+
+def test_frames_round_trip_both_ways():
+    message = {"op": "generate", "id": 7, "text": "héllo ✓"}
+    data = encode_frame(message)
+    assert struct.unpack(">I", data[:4])[0] == len(data) - 4
+    assert _async_read(data) == [message, None]
+    assert FrameReader(io.BytesIO(data + data)).read() == message
+
+
+def test_truncated_and_oversized_frames_are_rejected():
+    data = encode_frame({"x": 1})
+    with pytest.raises(ProtocolError):
+        _async_read(data[:-1])
+    with pytest.raises(ProtocolError):
+        FrameReader(io.BytesIO(data[:2])).read()
+    with pytest.raises(ProtocolError):
+        FrameReader(io.BytesIO(struct.pack(">I", MAX_FRAME_BYTES + 1))).read()
+    with pytest.raises(ProtocolError):
+        encode_frame({"x": "y" * MAX_FRAME_BYTES})
+
+
+def test_requests_survive_the_wire():
+    params = SamplingParams(
+        logit_bias={5: -float("inf"), 9: 2.5}, stop=("\n\n",), seed=3, logprobs=2
+    )
+    req = GenerateRequest("<|im_start|>user\nhi", params, add_bos=False)
+    assert generate_from_wire(decode(generate_to_wire(req))) == req
+    spec = RunnerSpec("m", ("/a-00001-of-00002.gguf", "/a-00002-of-00002.gguf"), num_ctx=8192)
+    assert spec_from_wire(decode(spec_to_wire(spec))) == spec
+    with pytest.raises(RunnerError, match="images"):
+        generate_to_wire(GenerateRequest("x", images=(b"png",)))
+
+
+def decode(message: dict) -> dict:
+    return FrameReader(io.BytesIO(encode_frame(message))).read()
+
+
+def test_errors_keep_their_type():
+    overflow = error_from_wire(decode(error_to_wire(3, ContextOverflowError(5000, 4096))))
+    assert isinstance(overflow, ContextOverflowError)
+    assert (overflow.prompt_tokens, overflow.context) == (5000, 4096)
+    plain = error_from_wire(decode(error_to_wire(3, RunnerError("bad grammar"))))
+    assert type(plain) is RunnerError and str(plain) == "bad grammar"
+
+
+def test_text_stream_joins_split_utf8():
+    stream = TextStream()
+    data = "é✓🙂".encode()
+    out = [stream.push(data[i : i + 1]) for i in range(len(data))]
+    assert "".join(out) == "é✓🙂"
+    assert all(piece in ("", "é", "✓", "🙂") for piece in out)
+    assert stream.push(b"\xff") == "\ufffd"  # invalid bytes become U+FFFD, never an error
+
+
+def test_text_stream_holds_back_a_possible_stop_string():
+    stream = TextStream(stops=("</end>",))
+    assert stream.push(b"Hello <") == "Hello "
+    assert stream.push(b"/e") == ""
+    assert stream.push(b"x") == "</ex"  # not the stop string after all
+    assert stream.push(b" bye </en") == " bye "
+    assert stream.push(b"d> ignored") == ""
+    assert stream.stopped
+
+
+def test_text_stream_flushes_held_text_at_the_end():
+    stream = TextStream(stops=("STOP",))
+    assert stream.push(b"abc ST") == "abc "
+    assert stream.flush() == "ST"
+    assert not stream.stopped
+
+
+def test_text_stream_picks_the_earliest_stop():
+    stream = TextStream(stops=("b", "xa"))
+    assert stream.push(b"..xab") == ".."
+    assert stream.stopped
+
+
+def test_slot_choice_prefers_the_longest_prefix_then_the_oldest():
+    a, b, c = Slot(0, [1, 2, 3, 4], last_used=5), Slot(1, [1, 2, 9], last_used=1), Slot(2)
+    long = list(range(100))
+    a.cached = [*long, 1]
+    assert pick_slot([a, b, c], [*long, 7], set()) == (a, 100)
+    assert pick_slot([a, b, c], [8], set()) == (c, 0)
+    assert pick_slot([b, c], [1, 2, 9], set()) == (b, 3)
+
+
+def test_slot_choice_keeps_busy_sequence_ids_consecutive():
+    """llama.cpp decodes ids 0,1,2 in one pass but 0,2 in two: fill the hole first."""
+    slots = [Slot(i, last_used=i) for i in range(5)]
+    free = [slots[1], slots[4]]
+    assert pick_slot(free, [5, 6], busy={0, 2, 3})[0] is slots[1]
+    slots[4].cached = list(range(200))  # a long shared prefix still wins
+    assert pick_slot(free, list(range(150)), busy={0, 2, 3}) == (slots[4], 150)
+    assert common_prefix([1, 2, 3], [1, 2, 3, 4]) == 3
+    assert common_prefix(list(range(1000)), [*range(500), -1]) == 500
