@@ -5,10 +5,13 @@ in one table (``daemon.server.errors``) and ``daemon.client`` turns them back.
 
 DaemonError
 ├── BadRequestError         the request asks for something invalid or unsupported (400)
+├── NotFoundError           the request names a pull or blob that does not exist (404)
 ├── ServerBusyError         the request queue is full (503)
-├── TemplateError           the chat template rejected the conversation (400)
+├── TemplateError           the chat template is broken or failed to render (500)
+│   ├── TemplateRejectedError  the template refused the conversation (raise_exception) (400)
 │   └── TemplateSecurityError  the template tried something the sandbox forbids (500)
 ├── ModelLoadError          a runner could not start the model (500)
+├── QuantizeError           llama.cpp could not quantize a model being created (500)
 └── InsufficientMemoryError the model does not fit in free memory, even after evicting (507)
 """
 
@@ -19,8 +22,11 @@ __all__ = [
     "DaemonError",
     "InsufficientMemoryError",
     "ModelLoadError",
+    "NotFoundError",
+    "QuantizeError",
     "ServerBusyError",
     "TemplateError",
+    "TemplateRejectedError",
     "TemplateSecurityError",
 ]
 
@@ -33,6 +39,10 @@ class BadRequestError(DaemonError, ValueError):
     def __init__(self, message: str, param: str | None = None):
         self.param = param
         super().__init__(message)
+
+
+class NotFoundError(DaemonError, LookupError):
+    pass
 
 
 class ServerBusyError(DaemonError):
@@ -48,11 +58,19 @@ class TemplateError(DaemonError):
     pass
 
 
+class TemplateRejectedError(TemplateError):
+    pass
+
+
 class TemplateSecurityError(TemplateError):
     pass
 
 
 class ModelLoadError(DaemonError):
+    pass
+
+
+class QuantizeError(DaemonError):
     pass
 
 

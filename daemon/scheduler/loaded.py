@@ -7,7 +7,7 @@ decisions about it are all made in ``Scheduler``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -40,11 +40,13 @@ class Runner(Protocol):
     @property
     def alive(self) -> bool: ...
 
-    def generate(self, request: GenerateRequest) -> AsyncIterator[TokenEvent | DoneEvent]: ...
+    def generate(self, request: GenerateRequest) -> AsyncGenerator[TokenEvent | DoneEvent]: ...
 
     async def embed(self, request: EmbedRequest): ...
 
-    async def tokenize(self, text: str, add_bos: bool = True, special: bool = True) -> list[int]: ...
+    async def tokenize(
+        self, text: str, add_bos: bool = True, special: bool = True
+    ) -> list[int]: ...
 
     async def stop(self) -> None: ...
 

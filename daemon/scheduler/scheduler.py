@@ -18,8 +18,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from daemon.errors import InsufficientMemoryError, ModelLoadError, ServerBusyError
-from daemon.runners.types import RunnerError, RunnerSpec
+from daemon.errors import InsufficientMemoryError, ServerBusyError
+from daemon.runners.types import RunnerSpec
 from daemon.scheduler.lease import Lease
 from daemon.scheduler.loaded import (
     LoadedModel,
@@ -28,8 +28,8 @@ from daemon.scheduler.loaded import (
     RunnerFactory,
     RunnerOptions,
 )
-from daemon.scheduler.memory import MemoryInfo, estimate_bytes, nvidia_free_vram, system_memory
-from daemon.scheduler.placement import Placement, choose_gpu_layers, describe_placement
+from daemon.scheduler.loader import AUTO_GPU_LAYERS, RunnerLoader
+from daemon.scheduler.memory import MemoryInfo, nvidia_free_vram, system_memory
 
 __all__ = ["Scheduler", "SchedulerConfig"]
 
@@ -57,11 +57,9 @@ class Scheduler:
         on_load: Callable[[str, float], None] | None = None,
     ):
         self.config = config
-        self._factory = runner_factory
+        self._loader = RunnerLoader(runner_factory, gpu_probe, config.log_dir, on_load)
         self._memory_probe = memory_probe
-        self._gpu_probe = gpu_probe
         self._clock = clock
-        self._on_load = on_load
         self._models: dict[str, LoadedModel] = {}
         self._loading: dict[str, asyncio.Task[LoadedModel]] = {}
         self._load_lock = asyncio.Lock()
@@ -118,9 +116,9 @@ class Scheduler:
         self._pending -= 1
         model.refs -= 1
         model.last_used = self._clock()
-        if crashed or not model.runner.alive:
-            if self._forget(model, "its runner stopped"):
-                self._spawn(model.runner.stop())
+        dead = crashed or not model.runner.alive
+        if dead and self._forget(model, "its runner stopped"):
+            self._spawn(model.runner.stop())
         if model.refs > 0:
             return
         model.idle.set()
@@ -142,7 +140,7 @@ class Scheduler:
             projector_path=target.projector_path,
             num_ctx=options.num_ctx,
             num_parallel=options.num_parallel,
-            num_gpu_layers=-2 if options.num_gpu is None else options.num_gpu,
+            num_gpu_layers=AUTO_GPU_LAYERS if options.num_gpu is None else options.num_gpu,
             num_threads=options.num_threads,
             num_batch=options.num_batch,
             embedding_only=target.embedding_only,
@@ -186,58 +184,22 @@ class Scheduler:
             return current
         if current is not None:
             await self._retire(current)
-        placement = await self._place(target, spec)
-        spec = _with_gpu_layers(spec, placement.gpu_layers)
-        estimate = estimate_bytes(target.footprint, spec.num_ctx, spec.num_parallel)
-        await self._make_room(target.name, int(estimate * (1 - placement.gpu_fraction)))
-        return await self._start(target, spec, placement, estimate)
-
-    async def _place(self, target: LoadTarget, spec: RunnerSpec) -> Placement:
-        requested = None if spec.num_gpu_layers == -2 else spec.num_gpu_layers
-        free_vram = [] if requested is not None else await asyncio.to_thread(self._gpu_probe)
-        n_ctx_total = spec.num_ctx * spec.num_parallel
-        return choose_gpu_layers(target.footprint, n_ctx_total, free_vram, requested)
-
-    async def _start(
-        self, target: LoadTarget, spec: RunnerSpec, placement: Placement, estimate: int
-    ) -> LoadedModel:
-        log_path = self._log_path(target.name)
-        started = time.monotonic()
-        try:
-            runner = await self._factory(spec, log_path)
-        except RunnerError as error:
-            raise ModelLoadError(f"failed to load model {target.name!r}: {error}") from None
-        seconds = time.monotonic() - started
-        info = runner.info
-        processor = describe_placement(info.gpu_layers, info.total_layers, info.backend)
-        self._log_load(target.name, placement, processor, info, seconds)
-        if self._on_load is not None:
-            self._on_load(target.name, seconds)
+        plan = await self._loader.plan(target, spec)
+        await self._make_room(target.name, plan.ram_bytes)
+        runner, processor = await self._loader.start(target, plan)
         model = LoadedModel(
-            target.name, spec, runner, processor, estimate, self.config.keep_alive, self._clock()
+            target.name,
+            plan.spec,
+            runner,
+            processor,
+            plan.estimate_bytes,
+            self.config.keep_alive,
+            self._clock(),
         )
         model.expires_at = self._expiry(model)  # waiters claim it at once; else it expires
         self._models[target.name] = model
         self._wake.set()
         return model
-
-    def _log_load(self, name, placement: Placement, processor: str, info, seconds: float) -> None:
-        message = (
-            f"loaded {name} in {seconds:.2f}s: {processor} (backend {info.backend}, "
-            f"{info.gpu_layers}/{info.total_layers} layers on GPU; {placement.reason}), "
-            f"ctx {info.n_ctx} x {info.n_parallel} parallel"
-        )
-        if placement.gpu_layers > 0 and info.gpu_layers == 0:
-            log.warning("%s: GPU layers were planned but the runner has no GPU backend", message)
-        else:
-            log.info("%s", message)
-
-    def _log_path(self, name: str) -> Path | None:
-        if self.config.log_dir is None:
-            return None
-        self.config.log_dir.mkdir(parents=True, exist_ok=True)
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
-        return self.config.log_dir / f"runner-{safe}.log"
 
     # -- making room ------------------------------------------------------------------------
     async def _make_room(self, name: str, needed: int) -> None:
@@ -345,12 +307,8 @@ class Scheduler:
         task.add_done_callback(self._background.discard)
 
 
-def _same(a: RunnerSpec, b: RunnerSpec) -> bool:
-    """Equal for reuse: an auto GPU choice (-2) matches whatever was placed."""
-    if b.num_gpu_layers == -2:
-        b = _with_gpu_layers(b, a.num_gpu_layers)
-    return a == b
-
-
-def _with_gpu_layers(spec: RunnerSpec, layers: int) -> RunnerSpec:
-    return replace(spec, num_gpu_layers=layers)
+def _same(loaded: RunnerSpec, wanted: RunnerSpec) -> bool:
+    """Equal for reuse: an automatic GPU choice matches whatever was placed."""
+    if wanted.num_gpu_layers == AUTO_GPU_LAYERS:
+        wanted = replace(wanted, num_gpu_layers=loaded.num_gpu_layers)
+    return loaded == wanted

@@ -46,8 +46,10 @@ class DownloadOptions:
     save_interval: float = 0.5  # at most this often the progress sidecar is rewritten
 
     def __post_init__(self) -> None:
-        if self.connections < 1 or self.part_size < 1 or self.stall_timeout <= 0:
-            raise ValueError("connections, part_size and stall_timeout must be positive")
+        if self.connections < 1 or self.stall_timeout <= 0:
+            raise ValueError("connections and stall_timeout must be positive")
+        if self.part_size < 4096:
+            raise ValueError("part_size must be at least 4 KiB")
 
     def backoff(self, failures: int) -> float:
         return min(self.max_backoff, self.retry_backoff * 2 ** max(0, failures - 1))
@@ -68,9 +70,17 @@ class BlobSource:
     """Where one blob's bytes come from: its hub URL and the CDN URL it redirects to."""
 
     def __init__(
-        self, client: httpx.Client, url: str, size: int, *, repo: str, token: str | None = None
+        self,
+        client: httpx.Client,
+        url: str,
+        size: int,
+        *,
+        repo: str,
+        token: str | None = None,
+        timeout: httpx.Timeout | None = None,
     ):
         self._client = client
+        self._timeout = timeout if timeout is not None else client.timeout
         self._url = url
         self._origin = httpx.URL(url).copy_with(path="/", query=None, fragment=None)
         self._size = size
@@ -87,7 +97,8 @@ class BlobSource:
         """
         with self._lock:
             url = self._redirected or self._url
-        request = self._client.build_request("GET", url, headers=self._headers(url, start, end))
+        headers = self._headers(url, start, end)
+        request = self._client.build_request("GET", url, headers=headers, timeout=self._timeout)
         try:
             response = self._client.send(request, stream=True, follow_redirects=True)
         except httpx.TransportError as error:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +21,7 @@ from model_registry.digests import Digest
 from model_registry.store.atomic import temp_file_in
 from model_registry.store.layout import PARTIAL_STATE_SUFFIX
 
-__all__ = ["PartialInfo", "PartialState", "list_partials"]
+__all__ = ["PartialInfo", "PartialProgress", "PartialState", "list_partials"]
 
 _VERSION = 1
 _MAX_PARTS = 1 << 20
@@ -117,6 +119,65 @@ class PartialState:
         ):
             return None
         return state
+
+
+class PartialProgress:
+    """The live view of one download's :class:`PartialState`, shared by its writer threads:
+    records what was written, tracks where the contiguous prefix ends, and rewrites the
+    sidecar at most every ``save_interval`` and whenever a part completes."""
+
+    def __init__(self, state: PartialState, path: Path, save_interval: float):
+        self.state, self._path, self._interval = state, path, save_interval
+        self._lock, self._save_lock = threading.Lock(), threading.Lock()
+        self._first_pending, self._last_save = 0, 0.0
+        self.prefix = 0  #: bytes from offset 0 that are all on disk
+        self.completed = state.completed  #: bytes on disk
+        self.fetched = 0  #: bytes received from the network in this run
+        self._advance()
+
+    def record(self, offset: int, count: int, fetched: int) -> bool:
+        """``count`` bytes were written at ``offset`` (``fetched`` came off the network for
+        them); returns whether the prefix moved."""
+        part_size, due = self.state.part_size, False
+        with self._lock:
+            self.fetched += fetched
+            while count > 0:
+                index = offset // part_size
+                piece = min(count, (index + 1) * part_size - offset)
+                self.state.add(index, piece)
+                offset, count = offset + piece, count - piece
+                self.completed += piece
+                due = due or self.state.is_done(index)
+            moved = self._advance()
+            due = due or time.monotonic() - self._last_save >= self._interval
+        if due:
+            self.save()
+        return moved
+
+    def keep_prefix_only(self) -> None:
+        """Forget everything after the prefix (a server without ranges starts over there)."""
+        with self._lock:
+            self.state.reset_to_prefix(self.prefix)
+            self.completed = self.state.completed
+            self._first_pending = 0
+            self._advance()
+
+    def save(self) -> None:
+        with self._save_lock:
+            with self._lock:
+                snapshot = self.state.to_bytes()
+                self._last_save = time.monotonic()
+            self.state.save(self._path, snapshot)
+
+    def _advance(self) -> bool:
+        state, before = self.state, self.prefix
+        while self._first_pending < state.part_count and state.is_done(self._first_pending):
+            self._first_pending += 1
+        if self._first_pending < state.part_count:
+            self.prefix = state.next_offset(self._first_pending)
+        else:
+            self.prefix = state.size
+        return self.prefix != before
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,9 +16,9 @@ from collections.abc import AsyncIterator, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import filelock
 import httpx
 
+from model_registry.digests import Digest
 from model_registry.gguf_info import read_gguf_info
 from model_registry.model_config import config_from_gguf
 from model_registry.names import ModelName, parse_name
@@ -34,7 +34,7 @@ from model_registry.pull.events import (
 from model_registry.pull.fetch import BlobSource, DownloadOptions
 from model_registry.pull.partial import PartialState, list_partials
 from model_registry.pull.resolve import PlannedFile, PullPlan, Resolver
-from model_registry.pull.transfers import Outcome, Transfer, TransferRegistry, blob_lock
+from model_registry.pull.transfers import BlobLock, Outcome, Transfer, TransferRegistry
 from model_registry.store import BlobRef, Layer, LayerType, Manifest, Store, ensure_free_space
 from model_registry.store.locking import Lease
 
@@ -172,8 +172,6 @@ class Puller:
             cancel = session.reason is Outcome.CANCELLED
             self._transfers.leave(transfer, stop=not finished, cancel=cancel)
         if session.reason is not None:
-            if transfer.stopping:
-                transfer.wait()
             return session.reason
         if transfer.outcome is Outcome.FAILED and transfer.error is not None:
             raise transfer.error
@@ -202,8 +200,14 @@ class Puller:
         layout = self._store.layout
 
         def download() -> BlobDownload:
-            token = self._token
-            source = BlobSource(self._client, file.url, file.size, repo=plan.repo, token=token)
+            source = BlobSource(
+                self._client,
+                file.url,
+                file.size,
+                repo=plan.repo,
+                token=self._token,
+                timeout=self._options.timeout(),
+            )
             return BlobDownload(
                 source,
                 file.digest,
@@ -261,15 +265,12 @@ class Puller:
         if session.reason is not Outcome.CANCELLED:
             session.reason = reason
 
-    def _discard_partial(self, digest) -> bool:
+    def _discard_partial(self, digest: Digest) -> bool:
         """Delete a partial download unless some pull (here or elsewhere) is running it."""
-        lock = blob_lock(self._store, digest)
-        try:
-            lock.acquire(timeout=0)
-        except filelock.Timeout:
+        layout, lock = self._store.layout, BlobLock(self._store, digest)
+        if not lock.acquire(timeout=0):
             return False
         try:
-            layout = self._store.layout
             existed = layout.partial_state_path(digest).exists()
             layout.partial_path(digest).unlink(missing_ok=True)
             layout.partial_state_path(digest).unlink(missing_ok=True)

@@ -9,9 +9,8 @@ it gets the lock it usually finds the blob already committed and fetches nothing
 
 from __future__ import annotations
 
-import contextlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from model_registry.pull.downloader import BlobDownload
 from model_registry.pull.partial import PartialState
 from model_registry.store import Store
 
-__all__ = ["Outcome", "Transfer", "TransferRegistry", "blob_lock"]
+__all__ = ["BlobLock", "Outcome", "Transfer", "TransferRegistry"]
 
 _LOCK_POLL = 0.2
 
@@ -35,10 +34,28 @@ class Outcome(Enum):
     FAILED = "failed"
 
 
-def blob_lock(store: Store, digest: Digest) -> filelock.BaseFileLock:
-    """The inter-process lock that one download of ``digest`` holds while it runs."""
-    partial = store.layout.partial_path(digest)
-    return filelock.FileLock(partial.with_name(partial.name + ".lock"))
+class BlobLock:
+    """The inter-process lock that one download of a blob holds while it runs.
+
+    The lock file is removed just before the lock is released; filelock notices a waiter
+    that locked the removed file and retries on a new one, so no lock files pile up.
+    """
+
+    def __init__(self, store: Store, digest: Digest):
+        partial = store.layout.partial_path(digest)
+        self._path = partial.with_name(partial.name + ".lock")
+        self._lock = filelock.FileLock(self._path)
+
+    def acquire(self, timeout: float) -> bool:
+        try:
+            self._lock.acquire(timeout=timeout)
+        except filelock.Timeout:
+            return False
+        return True
+
+    def release(self) -> None:
+        self._path.unlink(missing_ok=True)
+        self._lock.release()
 
 
 class Transfer:
@@ -82,10 +99,6 @@ class Transfer:
         download = self._download
         return download is not None and download.verifying
 
-    @property
-    def stopping(self) -> bool:
-        return self._stop_requested
-
     def stop(self, cancel: bool = False) -> None:
         self._cancel = self._cancel or cancel
         self._stop_requested = True
@@ -98,15 +111,23 @@ class Transfer:
 
     def _run(self) -> None:
         try:
-            with self._exclusive() as acquired:
-                if acquired:
-                    self.outcome = self._fetch()
-                else:
-                    self.outcome = Outcome.CANCELLED if self._cancel else Outcome.PAUSED
+            self.outcome = self._locked_fetch()
         except BaseException as error:
             self.error, self.outcome = error, Outcome.FAILED
         finally:
             self._done.set()
+
+    def _locked_fetch(self) -> Outcome:
+        lock = BlobLock(self._store, self.digest)
+        state_path = self._store.layout.partial_state_path(self.digest)
+        while not lock.acquire(_LOCK_POLL):
+            if self._stop_requested:
+                return Outcome.CANCELLED if self._cancel else Outcome.PAUSED
+            self._observe(state_path)  # another process is downloading it
+        try:
+            return self._fetch()
+        finally:
+            lock.release()
 
     def _fetch(self) -> Outcome:
         if self._store.blobs.exists(self.digest):
@@ -125,23 +146,6 @@ class Transfer:
             return Outcome.CANCELLED
         return Outcome.PAUSED
 
-    @contextlib.contextmanager
-    def _exclusive(self) -> Iterator[bool]:
-        lock = blob_lock(self._store, self.digest)
-        state_path = self._store.layout.partial_state_path(self.digest)
-        while not self._stop_requested:
-            try:
-                lock.acquire(timeout=_LOCK_POLL)
-            except filelock.Timeout:
-                self._observe(state_path)  # another process is downloading it
-                continue
-            try:
-                yield True
-            finally:
-                lock.release()
-            return
-        yield False
-
     def _observe(self, state_path: Path) -> None:
         state = PartialState.load(state_path, self.size)
         if state is not None:
@@ -157,23 +161,16 @@ class TransferRegistry:
 
     def join(self, digest: Digest, create: Callable[[], Transfer]) -> Transfer:
         """The running transfer of ``digest`` (one more user), or a new one from ``create``."""
-        while True:
-            with self._lock:
-                transfer, users = self._active.get(digest, (None, 0))
-                if transfer is None or transfer.wait(0):  # none, or one that has ended
-                    transfer = create().start()
-                    self._active[digest] = (transfer, 1)
-                    return transfer
-                if not transfer.stopping:
-                    self._active[digest] = (transfer, users + 1)
-                    return transfer
-            transfer.wait()  # a paused transfer is winding down: start afresh after it
-            with self._lock:
-                if self._active.get(digest, (None, 0))[0] is transfer:
-                    del self._active[digest]
+        with self._lock:
+            transfer, users = self._active.get(digest, (None, 0))
+            if transfer is None or transfer.wait(0):  # none, or one that has just ended
+                transfer, users = create().start(), 0
+            self._active[digest] = (transfer, users + 1)
+            return transfer
 
     def leave(self, transfer: Transfer, *, stop: bool = False, cancel: bool = False) -> None:
-        """One user is done with ``transfer``; the last one to leave may stop it."""
+        """One user is done with ``transfer``; the last one to leave may stop it, and then
+        waits until it has (so the partial file and its sidecar are settled on return)."""
         with self._lock:
             current, users = self._active.get(transfer.digest, (None, 0))
             if current is not transfer:
@@ -184,3 +181,4 @@ class TransferRegistry:
             del self._active[transfer.digest]
         if stop or cancel:
             transfer.stop(cancel=cancel)
+            transfer.wait()

@@ -1,0 +1,151 @@
+"""Ollama's native wire format: generate, chat and embeddings (requests and stream chunks).
+
+Field names, defaults and shapes follow Ollama's API so its official clients work unchanged:
+``stream`` defaults to true, durations are integer nanoseconds, tool-call arguments are JSON
+objects (not strings, as in OpenAI's format). Unknown request fields are ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from daemon.api.openai_chat import Tool
+
+__all__ = [
+    "ChatChunk",
+    "ChatRequest",
+    "EmbedRequest",
+    "EmbedResponse",
+    "EmbeddingsRequest",
+    "EmbeddingsResponse",
+    "Format",
+    "GenerateChunk",
+    "GenerateRequest",
+    "OllamaFunctionCall",
+    "OllamaMessage",
+    "OllamaReply",
+    "OllamaToolCall",
+]
+
+#: ``"json"``, a JSON schema, or nothing ("" or null).
+Format = Literal["", "json"] | dict[str, Any] | None
+KeepAlive = float | str | None
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class OllamaFunctionCall(_Request):
+    name: str
+    arguments: dict[str, Any] | str = Field(default_factory=dict)
+
+
+class OllamaToolCall(_Request):
+    function: OllamaFunctionCall
+
+
+class OllamaMessage(_Request):
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str = ""
+    images: list[str] | None = None  # base64
+    tool_calls: list[OllamaToolCall] | None = None
+    tool_name: str | None = None  # the tool a "tool" message answers
+    thinking: str | None = None
+
+
+class GenerateRequest(_Request):
+    model: str
+    prompt: str = ""
+    suffix: str | None = None
+    system: str | None = None
+    template: str | None = None
+    context: list[int] | None = None
+    raw: bool = False
+    format: Format = None
+    images: list[str] | None = None
+    options: dict[str, Any] | None = None
+    keep_alive: KeepAlive = None
+    stream: bool = True
+    think: bool | str | None = None
+    logprobs: bool = False
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)
+
+
+class ChatRequest(_Request):
+    model: str
+    messages: list[OllamaMessage] = Field(default_factory=list)
+    tools: list[Tool] | None = None
+    format: Format = None
+    options: dict[str, Any] | None = None
+    keep_alive: KeepAlive = None
+    stream: bool = True
+    think: bool | str | None = None
+    logprobs: bool = False
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)
+
+
+class _Timings(BaseModel):
+    """The final chunk's numbers; absent (None) on the chunks before it."""
+
+    done_reason: str | None = None
+    total_duration: int | None = None
+    load_duration: int | None = None
+    prompt_eval_count: int | None = None
+    prompt_eval_duration: int | None = None
+    eval_count: int | None = None
+    eval_duration: int | None = None
+
+
+class GenerateChunk(_Timings):
+    model: str
+    created_at: str
+    response: str = ""
+    done: bool = False
+    logprobs: list[dict[str, Any]] | None = None
+
+
+class OllamaReply(BaseModel):
+    role: Literal["assistant"] = "assistant"
+    content: str = ""
+    tool_calls: list[OllamaToolCall] | None = None
+
+
+class ChatChunk(_Timings):
+    model: str
+    created_at: str
+    message: OllamaReply
+    done: bool = False
+    logprobs: list[dict[str, Any]] | None = None
+
+
+class EmbedRequest(_Request):
+    model: str
+    input: str | list[str] = ""
+    truncate: bool = True
+    dimensions: int | None = Field(default=None, ge=1)
+    options: dict[str, Any] | None = None
+    keep_alive: KeepAlive = None
+
+
+class EmbedResponse(BaseModel):
+    model: str
+    embeddings: list[list[float]]
+    total_duration: int
+    load_duration: int
+    prompt_eval_count: int
+
+
+class EmbeddingsRequest(_Request):
+    """The legacy single-text endpoint (``/api/embeddings``)."""
+
+    model: str
+    prompt: str = ""
+    options: dict[str, Any] | None = None
+    keep_alive: KeepAlive = None
+
+
+class EmbeddingsResponse(BaseModel):
+    embedding: list[float]

@@ -1,0 +1,177 @@
+"""Ollama's native wire format for managing models: list, show, ps, copy, delete, pull, create.
+
+Requests name the model in ``model`` (older clients send ``name``: both are accepted). Our
+own additions (pull control and the pull list, prune, verify) follow the same style.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = [
+    "CopyRequest",
+    "CreateRequest",
+    "ModelDetailsOut",
+    "ModelRequest",
+    "ModelSummary",
+    "ProgressResponse",
+    "PruneResponse",
+    "PullListResponse",
+    "PullRecordOut",
+    "PullRequest",
+    "RunningModel",
+    "RunningResponse",
+    "ShowRequest",
+    "ShowResponse",
+    "TagsResponse",
+    "VerifyProblem",
+    "VerifyResponse",
+]
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+class ModelRequest(_Request):
+    """A request about one model (delete, pull control)."""
+
+    model: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _name_alias(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "model" not in data and "name" in data:
+            return {**data, "model": data["name"]}
+        return data
+
+
+class ShowRequest(ModelRequest):
+    verbose: bool = False
+
+
+class PullRequest(ModelRequest):
+    insecure: bool = False
+    stream: bool = True
+
+
+class CopyRequest(_Request):
+    source: str
+    destination: str
+
+
+class CreateMessage(_Request):
+    role: Literal["system", "user", "assistant"]
+    content: str = ""
+
+
+class CreateRequest(ModelRequest):
+    """A Modelfile as text, or Ollama's structured fields; files are uploaded blobs only."""
+
+    modelfile: str | None = None
+    from_: str | None = Field(default=None, alias="from")
+    files: dict[str, str] | None = None  # reference (file name or FROM text) -> digest
+    adapters: dict[str, str] | None = None
+    template: str | None = None
+    system: str | None = None
+    parameters: dict[str, Any] | None = None
+    license: str | list[str] | None = None
+    messages: list[CreateMessage] | None = None
+    quantize: str | None = None
+    stream: bool = True
+
+
+class ModelDetailsOut(BaseModel):
+    parent_model: str = ""
+    format: str = "gguf"
+    family: str = ""
+    families: list[str] | None = None
+    parameter_size: str = ""
+    quantization_level: str = ""
+
+
+class ModelSummary(BaseModel):
+    name: str
+    model: str
+    modified_at: str
+    size: int
+    digest: str  # the model id, 64 hex digits (no prefix), as Ollama lists it
+    details: ModelDetailsOut
+
+
+class TagsResponse(BaseModel):
+    models: list[ModelSummary]
+
+
+class ShowResponse(BaseModel):
+    modelfile: str
+    parameters: str
+    template: str
+    system: str
+    license: str
+    details: ModelDetailsOut
+    model_info: dict[str, Any]
+    capabilities: list[str]
+    modified_at: str
+    messages: list[dict[str, str]] | None = None
+    projector_info: dict[str, Any] | None = None
+
+
+class RunningModel(BaseModel):
+    name: str
+    model: str
+    size: int
+    digest: str
+    details: ModelDetailsOut
+    expires_at: str
+    size_vram: int
+    context_length: int
+    processor: str  # "100% GPU", "100% CPU", "25%/75% CPU/GPU"
+    active_requests: int
+
+
+class RunningResponse(BaseModel):
+    models: list[RunningModel]
+
+
+class ProgressResponse(BaseModel):
+    status: str
+    digest: str | None = None
+    total: int | None = None
+    completed: int | None = None
+
+
+class PullRecordOut(BaseModel):
+    name: str
+    state: Literal["running", "paused", "failed"]
+    status: str  # the last progress status ("pulling 1a2b3c4d5e6f", "paused", ...)
+    total: int = 0
+    completed: int = 0
+    error: str | None = None
+    interrupted: bool = False  # the daemon stopped while it was running
+    updated_at: str = ""
+
+
+class PullListResponse(BaseModel):
+    pulls: list[PullRecordOut]
+
+
+class PruneResponse(BaseModel):
+    removed: list[str]  # digests of the deleted blobs
+    freed: int
+    skipped_reason: str | None = None
+
+
+class VerifyProblem(BaseModel):
+    digest: str
+    models: list[str]
+
+
+class VerifyResponse(BaseModel):
+    ok: bool
+    checked: int
+    corrupt: list[VerifyProblem]
+    missing: list[VerifyProblem]
+    unreadable_manifests: list[str]

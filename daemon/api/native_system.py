@@ -1,0 +1,65 @@
+"""Our own native endpoints' wire format: version, the machine, the hub browser, the log."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+__all__ = [
+    "GpuInfo",
+    "HubFile",
+    "HubFilesResponse",
+    "HubRepo",
+    "HubSearchResponse",
+    "LogsResponse",
+    "SystemResponse",
+    "VersionResponse",
+]
+
+
+class VersionResponse(BaseModel):
+    version: str
+
+
+class GpuInfo(BaseModel):
+    name: str
+    vram_total: int
+    vram_free: int
+
+
+class SystemResponse(BaseModel):
+    ram_total: int
+    ram_available: int
+    cpu_count: int
+    gpus: list[GpuInfo]
+    backend: str  # of the loaded runners ("cpu", "cuda", ...), or what the machine suggests
+
+
+class HubRepo(BaseModel):
+    repo: str
+    downloads: int = 0
+    likes: int = 0
+    updated: str | None = None
+    gated: bool = False
+
+
+class HubSearchResponse(BaseModel):
+    models: list[HubRepo]
+
+
+class HubFile(BaseModel):
+    file: str  # the first file of the quantization (its first shard)
+    quant: str
+    size: int  # all shards together
+    shards: int
+    name_to_pull: str  # hf.co/org/repo:QUANT
+    recommended: bool = False
+
+
+class HubFilesResponse(BaseModel):
+    repo: str
+    files: list[HubFile]
+    projector: str | None = None
+
+
+class LogsResponse(BaseModel):
+    text: str

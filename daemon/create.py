@@ -1,0 +1,197 @@
+"""Creating a model from a Modelfile whose files are uploaded blobs, optionally quantized.
+
+The daemon never opens a path a client names: every ``FROM``/``ADAPTER`` file reference must
+be a key of the request's ``files`` map and resolves to that blob in the store; anything else
+is refused before a byte is read, and the refusal names no path. Quantizing runs llama.cpp in
+a child process (``daemon.runners.worker.quantize``), so a hostile file cannot crash us.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Callable, Mapping
+from pathlib import Path, PurePath
+
+from anyio import to_thread
+
+from daemon.errors import BadRequestError, QuantizeError
+from daemon.runners.worker.quantize import QUANT_TYPES
+from model_registry.digests import Digest
+from model_registry.errors import BlobNotFoundError, ModelfileError, ModelNotFoundError
+from model_registry.gguf_info import read_gguf_info
+from model_registry.importer import create_from_modelfile
+from model_registry.modelfile import Modelfile, from_is_path
+from model_registry.names import ModelName
+from model_registry.store import LayerType, Store
+
+__all__ = ["QUANTIZABLE", "blob_resolver", "create_model", "normalize_quant"]
+
+log = logging.getLogger("localllm.create")
+
+QUANTIZABLE = ("F16", "BF16", "F32")  # what a quantization may start from
+_PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+_QUANTIZED = "./quantized.gguf"
+
+Resolver = Callable[[str], Path]
+
+
+def normalize_quant(value: str | None) -> str | None:
+    if not value:
+        return None
+    quant = value.strip().upper()
+    if quant not in QUANT_TYPES:
+        raise BadRequestError(
+            f"unsupported quantization {value!r}; choose one of {', '.join(QUANT_TYPES)}",
+            param="quantize",
+        )
+    return quant
+
+
+def blob_resolver(store: Store, files: Mapping[str, Digest]) -> Resolver:
+    """``FROM``/``ADAPTER`` reference -> its uploaded blob; never a client-named path."""
+
+    def resolve(reference: str) -> Path:
+        digest = files.get(reference)
+        shown = PurePath(reference.replace("\\", "/")).name or "the file"
+        if digest is None:
+            raise BadRequestError(
+                f"{shown} was not uploaded: the daemon never reads files by path; upload it "
+                "(POST /api/blobs/<digest>) and list it in `files`",
+                param="files",
+            )
+        try:
+            return store.blobs.path(digest)
+        except BlobNotFoundError:
+            raise BadRequestError(
+                f"blob {digest.short} for {shown} was not uploaded; upload it first",
+                param="files",
+            ) from None
+
+    return resolve
+
+
+async def create_model(
+    store: Store,
+    name: ModelName,
+    modelfile: Modelfile,
+    resolve: Resolver,
+    quantize: str | None,
+    work_dir: Path,
+) -> AsyncIterator[dict]:
+    """Create ``name``; yields Ollama-style ``{"status": ...}`` steps, ending in success."""
+    yield {"status": "parsing modelfile"}
+    if quantize is not None:
+        source = await to_thread.run_sync(_weights, store, modelfile, resolve)
+        info = await to_thread.run_sync(read_gguf_info, source)
+        if info.file_type not in QUANTIZABLE:
+            raise BadRequestError(
+                f"can only quantize {'/'.join(QUANTIZABLE)} models; this one is {info.file_type}",
+                param="quantize",
+            )
+        yield {"status": f"quantizing {info.file_type} model to {quantize}"}
+        work_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=work_dir, prefix="quantize-") as temp:
+            output = Path(temp) / "quantized.gguf"
+            await _quantize(source, output, quantize)
+            effective, resolver = await to_thread.run_sync(
+                _quantized_plan, store, modelfile, resolve, output
+            )
+            yield {"status": "creating model layers"}
+            await to_thread.run_sync(create_from_modelfile, store, name, effective, resolver)
+    else:
+        yield {"status": "creating model layers"}
+        await to_thread.run_sync(create_from_modelfile, store, name, modelfile, resolve)
+    yield {"status": "writing manifest"}
+    yield {"status": "success"}
+
+
+# -- quantizing ------------------------------------------------------------------------------
+def _weights(store: Store, modelfile: Modelfile, resolve: Resolver) -> Path:
+    """The one GGUF file a quantization starts from: the uploaded file or the base's weights."""
+    if from_is_path(modelfile.from_):
+        return resolve(modelfile.from_)
+    layers = _base(store, modelfile).layers_of(LayerType.MODEL)
+    if len(layers) != 1:
+        raise BadRequestError("quantizing a sharded model is not supported", param="quantize")
+    return store.blobs.path(layers[0].digest)
+
+
+def _base(store: Store, modelfile: Modelfile):
+    try:
+        return store.read_manifest(modelfile.from_)
+    except ModelNotFoundError:
+        raise ModelfileError(f"FROM {modelfile.from_}: no such model; pull it first") from None
+
+
+def _quantized_plan(
+    store: Store, modelfile: Modelfile, resolve: Resolver, output: Path
+) -> tuple[Modelfile, Resolver]:
+    """The Modelfile that imports the quantized file, keeping what the base model carried."""
+    if from_is_path(modelfile.from_):
+        base_files: dict[str, Path] = {}
+    else:
+        modelfile, base_files = _inherit(store, modelfile)
+    effective = dataclasses.replace(modelfile, from_=_QUANTIZED)
+    local = {_QUANTIZED: output, **base_files}
+
+    def resolver(reference: str) -> Path:
+        return local[reference] if reference in local else resolve(reference)
+
+    return effective, resolver
+
+
+def _inherit(store: Store, modelfile: Modelfile) -> tuple[Modelfile, dict[str, Path]]:
+    """Fill what the Modelfile leaves unset from its base model (as deriving would)."""
+    base = _base(store, modelfile)
+    params = store.read_json_layer(base, LayerType.PARAMS)
+    messages = store.read_json_layer(base, LayerType.MESSAGES) or []
+    licenses = store.read_text_layer(base, LayerType.LICENSE)
+    adapters = {f"./base-adapter-{i}": store.blobs.path(layer.digest)
+                for i, layer in enumerate(base.layers_of(LayerType.ADAPTER))}  # fmt: skip
+    merged = dataclasses.replace(
+        modelfile,
+        system=_first(modelfile.system, store.read_text_layer(base, LayerType.SYSTEM)),
+        template=_first(modelfile.template, store.read_text_layer(base, LayerType.TEMPLATE)),
+        parameters={**(params if isinstance(params, dict) else {}), **modelfile.parameters},
+        messages=modelfile.messages
+        or [(str(m.get("role")), str(m.get("content"))) for m in messages if isinstance(m, dict)],
+        license=modelfile.license or ([licenses] if licenses else []),
+        adapters=[*adapters, *modelfile.adapters],
+    )
+    return merged, adapters
+
+
+def _first(value: str | None, fallback: str | None) -> str | None:
+    return value if value is not None else fallback
+
+
+async def _quantize(source: Path, output: Path, quant: str) -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "daemon.runners.worker.quantize",
+        str(source),
+        str(output),
+        quant,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=_PACKAGE_ROOT,
+    )
+    try:
+        _, stderr = await process.communicate()
+    except BaseException:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+        raise
+    if process.returncode != 0:
+        log.warning("quantize exited with %s:\n%s", process.returncode, stderr.decode()[-4000:])
+        raise QuantizeError(
+            f"quantizing to {quant} failed (llama.cpp exit code {process.returncode}); "
+            "see the daemon log"
+        )

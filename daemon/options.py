@@ -1,0 +1,124 @@
+"""Request options: Ollama-style option names -> sampling parameters and runner options.
+
+Every API speaks the same option names (``temperature``, ``num_ctx``, ``stop``, ...):
+Ollama's ``options`` object directly, the OpenAI routes by translation. The model's PARAMS
+layer gives the defaults, the request overrides them, and anything else comes from settings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping
+
+from daemon.errors import BadRequestError
+from daemon.runners.types import SamplingParams
+from daemon.scheduler import RunnerOptions
+from daemon.settings import Settings
+
+__all__ = ["merge_options", "parse_keep_alive", "runner_options", "sampling_params"]
+
+_FLOATS = {
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "min_p": "min_p",
+    "typical_p": "typical_p",
+    "repeat_penalty": "repeat_penalty",
+    "presence_penalty": "presence_penalty",
+    "frequency_penalty": "frequency_penalty",
+}
+_INTS = {
+    "top_k": "top_k",
+    "repeat_last_n": "repeat_last_n",
+    "seed": "seed",
+    "num_predict": "max_tokens",
+}
+_RUNNER_INTS = ("num_ctx", "num_batch", "num_gpu", "num_thread", "num_parallel")
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_keep_alive(value: object) -> float | None:
+    """Seconds from a number or a Go duration ("5m", "1h30m", "-1"); None when unset.
+
+    0 unloads the model right after the request; a negative value keeps it loaded forever.
+    """
+    if value is None or value == "":
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, str):
+        raise BadRequestError("keep_alive must be a number of seconds or a duration", "keep_alive")
+    text = value.strip()
+    sign = -1.0 if text.startswith("-") else 1.0
+    body = text.lstrip("+-")
+    try:
+        return sign * float(body)
+    except ValueError:
+        pass
+    parts = _DURATION_PART.findall(body)
+    if not parts or "".join(n + u for n, u in parts) != body:
+        raise BadRequestError(
+            f"invalid keep_alive duration {value!r} (try '5m' or 300)", "keep_alive"
+        )
+    return sign * sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
+
+
+def merge_options(*layers: Mapping[str, object] | None) -> dict[str, object]:
+    """Later layers win; ``None`` values mean "not set" and never override."""
+    merged: dict[str, object] = {}
+    for layer in layers:
+        merged.update({k: v for k, v in (layer or {}).items() if v is not None})
+    return merged
+
+
+def sampling_params(options: Mapping[str, object], **extra: object) -> SamplingParams:
+    """Sampling parameters from merged options; ``extra`` sets fields directly (grammar...)."""
+    values: dict[str, object] = {}
+    for key, field in _FLOATS.items():
+        if key in options:
+            values[field] = _number(options[key], key, float)
+    for key, field in _INTS.items():
+        if key in options:
+            values[field] = _number(options[key], key, int)
+    if values.get("max_tokens") is not None and values["max_tokens"] < 0:
+        values["max_tokens"] = None  # Ollama: num_predict -1 means "until done"
+    if "stop" in options:
+        values["stop"] = _stops(options["stop"])
+    values.update({k: v for k, v in extra.items() if v is not None})
+    return dataclasses.replace(SamplingParams(), **values)
+
+
+def runner_options(
+    options: Mapping[str, object], settings: Settings, n_ctx_train: int | None = None
+) -> RunnerOptions:
+    """How the runner must be started for these options (settings fill what is unset)."""
+    ints = {key: _number(options[key], key, int) for key in _RUNNER_INTS if key in options}
+    num_ctx = ints.get("num_ctx") or settings.num_ctx
+    if "num_ctx" not in ints and n_ctx_train:
+        num_ctx = min(num_ctx, n_ctx_train)  # the default never exceeds what the model knows
+    if num_ctx < 16:
+        raise BadRequestError("num_ctx must be at least 16", param="num_ctx")
+    return RunnerOptions(
+        num_ctx=num_ctx,
+        num_parallel=max(1, ints.get("num_parallel") or settings.num_parallel),
+        num_gpu=ints.get("num_gpu"),
+        num_threads=ints.get("num_thread") or settings.num_threads,
+        num_batch=max(1, ints.get("num_batch") or 512),
+    )
+
+
+def _number(value: object, key: str, kind: type) -> float | int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise BadRequestError(f"option {key} must be a number", param=key)
+    if kind is int and value != int(value):
+        raise BadRequestError(f"option {key} must be an integer", param=key)
+    return kind(value)
+
+
+def _stops(value: object) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,) if value else ()
+    if isinstance(value, list | tuple) and all(isinstance(s, str) for s in value):
+        return tuple(s for s in value if s)
+    raise BadRequestError("stop must be a string or a list of strings", param="stop")

@@ -1,0 +1,97 @@
+"""From a model name in a request to everything inference needs about that model.
+
+Reads only the manifest and the small config and text layers (never the GGUF itself), so it
+is cheap enough to do on every request, and a model re-pulled under the same name is picked
+up at once (its new weight paths make the scheduler reload it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from daemon.scheduler import LoadTarget, ModelFootprint
+from model_registry.errors import ModelNotFoundError
+from model_registry.names import parse_name
+from model_registry.store import LayerType, Store
+
+__all__ = ["ResolvedModel", "resolve_model"]
+
+_EMBEDDING_ARCHITECTURES = ("bert", "nomic-bert", "jina-bert", "t5encoder", "modern-bert")
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedModel:
+    name: str  # display name, as listed by /v1/models
+    target: LoadTarget
+    architecture: str = ""
+    template: str | None = None
+    template_origin: str = "model"  # "Modelfile" when the TEMPLATE layer set it
+    system: str | None = None
+    messages: tuple[Mapping[str, object], ...] = ()
+    params: Mapping[str, object] = field(default_factory=dict)
+    context_length: int | None = None
+    embedding_length: int | None = None
+
+    @property
+    def embedding_only(self) -> bool:
+        return self.target.embedding_only
+
+
+def resolve_model(store: Store, text: str) -> ResolvedModel:
+    """The model named ``text``; ModelNotFoundError says how to get it."""
+    name = parse_name(text)
+    try:
+        manifest = store.read_manifest(name)
+    except ModelNotFoundError:
+        raise ModelNotFoundError(
+            f"model {name.display!r} not found; run `localllm pull {name.display}` to download it"
+        ) from None
+    config = store.read_config(manifest)
+    gguf = config.get("gguf") if isinstance(config.get("gguf"), Mapping) else {}
+    weights = manifest.layers_of(LayerType.MODEL)
+    if not weights:
+        raise ModelNotFoundError(f"model {name.display!r} has no weights; pull it again")
+    projector = manifest.layers_of(LayerType.PROJECTOR)
+    architecture = str(config.get("architecture") or gguf.get("architecture") or "")
+    target = LoadTarget(
+        name=name.display,
+        model_paths=tuple(str(store.blobs.path(layer.digest)) for layer in weights),
+        footprint=_footprint(sum(layer.size for layer in weights), gguf),
+        projector_path=str(store.blobs.path(projector[-1].digest)) if projector else None,
+        embedding_only=any(a in architecture for a in _EMBEDDING_ARCHITECTURES),
+        n_ctx_train=_int(config.get("context_length") or gguf.get("context_length")),
+    )
+    own_template = store.read_text_layer(manifest, LayerType.TEMPLATE)
+    messages = store.read_json_layer(manifest, LayerType.MESSAGES)
+    params = store.read_json_layer(manifest, LayerType.PARAMS)
+    return ResolvedModel(
+        name=name.display,
+        target=target,
+        architecture=architecture,
+        template=own_template or _str(gguf.get("chat_template")),
+        template_origin="Modelfile" if own_template else "model",
+        system=store.read_text_layer(manifest, LayerType.SYSTEM),
+        messages=tuple(m for m in messages or () if isinstance(m, Mapping)),
+        params=params if isinstance(params, Mapping) else {},
+        context_length=target.n_ctx_train,
+        embedding_length=_int(config.get("embedding_length") or gguf.get("embedding_length")),
+    )
+
+
+def _footprint(weights_bytes: int, gguf: Mapping[str, object]) -> ModelFootprint:
+    return ModelFootprint(
+        weights_bytes=weights_bytes,
+        n_layer=_int(gguf.get("block_count")) or 0,
+        n_embd=_int(gguf.get("embedding_length")) or 0,
+        n_head=_int(gguf.get("head_count")) or 0,
+        n_head_kv=_int(gguf.get("head_count_kv")) or 0,
+    )
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None

@@ -1,0 +1,97 @@
+"""Starting one runner: plan (GPU layers, memory), start the process, report where it runs.
+
+The scheduler decides *whether* and *when* to load; this module only knows *how*. The load
+log line always says where the model runs ("100% CPU", "100% GPU", a split) and warns when
+GPU layers were planned but the runner came up without a GPU backend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from daemon.errors import ModelLoadError
+from daemon.runners.types import RunnerError, RunnerSpec
+from daemon.scheduler.loaded import LoadTarget, Runner, RunnerFactory
+from daemon.scheduler.memory import estimate_bytes
+from daemon.scheduler.placement import Placement, choose_gpu_layers, describe_placement
+
+__all__ = ["AUTO_GPU_LAYERS", "LoadPlan", "RunnerLoader"]
+
+AUTO_GPU_LAYERS = -2  # RunnerSpec.num_gpu_layers before placement: "choose from free VRAM"
+
+log = logging.getLogger("localllm.scheduler")
+
+
+@dataclass(frozen=True, slots=True)
+class LoadPlan:
+    spec: RunnerSpec  # with the GPU layers chosen
+    placement: Placement
+    estimate_bytes: int  # the whole runner: weights + KV cache + compute buffers
+
+    @property
+    def ram_bytes(self) -> int:
+        """The part of the estimate that lands in system memory."""
+        return int(self.estimate_bytes * (1 - self.placement.gpu_fraction))
+
+
+class RunnerLoader:
+    def __init__(
+        self,
+        factory: RunnerFactory,
+        gpu_probe: Callable[[], list[int]],
+        log_dir: Path | None = None,
+        on_load: Callable[[str, float], None] | None = None,
+    ):
+        self._factory = factory
+        self._gpu_probe = gpu_probe
+        self._log_dir = log_dir
+        self._on_load = on_load
+
+    async def plan(self, target: LoadTarget, spec: RunnerSpec) -> LoadPlan:
+        auto = spec.num_gpu_layers == AUTO_GPU_LAYERS
+        free_vram = await asyncio.to_thread(self._gpu_probe) if auto else []
+        n_ctx_total = spec.num_ctx * spec.num_parallel
+        requested = None if auto else spec.num_gpu_layers
+        placement = choose_gpu_layers(target.footprint, n_ctx_total, free_vram, requested)
+        spec = replace(spec, num_gpu_layers=placement.gpu_layers)
+        estimate = estimate_bytes(target.footprint, spec.num_ctx, spec.num_parallel)
+        return LoadPlan(spec, placement, estimate)
+
+    async def start(self, target: LoadTarget, plan: LoadPlan) -> tuple[Runner, str]:
+        """The started runner and where it runs ("100% CPU", ...)."""
+        started = time.monotonic()
+        try:
+            runner = await self._factory(plan.spec, self._log_path(target.name))
+        except RunnerError as error:
+            raise ModelLoadError(f"failed to load model {target.name!r}: {error}") from None
+        seconds = time.monotonic() - started
+        info = runner.info
+        processor = describe_placement(info.gpu_layers, info.total_layers, info.backend)
+        _log_load(target.name, plan.placement, processor, info, seconds)
+        if self._on_load is not None:
+            self._on_load(target.name, seconds)
+        return runner, processor
+
+    def _log_path(self, name: str) -> Path | None:
+        if self._log_dir is None:
+            return None
+        self._log_dir.mkdir(parents=True, exist_ok=True)
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+        return self._log_dir / f"runner-{safe}.log"
+
+
+def _log_load(name: str, placement: Placement, processor: str, info, seconds: float) -> None:
+    message = (
+        f"loaded {name} in {seconds:.2f}s: {processor} (backend {info.backend}, "
+        f"{info.gpu_layers}/{info.total_layers} layers on GPU; {placement.reason}), "
+        f"ctx {info.n_ctx} x {info.n_parallel} parallel"
+    )
+    if placement.gpu_layers > 0 and info.gpu_layers == 0:
+        log.warning("%s: GPU layers were planned but the runner has no GPU backend", message)
+    else:
+        log.info("%s", message)

@@ -1,0 +1,170 @@
+"""The one table that turns exceptions into HTTP responses.
+
+OpenAI routes (``/v1/...``) answer ``{"error": {message, type, param, code}}``; every other
+route answers Ollama's ``{"error": "message"}``. Request validation errors are 400s (not
+FastAPI's 422), as OpenAI and Ollama clients expect. Unexpected exceptions are logged with
+their traceback and answered with a generic 500 that leaks no paths.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from daemon.errors import (
+    BadRequestError,
+    InsufficientMemoryError,
+    ModelLoadError,
+    NotFoundError,
+    QuantizeError,
+    ServerBusyError,
+    TemplateError,
+    TemplateRejectedError,
+)
+from daemon.runners.types import ContextOverflowError, RunnerCrashed, RunnerError
+from model_registry.errors import (
+    AuthenticationError,
+    CorruptManifestError,
+    DigestMismatchError,
+    DownloadError,
+    GGUFError,
+    InsufficientSpaceError,
+    InvalidDigestError,
+    InvalidNameError,
+    ModelExistsError,
+    ModelfileError,
+    ModelNotFoundError,
+    PullError,
+    QuantNotFoundError,
+    RegistryError,
+    StoreLockTimeout,
+    UnknownModelError,
+)
+
+__all__ = [
+    "ERROR_TABLE",
+    "error_body",
+    "error_status",
+    "install_error_handlers",
+    "ndjson_error",
+    "stream_error",
+]
+
+log = logging.getLogger("localllm.server")
+
+# (exception, HTTP status, OpenAI error type, OpenAI error code); the first match wins.
+ERROR_TABLE: tuple[tuple[type[BaseException], int, str, str | None], ...] = (
+    (ModelNotFoundError, 404, "not_found_error", "model_not_found"),
+    (UnknownModelError, 404, "not_found_error", "model_not_found"),
+    (QuantNotFoundError, 404, "not_found_error", "quant_not_found"),
+    (NotFoundError, 404, "not_found_error", "not_found"),
+    (InvalidNameError, 400, "invalid_request_error", "invalid_model_name"),
+    (InvalidDigestError, 400, "invalid_request_error", "invalid_digest"),
+    (DigestMismatchError, 400, "invalid_request_error", "digest_mismatch"),
+    (ModelfileError, 400, "invalid_request_error", "invalid_modelfile"),
+    (GGUFError, 400, "invalid_request_error", "invalid_gguf"),
+    (ModelExistsError, 409, "invalid_request_error", "model_exists"),
+    (AuthenticationError, 400, "invalid_request_error", "hub_auth_required"),
+    (DownloadError, 502, "server_error", "download_failed"),
+    (PullError, 400, "invalid_request_error", "pull_failed"),
+    (InsufficientSpaceError, 507, "server_error", "insufficient_storage"),
+    (StoreLockTimeout, 503, "server_error", "store_busy"),
+    (ContextOverflowError, 400, "invalid_request_error", "context_length_exceeded"),
+    (BadRequestError, 400, "invalid_request_error", None),
+    (RequestValidationError, 400, "invalid_request_error", None),
+    (TemplateRejectedError, 400, "invalid_request_error", "template_rejected"),
+    (TemplateError, 500, "server_error", "template_error"),
+    (ServerBusyError, 503, "server_error", "server_busy"),
+    (InsufficientMemoryError, 507, "server_error", "insufficient_memory"),
+    (ModelLoadError, 500, "server_error", "model_load_failed"),
+    (QuantizeError, 500, "server_error", "quantize_failed"),
+    (RunnerCrashed, 500, "server_error", "runner_crashed"),
+    (RunnerError, 500, "server_error", "runner_error"),
+    (CorruptManifestError, 500, "server_error", "corrupt_model"),
+    (RegistryError, 500, "server_error", "registry_error"),
+)
+_HTTP_TYPES = {401: "authentication_error", 403: "permission_error", 404: "not_found_error"}
+
+
+def _lookup(error: BaseException) -> tuple[int, str, str | None]:
+    for kind, status, error_type, code in ERROR_TABLE:
+        if isinstance(error, kind):
+            return status, error_type, code
+    if isinstance(error, HTTPException):
+        kind = _HTTP_TYPES.get(error.status_code, "invalid_request_error")
+        return error.status_code, kind if error.status_code < 500 else "server_error", None
+    return 500, "server_error", "internal_error"
+
+
+def error_status(error: BaseException) -> int:
+    return _lookup(error)[0]
+
+
+def _message(error: BaseException) -> str:
+    if isinstance(error, RequestValidationError):
+        first = error.errors()[0] if error.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
+        return f"invalid request: {where + ': ' if where else ''}{first.get('msg', 'invalid')}"
+    if isinstance(error, HTTPException):
+        return str(error.detail)
+    if _lookup(error)[2] == "internal_error":
+        return "internal server error; see the daemon log for details"
+    return str(error)
+
+
+def _param(error: BaseException) -> str | None:
+    if isinstance(error, BadRequestError):
+        return error.param
+    if isinstance(error, RequestValidationError) and error.errors():
+        loc = [str(p) for p in error.errors()[0].get("loc", ()) if p != "body"]
+        return ".".join(loc) or None
+    if isinstance(error, ModelNotFoundError | InvalidNameError):
+        return "model"
+    return None
+
+
+def error_body(error: BaseException, openai: bool) -> dict:
+    """The JSON body for ``error``, in OpenAI's shape or Ollama's."""
+    _, error_type, code = _lookup(error)
+    if not openai:
+        return {"error": _message(error)}
+    detail = {"message": _message(error), "type": error_type, "param": _param(error), "code": code}
+    return {"error": detail}
+
+
+def stream_error(error: BaseException, openai: bool = True) -> bytes:
+    """An error after a stream has started, as its last server-sent event."""
+    if _lookup(error)[2] == "internal_error":
+        log.error("unhandled error in a stream", exc_info=error)
+    return b"data: " + json.dumps(error_body(error, openai)).encode() + b"\n\n"
+
+
+def ndjson_error(error: BaseException) -> bytes:
+    """An error after an NDJSON stream has started, as its last line (Ollama's shape)."""
+    if _lookup(error)[2] == "internal_error":
+        log.error("unhandled error in a stream", exc_info=error)
+    return json.dumps(error_body(error, openai=False)).encode() + b"\n"
+
+
+def _respond(request: Request, error: BaseException) -> JSONResponse:
+    status = error_status(error)
+    if status >= 500 and _lookup(error)[2] == "internal_error":
+        log.error("unhandled error on %s", request.url.path, exc_info=error)
+    openai = request.url.path.startswith("/v1/")
+    headers = {"Retry-After": "1"} if status == 503 else None
+    return JSONResponse(error_body(error, openai), status_code=status, headers=headers)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    async def handle(request: Request, error: Exception) -> JSONResponse:
+        return _respond(request, error)
+
+    # Known errors are answered by the exception middleware; only the truly unexpected reach
+    # the catch-all (Starlette's outermost handler), which also logs a traceback.
+    for kind in {entry[0] for entry in ERROR_TABLE} | {HTTPException, Exception}:
+        app.add_exception_handler(kind, handle)

@@ -1,0 +1,187 @@
+"""Observability: Prometheus metrics (per app, never process-global) and one JSON log line
+per request.
+
+Counters and histograms are fed by the request middleware and by inference's "generation
+finished" callback; queue depth, loaded models and busy slots are read from the scheduler
+at scrape time, so they are never stale.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from daemon.generation import Finished, Generation
+from daemon.scheduler import Scheduler
+
+__all__ = ["CONTENT_TYPE", "Metrics", "RequestLogMiddleware"]
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+_TOKEN_BUCKETS = (0.002, 0.005, 0.01, 0.02, 0.035, 0.05, 0.075, 0.1, 0.2, 0.5, 1)
+
+
+class Metrics:
+    def __init__(self):
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.requests = Counter(
+            "localllm_http_requests", "HTTP requests", ["route", "method", "status"], registry=r
+        )
+        self.request_seconds = Histogram(
+            "localllm_http_request_seconds",
+            "HTTP request duration",
+            ["route"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.prompt_tokens = Counter(
+            "localllm_prompt_tokens", "Prompt tokens", ["model"], registry=r
+        )
+        self.cached_tokens = Counter(
+            "localllm_prompt_cached_tokens",
+            "Prompt tokens reused from the cache",
+            ["model"],
+            registry=r,
+        )
+        self.completion_tokens = Counter(
+            "localllm_completion_tokens", "Generated tokens", ["model"], registry=r
+        )
+        self.generations = Counter(
+            "localllm_generations", "Finished generations", ["model", "reason"], registry=r
+        )
+        self.ttft = Histogram(
+            "localllm_time_to_first_token_seconds",
+            "Request to first token",
+            ["model"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.token_seconds = Histogram(
+            "localllm_time_per_output_token_seconds",
+            "Time per generated token",
+            ["model"],
+            buckets=_TOKEN_BUCKETS,
+            registry=r,
+        )
+        self.load_seconds = Histogram(
+            "localllm_model_load_seconds",
+            "Model load time",
+            ["model"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+
+    def watch(self, scheduler: Scheduler) -> None:
+        """Report ``scheduler``'s queue, models and slots at every scrape."""
+        self.registry.register(_SchedulerCollector(scheduler))
+
+    def on_finished(self, model: str, finished: Finished) -> None:
+        usage = finished.usage
+        self.generations.labels(model, finished.reason).inc()
+        self.prompt_tokens.labels(model).inc(usage.prompt_tokens)
+        self.cached_tokens.labels(model).inc(usage.cached_tokens)
+        self.completion_tokens.labels(model).inc(usage.completion_tokens)
+        if usage.completion_tokens:
+            self.ttft.labels(model).observe(usage.time_to_first_token)
+        if usage.completion_tokens > 1:
+            self.token_seconds.labels(model).observe(usage.seconds_per_token)
+
+    def on_load(self, model: str, seconds: float) -> None:
+        self.load_seconds.labels(model).observe(seconds)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class _SchedulerCollector:
+    def __init__(self, scheduler: Scheduler):
+        self._scheduler = scheduler
+
+    def collect(self):
+        status = self._scheduler.status()
+        busy = sum(s.busy_slots for s in status)
+        pending = self._scheduler.pending
+        yield GaugeMetricFamily(
+            "localllm_requests_in_flight", "Requests waiting or running", pending
+        )
+        yield GaugeMetricFamily(
+            "localllm_queue_depth", "Requests waiting for a slot or a load", max(0, pending - busy)
+        )
+        yield GaugeMetricFamily("localllm_models_loaded", "Loaded models", len(status))
+        slots = GaugeMetricFamily("localllm_slots_busy", "Busy slots per model", labels=["model"])
+        total = GaugeMetricFamily("localllm_slots_total", "Slots per model", labels=["model"])
+        memory = GaugeMetricFamily(
+            "localllm_model_memory_bytes", "Estimated memory", labels=["model"]
+        )
+        for s in status:
+            slots.add_metric([s.name], s.busy_slots)
+            total.add_metric([s.name], s.spec.num_parallel)
+            memory.add_metric([s.name], s.estimate_bytes)
+        yield from (slots, total, memory)
+
+
+class RequestLogMiddleware:
+    """Counts every HTTP request and writes one JSON log line when its response ends."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics, logger: logging.Logger | None = None):
+        self.app = app
+        self.metrics = metrics
+        self.log = logger or logging.getLogger("localllm.requests")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = [500]
+
+        async def send_wrapper(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            self._record(scope, status[0], time.perf_counter() - started)
+
+    def _record(self, scope: Scope, status: int, seconds: float) -> None:
+        route = getattr(scope.get("route"), "path", None) or "other"
+        self.metrics.requests.labels(route, scope["method"], str(status)).inc()
+        self.metrics.request_seconds.labels(route).observe(seconds)
+        line = {
+            "event": "request",
+            "method": scope["method"],
+            "path": scope["path"],
+            "status": status,
+            "duration_ms": round(seconds * 1000, 2),
+        }
+        line.update(_generation_fields(scope.get("state", {}).get("generation")))
+        self.log.info("%s", json.dumps(line))
+
+
+def _generation_fields(generation: Generation | None) -> dict:
+    """What a request's generation adds to its log line (set on ``request.state``)."""
+    result = generation.finished if generation is not None else None
+    if result is None:
+        return {}
+    u = result.usage
+    rate = u.completion_tokens / u.generation_seconds if u.generation_seconds > 0 else None
+    return {
+        "model": generation.model,
+        "finish_reason": result.reason,
+        "prompt_tokens": u.prompt_tokens,
+        "cached_tokens": u.cached_tokens,
+        "completion_tokens": u.completion_tokens,
+        "load_ms": round(u.load_seconds * 1000, 2),
+        "ttft_ms": round(u.time_to_first_token * 1000, 2),
+        "prompt_ms": round(u.prompt_seconds * 1000, 2),
+        "generation_ms": round(u.generation_seconds * 1000, 2),
+        "tokens_per_second": round(rate, 2) if rate else None,
+    }

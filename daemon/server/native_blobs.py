@@ -1,0 +1,172 @@
+"""``HEAD|POST /api/blobs/:digest`` (uploads) and ``POST /api/create`` (models from them).
+
+The digest in the path is validated before anything touches the disk. An upload streams into
+the store while it is hashed and is committed only if it hashes to that digest: a mismatch is
+a 400 and leaves nothing behind. ``create`` accepts files only as uploaded blobs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from anyio import from_thread, to_thread
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from starlette.requests import ClientDisconnect
+from starlette.responses import Response
+
+from daemon.api.native_models import CreateRequest
+from daemon.create import blob_resolver, create_model, normalize_quant
+from daemon.errors import BadRequestError
+from daemon.server.ndjson import ndjson_line, ndjson_stream
+from daemon.settings import Settings
+from model_registry.digests import Digest
+from model_registry.modelfile import PARAMETER_TYPES, Modelfile, from_is_path, parse_modelfile
+from model_registry.names import parse_name
+from model_registry.store import Store
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+
+@router.head("/api/blobs/{digest:path}")
+async def blob_exists(digest: str, request: Request) -> Response:
+    store: Store = request.app.state.store
+    found = store.blobs.exists(Digest.parse(digest))
+    return Response(status_code=200 if found else 404)
+
+
+@router.post("/api/blobs/{digest:path}")
+async def upload_blob(digest: str, request: Request) -> Response:
+    expected = Digest.parse(digest)  # before a byte is read or a file is made
+    store: Store = request.app.state.store
+    if store.blobs.exists(expected):
+        return Response(status_code=200)
+    size = request.headers.get("content-length", "")
+    reader = _BodyReader(request.stream())
+    try:
+        await to_thread.run_sync(
+            lambda: store.blobs.write_stream(
+                reader, expected=expected, size_hint=int(size) if size.isdigit() else 0
+            )
+        )
+    except ClientDisconnect:  # the upload stopped half way: nothing was stored
+        return Response(status_code=400)
+    return Response(status_code=201)
+
+
+class _BodyReader(io.RawIOBase):
+    """The request body as a blocking file object, for the store's writer thread."""
+
+    def __init__(self, chunks: AsyncIterator[bytes]):
+        self._chunks = chunks
+        self._buffer = b""
+        self._done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        while not self._done and (size < 0 or len(self._buffer) < size):
+            chunk = from_thread.run(self._next)
+            if chunk is None:
+                self._done = True
+            else:
+                self._buffer += chunk
+        if size < 0:
+            size = len(self._buffer)
+        data, self._buffer = self._buffer[:size], self._buffer[size:]
+        return data
+
+    async def _next(self) -> bytes | None:
+        try:
+            return await anext(self._chunks)
+        except StopAsyncIteration:
+            return None
+
+
+# -- create ----------------------------------------------------------------------------------
+@router.post("/api/create", response_model=None)
+async def create(body: CreateRequest, request: Request) -> Response:
+    store: Store = request.app.state.store
+    settings: Settings = request.app.state.settings
+    name = parse_name(body.model)
+    files = _digests(body.files) | _digests(body.adapters)
+    modelfile = _modelfile(body, files)
+    quant = normalize_quant(body.quantize)
+    steps = create_model(
+        store, name, modelfile, blob_resolver(store, files), quant, settings.data_dir / "tmp"
+    )
+    if body.stream:
+        return ndjson_stream(ndjson_line(step) async for step in steps)
+    last: dict = {}
+    async for step in steps:
+        last = step
+    return JSONResponse(last)
+
+
+def _digests(files: Mapping[str, str] | None) -> dict[str, Digest]:
+    return {str(ref): Digest.parse(digest) for ref, digest in (files or {}).items()}
+
+
+def _modelfile(body: CreateRequest, files: dict[str, Digest]) -> Modelfile:
+    """The request as one Modelfile: its text, then the structured fields on top."""
+    text = parse_modelfile(body.modelfile) if body.modelfile else None
+    source = body.from_ or (text.from_ if text else None) or _only_file(body.files)
+    base = text or Modelfile(from_=source)
+    fields: dict[str, Any] = {"from_": _as_reference(source, files)}
+    if body.template is not None:
+        fields["template"] = body.template
+    if body.system is not None:
+        fields["system"] = body.system
+    if body.parameters:
+        fields["parameters"] = {**base.parameters, **_parameters(body.parameters)}
+    if body.license is not None:
+        fields["license"] = [body.license] if isinstance(body.license, str) else body.license
+    if body.messages is not None:
+        fields["messages"] = [(m.role, m.content) for m in body.messages]
+    if body.adapters:
+        fields["adapters"] = [*base.adapters, *(_as_reference(r, files) for r in body.adapters)]
+    return dataclasses.replace(base, **fields)
+
+
+def _only_file(files: Mapping[str, str] | None) -> str:
+    if not files:
+        raise BadRequestError("create needs a Modelfile, `from`, or an uploaded file in `files`")
+    if len(files) > 1:
+        raise BadRequestError("several files were sent: say which is the model in `from`")
+    return next(iter(files))
+
+
+def _as_reference(reference: str, files: dict[str, Digest]) -> str:
+    """An uploaded file's key as a path-like reference (``model.gguf`` -> ``./model.gguf``)."""
+    if reference in files and not from_is_path(reference):
+        files[f"./{reference}"] = files[reference]
+        return f"./{reference}"
+    return reference
+
+
+def _parameters(values: Mapping[str, Any]) -> dict[str, object]:
+    """Structured ``parameters``, checked against the Modelfile's parameter types."""
+    checked: dict[str, object] = {}
+    for key, value in values.items():
+        kind = PARAMETER_TYPES.get(key)
+        if kind is None:
+            raise BadRequestError(f"unknown parameter {key!r}", param="parameters")
+        items = value if key == "stop" and isinstance(value, list) else [value]
+        if not all(_is(item, kind) for item in items):
+            raise BadRequestError(f"parameter {key} must be {kind.__name__}", param="parameters")
+        checked[key] = [*items] if key == "stop" else value
+    return checked
+
+
+def _is(value: object, kind: type) -> bool:
+    if kind is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, kind)

@@ -1,0 +1,157 @@
+"""``POST /api/generate`` and ``POST /api/chat``: Ollama's native text routes.
+
+Both translate onto the one inference path and stream NDJSON chunks (one object with
+``stream: false``). A request with nothing to say only loads the model, or unloads it when
+``keep_alive`` is 0, and answers ``done_reason: "load"`` / ``"unload"`` as Ollama does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from starlette.responses import Response
+
+from daemon.api.native_chat import (
+    ChatChunk,
+    ChatRequest,
+    GenerateChunk,
+    GenerateRequest,
+    OllamaReply,
+)
+from daemon.generation import Delta, Finished, Generation
+from daemon.inference import GenerationJob, Inference
+from daemon.options import parse_keep_alive
+from daemon.server.native_translate import (
+    chat_job,
+    check_images,
+    created_at,
+    done_reason,
+    generate_job,
+    timings,
+    tool_calls_out,
+    wants_images,
+)
+from daemon.server.ndjson import ndjson_line, ndjson_stream
+from daemon.server.sse import until_disconnect
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+# Builds one chunk from (model, text, logprobs, finished-or-None).
+ChunkMaker = Callable[[str, str, list[dict] | None, Finished | None], BaseModel]
+
+
+@router.post("/api/generate", response_model=None)
+async def generate(body: GenerateRequest, request: Request) -> Response:
+    inference: Inference = request.app.state.inference
+    if wants_images(body):
+        check_images(inference.resolve(body.model))
+    if not body.prompt and not body.system:
+        return await _load_or_unload(request, body.model, body.options, body.keep_alive, False)
+    return await _run(request, generate_job(body), body.stream, _generate_chunk)
+
+
+@router.post("/api/chat", response_model=None)
+async def chat(body: ChatRequest, request: Request) -> Response:
+    inference: Inference = request.app.state.inference
+    if wants_images(body):
+        check_images(inference.resolve(body.model))
+    if not body.messages:
+        return await _load_or_unload(request, body.model, body.options, body.keep_alive, True)
+    return await _run(request, chat_job(body), body.stream, _chat_chunk)
+
+
+# -- chunks ----------------------------------------------------------------------------------
+def _final_fields(finished: Finished | None) -> dict[str, Any]:
+    if finished is None:
+        return {}
+    return {"done": True, "done_reason": done_reason(finished.reason), **timings(finished.usage)}
+
+
+def _generate_chunk(
+    model: str, text: str, logprobs: list[dict] | None, finished: Finished | None
+) -> GenerateChunk:
+    return GenerateChunk(
+        model=model,
+        created_at=created_at(),
+        response=text,
+        logprobs=logprobs,
+        **_final_fields(finished),
+    )
+
+
+def _chat_chunk(
+    model: str, text: str, logprobs: list[dict] | None, finished: Finished | None
+) -> ChatChunk:
+    calls = tool_calls_out(finished.tool_calls) if finished else None
+    return ChatChunk(
+        model=model,
+        created_at=created_at(),
+        message=OllamaReply(content=text, tool_calls=calls),
+        logprobs=logprobs,
+        **_final_fields(finished),
+    )
+
+
+# -- running a generation --------------------------------------------------------------------
+async def _run(request: Request, job: GenerationJob, stream: bool, make: ChunkMaker) -> Response:
+    inference: Inference = request.app.state.inference
+    generation = await until_disconnect(request, inference.generate(job))
+    request.state.generation = generation  # the request log reads its usage
+    wants_logprobs = job.logprobs is not None
+    if stream:
+        lines = _lines(generation, make, wants_logprobs)
+        return ndjson_stream(lines, on_close=generation.aclose)
+    try:
+        chunk = await until_disconnect(request, _collect(generation, make, wants_logprobs))
+    finally:
+        await generation.aclose()
+    return JSONResponse(chunk.model_dump(exclude_none=True))
+
+
+async def _lines(generation: Generation, make: ChunkMaker, logprobs: bool) -> AsyncIterator[bytes]:
+    async for item in generation:
+        if isinstance(item, Delta):
+            entries = list(item.logprobs) if logprobs and item.logprobs else None
+            if item.text or entries:
+                yield ndjson_line(make(generation.model, item.text, entries, None))
+        else:
+            yield ndjson_line(make(generation.model, "", None, item))
+
+
+async def _collect(generation: Generation, make: ChunkMaker, logprobs: bool) -> BaseModel:
+    parts: list[str] = []
+    entries: list[dict] = []
+    finished: Finished | None = None
+    async for item in generation:
+        if isinstance(item, Delta):
+            parts.append(item.text)
+            entries.extend(item.logprobs)
+        else:
+            finished = item
+    return make(generation.model, "".join(parts), entries if logprobs else None, finished)
+
+
+# -- load and unload -------------------------------------------------------------------------
+async def _load_or_unload(
+    request: Request,
+    model: str,
+    options: Mapping[str, object] | None,
+    keep_alive: object,
+    chat: bool,
+) -> JSONResponse:
+    inference: Inference = request.app.state.inference
+    seconds = parse_keep_alive(keep_alive)
+    if seconds == 0:
+        name, reason = await inference.unload(model), "unload"
+    else:
+        name = await until_disconnect(request, inference.load(model, options or {}, seconds))
+        reason = "load"
+    fields = {"model": name, "created_at": created_at(), "done": True, "done_reason": reason}
+    reply = {"message": {"role": "assistant", "content": ""}} if chat else {"response": ""}
+    return JSONResponse({**fields, **reply})

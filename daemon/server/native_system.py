@@ -1,0 +1,89 @@
+"""Our own native endpoints for front ends: the machine, the Hugging Face browser, the log."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict
+from pathlib import Path
+
+from anyio import to_thread
+from fastapi import APIRouter, Query, Request
+
+from daemon.api.native_system import (
+    GpuInfo,
+    HubFile,
+    HubFilesResponse,
+    HubRepo,
+    HubSearchResponse,
+    LogsResponse,
+    SystemResponse,
+)
+from daemon.hub import HubBrowser
+from daemon.scheduler import Scheduler, system_memory
+from daemon.settings import Settings
+from daemon.system_info import system_report
+
+__all__ = ["LOG_NAME", "router"]
+
+router = APIRouter()
+
+LOG_NAME = "daemon.log"  # where the launcher sends the daemon's output
+_TAIL_BYTES = 4 << 20  # read at most this much of the log's end
+
+
+@router.get("/api/system")
+async def system(request: Request) -> SystemResponse:
+    scheduler: Scheduler = request.app.state.scheduler
+    report = await to_thread.run_sync(system_report, scheduler.status())
+    return SystemResponse(
+        ram_total=report.ram_total,
+        ram_available=report.ram_available,
+        cpu_count=report.cpu_count,
+        gpus=[
+            GpuInfo(name=g.name, vram_total=g.vram_total, vram_free=g.vram_free)
+            for g in report.gpus
+        ],
+        backend=report.backend,
+    )
+
+
+def _hub(request: Request) -> HubBrowser:
+    settings: Settings = request.app.state.settings
+    return HubBrowser(settings.hf_endpoint, settings.hf_token)
+
+
+@router.get("/api/hub/search")
+async def hub_search(
+    request: Request,
+    q: str = Query("", max_length=200),
+    limit: int = Query(20, ge=1, le=100),
+) -> HubSearchResponse:
+    found = await to_thread.run_sync(_hub(request).search, q, limit)
+    return HubSearchResponse(models=[HubRepo(**asdict(repo)) for repo in found])
+
+
+@router.get("/api/hub/files")
+async def hub_files(request: Request, repo: str = Query(..., max_length=200)) -> HubFilesResponse:
+    available = system_memory().available
+    listing = await to_thread.run_sync(_hub(request).files, repo, available)
+    files = [HubFile(**asdict(file)) for file in listing.files]
+    return HubFilesResponse(repo=listing.repo, files=files, projector=listing.projector)
+
+
+@router.get("/api/logs")
+async def logs(request: Request, lines: int = Query(200, ge=1, le=10_000)) -> LogsResponse:
+    settings: Settings = request.app.state.settings
+    text = await to_thread.run_sync(tail, settings.log_dir / LOG_NAME, lines)
+    return LogsResponse(text=text)
+
+
+def tail(path: Path, lines: int) -> str:
+    """The last ``lines`` lines of ``path``; empty when the daemon has no log file."""
+    try:
+        with path.open("rb") as stream:
+            size = os.fstat(stream.fileno()).st_size
+            stream.seek(max(0, size - _TAIL_BYTES))
+            data = stream.read()
+    except OSError:
+        return ""
+    return "\n".join(data.decode(errors="replace").splitlines()[-lines:])

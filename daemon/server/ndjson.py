@@ -1,0 +1,49 @@
+"""Newline-delimited JSON streams, Ollama's native streaming format.
+
+Every native stream goes through ``ndjson_stream``: the body is ``EventStream``'s (so the
+work behind it is closed however the response ends), and an error raised after the headers
+went out travels as a last ``{"error": "..."}`` line, which Ollama's clients raise.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+from pydantic import BaseModel
+
+from daemon.server.errors import ndjson_error
+from daemon.server.sse import EventStream
+
+__all__ = ["MEDIA_TYPE", "ndjson_line", "ndjson_stream"]
+
+MEDIA_TYPE = "application/x-ndjson"
+
+
+def ndjson_line(payload: BaseModel | dict) -> bytes:
+    """One compact JSON object and a newline."""
+    if isinstance(payload, BaseModel):
+        return payload.model_dump_json(exclude_none=True).encode() + b"\n"
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+
+def ndjson_stream(
+    lines: AsyncIterator[bytes], on_close: Callable[[], Awaitable[None]] | None = None
+) -> EventStream:
+    return EventStream(_guarded(lines), on_close=on_close or _nothing, media_type=MEDIA_TYPE)
+
+
+async def _guarded(lines: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    try:
+        async for line in lines:
+            yield line
+    except Exception as error:  # headers are sent: the error travels as the last line
+        yield ndjson_error(error)
+    finally:
+        aclose = getattr(lines, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+async def _nothing() -> None:
+    return None

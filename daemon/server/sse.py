@@ -1,0 +1,89 @@
+"""Server-sent events, and the guarantee that a stream's generation is closed however it ends.
+
+Starlette cancels a streaming body when the client hangs up; a cancelled task cannot await
+cleanup unless shielded, and an async generator left suspended is only finalized by the
+garbage collector. ``EventStream`` therefore closes its source itself, shielded, when the
+response ends for any reason, so the runner's slot is freed right away.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TypeVar
+
+import anyio
+from pydantic import BaseModel
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
+
+__all__ = ["DONE", "EventStream", "sse_data", "until_disconnect"]
+
+DONE = b"data: [DONE]\n\n"
+T = TypeVar("T")
+
+
+def sse_data(payload: BaseModel | dict) -> bytes:
+    """One ``data:`` event holding ``payload`` as compact JSON."""
+    if isinstance(payload, BaseModel):
+        text = payload.model_dump_json(exclude_none=True)
+    else:
+        text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    return b"data: " + text.encode() + b"\n\n"
+
+
+class EventStream(StreamingResponse):
+    """A streaming response (server-sent events by default) that runs ``on_close`` when it
+    ends, however it ends."""
+
+    def __init__(
+        self,
+        events: AsyncIterator[bytes],
+        on_close: Callable[[], Awaitable[None]],
+        headers: dict[str, str] | None = None,
+        media_type: str = "text/event-stream",  # Ollama's native streams: application/x-ndjson
+    ):
+        headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **(headers or {})}
+        super().__init__(events, media_type=media_type, headers=headers)
+        self._events = events
+        self._on_close = on_close
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            with anyio.CancelScope(shield=True):
+                aclose = getattr(self._events, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+                await self._on_close()
+
+
+async def until_disconnect(request: Request, work: Awaitable[T]) -> T:
+    """Run ``work`` but cancel it if the client hangs up first (non-streaming answers)."""
+    task = asyncio.ensure_future(work)
+    watcher = asyncio.ensure_future(_disconnected(request))
+    try:
+        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:
+        await _cancel(task)
+        raise
+    finally:
+        watcher.cancel()
+    if not task.done():
+        await _cancel(task)
+        raise ClientDisconnect()
+    return task.result()
+
+
+async def _cancel(task: asyncio.Future) -> None:
+    task.cancel()
+    with anyio.CancelScope(shield=True):
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def _disconnected(request: Request) -> None:
+    while (await request.receive())["type"] != "http.disconnect":
+        pass

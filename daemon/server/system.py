@@ -1,0 +1,34 @@
+"""The daemon's own endpoints: liveness, version, health and metrics."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import PlainTextResponse, Response
+
+from daemon.server.metrics import CONTENT_TYPE, Metrics
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+
+@router.api_route("/", methods=["GET", "HEAD"], response_class=PlainTextResponse)
+async def root() -> str:
+    return "localllm is running"
+
+
+@router.get("/health")
+async def health(request: Request) -> dict:
+    scheduler = request.app.state.scheduler
+    return {
+        "status": "ok",
+        "version": request.app.version,
+        "models_loaded": len(scheduler.status()),
+        "requests_in_flight": scheduler.pending,
+    }
+
+
+@router.get("/metrics")
+async def metrics(request: Request) -> Response:
+    registry: Metrics = request.app.state.metrics
+    return Response(registry.render(), media_type=CONTENT_TYPE)

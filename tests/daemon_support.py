@@ -1,0 +1,135 @@
+"""Helpers for end-to-end tests: a real daemon (``python -m daemon serve``) in a subprocess on
+a free loopback port, with its own temporary store of generated tiny models."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def make_store(root: Path, models: Mapping[str, Path | tuple[Path, object]]) -> Path:
+    """A store at ``root`` holding each GGUF under its name, optionally with ``ModelExtras``
+    (SYSTEM, TEMPLATE, ...), imported as ``localllm create`` would."""
+    from model_registry.importer import ModelExtras, import_gguf
+    from model_registry.store import Store
+
+    store = Store(root)
+    for name, source in models.items():
+        path, extras = source if isinstance(source, tuple) else (source, ModelExtras())
+        import_gguf(store, name, path, extras=extras)
+    return root
+
+
+class Daemon:
+    """A running daemon; use as a context manager, or call ``stop()``."""
+
+    def __init__(self, store_dir: Path, log_dir: Path, env: Mapping[str, str] | None = None):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = log_dir / "daemon.log"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        full_env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("LOCALLLM_")},
+            "LOCALLLM_MODELS": str(store_dir),
+            "LOCALLLM_LOGS": str(log_dir),
+            "LOCALLLM_NUM_THREADS": "1",
+            "PYTHONUNBUFFERED": "1",
+            **(env or {}),
+        }
+        self._log = self.log_path.open("wb")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "daemon", "serve", "--host", f"127.0.0.1:{self.port}"],
+            cwd=ROOT,
+            env=full_env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+        self._wait_ready()
+
+    def _wait_ready(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"daemon exited early:\n{self.log()}")
+            try:
+                if httpx.get(self.url + "/", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"daemon did not start:\n{self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def openai(self, **kwargs):
+        from openai import OpenAI
+
+        return OpenAI(base_url=self.url + "/v1", api_key="unused", max_retries=0, **kwargs)
+
+    def metrics(self) -> str:
+        return httpx.get(self.url + "/metrics", timeout=10).text
+
+    def runner_pids(self) -> list[int]:
+        """Child processes of the daemon (its runners), from /proc."""
+        children = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == self.process.pid:
+                children.append(int(stat.parent.name))
+        return children
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._log.close()
+
+    def __enter__(self) -> Daemon:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def metric_value(text: str, name: str, **labels: str) -> float:
+    """One sample from Prometheus text, labels in any order (0.0 when absent)."""
+    wanted = {f'{k}="{v}"' for k, v in labels.items()}
+    for line in text.splitlines():
+        sample, _, value = line.rpartition(" ")
+        metric, _, rest = sample.partition("{")
+        if metric == name and set(filter(None, rest.rstrip("}").split(","))) == wanted:
+            return float(value)
+    return 0.0
+
+
+def wait_for(predicate, timeout: float = 10.0, interval: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()

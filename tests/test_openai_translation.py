@@ -1,0 +1,151 @@
+"""OpenAI requests -> inference jobs -> sampling/runner options (no daemon needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from daemon.api import ChatCompletionRequest, CompletionRequest
+from daemon.errors import BadRequestError
+from daemon.options import merge_options, parse_keep_alive, runner_options, sampling_params
+from daemon.server.openai_translate import chat_job, completion_job, completion_logprobs
+from daemon.settings import Settings
+
+USER = [{"role": "user", "content": "hi"}]
+
+
+def chat(**fields) -> ChatCompletionRequest:
+    return ChatCompletionRequest.model_validate({"model": "m", "messages": USER, **fields})
+
+
+def test_sampling_fields_become_options():
+    job = chat_job(
+        chat(
+            temperature=0.2,
+            top_p=0.5,
+            seed=3,
+            stop="END",
+            max_completion_tokens=7,
+            max_tokens=99,
+            presence_penalty=0.5,
+            frequency_penalty=0.25,
+            top_k=5,
+            keep_alive="5m",
+        )
+    )
+    assert job.options == {
+        "temperature": 0.2,
+        "top_p": 0.5,
+        "top_k": 5,
+        "presence_penalty": 0.5,
+        "frequency_penalty": 0.25,
+        "seed": 3,
+        "stop": "END",
+        "num_predict": 7,
+    }
+    assert job.keep_alive == 300
+    params = sampling_params(job.options)
+    assert (params.temperature, params.max_tokens, params.stop, params.seed) == (
+        0.2,
+        7,
+        ("END",),
+        3,
+    )
+
+
+def test_model_params_are_defaults_the_request_overrides():
+    merged = merge_options(
+        {"temperature": 0.1, "num_ctx": 1024}, {"temperature": 0.9, "seed": None}
+    )
+    assert merged == {"temperature": 0.9, "num_ctx": 1024}
+    options = runner_options(merged, Settings(num_ctx=4096, num_parallel=2), n_ctx_train=2048)
+    assert (options.num_ctx, options.num_parallel, options.num_gpu) == (1024, 2, None)
+    assert runner_options({}, Settings(num_ctx=4096), n_ctx_train=2048).num_ctx == 2048
+
+
+def test_response_format_tools_logprobs_and_bias():
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    job = chat_job(
+        chat(
+            response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": schema}},
+            logprobs=True,
+            top_logprobs=2,
+            logit_bias={"42": -100},
+        )
+    )
+    assert job.json_schema == schema and job.logprobs == 2 and job.logit_bias == {42: -100.0}
+    assert chat_job(chat(response_format={"type": "json_object"})).json_schema == {"type": "object"}
+    tools = [{"type": "function", "function": {"name": "f"}}]
+    named = chat_job(chat(tools=tools, tool_choice={"type": "function", "function": {"name": "f"}}))
+    assert named.tool_choice.mode == "function" and named.tool_choice.name == "f"
+    assert chat_job(chat(tools=tools)).tool_choice.mode == "auto"
+    assert chat_job(chat()).tool_choice.mode == "none"
+
+
+@pytest.mark.parametrize(
+    ("fields", "param"),
+    [
+        ({"n": 2}, "n"),
+        ({"logit_bias": {"word": 1}}, "logit_bias"),
+        ({"logit_bias": {"1": 500}}, "logit_bias"),
+        ({"tool_choice": {"type": "function"}}, "tool_choice"),
+        ({"response_format": {"type": "json_schema"}}, "response_format"),
+        ({"keep_alive": "soon"}, "keep_alive"),
+        ({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]}, "messages"),
+    ],
+)
+def test_invalid_requests_name_the_parameter(fields, param):
+    with pytest.raises(BadRequestError) as caught:
+        chat_job(chat(**fields))
+    assert caught.value.param == param
+
+
+def test_legacy_completion_prompts():
+    job = completion_job(CompletionRequest(model="m", prompt=["only one"]))
+    assert job.prompt == "only one" and job.raw and job.options["num_predict"] == 16
+    for prompt in (["a", "b"], [1, 2, 3], [[1, 2]]):
+        with pytest.raises(BadRequestError):
+            completion_job(CompletionRequest(model="m", prompt=prompt))
+    with pytest.raises(BadRequestError, match="suffix"):
+        completion_job(CompletionRequest(model="m", prompt="x", suffix="y"))
+
+
+def test_completion_logprobs_shape():
+    entries = [
+        {"token": "He", "logprob": -0.5, "top_logprobs": [{"token": "He", "logprob": -0.5}]},
+        {"token": "llo", "logprob": -1.0, "top_logprobs": []},
+    ]
+    shaped = completion_logprobs(entries, offset=3)
+    assert shaped == {
+        "tokens": ["He", "llo"],
+        "token_logprobs": [-0.5, -1.0],
+        "top_logprobs": [{"He": -0.5}, {}],
+        "text_offset": [3, 5],
+    }
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        (None, None),
+        ("", None),
+        (0, 0.0),
+        (-1, -1.0),
+        ("10", 10.0),
+        ("5m", 300.0),
+        ("1h30m", 5400.0),
+        ("-1m", -60.0),
+        ("250ms", 0.25),
+        ("1.5s", 1.5),
+    ],
+)
+def test_keep_alive_durations(value, seconds):
+    assert parse_keep_alive(value) == seconds
+
+
+def test_bad_option_types_are_rejected():
+    with pytest.raises(BadRequestError, match="temperature"):
+        sampling_params({"temperature": "hot"})
+    with pytest.raises(BadRequestError, match="stop"):
+        sampling_params({"stop": [1]})
+    with pytest.raises(BadRequestError, match="num_ctx"):
+        runner_options({"num_ctx": 2}, Settings())

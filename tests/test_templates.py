@@ -1,0 +1,228 @@
+"""Chat templates: rendering, SYSTEM/MESSAGE handling, the Go subset, tool-call parsing, and
+the sandbox holding against hostile templates (which come from untrusted model files)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from daemon.errors import TemplateError, TemplateRejectedError, TemplateSecurityError
+from daemon.go_templates import is_go_template, to_jinja
+from daemon.templates import CHATML_TEMPLATE, ChatTemplate, TemplateCache, assemble_messages
+from daemon.tool_calls import (
+    ToolCallFilter,
+    ToolChoice,
+    forced_tool_schema,
+    parse_tool_calls,
+    tools_system_prompt,
+)
+
+USER = [{"role": "user", "content": "hi"}]
+
+TOOLS_TEMPLATE = (
+    "{% if tools %}<tools>{{ tools | tojson }}</tools>{% endif %}"
+    "{% for m in messages %}[{{ m.role }}]{{ m.content }}"
+    "{% for call in m.tool_calls or [] %}<call>{{ call.function.arguments | tojson }}</call>"
+    "{% endfor %}{% endfor %}"
+    "{% if add_generation_prompt %}[assistant]{% endif %}"
+)
+
+
+def test_chatml_fallback_when_the_model_has_no_template():
+    template = TemplateCache().get(None)
+    assert template.origin == "default"
+    assert template.render(USER) == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+
+
+def test_hugging_face_globals_and_filters():
+    source = (
+        "{{ bos_token }}{% for m in messages %}{{ m.content | tojson }}{% endfor %}"
+        "{% if strftime_now('%Y') | int > 2000 %}!{% endif %}{{ eos_token }}"
+    )
+    text = ChatTemplate(source).render(
+        [{"role": "user", "content": "héllo <b>"}], bos_token="<s>", eos_token="</s>"
+    )
+    assert text == '<s>"héllo <b>"!</s>'  # tojson keeps non-ASCII and does not HTML-escape
+
+
+def test_trim_blocks_and_loop_controls_like_hugging_face():
+    source = (
+        "{% for m in messages %}\n{% if loop.index > 1 %}{% break %}{% endif %}"
+        "{{ m.content }}\n{% endfor %}"
+    )
+    messages = [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]
+    assert ChatTemplate(source).render(messages) == "a\n"
+
+
+def test_tools_reach_templates_that_use_them():
+    template = ChatTemplate(TOOLS_TEMPLATE)
+    assert template.supports_tools
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
+    assert template.render(USER, tools=tools).startswith('<tools>[{"type": "function"')
+    assert not ChatTemplate(CHATML_TEMPLATE).supports_tools
+
+
+def test_system_is_inserted_only_when_the_request_has_none_and_messages_come_first():
+    preset = [{"role": "user", "content": "example"}, {"role": "assistant", "content": "reply"}]
+    merged = assemble_messages(USER, system="be brief", preset=preset)
+    assert [m["role"] for m in merged] == ["system", "user", "assistant", "user"]
+    assert merged[0]["content"] == "be brief"
+    own = [{"role": "system", "content": "mine"}, *USER]
+    assert assemble_messages(own, system="be brief")[0]["content"] == "mine"
+
+
+def test_content_parts_and_tool_call_arguments_are_normalized_for_templates():
+    messages = [
+        {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "1", "type": "function", "function": {"name": "f", "arguments": '{"x": 1}'}}
+            ],
+        },
+    ]
+    text = ChatTemplate(TOOLS_TEMPLATE).render(assemble_messages(messages))
+    assert "[user]ab" in text and '<call>{"x": 1}</call>' in text
+
+
+def test_go_template_subset_renders_turn_by_turn():
+    source = "{{ if .System }}S:{{ .System }}\n{{ end }}U:{{ .Prompt }}\nA:{{ .Response }}\n"
+    template = ChatTemplate(source, "Modelfile")
+    assert template.is_go
+    messages = assemble_messages(
+        [
+            {"role": "user", "content": "one"},
+            {"role": "assistant", "content": "1"},
+            {"role": "user", "content": "two"},
+        ],
+        system="sys",
+    )
+    assert template.render(messages) == "S:sys\nU:one\nA:1\nU:two\nA:"
+
+
+def test_go_template_trim_markers_and_comments():
+    source = "{{/* legacy */}}{{- .Prompt -}}  \n  {{ .Response }}"
+    assert ChatTemplate(source).render(USER) == "hi"
+    assert is_go_template("{{ .Prompt }}") and not is_go_template(CHATML_TEMPLATE)
+    assert to_jinja("{% raw %}{{ .Prompt }}") == "{% raw %}{% raw %}{% endraw %}{{ prompt }}"
+
+
+def test_unsupported_go_syntax_is_a_clear_error():
+    with pytest.raises(TemplateError, match=r"range .Messages.*write the template in Jinja"):
+        ChatTemplate("{{ range .Messages }}{{ .Content }}{{ end }}", "Modelfile")
+
+
+def test_raise_exception_rejects_the_request():
+    source = "{% if messages[0].role != 'system' %}{{ raise_exception('system first') }}{% endif %}"
+    with pytest.raises(TemplateRejectedError, match="system first"):
+        ChatTemplate(source).render(USER)
+
+
+def test_broken_templates_fail_with_a_template_error():
+    with pytest.raises(TemplateError, match="does not parse"):
+        ChatTemplate("{% for %}")
+    with pytest.raises(TemplateError, match="UndefinedError"):
+        ChatTemplate("{{ nothing.here }}").render(USER)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "{{ ''.__class__.__mro__ }}",
+        "{{ ''.__class__.__mro__[1].__subclasses__() }}",
+        "{{ ().__class__.__base__.__subclasses__() }}",
+        "{{ cycler.__init__.__globals__.os.popen('id').read() }}",
+        "{{ self.__init__.__globals__ }}",
+        "{{ messages.append(1) }}",
+        "{{ (messages | first).update({'role': 'system'}) }}",
+        "{{ 'x' * 100000000 }}",
+        "{{ [1] * 100000000 }}",
+        "{{ ((2 ** 64) ** 64) ** 64 }}",
+    ],
+)
+def test_hostile_templates_cannot_escape_the_sandbox(source, tmp_path):
+    with pytest.raises(TemplateSecurityError, match="sandbox forbids"):
+        ChatTemplate(source).render(USER)
+
+
+def test_huge_output_is_stopped():
+    source = "{% for i in range(100000) %}{{ messages[0].content }}{% endfor %}"
+    big = [{"role": "user", "content": "y" * 1000}]
+    with pytest.raises(TemplateSecurityError):
+        ChatTemplate(source).render(big)
+
+
+def test_template_cache_parses_each_source_once():
+    cache = TemplateCache(capacity=2)
+    assert cache.get("{{ 1 }}") is cache.get("{{ 1 }}")
+    cache.get("{{ 2 }}")
+    cache.get("{{ 3 }}")
+    assert len(cache._templates) == 2
+
+
+# -- tool calls ---------------------------------------------------------------------------
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+    },
+}
+TIME = {"type": "function", "function": {"name": "get_time"}}
+
+
+def test_forced_tool_schemas():
+    named = forced_tool_schema([WEATHER, TIME], ToolChoice("function", "get_weather"))
+    assert named["properties"]["name"] == {"const": "get_weather"}
+    assert named["properties"]["arguments"]["required"] == ["city"]
+    anyone = forced_tool_schema([WEATHER, TIME], ToolChoice("required"))
+    assert [o["properties"]["name"]["const"] for o in anyone["oneOf"]] == [
+        "get_weather",
+        "get_time",
+    ]
+    with pytest.raises(ValueError, match="not among the tools"):
+        forced_tool_schema([WEATHER], ToolChoice("function", "nope"))
+
+
+def test_parse_hermes_and_bare_json_tool_calls():
+    hermes = 'ok <tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
+    (call,) = parse_tool_calls(hermes, ["get_weather"])
+    assert call.name == "get_weather" and json.loads(call.arguments) == {"city": "Oslo"}
+    assert call.id.startswith("call_")
+    bare = (
+        '[{"name": "get_time", "arguments": "{}"}, '
+        '{"name": "get_weather", "parameters": {"city": "x"}}]'
+    )
+    assert [c.name for c in parse_tool_calls(bare, ["get_time", "get_weather"])] == [
+        "get_time",
+        "get_weather",
+    ]
+    assert parse_tool_calls('{"name": "unknown", "arguments": {}}', ["get_time"]) == []
+    assert parse_tool_calls("just text", None) == []
+
+
+def test_tool_call_filter_streams_text_and_holds_calls():
+    text_filter = ToolCallFilter(["get_time"])
+    assert text_filter.feed("  ") == ""
+    assert text_filter.feed("Hello") == "  Hello"
+    assert text_filter.feed(" world") == " world"
+    assert text_filter.finish() == ("", [])
+    call_filter = ToolCallFilter(["get_time"])
+    assert call_filter.feed("<tool_") == "" and call_filter.feed('call>{"name": "get_time", ') == ""
+    assert call_filter.feed('"arguments": {}}</tool_call>') == ""
+    rest, calls = call_filter.finish()
+    assert rest == "" and calls[0].name == "get_time"
+    not_json = ToolCallFilter(["get_time"])
+    not_json.feed("{not json")
+    assert not_json.finish() == ("{not json", [])
+
+
+def test_tools_system_prompt_lists_every_tool():
+    prompt = tools_system_prompt([WEATHER, TIME])
+    assert "<tools>" in prompt and "get_weather" in prompt and "get_time" in prompt
