@@ -86,7 +86,9 @@ def download(hub, tmp_path, path: str, data: bytes, size: int | None = None, **o
         client.close()
 
 
-def test_download_of_arbitrary_bytes(served, tmp_path):
+@pytest.mark.parametrize("pwrite", [True, False], ids=["pwrite", "seek-and-write"])
+def test_download_of_arbitrary_bytes(served, tmp_path, monkeypatch, pwrite):
+    monkeypatch.setattr("model_registry.pull.downloader._HAS_PWRITE", pwrite)  # False: Windows
     hub, data = served
     job, verified, partial = download(hub, tmp_path, "blob.gguf", data)
     assert verified and partial.read_bytes() == data and job.fetched == len(data)

@@ -27,6 +27,7 @@ __all__ = ["BlobDownload"]
 
 _WRITE_SIZE = 1 << 20  # gather network chunks into writes of this size
 _MAX_PARTS = 16384  # a 100 GB file still has 16 MiB parts
+_HAS_PWRITE = hasattr(os, "pwrite")  # not on Windows
 
 
 class _Pending:
@@ -109,8 +110,9 @@ class BlobDownload:
         self._progress = progress = PartialProgress(
             self._load_state(), self._state_path, self._options.save_interval
         )
-        self._fd = os.open(self._partial_path, os.O_RDWR | os.O_CREAT, 0o644)
-        self._hasher = PrefixHasher(self._fd, self._size)
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0)  # binary on Windows
+        self._fd = os.open(self._partial_path, flags, 0o644)
+        self._hasher = PrefixHasher(self._fd, self._partial_path, self._size)
         try:
             if os.fstat(self._fd).st_size != self._size:
                 os.ftruncate(self._fd, self._size)
@@ -268,7 +270,7 @@ class BlobDownload:
         written = 0
         try:
             while written < len(data):
-                written += os.pwrite(self._fd, data[written:], offset + written)
+                written += self._pwrite(data[written:], offset + written)
         except OSError as error:
             if error.errno == errno.ENOSPC:
                 missing = self._size - self.completed
@@ -276,6 +278,13 @@ class BlobDownload:
             raise
         finally:
             self._record(offset, written, fetched)
+
+    def _pwrite(self, data: memoryview, offset: int) -> int:
+        if _HAS_PWRITE:
+            return os.pwrite(self._fd, data, offset)
+        with self._lock:  # Windows: seek and write must not interleave between threads
+            os.lseek(self._fd, offset, os.SEEK_SET)
+            return os.write(self._fd, data)
 
     def _record(self, offset: int, count: int, fetched: int) -> None:
         if self._progress.record(offset, count, fetched) and self._hasher is not None:

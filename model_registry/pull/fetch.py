@@ -104,7 +104,7 @@ class BlobSource:
         except httpx.TransportError as error:
             raise RetryableError(_describe(error)) from error
         try:
-            self._check(response, url, start, end)
+            self._check(response, start, end)
             yield response
         except httpx.TransportError as error:
             raise RetryableError(_describe(error)) from error
@@ -123,7 +123,7 @@ class BlobSource:
         origin = self._origin
         return (url.scheme, url.host, url.port) == (origin.scheme, origin.host, origin.port)
 
-    def _check(self, response: httpx.Response, url: str, start: int, end: int | None) -> None:
+    def _check(self, response: httpx.Response, start: int, end: int | None) -> None:
         status = response.status_code
         if response.history and not self._same_origin(response.url):
             with self._lock:
@@ -135,7 +135,7 @@ class BlobSource:
             if end is not None and not (start == 0 and end == self._size):
                 raise RangeNotSupported
             return
-        if url != self._url and status in (401, 403, 404, 410):
+        if status in (401, 403, 404, 410) and not self._same_origin(response.url):
             with self._lock:  # the CDN address expired: ask the hub for a fresh one
                 self._redirected = None
             raise RetryableError(f"the download address expired (HTTP {status})")

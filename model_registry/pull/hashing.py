@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import os
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import BinaryIO
 
 from model_registry.digests import Digest
@@ -46,10 +46,11 @@ def start_writeback(fd: int, offset: int, length: int) -> None:
 
 
 class PrefixHasher:
-    """sha256 of the first ``size`` bytes of ``fd``, computed as :meth:`advance` allows."""
+    """sha256 of the first ``size`` bytes of a file being written through ``fd`` (at
+    ``path``), computed as :meth:`advance` allows."""
 
-    def __init__(self, fd: int, size: int):
-        self._fd, self._size = fd, size
+    def __init__(self, fd: int, path: Path, size: int):
+        self._fd, self._path, self._size = fd, path, size
         self._ready = threading.Condition()
         self._prefix = 0  # bytes from offset 0 that may be read
         self._wanted = 0  # the prefix the thread is waiting for
@@ -85,8 +86,8 @@ class PrefixHasher:
         return self._result
 
     def _run(self) -> None:
-        # One reusable buffer, read front to back through a file object of our own.
-        with open(os.dup(self._fd), "rb", buffering=0) as reader:
+        # One reusable buffer, read front to back through a file (and offset) of our own.
+        with open(self._path, "rb", buffering=0) as reader:
             self._hash(reader, memoryview(bytearray(_READ_SIZE)))
 
     def _hash(self, reader: BinaryIO, buffer: memoryview) -> None:

@@ -3,6 +3,7 @@
 It speaks the paths huggingface_hub 2.x requests, so the real client works against it when
 given ``endpoint=hub.endpoint`` (or ``HF_ENDPOINT``):
 
+* ``GET /api/models?search=&filter=gguf&limit=`` (search),
 * ``GET /api/models/{repo}[/revision/{rev}]`` (``?blobs=true`` adds size, blobId, lfs),
 * ``POST /api/models/{repo}/paths-info/{rev}``, ``GET /api/models/{repo}/tree/{rev}[/{path}]``,
 * ``HEAD|GET /{repo}/resolve/{rev}/{path}``: LFS files answer 302 to ``/cdn/...`` with
@@ -91,6 +92,7 @@ class LocalHub:
         self._repos: dict[str, _Repo] = {}
         self._lock = threading.Lock()
         self._cdn_generation = 0
+        self._expire_after = 0
         self._servers: list[_Server] = []
         self.cdn_saw_token = False  # set if a request to the CDN carried an Authorization
         self._sending = 0  # response bodies being sent right now
@@ -174,15 +176,26 @@ class LocalHub:
         if start > now:
             time.sleep(start - now)
 
+    def _count_cdn_response(self) -> None:
+        with self._lock:
+            if self._expire_after:
+                self._expire_after -= 1
+                if not self._expire_after:
+                    self._cdn_generation += 1
+
     def report_size(self, repo_id: str, path: str, size: int | None) -> None:
         """Make the LFS metadata claim another size (the bytes served do not change)."""
         with self._lock:
             self._file(repo_id, path).reported_size = size
 
-    def expire_cdn_urls(self) -> None:
-        """Every CDN address handed out so far now answers 403, as expired signed URLs do."""
+    def expire_cdn_urls(self, after_requests: int = 0) -> None:
+        """Every CDN address handed out so far answers 403 (as expired signed URLs do), now
+        or once the CDN has served ``after_requests`` more responses."""
         with self._lock:
-            self._cdn_generation += 1
+            if after_requests:
+                self._expire_after = after_requests
+            else:
+                self._cdn_generation += 1
 
     def bytes_served(self, repo_id: str, path: str) -> int:
         return self._file(repo_id, path).served
@@ -288,7 +301,9 @@ class _Handler(BaseHTTPRequestHandler):
         path, query = unquote(url.path), parse_qs(url.query)
         self.hub.requests_log.append((self.command, url.path))
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            if path.startswith("/api/models/"):
+            if path.rstrip("/") == "/api/models":
+                self._search(query)
+            elif path.startswith("/api/models/"):
                 self._api(path.removeprefix("/api/models/"), query)
             elif path.startswith("/cdn/"):
                 self._cdn(path.removeprefix("/cdn/"), query, head)
@@ -318,6 +333,21 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(_model_info(repo, blobs))
         else:
             self._error(404, "not found")
+
+    def _search(self, query: dict[str, list[str]]) -> None:
+        """``GET /api/models?search=&filter=gguf&limit=``: public repos, by id substring."""
+        words = query.get("search", [""])[0].lower()
+        gguf_only = "gguf" in query.get("filter", [])
+        limit = int(query.get("limit", ["1000"])[0])
+        found = []
+        for repo in list(self.hub._repos.values()):
+            has_gguf = any(p.lower().endswith(".gguf") for p in repo.files)
+            if repo.private or words not in repo.repo_id.lower() or (gguf_only and not has_gguf):
+                continue
+            info = _model_info(repo, blobs=False)
+            info.pop("siblings")
+            found.append(info | {"downloads": len(repo.files), "likes": 0})
+        self._json(found[:limit])
 
     def _entry(self, repo: _Repo, path: str) -> dict[str, object]:
         entry = repo.files[path]
@@ -367,6 +397,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif query.get("sig", [""])[0] != str(self.hub._cdn_generation):
             self._error(403, "Request has expired")
         else:
+            self.hub._count_cdn_response()
             self._serve(entry, head, {"ETag": f'"{entry.sha256}"'})
 
     def _file_headers(self, repo: _Repo, entry: _File) -> dict[str, str]:
