@@ -10,6 +10,7 @@ import pytest
 from daemon.security.cors import OriginPolicy
 from daemon.security.host_check import allowed_host_names, host_name_of, is_loopback_address
 from daemon.security.keys import ApiKeyStore
+from model_registry.credentials import IN_FILE
 
 
 @pytest.mark.parametrize(
@@ -88,4 +89,4 @@ def test_api_key_falls_back_to_a_private_file_without_a_keyring(tmp_path):
     assert len(key) >= 32
     assert keys.create() == key  # stable
     assert stat.S_IMODE(keys.file.stat().st_mode) == 0o600
-    assert "readable only by you" in keys.location
+    assert keys.location == IN_FILE and "no system keyring" in IN_FILE

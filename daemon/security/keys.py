@@ -6,75 +6,38 @@ On Linux servers ``keyring`` often has no backend; then the key goes to
 
 from __future__ import annotations
 
-import os
 import secrets
 from pathlib import Path
 
+from model_registry.credentials import IN_FILE, IN_KEYRING, NO_KEYRING, Credential
+
 __all__ = ["ApiKeyStore"]
 
-_SERVICE = "localllm"
-_USER = "api-key"
-
-
-def _keyring():
-    """The keyring module if it has a usable backend, else None."""
-    try:
-        import keyring
-        from keyring.backends import fail
-    except ImportError:
-        return None
-    try:
-        backend = keyring.get_keyring()
-    except Exception:
-        return None
-    if isinstance(backend, fail.Keyring) or getattr(backend, "priority", 1) <= 0:
-        return None
-    return keyring
+_API_KEY = Credential("api-key", "api_key")
 
 
 class ApiKeyStore:
     def __init__(self, config_dir: Path, use_keyring: bool = True):
-        self.file = Path(config_dir) / "api_key"
-        self.use_keyring = use_keyring
+        self.config_dir = Path(config_dir)
+        self.file = self.config_dir / _API_KEY.file_name
+        self._backend = None if use_keyring else NO_KEYRING
+        self._location: str | None = None
 
     @property
     def location(self) -> str:
-        if self._backend() is not None and not self.file.exists():
-            return "the system keyring"
-        return f"{self.file.name} in the config directory, readable only by you"
+        """Where the key is kept, in words (after :meth:`create`, exactly where it went)."""
+        if self._location is None:
+            return IN_FILE if self.file.exists() else IN_KEYRING
+        return self._location
 
     def load(self) -> str | None:
-        backend = self._backend()
-        if backend is not None:
-            try:
-                value = backend.get_password(_SERVICE, _USER)
-            except Exception:
-                value = None
-            if value:
-                return value
-        try:
-            return self.file.read_text().strip() or None
-        except OSError:
-            return None
+        return _API_KEY.load(self.config_dir, keyring_backend=self._backend)
 
     def create(self) -> str:
         """Return the existing key, or make and save a new one."""
-        return self.load() or self._save(secrets.token_urlsafe(32))
-
-    def _save(self, key: str) -> str:
-        backend = self._backend()
-        if backend is not None:
-            try:
-                backend.set_password(_SERVICE, _USER, key)
-                return key
-            except Exception:
-                pass
-        self.file.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as stream:
-            stream.write(key + "\n")
-        os.chmod(self.file, 0o600)
+        existing = self.load()
+        if existing:
+            return existing
+        key = secrets.token_urlsafe(32)
+        self._location = _API_KEY.store(key, self.config_dir, keyring_backend=self._backend)
         return key
-
-    def _backend(self):
-        return _keyring() if self.use_keyring else None

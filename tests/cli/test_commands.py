@@ -248,7 +248,8 @@ def test_prune_and_verify(run_cli, fake):
 
 def test_login_logout_and_key_use_the_config_dir(run_cli, tmp_path):
     assert run_cli("login", stdin="hf_abc\n")[1] == (
-        "Saved your Hugging Face token in a file only you can read.\n"
+        "Saved your Hugging Face token in a file only you can read "
+        "(no system keyring is available).\n"
     )
     token_file = tmp_path / "config" / "hf_token"
     assert token_file.read_text().strip() == "hf_abc" and token_file.stat().st_mode & 0o077 == 0
