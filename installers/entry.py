@@ -42,10 +42,20 @@ def run_module(name: str, args: Sequence[str]) -> int:
 
 
 def _give_streams_somewhere() -> None:
-    """A windowed program has no console: without this, the first log line would raise."""
-    for name in ("stdout", "stderr"):
-        if getattr(sys, name) is None:
-            setattr(sys, name, open(os.devnull, "w"))  # noqa: SIM115 (lives as long as we do)
+    """A windowed program (``localllm-app`` on Windows) has no console: what it prints goes to
+    ``<log dir>/localllm-app.log`` instead of nowhere, and the first log line cannot crash it."""
+    if sys.stdout is not None and sys.stderr is not None:
+        return
+    try:
+        from daemon.settings import Settings
+
+        log_dir = Settings.from_env().log_dir
+        log_dir.mkdir(parents=True, exist_ok=True)
+        stream = open(log_dir / "localllm-app.log", "a", buffering=1, encoding="utf-8")  # noqa: SIM115
+    except (OSError, ValueError):
+        stream = open(os.devnull, "w")  # noqa: SIM115 (lives as long as the process)
+    sys.stdout = sys.stdout or stream
+    sys.stderr = sys.stderr or stream
 
 
 if __name__ == "__main__":

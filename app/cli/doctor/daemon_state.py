@@ -1,0 +1,61 @@
+"""Whether the daemon runs, its version, and which model store it serves.
+
+Asked without starting it (the doctor reports what is, and every other command starts the
+daemon anyway). A daemon older than ``/api/version`` or ``/api/system`` still gets a report:
+the version from ``/health`` and the store as unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from app.cli.doctor.report import DaemonState
+from daemon.client import Client, ClientError, Unauthorized
+from daemon.launcher import DaemonStartError, connect_url, daemon_answers, is_loopback
+from daemon.settings import Settings
+
+__all__ = ["daemon_state"]
+
+_TIMEOUT = 10.0
+_MISSING = (404, 405)  # the daemon predates the endpoint
+_WILDCARDS = ("0.0.0.0", "::", "")  # listening on every address, this one included
+
+
+def daemon_state(settings: Settings) -> DaemonState:
+    url = connect_url(settings)
+    local = settings.host in _WILDCARDS or is_loopback(settings.host)
+    try:
+        if not daemon_answers(url):
+            return DaemonState(url, running=False, local=local)
+    except DaemonStartError as error:
+        return DaemonState(url, running=False, local=local, error=str(error))
+    client = Client(url, api_key=settings.api_key, timeout=_TIMEOUT)
+    try:
+        version = _version(client)
+        system = _optional(client.system) or {}
+    except Unauthorized:
+        message = "the daemon wants an API key: set LOCALLLM_API_KEY to the one it uses"
+        return DaemonState(url, running=True, local=local, error=message)
+    except ClientError as error:
+        return DaemonState(url, running=True, local=local, error=f"the daemon failed: {error}")
+    finally:
+        client.close()
+    models_dir = system.get("models_dir") if isinstance(system, Mapping) else None
+    return DaemonState(url, True, local, version, str(models_dir) if models_dir else None)
+
+
+def _version(client: Any) -> str | None:
+    version = _optional(client.version)
+    if version is None:
+        version = (_optional(client.health) or {}).get("version")
+    return str(version) if version else None
+
+
+def _optional(call: Callable[[], Any]) -> Any:
+    try:
+        return call()
+    except ClientError as error:
+        if error.status in _MISSING:
+            return None
+        raise

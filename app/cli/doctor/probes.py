@@ -1,0 +1,187 @@
+"""How ``localllm doctor`` looks at this computer: each probe returns data and never raises.
+
+The llama.cpp build is asked in a subprocess (``python -m daemon.runners.worker.probe``, with
+this program's own ``sys.executable``, which is the bundle in a frozen install): a broken
+native library then shows up as a finding instead of killing the doctor. Commands go through
+``run``/``which`` parameters so tests can hand in the outputs of tools this machine lacks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import daemon
+from app.cli.doctor.report import Gpu, LlamaBuild, Memory, StoreState
+
+__all__ = [
+    "Run",
+    "apple_gpu",
+    "llama_build",
+    "memory",
+    "nvidia_gpus",
+    "parse_meminfo",
+    "parse_nvidia_smi",
+    "parse_vm_stat",
+    "run_command",
+    "store_state",
+]
+
+Run = Callable[[Sequence[str], float], "subprocess.CompletedProcess[str]"]
+PROBE_MODULE = "daemon.runners.worker.probe"
+_NVIDIA_QUERY = "--query-gpu=name,memory.total,memory.free,driver_version"
+_MIB = 1 << 20
+_PACKAGE_ROOT = Path(daemon.__file__).resolve().parents[1]  # the probe runs beside `daemon`
+
+
+def run_command(argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        list(argv), capture_output=True, text=True, timeout=timeout, cwd=_PACKAGE_ROOT
+    )
+
+
+def llama_build(run: Run = run_command, timeout: float = 60.0) -> LlamaBuild:
+    """Load llama.cpp in a child process and report what the build supports."""
+    try:
+        result = run([sys.executable, "-m", PROBE_MODULE], timeout)
+    except (OSError, subprocess.SubprocessError) as error:
+        return LlamaBuild(error=f"the probe did not run: {error}")
+    if result.returncode < 0:  # killed by a signal while loading the native library
+        return LlamaBuild(error=_crash(-result.returncode))
+    if result.returncode != 0:
+        lines = [line for line in (result.stderr or "").splitlines() if line.strip()]
+        return LlamaBuild(error=lines[-1].strip() if lines else f"status {result.returncode}")
+    try:
+        found = json.loads(result.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return LlamaBuild(error="the probe printed no report")
+    return LlamaBuild(
+        version=found.get("llama_cpp_version"),
+        supports_gpu_offload=found.get("supports_gpu_offload"),
+        backend=found.get("backend"),
+        system_info=found.get("system_info"),
+        library_dir=found.get("library_dir"),
+    )
+
+
+def _crash(signal_number: int) -> str:
+    try:
+        name = signal.Signals(signal_number).name
+    except ValueError:
+        name = f"signal {signal_number}"
+    if name == "SIGILL":  # a native build from a newer CPU (AVX-512 on one without it)
+        return "it crashed (SIGILL): it was built for a newer processor than this one"
+    return f"it crashed ({name})"
+
+
+def nvidia_gpus(
+    run: Run = run_command, which: Callable[[str], str | None] = shutil.which
+) -> list[Gpu]:
+    exe = which("nvidia-smi")
+    if exe is None:
+        return []
+    try:
+        result = run([exe, _NVIDIA_QUERY, "--format=csv,noheader,nounits"], 10.0)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return parse_nvidia_smi(result.stdout) if result.returncode == 0 else []
+
+
+def parse_nvidia_smi(output: str) -> list[Gpu]:
+    """``name, total MiB, free MiB, driver`` lines (a name may hold commas)."""
+    gpus = []
+    for line in output.splitlines():
+        parts = [part.strip() for part in line.split(",")]
+        if len(parts) < 4 or not (parts[-3].isdigit() and parts[-2].isdigit()):
+            continue
+        name = ",".join(parts[:-3])
+        total, free = int(parts[-3]) * _MIB, int(parts[-2]) * _MIB
+        gpus.append(Gpu(name, "nvidia", total, free, parts[-1] or None))
+    return gpus
+
+
+def apple_gpu(system: str, machine: str, run: Run = run_command) -> list[Gpu]:
+    """Apple silicon's GPU (Metal), which shares the computer's memory."""
+    if system != "Darwin" or machine != "arm64":
+        return []
+    try:
+        chip = run(["sysctl", "-n", "machdep.cpu.brand_string"], 5.0).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        chip = ""
+    return [Gpu(f"{chip or 'Apple silicon'} GPU (Metal)", "apple")]
+
+
+def memory(system: str | None = None, run: Run = run_command) -> Memory:
+    """Total and available RAM: /proc/meminfo, sysctl + vm_stat on macOS, the Win32 API."""
+    system = system or platform.system()
+    try:
+        if system == "Linux":
+            return parse_meminfo(Path("/proc/meminfo").read_text())
+        if system == "Darwin":
+            total = int(run(["sysctl", "-n", "hw.memsize"], 5.0).stdout.strip())
+            return Memory(total, parse_vm_stat(run(["vm_stat"], 5.0).stdout))
+        if system == "Windows":
+            return _windows_memory()
+    except (OSError, ValueError, subprocess.SubprocessError):
+        pass
+    return Memory(None, None)
+
+
+def parse_meminfo(text: str) -> Memory:
+    fields = {}
+    for line in text.splitlines():
+        key, _, rest = line.partition(":")
+        if rest.split():
+            fields[key] = int(rest.split()[0]) * 1024
+    return Memory(fields.get("MemTotal"), fields.get("MemAvailable", fields.get("MemFree")))
+
+
+def parse_vm_stat(text: str) -> int | None:
+    """Free, inactive and speculative pages: what macOS hands out without swapping."""
+    lines = text.splitlines()
+    if not lines or "page size of" not in lines[0]:
+        return None
+    page = int(lines[0].split("page size of")[1].split()[0])
+    pages = {}
+    for line in lines[1:]:
+        key, _, value = line.partition(":")
+        if value.strip().rstrip(".").isdigit():
+            pages[key.strip()] = int(value.strip().rstrip("."))
+    wanted = ("Pages free", "Pages inactive", "Pages speculative")
+    return sum(pages.get(key, 0) for key in wanted) * page
+
+
+def _windows_memory() -> Memory:
+    import ctypes
+
+    class Status(ctypes.Structure):
+        _fields_ = [("length", ctypes.c_ulong), ("load", ctypes.c_ulong)] + [
+            (name, ctypes.c_ulonglong)
+            for name in ("total", "available", "page_total", "page_free", "virtual", "vfree")
+        ] + [("extended", ctypes.c_ulonglong)]  # fmt: skip
+
+    status = Status(length=ctypes.sizeof(Status))
+    if not ctypes.windll.kernel32.GlobalMemoryStatusEx(ctypes.byref(status)):  # type: ignore[attr-defined]
+        return Memory(None, None)
+    return Memory(status.total, status.available)
+
+
+def store_state(path: Path) -> StoreState:
+    """Where the models go: does it exist, can we write there, how much room is on its disk."""
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    try:
+        usage = shutil.disk_usage(existing)
+        total, free = usage.total, usage.free
+    except OSError:
+        total = free = None
+    writable = os.access(existing, os.W_OK | os.X_OK)
+    return StoreState(path, path.is_dir(), writable, total, free)
