@@ -21,14 +21,19 @@ from anyio import to_thread
 from daemon.errors import BadRequestError, QuantizeError
 from daemon.runners.worker.quantize import QUANT_TYPES
 from model_registry.digests import Digest
-from model_registry.errors import BlobNotFoundError, ModelfileError, ModelNotFoundError
+from model_registry.errors import (
+    BlobNotFoundError,
+    GGUFError,
+    ModelfileError,
+    ModelNotFoundError,
+)
 from model_registry.gguf_info import read_gguf_info
 from model_registry.importer import create_from_modelfile
 from model_registry.modelfile import Modelfile, from_is_path
 from model_registry.names import ModelName
 from model_registry.store import LayerType, Store
 
-__all__ = ["QUANTIZABLE", "blob_resolver", "create_model", "normalize_quant"]
+__all__ = ["QUANTIZABLE", "blob_resolver", "check_create", "create_model", "normalize_quant"]
 
 log = logging.getLogger("localllm.create")
 
@@ -74,6 +79,32 @@ def blob_resolver(store: Store, files: Mapping[str, Digest]) -> Resolver:
     return resolve
 
 
+def check_create(
+    store: Store, modelfile: Modelfile, resolve: Resolver, quantize: str | None
+) -> None:
+    """Refuse a create that cannot work before any step runs (so it is a plain 400): a file
+    that was not uploaded, an upload that is not a GGUF model, a base model that is missing,
+    a quantization of weights that are already quantized."""
+    for adapter in modelfile.adapters:
+        resolve(adapter)
+    if from_is_path(modelfile.from_):
+        info = read_gguf_info(resolve(modelfile.from_))
+        if info.is_projector:
+            raise GGUFError("the FROM file is a vision projector (mmproj), not a model")
+    else:
+        _base(store, modelfile)
+    if quantize is not None:
+        _quantizable(read_gguf_info(_weights(store, modelfile, resolve)).file_type)
+
+
+def _quantizable(file_type: str) -> None:
+    if file_type not in QUANTIZABLE:
+        raise BadRequestError(
+            f"can only quantize {'/'.join(QUANTIZABLE)} models; this one is {file_type}",
+            param="quantize",
+        )
+
+
 async def create_model(
     store: Store,
     name: ModelName,
@@ -87,11 +118,7 @@ async def create_model(
     if quantize is not None:
         source = await to_thread.run_sync(_weights, store, modelfile, resolve)
         info = await to_thread.run_sync(read_gguf_info, source)
-        if info.file_type not in QUANTIZABLE:
-            raise BadRequestError(
-                f"can only quantize {'/'.join(QUANTIZABLE)} models; this one is {info.file_type}",
-                param="quantize",
-            )
+        _quantizable(info.file_type)
         yield {"status": f"quantizing {info.file_type} model to {quantize}"}
         work_dir.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=work_dir, prefix="quantize-") as temp:

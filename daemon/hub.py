@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from huggingface_hub import HfApi
+import httpx
+from huggingface_hub import HfApi, ModelInfo
 from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
 
 from daemon.errors import BadRequestError
@@ -57,15 +58,24 @@ class HubBrowser:
     def __init__(self, endpoint: str | None, token: str | None, timeout: float = 20.0):
         self.endpoint = (endpoint or DEFAULT_ENDPOINT).rstrip("/")
         self._timeout = timeout
+        self._token = token
         # token=False: huggingface_hub must not look for a token on its own (env, files).
         self._api = HfApi(endpoint=self.endpoint, token=token or False, library_name="localllm")
 
     def search(self, query: str, limit: int) -> list[HubRepoInfo]:
+        """GGUF repositories matching ``query``, most downloaded first. One plain request:
+        huggingface_hub's ``list_models`` retries a dead connection for about 25 s."""
+        params: dict[str, object] = {"filter": "gguf", "limit": limit, "sort": "downloads"}
+        if query:
+            params["search"] = query
+        headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
         found = self._call(
             "search",
-            lambda: list(self._api.list_models(search=query or None, filter="gguf", limit=limit)),
+            lambda: _get_json(f"{self.endpoint}/api/models", params, headers, self._timeout),
         )
-        return [_repo_info(model) for model in found[:limit]]
+        if not isinstance(found, list):
+            raise DownloadError("Hugging Face answered the search with something unexpected")
+        return [_repo_info(ModelInfo(**item)) for item in found[:limit] if isinstance(item, dict)]
 
     def files(self, repo: str, memory_available: int) -> HubListing:
         """Each quantization of ``repo`` (best first) and its vision projector, if any; the
@@ -103,7 +113,7 @@ class HubBrowser:
             ) from None
         except RepositoryNotFoundError:
             raise UnknownModelError(f"hf.co/{what} was not found on Hugging Face") from None
-        except HfHubHTTPError as error:
+        except (HfHubHTTPError, httpx.HTTPStatusError) as error:
             status = getattr(getattr(error, "response", None), "status_code", None)
             raise DownloadError(f"Hugging Face answered HTTP {status} for {what}") from None
         except OSError as error:
@@ -116,6 +126,15 @@ class HubBrowser:
                     f"could not reach {self.endpoint} ({type(error).__name__})"
                 ) from None
             raise
+
+
+def _get_json(url: str, params: dict, headers: dict, timeout: float) -> object:
+    response = httpx.get(url, params=params, headers=headers, timeout=timeout)
+    response.raise_for_status()
+    try:
+        return response.json()
+    except ValueError:
+        return None
 
 
 def _is_transport_error(error: Exception) -> bool:

@@ -108,9 +108,7 @@ class Inference:
             raise
         return generation
 
-    async def load(
-        self, name: str, options: Mapping[str, object], keep_alive: float | None
-    ) -> str:
+    async def load(self, name: str, options: Mapping[str, object], keep_alive: float | None) -> str:
         """Load ``name`` (or keep it loaded) without generating; returns its display name."""
         model = self.resolve(name)
         lease = await self._lease(model, merge_options(model.params, options), keep_alive)

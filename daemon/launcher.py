@@ -4,8 +4,11 @@
 answers at the configured address and that address is on this machine's loopback, start
 ``python -m daemon serve`` detached (its own session, output to ``<log dir>/daemon.log``) and
 wait until it answers. A daemon meant for the network (any other address) is never started
-behind the user's back: it has to be started on purpose, with an API key. A lock file keeps two
-front ends starting at once from racing to start two daemons.
+behind the user's back: it has to be started on purpose (``network=True``, the desktop app's
+"serve on the local network" switch), and the daemon itself refuses to listen there without an
+API key. A lock file keeps two front ends starting at once from racing to start two daemons.
+The started process is reaped by a background thread, so a long-running front end (the
+desktop app) never collects zombies when the daemon it started exits.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import ipaddress
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -74,13 +78,18 @@ def daemon_answers(url: str, timeout: float = _PROBE_TIMEOUT) -> bool:
 
 
 def ensure_daemon(
-    settings: Settings, timeout: float = 30.0, *, on_start: Callable[[], None] | None = None
-) -> None:
-    """Return once the daemon answers, starting it first if it is local and not running."""
+    settings: Settings,
+    timeout: float = 30.0,
+    *,
+    on_start: Callable[[], None] | None = None,
+    network: bool = False,
+) -> subprocess.Popen | None:
+    """Return once the daemon answers, starting it first if it is not running and either local
+    or ``network`` (asked for on purpose). Returns the process it started, else None."""
     url = connect_url(settings)
     if daemon_answers(url):
-        return
-    if not is_loopback(settings.host):
+        return None
+    if not (network or is_loopback(settings.host)):
         raise DaemonStartError(
             f"the daemon at {url} is not reachable; it is only started automatically on a "
             "loopback address, so start it there with `localllm serve`"
@@ -90,15 +99,23 @@ def ensure_daemon(
     try:
         with FileLock(str(settings.data_dir / "daemon-start.lock"), timeout=timeout):
             if daemon_answers(url):  # another front end started it while we waited
-                return
+                return None
             process = _spawn(settings)
+            _reap_when_done(process)
             if on_start is not None:
                 on_start()
             _wait_until_up(url, process, settings.log_dir / LOG_NAME, deadline)
+            return process
     except Timeout:
         raise DaemonStartError(
             f"timed out waiting for another start of the daemon at {url}"
         ) from None
+
+
+def _reap_when_done(process: subprocess.Popen) -> None:
+    """Wait for the process in a daemon thread: its exit status is collected, not left as a
+    zombie for as long as this (possibly long-running) front end lives."""
+    threading.Thread(target=process.wait, name="localllm-daemon-reaper", daemon=True).start()
 
 
 def _spawn(settings: Settings) -> subprocess.Popen:

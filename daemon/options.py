@@ -34,6 +34,14 @@ _INTS = {
     "num_predict": "max_tokens",
 }
 _RUNNER_INTS = ("num_ctx", "num_batch", "num_gpu", "num_thread", "num_parallel")
+# (lowest, highest) accepted; 0 means "the default" where Ollama says so, -1 GPU layers "all".
+_RUNNER_RANGES = {
+    "num_ctx": (0, 1 << 24),
+    "num_batch": (0, 1 << 16),
+    "num_gpu": (-1, 1 << 16),
+    "num_thread": (0, 1024),
+    "num_parallel": (0, 256),
+}
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -94,6 +102,10 @@ def runner_options(
 ) -> RunnerOptions:
     """How the runner must be started for these options (settings fill what is unset)."""
     ints = {key: _number(options[key], key, int) for key in _RUNNER_INTS if key in options}
+    for key, value in ints.items():
+        low, high = _RUNNER_RANGES[key]
+        if not low <= value <= high:  # beyond these a runner aborts or allocates for ever
+            raise BadRequestError(f"option {key} must be between {low} and {high}", param=key)
     num_ctx = ints.get("num_ctx") or settings.num_ctx
     if "num_ctx" not in ints and n_ctx_train:
         num_ctx = min(num_ctx, n_ctx_train)  # the default never exceeds what the model knows
@@ -104,7 +116,7 @@ def runner_options(
         num_parallel=max(1, ints.get("num_parallel") or settings.num_parallel),
         num_gpu=ints.get("num_gpu"),
         num_threads=ints.get("num_thread") or settings.num_threads,
-        num_batch=max(1, ints.get("num_batch") or 512),
+        num_batch=min(num_ctx, max(1, ints.get("num_batch") or 512)),  # never above the ctx
     )
 
 

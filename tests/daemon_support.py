@@ -48,6 +48,7 @@ class Daemon:
             **{k: v for k, v in os.environ.items() if not k.startswith("LOCALLLM_")},
             "LOCALLLM_MODELS": str(store_dir),
             "LOCALLLM_LOGS": str(log_dir),
+            "LOCALLLM_DATA": str(log_dir / "data"),  # pull list, temp files: never the user's
             "LOCALLLM_NUM_THREADS": "1",
             "PYTHONUNBUFFERED": "1",
             **(env or {}),

@@ -42,7 +42,7 @@ def client(imported_store, tmp_path):
 
     settings = Settings(models_dir=imported_store.root, log_dir=tmp_path / "logs")
     app = create_app(settings, store=imported_store, runner_factory=factory)
-    with TestClient(app) as test_client:
+    with TestClient(app, base_url="http://localhost") as test_client:
         yield test_client
 
 

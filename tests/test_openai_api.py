@@ -334,12 +334,12 @@ def test_the_daemon_client_streams_chat_and_raises_typed_errors(daemon):
 
     with Client(daemon.url) as client:
         assert client.health()["status"] == "ok"
-        assert "tiny" in [m.id for m in client.list_models()]
-        chunks = list(client.chat("tiny", USER, max_tokens=5, seed=1))
+        assert "tiny" in [m.id for m in client.list_openai_models()]
+        chunks = list(client.openai_chat("tiny", USER, max_tokens=5, seed=1))
         assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
         assert client.chat_once("tiny", USER, max_tokens=3).usage.completion_tokens == 3
         with pytest.raises(ModelNotFound, match="localllm pull"):
-            list(client.chat("missing", USER))
+            list(client.openai_chat("missing", USER))
     with pytest.raises(DaemonUnavailable), Client("http://127.0.0.1:9", timeout=2) as dead:
         dead.health()
 

@@ -423,3 +423,19 @@ def test_memory_estimate_and_placement_arithmetic():
     assert describe_placement(5, 20, "cuda") == "75%/25% CPU/GPU"
     assert describe_placement(17, 17, "cpu") == "100% CPU"
     assert parse_nvidia_smi("8000\n 512 \nN/A\n") == [8000 << 20, 512 << 20]
+
+
+@pytest.mark.parametrize("num_gpu", [-1, 999])
+def test_an_explicit_gpu_layer_count_that_placement_changes_is_loaded_once(num_gpu):
+    """``num_gpu: -1`` on a CPU build (or more layers than fit) is placed as something else;
+    the next identical request must reuse the runner, not reload it forever."""
+
+    async def scenario():
+        h = Harness(gpu_backend=False)
+        options = RunnerOptions(num_ctx=512, num_parallel=2, num_gpu=num_gpu)
+        for _ in range(3):
+            async with h.scheduler.lease(target("a"), options):
+                pass
+        assert len(h.started) == 1
+
+    run(scenario())

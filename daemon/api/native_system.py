@@ -32,6 +32,7 @@ class SystemResponse(BaseModel):
     cpu_count: int
     gpus: list[GpuInfo]
     backend: str  # of the loaded runners ("cpu", "cuda", ...), or what the machine suggests
+    models_dir: str | None = None  # the store's folder, told only to a client on this machine
 
 
 class HubRepo(BaseModel):

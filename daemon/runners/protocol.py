@@ -23,7 +23,8 @@ Runner -> daemon (``ev``)::
     {"ev": "done", "id": n, ...DoneEvent fields}
     {"ev": "embedding", "id": n, "index": i, "f32": base64 of little-endian float32}
     {"ev": "result", "id": n, "value": ...}
-    {"ev": "error", "id": n, "kind": "context_overflow" | "error", "message": s, ...}
+    {"ev": "error", "id": n, "kind": "context_overflow" | "invalid_request" | "error",
+     "message": s, ...}
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from .types import (
     ContextOverflowError,
     DoneEvent,
     GenerateRequest,
+    InvalidRequestError,
     RunnerError,
     RunnerInfo,
     RunnerSpec,
@@ -180,10 +182,14 @@ def error_to_wire(rid: int, exc: RunnerError) -> dict[str, Any]:
     if isinstance(exc, ContextOverflowError):
         message.update(kind="context_overflow", prompt_tokens=exc.prompt_tokens)
         message["context"] = exc.context
+    elif isinstance(exc, InvalidRequestError):
+        message["kind"] = "invalid_request"
     return message
 
 
 def error_from_wire(data: dict[str, Any]) -> RunnerError:
     if data.get("kind") == "context_overflow":
         return ContextOverflowError(data["prompt_tokens"], data["context"])
+    if data.get("kind") == "invalid_request":
+        return InvalidRequestError(data["message"])
     return RunnerError(data["message"])

@@ -13,6 +13,7 @@ __all__ = [
     "DoneEvent",
     "EmbedRequest",
     "GenerateRequest",
+    "InvalidRequestError",
     "RunnerCrashed",
     "RunnerError",
     "RunnerInfo",
@@ -120,7 +121,12 @@ class RunnerCrashed(RunnerError):
     """The runner process died; the message names the model and ends with its last log lines."""
 
 
-class ContextOverflowError(RunnerError):
+class InvalidRequestError(RunnerError):
+    """The request cannot be served as asked (a bad grammar or schema, a token outside the
+    vocabulary, an empty prompt): the client's fault, answered with 400, never a crash."""
+
+
+class ContextOverflowError(InvalidRequestError):
     def __init__(self, prompt_tokens: int, context: int):
         self.prompt_tokens = prompt_tokens
         self.context = context

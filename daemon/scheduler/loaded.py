@@ -106,6 +106,7 @@ class LoadedModel:
     busy: int = 0
     stale: bool = False  # asked to reload with other options: take no new requests
     expires_at: float | None = None
+    requested: RunnerSpec | None = None  # the spec asked for, before GPU placement changed it
     slots: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(1))
     idle: asyncio.Event = field(default_factory=asyncio.Event)
 

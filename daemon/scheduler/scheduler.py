@@ -164,7 +164,7 @@ class Scheduler:
 
     def _ready(self, name: str, spec: RunnerSpec) -> LoadedModel | None:
         model = self._models.get(name)
-        if model is None or not model.usable or not _same(model.spec, spec):
+        if model is None or not model.usable or not _same(model, spec):
             return None
         model.refs += 1
         model.idle.clear()
@@ -180,7 +180,7 @@ class Scheduler:
 
     async def _load_locked(self, target: LoadTarget, spec: RunnerSpec) -> LoadedModel:
         current = self._models.get(target.name)
-        if current is not None and current.usable and _same(current.spec, spec):
+        if current is not None and current.usable and _same(current, spec):
             return current
         if current is not None:
             await self._retire(current)
@@ -195,6 +195,7 @@ class Scheduler:
             plan.estimate_bytes,
             self.config.keep_alive,
             self._clock(),
+            requested=spec,
         )
         model.expires_at = self._expiry(model)  # waiters claim it at once; else it expires
         self._models[target.name] = model
@@ -307,8 +308,12 @@ class Scheduler:
         task.add_done_callback(self._background.discard)
 
 
-def _same(loaded: RunnerSpec, wanted: RunnerSpec) -> bool:
-    """Equal for reuse: an automatic GPU choice matches whatever was placed."""
+def _same(model: LoadedModel, wanted: RunnerSpec) -> bool:
+    """Equal for reuse: the same request as the one that loaded it (placement may have changed
+    its GPU layers, e.g. ``num_gpu: -1`` on a CPU build), or an automatic GPU choice that
+    matches whatever was placed. Comparing with the placed spec alone would reload forever."""
+    if model.requested == wanted:
+        return True
     if wanted.num_gpu_layers == AUTO_GPU_LAYERS:
-        wanted = replace(wanted, num_gpu_layers=loaded.num_gpu_layers)
-    return loaded == wanted
+        wanted = replace(wanted, num_gpu_layers=model.spec.num_gpu_layers)
+    return model.spec == wanted

@@ -15,6 +15,7 @@ from pathlib import Path
 from fastapi import FastAPI
 
 from daemon.inference import Inference
+from daemon.pulls import PullManager, PullRecords
 from daemon.runners.types import RunnerSpec
 from daemon.scheduler import MemoryInfo, Runner, RunnerFactory, Scheduler, SchedulerConfig
 from daemon.security import (
@@ -25,10 +26,23 @@ from daemon.security import (
     OriginPolicy,
     is_loopback_address,
 )
-from daemon.server import openai_chat, openai_completions, openai_models, system
+from daemon.server import (
+    native_blobs,
+    native_control,
+    native_embed,
+    native_generate,
+    native_models,
+    native_pulls,
+    native_system,
+    openai_chat,
+    openai_completions,
+    openai_models,
+    system,
+)
 from daemon.server.errors import install_error_handlers
 from daemon.server.metrics import Metrics, RequestLogMiddleware
 from daemon.settings import Settings
+from model_registry.pull import Puller
 from model_registry.store import Store
 
 __all__ = ["create_app"]
@@ -41,6 +55,7 @@ def create_app(
     runner_factory: RunnerFactory | None = None,
     memory_probe: Callable[[], MemoryInfo] | None = None,
     gpu_probe: Callable[[], list[int]] | None = None,
+    puller: Puller | None = None,
 ) -> FastAPI:
     """A daemon app for ``settings``; the keyword arguments replace its parts in tests."""
     store = store or Store(settings.models_dir)
@@ -63,12 +78,36 @@ def create_app(
     app.state.scheduler = scheduler
     app.state.inference = inference
     app.state.metrics = metrics
-    for module in (system, openai_chat, openai_completions, openai_models):
+    app.state.pulls = PullManager(
+        puller or _puller(settings, store), PullRecords(settings.data_dir / "pulls.json")
+    )
+    for module in (system, openai_chat, openai_completions, openai_models, *_NATIVE):
         app.include_router(module.router)
     install_error_handlers(app)
     app.add_middleware(RequestLogMiddleware, metrics=metrics)
     _install_guards(app, settings)
     return app
+
+
+_NATIVE = (
+    native_models,
+    native_generate,
+    native_embed,
+    native_pulls,
+    native_blobs,
+    native_control,
+    native_system,
+    native_control,
+)
+
+
+def _puller(settings: Settings, store: Store) -> Puller:
+    return Puller(
+        store,
+        endpoint=settings.hf_endpoint,
+        token=settings.hf_token,
+        catalog_path=settings.catalog_path,
+    )
 
 
 def _install_guards(app: FastAPI, settings: Settings) -> None:
@@ -88,6 +127,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
     finally:
         reaper.cancel()
+        await app.state.pulls.shutdown()  # pauses running pulls: their partials stay
         await scheduler.shutdown()
 
 

@@ -26,7 +26,12 @@ from daemon.errors import (
     TemplateError,
     TemplateRejectedError,
 )
-from daemon.runners.types import ContextOverflowError, RunnerCrashed, RunnerError
+from daemon.runners.types import (
+    ContextOverflowError,
+    InvalidRequestError,
+    RunnerCrashed,
+    RunnerError,
+)
 from model_registry.errors import (
     AuthenticationError,
     CorruptManifestError,
@@ -84,6 +89,7 @@ ERROR_TABLE: tuple[tuple[type[BaseException], int, str, str | None], ...] = (
     (ModelLoadError, 500, "server_error", "model_load_failed"),
     (QuantizeError, 500, "server_error", "quantize_failed"),
     (RunnerCrashed, 500, "server_error", "runner_crashed"),
+    (InvalidRequestError, 400, "invalid_request_error", "invalid_request"),
     (RunnerError, 500, "server_error", "runner_error"),
     (CorruptManifestError, 500, "server_error", "corrupt_model"),
     (RegistryError, 500, "server_error", "registry_error"),

@@ -19,7 +19,7 @@ from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
 from daemon.api.native_models import CreateRequest
-from daemon.create import blob_resolver, create_model, normalize_quant
+from daemon.create import blob_resolver, check_create, create_model, normalize_quant
 from daemon.errors import BadRequestError
 from daemon.server.ndjson import ndjson_line, ndjson_stream
 from daemon.settings import Settings
@@ -98,9 +98,9 @@ async def create(body: CreateRequest, request: Request) -> Response:
     files = _digests(body.files) | _digests(body.adapters)
     modelfile = _modelfile(body, files)
     quant = normalize_quant(body.quantize)
-    steps = create_model(
-        store, name, modelfile, blob_resolver(store, files), quant, settings.data_dir / "tmp"
-    )
+    resolve = blob_resolver(store, files)
+    await to_thread.run_sync(check_create, store, modelfile, resolve, quant)
+    steps = create_model(store, name, modelfile, resolve, quant, settings.data_dir / "tmp")
     if body.stream:
         return ndjson_stream(ndjson_line(step) async for step in steps)
     last: dict = {}

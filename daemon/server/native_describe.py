@@ -26,7 +26,6 @@ _INFO_KEYS = {
     "architecture": "general.architecture",
     "name": "general.name",
     "parameter_count": "general.parameter_count",
-    "file_type": "general.file_type",
     "license": "general.license",
     "context_length": "{arch}.context_length",
     "embedding_length": "{arch}.embedding_length",

@@ -20,6 +20,7 @@ from daemon.api.native_system import (
 )
 from daemon.hub import HubBrowser
 from daemon.scheduler import Scheduler, system_memory
+from daemon.security import is_loopback_address
 from daemon.settings import Settings
 from daemon.system_info import system_report
 
@@ -34,6 +35,7 @@ _TAIL_BYTES = 4 << 20  # read at most this much of the log's end
 @router.get("/api/system")
 async def system(request: Request) -> SystemResponse:
     scheduler: Scheduler = request.app.state.scheduler
+    settings: Settings = request.app.state.settings
     report = await to_thread.run_sync(system_report, scheduler.status())
     return SystemResponse(
         ram_total=report.ram_total,
@@ -44,7 +46,13 @@ async def system(request: Request) -> SystemResponse:
             for g in report.gpus
         ],
         backend=report.backend,
+        models_dir=str(settings.models_dir) if _local(request) else None,
     )
+
+
+def _local(request: Request) -> bool:
+    """A client on this machine (``localllm doctor`` compares stores); never a remote one."""
+    return request.client is not None and is_loopback_address(request.client.host)
 
 
 def _hub(request: Request) -> HubBrowser:

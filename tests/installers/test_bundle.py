@@ -104,10 +104,6 @@ def test_install_serve_run_and_uninstall(bundle, tmp_path, tiny_model_path):
     assert uninstall.returncode == 0, uninstall.stderr
     assert not [name for name, path in installed.items() if path.exists() or path.is_symlink()]
     assert (store / "manifests").is_dir(), "models stay without --purge"
-    if app_error and "member_descriptor" in app_error:
-        pytest.xfail(
-            f"waiting: `localllm app` without --data-dir fails in app/gui/main.py: {app_error}"
-        )
     assert app_error is None, app_error
 
 

@@ -15,7 +15,7 @@ import llama_cpp as lc
 import numpy as np
 
 from ..protocol import FrameWriter
-from ..types import ContextOverflowError, RunnerError, RunnerSpec
+from ..types import ContextOverflowError, InvalidRequestError, RunnerSpec
 from .batch import Batch
 from .model import ContextConfig, Model
 
@@ -73,7 +73,7 @@ class Embedder:
                     raise ContextOverflowError(len(tokens), self.n_ctx)
                 tokens = tokens[: self.n_ctx]
             if not tokens:
-                raise RunnerError("cannot embed an empty input")
+                raise InvalidRequestError("cannot embed an empty input")
             tokenized.append(tokens)
         self.open()
         job = _EmbedJob(rid, tokenized, normalize)

@@ -15,7 +15,12 @@ from dataclasses import dataclass
 import llama_cpp as lc
 
 from ..protocol import FrameWriter
-from ..types import ContextOverflowError, GenerateRequest, RunnerError, RunnerSpec
+from ..types import (
+    ContextOverflowError,
+    GenerateRequest,
+    InvalidRequestError,
+    RunnerSpec,
+)
 from .batch import Batch
 from .model import ContextConfig, Model
 from .sampling import SequenceSampler, token_logprobs
@@ -75,7 +80,7 @@ class Engine:
     def submit(self, rid: int, req: GenerateRequest) -> None:
         prompt = self.model.tokenize(req.prompt, req.add_bos, special=True)
         if not prompt:
-            raise RunnerError("the prompt is empty")
+            raise InvalidRequestError("the prompt is empty")
         if len(prompt) >= self.n_ctx:
             raise ContextOverflowError(len(prompt), self.n_ctx)
         params = req.params

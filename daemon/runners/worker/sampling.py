@@ -14,7 +14,7 @@ import llama_cpp as lc
 import numpy as np
 from llama_cpp.llama_grammar import json_schema_to_gbnf
 
-from ..types import RunnerError, SamplingParams
+from ..types import InvalidRequestError, SamplingParams
 from .model import Model
 
 __all__ = ["SequenceSampler", "token_logprobs"]
@@ -54,7 +54,7 @@ class SequenceSampler:
         if grammar is not None:
             sampler = lc.llama_sampler_init_grammar(model.vocab, grammar.encode(), b"root")
             if not sampler:
-                raise RunnerError("the grammar is not valid GBNF (see the runner log)")
+                raise InvalidRequestError("the grammar is not valid GBNF (see the runner log)")
             self._add(sampler)
         if params.temperature <= 0:
             self._add(lc.llama_sampler_init_greedy())
@@ -76,7 +76,7 @@ class SequenceSampler:
     def _add_logit_bias(self, model: Model, bias: dict[int, float]) -> None:
         for token in bias:
             if not 0 <= token < model.n_vocab:
-                raise RunnerError(f"logit_bias names token {token}, outside the vocabulary")
+                raise InvalidRequestError(f"logit_bias names token {token}, outside the vocabulary")
         items = (lc.llama_logit_bias * len(bias))(
             *(lc.llama_logit_bias(t, b) for t, b in bias.items())
         )
@@ -108,7 +108,7 @@ def _grammar_text(params: SamplingParams) -> str | None:
     try:
         return json_schema_to_gbnf(params.json_schema)
     except Exception as exc:  # the converter raises plain exceptions of several kinds
-        raise RunnerError(f"cannot turn the JSON schema into a grammar: {exc}") from None
+        raise InvalidRequestError(f"cannot turn the JSON schema into a grammar: {exc}") from None
 
 
 def token_logprobs(model: Model, ctx, row: int, token: int, top_n: int) -> dict:

@@ -1,0 +1,331 @@
+"""Fuzzing the HTTP API: hypothesis sends malformed, odd and hostile requests to the real app
+(in process, with a real store and real runner processes) and every answer must be a
+deliberate one: never a 500, always a JSON error body in the right shape, never a crash.
+
+Budget: ``LOCALLLM_FUZZ_EXAMPLES`` examples per test (default 150: about 15 s in all).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from daemon.server import create_app
+from daemon.settings import Settings
+from tests.daemon_support import make_store
+
+pytestmark = pytest.mark.slow
+
+EXAMPLES = int(os.environ.get("LOCALLLM_FUZZ_EXAMPLES", "150"))
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,  # the same examples every run in CI; raise EXAMPLES to explore
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+ACCEPTABLE_5XX = {502, 503, 507}  # hub unreachable, busy, out of memory: deliberate answers
+CITY = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 5}}}
+
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=12),
+)
+json_values = st.recursive(
+    scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+def mostly(valid, junk=json_values):
+    """Valid values about nine times in ten, so requests get past validation into the engine."""
+    return st.integers(0, 9).flatmap(lambda roll: junk if roll == 0 else valid)
+
+
+odd_names = st.sampled_from(
+    ["TINY", "nope", "", "../../etc/passwd", "a/b/c/d/e", "hf.co/x/y:q4", "tiny:", ":tag",
+     "x" * 700, "con", "tiny\u0000", "ünï"]
+) | st.text(max_size=20)  # fmt: skip
+names = mostly(st.sampled_from(["tiny", "tiny:latest"]), odd_names)
+number = st.floats(-10, 10, allow_nan=False) | st.integers(-5, 100)
+option_values = {
+    "temperature": st.floats(0, 2),
+    "top_k": st.integers(0, 100),
+    "top_p": st.floats(0, 1),
+    "min_p": st.floats(0, 1),
+    "typical_p": st.floats(0, 1),
+    "seed": st.integers(-(2**63), 2**64),
+    "stop": st.lists(st.text(max_size=4), max_size=2) | st.text(max_size=3),
+    "repeat_penalty": number,
+    "repeat_last_n": st.integers(-2, 64),
+    "presence_penalty": number,
+    "frequency_penalty": number,
+    "num_ctx": st.sampled_from([256, 16, 15, 0, -1, 10**12]),
+    "num_batch": st.sampled_from([512, 1, 0, -4, 10**9]),
+    "num_thread": st.sampled_from([1, 0, -3, 10**6]),
+    "num_parallel": st.sampled_from([2, 0, 300, 10**5]),
+    # not num_gpu: a value the machine cannot honour makes the scheduler reload for ever
+    "mirostat": st.integers(0, 2),
+    "unknown_option": scalars,
+}
+options = mostly(
+    st.fixed_dictionaries({}, optional={k: mostly(v, scalars) for k, v in option_values.items()})
+)
+formats = mostly(
+    st.sampled_from(["", "json", None, {"type": "object", "properties": {"a": {"type": "integer"}}},
+                     {"type": "string", "maxLength": 3}, {"enum": ["x", "y"]}]),
+    st.sampled_from(["yaml", {}]) | json_values.filter(lambda v: not isinstance(v, dict)),
+)  # fmt: skip
+keep_alive = mostly(
+    st.sampled_from([None, "5m", -1, 300, "1h30m"]), st.sampled_from(["0", 0, "soon", ""]) | scalars
+)
+arguments = mostly(st.dictionaries(st.text(max_size=3), scalars, max_size=2), st.text(max_size=6))
+call = st.fixed_dictionaries(
+    {"function": st.fixed_dictionaries({"name": st.text(max_size=5), "arguments": arguments})}
+)
+message = st.fixed_dictionaries(
+    {"role": mostly(st.sampled_from(["user", "system", "assistant", "tool"]), st.just("wizard"))},
+    optional={
+        "content": mostly(st.text(max_size=30)),
+        "images": st.lists(st.text(max_size=8), max_size=1),
+        "tool_calls": mostly(st.lists(call, max_size=1)),
+        "tool_name": st.text(max_size=5),
+    },
+)
+messages = st.lists(message, max_size=3)
+tool_function = st.fixed_dictionaries(
+    {"name": st.text(max_size=8)}, optional={"parameters": mostly(st.just(CITY), json_values)}
+)
+tools = st.lists(
+    st.fixed_dictionaries({"type": st.just("function"), "function": tool_function}), max_size=2
+)
+
+
+def generation_fields(**fields):
+    common = {"options": options, "keep_alive": keep_alive, "format": formats,
+              "stream": mostly(st.booleans()), "logprobs": mostly(st.booleans()),
+              "top_logprobs": mostly(st.integers(0, 5), st.integers(-3, 30))}  # fmt: skip
+    return st.fixed_dictionaries({"model": names}, optional={**common, **fields})
+
+
+REQUESTS = {
+    "/api/generate": generation_fields(
+        prompt=mostly(st.text(max_size=40), scalars),
+        system=mostly(st.text(max_size=20) | st.none()),
+        template=st.sampled_from(["{{ .Prompt }}", "{{ if }", "{% for %}", "{{ 7 ** 999999 }}"])
+        | st.text(max_size=20),
+        raw=mostly(st.booleans()),
+        suffix=st.sampled_from(["", None, "x"]),
+        context=st.lists(st.integers(0, 10), max_size=3),
+        images=st.lists(st.text(max_size=8), max_size=1),
+    ),
+    "/api/chat": generation_fields(messages=mostly(messages), tools=mostly(tools)),
+    "/api/embed": st.fixed_dictionaries(
+        {},
+        optional={
+            "model": names,
+            "input": st.text(max_size=20) | st.lists(st.text(max_size=10), max_size=3) | scalars,
+            "truncate": st.booleans() | scalars,
+            "dimensions": st.integers(-2, 100) | scalars,
+            "options": options,
+            "keep_alive": keep_alive,
+        },
+    ),
+    "/api/embeddings": st.fixed_dictionaries(
+        {}, optional={"model": names, "prompt": st.text(max_size=20) | scalars}
+    ),
+    "/api/show": st.fixed_dictionaries(
+        {}, optional={"model": names, "name": names, "verbose": scalars}
+    ),
+    "/api/copy": st.fixed_dictionaries({}, optional={"source": names, "destination": names}),
+    "/api/delete": st.fixed_dictionaries(  # never the model every other request uses
+        {}, optional={"model": names.filter(lambda n: n.lower().split(":")[0] != "tiny")}
+    ),
+    "/api/create": st.fixed_dictionaries(
+        {"model": names},
+        optional={
+            "modelfile": st.sampled_from(
+                [
+                    "FROM tiny\n",
+                    "FROM /etc/passwd\n",
+                    "FROM ./x.gguf\nADAPTER ../y\n",
+                    'FROM tiny\nPARAMETER stop "a"\nTEMPLATE """{{ .Prompt }}"""\n',
+                    "NOPE x\n",
+                ]
+            )
+            | st.text(max_size=40),
+            "from": names,
+            "files": st.dictionaries(
+                st.text(max_size=8),
+                st.sampled_from(["sha256:" + "a" * 64, "sha256:../x", "md5:1", ""]),
+                max_size=2,
+            ),
+            "parameters": options,
+            "system": st.text(max_size=10),
+            "license": st.text(max_size=5) | st.lists(st.text(max_size=5), max_size=2),
+            "messages": json_values,
+            "quantize": st.sampled_from(["q4_0", "Q8_0", "q9", "", "../x"]) | scalars,
+            "stream": st.booleans(),
+        },
+    ),
+    "/api/pull": st.fixed_dictionaries({}, optional={"model": names, "stream": st.booleans()}),
+    "/api/pull/pause": st.fixed_dictionaries({}, optional={"model": names}),
+    "/api/pull/cancel": st.fixed_dictionaries({}, optional={"model": names}),
+    "/api/pull/resume": st.fixed_dictionaries(
+        {}, optional={"model": names, "stream": st.booleans()}
+    ),
+    "/v1/chat/completions": st.fixed_dictionaries(
+        {"model": names, "messages": messages},
+        optional={
+            "max_tokens": st.integers(-1, 3),
+            "response_format": json_values,
+            "tools": tools,
+            "tool_choice": json_values,
+            "stream": st.booleans(),
+            "logit_bias": json_values,
+            "n": scalars,
+            "stop": json_values,
+        },
+    ),
+}
+
+
+class Harness:
+    """The app in process: one event loop for every example, so its runners live on."""
+
+    def __init__(self, app):
+        self.app = app
+        self.loop = asyncio.new_event_loop()
+        transport = httpx.ASGITransport(app=app)
+        self.http = httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1", timeout=60)
+
+    def send(self, method: str, path: str, **kwargs) -> tuple[int, bytes, str]:
+        async def go():
+            response = await self.http.request(method, path, **kwargs)
+            return response.status_code, response.content, response.headers.get("content-type", "")
+
+        return self.loop.run_until_complete(go())
+
+    def close(self) -> None:
+        async def stop():
+            await self.http.aclose()
+            await self.app.state.pulls.shutdown()
+            await self.app.state.scheduler.shutdown()
+
+        self.loop.run_until_complete(stop())
+        self.loop.close()
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory, tiny_model_path):
+    root = tmp_path_factory.mktemp("fuzz")
+    store = make_store(root / "store", {"tiny": tiny_model_path})
+    config = Settings(
+        models_dir=store,
+        data_dir=root / "data",
+        log_dir=root / "logs",
+        hf_endpoint="http://127.0.0.1:9",  # nothing listens: pulls fail fast, offline
+        num_ctx=256,
+        num_parallel=2,
+        num_threads=1,
+    )
+    harness = Harness(create_app(config))
+    yield harness
+    harness.close()
+
+
+def check(status: int, body: bytes, content_type: str, path: str) -> None:
+    assert status < 500 or status in ACCEPTABLE_5XX, (status, body[:500])
+    if "json" not in content_type:
+        return
+    lines = [json.loads(line) for line in body.splitlines() if line.strip()]
+    for line in lines:
+        if isinstance(line, dict) and "error" in line:
+            error = line["error"]
+            message = error["message"] if path.startswith("/v1/") else error
+            assert isinstance(message, str) and message
+            assert "internal server error" not in message, message
+            assert "Traceback" not in message and "/tmp/" not in message, message
+    if status >= 400:
+        assert len(lines) == 1 and "error" in lines[0], body[:300]
+
+
+def bounded(path: str, body: dict) -> dict:
+    """Keep generation short so the budget goes to variety, not to long answers."""
+    if path in ("/api/generate", "/api/chat") and isinstance(body.get("options"), dict):
+        body["options"] = {**body["options"], "num_predict": 3}
+    elif path in ("/api/generate", "/api/chat"):
+        body.setdefault("options", {"num_predict": 3})
+    if path == "/v1/chat/completions":
+        body.setdefault("max_tokens", 3)
+    return body
+
+
+@FUZZ
+@given(data=st.data())
+def test_json_requests_never_500(harness, data):
+    path = data.draw(st.sampled_from(sorted(REQUESTS)))
+    body = bounded(path, data.draw(REQUESTS[path]))
+    method = "DELETE" if path == "/api/delete" else "POST"
+    status, content, content_type = harness.send(method, path, json=body)
+    check(status, content, content_type, path)
+
+
+@FUZZ
+@given(
+    path=st.sampled_from([*sorted(REQUESTS), "/api/blobs/sha256:" + "0" * 64]),
+    raw=st.binary(max_size=64)
+    | st.sampled_from([b"", b"null", b"[]", b'"x"', b"{", b'{"model": 1}', b"\xff\xfe"]),
+)
+def test_malformed_bodies_are_400s(harness, path, raw):
+    method = "DELETE" if path == "/api/delete" else "POST"
+    status, content, content_type = harness.send(method, path, content=raw)
+    check(status, content, content_type, path)
+
+
+URL_TEXT = st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E), max_size=80)
+queries = st.fixed_dictionaries(
+    {},
+    optional={"q": st.text(max_size=10), "limit": scalars, "repo": st.text(max_size=30)}
+    | {"lines": scalars},
+)
+
+
+@FUZZ
+@given(
+    digest=URL_TEXT
+    | st.sampled_from(["sha256:" + "f" * 64, "sha256-" + "f" * 64, "sha256:" + "F" * 64]),
+    method=st.sampled_from(["HEAD", "POST"]),
+    query=queries,
+)
+def test_paths_and_queries(harness, digest, method, query):
+    path = "/api/blobs/" + digest.replace("%", "%25").replace("?", "%3F").replace("#", "%23")
+    status, content, content_type = harness.send(method, path, content=b"GGUF")
+    if method == "HEAD":  # no body: only the status means anything
+        assert status < 500, status
+    else:
+        check(status, content, content_type, path)
+    for where in ("/api/hub/files", "/api/hub/search", "/api/logs", "/api/tags", "/api/pulls"):
+        params = {k: str(v) for k, v in query.items()}
+        status, content, content_type = harness.send("GET", where, params=params)
+        check(status, content, content_type, where)
+
+
+@pytest.mark.parametrize(
+    "schema", [{"type": "nope"}, {"type": "object", "properties": 5}, {"enum": []}]
+)
+def test_a_json_schema_the_grammar_cannot_express_is_a_400(harness, schema):
+    body = {"model": "tiny", "prompt": "x", "format": schema, "options": {"num_predict": 2}}
+    status, content, _ = harness.send("POST", "/api/generate", json=body)
+    assert status == 400, content
