@@ -375,6 +375,17 @@ def write_results(text: str) -> None:
     path.write_text(head.rstrip() + "\n\n## Serving\n\n" + text.strip() + "\n" + tail)
 
 
+def describe(model: Path) -> str:
+    """What the model is, read from its own metadata (a ``--model`` may be any GGUF)."""
+    from model_registry.gguf_info import read_gguf_info
+
+    info = read_gguf_info(model)
+    return (
+        f"{info.architecture}, {info.block_count} layers, n_embd {info.embedding_length}, "
+        f"{info.vocab_size} vocab, {info.parameter_size} parameters, {info.file_type}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, help="a GGUF to use (default: generate one)")
@@ -419,8 +430,8 @@ def main() -> None:
         print("llama_cpp.server", server, flush=True)
     command = "python bench/bench_serving.py " + " ".join(sys.argv[1:])
     report = (
-        f"Machine: {machine()}.  \nModel: generated llama, 16 layers, n_embd 1024, n_ff 2816, "
-        f"32k vocab, Q8_0 ({model.stat().st_size / 1e6:.0f} MB); {args.threads} threads for "
+        f"Machine: {machine()}.  \nModel: {describe(model)} "
+        f"({model.stat().st_size / 1e6:.0f} MB); {args.threads} threads for "
         f"every engine; {args.tokens} tokens per stream, greedy for single streams.  \n"
         f"Trials are interleaved; throughput is the best of {args.trials} (median in brackets), "
         "since other processes share the machine.  \n"
