@@ -64,9 +64,13 @@ class DaemonHealth:
         if state is DaemonState.CONNECTING and self._autostart:
             self.status = DaemonStatus(DaemonState.STARTING)
             return True
-        if state in (DaemonState.RUNNING, DaemonState.CONNECTING):
+        if state is DaemonState.RUNNING:
             self.status = DaemonStatus(
                 DaemonState.STOPPED, message="The daemon stopped. Restart it to keep chatting."
+            )
+        elif state is DaemonState.CONNECTING:
+            self.status = DaemonStatus(
+                DaemonState.STOPPED, message="The daemon is not answering. Restart it to chat."
             )
         return False
 

@@ -2,7 +2,9 @@
 
 Pulls belong to the daemon; this only watches them. It merges two sources: the progress stream
 of a pull this window started, and the daemon's list of pulls (``pulls()``), which is how
-downloads started before the window opened show up again. Qt-free; the clock is injectable.
+downloads started before the window opened show up again. Names are kept lower-case, as the
+daemon lists them (``hf.co/Org/Repo:Q4_K_M`` is listed as ``hf.co/org/repo:q4_k_m``), so both
+sources meet on one row. Qt-free; the clock is injectable.
 """
 
 from __future__ import annotations
@@ -13,10 +15,16 @@ from dataclasses import dataclass, replace
 
 from app.gui.records import PullProgress, PullStatus
 
-__all__ = ["Download", "Downloads"]
+__all__ = ["Download", "Downloads", "download_key"]
 
 _SMOOTHING = 0.3  # weight of the newest speed sample
 _MIN_INTERVAL = 0.5  # seconds between speed samples, so bursts do not jitter the ETA
+_END_STATES = {"success": "done", "paused": "paused", "cancelled": "cancelled"}
+
+
+def download_key(name: str) -> str:
+    """How a pull is named in the daemon's list."""
+    return name.strip().lower()
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,29 +63,32 @@ class Downloads:
         return tuple(self._items.values())
 
     def get(self, name: str) -> Download | None:
-        return self._items.get(name)
+        return self._items.get(download_key(name))
 
     def on_progress(self, p: PullProgress) -> Download:
         """One event of a pull or import stream; layers are summed into one bar."""
-        layers = self._layers.setdefault(p.name, {})
+        name = download_key(p.name)
+        layers = self._layers.setdefault(name, {})
         if p.digest and p.total:
             layers[p.digest] = (p.total, p.completed)
         total = sum(t for t, _ in layers.values())
         completed = sum(c for _, c in layers.values())
-        state = "done" if p.succeeded else "running"
+        state = _END_STATES.get(p.status, "running")
         if state == "done" and total:
             completed = total
-        return self._set(p.name, p.status, total, completed, state)
+        return self._set(name, p.status, total, completed, state)
 
     def on_snapshot(
         self, pulls: Sequence[PullStatus], watched: Set[str] = frozenset()
     ) -> list[str]:
         """The daemon's own list: adopt pulls we did not start; trust its totals. Returns the
         active pulls (not ``watched`` by a stream of ours) that left the list: they finished."""
-        listed = {p.name for p in pulls}
+        watched = {download_key(n) for n in watched}
+        listed = {download_key(p.name) for p in pulls}
         for p in pulls:
-            if p.name not in watched:
-                self._set(p.name, p.status, p.total, p.completed, p.state)
+            name = download_key(p.name)
+            if name not in watched:
+                self._set(name, p.status, p.total, p.completed, p.state, p.error)
         gone = [
             d.name
             for d in self._items.values()
@@ -91,6 +102,7 @@ class Downloads:
         return gone
 
     def mark(self, name: str, state: str, error: str = "") -> Download:
+        name = download_key(name)
         current = self._items.get(name) or Download(name)
         updated = replace(current, state=state, error=error, speed=0.0)
         self._items[name] = updated
@@ -98,6 +110,7 @@ class Downloads:
         return updated
 
     def remove(self, name: str) -> None:
+        name = download_key(name)
         self._items.pop(name, None)
         self._layers.pop(name, None)
         self._sample.pop(name, None)
@@ -106,7 +119,9 @@ class Downloads:
         for name in [n for n, d in self._items.items() if not d.active]:
             self.remove(name)
 
-    def _set(self, name: str, status: str, total: int, completed: int, state: str) -> Download:
+    def _set(
+        self, name: str, status: str, total: int, completed: int, state: str, error: str = ""
+    ) -> Download:
         current = self._items.get(name) or Download(name)
         speed = self._speed(name, completed, current.speed) if state == "running" else 0.0
         updated = Download(
@@ -116,7 +131,7 @@ class Downloads:
             max(completed, 0),
             state,
             speed,
-            "",
+            error,
         )
         self._items[name] = updated
         return updated

@@ -1,24 +1,30 @@
 """The desktop app's only door to the daemon.
 
 Every call goes through ``daemon.client`` (the one HTTP client all front ends share) and comes
-back as a frozen value from ``records``; every client error comes back as ``GatewayError`` with
-a hint saying what to do next. Calls block, so callers run them in workers (``workers.py``),
-never on the UI thread. When the client's shape changes, this is the one module to adjust.
+back as a frozen value from ``records`` (converted in ``wire.py``); every client error comes
+back as ``GatewayError`` with a hint saying what to do next. Calls block, so callers run them in
+workers (``workers.py``), never on the UI thread.
+
+Two clients share the address: one with a short timeout for the quick calls (a daemon that
+accepts connections but never answers is reported as down within seconds) and one with a long
+timeout for what streams or may take a while (chat, pulls, imports, the hub). They are made on
+first use, in a worker, because finding the saved API key may ask the system keyring.
 """
 
 from __future__ import annotations
 
-import re
+import contextlib
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from app.gui import wire
+from app.gui.daemon_control import DaemonControl, lan_address
 from app.gui.records import (
     ChatDelta,
     ChatDone,
-    GpuInfo,
     HubFile,
     HubRepo,
     InstalledModel,
@@ -29,22 +35,33 @@ from app.gui.records import (
     ServerInfo,
     SystemInfo,
 )
-from daemon import client as _client
-
-# The client's names today (Client, ClientError) and as planned (DaemonClient, DaemonError):
-# once they settle, this becomes one plain import.
-DaemonClient = getattr(_client, "DaemonClient", None) or _client.Client
-DaemonError = getattr(_client, "DaemonError", None) or _client.ClientError
-DaemonUnavailable = _client.DaemonUnavailable
+from daemon.client import Client, ClientError, DaemonUnavailable
+from daemon.launcher import DaemonStartError
 
 __all__ = ["DEFAULT_BASE_URL", "ChatTurn", "Gateway", "GatewayError"]
 
 DEFAULT_BASE_URL = "http://127.0.0.1:11435"
+QUICK_TIMEOUT = 10.0
+LONG_TIMEOUT = 600.0
 T = TypeVar("T")
-_HINTS = {
+Hints = Mapping[int, str]
+_STREAM_ERROR = -1  # the key for an error line in the middle of a stream (no HTTP status)
+
+_HINTS: Hints = {
+    401: "The daemon wants an API key: turn the local-network switch off and on again on the "
+    "Server page, or set LOCALLLM_API_KEY.",
     404: "Pull the model first (Discover, or the first-run page), or pick another model.",
+    502: "The daemon could not reach Hugging Face: check the internet connection and retry. "
+    "Offline? Import a GGUF file you already have (Models, Import GGUF).",
     503: "The daemon is busy with other requests; try again in a moment.",
     507: "Unload other models on the Server page, or pick a smaller model or context.",
+}
+_PULL_HINTS: Hints = {
+    **_HINTS,
+    404: "No model by that name: search for it on the Discover page.",
+    400: "Check the name: hf.co/<org>/<repo>:<quant>, or a name from the first-run page.",
+    _STREAM_ERROR: "Resume it on the Downloads page once that is fixed; "
+    "what was downloaded is kept.",
 }
 
 
@@ -71,128 +88,48 @@ class ChatTurn:
     images: tuple[str, ...] = ()
 
 
-def _translate(exc: Exception) -> GatewayError:
+def _translate(exc: ClientError, hints: Hints) -> GatewayError:
+    if isinstance(exc, DaemonStartError):
+        tail = next((line for line in reversed(exc.details) if line.strip()), "")
+        return GatewayError(exc.message, tail, unavailable=True)
     if isinstance(exc, DaemonUnavailable):
         return GatewayError(
             "The localllm daemon is not answering.",
             "Restart it from the status bar, or run `localllm serve`.",
             unavailable=True,
         )
-    if isinstance(exc, DaemonError):
-        status = getattr(exc, "status", None)
-        message = getattr(exc, "message", "") or str(exc)
-        return GatewayError(message, _HINTS.get(status, ""), status=status)
-    raise exc
+    hint = hints.get(exc.status if exc.status is not None else _STREAM_ERROR, "")
+    if exc.code == "download_failed":
+        hint = _HINTS[502]
+    return GatewayError(exc.message or str(exc), hint, status=exc.status)
 
 
-def _call(fn: Callable[[], T]) -> T:
+def _call(fn: Callable[[], T], hints: Hints = _HINTS) -> T:
     try:
         return fn()
-    except (DaemonError, DaemonUnavailable) as exc:
-        raise _translate(exc) from exc
+    except ClientError as exc:
+        raise _translate(exc, hints) from exc
 
 
-def _stream(chunks: Iterable[dict], convert: Callable[[dict], T]) -> Iterator[T]:
-    """Convert a client stream, closing it when the consumer stops early."""
-    iterator = iter(chunks)
+def _stream(
+    chunks: Callable[[], Iterable[dict]], convert: Callable[[dict], T], hints: Hints = _HINTS
+) -> Iterator[T]:
+    """Convert a client stream lazily (the request goes out on the first ``next()``), closing
+    it when the consumer stops early."""
+    iterator = iter(_call(chunks, hints))
     try:
         while True:
             try:
                 chunk = next(iterator)
             except StopIteration:
                 return
-            except (DaemonError, DaemonUnavailable) as exc:
-                raise _translate(exc) from exc
-            if chunk.get("error"):
-                raise GatewayError(str(chunk["error"]))
+            except ClientError as exc:
+                raise _translate(exc, hints) from exc
             yield convert(chunk)
     finally:
         close = getattr(iterator, "close", None)
         if close is not None:
             close()
-
-
-_FRACTION = re.compile(r"(\.\d{6})\d+")
-
-
-def _time(value: Any) -> datetime | None:
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(_FRACTION.sub(r"\1", str(value)).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
-def _installed(item: Mapping[str, Any]) -> InstalledModel:
-    details = item.get("details") or {}
-    return InstalledModel(
-        name=item.get("name") or item.get("model", ""),
-        size=int(item.get("size") or 0),
-        modified_at=_time(item.get("modified_at")),
-        digest=item.get("digest", ""),
-        family=details.get("family", ""),
-        parameter_size=details.get("parameter_size", ""),
-        quantization=details.get("quantization_level", ""),
-        format=details.get("format", ""),
-    )
-
-
-def _metadata_value(value: Any) -> str:
-    if isinstance(value, list):
-        head = ", ".join(map(str, value[:8]))
-        return f"[{head}{', …' if len(value) > 8 else ''}] ({len(value)} items)"
-    return str(value)
-
-
-def _details(name: str, data: Mapping[str, Any]) -> ModelDetails:
-    info = data.get("model_info") or {}
-    context = next((v for k, v in info.items() if k.endswith(".context_length")), None)
-    return ModelDetails(
-        name=name,
-        modelfile=data.get("modelfile", ""),
-        parameters=data.get("parameters", ""),
-        template=data.get("template", ""),
-        system=data.get("system", ""),
-        license=data.get("license", ""),
-        metadata=tuple(sorted((k, _metadata_value(v)) for k, v in info.items())),
-        capabilities=frozenset(data.get("capabilities") or ()),
-        context_length=int(context) if context else None,
-    )
-
-
-def _running(item: Mapping[str, Any]) -> RunningModel:
-    return RunningModel(
-        name=item.get("name") or item.get("model", ""),
-        size=int(item.get("size") or 0),
-        size_vram=int(item.get("size_vram") or 0),
-        expires_at=_time(item.get("expires_at")),
-        context_length=item.get("context_length"),
-        processor=item.get("processor", ""),
-    )
-
-
-def _progress(name: str) -> Callable[[dict], PullProgress]:
-    def convert(chunk: dict) -> PullProgress:
-        return PullProgress(
-            name=name,
-            status=chunk.get("status", ""),
-            digest=chunk.get("digest", ""),
-            total=int(chunk.get("total") or 0),
-            completed=int(chunk.get("completed") or 0),
-        )
-
-    return convert
-
-
-def _chat_events(chunk: dict) -> tuple[ChatDelta | ChatDone, ...]:
-    """A chunk is text, the end, or both (a final chunk may still carry text)."""
-    content = (chunk.get("message") or {}).get("content", "")
-    delta = (ChatDelta(content),) if content or not chunk.get("done") else ()
-    if not chunk.get("done"):
-        return delta
-    fields = ChatDone.__dataclass_fields__
-    return (*delta, ChatDone(**{k: v for k, v in chunk.items() if k in fields and v is not None}))
 
 
 def _flatten(batches: Iterator[tuple[T, ...]]) -> Iterator[T]:
@@ -203,82 +140,142 @@ def _flatten(batches: Iterator[tuple[T, ...]]) -> Iterator[T]:
         batches.close()
 
 
-def _system(data: Mapping[str, Any]) -> SystemInfo:
-    gpus = tuple(
-        GpuInfo(g.get("name", "GPU"), int(g.get("vram_total") or 0), int(g.get("vram_free") or 0))
-        for g in data.get("gpus") or ()
-    )
-    return SystemInfo(
-        ram_total=int(data.get("ram_total") or 0),
-        ram_available=int(data.get("ram_available") or 0),
-        gpus=gpus,
-        backend=data.get("backend", ""),
-    )
-
-
 class Gateway:
-    """Blocking daemon calls that return ``records`` values and raise ``GatewayError``."""
+    """Blocking daemon calls that return ``records`` values and raise ``GatewayError``.
 
-    def __init__(self, client: Any, start: Callable[[], object] | None = None):
-        self._client = client
-        self._start = start if start is not None else getattr(client, "start_daemon", None)
+    ``client`` and ``quick`` are ready-made clients (tests); ``connect`` makes them lazily.
+    """
+
+    def __init__(
+        self,
+        client: Any = None,
+        control: DaemonControl | None = None,
+        quick: Any = None,
+        *,
+        make_client: Callable[[str | None, float], Any] | None = None,
+        quick_timeout: float = QUICK_TIMEOUT,
+    ):
+        self.control = control
+        self._client, self._quick = client, quick or client
+        self._make = make_client
+        self._quick_timeout = quick_timeout
+        self._lock = threading.Lock()
 
     @classmethod
-    def connect(cls, base_url: str = DEFAULT_BASE_URL, api_key: str | None = None) -> Gateway:
-        return cls(DaemonClient(base_url, api_key=api_key))
+    def connect(cls, control: DaemonControl, *, quick_timeout: float = QUICK_TIMEOUT) -> Gateway:
+        url = control.url
+
+        def make(key: str | None, timeout: float) -> Client:
+            return Client(url, api_key=key, timeout=timeout)
+
+        return cls(None, control, make_client=make, quick_timeout=quick_timeout)
+
+    # the two clients
+
+    def _long(self) -> Any:
+        return self._clients()[0]
+
+    def _short(self) -> Any:
+        return self._clients()[1]
+
+    def _clients(self) -> tuple[Any, Any]:
+        with self._lock:
+            if self._client is None:
+                key = self.control.stored_key() if self.control is not None else None
+                self._use_key(key)
+            return self._client, self._quick
+
+    def _use_key(self, key: str | None) -> None:
+        """New clients with ``key``; calls already out finish on the old ones."""
+        if self._make is None:
+            return
+        self._client = self._make(key, LONG_TIMEOUT)
+        self._quick = self._make(key, self._quick_timeout)
+
+    # the daemon itself
 
     def version(self) -> str:
-        return _call(self._client.version)
+        return _call(lambda: self._short().version())
 
     def start_daemon(self) -> None:
-        if self._start is None:
-            raise GatewayError("This build cannot start the daemon.", "Run `localllm serve`.")
-        _call(self._start)
+        if self.control is None:
+            raise GatewayError("This window cannot start the daemon.", "Run `localllm serve`.")
+        _call(self.control.start)
+
+    def server_info(self) -> ServerInfo:
+        data = _call(lambda: self._short().server())
+        return wire.server_info(data, self._lan_url(data))
+
+    def set_lan(self, enabled: bool) -> ServerInfo:
+        """Restart the daemon for (or off) the local network; slow (seconds)."""
+        if self.control is None:
+            raise GatewayError("This window did not start the daemon and cannot restart it.")
+        key = _call(lambda: self.control.switch(enabled, self._stop_daemon))
+        with self._lock:
+            self._use_key(key)
+        return self.server_info()
+
+    def api_key(self) -> str:
+        if self.control is None:
+            raise GatewayError("No API key is known to this window.")
+        return self.control.api_key()
+
+    def logs(self, lines: int = 200) -> str:
+        return _call(lambda: self._short().logs(lines=lines))
+
+    def system(self) -> SystemInfo:
+        return wire.system_info(_call(lambda: self._short().system()))
+
+    def _stop_daemon(self) -> None:
+        with contextlib.suppress(DaemonUnavailable):  # already gone
+            self._short().shutdown()
+
+    def _lan_url(self, data: Mapping[str, Any]) -> str:
+        if not data.get("lan"):
+            return ""
+        return f"http://{lan_address()}:{int(data.get('port') or 0)}"
+
+    # models
 
     def models(self) -> tuple[InstalledModel, ...]:
-        return tuple(map(_installed, _call(self._client.list_models)))
+        return tuple(map(wire.installed, _call(lambda: self._short().list_models())))
 
     def details(self, name: str) -> ModelDetails:
-        return _details(name, _call(lambda: self._client.show(name)))
+        return wire.model_details(name, _call(lambda: self._short().show(name)))
 
     def running(self) -> tuple[RunningModel, ...]:
-        return tuple(map(_running, _call(self._client.running)))
+        return tuple(map(wire.running, _call(lambda: self._short().running())))
 
     def delete(self, name: str) -> None:
-        _call(lambda: self._client.delete(name))
+        _call(lambda: self._short().delete(name))
 
     def copy(self, source: str, destination: str) -> None:
-        _call(lambda: self._client.copy(source, destination))
+        _call(lambda: self._short().copy(source, destination))
 
     def unload(self, name: str) -> None:
-        _call(lambda: self._client.unload(name))
+        _call(lambda: self._long().unload(name))
+
+    # pulls and imports
 
     def pull(self, name: str) -> Iterator[PullProgress]:
-        return _stream(_call(lambda: self._client.pull(name)), _progress(name))
+        return _stream(lambda: self._long().pull(name), wire.progress(name), _PULL_HINTS)
 
     def resume_pull(self, name: str) -> Iterator[PullProgress]:
-        return _stream(_call(lambda: self._client.resume_pull(name)), _progress(name))
+        return _stream(lambda: self._long().resume_pull(name), wire.progress(name), _PULL_HINTS)
 
     def pause_pull(self, name: str) -> None:
-        _call(lambda: self._client.pause_pull(name))
+        _call(lambda: self._short().pause_pull(name), _PULL_HINTS)
 
     def cancel_pull(self, name: str) -> None:
-        _call(lambda: self._client.cancel_pull(name))
+        _call(lambda: self._short().cancel_pull(name), _PULL_HINTS)
 
     def pulls(self) -> tuple[PullStatus, ...]:
-        return tuple(
-            PullStatus(
-                name=p.get("name", ""),
-                status=p.get("status", ""),
-                total=int(p.get("total") or 0),
-                completed=int(p.get("completed") or 0),
-                state=p.get("state", "running"),
-            )
-            for p in _call(self._client.pulls)
-        )
+        return tuple(map(wire.pull_status, _call(lambda: self._short().pulls())))
 
     def import_gguf(self, name: str, path: Path) -> Iterator[PullProgress]:
-        return _stream(_call(lambda: self._client.create_from_file(name, path)), _progress(name))
+        return _stream(lambda: self._long().create_from_file(name, path), wire.progress(name))
+
+    # chat
 
     def chat(
         self,
@@ -296,49 +293,19 @@ class Gateway:
             }
             for t in turns
         ]
-        chunks = _call(
-            lambda: self._client.chat(
+        chunks = _stream(
+            lambda: self._long().chat(
                 model, messages, options=options or None, keep_alive=keep_alive
-            )
+            ),
+            wire.chat_events,
         )
-        return _flatten(_stream(chunks, _chat_events))
+        return _flatten(chunks)
+
+    # the hub
 
     def hub_search(self, query: str, limit: int = 20) -> tuple[HubRepo, ...]:
-        found = _call(lambda: self._client.hub_search(query, limit=limit))
-        return tuple(
-            HubRepo(
-                r["repo"],
-                int(r.get("downloads") or 0),
-                int(r.get("likes") or 0),
-                _time(r.get("updated")),
-            )
-            for r in found
-        )
+        found = _call(lambda: self._long().hub_search(query, limit=limit))
+        return tuple(map(wire.hub_repo, found))
 
     def hub_files(self, repo: str) -> tuple[HubFile, ...]:
-        return tuple(
-            HubFile(f["file"], f.get("quant", ""), int(f.get("size") or 0), f["name_to_pull"])
-            for f in _call(lambda: self._client.hub_files(repo))
-        )
-
-    def system(self) -> SystemInfo:
-        return _system(_call(self._client.system))
-
-    def server_info(self) -> ServerInfo:
-        data = _call(self._client.server_info)
-        return ServerInfo(
-            data.get("host", "127.0.0.1"),
-            int(data.get("port") or 11435),
-            bool(data.get("lan")),
-            bool(data.get("api_key_set")),
-        )
-
-    def set_lan(self, enabled: bool) -> ServerInfo:
-        _call(lambda: self._client.set_lan(enabled))
-        return self.server_info()
-
-    def api_key(self) -> str:
-        return _call(self._client.api_key)
-
-    def logs(self, lines: int = 200) -> str:
-        return _call(lambda: self._client.logs(lines=lines))
+        return tuple(map(wire.hub_file, _call(lambda: self._long().hub_files(repo))))

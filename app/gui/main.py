@@ -1,54 +1,79 @@
 """``localllm app``: open the desktop window.
 
 The window appears at once; the daemon check (and, when nothing answers, starting it) happens
-in a worker and shows up in the status bar. Settings are built here, once, from the arguments
-and handed down; nothing below reads the environment.
+in a worker and shows up in the status bar. Configuration is the daemon's own
+(``Settings.from_env``: the same data directory, address and API key the CLI and the daemon
+use), overridden by the arguments, built here once and handed down; nothing below reads the
+environment. The "serve on the local network" choice is remembered in ``QSettings``.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import platformdirs
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
-from app.gui.gateway import DEFAULT_BASE_URL, Gateway, GatewayError
+from app.gui.daemon_control import DaemonControl
+from app.gui.gateway import Gateway
 from app.gui.icons import Icons
 from app.gui.services.bundle import build_services
 from app.gui.theme import Theme
 from app.gui.views.main_window import MainWindow
 from app.gui.views.tray import Tray
+from daemon.launcher import connect_url
+from daemon.settings import Settings, parse_host
 
-__all__ = ["AppConfig", "launch", "open_window", "parse_args", "run_app"]
+__all__ = [
+    "LAN_KEY",
+    "AppConfig",
+    "lan_memory",
+    "launch",
+    "open_window",
+    "parse_args",
+    "remembered_lan",
+    "run_app",
+]
 
 ORGANIZATION = "localllm"
+LAN_KEY = "server/lan"  # QSettings: serve on the local network at the next start
 
 
 @dataclass(frozen=True, slots=True)
 class AppConfig:
-    base_url: str = DEFAULT_BASE_URL
-    data_dir: Path = Path(platformdirs.user_data_dir("localllm", appauthor=False))
+    settings: Settings = field(default_factory=Settings)
+    history_dir: Path | None = None  # where chats are kept; None: the daemon's data directory
     autostart: bool = True
     theme: str | None = None  # None follows the system
-    api_key: str | None = None
+
+    @property
+    def base_url(self) -> str:
+        return connect_url(self.settings)
+
+    @property
+    def data_dir(self) -> Path:
+        return self.history_dir or self.settings.data_dir
 
 
-def parse_args(argv: Sequence[str]) -> AppConfig:
+def parse_args(argv: Sequence[str], env: Mapping[str, str] | None = None) -> AppConfig:
+    """Arguments over ``LOCALLLM_*`` settings; raises ValueError for a bad value."""
     parser = argparse.ArgumentParser(prog="localllm app", description="Open the desktop app.")
-    parser.add_argument("--host", default=DEFAULT_BASE_URL, help="daemon address")
+    parser.add_argument("--host", help="daemon address, HOST[:PORT] (default: LOCALLLM_HOST)")
     parser.add_argument("--data-dir", type=Path, help="where chat history is kept")
     parser.add_argument("--no-start", action="store_true", help="never start the daemon")
     parser.add_argument("--theme", choices=("system", "light", "dark"), default="system")
     args, _qt_args = parser.parse_known_args(list(argv))
-    host = args.host if "://" in args.host else f"http://{args.host}"
+    settings = Settings.from_env(env)
+    if args.host:
+        host, port = parse_host(args.host)
+        settings = replace(settings, host=host, port=port)
     return AppConfig(
-        base_url=host,
-        data_dir=args.data_dir or AppConfig.data_dir,
+        settings=settings,
+        history_dir=args.data_dir,
         autostart=not args.no_start,
         theme=None if args.theme == "system" else args.theme,
     )
@@ -56,14 +81,25 @@ def parse_args(argv: Sequence[str]) -> AppConfig:
 
 def run_app(argv: Sequence[str] = ()) -> int:
     """Run the app until it quits; ``argv`` are the options after ``localllm app``."""
-    config = parse_args(argv)
     try:
-        gateway = Gateway.connect(config.base_url, config.api_key)
-    except GatewayError as exc:
+        config = parse_args(argv)
+    except ValueError as exc:
         print(f"localllm app: {exc}", file=sys.stderr)
-        return 1
+        return 2
     app = QApplication.instance() or QApplication(["localllm", *argv])
-    return launch(app, gateway, config, QSettings(ORGANIZATION, "localllm"))
+    prefs = QSettings(ORGANIZATION, "localllm")
+    control = DaemonControl(config.settings, lan=remembered_lan(prefs))
+    return launch(app, Gateway.connect(control), config, prefs)
+
+
+def remembered_lan(prefs: QSettings) -> bool:
+    """Whether the user last left "serve on the local network" on."""
+    return str(prefs.value(LAN_KEY, "false")).lower() == "true"
+
+
+def lan_memory(prefs: QSettings) -> Callable[[bool], None]:
+    """Remember the switch once the daemon runs with it."""
+    return lambda on: prefs.setValue(LAN_KEY, "true" if on else "false")
 
 
 def launch(app: QApplication, gateway: Gateway, config: AppConfig, settings: QSettings) -> int:
@@ -79,7 +115,7 @@ def open_window(
     app: QApplication, gateway: Gateway, config: AppConfig, settings: QSettings
 ) -> tuple[MainWindow, Tray | None]:
     """Theme, services, window and tray, shown and started; returns without waiting for the
-    daemon (tests call this with a stand-in gateway)."""
+    daemon."""
     app.setOrganizationName(ORGANIZATION)
     app.setApplicationName("localllm")
     app.setDesktopFileName("localllm")
@@ -89,7 +125,13 @@ def open_window(
     theme.changed.connect(lambda _dark: icons.set_color(app.palette().windowText().color()))
     theme.apply()
 
-    services = build_services(gateway, config.data_dir, app, autostart=config.autostart)
+    services = build_services(
+        gateway,
+        config.data_dir,
+        app,
+        autostart=config.autostart,
+        remember_lan=lan_memory(settings),
+    )
     window = MainWindow(services, settings, icons, config.base_url)
     theme.changed.connect(window.retheme)
     window.retheme(theme.dark)

@@ -1,7 +1,7 @@
 """What the desktop app knows about the daemon, as frozen values.
 
-The gateway turns the client's JSON into these, so views, state and tests never depend on the
-wire shape: when a field moves on the wire, only ``gateway.py`` changes.
+The gateway turns the client's JSON into these (through ``wire.py``), so views, state and tests
+never depend on the wire shape: when a field moves on the wire, only ``wire.py`` changes.
 """
 
 from __future__ import annotations
@@ -89,6 +89,7 @@ class PullStatus:
     total: int
     completed: int
     state: str  # "running" | "paused" | "failed"
+    error: str = ""  # why it failed, in the daemon's words
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +106,7 @@ class HubFile:
     quant: str
     size: int
     name_to_pull: str
+    recommended: bool = False  # the daemon's pick: the best quant that fits free memory
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,10 +134,13 @@ class ServerInfo:
     port: int
     lan: bool
     api_key_set: bool
+    lan_url: str = ""  # how other devices reach it (this machine's network address), if lan
 
     @property
     def base_url(self) -> str:
-        host = "127.0.0.1" if self.host in ("", "0.0.0.0", "::") else self.host
+        """Where this machine reaches it (a wildcard bind address means loopback)."""
+        host = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}.get(self.host, self.host)
+        host = f"[{host}]" if ":" in host else host
         return f"http://{host}:{self.port}"
 
 

@@ -50,6 +50,7 @@ QListView#nav::item { padding: 8px 10px; border-radius: 6px; }
 QListView#nav::item:selected { background: palette(highlight); color: palette(highlighted-text); }
 QLabel#pageTitle { font-size: 15pt; font-weight: 600; }
 QLabel#muted { color: palette(placeholder-text); }
+QLabel#problem { color: #dc2626; }
 QFrame#card { border: 1px solid palette(mid); border-radius: 8px; }
 """
 

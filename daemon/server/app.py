@@ -95,7 +95,6 @@ _NATIVE = (
     native_embed,
     native_pulls,
     native_blobs,
-    native_control,
     native_system,
     native_control,
 )

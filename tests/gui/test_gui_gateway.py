@@ -1,7 +1,8 @@
 """The gateway turns the client's Ollama-shaped JSON into records and its errors into hints.
 
-The client here is a stand-in returning what the daemon's native API documents; once
-``daemon.client`` lands, ``test_gui_e2e`` (later) runs the same conversions against a real daemon.
+The client here is a stand-in for the corner cases a tiny test model never produces
+(nanosecond timestamps, GPUs, long metadata arrays, a final chunk that carries text); the
+``test_gui_e2e_*`` modules run every gateway call against a real daemon.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import pytest
 
 from app.gui.gateway import ChatTurn, Gateway, GatewayError
 from app.gui.records import ChatDelta, ChatDone, PullProgress
-from daemon.client import DaemonUnavailable, ModelNotFound
+from daemon.client import DaemonUnavailable, ModelNotFound, ServerError
 
 
 class Client:
@@ -84,13 +85,9 @@ class Client:
         return stream()
 
     def pull(self, name):
-        return iter(
-            [
-                {"status": "pulling manifest"},
-                {"status": "pulling abc", "digest": "sha256:abc", "total": 10, "completed": 5},
-                {"error": "disk full"},
-            ]
-        )
+        yield {"status": "pulling manifest"}
+        yield {"status": "pulling abc", "digest": "sha256:abc", "total": 10, "completed": 5}
+        raise ServerError("disk full")  # what the client does with an error line
 
     def system(self):
         return {
@@ -178,8 +175,9 @@ def test_errors_arrive_as_gateway_errors_with_a_next_step(client):
     stream = Gateway(client).pull("big")
     assert next(stream) == PullProgress("big", "pulling manifest")
     assert next(stream).completed == 5
-    with pytest.raises(GatewayError, match="disk full"):
+    with pytest.raises(GatewayError, match="disk full") as failed:
         next(stream)
+    assert "Resume it on the Downloads page" in failed.value.hint
 
 
 def test_without_a_way_to_start_the_daemon_the_user_is_told_what_to_run():

@@ -1,69 +1,71 @@
-"""Start-up: arguments, a window that opens at once even when the daemon hangs, and a quit
-that still saves the reply in progress.
+"""Start-up configuration: the daemon's own settings (data directory, address, API key), the
+arguments over them, the remembered local-network switch, and how the daemon is bound. The
+window itself opening and starting a daemon is in ``test_gui_e2e_daemon``.
 """
 
 from __future__ import annotations
 
-import threading
-import time
 from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QSettings
-from PySide6.QtWidgets import QApplication
 
-from app.gui.chat.store import ConversationStore
-from app.gui.main import AppConfig, open_window, parse_args
-from app.gui.services.bundle import HISTORY_FILE, build_services
-
-
-def test_arguments_become_one_config():
-    config = parse_args(
-        [
-            "--host",
-            "127.0.0.1:9999",
-            "--data-dir",
-            "/tmp/x",
-            "--no-start",
-            "--theme",
-            "dark",
-            "-style",
-            "fusion",
-        ]
-    )
-    assert config == AppConfig("http://127.0.0.1:9999", Path("/tmp/x"), False, "dark")
-    assert parse_args([]).base_url == "http://127.0.0.1:11435"
+from app.gui.daemon_control import DaemonControl
+from app.gui.main import lan_memory, parse_args, remembered_lan, run_app
+from daemon.launcher import DaemonStartError
+from daemon.security.keys import ApiKeyStore
+from daemon.settings import Settings
 
 
-@pytest.mark.e2e_later
-def test_the_window_opens_at_once_while_the_daemon_hangs(qtbot, gateway, tmp_path):
-    gateway.hang.clear()  # every daemon call blocks
-    settings = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
-    started = time.monotonic()
-    window, _tray = open_window(
-        QApplication.instance(), gateway, AppConfig(data_dir=tmp_path, theme="light"), settings
-    )
-    qtbot.addWidget(window)
-    try:
-        assert window.isVisible() and time.monotonic() - started < 2.0
-        qtbot.wait(50)  # events flow while the version check hangs
-        assert "Connecting" in window.indicator.text.text()
-        assert window.services.monitor.status.state.value == "connecting"
-    finally:
-        QApplication.instance().aboutToQuit.disconnect(window.services.shutdown)
-        window.services.shutdown()
-        gateway.hang.set()
+def test_arguments_go_over_the_daemons_own_settings():
+    env = {"LOCALLLM_DATA": "/srv/llm", "LOCALLLM_HOST": "127.0.0.1:7000"}
+    argv = ["--host", "127.0.0.1:9999", "--data-dir", "/tmp/x", "--no-start", "--theme", "dark"]
+    config = parse_args([*argv, "-style", "fusion"], env)  # Qt's own options pass through
+    assert config.base_url == "http://127.0.0.1:9999"
+    assert config.data_dir == Path("/tmp/x") and not config.autostart and config.theme == "dark"
+    default = parse_args([], env)
+    assert default.base_url == "http://127.0.0.1:7000" and default.theme is None
+    assert default.data_dir == Path("/srv/llm")  # where the daemon keeps its data too
+    assert parse_args([], {}).data_dir == Settings.from_env({}).data_dir
+    assert parse_args(["--host", "http://127.0.0.1:11435"], {}).base_url.endswith(":11435")
 
 
-@pytest.mark.e2e_later
-def test_quitting_mid_reply_saves_what_has_streamed(qtbot, gateway, tmp_path):
-    gateway.gate = threading.Event()
-    services = build_services(gateway, tmp_path)
-    services.chat.new_chat("qwen:0.5b")
-    services.chat.send("tell me a story")
-    qtbot.waitUntil(lambda: services.chat.session.messages[-1].content == "Hello", timeout=3000)
-    services.shutdown()
-    store = ConversationStore(tmp_path / HISTORY_FILE)
-    [chat] = store.conversations()
-    assert [m.content for m in store.messages(chat.id)] == ["tell me a story", "Hello"]
-    gateway.gate.set()
+def test_a_bad_setting_is_one_line_not_a_traceback(monkeypatch, capsys):
+    monkeypatch.setenv("LOCALLLM_HOST", "127.0.0.1:port")
+    assert run_app([]) == 2
+    assert capsys.readouterr().err.startswith("localllm app: invalid port")
+
+
+def test_the_local_network_switch_is_remembered(tmp_path):
+    prefs = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    assert not remembered_lan(prefs)
+    lan_memory(prefs)(True)
+    prefs.sync()
+    assert remembered_lan(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
+
+
+def test_where_the_daemon_is_bound(tmp_path):
+    keys = ApiKeyStore(tmp_path, use_keyring=False)
+    local = Settings(host="127.0.0.1", port=7000, config_dir=tmp_path)
+    assert DaemonControl(local, keys=keys).bind_settings().host == "127.0.0.1"
+    lan = DaemonControl(local, lan=True, keys=keys)
+    assert lan.bind_settings().host == "0.0.0.0" and lan.url == "http://127.0.0.1:7000"
+    wildcard = DaemonControl(Settings(host="0.0.0.0", port=7000), keys=keys)
+    assert wildcard.lan and wildcard.url == "http://127.0.0.1:7000"  # LOCALLLM_HOST=0.0.0.0
+    wildcard.lan = False  # the switch turned off
+    assert wildcard.bind_settings().host == "127.0.0.1"
+    remote = DaemonControl(Settings(host="192.0.2.10", port=7000), lan=True, keys=keys)
+    assert remote.remote and not remote.lan and remote.url == "http://192.0.2.10:7000"
+    assert remote.bind_settings().host == "192.0.2.10"  # never started here: ensure_daemon
+    with pytest.raises(DaemonStartError, match="another computer"):  # refuses, and so do we
+        remote.switch(False, stop=lambda: pytest.fail("a remote daemon is not stopped"))
+
+
+def test_the_api_key_is_made_once_and_only_when_asked(tmp_path):
+    keys = ApiKeyStore(tmp_path, use_keyring=False)
+    control = DaemonControl(Settings(config_dir=tmp_path), keys=keys)
+    assert control.stored_key() is None  # nothing is created behind the user's back
+    key = control.api_key()
+    assert key and control.api_key() == key == control.stored_key() == keys.load()
+    configured = DaemonControl(Settings(api_key="from-env", config_dir=tmp_path), keys=keys)
+    assert configured.api_key() == configured.stored_key() == "from-env"

@@ -105,7 +105,12 @@ class HubFilesModel(RecordTableModel):
         super().__init__(lambda f: f.file, parent)
         self._system: SystemInfo | None = None
         self.columns = (
-            Column("Quant", lambda f: f.quant or "?"),
+            Column(
+                "Quant",
+                lambda f: (f.quant or "?") + ("  ★ recommended" if f.recommended else ""),
+                lambda f: f.quant,
+                tooltip=lambda f: _RECOMMENDED if f.recommended else "",
+            ),
             Column("Size", lambda f: bytes_text(f.size), lambda f: f.size, numeric=True),
             Column(
                 "Fits",
@@ -135,9 +140,12 @@ class HubFilesModel(RecordTableModel):
         return f"{bytes_text(s.vram_total)} VRAM, {ram}" if s and s.gpus else ram
 
 
+_RECOMMENDED = "The best quality that fits in this machine's free memory"
+
+
 def _progress(d: Download) -> str:
     if not d.total:
-        return d.status
+        return "complete" if d.state == "done" else d.status
     return f"{bytes_text(d.completed)} of {bytes_text(d.total)} ({d.fraction:.0%})"
 
 

@@ -7,7 +7,8 @@ order), and the cross-service wiring that is not any single page's business.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from PySide6.QtCore import QObject
@@ -37,6 +38,7 @@ class Services:
     hub: HubService
     server: ServerService
     chat: ChatController
+    _held: list[str] = field(default_factory=list)  # pulls to resume after a restart
 
     def start(self) -> None:
         """Read the chat list and begin watching the daemon; returns at once."""
@@ -49,6 +51,15 @@ class Services:
         self.chat.shutdown()
         self.net.shutdown(wait_ms=200)
         self.disk.shutdown(wait_ms=3000, drop_queued=False)  # the last history writes land
+
+    def _hold_pulls(self, switching: bool) -> None:
+        """A local-network switch restarts the daemon, which pauses its pulls on the way
+        down: resume the ones that were running once it is back."""
+        if switching:
+            self._held = [d.name for d in self.downloads.state.items() if d.state == "running"]
+            return
+        self.downloads.resume_paused(self._held)
+        self._held = []
 
     def _daemon_up(self) -> None:
         self.library.refresh()
@@ -64,22 +75,23 @@ def build_services(
     *,
     autostart: bool = True,
     poll_ms: int = 3000,
+    remember_lan: Callable[[bool], None] | None = None,
 ) -> Services:
     net = Workers(max_threads=12, parent=parent)
     disk = Workers(max_threads=1, parent=parent)
+    monitor = DaemonMonitor(gateway, net, interval_ms=poll_ms, autostart=autostart, parent=parent)
     services = Services(
         gateway=gateway,
         net=net,
         disk=disk,
-        monitor=DaemonMonitor(
-            gateway, net, interval_ms=poll_ms, autostart=autostart, parent=parent
-        ),
+        monitor=monitor,
         library=ModelLibrary(gateway, net, parent),
-        downloads=DownloadService(gateway, net, parent=parent),
+        downloads=DownloadService(gateway, net, poll_ms=min(poll_ms, 1500), parent=parent),
         hub=HubService(gateway, net, parent),
-        server=ServerService(gateway, net, parent),
+        server=ServerService(gateway, net, monitor, remember_lan, parent),
         chat=ChatController(gateway, net, disk, Path(data_dir) / HISTORY_FILE, parent),
     )
     services.monitor.came_up.connect(services._daemon_up)
+    services.server.switching.connect(services._hold_pulls)
     services.downloads.finished.connect(lambda _name: services.library.refresh())
     return services

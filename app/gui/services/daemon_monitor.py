@@ -1,10 +1,15 @@
 """Watches the daemon from the UI: a version check every few seconds, in a worker.
 
 Starts the daemon when the first check finds nothing, reports every status change for the
-status bar, and announces ``came_up`` so the pages reload what they show.
+status bar, and announces ``came_up`` so the pages reload what they show. A restart (the status
+bar's button, or the Server page re-binding the daemon for the local network) pauses the
+checks until it is done, so the status says "starting" rather than "stopped" meanwhile.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
@@ -54,12 +59,21 @@ class DaemonMonitor(QObject):
             return
         self._check = self._workers.call(self._gateway.version, self._answered, self._silent)
 
-    def restart(self) -> None:
+    def restart(
+        self,
+        action: Callable[[], Any] | None = None,
+        then: Callable[[Any], None] | None = None,
+        on_error: Callable[[Exception], None] | None = None,
+    ) -> None:
+        """Run ``action`` (default: start the daemon) in a worker as a restart; ``then`` gets
+        its result once the daemon answers again, ``on_error`` its failure."""
         self._set(self._health.restarting())
-        self._launch()
+        self._launch(action, then, on_error)
 
     def _answered(self, version: str) -> None:
         self._check = None
+        if self._starting:
+            return  # from before the restart: the check after it decides
         was_up = self.status.up
         self._set(self._health.answered(version))
         if not was_up:
@@ -67,6 +81,8 @@ class DaemonMonitor(QObject):
 
     def _silent(self, error: Exception) -> None:
         self._check = None
+        if self._starting:
+            return
         before = self.status
         should_start = self._health.no_answer(str(error))
         if self.status != before:
@@ -74,18 +90,23 @@ class DaemonMonitor(QObject):
         if should_start:
             self._launch()
 
-    def _launch(self) -> None:
+    def _launch(self, action=None, then=None, on_error=None) -> None:
         self._starting = True
-        self._workers.call(self._gateway.start_daemon, self._launched, self._launch_failed)
 
-    def _launched(self, _result: object) -> None:
-        self._starting = False
-        self.check()
+        def launched(result: Any) -> None:
+            self._starting = False
+            self.check()
+            if then is not None:
+                then(result)
 
-    def _launch_failed(self, error: Exception) -> None:
-        self._starting = False
-        reason = error.message if isinstance(error, GatewayError) else str(error)
-        self._set(self._health.start_failed(reason))
+        def failed(error: Exception) -> None:
+            self._starting = False
+            reason = error.message if isinstance(error, GatewayError) else str(error)
+            self._set(self._health.start_failed(reason))
+            if on_error is not None:
+                on_error(error)
+
+        self._workers.call(action or self._gateway.start_daemon, launched, failed)
 
     def _set(self, status: DaemonStatus) -> None:
         self.status_changed.emit(status)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from app.gui.downloads import Downloads
+from app.gui.downloads import Downloads, download_key
 from app.gui.gateway import Gateway
 from app.gui.item_models.daemon_tables import DownloadsModel
 from app.gui.records import PullProgress
@@ -69,6 +69,19 @@ class DownloadService(QObject):
     def resume(self, name: str) -> None:
         self._follow(name, lambda: self._gateway.resume_pull(name))
 
+    def resume_paused(self, names: list[str]) -> None:
+        """Resume those of ``names`` the daemon holds paused (the others finished or failed
+        meanwhile)."""
+        wanted = {download_key(n) for n in names}
+
+        def listed(pulls) -> None:
+            for pull in pulls:
+                if pull.state == "paused" and download_key(pull.name) in wanted:
+                    self.resume(pull.name)
+
+        if wanted:
+            self._workers.call(self._gateway.pulls, listed, self._report)
+
     def cancel(self, name: str) -> None:
         self._forget_stream(name)
 
@@ -90,7 +103,7 @@ class DownloadService(QObject):
         self._forget_stream(name)
         self.state.mark(name, "running")
         self._sync()
-        self._streams[name] = self._workers.stream(
+        self._streams[download_key(name)] = self._workers.stream(
             start,
             self._progress,
             lambda _: self._ended(name),
@@ -102,13 +115,13 @@ class DownloadService(QObject):
         self._sync()
 
     def _ended(self, name: str) -> None:
-        self._streams.pop(name, None)
+        self._streams.pop(download_key(name), None)
         current = self.state.get(name)
         if current is not None and current.state == "done":
-            self.finished.emit(name)
+            self.finished.emit(current.name)
 
     def _failed(self, name: str, error: Exception) -> None:
-        self._streams.pop(name, None)
+        self._streams.pop(download_key(name), None)
         self._mark(name, "failed", str(error))
         self.error.emit(f"{name}: {error}")
 
@@ -127,7 +140,7 @@ class DownloadService(QObject):
         self._sync()
 
     def _forget_stream(self, name: str) -> None:
-        job = self._streams.pop(name, None)
+        job = self._streams.pop(download_key(name), None)
         if job is not None:
             job.cancel()
 

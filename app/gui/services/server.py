@@ -1,15 +1,21 @@
 """The Server page's data: address, loaded models, local-network switch, API key, log.
 
-Everything is a worker call; results arrive as signals the page binds to.
+Everything is a worker call; results arrive as signals the page binds to. Switching the local
+network on or off restarts the daemon, so it goes through the monitor (the status bar says
+"starting" meanwhile, and the pages reload when it is back); the choice is remembered only once
+the daemon runs with it.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal
 
 from app.gui.gateway import Gateway
 from app.gui.item_models.daemon_tables import RunningModelsModel
 from app.gui.records import ServerInfo
+from app.gui.services.daemon_monitor import DaemonMonitor
 from app.gui.workers import Workers
 
 __all__ = ["ServerService"]
@@ -17,13 +23,22 @@ __all__ = ["ServerService"]
 
 class ServerService(QObject):
     info_changed = Signal(object)  # ServerInfo
+    switching = Signal(bool)  # a local-network switch is under way
     api_key_ready = Signal(str)
     log_ready = Signal(str)
     error = Signal(str)
 
-    def __init__(self, gateway: Gateway, workers: Workers, parent: QObject | None = None):
+    def __init__(
+        self,
+        gateway: Gateway,
+        workers: Workers,
+        monitor: DaemonMonitor,
+        remember_lan: Callable[[bool], None] | None = None,
+        parent: QObject | None = None,
+    ):
         super().__init__(parent)
-        self._gateway, self._workers = gateway, workers
+        self._gateway, self._workers, self._monitor = gateway, workers, monitor
+        self._remember = remember_lan
         self.running = RunningModelsModel(self)
         self.info: ServerInfo | None = None
         self._running_job = None
@@ -44,13 +59,29 @@ class ServerService(QObject):
         )
 
     def set_lan(self, enabled: bool) -> None:
-        self._workers.call(lambda: self._gateway.set_lan(enabled), self._got_info, self._report)
+        """Restart the daemon on every interface (with the API key) or on this machine only."""
+        self.switching.emit(True)
+        self._monitor.restart(
+            lambda: self._gateway.set_lan(enabled), self._lan_switched, self._lan_failed
+        )
 
     def fetch_api_key(self) -> None:
         self._workers.call(self._gateway.api_key, self.api_key_ready.emit, self._report)
 
     def fetch_log(self, lines: int = 400) -> None:
         self._workers.call(lambda: self._gateway.logs(lines), self.log_ready.emit, self._report)
+
+    def _lan_switched(self, info: ServerInfo) -> None:
+        self.switching.emit(False)
+        if self._remember is not None:
+            self._remember(info.lan)
+        self._got_info(info)
+
+    def _lan_failed(self, error: Exception) -> None:
+        self.switching.emit(False)
+        self._report(error)
+        if self.info is not None:
+            self.info_changed.emit(self.info)  # the switch goes back to what really runs
 
     def _got_info(self, info: ServerInfo) -> None:
         self.info = info

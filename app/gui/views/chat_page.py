@@ -72,6 +72,7 @@ class ChatPage(QStackedWidget):
     def retheme(self, dark: bool) -> None:
         self.transcript.set_dark(dark)
         self.composer.retheme()
+        self.sidebar.retheme()
         if self._icons is not None:
             self.settings_button.setIcon(self._icons.get("settings"))
 

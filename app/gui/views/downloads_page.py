@@ -37,7 +37,8 @@ class ProgressDelegate(QStyledItemDelegate):
         bar = QStyleOptionProgressBar()
         bar.rect = option.rect.adjusted(2, 3, -2, -3)
         bar.minimum, bar.maximum = 0, 1000
-        bar.progress = int(download.fraction * 1000) if download.total else 0
+        done = download.state == "done"
+        bar.progress = 1000 if done else int(download.fraction * 1000)
         bar.text = index.data()
         bar.textVisible = True
         bar.state = option.state | QStyle.StateFlag.State_Horizontal  # else drawn vertical

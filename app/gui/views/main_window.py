@@ -126,6 +126,9 @@ class MainWindow(QMainWindow):
         self.models_page.import_requested.connect(self._import)
         self.models_page.chat_requested.connect(self._chat_with)
         self.chat_page.transcript.copied.connect(self.message)
+        self.chat_page.model_picker.activated.connect(  # after the page took the choice
+            lambda _row: self.server_page.set_model(s.chat.default_model)
+        )
 
     def _shortcuts(self) -> None:
         keys = (
@@ -163,8 +166,10 @@ class MainWindow(QMainWindow):
         if names:
             self.server_page.set_model(chat.default_model)
 
-    def _downloads_changed(self, active: int) -> None:
-        self.downloads_label.setText(f"{active} downloading" if active else "")
+    def _downloads_changed(self, _active: int) -> None:
+        states = [d.state for d in self.services.downloads.state.items()]
+        parts = [f"{states.count(s)} {s}" for s in ("running", "paused") if s in states]
+        self.downloads_label.setText(("Downloads: " + ", ".join(parts)) if parts else "")
         for download in self.services.downloads.state.items():
             self.welcome.show_download(download)
 

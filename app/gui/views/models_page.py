@@ -74,6 +74,7 @@ class ModelsPage(QWidget):
         splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(self.table)
         splitter.addWidget(details)
+        splitter.setSizes([260, 420])  # the details need the room more than a short list
         layout = QVBoxLayout(self)
         layout.addWidget(QLabel("Models", objectName="pageTitle"))
         layout.addLayout(buttons)
@@ -109,9 +110,12 @@ class ModelsPage(QWidget):
         metadata.setHorizontalHeaderLabels(["Key", "Value"])
         metadata.horizontalHeader().setStretchLastSection(True)
         metadata.verticalHeader().hide()
+        metadata.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         for row, (key, value) in enumerate(d.metadata):
             metadata.setItem(row, 0, QTableWidgetItem(key))
             metadata.setItem(row, 1, QTableWidgetItem(value))
+        metadata.resizeColumnToContents(0)  # keys are long: "llama.attention.head_count_kv"
+        metadata.resizeRowsToContents()
         self.tabs.addTab(metadata, "Metadata")
         self.tabs.addTab(_text_tab(d.template, "(no template)"), "Template")
         self.tabs.addTab(_text_tab(d.system, "(no system prompt)"), "System prompt")

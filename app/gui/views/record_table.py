@@ -10,8 +10,9 @@ from app.gui.item_models.table import SORT_ROLE
 __all__ = ["selected_record", "table_view"]
 
 
-def table_view(model, parent=None) -> QTableView:
-    """A sortable, row-selecting table over a ``RecordTableModel``."""
+def table_view(model, parent=None, stretch: int | None = None) -> QTableView:
+    """A sortable, row-selecting table over a ``RecordTableModel``; column ``stretch`` (else
+    the last) takes the room the others leave."""
     proxy = QSortFilterProxyModel(parent)
     proxy.setSourceModel(model)
     proxy.setSortRole(SORT_ROLE)
@@ -21,9 +22,14 @@ def table_view(model, parent=None) -> QTableView:
     view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
     view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
     view.setAlternatingRowColors(True)
+    view.setWordWrap(False)  # one line per row; long text ends in "…"
     view.verticalHeader().hide()
     view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-    view.horizontalHeader().setStretchLastSection(True)
+    header = view.horizontalHeader()
+    if stretch is None:
+        header.setStretchLastSection(True)
+    else:
+        header.setSectionResizeMode(stretch, QHeaderView.ResizeMode.Stretch)
     return view
 
 

@@ -55,7 +55,7 @@ class ServerPage(QWidget):
         self.snippet_tabs = QTabWidget()
         self.running = table_view(server.running, self)
         self.unload = QPushButton("Unload")
-        self.lan = QCheckBox("Serve on the local network (other devices need the API key)")
+        self.lan = QCheckBox("Serve on the local network")
         self.api_key = QLineEdit(readOnly=True, echoMode=QLineEdit.EchoMode.Password)
         self.show_key = QPushButton("Show", checkable=True)
         self.log = _mono()
@@ -71,6 +71,7 @@ class ServerPage(QWidget):
             )
         )
         server.info_changed.connect(self._info)
+        server.switching.connect(self._switching)
         server.api_key_ready.connect(self._key)
         server.log_ready.connect(self._show_log)
         server.error.connect(self.message.setText)
@@ -85,24 +86,41 @@ class ServerPage(QWidget):
         loaded.addWidget(QLabel("<b>Loaded models</b>"))
         loaded.addStretch(1)
         loaded.addWidget(self.unload)
-        key = QHBoxLayout()
+        self.key_row = QWidget()
+        key = QHBoxLayout(self.key_row)
+        key.setContentsMargins(0, 0, 0, 0)
         key.addWidget(QLabel("API key"))
         key.addWidget(self.api_key, 1)
         key.addWidget(self.show_key)
         key.addWidget(_copy_button(lambda: self._api_key))
-        refresh_log = QPushButton("Refresh log")
+        self.key_row.hide()
+        self.lan.setToolTip(
+            "Restarts the daemon on every network interface; other devices "
+            "then need the API key shown below"
+        )
+        side = QVBoxLayout()
+        side.addLayout(loaded)
+        side.addWidget(self.running, 1)
+        side.addWidget(QLabel("<b>Who may connect</b>"))
+        side.addWidget(self.lan)
+        side.addWidget(QLabel("Other devices need the API key.", objectName="muted"))
+        side.addWidget(self.key_row)
+        middle = QHBoxLayout()
+        middle.addWidget(self.snippet_tabs, 4)
+        middle.addLayout(side, 3)
+        refresh_log = QPushButton("Refresh")
         refresh_log.clicked.connect(self.server.fetch_log)
+        log_title = QHBoxLayout()
+        log_title.addWidget(QLabel("<b>Daemon log</b>"))
+        log_title.addStretch(1)
+        log_title.addWidget(refresh_log)
         layout = QVBoxLayout(self)
         layout.addWidget(QLabel("Server", objectName="pageTitle"))
         layout.addWidget(self.status)
         layout.addLayout(address)
-        layout.addWidget(self.snippet_tabs, 1)
-        layout.addLayout(loaded)
-        layout.addWidget(self.running, 1)
-        layout.addWidget(self.lan)
-        layout.addLayout(key)
-        layout.addWidget(refresh_log)
-        layout.addWidget(self.log, 1)
+        layout.addLayout(middle, 3)
+        layout.addLayout(log_title)
+        layout.addWidget(self.log, 2)
         layout.addWidget(self.message)
 
     @property
@@ -133,12 +151,22 @@ class ServerPage(QWidget):
         self.server.fetch_log()
 
     def _info(self, info: ServerInfo) -> None:
-        self._base_url = info.base_url
-        state = "on the local network" if info.lan else "on this computer only"
-        self.address.setText(f"OpenAI-compatible API at <b>{self._v1}</b> ({state})")
+        self._base_url = info.lan_url or info.base_url
+        if info.lan:
+            where = "on the local network; other devices need the API key"
+        else:
+            where = "on this computer only"
+        self.address.setText(f"OpenAI-compatible API at <b>{self._v1}</b> ({where})")
         self.lan.setChecked(info.lan)
-        self.api_key.setEnabled(info.api_key_set or info.lan)
+        self.key_row.setVisible(info.api_key_set or info.lan)
         self._fill_snippets()
+
+    def _switching(self, busy: bool) -> None:
+        self.lan.setEnabled(not busy)
+        if busy:
+            self.message.setText("Restarting the daemon with the new setting…")
+        elif self.message.text().startswith("Restarting"):
+            self.message.clear()
 
     def _key(self, key: str) -> None:
         self._api_key = key
@@ -163,7 +191,7 @@ class ServerPage(QWidget):
             box.setPlainText(snippet.code)
             column = QVBoxLayout(page)
             column.addWidget(box, 1)
-            column.addWidget(_copy_button(box.toPlainText))
+            column.addWidget(_copy_button(box.toPlainText), 0, Qt.AlignmentFlag.AlignRight)
             self.snippet_tabs.addTab(page, snippet.title)
         self.snippet_tabs.setCurrentIndex(max(current, 0))
         if not self.address.text():

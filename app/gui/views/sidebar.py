@@ -6,6 +6,7 @@ Emits requests; the chat controller owns the list and does the work.
 from __future__ import annotations
 
 from PySide6.QtCore import QModelIndex, QPoint, Qt, QTimer, Signal
+from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -39,12 +40,15 @@ class ChatSidebar(QWidget):
             QAbstractItemView.EditTrigger.EditKeyPressed
             | QAbstractItemView.EditTrigger.DoubleClicked
         )
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.list.setTextElideMode(Qt.TextElideMode.ElideRight)  # long titles end in "…"
+        self.list.setUniformItemSizes(True)
         self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.list.customContextMenuRequested.connect(self._menu)
         self.list.selectionModel().currentChanged.connect(self._current)
-        if icons is not None:
-            self.new_button.setIcon(icons.get("new"))
-            self.search.addAction(icons.get("search"), QLineEdit.ActionPosition.LeadingPosition)
+        self._icons = icons
+        self._search_icon = self.search.addAction(QIcon(), QLineEdit.ActionPosition.LeadingPosition)
+        self.retheme()
         self._debounce = QTimer(self, singleShot=True, interval=250)
         self._debounce.timeout.connect(lambda: self.search_changed.emit(self.search.text()))
         self.search.textChanged.connect(self._debounce.start)
@@ -57,6 +61,12 @@ class ChatSidebar(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(top)
         layout.addWidget(self.list, 1)
+
+    def retheme(self) -> None:
+        """Icons in the current text colour (light on dark, dark on light)."""
+        if self._icons is not None:
+            self.new_button.setIcon(self._icons.get("new"))
+            self._search_icon.setIcon(self._icons.get("search"))
 
     def select(self, conversation_id: str | None) -> None:
         """Highlight the chat on screen without asking to open it again."""

@@ -58,6 +58,7 @@ class WelcomePage(QWidget):
         self.machine = QLabel(_machine(None), objectName="muted")
         self.cards = QGridLayout()
         self.buttons: dict[str, QPushButton] = {}
+        self.problems: dict[str, QLabel] = {}  # a failed download's reason, on its card
         import_button = QPushButton("Import a GGUF file…")
         import_button.clicked.connect(self._pick_file)
 
@@ -85,6 +86,7 @@ class WelcomePage(QWidget):
         while self.cards.count():
             self.cards.takeAt(0).widget().deleteLater()
         self.buttons.clear()
+        self.problems.clear()
         self.machine.setText(_machine(system))
         for i, suggestion in enumerate(suggest(system)):
             self.cards.addWidget(self._card(suggestion), i // 3, i % 3)
@@ -100,10 +102,12 @@ class WelcomePage(QWidget):
         button = self.buttons.get(download.name)
         if button is None:
             return
+        problem = self.problems[download.name]
+        problem.setText(download.error if download.state == "failed" else "")
+        problem.setVisible(download.state == "failed")
         if download.state == "failed":
             button.setEnabled(True)
             button.setText("Retry download")
-            button.setToolTip(download.error)
         elif download.active:
             eta = duration_text(download.eta)
             left = f", {eta} left" if eta else ""
@@ -128,6 +132,11 @@ class WelcomePage(QWidget):
         button.clicked.connect(lambda: self._pull(s.model.name))
         self.buttons[s.model.name] = button
         layout.addWidget(button, 0, Qt.AlignmentFlag.AlignLeft)
+        problem = QLabel(wordWrap=True, objectName="problem")
+        problem.hide()
+        self.problems[s.model.name] = problem
+        layout.addWidget(problem)
+        layout.addStretch(1)
         return card
 
     def _pull(self, name: str) -> None:

@@ -1,0 +1,217 @@
+"""The app and its daemon: started when nothing answers, a dead daemon shown as such with a
+restart, a hanging one that never freezes the window, the local-network switch (API key, a
+daemon re-bound on every interface, remembered for the next start), and a pull without
+internet that says so in place. Each test has its own daemon: they stop and start it.
+"""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import pytest
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
+
+from app.gui.daemon_control import lan_address
+from app.gui.daemon_health import DaemonState
+from app.gui.main import AppConfig, open_window, remembered_lan
+from tests.daemon_support import free_port
+from tests.gui.e2e_support import MODEL, GuiDaemon, HangingServer, open_app, prefs_in, tiny_models
+from tests.support.local_hub import LocalHub
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def models(tiny_model_path):
+    return tiny_models(tiny_model_path)
+
+
+@pytest.fixture
+def cleanup():
+    daemons: list[GuiDaemon] = []
+    yield daemons.append
+    for daemon in daemons:
+        daemon.stop()
+
+
+def _close(services) -> None:
+    services.shutdown()
+
+
+def test_the_window_opens_at_once_and_starts_the_daemon(
+    qtbot, tmp_path, models, monkeypatch, cleanup
+):
+    planned = GuiDaemon(tmp_path / "d", models, start=False)  # nothing answers yet
+    cleanup(planned)
+    planned.use_env(monkeypatch)
+    app = QApplication.instance()
+    config = AppConfig(planned.settings(), history_dir=tmp_path, theme="light")
+    started = time.monotonic()
+    window, _tray = open_window(app, planned.gateway(), config, prefs_in(tmp_path))
+    qtbot.addWidget(window)
+    app.aboutToQuit.disconnect(window.services.shutdown)
+    try:
+        assert window.isVisible() and time.monotonic() - started < 2.0
+        states = []
+        window.services.monitor.status_changed.connect(lambda s: states.append(s.state))
+        qtbot.waitUntil(lambda: window.services.monitor.status.up, timeout=60_000)
+        assert DaemonState.STARTING in states or states[0] is DaemonState.RUNNING
+        assert "running" in window.indicator.text.text()
+        qtbot.waitUntil(lambda: window.services.library.table.row_of(MODEL) is not None)
+        assert httpx.get(planned.url + "/").status_code == 200
+    finally:
+        window.services.shutdown()
+
+
+def test_a_dead_daemon_is_shown_with_a_restart_that_works(
+    qtbot, tmp_path, models, monkeypatch, cleanup
+):
+    daemon = GuiDaemon(tmp_path / "d", models)
+    cleanup(daemon)
+    daemon.use_env(monkeypatch)
+    services, window = open_app(qtbot, daemon.gateway(quick_timeout=2.0), tmp_path)
+    try:
+        qtbot.waitUntil(lambda: services.monitor.status.up, timeout=10_000)
+        daemon.daemon.stop()  # it dies (or the user killed it)
+        qtbot.waitUntil(lambda: window.indicator.restart.isVisibleTo(window), timeout=10_000)
+        assert services.monitor.status.state is DaemonState.STOPPED
+        assert "stopped" in window.indicator.text.text()
+        window.indicator.restart.click()
+        qtbot.waitUntil(lambda: services.monitor.status.up, timeout=60_000)
+        assert not window.indicator.restart.isVisibleTo(window)
+        services.chat.new_chat(MODEL)
+        with qtbot.waitSignal(services.chat.reply_finished, timeout=30_000):
+            assert services.chat.send("are you back?")
+        assert not services.chat.session.messages[-1].failed
+    finally:
+        _close(services)
+
+
+def test_a_hanging_daemon_never_freezes_the_window(qtbot, tmp_path):
+    with HangingServer() as stuck:
+        planned = GuiDaemon(
+            tmp_path / "d", env={"LOCALLLM_HOST": f"127.0.0.1:{stuck.port}"}, start=False
+        )
+        planned.env["LOCALLLM_HOST"] = f"127.0.0.1:{stuck.port}"
+        gateway = planned.gateway(quick_timeout=1.5)
+        app = QApplication.instance()
+        config = AppConfig(planned.settings(), history_dir=tmp_path, autostart=False)
+        ticks = []
+        timer = QTimer(interval=20)
+        timer.timeout.connect(lambda: ticks.append(time.monotonic()))
+        timer.start()
+        started = time.monotonic()
+        window, _tray = open_window(app, gateway, config, prefs_in(tmp_path))
+        qtbot.addWidget(window)
+        app.aboutToQuit.disconnect(window.services.shutdown)
+        try:
+            assert window.isVisible() and time.monotonic() - started < 2.0
+            window.services.library.refresh()  # more calls that hang
+            window.services.hub.search("qwen")
+            qtbot.wait(1000)
+            assert "Connecting" in window.indicator.text.text()  # the check is still out...
+            assert len([t for t in ticks if t > started]) >= 20  # ...and the loop ran on
+            window.show_page("Server")  # pages switch while calls hang
+            assert window.pages.currentWidget() is window.server_page
+            qtbot.waitUntil(lambda: window.indicator.restart.isVisibleTo(window), timeout=10_000)
+            assert "not answering" in window.indicator.text.text()
+            assert not window.services.library.loaded
+        finally:
+            timer.stop()
+            window.services.shutdown()
+
+
+def test_serving_on_the_local_network_and_remembering_it(
+    qtbot, tmp_path, models, monkeypatch, cleanup, tiny_q8_model_path
+):
+    hub = LocalHub().start()
+    size = tiny_q8_model_path.stat().st_size
+    hub.add_repo("local/Q8-GGUF", {"Q8-Q8_0.gguf": tiny_q8_model_path})
+    hub.set_throttle("local/Q8-GGUF", "Q8-Q8_0.gguf", size / 60)  # a pull under way...
+    daemon = GuiDaemon(tmp_path / "d", models, env={"HF_ENDPOINT": hub.endpoint})
+    cleanup(daemon)
+    daemon.use_env(monkeypatch)
+    services, window = open_app(qtbot, daemon.gateway(), tmp_path)
+    page = window.server_page
+    try:
+        qtbot.waitUntil(lambda: services.monitor.status.up, timeout=10_000)
+        services.downloads.pull("hf.co/local/Q8-GGUF:Q8_0")
+        qtbot.waitUntil(lambda: services.downloads.table.item(0).total == size, timeout=10_000)
+        window.show_page("Server")
+        qtbot.waitUntil(lambda: services.server.info is not None, timeout=10_000)
+        assert not page.lan.isChecked() and not page.key_row.isVisibleTo(window)
+        page.lan.click()
+        qtbot.waitUntil(lambda: page.api_key.text() != "", timeout=60_000)
+        hub.set_throttle("local/Q8-GGUF", "Q8-Q8_0.gguf", None)  # ...goes on after the restart
+        qtbot.waitUntil(lambda: services.downloads.table.item(0).state == "done", timeout=30_000)
+        key = daemon.keys().load()
+        assert page.api_key.text() == key and page.key_row.isVisibleTo(window)
+        assert services.server.info.lan and services.server.info.api_key_set
+        assert services.monitor.status.up
+        assert "local network" in page.address.text()
+        assert (
+            f"Bearer {key}" in page.snippet_tabs.widget(2).findChild(type(page.log)).toPlainText()
+        )
+        _assert_needs_key(daemon.url, key)
+        if lan_address() != "127.0.0.1":  # this machine has a network: reach it there
+            answer = httpx.get(
+                f"http://{lan_address()}:{services.server.info.port}/api/tags",
+                headers={"Authorization": f"Bearer {key}"},
+                timeout=10,
+            )
+            assert answer.status_code == 200
+        assert remembered_lan(prefs_in(tmp_path))
+    finally:
+        _close(services)
+        hub.stop()
+
+    # the next start: the daemon is gone; the app starts it on the network again
+    httpx.post(daemon.url + "/api/shutdown", headers={"Authorization": f"Bearer {key}"})
+    assert daemon.controls[0].process.wait(20) is not None
+    lan = remembered_lan(prefs_in(tmp_path))
+    services, window = open_app(qtbot, daemon.gateway(lan=lan), tmp_path)
+    page = window.server_page
+    try:
+        qtbot.waitUntil(lambda: services.monitor.status.up, timeout=60_000)
+        window.show_page("Server")
+        qtbot.waitUntil(lambda: page.lan.isChecked(), timeout=10_000)
+        _assert_needs_key(daemon.url, key)
+        page.lan.click()  # and off again: this machine only, no key needed
+        qtbot.waitUntil(
+            lambda: services.server.info is not None and not services.server.info.lan,
+            timeout=60_000,
+        )
+        assert httpx.get(daemon.url + "/api/tags").status_code == 200
+        assert not remembered_lan(prefs_in(tmp_path))
+        assert not page.lan.isChecked() and "this computer only" in page.address.text()
+    finally:
+        _close(services)
+
+
+def _assert_needs_key(url: str, key: str) -> None:
+    assert httpx.get(url + "/api/tags").status_code == 401
+    assert httpx.get(url + "/api/tags", headers={"Authorization": f"Bearer {key}"}).is_success
+
+
+def test_a_pull_without_internet_says_so_in_place(qtbot, tmp_path, cleanup):
+    offline = {"HF_ENDPOINT": f"http://127.0.0.1:{free_port()}"}  # nothing listens there
+    daemon = GuiDaemon(tmp_path / "d", env=offline)
+    cleanup(daemon)
+    services, window = open_app(qtbot, daemon.gateway(), tmp_path)
+    try:
+        qtbot.waitUntil(lambda: window.chat_page.currentWidget() is window.welcome, timeout=10_000)
+        qtbot.waitUntil(lambda: "RAM" in window.welcome.machine.text(), timeout=10_000)
+        window.welcome.buttons["qwen:0.5b"].click()
+        problem = window.welcome.problems["qwen:0.5b"]
+        qtbot.waitUntil(lambda: problem.isVisibleTo(window), timeout=20_000)
+        assert "could not reach" in problem.text() and "Import a GGUF" in problem.text()
+        assert window.welcome.buttons["qwen:0.5b"].text() == "Retry download"
+        window.show_page("Discover")
+        services.hub.search("qwen")
+        state = window.discover_page.state
+        qtbot.waitUntil(lambda: "could not reach" in state.text(), timeout=20_000)
+        assert "internet" in state.text()
+    finally:
+        _close(services)
