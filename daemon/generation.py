@@ -16,7 +16,7 @@ from daemon.runners.types import DoneEvent, RunnerCrashed, TokenEvent
 from daemon.scheduler import Lease
 from daemon.tool_calls import ToolCall, ToolCallFilter
 
-__all__ = ["Delta", "Finished", "Generation", "Usage"]
+__all__ = ["Collected", "Delta", "Finished", "Generation", "Usage"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +46,15 @@ class Finished:
     reason: str  # "stop", "length", "tool_calls", "cancelled", "error"
     usage: Usage
     tool_calls: tuple[ToolCall, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Collected:
+    """A whole generation at once, for ``stream: false`` answers."""
+
+    text: str
+    logprobs: list[dict]
+    finished: Finished
 
 
 class Generation:
@@ -157,6 +166,20 @@ class Generation:
             time_to_first_token=first,
             total_seconds=now - self._started,
         )
+
+    async def collect(self) -> Collected:
+        """Drain the generation: all text, all logprob entries and how it finished."""
+        parts: list[str] = []
+        entries: list[dict] = []
+        finished: Finished | None = None
+        async for item in self:
+            if isinstance(item, Delta):
+                parts.append(item.text)
+                entries.extend(item.logprobs)
+            else:
+                finished = item
+        assert finished is not None, "a generation always ends with Finished"
+        return Collected("".join(parts), entries, finished)
 
     async def aclose(self) -> None:
         """Stop generating (if still running) and give the slot back. Safe to call twice."""

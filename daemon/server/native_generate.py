@@ -125,16 +125,9 @@ async def _lines(generation: Generation, make: ChunkMaker, logprobs: bool) -> As
 
 
 async def _collect(generation: Generation, make: ChunkMaker, logprobs: bool) -> BaseModel:
-    parts: list[str] = []
-    entries: list[dict] = []
-    finished: Finished | None = None
-    async for item in generation:
-        if isinstance(item, Delta):
-            parts.append(item.text)
-            entries.extend(item.logprobs)
-        else:
-            finished = item
-    return make(generation.model, "".join(parts), entries if logprobs else None, finished)
+    result = await generation.collect()
+    entries = result.logprobs if logprobs else None
+    return make(generation.model, result.text, entries, result.finished)
 
 
 # -- load and unload -------------------------------------------------------------------------

@@ -59,22 +59,14 @@ class _Ids:
 
 
 async def _collect(generation: Generation, ids: _Ids, logprobs: bool) -> ChatCompletion:
-    parts: list[str] = []
-    entries: list[dict] = []
-    finished: Finished | None = None
-    async for item in generation:
-        if isinstance(item, Delta):
-            parts.append(item.text)
-            entries.extend(item.logprobs)
-        else:
-            finished = item
-    assert finished is not None
+    result = await generation.collect()
+    finished = result.finished
     calls = tool_calls_out(finished.tool_calls) or None
-    message = ChatResponseMessage(content=None if calls else "".join(parts), tool_calls=calls)
+    message = ChatResponseMessage(content=None if calls else result.text, tool_calls=calls)
     choice = ChatChoice(
         message=message,
         finish_reason=finished.reason,
-        logprobs=chat_logprobs(entries) if logprobs else None,
+        logprobs=chat_logprobs(result.logprobs) if logprobs else None,
     )
     return ChatCompletion(
         id=ids.id,

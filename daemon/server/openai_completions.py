@@ -10,7 +10,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from daemon.api import Completion, CompletionChoice, CompletionRequest
-from daemon.generation import Delta, Finished, Generation
+from daemon.generation import Delta, Generation
 from daemon.inference import Inference
 from daemon.server.errors import stream_error
 from daemon.server.openai_translate import completion_job, completion_logprobs, usage_out
@@ -49,21 +49,14 @@ async def completions(body: CompletionRequest, request: Request) -> Response | C
 async def _collect(
     generation: Generation, head: Completion, echo: str, logprobs: bool
 ) -> Completion:
-    parts, entries = [echo], []
-    finished: Finished | None = None
-    async for item in generation:
-        if isinstance(item, Delta):
-            parts.append(item.text)
-            entries.extend(item.logprobs)
-        else:
-            finished = item
-    assert finished is not None
+    result = await generation.collect()
     choice = CompletionChoice(
-        text="".join(parts),
-        finish_reason=finished.reason,
-        logprobs=completion_logprobs(entries, len(echo)) if logprobs else None,
+        text=echo + result.text,
+        finish_reason=result.finished.reason,
+        logprobs=completion_logprobs(result.logprobs, len(echo)) if logprobs else None,
     )
-    return head.model_copy(update={"choices": [choice], "usage": usage_out(finished.usage)})
+    usage = usage_out(result.finished.usage)
+    return head.model_copy(update={"choices": [choice], "usage": usage})
 
 
 async def _stream(
