@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from daemon.api.openai_common import Usage
+from daemon.api.openai_common import SamplingFields, Usage
 
 __all__ = [
     "ChatChoice",
@@ -86,34 +86,17 @@ class StreamOptions(_Request):
     include_usage: bool = False
 
 
-class ChatCompletionRequest(_Request):
-    model: str
+class ChatCompletionRequest(SamplingFields):
     messages: list[ChatMessage] = Field(min_length=1)
     max_tokens: int | None = Field(default=None, ge=0)
     max_completion_tokens: int | None = Field(default=None, ge=0)
-    temperature: float | None = Field(default=None, ge=0, le=2)
-    top_p: float | None = Field(default=None, ge=0, le=1)
-    n: int | None = Field(default=None, ge=1)
-    stream: bool = False
     stream_options: StreamOptions | None = None
-    stop: str | list[str] | None = None
-    seed: int | None = None
-    logit_bias: dict[str, float] | None = None
-    presence_penalty: float | None = Field(default=None, ge=-2, le=2)
-    frequency_penalty: float | None = Field(default=None, ge=-2, le=2)
     logprobs: bool | None = None
     top_logprobs: int | None = Field(default=None, ge=0, le=20)
     response_format: ResponseFormat | None = None
     tools: list[Tool] | None = None
     tool_choice: Literal["none", "auto", "required"] | dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
-    user: str | None = None
-    # extras understood by llama.cpp / Ollama-flavoured clients
-    top_k: int | None = Field(default=None, ge=0)
-    min_p: float | None = Field(default=None, ge=0, le=1)
-    repeat_penalty: float | None = Field(default=None, ge=0)
-    keep_alive: float | str | None = None
-    options: dict[str, Any] | None = None
 
 
 class ChatLogprobs(BaseModel):

@@ -87,32 +87,38 @@ class EmbeddingResponse(BaseModel):
     usage: EmbeddingUsage
 
 
-class CompletionRequest(BaseModel):
+class SamplingFields(BaseModel):
+    """The fields chat and legacy completions share, with the same bounds in both."""
+
     model_config = ConfigDict(extra="ignore")
 
     model: str
-    prompt: str | list[str] | list[int] | list[list[int]]
-    suffix: str | None = None
-    max_tokens: int | None = Field(default=16, ge=0)  # OpenAI's default for this endpoint
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, ge=0, le=1)
     n: int | None = Field(default=None, ge=1)
-    best_of: int | None = Field(default=None, ge=1)
     stream: bool = False
-    stream_options: dict[str, Any] | None = None
-    logprobs: int | None = Field(default=None, ge=0, le=5)
-    echo: bool = False
     stop: str | list[str] | None = None
     presence_penalty: float | None = Field(default=None, ge=-2, le=2)
     frequency_penalty: float | None = Field(default=None, ge=-2, le=2)
     logit_bias: dict[str, float] | None = None
     seed: int | None = None
     user: str | None = None
+    # extras understood by llama.cpp / Ollama-flavoured clients
     top_k: int | None = Field(default=None, ge=0)
     min_p: float | None = Field(default=None, ge=0, le=1)
     repeat_penalty: float | None = Field(default=None, ge=0)
     keep_alive: float | str | None = None
     options: dict[str, Any] | None = None
+
+
+class CompletionRequest(SamplingFields):
+    prompt: str | list[str] | list[int] | list[list[int]]
+    suffix: str | None = None
+    max_tokens: int | None = Field(default=16, ge=0)  # OpenAI's default for this endpoint
+    best_of: int | None = Field(default=None, ge=1)
+    stream_options: dict[str, Any] | None = None
+    logprobs: int | None = Field(default=None, ge=0, le=5)
+    echo: bool = False
 
 
 class CompletionChoice(BaseModel):
