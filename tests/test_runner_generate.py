@@ -21,8 +21,9 @@ def harness():
 
 
 @pytest.fixture(scope="module")
-def model_path(tmp_path_factory):
-    return write_tiny_model(tmp_path_factory.mktemp("gen") / "tiny.gguf", seed=1)
+def model_path(tiny_model_path):
+    """The suite's shared tiny model (conftest writes it once per session)."""
+    return tiny_model_path
 
 
 @pytest.fixture(scope="module")

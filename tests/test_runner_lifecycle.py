@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from runner_support import Harness, collect, make_spec, split_gguf, write_tiny_model
+from runner_support import Harness, collect, make_spec, split_gguf
 
 from daemon.runners.process import RunnerProcess
 from daemon.runners.protocol import FrameReader, encode_frame, spec_to_wire
@@ -26,8 +26,9 @@ def harness():
 
 
 @pytest.fixture(scope="module")
-def model_path(tmp_path_factory):
-    return write_tiny_model(tmp_path_factory.mktemp("life") / "tiny.gguf", seed=1)
+def model_path(tiny_model_path):
+    """The suite's shared tiny model (conftest writes it once per session)."""
+    return tiny_model_path
 
 
 def test_sigkill_mid_stream_raises_crashed_and_a_new_runner_works(harness, model_path, tmp_path):
