@@ -56,6 +56,7 @@ class ChatPage(QStackedWidget):
         self.model_picker.setCurrentIndex(-1)
         self.vision_badge = QLabel("sees images", objectName="muted")
         self.vision_badge.hide()
+        self._vision_for = ""  # the model the Attach button is shown for, "" when hidden
         self.settings_button = QToolButton(
             text="Settings", checkable=True, toolTip="System prompt and parameters"
         )
@@ -184,13 +185,17 @@ class ChatPage(QStackedWidget):
         self._check_vision(name)
 
     def _check_vision(self, name: str) -> None:
-        if not name or self.library.table.row_of(name) is None:
-            return self._show_vision(None)
-        self.library.details(name, self._show_vision)
+        """Attach stays hidden until the daemon confirms that this model sees: a picture must
+        never be offered to a model that cannot take it, not even while its details load."""
+        if self._vision_for != name:
+            self._show_vision(None)
+        if name and self.library.table.row_of(name) is not None:
+            self.library.details(name, self._show_vision)
 
     def _show_vision(self, details: ModelDetails | None) -> None:
         session = self.chat.session
         current = session.conversation.model if session else self.chat.default_model
         vision = details is not None and details.name == current and details.has_vision
+        self._vision_for = current if vision else ""
         self.vision_badge.setVisible(vision)
         self.composer.set_vision(vision)
