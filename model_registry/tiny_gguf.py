@@ -31,7 +31,6 @@ __all__ = [
     "TinyVocabulary",
     "tiny_vocabulary",
     "write_tiny_model",
-    "write_tiny_projector",
 ]
 
 CHATML_TEMPLATE = (
@@ -163,25 +162,6 @@ def write_tiny_model(
             writer.write_tensor_data(gguf.quants.quantize(values, qtype))
     finally:
         writer.close()
-    return path
-
-
-def write_tiny_projector(path: str | os.PathLike[str]) -> Path:
-    """A minimal ``clip`` (multimodal projector) GGUF: readable metadata, not a usable model."""
-    writer = gguf.GGUFWriter(None, "clip")
-    writer.add_bool("clip.has_vision_encoder", True)
-    writer.add_string("clip.projector_type", "mlp")
-    writer.add_uint32("clip.vision.embedding_length", 32)
-    writer.add_name("tiny-projector")
-    writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
-    rng = np.random.default_rng(0)
-    writer.add_tensor("mm.0.weight", (rng.standard_normal((64, 32)) * 0.02).astype(np.float16))
-    writer.add_tensor("mm.0.bias", np.zeros(64, dtype=np.float32))
-    path = Path(path)
-    writer.write_header_to_file(path)
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
     return path
 
 

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from model_registry.errors import GGUFError
 from model_registry.gguf_info import GGUFInfo, format_parameter_count, read_gguf_info
-from model_registry.tiny_gguf import CHATML_TEMPLATE, write_tiny_model, write_tiny_projector
+from model_registry.tiny_gguf import CHATML_TEMPLATE, write_tiny_model
+from model_registry.tiny_projector import write_tiny_projector
 
 V = gguf.GGUFValueType
 Q = gguf.GGMLQuantizationType
@@ -155,7 +156,7 @@ def test_summary_is_small_json(tiny_f16):
 
 def test_projector(tmp_path):
     info = read_gguf_info(write_tiny_projector(tmp_path / "proj.gguf"))
-    assert (info.architecture, info.is_projector, info.tensor_count) == ("clip", True, 2)
+    assert (info.architecture, info.is_projector, info.tensor_count) == ("clip", True, 25)
 
 
 def test_small_hand_built_file(tmp_path):

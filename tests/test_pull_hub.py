@@ -17,7 +17,8 @@ from model_registry.errors import (
 )
 from model_registry.pull import Puller, PullEvent
 from model_registry.store import LayerType
-from model_registry.tiny_gguf import write_tiny_model, write_tiny_projector
+from model_registry.tiny_gguf import write_tiny_model
+from model_registry.tiny_projector import write_tiny_projector
 from tests.support import fast_pull_options
 from tests.support.local_hub import DEFAULT_TOKEN, LocalHub
 

@@ -70,8 +70,10 @@ def test_requests_survive_the_wire():
     assert generate_from_wire(decode(generate_to_wire(req))) == req
     spec = RunnerSpec("m", ("/a-00001-of-00002.gguf", "/a-00002-of-00002.gguf"), num_ctx=8192)
     assert spec_from_wire(decode(spec_to_wire(spec))) == spec
-    with pytest.raises(RunnerError, match="images"):
-        generate_to_wire(GenerateRequest("x", images=(b"png",)))
+    pictures = GenerateRequest(
+        "a <m> b <m>", images=(b"\x89PNG\x00", b"\xff\xd8"), image_marker="<m>"
+    )
+    assert generate_from_wire(decode(generate_to_wire(pictures))) == pictures
 
 
 def decode(message: dict) -> dict:

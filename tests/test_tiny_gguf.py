@@ -14,8 +14,8 @@ from model_registry.tiny_gguf import (
     CHATML_TEMPLATE,
     tiny_vocabulary,
     write_tiny_model,
-    write_tiny_projector,
 )
+from model_registry.tiny_projector import write_tiny_projector
 
 FILE_TYPES = ["F16", "Q8_0"]
 

@@ -8,6 +8,7 @@ Daemon -> runner (``op``)::
 
     {"op": "spec", "spec": {...}}                         first frame: what to load
     {"op": "generate", "id": n, "req": {...}}             stream of "token", then "done"
+                                (pictures in "req" as base64, with the prompt's marker for them)
     {"op": "cancel", "id": n}                             stop a generation, free its slot
     {"op": "embed", "id": n, "inputs": [...], "normalize": b, "truncate": b}
                                                           one "embedding" per input, then "result"
@@ -30,6 +31,7 @@ Runner -> daemon (``ev``)::
 from __future__ import annotations
 
 import asyncio
+import base64
 import dataclasses
 import json
 import os
@@ -64,7 +66,7 @@ __all__ = [
     "spec_to_wire",
 ]
 
-MAX_FRAME_BYTES = 16 * 1024 * 1024  # a bound, so a corrupt length cannot make us allocate GBs
+MAX_FRAME_BYTES = 64 * 1024 * 1024  # a bound, so a corrupt length cannot make us allocate GBs
 _HEADER = struct.Struct(">I")
 
 
@@ -149,11 +151,13 @@ def spec_from_wire(data: dict[str, Any]) -> RunnerSpec:
 
 
 def generate_to_wire(req: GenerateRequest) -> dict[str, Any]:
-    if req.images:
-        raise RunnerError("this runner does not accept images")
     params = dataclasses.asdict(req.params)
     params["logit_bias"] = [[int(k), float(v)] for k, v in req.params.logit_bias.items()]
-    return {"prompt": req.prompt, "add_bos": req.add_bos, "params": params}
+    message = {"prompt": req.prompt, "add_bos": req.add_bos, "params": params}
+    if req.images:
+        message["images"] = [base64.b64encode(image).decode() for image in req.images]
+        message["image_marker"] = req.image_marker
+    return message
 
 
 def generate_from_wire(data: dict[str, Any]) -> GenerateRequest:
@@ -165,7 +169,13 @@ def generate_from_wire(data: dict[str, Any]) -> GenerateRequest:
             "stop": tuple(raw["stop"]),
         }
     )
-    return GenerateRequest(prompt=data["prompt"], params=params, add_bos=data["add_bos"])
+    return GenerateRequest(
+        prompt=data["prompt"],
+        params=params,
+        add_bos=data["add_bos"],
+        images=tuple(base64.b64decode(image) for image in data.get("images", ())),
+        image_marker=data.get("image_marker", ""),
+    )
 
 
 def done_from_wire(data: dict[str, Any]) -> DoneEvent:

@@ -83,7 +83,10 @@ class GenerateRequest:
     prompt: str  # already templated; special tokens in it are parsed
     params: SamplingParams = field(default_factory=SamplingParams)
     add_bos: bool = True
-    images: tuple[bytes, ...] = ()  # for models with a projector
+    # Pictures for models with a projector, in the order of ``image_marker`` in the prompt:
+    # each occurrence of the marker is where one picture's embeddings go.
+    images: tuple[bytes, ...] = ()  # encoded pictures (PNG, JPEG...), decoded by the runner
+    image_marker: str = ""  # chosen per request, so no text a user sends can act as one
 
 
 @dataclass(frozen=True, slots=True)
