@@ -4,6 +4,10 @@ Each step puts the next token of every generating sequence into the batch, then 
 left of the batch with prompt chunks of the sequences still prefilling, so a long prompt is
 spread over several steps and never stalls the streams already running. Requests beyond the
 number of slots wait in a FIFO until a slot frees.
+
+A prompt with pictures is fed the same way up to each picture; the picture itself is encoded
+and decoded into its sequence on its own (see ``vision``) once the text before it is in, which
+holds the other streams for that long.
 """
 
 from __future__ import annotations
@@ -14,11 +18,12 @@ from dataclasses import dataclass
 
 import llama_cpp as lc
 
-from ..protocol import FrameWriter
+from ..protocol import FrameWriter, error_to_wire
 from ..types import (
     ContextOverflowError,
     GenerateRequest,
     InvalidRequestError,
+    RunnerError,
     RunnerSpec,
 )
 from .batch import Batch
@@ -26,6 +31,7 @@ from .model import ContextConfig, Model
 from .sampling import SequenceSampler, token_logprobs
 from .slots import Slot, pick_slot
 from .text import TextStream
+from .vision import Picture, PicturePrompt, Vision
 
 __all__ = ["Engine"]
 
@@ -33,7 +39,8 @@ __all__ = ["Engine"]
 @dataclass(eq=False)
 class _Job:
     rid: int
-    prompt: list[int]
+    prompt: list[int]  # pictures are runs of negative placeholder ids (see ``vision``)
+    pictures: dict[int, Picture]  # by start index in ``prompt``
     sampler: SequenceSampler
     text: TextStream
     max_tokens: int | None
@@ -52,8 +59,16 @@ class _Job:
 class Engine:
     """The generation slots of one model and the decode loop over them."""
 
-    def __init__(self, model: Model, spec: RunnerSpec, threads: int, out: FrameWriter):
+    def __init__(
+        self,
+        model: Model,
+        spec: RunnerSpec,
+        threads: int,
+        out: FrameWriter,
+        vision: Vision | None = None,
+    ):
         self.model = model
+        self.vision = vision
         self.n_ctx = spec.num_ctx
         n_batch = max(spec.num_batch, spec.num_parallel)
         n_seq = spec.num_parallel
@@ -78,25 +93,43 @@ class Engine:
         lc.llama_memory_seq_rm(self.memory, 0, -1, -1)
 
     def submit(self, rid: int, req: GenerateRequest) -> None:
-        prompt = self.model.tokenize(req.prompt, req.add_bos, special=True)
+        parsed = self._tokenize(req)
+        try:
+            job = self._job(rid, req, parsed)
+        except BaseException:
+            parsed.free()
+            raise
+        if job.max_tokens is not None and job.max_tokens <= 0:
+            self._finish(job, "length")
+            return
+        self.waiting.append(job)
+
+    def _tokenize(self, req: GenerateRequest) -> PicturePrompt:
+        if not req.images:
+            return PicturePrompt(self.model.tokenize(req.prompt, req.add_bos, special=True))
+        if self.vision is None:
+            raise InvalidRequestError(
+                f"{self.model.spec.model_name} has no vision projector; it cannot take pictures"
+            )
+        return self.vision.tokenize(req.prompt, req.image_marker, req.images, req.add_bos)
+
+    def _job(self, rid: int, req: GenerateRequest, parsed: PicturePrompt) -> _Job:
+        prompt = parsed.tokens
         if not prompt:
             raise InvalidRequestError("the prompt is empty")
         if len(prompt) >= self.n_ctx:
             raise ContextOverflowError(len(prompt), self.n_ctx)
         params = req.params
-        job = _Job(
+        return _Job(
             rid=rid,
             prompt=prompt,
-            sampler=SequenceSampler(self.model, params, prompt),
+            pictures=parsed.pictures,
+            sampler=SequenceSampler(self.model, params, [t for t in prompt if t >= 0]),
             text=TextStream(params.stop),
             max_tokens=params.max_tokens,
             logprobs=params.logprobs,
             arrived=time.perf_counter(),
         )
-        if job.max_tokens is not None and job.max_tokens <= 0:
-            self._finish(job, "length")
-            return
-        self.waiting.append(job)
 
     def cancel(self, rid: int) -> None:
         for job in (*self.waiting, *self.active):
@@ -133,7 +166,8 @@ class Engine:
             job = self.waiting.popleft()
             busy = {s.seq_id for s in self.slots if s.job is not None}
             slot, common = pick_slot(free, job.prompt, busy)
-            common = min(common, len(job.prompt) - 1)  # always decode the last prompt token
+            common = self._reusable(job, min(common, len(job.prompt) - 1))
+            slot.shift = 0  # what is kept of the cache holds no M-RoPE picture (``_reusable``)
             if common < len(slot.cached):
                 if not lc.llama_memory_seq_rm(self.memory, slot.seq_id, common, -1):
                     lc.llama_memory_seq_rm(self.memory, slot.seq_id, -1, -1)
@@ -143,6 +177,14 @@ class Engine:
             job.admitted = time.perf_counter()
             self.active.append(job)
 
+    def _reusable(self, job: _Job, common: int) -> int:
+        """How much of a cached prefix may be kept: never part of a picture, and with M-RoPE
+        (where positions stop matching indices after a picture) nothing from the first on."""
+        for start, picture in job.pictures.items():
+            if start < common < start + picture.n_tokens or (self.vision.mrope and start < common):
+                common = start
+        return common
+
     def _fill_batch(self) -> None:
         batch = self.batch
         batch.clear()
@@ -150,24 +192,55 @@ class Engine:
             job.row = -1
             if job.pending is not None:
                 slot = job.slot
-                job.row = batch.add(job.pending, len(slot.cached), slot.seq_id, True)
+                job.row = batch.add(job.pending, len(slot.cached) + slot.shift, slot.seq_id, True)
                 slot.cached.append(job.pending)
                 job.pending = None
-        for job in self.active:
-            remaining = len(job.prompt) - job.fed
-            if remaining <= 0:
-                continue
-            if batch.free <= 0:
+        for job in list(self.active):
+            if not self._feed_prompt(job):
                 return
-            take = min(remaining, batch.free)
+
+    def _feed_prompt(self, job: _Job) -> bool:
+        """Put ``job``'s next prompt tokens into the batch, up to its next picture (decoded
+        here once the text before it is in); False when the batch is full."""
+        queued = False  # this job has tokens in the batch, not yet decoded
+        while job.fed < len(job.prompt):
+            picture = job.pictures.get(job.fed)
+            if picture is not None:
+                if queued or not self._decode_picture(job, picture):
+                    return True
+                continue
+            if self.batch.free <= 0:
+                return False
+            end = min((s for s in job.pictures if s > job.fed), default=len(job.prompt))
+            take = min(end - job.fed, self.batch.free)
             chunk = job.prompt[job.fed : job.fed + take]
-            done = take == remaining
-            row = batch.extend(chunk, job.fed, job.slot.seq_id, done)
-            job.slot.cached.extend(chunk)
+            done = job.fed + take == len(job.prompt)
+            slot = job.slot
+            row = self.batch.extend(chunk, job.fed + slot.shift, slot.seq_id, done)
+            slot.cached.extend(chunk)
             job.fed += take
             job.evaluated += take
+            queued = True
             if done:
                 job.row = row
+        return True
+
+    def _decode_picture(self, job: _Job, picture: Picture) -> bool:
+        """Encode one picture into ``job``'s sequence; False if that failed (job ended)."""
+        slot = job.slot
+        position = job.fed + slot.shift
+        try:
+            after = self.vision.evaluate(
+                self.ctx, picture, position, slot.seq_id, self.batch.capacity
+            )
+        except RunnerError as exc:
+            self._fail(job, exc)
+            return False
+        slot.cached.extend(job.prompt[job.fed : job.fed + picture.n_tokens])
+        slot.shift += (after - position) - picture.n_tokens
+        job.fed += picture.n_tokens
+        job.evaluated += picture.n_tokens
+        return True
 
     def _advance(self, job: _Job) -> None:
         """Sample this step's token for ``job`` and stream it out (or finish the job)."""
@@ -219,7 +292,21 @@ class Engine:
                 "first_token_seconds": (first - job.arrived) if job.first_token else 0.0,
             }
         )
+        self._release(job, now)
+
+    def _fail(self, job: _Job, error: RunnerError) -> None:
+        """End ``job`` with an error; the slot's cache is dropped (it may be half-written)."""
+        self._out.send(error_to_wire(job.rid, error))
+        slot = job.slot
+        if slot is not None:
+            lc.llama_memory_seq_rm(self.memory, slot.seq_id, -1, -1)
+            slot.cached.clear()
+        self._release(job, time.perf_counter())
+
+    def _release(self, job: _Job, now: float) -> None:
         job.sampler.close()
+        for picture in job.pictures.values():
+            picture.free()
         if job.slot is not None:
             job.slot.job = None
             job.slot.last_used = now

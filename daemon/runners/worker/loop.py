@@ -19,6 +19,7 @@ from .embedder import Embedder
 from .engine import Engine
 from .model import Model
 from .system import resident_bytes
+from .vision import Vision
 
 __all__ = ["Worker", "start_reader"]
 
@@ -50,7 +51,10 @@ class Worker:
         self.spec = spec
         self.model = model
         self.out = out
-        self.engine = None if spec.embedding_only else Engine(model, spec, threads, out)
+        vision = None
+        if spec.projector_path and not spec.embedding_only:
+            vision = Vision(model, spec.projector_path, threads, spec.num_gpu_layers != 0)
+        self.engine = None if spec.embedding_only else Engine(model, spec, threads, out, vision)
         self.embedder = Embedder(model, spec, threads, out)
         if spec.embedding_only:
             self.embedder.open()
