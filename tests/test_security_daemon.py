@@ -16,8 +16,14 @@ KEY = "test-key-0123456789abcdef0123456789"
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory, tiny_model_path):
+    from model_registry.importer import import_gguf
+    from model_registry.store import Store
+    from model_registry.tiny_projector import write_tiny_projector
+
     root = tmp_path_factory.mktemp("security")
     store = make_store(root / "store", {"tiny": tiny_model_path})
+    misfit = write_tiny_projector(root / "misfit.gguf", text_embedding_length=96)  # not 64
+    import_gguf(Store(store), "misfit", tiny_model_path, projector=misfit)
     env = {"LOCALLLM_ORIGINS": "https://chat.example.com", "LOCALLLM_CONFIG": str(root / "cfg")}
     with Daemon(store, root / "logs", env=env) as running:
         yield running
@@ -110,8 +116,23 @@ def test_errors_never_contain_absolute_paths(daemon):
     ]
     for response in responses:
         assert 400 <= response.status_code < 500
-        for private in (str(ROOT), "/tmp/", "/root", os.path.expanduser("~"), "models/blobs"):
-            assert private not in response.text
+        assert_private(response.text)
+
+
+def test_a_failed_load_quotes_the_runner_log_without_paths(daemon):
+    """llama.cpp's log lines name the blob files it read; clients get only the file names."""
+    chat = {"model": "misfit", "messages": [{"role": "user", "content": "x"}]}
+    response = httpx.post(daemon.url + "/api/chat", json={**chat, "stream": False})
+    assert response.status_code == 500
+    message = response.json()["error"]
+    assert "failed to load model 'misfit'" in message and "vision projector" in message
+    assert "sha256-" in message  # the log lines are there, cut to file names
+    assert_private(message)
+
+
+def assert_private(text: str) -> None:
+    for private in (str(ROOT), "/tmp/", "/root", os.path.expanduser("~"), "models/blobs"):
+        assert private not in text
 
 
 def test_an_api_key_is_required_when_configured(keyed_daemon):
@@ -123,7 +144,7 @@ def test_an_api_key_is_required_when_configured(keyed_daemon):
     from openai import OpenAI
 
     client = OpenAI(base_url=keyed_daemon.url + "/v1", api_key=KEY, max_retries=0)
-    assert [m.id for m in client.models.list()] == ["tiny"]
+    assert [m.id for m in client.models.list()] == ["tiny"]  # (the keyed store has one model)
 
 
 def _serve(host: str, env: dict[str, str]) -> subprocess.Popen:

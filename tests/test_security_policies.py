@@ -10,6 +10,7 @@ import pytest
 from daemon.security.cors import OriginPolicy
 from daemon.security.host_check import allowed_host_names, host_name_of, is_loopback_address
 from daemon.security.keys import ApiKeyStore
+from daemon.server.redaction import redact_paths
 from model_registry.credentials import IN_FILE
 
 
@@ -90,3 +91,19 @@ def test_api_key_falls_back_to_a_private_file_without_a_keyring(tmp_path):
     assert keys.create() == key  # stable
     assert stat.S_IMODE(keys.file.stat().st_mode) == 0o600
     assert keys.location == IN_FILE and "no system keyring" in IN_FILE
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        ("loaded 25 tensors from /home/ann/.localllm/blobs/sha256-1f", "from sha256-1f"),
+        ('open "/Users/ann/My Models/x.gguf" failed', 'open "My Models/x.gguf" failed'),
+        (r"file C:\Users\ann\models\x.gguf is bad", "file x.gguf is bad"),
+        ("see https://huggingface.co/Qwen/Qwen2.5-GGUF/resolve/main/x.gguf", "Qwen/Qwen2.5-GGUF"),
+        ("invalid model name '../../etc/x'", "'../../etc/x'"),
+        ("repo Qwen/Qwen2.5 not found; 3/4 done", "repo Qwen/Qwen2.5 not found; 3/4 done"),
+    ],
+)
+def test_error_texts_lose_their_directories(text, redacted):
+    out = redact_paths(text)
+    assert redacted in out and "ann" not in out

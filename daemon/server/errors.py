@@ -3,7 +3,7 @@
 OpenAI routes (``/v1/...``) answer ``{"error": {message, type, param, code}}``; every other
 route answers Ollama's ``{"error": "message"}``. Request validation errors are 400s (not
 FastAPI's 422), as OpenAI and Ollama clients expect. Unexpected exceptions are logged with
-their traceback and answered with a generic 500 that leaks no paths.
+their traceback and answered with a generic 500; no message carries a file-system path.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from daemon.runners.types import (
     RunnerCrashed,
     RunnerError,
 )
+from daemon.server.redaction import redact_paths
 from model_registry.errors import (
     AuthenticationError,
     CorruptManifestError,
@@ -120,7 +121,7 @@ def _message(error: BaseException) -> str:
         return str(error.detail)
     if _lookup(error)[2] == "internal_error":
         return "internal server error; see the daemon log for details"
-    return str(error)
+    return redact_paths(str(error))
 
 
 def _param(error: BaseException) -> str | None:
