@@ -57,7 +57,7 @@ def resolve_model(store: Store, text: str) -> ResolvedModel:
     target = LoadTarget(
         name=name.display,
         model_paths=tuple(str(store.blobs.path(layer.digest)) for layer in weights),
-        footprint=_footprint(sum(layer.size for layer in weights), gguf),
+        footprint=_footprint(sum(layer.size for layer in (*weights, *projector[-1:])), gguf),
         projector_path=str(store.blobs.path(projector[-1].digest)) if projector else None,
         embedding_only=any(a in architecture for a in _EMBEDDING_ARCHITECTURES),
         n_ctx_train=_int(config.get("context_length") or gguf.get("context_length")),

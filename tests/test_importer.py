@@ -9,6 +9,7 @@ import gguf
 import numpy as np
 import pytest
 
+from daemon.resolve import resolve_model
 from model_registry.errors import GGUFError, ModelfileError
 from model_registry.importer import create_from_modelfile, find_shards, import_gguf
 from model_registry.modelfile import parse_modelfile
@@ -117,6 +118,10 @@ def test_projector_imports_as_projector_layer(store, tiny_model_path, tmp_path):
     details = show_model(store, "vision")
     assert details.has_projector
     assert details.config["projector"]["architecture"] == "clip"
+    target = resolve_model(store, "vision").target  # what the scheduler loads, and budgets for
+    assert Path(target.projector_path).read_bytes() == projector.read_bytes()
+    sizes = tiny_model_path.stat().st_size + projector.stat().st_size
+    assert target.footprint.weights_bytes == sizes
     with pytest.raises(GGUFError, match="projector"):
         import_gguf(store, "oops", projector)
 
