@@ -7,7 +7,9 @@ a runner on its own.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,21 +20,28 @@ from daemon.errors import (
     TemplateRejectedError,
 )
 from daemon.generation import Finished, Generation
+from daemon.images import prepare_images
 from daemon.options import merge_options, runner_options, sampling_params
 from daemon.resolve import ResolvedModel, resolve_model
 from daemon.runners.types import EmbedRequest, GenerateRequest, RunnerCrashed
 from daemon.scheduler import Lease, Scheduler
 from daemon.settings import Settings
-from daemon.templates import TemplateCache, assemble_messages
+from daemon.templates import TemplateCache, assemble_messages, image_part
 from daemon.tool_calls import ToolCallFilter, ToolChoice, forced_tool_schema, tools_system_prompt
 from model_registry.store import Store
 
 __all__ = ["EmbedJob", "EmbedResult", "GenerationJob", "Inference"]
 
+_PICTURES_AT_ONCE = 2
+
 
 @dataclass(frozen=True, slots=True)
 class GenerationJob:
-    """What to generate. Exactly one of ``messages`` (chat) or ``prompt`` is set."""
+    """What to generate. Exactly one of ``messages`` (chat) or ``prompt`` is set.
+
+    ``images`` are the pictures as the client sent them (PNG, JPEG... bytes), in the order the
+    messages' image parts (``templates.image_part``) name them; with a ``prompt`` they come
+    before its text."""
 
     model: str
     messages: Sequence[Mapping[str, object]] | None = None
@@ -46,6 +55,7 @@ class GenerationJob:
     logprobs: int | None = None  # None: off; n: top n alternatives per token
     keep_alive: float | None = None  # seconds; None: the daemon's default
     template: str | None = None  # replaces the model's chat template (Ollama's per-request one)
+    images: Sequence[bytes] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +88,8 @@ class Inference:
         self.settings = settings
         self._templates = TemplateCache()
         self._on_finished = on_finished
+        # Preparing a big picture takes a few hundred MB for a moment: a few at a time.
+        self._picture_work = asyncio.Semaphore(_PICTURES_AT_ONCE)
 
     def resolve(self, name: str) -> ResolvedModel:
         return resolve_model(self.store, name)
@@ -88,9 +100,17 @@ class Inference:
         model = self.resolve(job.model)
         if model.embedding_only:
             raise BadRequestError(f"model {model.name!r} is an embedding model; it cannot generate")
+        if job.images and model.target.projector_path is None:
+            raise BadRequestError(
+                f"model {model.name!r} does not support images (it has no vision projector)",
+                param="images",
+            )
         options = merge_options(model.params, job.options)
-        prompt = self._prompt(model, job)
-        request = GenerateRequest(prompt, self._sampling(job, options), add_bos=True)
+        marker = _image_marker() if job.images else ""
+        prompt = self._prompt(model, job, marker)
+        params = self._sampling(job, options)
+        images = await self._prepared_images(job.images, prompt, marker)
+        request = GenerateRequest(prompt, params, add_bos=True, images=images, image_marker=marker)
         lease = await self._lease(model, options, job.keep_alive)
         generation = Generation(
             model.name,
@@ -143,34 +163,51 @@ class Inference:
         return await self.scheduler.acquire(model.target, runner_opts, keep_alive)
 
     # -- prompt -----------------------------------------------------------------------------
-    def _prompt(self, model: ResolvedModel, job: GenerationJob) -> str:
+    def _prompt(self, model: ResolvedModel, job: GenerationJob, image_marker: str) -> str:
         if job.messages is None:
             if job.prompt is None:
                 raise BadRequestError("either messages or a prompt is required")
             if job.raw:
-                return job.prompt
-            messages: Sequence[Mapping[str, object]] = [{"role": "user", "content": job.prompt}]
+                return image_marker * len(job.images) + job.prompt
+            messages: Sequence[Mapping[str, object]] = [_user_message(job.prompt, job.images)]
         else:
             messages = job.messages
         try:
-            return self._render(model, job, messages)
+            return self._render(model, job, messages, image_marker)
         except TemplateError as error:
             if job.template is None or isinstance(error, TemplateRejectedError):
                 raise
             raise BadRequestError(str(error), param="template") from None  # the client's own
 
     def _render(
-        self, model: ResolvedModel, job: GenerationJob, messages: Sequence[Mapping[str, object]]
+        self,
+        model: ResolvedModel,
+        job: GenerationJob,
+        messages: Sequence[Mapping[str, object]],
+        image_marker: str,
     ) -> str:
         if job.template is not None:
             template = self._templates.get(job.template, "request")
         else:
             template = self._templates.get(model.template, model.template_origin)
         tools = list(job.tools) if job.tool_choice.mode != "none" else []
-        conversation = assemble_messages(messages, system=model.system, preset=model.messages)
+        conversation = assemble_messages(
+            messages, system=model.system, preset=model.messages, image_marker=image_marker
+        )
         if tools and not template.supports_tools:
             conversation = _with_tool_prompt(conversation, tools)
         return template.render(conversation, tools=tools if template.supports_tools else ())
+
+    # -- pictures ---------------------------------------------------------------------------
+    async def _prepared_images(
+        self, images: Sequence[bytes], prompt: str, marker: str
+    ) -> tuple[bytes, ...]:
+        """The pictures as the runner gets them, once the prompt is known to place each one."""
+        if not images:
+            return ()
+        _check_places(prompt, marker, len(images))
+        async with self._picture_work:
+            return await asyncio.to_thread(prepare_images, images)
 
     # -- sampling ---------------------------------------------------------------------------
     def _sampling(self, job: GenerationJob, options: Mapping[str, object]):
@@ -193,6 +230,34 @@ class Inference:
             return None
         names = [str((t.get("function") or {}).get("name")) for t in job.tools]
         return ToolCallFilter(names, hold_all=job.tool_choice.forced)
+
+
+def _image_marker() -> str:
+    """Where a picture goes in the prompt: new for each request, so no text can fake one."""
+    return f"<__image_{secrets.token_hex(8)}__>"
+
+
+def _user_message(prompt: str, images: Sequence[bytes]) -> dict[str, object]:
+    """A bare prompt as the user's message; its pictures first, as Ollama puts them."""
+    if not images:
+        return {"role": "user", "content": prompt}
+    parts = [image_part(i) for i in range(len(images))]
+    return {"role": "user", "content": [*parts, {"type": "text", "text": prompt}]}
+
+
+def _check_places(prompt: str, marker: str, count: int) -> None:
+    found = prompt.count(marker)
+    if found != count:
+        what = "dropped" if found < count else "repeated"
+        raise BadRequestError(
+            f"the chat template {what} a picture: {count} sent, {found} in the prompt; "
+            "the template must keep each message's content as it is",
+            param="images",
+        )
+    if prompt.endswith(marker):  # a raw prompt: the model needs text to answer from
+        raise BadRequestError(
+            "the prompt must go on after its last picture; put text after it", param="prompt"
+        )
 
 
 def _with_tool_prompt(

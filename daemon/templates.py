@@ -28,7 +28,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 from daemon.errors import TemplateError, TemplateRejectedError, TemplateSecurityError
 from daemon.go_templates import RESPONSE_MARK, is_go_template, split_turns, to_jinja
 
-__all__ = ["CHATML_TEMPLATE", "ChatTemplate", "TemplateCache", "assemble_messages"]
+__all__ = ["CHATML_TEMPLATE", "ChatTemplate", "TemplateCache", "assemble_messages", "image_part"]
 
 CHATML_TEMPLATE = (
     "{% for message in messages %}"
@@ -177,33 +177,48 @@ class TemplateCache:
         return template
 
 
+def image_part(index: int) -> dict[str, object]:
+    """The content part that stands for picture ``index`` (0-based) of a request."""
+    return {"type": "image", "index": index}
+
+
 def assemble_messages(
     messages: Sequence[Mapping[str, object]],
     *,
     system: str | None = None,
     preset: Sequence[Mapping[str, object]] = (),
+    image_marker: str = "",
 ) -> list[dict[str, object]]:
     """The conversation the template sees: the model's SYSTEM (unless the request has a system
-    message), then its MESSAGE layers, then the request's messages."""
-    conversation = [_normalize(m) for m in messages]
-    head = [_normalize(m) for m in preset]
+    message), then its MESSAGE layers, then the request's messages. Image parts become
+    ``image_marker`` inside the content text, so templates only ever see string content (as
+    with llama-server) and the runner finds each picture's place in the prompt."""
+    conversation = [_normalize(m, image_marker) for m in messages]
+    head = [_normalize(m, "") for m in preset]  # the model's own MESSAGEs carry no pictures
     if system and not any(m.get("role") == "system" for m in conversation):
         head.insert(0, {"role": "system", "content": system})
     return head + conversation
 
 
-def _normalize(message: Mapping[str, object]) -> dict[str, object]:
-    """Text parts joined into one string; tool-call arguments as objects (what templates use)."""
+def _normalize(message: Mapping[str, object], image_marker: str) -> dict[str, object]:
+    """Content parts joined into one string; tool-call arguments as objects (what templates
+    use)."""
     out = {k: v for k, v in message.items() if v is not None}
     content = out.get("content")
     if isinstance(content, list):
         out["content"] = "".join(
-            str(part.get("text", "")) for part in content if isinstance(part, Mapping)
+            _part_text(part, image_marker) for part in content if isinstance(part, Mapping)
         )
     out.setdefault("content", "")
     if "tool_calls" in out:
         out["tool_calls"] = [_tool_call_for_template(call) for call in out["tool_calls"]]
     return out
+
+
+def _part_text(part: Mapping[str, object], image_marker: str) -> str:
+    if part.get("type") == "image":
+        return image_marker
+    return str(part.get("text", ""))
 
 
 def _tool_call_for_template(call: Mapping[str, object]) -> dict[str, object]:

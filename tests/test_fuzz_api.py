@@ -18,6 +18,9 @@ from hypothesis import strategies as st
 
 from daemon.server import create_app
 from daemon.settings import Settings
+from model_registry.importer import import_gguf
+from model_registry.store import Store
+from model_registry.tiny_projector import write_tiny_projector
 from tests.daemon_support import make_store
 
 pytestmark = pytest.mark.slow
@@ -57,7 +60,7 @@ odd_names = st.sampled_from(
     ["TINY", "nope", "", "../../etc/passwd", "a/b/c/d/e", "hf.co/x/y:q4", "tiny:", ":tag",
      "x" * 700, "con", "tiny\u0000", "ünï"]
 ) | st.text(max_size=20)  # fmt: skip
-names = mostly(st.sampled_from(["tiny", "tiny:latest"]), odd_names)
+names = mostly(st.sampled_from(["tiny", "tiny:latest", "seer"]), odd_names)  # seer sees pictures
 number = st.floats(-10, 10, allow_nan=False) | st.integers(-5, 100)
 option_values = {
     "temperature": st.floats(0, 2),
@@ -90,6 +93,14 @@ formats = mostly(
 keep_alive = mostly(
     st.sampled_from([None, "5m", -1, 300, "1h30m"]), st.sampled_from(["0", 0, "soon", ""]) | scalars
 )
+# Ollama's base64 pictures: junk, and a real one (seer takes it; tiny has no projector)
+PNG_B64 = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
+)
+images = st.lists(
+    st.text(max_size=8) | st.sampled_from([PNG_B64, "", "data:image/png;base64,AAAA", "aGk=\n"]),
+    max_size=2,
+)
 arguments = mostly(st.dictionaries(st.text(max_size=3), scalars, max_size=2), st.text(max_size=6))
 call = st.fixed_dictionaries(
     {"function": st.fixed_dictionaries({"name": st.text(max_size=5), "arguments": arguments})}
@@ -98,12 +109,29 @@ message = st.fixed_dictionaries(
     {"role": mostly(st.sampled_from(["user", "system", "assistant", "tool"]), st.just("wizard"))},
     optional={
         "content": mostly(st.text(max_size=30)),
-        "images": st.lists(st.text(max_size=8), max_size=1),
+        "images": images,
         "tool_calls": mostly(st.lists(call, max_size=1)),
         "tool_name": st.text(max_size=5),
     },
 )
 messages = st.lists(message, max_size=3)
+content_parts = st.lists(
+    st.sampled_from(
+        [
+            {"type": "text", "text": "hi"},
+            {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG_B64}"}},
+            {"type": "image_url", "image_url": "http://169.254.169.254/latest"},
+            {"type": "image_url"},
+            {"type": "input_audio", "input_audio": {"data": "", "format": "wav"}},
+        ]
+    )
+    | st.fixed_dictionaries({"type": st.just("image_url"), "image_url": json_values}),
+    max_size=3,
+)
+openai_message = st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "system", "developer"])},
+    optional={"content": st.text(max_size=20) | content_parts},
+)
 tool_function = st.fixed_dictionaries(
     {"name": st.text(max_size=8)}, optional={"parameters": mostly(st.just(CITY), json_values)}
 )
@@ -128,7 +156,7 @@ REQUESTS = {
         raw=mostly(st.booleans()),
         suffix=st.sampled_from(["", None, "x"]),
         context=st.lists(st.integers(0, 10), max_size=3),
-        images=st.lists(st.text(max_size=8), max_size=1),
+        images=images,
     ),
     "/api/chat": generation_fields(messages=mostly(messages), tools=mostly(tools)),
     "/api/embed": st.fixed_dictionaries(
@@ -150,7 +178,8 @@ REQUESTS = {
     ),
     "/api/copy": st.fixed_dictionaries({}, optional={"source": names, "destination": names}),
     "/api/delete": st.fixed_dictionaries(  # never the model every other request uses
-        {}, optional={"model": names.filter(lambda n: n.lower().split(":")[0] != "tiny")}
+        {},
+        optional={"model": names.filter(lambda n: n.lower().split(":")[0] not in ("tiny", "seer"))},
     ),
     "/api/create": st.fixed_dictionaries(
         {"model": names},
@@ -186,7 +215,7 @@ REQUESTS = {
         {}, optional={"model": names, "stream": st.booleans()}
     ),
     "/v1/chat/completions": st.fixed_dictionaries(
-        {"model": names, "messages": messages},
+        {"model": names, "messages": st.lists(message | openai_message, max_size=3)},
         optional={
             "max_tokens": st.integers(-1, 3),
             "response_format": json_values,
@@ -231,6 +260,8 @@ class Harness:
 def harness(tmp_path_factory, tiny_model_path):
     root = tmp_path_factory.mktemp("fuzz")
     store = make_store(root / "store", {"tiny": tiny_model_path})
+    projector = write_tiny_projector(root / "mmproj.gguf")
+    import_gguf(Store(store), "seer", tiny_model_path, projector=projector)
     config = Settings(
         models_dir=store,
         data_dir=root / "data",

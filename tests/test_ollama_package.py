@@ -183,4 +183,5 @@ def test_errors_are_response_errors_with_statuses(client):
     assert bad.value.status_code == 400 and "temperature" in bad.value.error
     with pytest.raises(ollama.ResponseError) as images:
         client.chat("tiny", messages=[{**HI[0], "images": [b"\x89PNG"]}])
-    assert images.value.status_code == 400 and "images" in images.value.error
+    assert images.value.status_code == 400
+    assert "'tiny' does not support images (it has no vision projector)" in images.value.error

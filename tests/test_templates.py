@@ -9,7 +9,13 @@ import pytest
 
 from daemon.errors import TemplateError, TemplateRejectedError, TemplateSecurityError
 from daemon.go_templates import is_go_template, to_jinja
-from daemon.templates import CHATML_TEMPLATE, ChatTemplate, TemplateCache, assemble_messages
+from daemon.templates import (
+    CHATML_TEMPLATE,
+    ChatTemplate,
+    TemplateCache,
+    assemble_messages,
+    image_part,
+)
 from daemon.tool_calls import (
     ToolCallFilter,
     ToolChoice,
@@ -85,6 +91,17 @@ def test_content_parts_and_tool_call_arguments_are_normalized_for_templates():
     ]
     text = ChatTemplate(TOOLS_TEMPLATE).render(assemble_messages(messages))
     assert "[user]ab" in text and '<call>{"x": 1}</call>' in text
+
+
+def test_image_parts_become_the_marker_in_string_content():
+    text = {"type": "text", "text": "which?"}
+    messages = [{"role": "user", "content": [image_part(0), image_part(1), text]}]
+    preset = [{"role": "user", "content": [image_part(0), {"type": "text", "text": "old"}]}]
+    merged = assemble_messages(messages, preset=preset, image_marker="<IMG>")
+    assert merged[0]["content"] == "old"  # a model's own MESSAGE layers carry no pictures
+    assert merged[1]["content"] == "<IMG><IMG>which?"
+    go = ChatTemplate("{{ .Prompt }}!", "Modelfile")
+    assert go.render(merged[1:]) == "<IMG><IMG>which?!"
 
 
 def test_go_template_subset_renders_turn_by_turn():

@@ -1,9 +1,11 @@
 """The interactive chat of ``localllm run MODEL`` on a terminal, with Ollama's slash commands.
 
 The conversation lives here (the messages so far, a system prompt and options set with
-``/set``) and is sent whole on each turn, as ``ollama run`` does. Ctrl-C stops an answer and
-keeps the chat going; Ctrl-D or ``/bye`` ends it. Lines go through readline, so arrow keys and
-history work; the history is kept in ``<data dir>/history``.
+``/set``) and is sent whole on each turn, as ``ollama run`` does, pictures of earlier turns
+included; for a model that sees pictures, the picture paths typed in a turn are attached
+(:mod:`app.cli.attachments`). Ctrl-C stops an answer and keeps the chat going; Ctrl-D or
+``/bye`` ends it. Lines go through readline, so arrow keys and history work; the history is
+kept in ``<data dir>/history``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from app.cli.answer import stream_answer, timing_lines
+from app.cli.attachments import PictureError, model_sees_pictures, user_message
 from app.cli.chat_input import Command, MultilineInput, convert_parameter, parse_command
 from app.cli.context import Context
 from app.cli.errors import error_lines
@@ -78,6 +81,7 @@ class ChatSession:
         format: object = None,
         verbose: bool = False,
         system: str | None = None,
+        sees_pictures: bool = False,
         read_line: Callable[[str], str] | None = None,
     ):
         self.context = context
@@ -87,7 +91,8 @@ class ChatSession:
         self.format = format
         self.verbose = verbose
         self.system = system
-        self.messages: list[dict[str, str]] = []
+        self.sees_pictures = sees_pictures  # the model has the "vision" capability
+        self.messages: list[dict[str, Any]] = []
         self._read_line = read_line or input
         self._use_readline = read_line is None
 
@@ -116,8 +121,13 @@ class ChatSession:
     # -- a turn ---------------------------------------------------------------------------
     def send(self, text: str) -> None:
         """Send one message with the conversation so far and print the answer."""
+        try:
+            message = user_message(text, self.sees_pictures, self.context.note)
+        except PictureError as error:
+            self.context.note(f"Error: {error}")
+            return
         client = self.context.client()
-        self.messages.append({"role": "user", "content": text})
+        self.messages.append(message)
         try:
             chunks = client.chat(
                 self.model,
@@ -144,7 +154,7 @@ class ChatSession:
                 self.context.note(line)
             self.context.note("")
 
-    def conversation(self) -> list[dict[str, str]]:
+    def conversation(self) -> list[dict[str, Any]]:
         system = [{"role": "system", "content": self.system}] if self.system else []
         return system + self.messages
 
@@ -229,11 +239,12 @@ class ChatSession:
 
     def _load(self, model: str) -> None:
         try:
-            self.context.client().show(model)
+            info = self.context.client().show(model)
         except ClientError as error:
             self.context.note(error_lines(error)[0])
             return
         self.model = model
+        self.sees_pictures = model_sees_pictures(info)
         self.messages.clear()
         self.context.print(f"Loaded model '{model}' (new conversation).")
 

@@ -1,4 +1,5 @@
-"""``POST /api/generate`` and ``POST /api/chat``: Ollama's native text routes.
+"""``POST /api/generate`` and ``POST /api/chat``: Ollama's native generation routes (text,
+and pictures as base64 ``images`` for models with a vision projector).
 
 Both translate onto the one inference path and stream NDJSON chunks (one object with
 ``stream: false``). A request with nothing to say only loads the model, or unloads it when
@@ -27,13 +28,11 @@ from daemon.inference import GenerationJob, Inference
 from daemon.options import parse_keep_alive
 from daemon.server.native_translate import (
     chat_job,
-    check_images,
     created_at,
     done_reason,
     generate_job,
     timings,
     tool_calls_out,
-    wants_images,
 )
 from daemon.server.ndjson import ndjson_line, ndjson_stream
 from daemon.server.sse import until_disconnect
@@ -48,19 +47,13 @@ ChunkMaker = Callable[[str, str, list[dict] | None, Finished | None], BaseModel]
 
 @router.post("/api/generate", response_model=None)
 async def generate(body: GenerateRequest, request: Request) -> Response:
-    inference: Inference = request.app.state.inference
-    if wants_images(body):
-        check_images(inference.resolve(body.model))
-    if not body.prompt and not body.system:
+    if not body.prompt and not body.system and not body.images:
         return await _load_or_unload(request, body.model, body.options, body.keep_alive, False)
     return await _run(request, generate_job(body), body.stream, _generate_chunk)
 
 
 @router.post("/api/chat", response_model=None)
 async def chat(body: ChatRequest, request: Request) -> Response:
-    inference: Inference = request.app.state.inference
-    if wants_images(body):
-        check_images(inference.resolve(body.model))
     if not body.messages:
         return await _load_or_unload(request, body.model, body.options, body.keep_alive, True)
     return await _run(request, chat_job(body), body.stream, _chat_chunk)

@@ -20,20 +20,19 @@ from daemon.api.native_chat import (
 )
 from daemon.errors import BadRequestError
 from daemon.generation import Usage
+from daemon.images import decode_base64
 from daemon.inference import GenerationJob
 from daemon.options import parse_keep_alive
-from daemon.resolve import ResolvedModel
+from daemon.templates import image_part
 from daemon.tool_calls import ToolCall, ToolChoice
 
 __all__ = [
     "chat_job",
-    "check_images",
     "created_at",
     "done_reason",
     "generate_job",
     "timings",
     "tool_calls_out",
-    "wants_images",
 ]
 
 _ANY_JSON_OBJECT = {"type": "object"}
@@ -55,19 +54,35 @@ def generate_job(req: GenerateRequest) -> GenerationJob:
             param="context",
         )
     common = _common(req.format, req.options, req.keep_alive, req.logprobs, req.top_logprobs)
+    images = _decoded(req.images)
     if req.raw or req.system is None:
         return GenerationJob(
-            model=req.model, prompt=req.prompt, raw=req.raw, template=req.template, **common
+            model=req.model,
+            prompt=req.prompt,
+            raw=req.raw,
+            template=req.template,
+            images=images,
+            **common,
         )
-    messages = [{"role": "system", "content": req.system}, {"role": "user", "content": req.prompt}]
-    return GenerationJob(model=req.model, messages=messages, template=req.template, **common)
+    user = {"role": "user", "content": _content(req.prompt, range(len(images)))}
+    messages = [{"role": "system", "content": req.system}, user]
+    return GenerationJob(
+        model=req.model, messages=messages, template=req.template, images=images, **common
+    )
 
 
 def chat_job(req: ChatRequest) -> GenerationJob:
     tools = [tool.model_dump(exclude_none=True) for tool in req.tools or ()]
+    messages: list[dict[str, object]] = []
+    images: list[bytes] = []
+    for number, message in enumerate(req.messages, 1):
+        pictures = _decoded(message.images, len(images), f" (in message {number})")
+        messages.append(_message(message, range(len(images), len(images) + len(pictures))))
+        images += pictures
     return GenerationJob(
         model=req.model,
-        messages=[_message(m) for m in req.messages],
+        messages=messages,
+        images=images,
         tools=tools,
         tool_choice=ToolChoice("auto" if tools else "none"),
         **_common(req.format, req.options, req.keep_alive, req.logprobs, req.top_logprobs),
@@ -99,9 +114,10 @@ def _schema(fmt: Format) -> Mapping[str, object] | None:
     return fmt
 
 
-def _message(message: OllamaMessage) -> dict[str, object]:
-    """Ollama's message as the templates read it (tool calls as objects, images dropped)."""
-    out: dict[str, object] = {"role": message.role, "content": message.content}
+def _message(message: OllamaMessage, pictures: range) -> dict[str, object]:
+    """Ollama's message as the templates read it (tool calls as objects, ``pictures`` as image
+    parts before the text, where Ollama puts a message's images)."""
+    out: dict[str, object] = {"role": message.role, "content": _content(message.content, pictures)}
     if message.tool_calls:
         out["tool_calls"] = [
             {"type": "function", "function": _arguments_object(call.function)}
@@ -124,24 +140,17 @@ def _arguments_object(function: OllamaFunctionCall) -> dict[str, object]:
     return {"name": function.name, "arguments": arguments}
 
 
-def wants_images(req: GenerateRequest | ChatRequest) -> bool:
-    if isinstance(req, GenerateRequest):
-        return bool(req.images)
-    return any(m.images for m in req.messages)
+def _content(text: str, pictures: range) -> str | list[dict[str, object]]:
+    if not pictures:
+        return text
+    return [*(image_part(i) for i in pictures), {"type": "text", "text": text}]
 
 
-def check_images(model: ResolvedModel) -> None:
-    """Images are refused with a reason: no projector, or not implemented for this model."""
-    if model.target.projector_path is None:
-        raise BadRequestError(
-            f"model {model.name!r} does not support images (it has no vision projector)",
-            param="images",
-        )
-    raise BadRequestError(
-        f"image input is not supported yet (model {model.name!r} has a vision projector, "
-        "but localllm cannot feed it images yet)",
-        param="images",
-    )
+def _decoded(images: Sequence[str] | None, first: int = 0, where: str = "") -> list[bytes]:
+    """Ollama's base64 pictures as bytes, numbered across the request from ``first + 1``."""
+    return [
+        decode_base64(text, number, where) for number, text in enumerate(images or (), first + 1)
+    ]
 
 
 # -- results ---------------------------------------------------------------------------------

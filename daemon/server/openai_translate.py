@@ -1,6 +1,9 @@
 """OpenAI requests -> inference jobs, and inference results -> OpenAI response pieces.
 
 This is the whole of the OpenAI compatibility layer's logic; the routes only wire it up.
+Pictures come as ``image_url`` content parts holding ``data:`` URLs; a remote URL is refused,
+never fetched (the daemon downloading whatever a request names would be a server-side request
+forgery hole, reaching hosts only the daemon's machine can see).
 """
 
 from __future__ import annotations
@@ -18,8 +21,10 @@ from daemon.api import (
 )
 from daemon.errors import BadRequestError
 from daemon.generation import Usage as InferenceUsage
+from daemon.images import decode_base64
 from daemon.inference import GenerationJob
 from daemon.options import parse_keep_alive
+from daemon.templates import image_part
 from daemon.tool_calls import ToolCall, ToolChoice
 
 __all__ = [
@@ -36,12 +41,14 @@ _JSON_OBJECT = {"type": "object"}
 
 def chat_job(req: ChatCompletionRequest) -> GenerationJob:
     _only_one(req.n)
-    messages = [_message(m.model_dump(exclude_none=True)) for m in req.messages]
+    images: list[bytes] = []
+    messages = [_message(m.model_dump(exclude_none=True), images) for m in req.messages]
     limit = req.max_completion_tokens if req.max_completion_tokens is not None else req.max_tokens
     top = req.top_logprobs if req.top_logprobs is not None else 0
     return GenerationJob(
         model=req.model,
         messages=messages,
+        images=images,
         options=_options(req, limit),
         tools=[t.model_dump(exclude_none=True) for t in req.tools or ()],
         tool_choice=_tool_choice(req.tool_choice, bool(req.tools)),
@@ -92,18 +99,45 @@ def _options(req: ChatCompletionRequest | CompletionRequest, limit: int | None) 
     return options
 
 
-def _message(message: dict) -> dict:
+def _message(message: dict, images: list[bytes]) -> dict:
+    """The message for the templates; its pictures are added to ``images``, in order."""
     if message.get("role") == "developer":
         message["role"] = "system"
     content = message.get("content")
     if isinstance(content, list):
-        for part in content:
-            if part.get("type") not in ("text", "input_text"):
-                raise BadRequestError(
-                    f"content part type {part.get('type')!r} is not supported (text only)",
-                    param="messages",
-                )
+        message["content"] = [_part(part, images) for part in content]
     return message
+
+
+def _part(part: dict, images: list[bytes]) -> dict:
+    kind = part.get("type")
+    if kind in ("text", "input_text"):
+        return part
+    if kind == "image_url":
+        images.append(_picture(part.get("image_url"), len(images) + 1))
+        return image_part(len(images) - 1)
+    raise BadRequestError(
+        f"content part type {kind!r} is not supported (text and image_url only)",
+        param="messages",
+    )
+
+
+def _picture(image_url: object, number: int) -> bytes:
+    """``{"url": "data:image/png;base64,..."}`` (or the bare URL) -> the picture's bytes."""
+    url = image_url.get("url") if isinstance(image_url, Mapping) else image_url
+    if not isinstance(url, str) or not url:
+        raise BadRequestError(
+            'an image_url content part needs {"url": "data:image/...;base64,..."}',
+            param="messages",
+        )
+    header, comma, data = url.partition(",")
+    if not (header[:5].lower() == "data:" and header.lower().endswith(";base64") and comma):
+        raise BadRequestError(
+            "image_url must be a data: URL with base64 content; "
+            "localllm does not download pictures",
+            param="messages",
+        )
+    return decode_base64(data, number, param="messages")
 
 
 def _prompt_text(prompt: str | list) -> str:

@@ -36,15 +36,20 @@ def cli_env(tmp: Path, port: int, **extra: str) -> dict[str, str]:
 
 
 def run_cli(
-    args: list[str], env: Mapping[str, str], stdin: str = "", timeout: float = 120
+    args: list[str],
+    env: Mapping[str, str],
+    stdin: str = "",
+    timeout: float = 120,
+    cwd: Path = ROOT,
 ) -> subprocess.CompletedProcess:
+    """``localllm ARGS``; from another ``cwd`` the project is found through PYTHONPATH."""
     return subprocess.run(
         [*CLI, *args],
         input=stdin,
         capture_output=True,
         text=True,
-        env=dict(env),
-        cwd=ROOT,
+        env={**env, "PYTHONPATH": str(ROOT)} if cwd != ROOT else dict(env),
+        cwd=cwd,
         timeout=timeout,
     )
 

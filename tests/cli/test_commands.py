@@ -193,7 +193,8 @@ def test_run_pulls_a_missing_model_first(run_cli, fake):
     fake.chat_chunks = answer_chunks("hi")
     status, out, err = run_cli("run", "new", "hello", stdin="")
     assert status == 0 and out == "hi\n" and "success" in err
-    assert [c[0] for c in fake.calls] == ["show", "pull", "chat"]
+    # shown again after the pull: its capabilities say whether picture paths are attached
+    assert [c[0] for c in fake.calls] == ["show", "pull", "show", "chat"]
 
 
 @pytest.mark.parametrize(

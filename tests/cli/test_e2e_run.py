@@ -1,15 +1,18 @@
-"""``localllm run`` against a real daemon: one answer, piped input, ``--verbose``, and the
-interactive chat driven through a pseudo-terminal."""
+"""``localllm run`` against a real daemon: one answer, piped input, ``--verbose``, pictures
+for a model with a vision projector, and the interactive chat driven through a
+pseudo-terminal."""
 
 from __future__ import annotations
 
 import io
+import re
 import sys
 
 import pexpect
 import pytest
 
 from app.cli.main import main
+from model_registry.tiny_projector import TINY_IMAGE_TOKENS
 from tests.cli.e2e_support import CLI, cli_env, run_cli
 from tests.daemon_support import ROOT, Daemon, make_store
 
@@ -18,11 +21,15 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory, tiny_model_path):
-    from model_registry.importer import ModelExtras
+    from model_registry.importer import ModelExtras, import_gguf
+    from model_registry.store import Store
+    from model_registry.tiny_projector import write_tiny_projector
 
     root = tmp_path_factory.mktemp("cli-run")
     extras = ModelExtras(parameters={"num_predict": 6})
     store = make_store(root / "store", {"tiny": (tiny_model_path, extras)})
+    projector = write_tiny_projector(root / "mmproj.gguf")
+    import_gguf(Store(store), "seer", tiny_model_path, projector=projector, extras=extras)
     with Daemon(store, root / "logs") as running:
         yield running
 
@@ -65,6 +72,93 @@ def test_json_format(env):
     argv = ["run", "tiny", "A JSON object", "--format", "json", "-o", "num_predict", "40"]
     result = run_cli(argv, env)
     assert result.returncode == 0, result.stderr
+
+
+def write_picture(path):
+    from PIL import Image
+
+    Image.new("RGB", (40, 30), "orange").save(path, "PNG")
+    return path
+
+
+def prompt_tokens(stderr: str) -> int:
+    """The prompt eval count ``--verbose`` reports (the last one printed)."""
+    return int(re.findall(r"prompt eval count:\s+(\d+) token", stderr)[-1])
+
+
+def test_a_picture_in_the_prompt_is_sent(env, tmp_path):
+    write_picture(tmp_path / "x.png")
+    ask = ["--verbose", "-o", "seed", "1", "-o", "num_predict", "3"]
+    seen = run_cli(["run", "seer", "what is this ./x.png", *ask], env, cwd=tmp_path)
+    assert seen.returncode == 0, seen.stderr
+    assert seen.stderr.splitlines()[0] == "Added image './x.png'"
+    assert seen.stdout.strip(), "the model wrote nothing"
+    words = run_cli(["run", "seer", "what is this", *ask], env, cwd=tmp_path)
+    assert words.returncode == 0, words.stderr
+    assert "Added image" not in words.stderr
+    assert prompt_tokens(seen.stderr) - prompt_tokens(words.stderr) >= TINY_IMAGE_TOKENS
+
+
+def test_a_model_without_a_projector_keeps_the_path_as_text(env, tmp_path):
+    write_picture(tmp_path / "x.png")
+    ask = ["--verbose", "-o", "num_predict", "3"]
+    with_path = run_cli(["run", "tiny", "what is this ./x.png", *ask], env, cwd=tmp_path)
+    assert with_path.returncode == 0, with_path.stderr  # an image would be refused (400)
+    assert "Added image" not in with_path.stderr
+    without = run_cli(["run", "tiny", "what is this", *ask], env, cwd=tmp_path)
+    assert 0 < prompt_tokens(with_path.stderr) - prompt_tokens(without.stderr) < TINY_IMAGE_TOKENS
+
+
+def test_a_file_that_is_not_a_picture_is_not_sent(env, tmp_path):
+    (tmp_path / "notes.png").write_text("just text")
+    result = run_cli(["run", "seer", "what is ./notes.png"], env, cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.startswith("Error: cannot read picture './notes.png': it is not a PNG")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
+def test_pictures_in_the_interactive_chat(env, tmp_path):
+    """Two turns with a picture in the first, then the same two turns without it: each turn
+    with the picture counts its tokens more, the second too (the picture is sent again)."""
+    write_picture(tmp_path / "my picture.png")
+    child = pexpect.spawn(
+        CLI[0],
+        [*CLI[1:], "run", "seer"],
+        env={**env, "PYTHONPATH": str(ROOT)},
+        cwd=str(tmp_path),
+        encoding="utf-8",
+        timeout=90,
+    )
+
+    def counted() -> int:
+        child.expect(r"prompt eval count:\s+(\d+) token")
+        count = int(child.match.group(1))
+        child.expect_exact(">>> ")
+        return count
+
+    def turn(line: str) -> int:
+        child.sendline(line)
+        return counted()
+
+    try:
+        child.expect_exact(">>> ")
+        for line in ("/set verbose", "/set parameter num_predict 1"):  # one-token answers
+            child.sendline(line)
+            child.expect_exact(">>> ")
+        child.sendline("what is in 'my picture.png'?")
+        child.expect_exact("Added image 'my picture.png'")
+        with_picture = [counted(), turn("and now?")]
+        child.sendline("/clear")
+        child.expect_exact(">>> ")
+        words_only = [turn("what is in?"), turn("and now?")]
+        child.sendline("/bye")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0
+    assert with_picture[0] - words_only[0] >= TINY_IMAGE_TOKENS
+    assert with_picture[1] - words_only[1] >= TINY_IMAGE_TOKENS - 2  # the answers may differ
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")

@@ -6,10 +6,12 @@ own window over its own chat history.
 
 from __future__ import annotations
 
+import base64
 from dataclasses import replace
 
 import pytest
 from PySide6.QtCore import Qt, QUrl
+from PySide6.QtGui import QColor, QImage, QTextDocument
 from PySide6.QtWidgets import QMessageBox
 
 from app.gui.chat.store import ConversationStore
@@ -265,14 +267,28 @@ def test_attach_is_offered_only_for_models_that_see(qtbot, window, tmp_path):
     qtbot.waitUntil(lambda: composer.attach.isVisibleTo(window), timeout=10_000)
     assert window.chat_page.vision_badge.isVisibleTo(window)
     picture = tmp_path / "cat.png"
-    picture.write_bytes(b"\x89PNG fake")
+    image = QImage(40, 30, QImage.Format.Format_RGB32)
+    image.fill(QColor("orange"))
+    assert image.save(str(picture))
     chat = window.services.chat
     with qtbot.waitSignal(chat.reply_finished, timeout=30_000):
         assert chat.send("what is this?", (picture,))  # read and encoded on the disk worker
     question, answer = chat.session.messages
-    assert question.images == ("iVBORyBmYWtl",)
-    # the daemon got the picture: it says it cannot look at pictures yet, in place
-    assert answer.failed and "image" in answer.error
+    assert base64.b64decode(question.images[0]) == picture.read_bytes()
+    assert answer.content and not answer.failed  # the model saw it (16 more prompt tokens)
+    assert answer.stats.prompt_tokens > 16
+    transcript = window.chat_page.transcript
+    thumbnail = transcript.loadResource(
+        QTextDocument.ResourceType.ImageResource, QUrl(f"picture:{question.id}/0")
+    )
+    assert (thumbnail.width(), thumbnail.height()) == (40, 30)  # shown in the message, decoded
+    assert thumbnail.pixelColor(5, 5) == QColor("orange")
+    broken = tmp_path / "broken.png"
+    broken.write_bytes(b"\x89PNG not really")
+    with qtbot.waitSignal(chat.reply_finished, timeout=30_000):
+        assert chat.send("and this?", (broken,))
+    failed = chat.session.messages[-1]
+    assert failed.failed and "picture" in failed.error  # said in place, the chat goes on
 
 
 def test_models_page_details_copy_and_delete(qtbot, window, daemon, monkeypatch):

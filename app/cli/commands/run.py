@@ -1,15 +1,18 @@
 """``localllm run MODEL [PROMPT]``: one answer, or an interactive chat on a terminal.
 
 Piped input becomes the prompt (``cat notes.txt | localllm run qwen "summarize"``); with no
-prompt on a terminal the chat opens. A model that is not in the store is pulled first.
+prompt on a terminal the chat opens. A model that is not in the store is pulled first. For a
+model that sees pictures, picture files named in the prompt are attached.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from app.cli.answer import stream_answer, timing_lines
+from app.cli.attachments import PictureError, model_sees_pictures, user_message
 from app.cli.chat_input import parse_options
 from app.cli.chat_session import ChatSession
 from app.cli.commands.pull import pull_model
@@ -31,7 +34,8 @@ def register(commands: argparse._SubParsersAction) -> None:
             Answer PROMPT and exit, or, with no prompt on a terminal, start a chat (type /? in
             it for commands, \"\"\" for several lines, Ctrl-D or /bye to leave). Text piped in
             is read as the prompt, followed by PROMPT if given. A model not in the store is
-            pulled first.
+            pulled first. For a model with the vision capability, a path in the prompt to a
+            picture file (.png, .jpg, .jpeg, .webp, .gif, .bmp) attaches that picture.
             """,
         examples=[
             "localllm run qwen2.5:0.5b",
@@ -40,6 +44,7 @@ def register(commands: argparse._SubParsersAction) -> None:
             'localllm run qwen2.5:0.5b --format json "Three colors as a JSON list"',
             'localllm run qwen2.5:0.5b -o temperature 0 -o num_predict 64 "Hi"',
             "localllm run qwen2.5:0.5b --verbose --keepalive 30m",
+            'localllm run llava:7b "What is in this picture? ./cat.png"',
         ],
     )
     parser.add_argument("model", metavar="MODEL", help="model to run")
@@ -84,16 +89,26 @@ def _run(context: Context, args: argparse.Namespace) -> int:
     prompt = build_prompt(args.prompt, piped)
     if not interactive and not prompt:
         raise CliError("the prompt is empty: give one as an argument or pipe it in", EXIT_USAGE)
-    if not _ensure_model(context, args.model):
+    info = _ensure_model(context, args.model)
+    if info is None:
         return EXIT_INTERRUPTED
+    sees_pictures = model_sees_pictures(info)
     settings = {"options": options, "keep_alive": args.keepalive, "format": answer_format}
     if interactive:
         session = ChatSession(
-            context, args.model, verbose=args.verbose, system=args.system, **settings
+            context,
+            args.model,
+            verbose=args.verbose,
+            system=args.system,
+            sees_pictures=sees_pictures,
+            **settings,
         )
         return session.run()
     messages = [{"role": "system", "content": args.system}] if args.system else []
-    messages.append({"role": "user", "content": prompt})
+    try:
+        messages.append(user_message(prompt, sees_pictures, context.note))
+    except PictureError as error:
+        raise CliError(str(error)) from None
     chunks = context.client().chat(
         args.model,
         messages,
@@ -122,13 +137,13 @@ def _answer_format(text: str | None) -> object:
     return schema
 
 
-def _ensure_model(context: Context, model: str) -> bool:
-    """Pull the model if the store lacks it; False if the user interrupted the pull."""
+def _ensure_model(context: Context, model: str) -> dict[str, Any] | None:
+    """The model's ``show`` details, pulling it first if the store lacks it; None if the user
+    interrupted the pull."""
     try:
-        context.client().show(model)
+        return context.client().show(model)
     except ModelNotFound:
         outcome = pull_model(context, model)
         if outcome == "paused":
             raise CliError(f"the pull of '{model}' was paused before it finished") from None
-        return outcome == "success"
-    return True
+        return context.client().show(model) if outcome == "success" else None

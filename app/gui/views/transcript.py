@@ -8,10 +8,12 @@ while a reply streams unless the user has scrolled up to read.
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import html
 
-from PySide6.QtCore import QTimer, QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QGuiApplication
+from PySide6.QtCore import Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QDesktopServices, QGuiApplication, QImage
 from PySide6.QtWidgets import QTextBrowser
 
 from app.gui.chat.records import Message
@@ -20,6 +22,7 @@ from app.gui.markdown_html import MarkdownRenderer, copy_target
 __all__ = ["Transcript"]
 
 _FRAME_MS = 40
+_THUMBNAIL = 160  # pixels, the longest side of a picture shown in a message
 _BUBBLES = {False: "#eef0ff", True: "#2a2d45"}  # the user's messages
 _EMPTY = (
     "<div style='color:gray; margin-top:40px;' align='center'><h3>Ask anything</h3>"
@@ -41,6 +44,7 @@ class Transcript(QTextBrowser):
         self._bubble = _BUBBLES[False]
         self.document().setDocumentMargin(12)
         self._cache: dict[str, tuple[str, str, tuple[str, ...]]] = {}
+        self._thumbnails: dict[str, QImage] = {}  # by "message id/index"
         self._messages: tuple[Message, ...] = ()
         self._assistant = "Assistant"
         self._streaming = False
@@ -84,10 +88,10 @@ class Transcript(QTextBrowser):
         head = f"<p style='margin-bottom:2px;'><b>{who}</b></p>"
         if m.role == "user":
             text = html.escape(m.content).replace("\n", "<br>")
-            images = f" <i>({len(m.images)} image{'s' if len(m.images) > 1 else ''})</i>"
+            pictures = "".join(f"<img src='picture:{m.id}/{i}'> " for i in range(len(m.images)))
             body = (
                 f"<table width='100%' cellpadding='8' bgcolor='{self._bubble}'><tr><td>"
-                f"{text}{images if m.images else ''}</td></tr></table>"
+                f"{pictures + '<br>' if pictures else ''}{text}</td></tr></table>"
             )
         else:
             body = self._markdown(m) if m.content else ("<p><i>…</i></p>" if streaming else "")
@@ -95,6 +99,31 @@ class Transcript(QTextBrowser):
             body += self._error(m)
         footer = self._footer(m, last_reply, streaming)
         return f"<div style='margin-bottom:14px;'>{head}{body}{footer}</div>"
+
+    def loadResource(self, kind: int, url: QUrl):
+        """Pictures attached to messages, as thumbnails (decoded once, then cached)."""
+        if url.scheme() != "picture":
+            return super().loadResource(kind, url)
+        key = url.path()
+        if key not in self._thumbnails:
+            self._thumbnails[key] = self._thumbnail(key)
+        return self._thumbnails[key]
+
+    def _thumbnail(self, key: str) -> QImage:
+        message_id, _, index = key.rpartition("/")
+        message = next((m for m in self._messages if m.id == message_id), None)
+        image = QImage()
+        if message is not None and index.isdigit() and int(index) < len(message.images):
+            with contextlib.suppress(ValueError):  # not base64
+                image.loadFromData(base64.b64decode(message.images[int(index)]))
+        if image.isNull():  # not a picture Qt can read: a grey square says so
+            image = QImage(_THUMBNAIL // 2, _THUMBNAIL // 2, QImage.Format.Format_RGB32)
+            image.fill(Qt.GlobalColor.lightGray)
+            return image
+        if max(image.width(), image.height()) <= _THUMBNAIL:
+            return image
+        smooth = Qt.TransformationMode.SmoothTransformation
+        return image.scaled(_THUMBNAIL, _THUMBNAIL, Qt.AspectRatioMode.KeepAspectRatio, smooth)
 
     def _markdown(self, m: Message) -> str:
         cached = self._cache.get(m.id)
