@@ -158,6 +158,8 @@ class Shooter:
         self.wait(lambda: window.chat_page.model_picker.currentText() == "tiny-demo:latest")
         self._chat()
         self.snap("chat")
+        self._picture_chat()
+        self.snap("chat-picture")
 
         window.show_page("Models")
         page = window.models_page
@@ -179,7 +181,7 @@ class Shooter:
         self.snap("downloads")
 
         window.show_page("Server")
-        self.wait(lambda: services.server.running.rowCount() == 1)
+        self.wait(lambda: services.server.running.rowCount() == 2)  # the demo, and its eyes
         self.wait(lambda: "/api/chat" in window.server_page.log.toPlainText())
         self.snap("server")
 
@@ -228,6 +230,49 @@ class Shooter:
             QTest.keyClick(page.composer.editor, Qt.Key.Key_Return)
             self.wait(lambda: chat.session.messages and not chat.session.streaming)
             self.pause(0.3)
+
+    def _picture_chat(self) -> None:
+        """A model that sees (the tiny model with a tiny projector), asked about a picture."""
+        from PySide6.QtCore import Qt
+        from PySide6.QtGui import QColor, QImage, QPainter
+        from PySide6.QtTest import QTest
+
+        from model_registry.importer import import_gguf
+        from model_registry.store import Store
+        from model_registry.tiny_gguf import write_tiny_model
+        from model_registry.tiny_projector import write_tiny_projector
+
+        model = write_tiny_model(self.folder / "eyes.gguf", seed=9)
+        projector = write_tiny_projector(self.folder / "mmproj-eyes.gguf")
+        import_gguf(
+            Store(Path(os.environ["LOCALLLM_MODELS"])), "tiny-eyes", model, projector=projector
+        )
+        services, page = self.window.services, self.window.chat_page
+        services.library.refresh()
+        self.wait(lambda: services.library.table.row_of("tiny-eyes:latest") is not None)
+        services.chat.new_chat("tiny-eyes:latest")
+        self.wait(lambda: services.chat.session.conversation.model == "tiny-eyes:latest")
+        row = services.library.table.row_of("tiny-eyes:latest")
+        page.model_picker.setCurrentIndex(row)
+        page.model_picker.activated.emit(row)
+        self.wait(lambda: page.composer.attach.isVisible())
+        page.settings.max_tokens.setValue(40)
+        page.settings.flush()
+        picture = QImage(480, 320, QImage.Format.Format_RGB32)
+        picture.fill(QColor("#87ceeb"))  # a sky, a sun and a hill
+        painter = QPainter(picture)
+        painter.setBrush(QColor("#ffcc33"))
+        painter.drawEllipse(330, 40, 90, 90)
+        painter.setBrush(QColor("#4c9a2a"))
+        painter.drawEllipse(-120, 200, 720, 300)
+        painter.end()
+        path = self.folder / "hill.png"
+        picture.save(str(path))
+        page.composer.add_images([path])
+        QTest.keyClicks(page.composer.editor, "What is in this picture?")
+        QTest.keyClick(page.composer.editor, Qt.Key.Key_Return)
+        chat = services.chat
+        self.wait(lambda: len(chat.session.messages) == 2 and not chat.session.streaming)
 
     def _downloads(self) -> None:
         downloads, page = self.window.services.downloads, self.window.downloads_page
