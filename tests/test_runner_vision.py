@@ -124,5 +124,6 @@ def test_a_model_without_projector_refuses_pictures(harness, tiny_model_path):
 
 def test_a_projector_for_another_model_fails_the_load_clearly(harness, tiny_model_path, tmp_path):
     wrong = write_tiny_projector(tmp_path / "wrong.gguf", text_embedding_length=96)
-    with pytest.raises(Exception, match="vision projector"):
+    with pytest.raises(Exception, match="vision projector") as failed:
         harness.start(make_spec(tiny_model_path, projector_path=str(wrong)))
+    assert "mismatch between text model (n_embd = 64) and mmproj (n_embd = 96)" in str(failed.value)
