@@ -31,6 +31,16 @@ def tiny_q8_model_path(tmp_path_factory) -> Path:
     )
 
 
+@pytest.fixture(scope="module")
+def harness():
+    """The runner tests' event loop, one per module, so runners outlive one ``asyncio.run``."""
+    from runner_support import Harness
+
+    h = Harness()
+    yield h
+    h.close()
+
+
 @pytest.fixture
 def store(tmp_path):
     from model_registry.store import Store

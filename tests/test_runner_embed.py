@@ -6,16 +6,9 @@ import asyncio
 import math
 
 import pytest
-from runner_support import GREEDY, Harness, collect, make_spec, write_tiny_model
+from runner_support import GREEDY, collect, make_spec, write_tiny_model
 
 from daemon.runners.types import ContextOverflowError, EmbedRequest, RunnerError
-
-
-@pytest.fixture(scope="module")
-def harness():
-    h = Harness()
-    yield h
-    h.close()
 
 
 @pytest.fixture(scope="module")

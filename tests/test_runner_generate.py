@@ -8,16 +8,9 @@ import math
 from dataclasses import replace
 
 import pytest
-from runner_support import GREEDY, Harness, collect, make_spec, write_tiny_model
+from runner_support import GREEDY, collect, make_spec, write_tiny_model
 
 from daemon.runners.types import SamplingParams
-
-
-@pytest.fixture(scope="module")
-def harness():
-    h = Harness()
-    yield h
-    h.close()
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import io
 
 import pytest
 from PIL import Image
-from runner_support import GREEDY, Harness, collect, make_spec
+from runner_support import GREEDY, collect, make_spec
 
 from daemon.runners.types import InvalidRequestError
 from model_registry.tiny_projector import TINY_IMAGE_TOKENS, write_tiny_projector
@@ -26,13 +26,6 @@ def picture(color: tuple[int, int, int], size: tuple[int, int] = (64, 48)) -> by
 
 
 RED, BLUE = picture((200, 30, 30)), picture((20, 40, 220))
-
-
-@pytest.fixture(scope="module")
-def harness():
-    h = Harness()
-    yield h
-    h.close()
 
 
 @pytest.fixture(scope="module")
