@@ -15,14 +15,13 @@ import contextlib
 import itertools
 import signal
 import sys
-import time
 from array import array
-from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
+from .log_tail import RunnerLog
 from .protocol import (
     ProtocolError,
     done_from_wire,
@@ -47,7 +46,6 @@ from .types import (
 __all__ = ["EmbedResult", "RunnerProcess"]
 
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # holds the ``daemon`` package
-_LOG_LINES = 200
 _ERROR_LOG_LINES = 15
 _STREAM_LIMIT = 1 << 20
 
@@ -66,41 +64,10 @@ class _Closed:
     message: str
 
 
-class _LogTail:
-    """The runner's stderr: the last lines in memory, everything in the log file if given."""
-
-    def __init__(self, path: Path | None):
-        self.lines: deque[str] = deque(maxlen=_LOG_LINES)
-        self._file: BinaryIO | None = None
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = path.open("ab")
-
-    def note(self, text: str) -> None:
-        if self._file:
-            self._file.write(f"=== {time.strftime('%Y-%m-%d %H:%M:%S')} {text}\n".encode())
-            self._file.flush()
-
-    async def pump(self, stream: asyncio.StreamReader) -> None:
-        partial = b""
-        try:
-            while chunk := await stream.read(65536):
-                if self._file:
-                    self._file.write(chunk)
-                    self._file.flush()
-                *complete, partial = (partial + chunk).split(b"\n")
-                self.lines.extend(line.decode(errors="replace").rstrip() for line in complete)
-        finally:
-            if partial:
-                self.lines.append(partial.decode(errors="replace").rstrip())
-            if self._file:
-                self._file.close()
-
-
 class RunnerProcess:
     """One running model. Create with :meth:`start`; every method is safe to call concurrently."""
 
-    def __init__(self, spec: RunnerSpec, proc: asyncio.subprocess.Process, log: _LogTail):
+    def __init__(self, spec: RunnerSpec, proc: asyncio.subprocess.Process, log: RunnerLog):
         self.spec = spec
         self.state = "loading"  # loading, ready, stopping, stopped, crashed
         self.info: RunnerInfo | None = None
@@ -123,7 +90,7 @@ class RunnerProcess:
     ) -> RunnerProcess:
         """Start a runner and wait until its model is loaded; RunnerError if it cannot load."""
         spec = _absolute(spec)
-        log = _LogTail(log_path)
+        log = RunnerLog(log_path)
         log.note(f"starting runner for {spec.model_name}")
         proc = await asyncio.create_subprocess_exec(
             *_command(verbose),
