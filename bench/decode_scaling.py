@@ -3,7 +3,7 @@ number of sequences decoded together, with no runner, daemon or Python sampling 
 
 If one ``llama_decode`` of 4 tokens (one per sequence) costs as much as 4 decodes of one token,
 no server can make 4 streams faster than 1 on that model and build; this script shows whether
-that is the case, for a Q8_0 and an F16 model of the same shape.
+that is the case, for Q8_0, F16 and Q4_K_M models of the same shape.
 
     python bench/decode_scaling.py [--threads 2] [--steps 20] 2>/dev/null  # logs go to stderr
 """
@@ -20,6 +20,7 @@ from pathlib import Path
 import llama_cpp as lc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from daemon.runners.worker.quantize import quantize
 from model_registry.tiny_gguf import write_tiny_model
 
 BENCH_SHAPE = {"n_layer": 16, "n_embd": 1024, "n_head": 16, "n_ff": 2816, "vocab_size": 32000}
@@ -62,10 +63,12 @@ def main() -> None:
     print("| model | sequences | ms per step | tokens/s | vs 1 sequence |")
     print("| --- | --- | --- | --- | --- |")
     with tempfile.TemporaryDirectory() as tmp:
-        for file_type in ("Q8_0", "F16"):
-            path = write_tiny_model(
-                Path(tmp) / f"{file_type}.gguf", file_type=file_type, **BENCH_SHAPE
-            )
+        for file_type in ("Q8_0", "F16", "Q4_K_M"):
+            path = Path(tmp) / f"{file_type}.gguf"
+            if file_type == "Q4_K_M":  # the quantization most users pull
+                quantize(Path(tmp) / "F16.gguf", path, file_type, args.threads)
+            else:
+                write_tiny_model(path, file_type=file_type, **BENCH_SHAPE)
             single = None
             for sequences in (1, 2, 4, 8):
                 seconds = step_seconds(path, sequences, args.threads, args.steps)
