@@ -3,7 +3,8 @@
 Each step puts the next token of every generating sequence into the batch, then fills what is
 left of the batch with prompt chunks of the sequences still prefilling, so a long prompt is
 spread over several steps and never stalls the streams already running. Requests beyond the
-number of slots wait in a FIFO until a slot frees.
+number of slots wait in a FIFO until a slot frees. A step of only the streams' next tokens is
+decoded one token at a time instead where that has been measured to be cheaper (``decode_plan``).
 
 A prompt with pictures is fed the same way up to each picture; the picture itself is encoded
 and decoded into its sequence on its own (see ``vision``) once the text before it is in, which
@@ -27,6 +28,7 @@ from ..types import (
     RunnerSpec,
 )
 from .batch import Batch
+from .decode_plan import DecodePlan
 from .model import ContextConfig, Model
 from .sampling import SequenceSampler, token_logprobs
 from .slots import Slot, pick_slot
@@ -75,6 +77,8 @@ class Engine:
         self.ctx = model.new_context(ContextConfig(spec.num_ctx * n_seq, n_seq, n_batch, threads))
         self.memory = lc.llama_get_memory(self.ctx)
         self.batch = Batch(n_batch)
+        self._one = Batch(1)  # for decoding the streams' tokens one at a time
+        self.plan = DecodePlan()
         self.slots = [Slot(i) for i in range(spec.num_parallel)]
         self.waiting: deque[_Job] = deque()
         self.active: list[_Job] = []
@@ -152,11 +156,37 @@ class Engine:
         self._fill_batch()
         if self.batch.n == 0:
             return
-        rc = self.batch.decode(self.ctx)
+        ready = [j for j in self.active if j.row >= 0]
+        singles = self.batch.n == len(ready)  # one token per sequence, no prompt chunks
+        if singles and self.plan.one_at_a_time(len(ready)):
+            self._decode_apart(ready)
+            return
+        started = time.perf_counter()
+        self._decode(self.batch)
+        if singles:
+            self.plan.record(len(ready), time.perf_counter() - started)
+        for job in ready:
+            self._advance(job)
+
+    def _decode_apart(self, ready: list[_Job]) -> None:
+        """Decode each sequence's token by itself, sampling it before the next (the cheaper
+        way on some builds and models: see ``decode_plan``)."""
+        batch, one = self.batch, self._one
+        for job in ready:
+            row = job.row
+            token, position = int(batch.tokens[row]), int(batch.positions[row])
+            one.clear()
+            one.add(token, position, int(batch.seq_ids[row]), True)
+            started = time.perf_counter()
+            self._decode(one)
+            self.plan.record(1, time.perf_counter() - started)
+            job.row = 0
+            self._advance(job)
+
+    def _decode(self, batch: Batch) -> None:
+        rc = batch.decode(self.ctx)
         if rc != 0:
             raise RuntimeError(f"llama_decode failed with status {rc}")
-        for job in [j for j in self.active if j.row >= 0]:
-            self._advance(job)
 
     def _admit(self) -> None:
         while self.waiting:

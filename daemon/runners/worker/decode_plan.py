@@ -1,0 +1,57 @@
+"""Whether a step decodes its streams' next tokens in one batch or one at a time.
+
+One ``llama_decode`` of k tokens usually costs far less than k decodes of one: that is what
+batching is for. Not on every build and model: on some CPUs a batch of 2 or more Q8_0 tokens
+takes matrix-matrix kernels that cost as much for 2 tokens as for 8, so two streams decode
+faster one after the other (bench/RESULTS.md: a batch of 2 at 2.9x the time of one token).
+The engine therefore times both ways and takes the cheaper, trying the other way now and then
+because the machine's load and the context lengths change.
+"""
+
+from __future__ import annotations
+
+__all__ = ["DecodePlan"]
+
+_MARGIN = 0.9  # one at a time must look at least 10% cheaper to be chosen
+_RECHECK_EVERY = 64  # while one at a time wins: steps between timings of the batch
+_CLOSE = 1.5  # while the batch wins by less than this: try one at a time every ...
+_PROBE_EVERY = 256  # ... this many steps (also to learn a token's cost at all)
+_NEWEST_WEIGHT = 0.25  # of a new timing in the running average
+
+
+class DecodePlan:
+    """Running averages of decode times for steps of single tokens, one per sequence."""
+
+    def __init__(self) -> None:
+        self._single: float | None = None  # seconds for a decode of one token
+        self._batched: dict[int, float] = {}  # seconds for one decode of k tokens
+        self._steps: dict[int, int] = {}
+        self._seen: set[int] = set()
+
+    def one_at_a_time(self, count: int) -> bool:
+        """True if ``count`` tokens (of ``count`` sequences) should be decoded separately."""
+        if count < 2:
+            return False
+        steps = self._steps[count] = self._steps.get(count, 0) + 1
+        if count not in self._batched:
+            return False  # batching is the usual winner: time it first
+        if self._single is None:
+            return steps % _PROBE_EVERY == 0  # learn what one token costs, rarely
+        apart, together = count * self._single, self._batched[count]
+        if apart < _MARGIN * together:
+            return steps % _RECHECK_EVERY != 0  # now and then, time the batch again
+        return apart < _CLOSE * together and steps % _PROBE_EVERY == 0
+
+    def record(self, count: int, seconds: float) -> None:
+        """A decode of ``count`` tokens, one per sequence, took ``seconds``. The first one
+        of each size is left out: it includes building that size's compute graph."""
+        if count not in self._seen:
+            self._seen.add(count)
+        elif count == 1:
+            self._single = _average(self._single, seconds)
+        else:
+            self._batched[count] = _average(self._batched.get(count), seconds)
+
+
+def _average(old: float | None, new: float) -> float:
+    return new if old is None else old + _NEWEST_WEIGHT * (new - old)

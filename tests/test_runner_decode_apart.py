@@ -1,0 +1,98 @@
+"""Decoding the streams' tokens one at a time (what the decode plan picks where a build batches
+badly) gives exactly what one batched decode gives. The engine runs in this process on a real
+Q8_0 model, whose logits do not depend on the batch size, so the texts must match exactly."""
+
+from __future__ import annotations
+
+import tempfile
+from collections import defaultdict
+
+import pytest
+from runner_support import make_spec
+
+from daemon.runners.protocol import FrameReader, FrameWriter
+from daemon.runners.types import GenerateRequest, SamplingParams
+from daemon.runners.worker.decode_plan import DecodePlan
+
+llama_cpp = pytest.importorskip("llama_cpp")
+
+from daemon.runners.worker.engine import Engine  # noqa: E402
+from daemon.runners.worker.model import Model  # noqa: E402
+
+PROMPTS = ["The cat", "Once upon a time there was", "1 2 3"]
+
+
+class FixedPlan(DecodePlan):
+    """Always one way, noting the size of every decode the engine timed."""
+
+    def __init__(self, apart: bool):
+        super().__init__()
+        self.apart = apart
+        self.timed: list[int] = []
+
+    def one_at_a_time(self, count: int) -> bool:
+        return self.apart and count > 1
+
+    def record(self, count: int, seconds: float) -> None:
+        assert seconds > 0
+        self.timed.append(count)
+
+
+@pytest.fixture(scope="module")
+def model(tiny_q8_model_path):
+    llama_cpp.llama_backend_init()
+    loaded = Model.load(make_spec(tiny_q8_model_path, num_threads=1))
+    yield loaded
+    loaded.close()
+
+
+def requests(*max_tokens: int) -> list[GenerateRequest]:
+    """One sampled request per prompt, each with its own seed."""
+    return [
+        GenerateRequest(prompt, SamplingParams(temperature=0.9, seed=rid, max_tokens=limit))
+        for rid, (prompt, limit) in enumerate(zip(PROMPTS, max_tokens, strict=False), 1)
+    ]
+
+
+def generate(model: Model, plan: DecodePlan, batch: list[GenerateRequest]) -> tuple[dict, dict]:
+    """Texts and completion token counts by request id, for ``batch`` run through one engine."""
+    texts: dict[int, str] = defaultdict(str)
+    counts: dict[int, int] = {}
+    with tempfile.TemporaryFile() as sink:
+        out = FrameWriter(sink.fileno())
+        engine = Engine(model, make_spec(model.spec.model_paths[0], num_threads=1), 1, out)
+        engine.plan = plan
+        for rid, request in enumerate(batch, 1):
+            engine.submit(rid, request)
+        while engine.busy:
+            engine.step()
+            out.flush()
+        sink.seek(0)
+        reader = FrameReader(sink)
+        while (message := reader.read()) is not None:
+            if message["ev"] == "token":
+                texts[message["id"]] += message["text"]
+            elif message["ev"] == "done":
+                counts[message["id"]] = message["completion_tokens"]
+    return dict(texts), counts
+
+
+def test_one_at_a_time_gives_the_same_texts_as_one_batch(model):
+    apart, batched = FixedPlan(apart=True), FixedPlan(apart=False)
+    apart_texts, apart_counts = generate(model, apart, requests(16, 16, 16))
+    batched_texts, batched_counts = generate(model, batched, requests(16, 16, 16))
+
+    assert apart_texts == batched_texts
+    assert apart_counts == batched_counts == {1: 16, 2: 16, 3: 16}
+    assert len(set(apart_texts.values())) == 3, "seeded streams differ"
+    # Apart: every stream's 15 later tokens were decoded (and timed) alone; batched, the same
+    # steps were 15 decodes of all three streams together.
+    assert apart.timed == [1] * 45
+    assert batched.timed == [3] * 15
+
+
+def test_streams_that_end_at_different_steps(model):
+    texts, counts = generate(model, FixedPlan(apart=True), requests(3, 16, 9))
+    batched, _ = generate(model, FixedPlan(apart=False), requests(3, 16, 9))
+    assert counts == {1: 3, 2: 16, 3: 9}
+    assert texts == batched
