@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import io
 from collections.abc import Sequence
 
 from PIL import Image, ImageOps
 
 from daemon.errors import BadRequestError
+from daemon.picture_cache import PictureCache
 from daemon.runners.protocol import MAX_FRAME_BYTES
 
 __all__ = [
@@ -57,12 +59,16 @@ def decode_base64(text: str, number: int, where: str = "", *, param: str = "imag
         ) from None
 
 
-def prepare_images(pictures: Sequence[bytes]) -> tuple[bytes, ...]:
-    """Each picture as a PNG the runner may decode; BadRequestError names the 1-based picture
-    that cannot be used, or says the pictures are too large together."""
+def prepare_images(
+    pictures: Sequence[bytes], cache: PictureCache | None = None
+) -> tuple[bytes, ...]:
+    """Each picture as a PNG the runner may decode (from ``cache`` where it was prepared
+    before); BadRequestError names the 1-based picture that cannot be used, or says the
+    pictures are too large together."""
     prepared, total = [], 0
     for number, data in enumerate(pictures, 1):
-        prepared.append(prepare_image(data, number))
+        prepare = functools.partial(prepare_image, number=number)
+        prepared.append(cache.prepared(data, prepare) if cache else prepare(data))
         total += len(prepared[-1])
         if total > MAX_TOTAL_BYTES:
             raise BadRequestError(

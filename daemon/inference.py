@@ -22,6 +22,7 @@ from daemon.errors import (
 from daemon.generation import Finished, Generation
 from daemon.images import prepare_images
 from daemon.options import merge_options, runner_options, sampling_params
+from daemon.picture_cache import PictureCache
 from daemon.resolve import ResolvedModel, resolve_model
 from daemon.runners.types import EmbedRequest, GenerateRequest, RunnerCrashed
 from daemon.scheduler import Lease, Scheduler
@@ -90,6 +91,7 @@ class Inference:
         self._on_finished = on_finished
         # Preparing a big picture takes a few hundred MB for a moment: a few at a time.
         self._picture_work = asyncio.Semaphore(_PICTURES_AT_ONCE)
+        self._pictures = PictureCache()  # a chat resends its pictures every turn
 
     def resolve(self, name: str) -> ResolvedModel:
         return resolve_model(self.store, name)
@@ -207,7 +209,7 @@ class Inference:
             return ()
         _check_places(prompt, marker, len(images))
         async with self._picture_work:
-            return await asyncio.to_thread(prepare_images, images)
+            return await asyncio.to_thread(prepare_images, images, self._pictures)
 
     # -- sampling ---------------------------------------------------------------------------
     def _sampling(self, job: GenerationJob, options: Mapping[str, object]):

@@ -24,6 +24,7 @@ from daemon.images import (
     prepare_image,
     prepare_images,
 )
+from daemon.picture_cache import PictureCache
 
 
 def encoded(image: Image.Image, fmt: str, **options) -> bytes:
@@ -171,3 +172,32 @@ def test_base64_is_strict_but_skips_line_breaks():
     for junk in ("not base64!", "aGk", "data:image/png;base64," + text, "é"):
         with pytest.raises(BadRequestError, match="image 4 \\(in message 2\\) is not valid base64"):
             decode_base64(junk, 4, " (in message 2)")
+
+
+# -- the cache of prepared pictures -----------------------------------------------------------
+def test_a_picture_sent_again_is_not_prepared_again():
+    cache = PictureCache()
+    photo = encoded(gradient(3000, 2000), "JPEG")
+    first = prepare_images([photo], cache)[0]
+    again = prepare_images([encoded(gradient(40, 40), "PNG"), photo], cache)
+    assert again[1] is first, "the same PNG object: taken from the cache"
+    assert opened(again[0]).size == (40, 40)
+    assert prepare_images([photo])[0] == first, "without a cache: prepared again, same bytes"
+
+
+def test_the_cache_keeps_the_most_recently_used_within_its_budget():
+    pictures = [encoded(Image.new("RGB", (64, 64), (i, 0, 0)), "PNG") for i in range(3)]
+    sizes = [len(prepare_image(picture)) for picture in pictures]
+    cache = PictureCache(budget=sum(sizes) - 1)  # room for any two, not for all three
+    first = [prepare_images([p], cache)[0] for p in pictures[:2]]
+    assert prepare_images([pictures[0]], cache)[0] is first[0]  # used again: now the newest
+    prepare_images([pictures[2]], cache)  # the third pushes out the least recently used
+    assert prepare_images([pictures[0]], cache)[0] is first[0]
+    assert prepare_images([pictures[1]], cache)[0] is not first[1]
+
+
+def test_a_picture_that_cannot_be_read_is_refused_every_time():
+    cache = PictureCache()
+    for _ in range(2):
+        with pytest.raises(BadRequestError, match="image 2"):
+            prepare_images([encoded(gradient(8, 8), "PNG"), b"not a picture"], cache)
