@@ -2,8 +2,8 @@
 
 Clients resend a conversation's pictures with every new message; reading, turning and
 re-encoding a large photo costs up to a second of CPU. The daemon keeps the PNGs it made,
-keyed by the sha256 of the bytes the client sent, most recently used first, within a byte
-budget. Hashing a picture costs a few milliseconds.
+keyed by the sha256 of the bytes the client sent, within a byte budget: the least recently
+used go first. Hashing a picture costs a few milliseconds.
 """
 
 from __future__ import annotations
