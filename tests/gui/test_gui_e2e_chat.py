@@ -15,6 +15,7 @@ from PySide6.QtGui import QColor, QImage, QTextDocument
 from PySide6.QtWidgets import QMessageBox
 
 from app.gui.chat.store import ConversationStore
+from app.gui.markdown_html import MarkdownRenderer
 from app.gui.services.bundle import HISTORY_FILE
 from daemon.client import Client
 from tests.gui.e2e_support import MODEL, GuiDaemon, open_app, tiny_models, wait_idle
@@ -61,6 +62,13 @@ def _type_and_send(qtbot, window, text: str, timeout: int = 30_000) -> None:
         qtbot.keyClick(composer.editor, Qt.Key.Key_Return)
 
 
+def _as_rendered(markdown: str) -> str:
+    """A reply's words as the transcript shows them: rendered by the app's own renderer."""
+    document = QTextDocument()
+    document.setHtml(MarkdownRenderer().render(markdown).html)
+    return " ".join(document.toPlainText().split())
+
+
 def _messages(window) -> list[str]:
     return [m.content for m in window.services.chat.session.messages]
 
@@ -79,7 +87,8 @@ def test_type_enter_and_watch_the_reply_stream_in(qtbot, window):
     assert partial and all(reply.content.startswith(text) for text in partial)  # it streamed
     assert reply.stats.tokens == 12 and reply.stats.done_reason == "length"
     page = window.chat_page
-    qtbot.waitUntil(lambda: reply.content.split()[0] in page.transcript.toPlainText())
+    shown = _as_rendered(reply.content)  # the raw text may hold markdown ("1.", "*", "#")
+    qtbot.waitUntil(lambda: shown in " ".join(page.transcript.toPlainText().split()))
     assert "tok/s" in page.status.text() and "first token" in page.status.text()
     assert page.composer.editor.toPlainText() == ""
     assert chat.conversations.index(0, 0).data() == "Say hello"
