@@ -193,9 +193,13 @@ class ChatPage(QStackedWidget):
             self.library.details(name, self._show_vision)
 
     def _show_vision(self, details: ModelDetails | None) -> None:
+        """``None`` hides Attach; details show it if their model sees. Details of a model that
+        is no longer picked (a late answer, after a quick switch) change nothing."""
         session = self.chat.session
         current = session.conversation.model if session else self.chat.default_model
-        vision = details is not None and details.name == current and details.has_vision
+        if details is not None and details.name != current:
+            return
+        vision = details is not None and details.has_vision
         self._vision_for = current if vision else ""
         self.vision_badge.setVisible(vision)
         self.composer.set_vision(vision)
