@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from daemon.runners.protocol import FrameWriter  # noqa: E402
-from daemon.runners.types import GenerateRequest, RunnerSpec, SamplingParams  # noqa: E402
+from daemon.runners.types import GenerateCall, RunnerSpec, SamplingParams  # noqa: E402
 from daemon.runners.worker.decode_plan import DecodePlan  # noqa: E402
 from daemon.runners.worker.engine import Engine  # noqa: E402
 from daemon.runners.worker.model import Model  # noqa: E402
@@ -41,7 +41,7 @@ class FixedPlan(DecodePlan):
 def tokens_per_second(engine: Engine, out: FrameWriter, streams: int, tokens: int, run: int):
     for rid in range(1, streams + 1):
         params = SamplingParams(temperature=0.8, seed=rid, max_tokens=tokens)
-        engine.submit(rid, GenerateRequest(f"{run} {rid} Hello world, this is", params))
+        engine.submit(rid, GenerateCall(f"{run} {rid} Hello world, this is", params))
     started = time.perf_counter()
     while engine.busy:
         engine.step()

@@ -6,6 +6,7 @@ one table and front ends can say what to do next. Messages never contain absolut
 RegistryError
 ├── InvalidNameError        a model name that does not fit the grammar
 ├── InvalidDigestError      a digest that is not ``sha256:<64 hex>``
+├── InvalidRepoError        a hub repository id that is not ``org/name``
 ├── ModelNotFoundError      no manifest for that name
 ├── ModelExistsError        a copy/create target that already exists (when not overwriting)
 ├── BlobNotFoundError       a manifest refers to a blob the store does not hold
@@ -34,6 +35,7 @@ __all__ = [
     "InsufficientSpaceError",
     "InvalidDigestError",
     "InvalidNameError",
+    "InvalidRepoError",
     "ModelExistsError",
     "ModelNotFoundError",
     "ModelfileError",
@@ -54,6 +56,10 @@ class InvalidNameError(RegistryError, ValueError):
 
 
 class InvalidDigestError(RegistryError, ValueError):
+    pass
+
+
+class InvalidRepoError(RegistryError, ValueError):
     pass
 
 

@@ -15,7 +15,7 @@ import gguf
 import numpy as np
 
 from daemon.runners.process import RunnerProcess
-from daemon.runners.types import DoneEvent, GenerateRequest, RunnerSpec, SamplingParams, TokenEvent
+from daemon.runners.types import DoneEvent, GenerateCall, RunnerSpec, SamplingParams, TokenEvent
 from model_registry.tiny_gguf import write_tiny_model
 
 __all__ = [
@@ -57,7 +57,7 @@ class Stream:
 
 async def collect(runner: RunnerProcess, prompt: str, params=GREEDY, **kw) -> Stream:
     stream = Stream()
-    async for event in runner.generate(GenerateRequest(prompt, params, **kw)):
+    async for event in runner.generate(GenerateCall(prompt, params, **kw)):
         if isinstance(event, DoneEvent):
             stream.done = event
         else:

@@ -1,7 +1,7 @@
-"""Client pictures -> the PNGs a runner gets (``daemon.images``), with real pictures made by
-Pillow here: every readable format comes out as an upright RGB PNG no larger than 2048 px, and
-hostile or broken files are refused with a 400 that says which picture, before any decoding
-that could blow up."""
+"""Client images -> the PNGs a runner gets (``daemon.inference.images``), with real images
+made by Pillow here: every readable format comes out as an upright RGB PNG no larger than
+2048 px, and hostile or broken files are refused with a 400 that says which image, before any
+decoding that could blow up."""
 
 from __future__ import annotations
 
@@ -17,14 +17,14 @@ import pytest
 from PIL import Image
 
 from daemon.errors import BadRequestError
-from daemon.images import (
+from daemon.inference.image_cache import ImageCache
+from daemon.inference.images import (
     LONGEST_SIDE,
     MAX_TOTAL_BYTES,
     decode_base64,
     prepare_image,
     prepare_images,
 )
-from daemon.picture_cache import PictureCache
 
 
 def encoded(image: Image.Image, fmt: str, **options) -> bytes:
@@ -176,7 +176,7 @@ def test_base64_is_strict_but_skips_line_breaks():
 
 # -- the cache of prepared pictures -----------------------------------------------------------
 def test_a_picture_sent_again_is_not_prepared_again():
-    cache = PictureCache()
+    cache = ImageCache()
     photo = encoded(gradient(3000, 2000), "JPEG")
     first = prepare_images([photo], cache)[0]
     again = prepare_images([encoded(gradient(40, 40), "PNG"), photo], cache)
@@ -188,7 +188,7 @@ def test_a_picture_sent_again_is_not_prepared_again():
 def test_the_cache_keeps_the_most_recently_used_within_its_budget():
     pictures = [encoded(Image.new("RGB", (64, 64), (i, 0, 0)), "PNG") for i in range(3)]
     sizes = [len(prepare_image(picture)) for picture in pictures]
-    cache = PictureCache(budget=sum(sizes) - 1)  # room for any two, not for all three
+    cache = ImageCache(budget=sum(sizes) - 1)  # room for any two, not for all three
     first = [prepare_images([p], cache)[0] for p in pictures[:2]]
     assert prepare_images([pictures[0]], cache)[0] is first[0]  # used again: now the newest
     prepare_images([pictures[2]], cache)  # the third pushes out the least recently used
@@ -197,7 +197,7 @@ def test_the_cache_keeps_the_most_recently_used_within_its_budget():
 
 
 def test_a_picture_that_cannot_be_read_is_refused_every_time():
-    cache = PictureCache()
+    cache = ImageCache()
     for _ in range(2):
         with pytest.raises(BadRequestError, match="image 2"):
             prepare_images([encoded(gradient(8, 8), "PNG"), b"not a picture"], cache)

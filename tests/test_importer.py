@@ -9,7 +9,7 @@ import gguf
 import numpy as np
 import pytest
 
-from daemon.resolve import resolve_model
+from daemon.inference.resolve import resolve_model
 from model_registry.errors import GGUFError, ModelfileError
 from model_registry.importer import create_from_modelfile, find_shards, import_gguf
 from model_registry.modelfile import parse_modelfile

@@ -8,7 +8,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from daemon.server import create_app, native_control
+from daemon.server import create_app
 from daemon.settings import Settings
 from tests.daemon_support import Daemon, wait_for
 
@@ -17,8 +17,6 @@ KEY = "test-key-0123456789abcdef0123456789"
 
 def make_app(tmp_path, **settings):
     app = create_app(Settings(models_dir=tmp_path / "models", data_dir=tmp_path, **settings))
-    if not any(getattr(r, "path", "") == "/api/shutdown" for r in app.routes):
-        app.include_router(native_control.router)  # until create_app registers it
     stops: list[int] = []
     app.state.stop_server = lambda: stops.append(1)
     return app, stops

@@ -20,13 +20,13 @@ from daemon.client import (
     Unauthorized,
 )
 from daemon.errors import BadRequestError
-from daemon.generation import Usage
-from daemon.pulls import PullRecord, PullRecords
+from daemon.inference.generation import GenerationStats
+from daemon.inference.tool_calls import ToolCall
+from daemon.models.pulls import PullRecord, PullRecords
 from daemon.runners.worker import quantize
-from daemon.server.native_describe import listed_name, parameters_text
-from daemon.server.native_translate import chat_job, generate_job, timings, tool_calls_out
-from daemon.system_info import parse_gpus
-from daemon.tool_calls import ToolCall
+from daemon.scheduler.system_report import parse_gpus
+from daemon.server.native.describe import listed_name, parameters_text
+from daemon.server.native.translate import chat_job, generate_job, timings, tool_calls_out
 from model_registry.names import parse_name
 
 
@@ -150,7 +150,7 @@ def test_chat_translation_keeps_tool_calls_as_objects():
 
 
 def test_timings_are_nanoseconds():
-    usage = Usage(3, 4, 0, 0.5, 0.25, 1.0, 0.6, 2.0)
+    usage = GenerationStats(3, 4, 0, 0.5, 0.25, 1.0, 0.6, 2.0)
     assert timings(usage) == {
         "total_duration": 2_000_000_000,
         "load_duration": 500_000_000,

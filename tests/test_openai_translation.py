@@ -6,8 +6,13 @@ import pytest
 
 from daemon.api import ChatCompletionRequest, CompletionRequest
 from daemon.errors import BadRequestError
-from daemon.options import merge_options, parse_keep_alive, runner_options, sampling_params
-from daemon.server.openai_translate import chat_job, completion_job, completion_logprobs
+from daemon.inference.options import (
+    merge_options,
+    parse_keep_alive,
+    runner_options,
+    sampling_params,
+)
+from daemon.server.openai.translate import chat_job, completion_job, completion_logprobs
 from daemon.settings import Settings
 
 USER = [{"role": "user", "content": "hi"}]

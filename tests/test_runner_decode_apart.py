@@ -11,7 +11,7 @@ import pytest
 from runner_support import make_spec
 
 from daemon.runners.protocol import FrameReader, FrameWriter
-from daemon.runners.types import GenerateRequest, SamplingParams
+from daemon.runners.types import GenerateCall, SamplingParams
 from daemon.runners.worker.decode_plan import DecodePlan
 
 llama_cpp = pytest.importorskip("llama_cpp")
@@ -46,15 +46,15 @@ def model(tiny_q8_model_path):
     loaded.close()
 
 
-def requests(*max_tokens: int) -> list[GenerateRequest]:
+def requests(*max_tokens: int) -> list[GenerateCall]:
     """One sampled request per prompt, each with its own seed."""
     return [
-        GenerateRequest(prompt, SamplingParams(temperature=0.9, seed=rid, max_tokens=limit))
+        GenerateCall(prompt, SamplingParams(temperature=0.9, seed=rid, max_tokens=limit))
         for rid, (prompt, limit) in enumerate(zip(PROMPTS, max_tokens, strict=False), 1)
     ]
 
 
-def generate(model: Model, plan: DecodePlan, batch: list[GenerateRequest]) -> tuple[dict, dict]:
+def generate(model: Model, plan: DecodePlan, batch: list[GenerateCall]) -> tuple[dict, dict]:
     """Texts and completion token counts by request id, for ``batch`` run through one engine."""
     texts: dict[int, str] = defaultdict(str)
     counts: dict[int, int] = {}

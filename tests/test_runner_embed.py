@@ -8,7 +8,7 @@ import math
 import pytest
 from runner_support import GREEDY, collect, make_spec, write_tiny_model
 
-from daemon.runners.types import ContextOverflowError, EmbedRequest, RunnerError
+from daemon.runners.types import ContextOverflowError, EmbedCall, RunnerError
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +22,7 @@ def _norm(vector: list[float]) -> float:
 
 
 def test_embeddings_have_model_width_and_unit_norm(harness, runner):
-    result = harness.run(runner.embed(EmbedRequest(("hello", "a longer sentence here"))))
+    result = harness.run(runner.embed(EmbedCall(("hello", "a longer sentence here"))))
     assert len(result.embeddings) == 2
     assert all(len(v) == runner.info.n_embd == 64 for v in result.embeddings)
     assert all(abs(_norm(v) - 1) < 1e-4 for v in result.embeddings)
@@ -33,23 +33,23 @@ def test_embeddings_have_model_width_and_unit_norm(harness, runner):
 
 def test_embeddings_do_not_depend_on_batching(harness, runner):
     texts = tuple(f"input number {i}" for i in range(20))
-    together = harness.run(runner.embed(EmbedRequest(texts))).embeddings
-    alone = [harness.run(runner.embed(EmbedRequest((t,)))).embeddings[0] for t in texts[:3]]
+    together = harness.run(runner.embed(EmbedCall(texts))).embeddings
+    alone = [harness.run(runner.embed(EmbedCall((t,)))).embeddings[0] for t in texts[:3]]
     for a, b in zip(alone, together[:3], strict=True):
         assert max(abs(x - y) for x, y in zip(a, b, strict=True)) < 1e-4
 
 
 def test_unnormalized_embeddings(harness, runner):
-    (vector,) = harness.run(runner.embed(EmbedRequest(("hello",), normalize=False))).embeddings
+    (vector,) = harness.run(runner.embed(EmbedCall(("hello",), normalize=False))).embeddings
     assert abs(_norm(vector) - 1) > 1e-3
 
 
 def test_embedding_input_too_long(harness, runner):
     text = "word " * 200
     with pytest.raises(ContextOverflowError) as caught:
-        harness.run(runner.embed(EmbedRequest((text,))))
+        harness.run(runner.embed(EmbedCall((text,))))
     assert caught.value.context == 128
-    truncated = harness.run(runner.embed(EmbedRequest((text,), truncate=True)))
+    truncated = harness.run(runner.embed(EmbedCall((text,), truncate=True)))
     assert truncated.prompt_tokens == 128 and len(truncated.embeddings[0]) == 64
 
 
@@ -59,7 +59,7 @@ def test_embedding_alongside_generation(harness, runner):
     async def scenario():
         alone = await collect(runner, "Hello there")
         gen = asyncio.create_task(collect(runner, "Hello there"))
-        emb = asyncio.create_task(runner.embed(EmbedRequest(("side job",) * 5)))
+        emb = asyncio.create_task(runner.embed(EmbedCall(("side job",) * 5)))
         return alone, await gen, await emb
 
     alone, during, embedded = harness.run(scenario())
@@ -90,7 +90,7 @@ def test_status_reports_slots_and_memory(harness, runner):
 def test_embedding_only_model_refuses_generation(harness, tmp_path):
     path = write_tiny_model(tmp_path / "embedder.gguf", seed=3)
     runner = harness.start(make_spec(path, embedding_only=True, num_ctx=64))
-    result = harness.run(runner.embed(EmbedRequest(("hi",))))
+    result = harness.run(runner.embed(EmbedCall(("hi",))))
     assert len(result.embeddings[0]) == 64
     with pytest.raises(RunnerError, match="embedding model"):
         harness.run(collect(runner, "hi"))

@@ -15,7 +15,7 @@ from runner_support import Harness, collect, make_spec, split_gguf
 
 from daemon.runners.process import RunnerProcess
 from daemon.runners.protocol import FrameReader, encode_frame, spec_to_wire
-from daemon.runners.types import GenerateRequest, RunnerCrashed, RunnerError, SamplingParams
+from daemon.runners.types import GenerateCall, RunnerCrashed, RunnerError, SamplingParams
 
 
 @pytest.fixture
@@ -37,7 +37,7 @@ def test_sigkill_mid_stream_raises_crashed_and_a_new_runner_works(harness, model
     params = SamplingParams(temperature=0.0, max_tokens=None)
 
     async def scenario():
-        stream = runner.generate(GenerateRequest("Hello", params))
+        stream = runner.generate(GenerateCall("Hello", params))
         await anext(stream)
         os.kill(runner.pid, signal.SIGKILL)
         started = time.perf_counter()
@@ -64,7 +64,7 @@ def test_python_error_in_the_worker_is_a_crash_with_its_traceback(harness, model
     runner = harness.start(make_spec(model_path))
 
     async def scenario():
-        stream = runner.generate(GenerateRequest("Hello", SamplingParams(max_tokens=None)))
+        stream = runner.generate(GenerateCall("Hello", SamplingParams(max_tokens=None)))
         await anext(stream)
         runner._send({"op": "generate", "id": 999})  # malformed: the worker raises KeyError
         with pytest.raises(RunnerCrashed) as caught:

@@ -23,7 +23,7 @@ from daemon.runners.protocol import (
 )
 from daemon.runners.types import (
     ContextOverflowError,
-    GenerateRequest,
+    GenerateCall,
     RunnerError,
     RunnerSpec,
     SamplingParams,
@@ -66,13 +66,11 @@ def test_requests_survive_the_wire():
     params = SamplingParams(
         logit_bias={5: -float("inf"), 9: 2.5}, stop=("\n\n",), seed=3, logprobs=2
     )
-    req = GenerateRequest("<|im_start|>user\nhi", params, add_bos=False)
+    req = GenerateCall("<|im_start|>user\nhi", params, add_bos=False)
     assert generate_from_wire(decode(generate_to_wire(req))) == req
     spec = RunnerSpec("m", ("/a-00001-of-00002.gguf", "/a-00002-of-00002.gguf"), num_ctx=8192)
     assert spec_from_wire(decode(spec_to_wire(spec))) == spec
-    pictures = GenerateRequest(
-        "a <m> b <m>", images=(b"\x89PNG\x00", b"\xff\xd8"), image_marker="<m>"
-    )
+    pictures = GenerateCall("a <m> b <m>", images=(b"\x89PNG\x00", b"\xff\xd8"), image_marker="<m>")
     assert generate_from_wire(decode(generate_to_wire(pictures))) == pictures
 
 

@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 from runner_support import GREEDY, collect, make_spec, write_tiny_model
 
-from daemon.runners.types import ContextOverflowError, DoneEvent, GenerateRequest, TokenEvent
+from daemon.runners.types import ContextOverflowError, DoneEvent, GenerateCall, TokenEvent
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +68,7 @@ def test_cancel_frees_the_slot_at_once(harness, runner):
     long = replace(GREEDY, max_tokens=None)
 
     async def scenario():
-        streams = [runner.generate(GenerateRequest(f"Long {i}", long)) for i in range(4)]
+        streams = [runner.generate(GenerateCall(f"Long {i}", long)) for i in range(4)]
         for stream in streams:
             assert isinstance(await anext(stream), TokenEvent)
         waiting = asyncio.create_task(collect(runner, "Fifth", replace(GREEDY, max_tokens=3)))
@@ -99,7 +99,7 @@ def test_long_prefill_does_not_stall_running_streams(harness, tmp_path):
         finished = asyncio.Event()
 
         async def first_stream():
-            req = GenerateRequest("Stream one", replace(GREEDY, max_tokens=None))
+            req = GenerateCall("Stream one", replace(GREEDY, max_tokens=None))
             async for _ in runner.generate(req):
                 arrivals.append(time.perf_counter())
                 if finished.is_set():

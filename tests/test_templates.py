@@ -8,15 +8,15 @@ import json
 import pytest
 
 from daemon.errors import TemplateError, TemplateRejectedError, TemplateSecurityError
-from daemon.go_templates import is_go_template, to_jinja
-from daemon.templates import (
+from daemon.inference.go_templates import is_go_template, to_jinja
+from daemon.inference.templates import (
     CHATML_TEMPLATE,
     ChatTemplate,
     TemplateCache,
     assemble_messages,
     image_part,
 )
-from daemon.tool_calls import (
+from daemon.inference.tool_calls import (
     ToolCallFilter,
     ToolChoice,
     forced_tool_schema,

@@ -1,6 +1,6 @@
 """What every command gets: the settings, the three standard streams and a daemon client.
 
-The client is made on first use, after :func:`daemon.launcher.ensure_daemon` has made sure
+The client is made on first use, after :func:`daemon.client.launcher.ensure_daemon` has made sure
 something answers, so commands that never talk to the daemon (``login``, ``key``, ``--help``)
 never start it. Tests pass ``client_factory`` to run commands against a stand-in.
 """
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from daemon.client import Client
-from daemon.launcher import connect_url, ensure_daemon
+from daemon.client.launcher import connect_url, ensure_daemon
 from daemon.settings import Settings
 
 __all__ = ["Context"]

@@ -18,14 +18,14 @@ from pathlib import Path
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
-from app.gui.daemon_control import DaemonControl
-from app.gui.gateway import Gateway
 from app.gui.icons import Icons
 from app.gui.services.bundle import build_services
+from app.gui.state.daemon_control import DaemonControl
+from app.gui.state.gateway import Gateway
 from app.gui.theme import Theme
 from app.gui.views.main_window import MainWindow
 from app.gui.views.tray import Tray
-from daemon.launcher import connect_url
+from daemon.client.launcher import connect_url
 from daemon.settings import Settings, parse_host
 
 __all__ = [

@@ -34,8 +34,8 @@ from .protocol import (
 )
 from .types import (
     DoneEvent,
-    EmbedRequest,
-    GenerateRequest,
+    EmbedCall,
+    GenerateCall,
     RunnerCrashed,
     RunnerError,
     RunnerInfo,
@@ -43,7 +43,7 @@ from .types import (
     TokenEvent,
 )
 
-__all__ = ["EmbedResult", "RunnerProcess"]
+__all__ = ["EmbedReply", "RunnerProcess"]
 
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # holds the ``daemon`` package
 _ERROR_LOG_LINES = 15
@@ -51,7 +51,7 @@ _STREAM_LIMIT = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
-class EmbedResult:
+class EmbedReply:
     embeddings: list[list[float]]
     prompt_tokens: int
 
@@ -130,7 +130,7 @@ class RunnerProcess:
     def last_log_lines(self, n: int = _ERROR_LOG_LINES) -> list[str]:
         return list(self._log.lines)[-n:] if n > 0 else []
 
-    async def generate(self, req: GenerateRequest) -> AsyncIterator[TokenEvent | DoneEvent]:
+    async def generate(self, req: GenerateCall) -> AsyncIterator[TokenEvent | DoneEvent]:
         """Stream a generation; the last item is a DoneEvent. Closing early cancels it."""
         rid, queue = self._open()
         finished = False
@@ -153,7 +153,7 @@ class RunnerProcess:
             if not finished:
                 self._cancel(rid)
 
-    async def embed(self, req: EmbedRequest) -> EmbedResult:
+    async def embed(self, req: EmbedCall) -> EmbedReply:
         """Pooled embeddings of every input, in order, with the number of tokens they took."""
         rid, queue = self._open()
         vectors: dict[int, list[float]] = {}
@@ -168,7 +168,7 @@ class RunnerProcess:
             if reply is None or reply["ev"] == "embedding":
                 self._cancel(rid)
         value = _result(reply)
-        return EmbedResult([vectors[i] for i in range(value["count"])], value["prompt_tokens"])
+        return EmbedReply([vectors[i] for i in range(value["count"])], value["prompt_tokens"])
 
     async def tokenize(self, text: str, add_bos: bool = True, special: bool = True) -> list[int]:
         return await self._call("tokenize", text=text, add_bos=add_bos, special=special)

@@ -41,7 +41,7 @@ from typing import Any, BinaryIO
 from .types import (
     ContextOverflowError,
     DoneEvent,
-    GenerateRequest,
+    GenerateCall,
     InvalidRequestError,
     RunnerError,
     RunnerInfo,
@@ -150,7 +150,7 @@ def spec_from_wire(data: dict[str, Any]) -> RunnerSpec:
     return RunnerSpec(**{**data, "model_paths": tuple(data["model_paths"])})
 
 
-def generate_to_wire(req: GenerateRequest) -> dict[str, Any]:
+def generate_to_wire(req: GenerateCall) -> dict[str, Any]:
     params = dataclasses.asdict(req.params)
     params["logit_bias"] = [[int(k), float(v)] for k, v in req.params.logit_bias.items()]
     message = {"prompt": req.prompt, "add_bos": req.add_bos, "params": params}
@@ -160,7 +160,7 @@ def generate_to_wire(req: GenerateRequest) -> dict[str, Any]:
     return message
 
 
-def generate_from_wire(data: dict[str, Any]) -> GenerateRequest:
+def generate_from_wire(data: dict[str, Any]) -> GenerateCall:
     raw = data["params"]
     params = SamplingParams(
         **{
@@ -169,7 +169,7 @@ def generate_from_wire(data: dict[str, Any]) -> GenerateRequest:
             "stop": tuple(raw["stop"]),
         }
     )
-    return GenerateRequest(
+    return GenerateCall(
         prompt=data["prompt"],
         params=params,
         add_bos=data["add_bos"],

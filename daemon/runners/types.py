@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 __all__ = [
     "ContextOverflowError",
     "DoneEvent",
-    "EmbedRequest",
-    "GenerateRequest",
+    "EmbedCall",
+    "GenerateCall",
     "InvalidRequestError",
     "RunnerCrashed",
     "RunnerError",
@@ -79,7 +79,7 @@ class SamplingParams:
 
 
 @dataclass(frozen=True, slots=True)
-class GenerateRequest:
+class GenerateCall:
     prompt: str  # already templated; special tokens in it are parsed
     params: SamplingParams = field(default_factory=SamplingParams)
     add_bos: bool = True
@@ -90,7 +90,7 @@ class GenerateRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class EmbedRequest:
+class EmbedCall:
     inputs: tuple[str, ...]
     normalize: bool = True
     truncate: bool = False  # Ollama's truncate; OpenAI never truncates (error instead)

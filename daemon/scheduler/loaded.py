@@ -14,8 +14,8 @@ from typing import Protocol
 
 from daemon.runners.types import (
     DoneEvent,
-    EmbedRequest,
-    GenerateRequest,
+    EmbedCall,
+    GenerateCall,
     RunnerInfo,
     RunnerSpec,
     TokenEvent,
@@ -40,9 +40,9 @@ class Runner(Protocol):
     @property
     def alive(self) -> bool: ...
 
-    def generate(self, request: GenerateRequest) -> AsyncGenerator[TokenEvent | DoneEvent]: ...
+    def generate(self, request: GenerateCall) -> AsyncGenerator[TokenEvent | DoneEvent]: ...
 
-    async def embed(self, request: EmbedRequest): ...
+    async def embed(self, request: EmbedCall): ...
 
     async def tokenize(
         self, text: str, add_bos: bool = True, special: bool = True

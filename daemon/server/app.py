@@ -15,7 +15,7 @@ from pathlib import Path
 from fastapi import FastAPI
 
 from daemon.inference import Inference
-from daemon.pulls import PullManager, PullRecords
+from daemon.models.pulls import PullManager, PullRecords
 from daemon.runners.types import RunnerSpec
 from daemon.scheduler import MemoryInfo, Runner, RunnerFactory, Scheduler, SchedulerConfig
 from daemon.security import (
@@ -26,21 +26,22 @@ from daemon.security import (
     OriginPolicy,
     is_loopback_address,
 )
-from daemon.server import (
-    native_blobs,
-    native_control,
-    native_embed,
-    native_generate,
-    native_models,
-    native_pulls,
-    native_system,
-    openai_chat,
-    openai_completions,
-    openai_models,
-    system,
-)
+from daemon.server import health
 from daemon.server.errors import install_error_handlers
 from daemon.server.metrics import Metrics, RequestLogMiddleware
+from daemon.server.native import (
+    blobs,
+    control,
+    create,
+    embed,
+    generate,
+    hub,
+    models,
+    pulls,
+)
+from daemon.server.native import system as native_system
+from daemon.server.openai import chat, completions, embeddings
+from daemon.server.openai import models as openai_models
 from daemon.settings import Settings
 from model_registry.pull import Puller
 from model_registry.store import Store
@@ -81,7 +82,7 @@ def create_app(
     app.state.pulls = PullManager(
         puller or _puller(settings, store), PullRecords(settings.data_dir / "pulls.json")
     )
-    for module in (system, openai_chat, openai_completions, openai_models, *_NATIVE):
+    for module in (health, *_OPENAI, *_NATIVE):
         app.include_router(module.router)
     install_error_handlers(app)
     app.add_middleware(RequestLogMiddleware, metrics=metrics)
@@ -89,15 +90,8 @@ def create_app(
     return app
 
 
-_NATIVE = (
-    native_models,
-    native_generate,
-    native_embed,
-    native_pulls,
-    native_blobs,
-    native_system,
-    native_control,
-)
+_OPENAI = (chat, completions, embeddings, openai_models)
+_NATIVE = (models, generate, embed, pulls, blobs, create, hub, native_system, control)
 
 
 def _puller(settings: Settings, store: Store) -> Puller:

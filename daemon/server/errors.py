@@ -42,6 +42,7 @@ from model_registry.errors import (
     InsufficientSpaceError,
     InvalidDigestError,
     InvalidNameError,
+    InvalidRepoError,
     ModelExistsError,
     ModelfileError,
     ModelNotFoundError,
@@ -71,6 +72,7 @@ ERROR_TABLE: tuple[tuple[type[BaseException], int, str, str | None], ...] = (
     (NotFoundError, 404, "not_found_error", "not_found"),
     (InvalidNameError, 400, "invalid_request_error", "invalid_model_name"),
     (InvalidDigestError, 400, "invalid_request_error", "invalid_digest"),
+    (InvalidRepoError, 400, "invalid_request_error", "invalid_repo"),
     (DigestMismatchError, 400, "invalid_request_error", "digest_mismatch"),
     (ModelfileError, 400, "invalid_request_error", "invalid_modelfile"),
     (GGUFError, 400, "invalid_request_error", "invalid_gguf"),
@@ -132,6 +134,8 @@ def _param(error: BaseException) -> str | None:
         return ".".join(loc) or None
     if isinstance(error, ModelNotFoundError | InvalidNameError):
         return "model"
+    if isinstance(error, InvalidRepoError):
+        return "repo"
     return None
 
 

@@ -14,15 +14,17 @@ import time
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
+from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from daemon.generation import Finished, Generation
+from daemon.inference import Finished, Generation
 from daemon.scheduler import Scheduler
 
-__all__ = ["CONTENT_TYPE", "Metrics", "RequestLogMiddleware"]
+__all__ = ["CONTENT_TYPE", "Metrics", "RequestLogMiddleware", "log_generation"]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+_GENERATION = "localllm.generation"  # where a request's generation waits for its log line
 _TOKEN_BUCKETS = (0.002, 0.005, 0.01, 0.02, 0.035, 0.05, 0.075, 0.1, 0.2, 0.5, 1)
 
 
@@ -162,12 +164,17 @@ class RequestLogMiddleware:
             "status": status,
             "duration_ms": round(seconds * 1000, 2),
         }
-        line.update(_generation_fields(scope.get("state", {}).get("generation")))
+        line.update(_generation_fields(scope.get("state", {}).get(_GENERATION)))
         self.log.info("%s", json.dumps(line))
 
 
+def log_generation(request: Request, generation: Generation) -> None:
+    """Hand the request's generation to its log line (written when the response ends)."""
+    request.scope.setdefault("state", {})[_GENERATION] = generation
+
+
 def _generation_fields(generation: Generation | None) -> dict:
-    """What a request's generation adds to its log line (set on ``request.state``)."""
+    """What a request's generation adds to its log line."""
     result = generation.finished if generation is not None else None
     if result is None:
         return {}

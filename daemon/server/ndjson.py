@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pydantic import BaseModel
 
 from daemon.server.errors import ndjson_error
-from daemon.server.sse import EventStream
+from daemon.server.sse import EventStream, guarded
 
 __all__ = ["MEDIA_TYPE", "ndjson_line", "ndjson_stream"]
 
@@ -30,20 +30,4 @@ def ndjson_line(payload: BaseModel | dict) -> bytes:
 def ndjson_stream(
     lines: AsyncIterator[bytes], on_close: Callable[[], Awaitable[None]] | None = None
 ) -> EventStream:
-    return EventStream(_guarded(lines), on_close=on_close or _nothing, media_type=MEDIA_TYPE)
-
-
-async def _guarded(lines: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    try:
-        async for line in lines:
-            yield line
-    except Exception as error:  # headers are sent: the error travels as the last line
-        yield ndjson_error(error)
-    finally:
-        aclose = getattr(lines, "aclose", None)
-        if aclose is not None:
-            await aclose()
-
-
-async def _nothing() -> None:
-    return None
+    return EventStream(guarded(lines, ndjson_error), on_close=on_close, media_type=MEDIA_TYPE)

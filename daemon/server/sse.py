@@ -1,5 +1,9 @@
 """Server-sent events, and the guarantee that a stream's generation is closed however it ends.
 
+Every streamed body goes through ``guarded``: an error raised after the headers went out
+travels as the stream's last frame, in the API's own error shape (``sse_stream`` for server-sent
+events, ``daemon.server.ndjson.ndjson_stream`` for Ollama's NDJSON).
+
 Starlette cancels a streaming body when the client hangs up; a cancelled task cannot await
 cleanup unless shielded, and an async generator left suspended is only finalized by the
 garbage collector. ``EventStream`` therefore closes its source itself, shielded, when the
@@ -19,7 +23,9 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-__all__ = ["DONE", "EventStream", "sse_data", "until_disconnect"]
+from daemon.server.errors import stream_error
+
+__all__ = ["DONE", "EventStream", "guarded", "sse_data", "sse_stream", "until_disconnect"]
 
 DONE = b"data: [DONE]\n\n"
 T = TypeVar("T")
@@ -41,7 +47,7 @@ class EventStream(StreamingResponse):
     def __init__(
         self,
         events: AsyncIterator[bytes],
-        on_close: Callable[[], Awaitable[None]],
+        on_close: Callable[[], Awaitable[None]] | None = None,
         headers: dict[str, str] | None = None,
         media_type: str = "text/event-stream",  # Ollama's native streams: application/x-ndjson
     ):
@@ -58,7 +64,37 @@ class EventStream(StreamingResponse):
                 aclose = getattr(self._events, "aclose", None)
                 if aclose is not None:
                     await aclose()
-                await self._on_close()
+                if self._on_close is not None:
+                    await self._on_close()
+
+
+def sse_stream(
+    events: AsyncIterator[bytes],
+    on_close: Callable[[], Awaitable[None]] | None = None,
+    *,
+    end: bytes = DONE,
+    error: Callable[[BaseException], bytes] = stream_error,
+) -> EventStream:
+    """Server-sent ``events``, then ``end``; an error becomes the last event instead."""
+    return EventStream(guarded(events, error, end), on_close=on_close)
+
+
+async def guarded(
+    frames: AsyncIterator[bytes], error: Callable[[BaseException], bytes], end: bytes = b""
+) -> AsyncIterator[bytes]:
+    """``frames`` then ``end``; an exception after the headers went out becomes the last frame."""
+    try:
+        async for frame in frames:
+            yield frame
+    except Exception as failure:
+        yield error(failure)
+        return
+    finally:
+        aclose = getattr(frames, "aclose", None)
+        if aclose is not None:
+            await aclose()
+    if end:
+        yield end
 
 
 async def until_disconnect(request: Request, work: Awaitable[T]) -> T:

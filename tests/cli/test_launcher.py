@@ -1,4 +1,4 @@
-"""``daemon.launcher``: when the daemon is started in the background, and when it is not."""
+"""``daemon.client.launcher``: when the daemon is started in the background, and when it is not."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from daemon import launcher
-from daemon.launcher import DaemonStartError, connect_url, ensure_daemon, is_loopback
+from daemon.client import launcher
+from daemon.client.launcher import DaemonStartError, connect_url, ensure_daemon, is_loopback
 from daemon.settings import Settings
 from tests.daemon_support import free_port
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings
 
-from app.gui.daemon_control import DaemonControl
-from app.gui.gateway import Gateway
 from app.gui.main import lan_memory
 from app.gui.services.bundle import Services, build_services
+from app.gui.state.daemon_control import DaemonControl
+from app.gui.state.gateway import Gateway
 from app.gui.views.main_window import MainWindow
 from daemon.security.keys import ApiKeyStore
 from daemon.settings import Settings

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from app.gui.chat.records import DEFAULT_TITLE, ChatOptions, Conversation
-from app.gui.chat.session import ChatBusy, ChatSession, title_from
-from app.gui.gateway import ChatTurn, GatewayError
-from app.gui.records import ChatDelta, ChatDone
+from app.gui.state.chat.records import DEFAULT_TITLE, ChatOptions, Conversation
+from app.gui.state.chat.session import ChatBusy, ChatSession, title_from
+from app.gui.state.gateway import ChatTurn, GatewayError
+from app.gui.state.records import ChatDelta, ChatDone
 
 
 class Clock:

@@ -6,9 +6,9 @@ import sqlite3
 
 import pytest
 
-from app.gui.chat.migrations import MIGRATIONS, NewerSchemaError, migrate, schema_version
-from app.gui.chat.records import ChatOptions, Conversation, Message, ReplyStats
-from app.gui.chat.store import ConversationStore
+from app.gui.state.chat.migrations import MIGRATIONS, NewerSchemaError, migrate, schema_version
+from app.gui.state.chat.records import ChatOptions, Conversation, Message, ReplyStats
+from app.gui.state.chat.store import ConversationStore
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> list[str]:

@@ -14,9 +14,9 @@ from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QColor, QImage, QTextDocument
 from PySide6.QtWidgets import QMessageBox
 
-from app.gui.chat.store import ConversationStore
 from app.gui.markdown_html import MarkdownRenderer
 from app.gui.services.bundle import HISTORY_FILE
+from app.gui.state.chat.store import ConversationStore
 from daemon.client import Client
 from tests.gui.e2e_support import MODEL, GuiDaemon, open_app, tiny_models, wait_idle
 

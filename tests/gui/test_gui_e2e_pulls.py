@@ -11,7 +11,7 @@ import json
 import pytest
 from PySide6.QtWidgets import QMessageBox
 
-from app.gui.fit import Fit
+from app.gui.state.fit import Fit
 from daemon.client import Client
 from tests.daemon_support import wait_for
 from tests.gui.e2e_support import GuiDaemon, open_app

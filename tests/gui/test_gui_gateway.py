@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from app.gui.gateway import ChatTurn, Gateway, GatewayError
-from app.gui.records import ChatDelta, ChatDone, PullProgress
+from app.gui.state.gateway import ChatTurn, Gateway, GatewayError
+from app.gui.state.records import ChatDelta, ChatDone, PullProgress
 from daemon.client import DaemonUnavailable, ModelNotFound, ServerError
 
 

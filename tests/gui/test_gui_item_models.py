@@ -6,10 +6,6 @@ from dataclasses import replace
 
 from PySide6.QtCore import QPersistentModelIndex, Qt
 
-from app.gui.chat.conversation_list import ConversationList
-from app.gui.chat.records import Conversation
-from app.gui.downloads import Download
-from app.gui.fit import Fit
 from app.gui.item_models.conversations import (
     CONVERSATION_ROLE,
     ConversationFilter,
@@ -22,7 +18,11 @@ from app.gui.item_models.daemon_tables import (
     RunningModelsModel,
 )
 from app.gui.item_models.table import ITEM_ROLE, SORT_ROLE
-from app.gui.records import GpuInfo, HubFile, InstalledModel, RunningModel, SystemInfo
+from app.gui.state.chat.conversation_list import ConversationList
+from app.gui.state.chat.records import Conversation
+from app.gui.state.downloads import Download
+from app.gui.state.fit import Fit
+from app.gui.state.records import GpuInfo, HubFile, InstalledModel, RunningModel, SystemInfo
 
 GB = 1_000_000_000
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import QSettings
 
-from app.gui.daemon_control import DaemonControl
 from app.gui.main import lan_memory, parse_args, remembered_lan, run_app
-from daemon.launcher import DaemonStartError
+from app.gui.state.daemon_control import DaemonControl
+from daemon.client.launcher import DaemonStartError
 from daemon.security.keys import ApiKeyStore
 from daemon.settings import Settings
 

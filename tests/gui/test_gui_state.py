@@ -6,16 +6,16 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from app.gui.chat.conversation_list import ConversationList
-from app.gui.chat.records import Conversation
-from app.gui.daemon_health import DaemonHealth, DaemonState
-from app.gui.downloads import Downloads
-from app.gui.fit import Fit, fit_for
 from app.gui.markdown_html import MarkdownRenderer, copy_target
-from app.gui.records import GpuInfo, PullProgress, PullStatus, SystemInfo
-from app.gui.snippets import snippets
-from app.gui.starter_models import STARTERS, suggest
-from app.gui.units import ago, bytes_text, duration_text
+from app.gui.state.chat.conversation_list import ConversationList
+from app.gui.state.chat.records import Conversation
+from app.gui.state.daemon_health import DaemonHealth, DaemonState
+from app.gui.state.downloads import Downloads
+from app.gui.state.fit import Fit, fit_for
+from app.gui.state.records import GpuInfo, PullProgress, PullStatus, SystemInfo
+from app.gui.state.snippets import snippets
+from app.gui.state.starter_models import STARTERS, suggest
+from app.gui.state.units import ago, bytes_text, duration_text
 
 GB = 1_000_000_000
 

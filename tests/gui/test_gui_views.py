@@ -8,9 +8,9 @@ from __future__ import annotations
 from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent, QGuiApplication
 
-from app.gui.chat.records import Message
-from app.gui.downloads import Download
-from app.gui.records import GpuInfo, SystemInfo
+from app.gui.state.chat.records import Message
+from app.gui.state.downloads import Download
+from app.gui.state.records import GpuInfo, SystemInfo
 from app.gui.views.transcript import Transcript
 from app.gui.views.welcome import WelcomePage
 

@@ -16,7 +16,7 @@ import sys
 from app.cli.context import Context
 from app.cli.errors import CliError
 from app.cli.parsing import add_command
-from daemon.launcher import connect_url
+from daemon.client.launcher import connect_url
 
 __all__ = ["register"]
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from app.cli.doctor.report import DaemonState
 from daemon.client import Client, ClientError, Unauthorized
-from daemon.launcher import DaemonStartError, connect_url, daemon_answers, is_loopback
+from daemon.client.launcher import DaemonStartError, connect_url, daemon_answers, is_loopback
 from daemon.settings import Settings
 
 __all__ = ["daemon_state"]

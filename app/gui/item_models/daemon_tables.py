@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from app.gui.downloads import Download
-from app.gui.fit import Fit, fit_for
 from app.gui.item_models.table import Column, RecordTableModel
-from app.gui.records import HubFile, RunningModel, SystemInfo
-from app.gui.units import ago, bytes_text, duration_text, rate_text
+from app.gui.state.downloads import Download
+from app.gui.state.fit import Fit, fit_for
+from app.gui.state.records import HubFile, RunningModel, SystemInfo
+from app.gui.state.units import ago, bytes_text, duration_text, rate_text
 
 __all__ = [
     "DownloadsModel",

@@ -13,13 +13,13 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject
 
-from app.gui.gateway import Gateway
 from app.gui.services.chat import ChatController
 from app.gui.services.daemon_monitor import DaemonMonitor
 from app.gui.services.downloads import DownloadService
 from app.gui.services.hub import HubService
 from app.gui.services.library import ModelLibrary
 from app.gui.services.server import ServerService
+from app.gui.state.gateway import Gateway
 from app.gui.workers import Workers
 
 __all__ = ["Services", "build_services"]

@@ -17,16 +17,16 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
-from app.gui.chat.records import Conversation, Message, new_id
-from app.gui.chat.session import ChatSession, Persist
-from app.gui.gateway import Gateway
 from app.gui.item_models.conversations import (
     CONVERSATION_ROLE,
     ConversationFilter,
     ConversationListModel,
 )
-from app.gui.records import ChatDelta, ChatDone
 from app.gui.services.chat_history import ChatHistory
+from app.gui.state.chat.records import Conversation, Message, new_id
+from app.gui.state.chat.session import ChatSession, Persist
+from app.gui.state.gateway import Gateway
+from app.gui.state.records import ChatDelta, ChatDone
 from app.gui.workers import Job, Workers
 
 __all__ = ["ChatController"]

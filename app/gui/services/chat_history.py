@@ -11,9 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from app.gui.chat.records import Conversation, Message
-from app.gui.chat.session import Persist
-from app.gui.chat.store import ConversationStore
+from app.gui.state.chat.records import Conversation, Message
+from app.gui.state.chat.session import Persist
+from app.gui.state.chat.store import ConversationStore
 from app.gui.workers import Workers
 
 __all__ = ["ChatHistory"]

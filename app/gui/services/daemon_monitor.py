@@ -13,8 +13,8 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from app.gui.daemon_health import DaemonHealth, DaemonStatus
-from app.gui.gateway import Gateway, GatewayError
+from app.gui.state.daemon_health import DaemonHealth, DaemonStatus
+from app.gui.state.gateway import Gateway, GatewayError
 from app.gui.workers import Job, Workers
 
 __all__ = ["DaemonMonitor"]

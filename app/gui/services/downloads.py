@@ -12,10 +12,10 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from app.gui.downloads import Downloads, download_key
-from app.gui.gateway import Gateway
 from app.gui.item_models.daemon_tables import DownloadsModel
-from app.gui.records import PullProgress
+from app.gui.state.downloads import Downloads, download_key
+from app.gui.state.gateway import Gateway
+from app.gui.state.records import PullProgress
 from app.gui.workers import Job, Workers
 
 __all__ = ["DownloadService"]

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, Signal
 
-from app.gui.gateway import Gateway
 from app.gui.item_models.daemon_tables import HubFilesModel, HubReposModel
-from app.gui.records import SystemInfo
+from app.gui.state.gateway import Gateway
+from app.gui.state.records import SystemInfo
 from app.gui.workers import Workers
 
 __all__ = ["HubService"]

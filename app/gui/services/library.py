@@ -11,9 +11,9 @@ from dataclasses import replace
 
 from PySide6.QtCore import QObject, Signal
 
-from app.gui.gateway import Gateway
 from app.gui.item_models.daemon_tables import InstalledModelsModel
-from app.gui.records import InstalledModel, ModelDetails
+from app.gui.state.gateway import Gateway
+from app.gui.state.records import InstalledModel, ModelDetails
 from app.gui.workers import Workers
 
 __all__ = ["ModelLibrary"]

@@ -12,10 +12,10 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal
 
-from app.gui.gateway import Gateway
 from app.gui.item_models.daemon_tables import RunningModelsModel
-from app.gui.records import ServerInfo
 from app.gui.services.daemon_monitor import DaemonMonitor
+from app.gui.state.gateway import Gateway
+from app.gui.state.records import ServerInfo
 from app.gui.workers import Workers
 
 __all__ = ["ServerService"]

@@ -22,11 +22,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.gui.chat.records import Message
-from app.gui.chat.session import ChatSession
-from app.gui.records import ModelDetails
 from app.gui.services.chat import ChatController
 from app.gui.services.library import ModelLibrary
+from app.gui.state.chat.records import Message
+from app.gui.state.chat.session import ChatSession
+from app.gui.state.records import ModelDetails
 from app.gui.views.chat_settings import ChatSettingsPanel
 from app.gui.views.composer import Composer
 from app.gui.views.sidebar import ChatSidebar

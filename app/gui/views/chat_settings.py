@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.gui.chat.records import ChatOptions, Conversation
+from app.gui.state.chat.records import ChatOptions, Conversation
 
 __all__ = ["ChatSettingsPanel"]
 

@@ -18,9 +18,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.gui.records import HubFile, SystemInfo
 from app.gui.services.hub import HubService
-from app.gui.units import bytes_text
+from app.gui.state.records import HubFile, SystemInfo
+from app.gui.state.units import bytes_text
 from app.gui.views.record_table import selected_record, table_view
 
 __all__ = ["DiscoverPage"]

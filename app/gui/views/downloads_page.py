@@ -21,9 +21,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.gui.downloads import Download
 from app.gui.item_models.table import ITEM_ROLE
 from app.gui.services.downloads import DownloadService
+from app.gui.state.downloads import Download
 from app.gui.views.record_table import selected_record, table_view
 
 __all__ = ["DownloadsPage", "ProgressDelegate"]

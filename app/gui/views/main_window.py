@@ -20,9 +20,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.gui.chat.session import ChatSession
 from app.gui.icons import Icons
 from app.gui.services.bundle import Services
+from app.gui.state.chat.session import ChatSession
 from app.gui.views.chat_page import ChatPage
 from app.gui.views.discover_page import DiscoverPage
 from app.gui.views.downloads_page import DownloadsPage

@@ -22,8 +22,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.gui.records import InstalledModel, ModelDetails
 from app.gui.services.library import ModelLibrary
+from app.gui.state.records import InstalledModel, ModelDetails
 from app.gui.views.record_table import selected_record, table_view
 from app.gui.views.welcome import gguf_paths
 

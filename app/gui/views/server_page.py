@@ -21,10 +21,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.gui.gateway import DEFAULT_BASE_URL
-from app.gui.records import ServerInfo
 from app.gui.services.server import ServerService
-from app.gui.snippets import snippets
+from app.gui.state.gateway import DEFAULT_BASE_URL
+from app.gui.state.records import ServerInfo
+from app.gui.state.snippets import snippets
 from app.gui.views.record_table import selected_record, table_view
 
 __all__ = ["ServerPage"]

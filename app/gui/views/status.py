@@ -7,7 +7,7 @@ from __future__ import annotations
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 
-from app.gui.daemon_health import DaemonState, DaemonStatus
+from app.gui.state.daemon_health import DaemonState, DaemonStatus
 
 __all__ = ["DaemonIndicator"]
 

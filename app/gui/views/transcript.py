@@ -16,8 +16,8 @@ from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QGuiApplication, QImage
 from PySide6.QtWidgets import QTextBrowser
 
-from app.gui.chat.records import Message
 from app.gui.markdown_html import MarkdownRenderer, copy_target
+from app.gui.state.chat.records import Message
 
 __all__ = ["Transcript"]
 

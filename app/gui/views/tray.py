@@ -11,7 +11,7 @@ from PySide6.QtGui import QAction, QIcon
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
 from app.gui.services.server import ServerService
-from app.gui.units import bytes_text
+from app.gui.state.units import bytes_text
 
 __all__ = ["Tray"]
 

@@ -22,11 +22,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.gui.downloads import Download
-from app.gui.fit import Fit
-from app.gui.records import SystemInfo
-from app.gui.starter_models import Suggestion, suggest
-from app.gui.units import bytes_text, duration_text
+from app.gui.state.downloads import Download
+from app.gui.state.fit import Fit
+from app.gui.state.records import SystemInfo
+from app.gui.state.starter_models import Suggestion, suggest
+from app.gui.state.units import bytes_text, duration_text
 
 __all__ = ["WelcomePage", "gguf_paths"]
 

@@ -22,7 +22,7 @@ import llama_cpp as lc
 from ..protocol import FrameWriter, error_to_wire
 from ..types import (
     ContextOverflowError,
-    GenerateRequest,
+    GenerateCall,
     InvalidRequestError,
     RunnerError,
     RunnerSpec,
@@ -96,7 +96,7 @@ class Engine:
         self.batch.decode(self.ctx)
         lc.llama_memory_seq_rm(self.memory, 0, -1, -1)
 
-    def submit(self, rid: int, req: GenerateRequest) -> None:
+    def submit(self, rid: int, req: GenerateCall) -> None:
         parsed = self._tokenize(req)
         try:
             job = self._job(rid, req, parsed)
@@ -108,7 +108,7 @@ class Engine:
             return
         self.waiting.append(job)
 
-    def _tokenize(self, req: GenerateRequest) -> PicturePrompt:
+    def _tokenize(self, req: GenerateCall) -> PicturePrompt:
         if not req.images:
             return PicturePrompt(self.model.tokenize(req.prompt, req.add_bos, special=True))
         if self.vision is None:
@@ -117,7 +117,7 @@ class Engine:
             )
         return self.vision.tokenize(req.prompt, req.image_marker, req.images, req.add_bos)
 
-    def _job(self, rid: int, req: GenerateRequest, parsed: PicturePrompt) -> _Job:
+    def _job(self, rid: int, req: GenerateCall, parsed: PicturePrompt) -> _Job:
         prompt = parsed.tokens
         if not prompt:
             raise InvalidRequestError("the prompt is empty")

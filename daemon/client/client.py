@@ -1,0 +1,310 @@
+"""The one HTTP client front ends use to talk to the daemon (httpx, synchronous).
+
+Blocking by design: the CLI calls it directly and the GUI from worker threads. Methods speak
+Ollama's native shapes (plain dicts); ``openai_chat``/``chat_once`` speak OpenAI's. Streaming
+methods return lazy iterators: the request goes out on the first ``next()``, and closing the
+iterator closes the connection. Error responses, and ``{"error": ...}`` lines in the middle
+of a stream, come back as typed exceptions (``ModelNotFound``, ``BadRequest``, ``ServerBusy``,
+``Unauthorized``, ``Forbidden``, ``ServerError``; ``DaemonUnavailable`` when nothing answers).
+Pass ``transport=httpx.ASGITransport(app)`` or ``httpx.MockTransport`` to test without sockets.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from daemon.api import ChatCompletion, ChatCompletionChunk, Model, ModelList
+from daemon.client.errors import (
+    DaemonUnavailable,
+    raise_for_body,
+)
+
+__all__ = ["DEFAULT_BASE_URL", "Client"]
+
+DEFAULT_BASE_URL = "http://127.0.0.1:11435"
+_CHUNK = 1 << 20
+Progress = Callable[[int, int], None]  # (bytes done, bytes in all)
+
+
+class Client:
+    def __init__(
+        self,
+        base_url: str = DEFAULT_BASE_URL,
+        *,
+        api_key: str | None = None,
+        timeout: float | None = 600.0,
+        transport: httpx.BaseTransport | None = None,
+    ):
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.Client(
+            base_url=base_url, headers=headers, timeout=timeout, transport=transport
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- the daemon -------------------------------------------------------------------------
+    def health(self) -> dict[str, Any]:
+        return self._json("GET", "/health")
+
+    def version(self) -> str:
+        return str(self._json("GET", "/api/version")["version"])
+
+    def system(self) -> dict[str, Any]:
+        return self._json("GET", "/api/system")
+
+    def logs(self, lines: int = 200) -> str:
+        return str(self._json("GET", "/api/logs", params={"lines": lines})["text"])
+
+    def server(self) -> dict[str, Any]:
+        """How the daemon is served: host, port, lan (beyond loopback), api_key_set."""
+        return self._json("GET", "/api/server")
+
+    def shutdown(self) -> None:
+        """Ask the daemon to exit gracefully (it accepts only from this machine)."""
+        self._request("POST", "/api/shutdown")
+
+    # -- models -----------------------------------------------------------------------------
+    def list_models(self) -> list[dict[str, Any]]:
+        return list(self._json("GET", "/api/tags")["models"])
+
+    def list_openai_models(self) -> list[Model]:
+        return ModelList.model_validate(self._json("GET", "/v1/models")).data
+
+    def running(self) -> list[dict[str, Any]]:
+        return list(self._json("GET", "/api/ps")["models"])
+
+    def show(self, name: str, verbose: bool = False) -> dict[str, Any]:
+        return self._json("POST", "/api/show", json={"model": name, "verbose": verbose})
+
+    def delete(self, name: str) -> None:
+        self._request("DELETE", "/api/delete", json={"model": name})
+
+    def copy(self, source: str, destination: str) -> None:
+        self._request("POST", "/api/copy", json={"source": source, "destination": destination})
+
+    def unload(self, name: str) -> None:
+        self._request("POST", "/api/generate", json={"model": name, "keep_alive": 0})
+
+    def prune(self) -> dict[str, Any]:
+        return self._json("POST", "/api/prune")
+
+    def verify(self) -> dict[str, Any]:
+        return self._json("POST", "/api/verify")
+
+    # -- pulls ------------------------------------------------------------------------------
+    def pull(self, name: str) -> Iterator[dict[str, Any]]:
+        """Progress events; closing the iterator stops watching, not the pull."""
+        return self._ndjson("POST", "/api/pull", {"model": name, "stream": True})
+
+    def resume_pull(self, name: str) -> Iterator[dict[str, Any]]:
+        return self._ndjson("POST", "/api/pull/resume", {"model": name, "stream": True})
+
+    def pause_pull(self, name: str) -> None:
+        self._request("POST", "/api/pull/pause", json={"model": name})
+
+    def cancel_pull(self, name: str) -> None:
+        self._request("POST", "/api/pull/cancel", json={"model": name})
+
+    def pulls(self) -> list[dict[str, Any]]:
+        return list(self._json("GET", "/api/pulls")["pulls"])
+
+    # -- generating -------------------------------------------------------------------------
+    def chat(
+        self,
+        model: str,
+        messages: Sequence[Mapping[str, Any]],
+        options: Mapping[str, Any] | None = None,
+        keep_alive: str | float | None = None,
+        format: str | Mapping[str, Any] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        stream: bool = True,
+    ) -> Iterator[dict[str, Any]]:
+        body = _fields(
+            model=model,
+            messages=list(messages),
+            options=options,
+            keep_alive=keep_alive,
+            format=format,
+            tools=tools,
+        )
+        return self._generating("/api/chat", body, stream)
+
+    def generate(
+        self,
+        model: str,
+        prompt: str,
+        options: Mapping[str, Any] | None = None,
+        keep_alive: str | float | None = None,
+        format: str | Mapping[str, Any] | None = None,
+        system: str | None = None,
+        stream: bool = True,
+    ) -> Iterator[dict[str, Any]]:
+        body = _fields(
+            model=model,
+            prompt=prompt,
+            options=options,
+            keep_alive=keep_alive,
+            format=format,
+            system=system,
+        )
+        return self._generating("/api/generate", body, stream)
+
+    def embed(self, model: str, input: str | Sequence[str]) -> dict[str, Any]:
+        text = input if isinstance(input, str) else list(input)
+        return self._json("POST", "/api/embed", json={"model": model, "input": text})
+
+    def openai_chat(
+        self, model: str, messages: Sequence[Mapping[str, Any]], **fields: Any
+    ) -> Iterator[ChatCompletionChunk]:
+        """Stream an OpenAI chat completion chunk by chunk (``fields``: any request field)."""
+        body = {**fields, "model": model, "messages": list(messages), "stream": True}
+        for data in self._lines("POST", "/v1/chat/completions", body, sse=True):
+            yield ChatCompletionChunk.model_validate(data)
+
+    def chat_once(
+        self, model: str, messages: Sequence[Mapping[str, Any]], **fields: Any
+    ) -> ChatCompletion:
+        body = {**fields, "model": model, "messages": list(messages), "stream": False}
+        return ChatCompletion.model_validate(self._json("POST", "/v1/chat/completions", json=body))
+
+    # -- blobs and create -------------------------------------------------------------------
+    def blob_exists(self, digest: str) -> bool:
+        response = self._request("HEAD", f"/api/blobs/{digest}", allowed=(404,))
+        return response.status_code == 200
+
+    def upload_blob(self, path: Path | str, digest: str, on_progress: Progress | None = None):
+        """Stream a file to the daemon, which keeps it only if it hashes to ``digest``."""
+        path = Path(path)
+        total = path.stat().st_size
+        headers = {"Content-Length": str(total), "Content-Type": "application/octet-stream"}
+        body = _file_chunks(path, total, on_progress)
+        self._request("POST", f"/api/blobs/{digest}", content=body, headers=headers)
+
+    def create(
+        self, name: str, modelfile: str, files: Mapping[str, str], quantize: str | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """Create ``name`` from Modelfile text; ``files`` maps each FROM/ADAPTER reference
+        to the digest of a blob already uploaded."""
+        body = _fields(model=name, modelfile=modelfile, files=dict(files), quantize=quantize)
+        return self._ndjson("POST", "/api/create", {**body, "stream": True})
+
+    def create_from_file(
+        self, name: str, path: Path | str, quantize: str | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """Import one GGUF file as ``name``: hash it, upload it unless the daemon has it,
+        create. Yields upload progress, then the create steps."""
+        path = Path(path)
+        total = path.stat().st_size
+        yield {"status": f"hashing {path.name}", "total": total, "completed": 0}
+        digest = _sha256(path)
+        if not self.blob_exists(digest):
+            yield {"status": f"copying {path.name}", "total": total, "completed": 0}
+            self.upload_blob(path, digest)
+            yield {"status": f"copying {path.name}", "total": total, "completed": total}
+        reference = f"./{path.name}"
+        yield from self.create(name, f"FROM {reference}\n", {reference: digest}, quantize)
+
+    # -- the hub ----------------------------------------------------------------------------
+    def hub_search(self, query: str, limit: int = 20) -> list[dict[str, Any]]:
+        params = {"q": query, "limit": limit}
+        return list(self._json("GET", "/api/hub/search", params=params)["models"])
+
+    def hub_files(self, repo: str) -> list[dict[str, Any]]:
+        return list(self._json("GET", "/api/hub/files", params={"repo": repo})["files"])
+
+    # -- plumbing ---------------------------------------------------------------------------
+    def _generating(self, path: str, body: dict, stream: bool) -> Iterator[dict[str, Any]]:
+        if stream:
+            return self._ndjson("POST", path, {**body, "stream": True})
+        return iter([self._json("POST", path, json={**body, "stream": False})])
+
+    def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+        return self._request(method, path, **kwargs).json()
+
+    def _request(
+        self, method: str, path: str, allowed: tuple[int, ...] = (), **kwargs: Any
+    ) -> httpx.Response:
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.TransportError as error:
+            raise self._unavailable(error) from None
+        if response.status_code >= 400 and response.status_code not in allowed:
+            raise_for_body(response.status_code, _json_or_text(response))
+        return response
+
+    def _ndjson(self, method: str, path: str, body: Mapping[str, Any]) -> Iterator[dict]:
+        return self._lines(method, path, body, sse=False)
+
+    def _lines(self, method: str, path: str, body: Mapping[str, Any], sse: bool) -> Iterator[dict]:
+        try:
+            with self._http.stream(method, path, json=dict(body)) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    raise_for_body(response.status_code, _json_or_text(response))
+                for data in (_sse_data if sse else _ndjson_data)(response):
+                    if isinstance(data, Mapping) and "error" in data:
+                        raise_for_body(None, data)
+                    yield data
+        except httpx.TransportError as error:
+            raise self._unavailable(error) from None
+
+    def _unavailable(self, error: Exception) -> DaemonUnavailable:
+        return DaemonUnavailable(f"cannot reach the daemon at {self._http.base_url}: {error}")
+
+
+def _fields(**fields: Any) -> dict[str, Any]:
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+def _file_chunks(path: Path, total: int, on_progress: Progress | None) -> Iterator[bytes]:
+    sent = 0
+    with path.open("rb") as stream:
+        while chunk := stream.read(_CHUNK):
+            yield chunk
+            sent += len(chunk)
+            if on_progress is not None:
+                on_progress(sent, total)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        while chunk := stream.read(_CHUNK):
+            digest.update(chunk)
+    return f"sha256:{digest.hexdigest()}"
+
+
+def _ndjson_data(response: httpx.Response) -> Iterator[Any]:
+    for line in response.iter_lines():
+        if line.strip():
+            yield json.loads(line)
+
+
+def _sse_data(response: httpx.Response) -> Iterator[Any]:
+    for line in response.iter_lines():
+        if not line.startswith("data:"):
+            continue
+        payload = line[5:].strip()
+        if payload == "[DONE]":
+            return
+        yield json.loads(payload)
+
+
+def _json_or_text(response: httpx.Response) -> object:
+    try:
+        return response.json()
+    except ValueError:
+        return response.text

@@ -1,0 +1,27 @@
+"""The one path from a job to tokens, and the one owner of a generation's lifecycle.
+
+Routes translate their wire format into a ``GenerationJob`` or ``EmbedJob`` and hand it to
+``Inference`` (model resolution, options, templates, tool calls, images); what comes back is a
+``Generation`` of API-neutral ``Delta`` items ending in ``Finished``.
+"""
+
+from daemon.inference.generation import (
+    Collected,
+    Delta,
+    Finished,
+    Generation,
+    GenerationStats,
+)
+from daemon.inference.inference import Embeddings, EmbedJob, GenerationJob, Inference
+
+__all__ = [
+    "Collected",
+    "Delta",
+    "EmbedJob",
+    "Embeddings",
+    "Finished",
+    "Generation",
+    "GenerationJob",
+    "GenerationStats",
+    "Inference",
+]

@@ -1,0 +1,194 @@
+"""A generation in progress: runner events in, API-neutral deltas out.
+
+It owns the scheduler lease for its whole life and gives it back the moment the runner is
+done, fails, or the caller closes it (a client that hung up): closing cancels the runner's
+sequence, so the slot is free for the next request at once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import AsyncGenerator, Callable
+from dataclasses import dataclass
+
+from daemon.inference.tool_calls import ToolCall, ToolCallFilter
+from daemon.runners.types import DoneEvent, RunnerCrashed, TokenEvent
+from daemon.scheduler import Lease
+
+__all__ = ["Collected", "Delta", "Finished", "Generation", "GenerationStats"]
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationStats:
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int  # prompt tokens reused from the prefix cache (not decoded again)
+    load_seconds: float  # waiting for the model: queue and loading
+    prompt_seconds: float
+    generation_seconds: float
+    time_to_first_token: float  # from the request reaching inference to the first token
+    total_seconds: float
+
+    @property
+    def seconds_per_token(self) -> float:
+        return self.generation_seconds / max(1, self.completion_tokens - 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    text: str
+    logprobs: tuple[dict, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    reason: str  # "stop", "length", "tool_calls", "cancelled", "error"
+    usage: GenerationStats
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Collected:
+    """A whole generation at once, for ``stream: false`` answers."""
+
+    text: str
+    logprobs: list[dict]
+    finished: Finished
+
+
+class Generation:
+    """Iterate for ``Delta`` items, the last item is a ``Finished``; always ``aclose()``."""
+
+    def __init__(
+        self,
+        model: str,
+        lease: Lease,
+        stream: AsyncGenerator[TokenEvent | DoneEvent],
+        *,
+        started: float,
+        loaded: float,
+        tool_filter: ToolCallFilter | None = None,
+        on_finished: Callable[[str, Finished], None] | None = None,
+    ):
+        self.model = model
+        self._lease = lease
+        self._stream = stream
+        self._started = started
+        self._loaded = loaded
+        self._filter = tool_filter
+        self._on_finished = on_finished
+        self._out: deque[Delta | Finished] = deque()
+        self._held_logprobs: list[dict] = []
+        self._first_token: float | None = None
+        self._completion_tokens = 0
+        self.finished: Finished | None = None
+        self._closed = False
+
+    @property
+    def processor(self) -> str:
+        return self._lease.processor
+
+    async def prime(self) -> None:
+        """Wait for the first event, so errors (prompt too long...) come before any output."""
+        item = await self.__anext__()
+        self._out.appendleft(item)
+
+    def __aiter__(self) -> Generation:
+        return self
+
+    async def __anext__(self) -> Delta | Finished:
+        while not self._out:
+            if self.finished is not None or self._closed:
+                raise StopAsyncIteration
+            self._handle(await self._next_event())
+        return self._out.popleft()
+
+    async def _next_event(self) -> TokenEvent | DoneEvent:
+        try:
+            return await anext(self._stream)
+        except StopAsyncIteration:
+            self._fail(crashed=True)
+            raise RunnerCrashed(f"the runner for {self.model} ended a generation early") from None
+        except RunnerCrashed:
+            self._fail(crashed=True)
+            raise
+        except Exception:
+            self._fail(crashed=False)
+            raise
+
+    def _fail(self, crashed: bool) -> None:
+        self._lease.release(crashed=crashed)
+        self._end(Finished("error", self._usage(None)))
+
+    def _handle(self, event: TokenEvent | DoneEvent) -> None:
+        if isinstance(event, DoneEvent):
+            self._finish(event)
+            return
+        if self._first_token is None:
+            self._first_token = time.perf_counter()
+        self._completion_tokens += len(event.token_ids)
+        text = self._filter.feed(event.text) if self._filter else event.text
+        self._held_logprobs.extend(event.logprobs)
+        if text or (self._held_logprobs and self._filter is None):
+            self._out.append(Delta(text, tuple(self._held_logprobs)))
+            self._held_logprobs.clear()
+
+    def _finish(self, done: DoneEvent) -> None:
+        self._lease.release()
+        calls: list[ToolCall] = []
+        if self._filter is not None:
+            rest, calls = self._filter.finish()
+            if rest or self._held_logprobs:
+                self._out.append(Delta(rest, tuple(self._held_logprobs)))
+        reason = "tool_calls" if calls else done.reason
+        self._end(Finished(reason, self._usage(done), tuple(calls)))
+        self._out.append(self.finished)
+
+    def _end(self, finished: Finished) -> None:
+        self.finished = finished
+        if self._on_finished is not None:
+            self._on_finished(self.model, finished)
+
+    def _usage(self, done: DoneEvent | None) -> GenerationStats:
+        now = time.perf_counter()
+        first = (self._first_token or now) - self._started
+        if done is None:
+            load, total = self._loaded - self._started, now - self._started
+            return GenerationStats(0, self._completion_tokens, 0, load, 0.0, 0.0, first, total)
+        return GenerationStats(
+            prompt_tokens=done.prompt_tokens,
+            completion_tokens=done.completion_tokens,
+            cached_tokens=max(0, done.prompt_tokens - done.prompt_evaluated),
+            load_seconds=self._loaded - self._started,
+            prompt_seconds=done.prompt_seconds,
+            generation_seconds=done.generation_seconds,
+            time_to_first_token=first,
+            total_seconds=now - self._started,
+        )
+
+    async def collect(self) -> Collected:
+        """Drain the generation: all text, all logprob entries and how it finished."""
+        parts: list[str] = []
+        entries: list[dict] = []
+        finished: Finished | None = None
+        async for item in self:
+            if isinstance(item, Delta):
+                parts.append(item.text)
+                entries.extend(item.logprobs)
+            else:
+                finished = item
+        assert finished is not None, "a generation always ends with Finished"
+        return Collected("".join(parts), entries, finished)
+
+    async def aclose(self) -> None:
+        """Stop generating (if still running) and give the slot back. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await self._stream.aclose()  # cancels the sequence if it is still running
+        finally:
+            self._lease.release()
+            if self.finished is None:
+                self._end(Finished("cancelled", self._usage(None)))

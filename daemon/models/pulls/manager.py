@@ -1,0 +1,191 @@
+"""Pulls as daemon tasks: an HTTP stream only watches a pull, so hanging up never stops it.
+
+``PullManager.start`` runs one task per model (a second request for the same model joins the
+running pull); each task drives the registry's ``Puller`` and publishes its events to every
+watcher, and keeps the persistent pull list (``records``) up to date. Pause and cancel go
+to the puller; the running task then ends with a ``paused`` or ``cancelled`` event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+from anyio import to_thread
+
+from daemon.errors import NotFoundError
+from daemon.models.pulls.records import PullRecord, PullRecords
+from model_registry.names import ModelName, parse_name
+from model_registry.pull import Puller, PullEvent
+
+__all__ = ["PullJob", "PullManager"]
+
+log = logging.getLogger("localllm.pulls")
+
+_END = object()
+_MANIFEST = "pulling manifest"
+_STOP_WAIT = 10.0  # seconds a pause or cancel waits for the pull to wind down
+
+
+class PullJob:
+    """One running pull: the latest event, its end, and the queues of whoever watches it."""
+
+    def __init__(self, name: ModelName):
+        self.name = name
+        self.last: dict | None = None
+        self.error: BaseException | None = None
+        self.ended = asyncio.Event()
+        self.resolved = False  # past "pulling manifest": the name meant real files
+        self.task: asyncio.Task | None = None
+        self._queues: set[asyncio.Queue] = set()
+
+    def publish(self, event: dict) -> None:
+        self.last = event
+        for queue in self._queues:
+            queue.put_nowait(event)
+
+    def end(self, error: BaseException | None = None) -> None:
+        self.error = error
+        self.ended.set()
+        for queue in self._queues:
+            queue.put_nowait(_END)
+
+    async def events(self) -> AsyncIterator[dict]:
+        """The events from now on (starting with the latest); raises the pull's error."""
+        queue: asyncio.Queue = asyncio.Queue()
+        if self.last is not None:
+            queue.put_nowait(self.last)
+        if self.ended.is_set():
+            queue.put_nowait(_END)
+        self._queues.add(queue)
+        try:
+            while (item := await queue.get()) is not _END:
+                yield item
+        finally:
+            self._queues.discard(queue)
+        if self.error is not None:
+            raise self.error
+
+
+class PullManager:
+    def __init__(self, puller: Puller, records: PullRecords):
+        self.puller = puller
+        self.records = records
+        self._jobs: dict[str, PullJob] = {}
+
+    # -- operations -------------------------------------------------------------------------
+    def start(self, text: str) -> PullJob:
+        """The running pull of ``text``, or a new one (which resumes any partial download)."""
+        name = parse_name(text)
+        job = self._jobs.get(name.full)
+        if job is not None and not job.ended.is_set():
+            return job
+        job = PullJob(name)
+        self._jobs[name.full] = job
+        self.records.put(name.full, PullRecord(name.display))
+        job.task = asyncio.get_running_loop().create_task(self._run(job))
+        return job
+
+    def resume(self, text: str) -> PullJob:
+        name = parse_name(text)
+        if not self._running(name) and self.records.get(name.full) is None:
+            raise NotFoundError(f"no paused pull of {name.display!r}; start one with pull")
+        return self.start(text)
+
+    async def pause(self, text: str) -> None:
+        name = parse_name(text)
+        job = self._running(name)
+        if job is None:
+            if self.records.get(name.full) is None:
+                raise NotFoundError(f"no pull of {name.display!r} is running")
+            return  # already paused or failed: nothing runs
+        await self._stop(job, self.puller.pause)
+
+    async def cancel(self, text: str) -> None:
+        """Stop the pull (if running), delete its partial download and forget it."""
+        name = parse_name(text)
+        job = self._running(name)
+        if job is not None:
+            await self._stop(job, self.puller.cancel)
+        known = job is not None or self.records.get(name.full) is not None
+        removed = await to_thread.run_sync(self.puller.cancel, name)
+        self.records.remove(name.full)
+        if not (known or removed):
+            raise NotFoundError(f"no pull of {name.display!r} to cancel")
+
+    def list(self) -> list[PullRecord]:
+        return self.records.all()
+
+    async def shutdown(self) -> None:
+        """Pause every running pull (keeping its partial download), then close the puller."""
+        running = [job for job in self._jobs.values() if not job.ended.is_set()]
+        for job in running:
+            with contextlib.suppress(Exception):
+                await self._stop(job, self.puller.pause, timeout=3.0)
+            if job.task is not None and not job.task.done():
+                job.task.cancel()
+        await to_thread.run_sync(self.puller.close)
+
+    # -- the task ---------------------------------------------------------------------------
+    async def _run(self, job: PullJob) -> None:
+        try:
+            async for event in self.puller.apull(job.name):
+                self._record(job, event)
+                job.publish(event.to_json())
+        except asyncio.CancelledError:
+            self._set_state(job, "paused", "paused", interrupted=True)
+            job.end()
+            raise
+        except Exception as error:
+            self._failed(job, error)
+            job.end(error)
+            return
+        job.end()
+
+    def _record(self, job: PullJob, event: PullEvent) -> None:
+        record = self.records.get(job.name.full) or PullRecord(job.name.display)
+        if event.status != _MANIFEST:
+            job.resolved = True
+        if event.digest and event.total is not None:
+            record.blobs[event.digest] = [event.total, event.completed or 0]
+        record.status = event.status
+        if event.status in ("success", "cancelled"):
+            self.records.remove(job.name.full)
+        elif event.status == "paused":
+            self._set_state(job, "paused", "paused")
+        else:
+            self.records.put(job.name.full, record, force=False)
+
+    def _failed(self, job: PullJob, error: Exception) -> None:
+        if not job.resolved:  # a typo or an unknown repository: nothing to list or resume
+            self.records.remove(job.name.full)
+            return
+        log.warning("pull of %s failed: %s", job.name.display, error)
+        self._set_state(job, "failed", "failed", error=str(error))
+
+    def _set_state(self, job: PullJob, state: str, status: str, **fields: object) -> None:
+        record = self.records.get(job.name.full)
+        if record is None:
+            return
+        record.state, record.status = state, status
+        for key, value in fields.items():
+            setattr(record, key, value)
+        self.records.put(job.name.full, record)
+
+    # -- helpers ----------------------------------------------------------------------------
+    def _running(self, name: ModelName) -> PullJob | None:
+        job = self._jobs.get(name.full)
+        return job if job is not None and not job.ended.is_set() else None
+
+    async def _stop(self, job: PullJob, stop, timeout: float = _STOP_WAIT) -> None:
+        """Ask the puller to stop ``job``, retrying until its session exists, and wait."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not job.ended.is_set() and loop.time() < deadline:
+            if await to_thread.run_sync(stop, job.name):
+                break
+            await asyncio.sleep(0.05)  # the pull's thread has not registered its session yet
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(job.ended.wait(), max(0.1, deadline - loop.time()))

@@ -1,7 +1,0 @@
-"""Pulls owned by the daemon: tasks that outlive the HTTP streams watching them, and the
-pull list that outlives the daemon."""
-
-from daemon.pulls.manager import PullJob, PullManager
-from daemon.pulls.records import PullRecord, PullRecords
-
-__all__ = ["PullJob", "PullManager", "PullRecord", "PullRecords"]

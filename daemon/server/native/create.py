@@ -1,0 +1,111 @@
+"""``POST /api/create``: a model from a Modelfile whose files are uploaded blobs.
+
+``create`` accepts files only as uploaded blobs (``/api/blobs``), never a path on this machine.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from anyio import to_thread
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from starlette.responses import Response
+
+from daemon.api.native_models import CreateRequest
+from daemon.errors import BadRequestError
+from daemon.models.create import blob_resolver, check_create, create_model, normalize_quant
+from daemon.server.ndjson import ndjson_line, ndjson_stream
+from daemon.settings import Settings
+from model_registry.digests import Digest
+from model_registry.modelfile import PARAMETER_TYPES, Modelfile, from_is_path, parse_modelfile
+from model_registry.names import parse_name
+from model_registry.store import Store
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+
+@router.post("/api/create", response_model=None)
+async def create(body: CreateRequest, request: Request) -> Response:
+    store: Store = request.app.state.store
+    settings: Settings = request.app.state.settings
+    name = parse_name(body.model)
+    files = _digests(body.files) | _digests(body.adapters)
+    modelfile = _modelfile(body, files)
+    quant = normalize_quant(body.quantize)
+    resolve = blob_resolver(store, files)
+    await to_thread.run_sync(check_create, store, modelfile, resolve, quant)
+    steps = create_model(store, name, modelfile, resolve, quant, settings.data_dir / "tmp")
+    if body.stream:
+        return ndjson_stream(ndjson_line(step) async for step in steps)
+    last: dict = {}
+    async for step in steps:
+        last = step
+    return JSONResponse(last)
+
+
+def _digests(files: Mapping[str, str] | None) -> dict[str, Digest]:
+    return {str(ref): Digest.parse(digest) for ref, digest in (files or {}).items()}
+
+
+def _modelfile(body: CreateRequest, files: dict[str, Digest]) -> Modelfile:
+    """The request as one Modelfile: its text, then the structured fields on top."""
+    text = parse_modelfile(body.modelfile) if body.modelfile else None
+    source = body.from_ or (text.from_ if text else None) or _only_file(body.files)
+    base = text or Modelfile(from_=source)
+    fields: dict[str, Any] = {"from_": _as_reference(source, files)}
+    if body.template is not None:
+        fields["template"] = body.template
+    if body.system is not None:
+        fields["system"] = body.system
+    if body.parameters:
+        fields["parameters"] = {**base.parameters, **_parameters(body.parameters)}
+    if body.license is not None:
+        fields["license"] = [body.license] if isinstance(body.license, str) else body.license
+    if body.messages is not None:
+        fields["messages"] = [(m.role, m.content) for m in body.messages]
+    if body.adapters:
+        fields["adapters"] = [*base.adapters, *(_as_reference(r, files) for r in body.adapters)]
+    return dataclasses.replace(base, **fields)
+
+
+def _only_file(files: Mapping[str, str] | None) -> str:
+    if not files:
+        raise BadRequestError("create needs a Modelfile, `from`, or an uploaded file in `files`")
+    if len(files) > 1:
+        raise BadRequestError("several files were sent: say which is the model in `from`")
+    return next(iter(files))
+
+
+def _as_reference(reference: str, files: dict[str, Digest]) -> str:
+    """An uploaded file's key as a path-like reference (``model.gguf`` -> ``./model.gguf``)."""
+    if reference in files and not from_is_path(reference):
+        files[f"./{reference}"] = files[reference]
+        return f"./{reference}"
+    return reference
+
+
+def _parameters(values: Mapping[str, Any]) -> dict[str, object]:
+    """Structured ``parameters``, checked against the Modelfile's parameter types."""
+    checked: dict[str, object] = {}
+    for key, value in values.items():
+        kind = PARAMETER_TYPES.get(key)
+        if kind is None:
+            raise BadRequestError(f"unknown parameter {key!r}", param="parameters")
+        items = value if key == "stop" and isinstance(value, list) else [value]
+        if not all(_is(item, kind) for item in items):
+            raise BadRequestError(f"parameter {key} must be {kind.__name__}", param="parameters")
+        checked[key] = [*items] if key == "stop" else value
+    return checked
+
+
+def _is(value: object, kind: type) -> bool:
+    if kind is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, kind)

@@ -1,0 +1,131 @@
+"""``POST /api/generate`` and ``POST /api/chat``: Ollama's native generation routes (text,
+and pictures as base64 ``images`` for models with a vision projector).
+
+Both translate onto the one inference path and stream NDJSON chunks (one object with
+``stream: false``). A request with nothing to say only loads the model, or unloads it when
+``keep_alive`` is 0, and answers ``done_reason: "load"`` / ``"unload"`` as Ollama does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from starlette.responses import Response
+
+from daemon.api.native_chat import (
+    ChatChunk,
+    ChatRequest,
+    GenerateChunk,
+    GenerateRequest,
+    OllamaReply,
+)
+from daemon.inference import Collected, Delta, Finished, Generation, GenerationJob, Inference
+from daemon.inference.options import parse_keep_alive
+from daemon.server.native.translate import (
+    chat_job,
+    created_at,
+    done_reason,
+    generate_job,
+    timings,
+    tool_calls_out,
+)
+from daemon.server.ndjson import ndjson_line
+from daemon.server.respond import NDJSON, respond
+from daemon.server.sse import until_disconnect
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+# Builds one chunk from (model, text, logprobs, finished-or-None).
+ChunkMaker = Callable[[str, str, list[dict] | None, Finished | None], BaseModel]
+
+
+@router.post("/api/generate", response_model=None)
+async def generate(body: GenerateRequest, request: Request) -> Response:
+    if not body.prompt and not body.system and not body.images:
+        return await _load_or_unload(request, body.model, body.options, body.keep_alive, False)
+    return await _run(request, generate_job(body), body.stream, _generate_chunk)
+
+
+@router.post("/api/chat", response_model=None)
+async def chat(body: ChatRequest, request: Request) -> Response:
+    if not body.messages:
+        return await _load_or_unload(request, body.model, body.options, body.keep_alive, True)
+    return await _run(request, chat_job(body), body.stream, _chat_chunk)
+
+
+# -- chunks ----------------------------------------------------------------------------------
+def _final_fields(finished: Finished | None) -> dict[str, Any]:
+    if finished is None:
+        return {}
+    return {"done": True, "done_reason": done_reason(finished.reason), **timings(finished.usage)}
+
+
+def _generate_chunk(
+    model: str, text: str, logprobs: list[dict] | None, finished: Finished | None
+) -> GenerateChunk:
+    return GenerateChunk(
+        model=model,
+        created_at=created_at(),
+        response=text,
+        logprobs=logprobs,
+        **_final_fields(finished),
+    )
+
+
+def _chat_chunk(
+    model: str, text: str, logprobs: list[dict] | None, finished: Finished | None
+) -> ChatChunk:
+    calls = tool_calls_out(finished.tool_calls) if finished else None
+    return ChatChunk(
+        model=model,
+        created_at=created_at(),
+        message=OllamaReply(content=text, tool_calls=calls),
+        logprobs=logprobs,
+        **_final_fields(finished),
+    )
+
+
+# -- running a generation --------------------------------------------------------------------
+async def _run(request: Request, job: GenerationJob, stream: bool, make: ChunkMaker) -> Response:
+    logprobs = job.logprobs is not None
+
+    async def lines(generation: Generation) -> AsyncIterator[bytes]:
+        async for item in generation:
+            if isinstance(item, Delta):
+                entries = list(item.logprobs) if logprobs and item.logprobs else None
+                if item.text or entries:
+                    yield ndjson_line(make(generation.model, item.text, entries, None))
+            else:
+                yield ndjson_line(make(generation.model, "", None, item))
+
+    def whole(generation: Generation, result: Collected) -> BaseModel:
+        entries = result.logprobs if logprobs else None
+        return make(generation.model, result.text, entries, result.finished)
+
+    return await respond(request, job, stream=stream, chunks=lines, whole=whole, wire=NDJSON)
+
+
+# -- load and unload -------------------------------------------------------------------------
+async def _load_or_unload(
+    request: Request,
+    model: str,
+    options: Mapping[str, object] | None,
+    keep_alive: object,
+    chat: bool,
+) -> JSONResponse:
+    inference: Inference = request.app.state.inference
+    seconds = parse_keep_alive(keep_alive)
+    if seconds == 0:
+        name, reason = await inference.unload(model), "unload"
+    else:
+        name = await until_disconnect(request, inference.load(model, options or {}, seconds))
+        reason = "load"
+    fields = {"model": name, "created_at": created_at(), "done": True, "done_reason": reason}
+    reply = {"message": {"role": "assistant", "content": ""}} if chat else {"response": ""}
+    return JSONResponse({**fields, **reply})

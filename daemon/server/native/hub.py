@@ -1,0 +1,40 @@
+"""``/api/hub/*``: browsing Hugging Face for GGUF models (search, a repository's quants)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from anyio import to_thread
+from fastapi import APIRouter, Query, Request
+
+from daemon.api.native_system import HubFile, HubFilesResponse, HubRepo, HubSearchResponse
+from daemon.scheduler import system_memory
+from daemon.settings import Settings
+from model_registry.pull.browse import HubBrowser
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+
+def _hub(request: Request) -> HubBrowser:
+    settings: Settings = request.app.state.settings
+    return HubBrowser(settings.hf_endpoint, settings.hf_token)
+
+
+@router.get("/api/hub/search")
+async def hub_search(
+    request: Request,
+    q: str = Query("", max_length=200),
+    limit: int = Query(20, ge=1, le=100),
+) -> HubSearchResponse:
+    found = await to_thread.run_sync(_hub(request).search, q, limit)
+    return HubSearchResponse(models=[HubRepo(**asdict(repo)) for repo in found])
+
+
+@router.get("/api/hub/files")
+async def hub_files(request: Request, repo: str = Query(..., max_length=200)) -> HubFilesResponse:
+    available = system_memory().available
+    listing = await to_thread.run_sync(_hub(request).files, repo, available)
+    files = [HubFile(**asdict(file)) for file in listing.files]
+    return HubFilesResponse(repo=listing.repo, files=files, projector=listing.projector)

@@ -1,0 +1,165 @@
+"""Ollama's model management routes: tags, show, ps, copy, delete; and our own store
+upkeep (prune, verify). Store work that touches the disk runs in a worker thread."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+from anyio import to_thread
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from daemon.api.native_models import (
+    CopyRequest,
+    ModelRequest,
+    PruneResponse,
+    RunningModel,
+    RunningResponse,
+    ShowRequest,
+    ShowResponse,
+    TagsResponse,
+    VerifyProblem,
+    VerifyResponse,
+)
+from daemon.inference import Inference
+from daemon.scheduler import ModelStatus, Scheduler
+from daemon.server.native.describe import (
+    details_out,
+    iso_time,
+    listed_name,
+    model_summary,
+    show_response,
+)
+from model_registry.errors import CorruptManifestError, ModelNotFoundError
+from model_registry.names import parse_name
+from model_registry.store import ModelEntry, Store, show_model
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+_FOREVER = datetime(2318, 1, 1, tzinfo=UTC)  # how Ollama dates "never unloaded"
+
+
+def _store(request: Request) -> Store:
+    return request.app.state.store
+
+
+@router.get("/api/tags")
+async def tags(request: Request) -> TagsResponse:
+    store = _store(request)
+    return TagsResponse(models=await to_thread.run_sync(_summaries, store))
+
+
+def _summaries(store: Store) -> list:
+    summaries = []
+    for entry in store.list_models():
+        try:
+            summaries.append(model_summary(store, entry))
+        except (OSError, CorruptManifestError):
+            continue  # a model broken on disk is for `verify` to report, not for list to fail
+    return summaries
+
+
+@router.post("/api/show")
+async def show(body: ShowRequest, request: Request) -> ShowResponse:
+    inference: Inference = request.app.state.inference
+    store = _store(request)
+    model = inference.resolve(body.model)
+
+    def build() -> ShowResponse:
+        details = show_model(store, body.model)
+        modified = _entry(store, body.model).modified
+        return show_response(store, details, model, modified, body.verbose)
+
+    return await to_thread.run_sync(build)
+
+
+def _entry(store: Store, text: str) -> ModelEntry:
+    name = parse_name(text)
+    for entry in store.list_models():
+        if entry.name == name:
+            return entry
+    raise ModelNotFoundError(f"model {name.display!r} not found")
+
+
+@router.get("/api/ps")
+async def ps(request: Request) -> RunningResponse:
+    scheduler: Scheduler = request.app.state.scheduler
+    store = _store(request)
+    return RunningResponse(models=[_running(store, status) for status in scheduler.status()])
+
+
+def _running(store: Store, status: ModelStatus) -> RunningModel:
+    name = parse_name(status.name)
+    try:
+        manifest = store.read_manifest(name)
+        digest, details = manifest.model_id.hex, details_out(store.read_config(manifest))
+    except (ModelNotFoundError, CorruptManifestError, OSError):  # deleted while loaded
+        digest, details = "", details_out({})
+    return RunningModel(
+        name=listed_name(name),
+        model=listed_name(name),
+        size=max(status.info.memory_bytes, status.estimate_bytes),
+        digest=digest,
+        details=details,
+        expires_at=_expires_at(status.expires_in),
+        size_vram=status.info.vram_bytes,
+        context_length=status.info.n_ctx,
+        processor=status.processor,
+        active_requests=status.active,
+    )
+
+
+def _expires_at(seconds: float | None) -> str:
+    if seconds is None:
+        return _FOREVER.isoformat().replace("+00:00", "Z")
+    return iso_time(time.time() + seconds)
+
+
+@router.delete("/api/delete")
+async def delete(body: ModelRequest, request: Request) -> JSONResponse:
+    inference: Inference = request.app.state.inference
+    name = parse_name(body.model)
+    store = _store(request)
+    if not store.exists(name):
+        raise ModelNotFoundError(f"model {name.display!r} not found")
+    await inference.unload(name.display)
+    await to_thread.run_sync(store.remove, name)
+    return JSONResponse({"status": "success"})
+
+
+@router.post("/api/copy")
+async def copy(body: CopyRequest, request: Request) -> JSONResponse:
+    source, destination = parse_name(body.source), parse_name(body.destination)
+    await to_thread.run_sync(_store(request).copy, source, destination)
+    return JSONResponse({"status": "success"})
+
+
+@router.post("/api/prune")
+async def prune(request: Request) -> PruneResponse:
+    report = await to_thread.run_sync(_store(request).prune)
+    removed = [digest.wire for digest in report.deleted_blobs]
+    return PruneResponse(
+        removed=removed, freed=report.freed_bytes, skipped_reason=report.skipped_reason
+    )
+
+
+@router.post("/api/verify")
+async def verify(request: Request) -> VerifyResponse:
+    report = await to_thread.run_sync(_store(request).verify)
+
+    def problems(found: dict) -> list[VerifyProblem]:
+        return [
+            VerifyProblem(digest=digest.wire, models=[listed_name(n) for n in names])
+            for digest, names in found.items()
+        ]
+
+    return VerifyResponse(
+        ok=report.ok,
+        checked=report.checked,
+        corrupt=problems(report.corrupt),
+        missing=problems(report.missing),
+        unreadable_manifests=[listed_name(n) for n in report.unreadable_manifests],
+    )

@@ -1,0 +1,108 @@
+"""``POST /api/pull`` (Ollama's) and our pull control: pause, resume, cancel, the pull list.
+
+A pull runs as a daemon task (``daemon.models.pulls``); these routes start or steer it and stream
+its progress. The first response waits until the name has been looked up, so an unknown
+model is a plain 404 rather than an error inside a stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from starlette.responses import Response
+
+from daemon.api.native_models import (
+    ModelRequest,
+    PullListResponse,
+    PullRecordOut,
+    PullRequest,
+)
+from daemon.models.pulls import PullJob, PullManager, PullRecord
+from daemon.server.native.describe import iso_time
+from daemon.server.ndjson import ndjson_line, ndjson_stream
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+_MANIFEST = "pulling manifest"
+
+
+def _manager(request: Request) -> PullManager:
+    return request.app.state.pulls
+
+
+@router.post("/api/pull", response_model=None)
+async def pull(body: PullRequest, request: Request) -> Response:
+    return await _answer(_manager(request).start(body.model), body.stream)
+
+
+@router.post("/api/pull/resume", response_model=None)
+async def resume(body: PullRequest, request: Request) -> Response:
+    return await _answer(_manager(request).resume(body.model), body.stream)
+
+
+@router.post("/api/pull/pause")
+async def pause(body: ModelRequest, request: Request) -> JSONResponse:
+    await _manager(request).pause(body.model)
+    return JSONResponse({"status": "paused"})
+
+
+@router.post("/api/pull/cancel")
+async def cancel(body: ModelRequest, request: Request) -> JSONResponse:
+    await _manager(request).cancel(body.model)
+    return JSONResponse({"status": "cancelled"})
+
+
+@router.get("/api/pulls")
+async def pulls(request: Request) -> PullListResponse:
+    return PullListResponse(pulls=[_out(record) for record in _manager(request).list()])
+
+
+def _out(record: PullRecord) -> PullRecordOut:
+    return PullRecordOut(
+        name=record.name,
+        state=record.state,
+        status=record.status,
+        total=record.total,
+        completed=record.completed,
+        error=record.error,
+        interrupted=record.interrupted,
+        updated_at=iso_time(record.updated),
+    )
+
+
+async def _answer(job: PullJob, stream: bool) -> Response:
+    events = job.events()
+    try:
+        head = await _until_resolved(events)  # errors here become the HTTP status
+    except BaseException:
+        await events.aclose()
+        raise
+    if stream:
+        return ndjson_stream(_lines(head, events))  # closing it only stops watching
+    last = head[-1] if head else {"status": "success"}
+    async for event in events:
+        last = event
+    return JSONResponse(last)
+
+
+async def _until_resolved(events: AsyncIterator[dict]) -> list[dict]:
+    head: list[dict] = []
+    async for event in events:
+        head.append(event)
+        if event.get("status") != _MANIFEST:
+            break
+    return head
+
+
+async def _lines(head: list[dict], events: AsyncGenerator[dict]) -> AsyncIterator[bytes]:
+    try:
+        for event in head:
+            yield ndjson_line(event)
+        async for event in events:
+            yield ndjson_line(event)
+    finally:
+        await events.aclose()

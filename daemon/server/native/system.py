@@ -1,0 +1,74 @@
+"""Our own native endpoints for front ends: the version, the machine, the daemon's log."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from anyio import to_thread
+from fastapi import APIRouter, Query, Request
+
+from daemon.api.native_system import (
+    GpuInfo,
+    LogsResponse,
+    SystemResponse,
+    VersionResponse,
+)
+from daemon.scheduler import Scheduler
+from daemon.scheduler.system_report import system_report
+from daemon.security import is_loopback_address
+from daemon.settings import Settings
+
+__all__ = ["LOG_NAME", "router"]
+
+router = APIRouter()
+
+LOG_NAME = "daemon.log"  # where the launcher sends the daemon's output
+_TAIL_BYTES = 4 << 20  # read at most this much of the log's end
+
+
+@router.get("/api/version")
+async def version(request: Request) -> VersionResponse:
+    return VersionResponse(version=request.app.version)
+
+
+@router.get("/api/system")
+async def system(request: Request) -> SystemResponse:
+    scheduler: Scheduler = request.app.state.scheduler
+    settings: Settings = request.app.state.settings
+    report = await to_thread.run_sync(system_report, scheduler.status())
+    return SystemResponse(
+        ram_total=report.ram_total,
+        ram_available=report.ram_available,
+        cpu_count=report.cpu_count,
+        gpus=[
+            GpuInfo(name=g.name, vram_total=g.vram_total, vram_free=g.vram_free)
+            for g in report.gpus
+        ],
+        backend=report.backend,
+        models_dir=str(settings.models_dir) if _local(request) else None,
+    )
+
+
+def _local(request: Request) -> bool:
+    """A client on this machine (``localllm doctor`` compares stores); never a remote one."""
+    return request.client is not None and is_loopback_address(request.client.host)
+
+
+@router.get("/api/logs")
+async def logs(request: Request, lines: int = Query(200, ge=1, le=10_000)) -> LogsResponse:
+    settings: Settings = request.app.state.settings
+    text = await to_thread.run_sync(tail, settings.log_dir / LOG_NAME, lines)
+    return LogsResponse(text=text)
+
+
+def tail(path: Path, lines: int) -> str:
+    """The last ``lines`` lines of ``path``; empty when the daemon has no log file."""
+    try:
+        with path.open("rb") as stream:
+            size = os.fstat(stream.fileno()).st_size
+            stream.seek(max(0, size - _TAIL_BYTES))
+            data = stream.read()
+    except OSError:
+        return ""
+    return "\n".join(data.decode(errors="replace").splitlines()[-lines:])

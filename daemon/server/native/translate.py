@@ -1,0 +1,188 @@
+"""Ollama's generate and chat requests -> inference jobs, and inference results -> chunks.
+
+The native routes only wire these up; like the OpenAI layer, this is a translation onto the
+one inference path, never a second engine.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+
+from daemon.api.native_chat import (
+    ChatRequest,
+    Format,
+    GenerateRequest,
+    OllamaFunctionCall,
+    OllamaMessage,
+    OllamaToolCall,
+)
+from daemon.errors import BadRequestError
+from daemon.inference import GenerationJob
+from daemon.inference.generation import GenerationStats
+from daemon.inference.images import decode_base64
+from daemon.inference.options import parse_keep_alive
+from daemon.inference.templates import image_part
+from daemon.inference.tool_calls import ToolCall, ToolChoice
+
+__all__ = [
+    "chat_job",
+    "created_at",
+    "done_reason",
+    "generate_job",
+    "timings",
+    "tool_calls_out",
+]
+
+_ANY_JSON_OBJECT = {"type": "object"}
+_NS = 1_000_000_000
+
+
+def created_at() -> str:
+    """Now, as Ollama stamps each chunk (RFC 3339, UTC)."""
+    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
+
+
+def generate_job(req: GenerateRequest) -> GenerationJob:
+    if req.suffix:
+        raise BadRequestError("suffix (fill in the middle) is not supported", param="suffix")
+    if req.context:
+        raise BadRequestError(
+            "context (continuing from returned tokens) is not supported; "
+            "send the whole conversation to /api/chat instead",
+            param="context",
+        )
+    common = _common(req.format, req.options, req.keep_alive, req.logprobs, req.top_logprobs)
+    images = _decoded(req.images)
+    if req.raw or req.system is None:
+        return GenerationJob(
+            model=req.model,
+            prompt=req.prompt,
+            raw=req.raw,
+            template=req.template,
+            images=images,
+            **common,
+        )
+    user = {"role": "user", "content": _content(req.prompt, range(len(images)))}
+    messages = [{"role": "system", "content": req.system}, user]
+    return GenerationJob(
+        model=req.model, messages=messages, template=req.template, images=images, **common
+    )
+
+
+def chat_job(req: ChatRequest) -> GenerationJob:
+    tools = [tool.model_dump(exclude_none=True) for tool in req.tools or ()]
+    messages: list[dict[str, object]] = []
+    images: list[bytes] = []
+    for number, message in enumerate(req.messages, 1):
+        pictures = _decoded(message.images, len(images), f" (in message {number})")
+        messages.append(_message(message, range(len(images), len(images) + len(pictures))))
+        images += pictures
+    return GenerationJob(
+        model=req.model,
+        messages=messages,
+        images=images,
+        tools=tools,
+        tool_choice=ToolChoice("auto" if tools else "none"),
+        **_common(req.format, req.options, req.keep_alive, req.logprobs, req.top_logprobs),
+    )
+
+
+def _common(
+    fmt: Format,
+    options: Mapping[str, object] | None,
+    keep_alive: object,
+    logprobs: bool,
+    top_logprobs: int | None,
+) -> dict:
+    return {
+        "options": dict(options or {}),
+        "json_schema": _schema(fmt),
+        "keep_alive": parse_keep_alive(keep_alive),
+        "logprobs": (top_logprobs or 0) if logprobs else None,
+    }
+
+
+def _schema(fmt: Format) -> Mapping[str, object] | None:
+    if fmt is None or fmt == "":
+        return None
+    if fmt == "json":
+        return _ANY_JSON_OBJECT
+    if not fmt:
+        raise BadRequestError('format must be "json" or a non-empty JSON schema', param="format")
+    return fmt
+
+
+def _message(message: OllamaMessage, pictures: range) -> dict[str, object]:
+    """Ollama's message as the templates read it (tool calls as objects, ``pictures`` as image
+    parts before the text, where Ollama puts a message's images)."""
+    out: dict[str, object] = {"role": message.role, "content": _content(message.content, pictures)}
+    if message.tool_calls:
+        out["tool_calls"] = [
+            {"type": "function", "function": _arguments_object(call.function)}
+            for call in message.tool_calls
+        ]
+    if message.tool_name:
+        out["name"] = message.tool_name
+    return out
+
+
+def _arguments_object(function: OllamaFunctionCall) -> dict[str, object]:
+    arguments = function.arguments
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments or "{}")
+        except ValueError:
+            raise BadRequestError(
+                "tool call arguments must be a JSON object", param="messages"
+            ) from None
+    return {"name": function.name, "arguments": arguments}
+
+
+def _content(text: str, pictures: range) -> str | list[dict[str, object]]:
+    if not pictures:
+        return text
+    return [*(image_part(i) for i in pictures), {"type": "text", "text": text}]
+
+
+def _decoded(images: Sequence[str] | None, first: int = 0, where: str = "") -> list[bytes]:
+    """Ollama's base64 pictures as bytes, numbered across the request from ``first + 1``."""
+    return [
+        decode_base64(text, number, where) for number, text in enumerate(images or (), first + 1)
+    ]
+
+
+# -- results ---------------------------------------------------------------------------------
+def timings(usage: GenerationStats) -> dict[str, int]:
+    """The final chunk's counts and durations (nanoseconds, as Ollama reports them)."""
+    return {
+        "total_duration": int(usage.total_seconds * _NS),
+        "load_duration": int(usage.load_seconds * _NS),
+        "prompt_eval_count": usage.prompt_tokens,
+        "prompt_eval_duration": int(usage.prompt_seconds * _NS),
+        "eval_count": usage.completion_tokens,
+        "eval_duration": int(usage.generation_seconds * _NS),
+    }
+
+
+def done_reason(reason: str) -> str:
+    """Ollama says "stop" when a reply ends in tool calls."""
+    return "stop" if reason == "tool_calls" else reason
+
+
+def tool_calls_out(calls: Sequence[ToolCall]) -> list[OllamaToolCall] | None:
+    if not calls:
+        return None
+    return [
+        OllamaToolCall(function=OllamaFunctionCall(name=call.name, arguments=_object(call)))
+        for call in calls
+    ]
+
+
+def _object(call: ToolCall) -> dict[str, object]:
+    try:
+        value = json.loads(call.arguments or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {"value": value}

@@ -1,0 +1,1 @@
+"""OpenAI-compatible routes: each translates its wire format onto the one inference path."""

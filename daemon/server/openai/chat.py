@@ -1,0 +1,104 @@
+"""``POST /v1/chat/completions``: OpenAI chat onto the one inference path."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from daemon.api import (
+    ChatChoice,
+    ChatChunkChoice,
+    ChatCompletion,
+    ChatCompletionChunk,
+    ChatCompletionRequest,
+    ChatDelta,
+    ChatResponseMessage,
+)
+from daemon.inference import Collected, Delta, Finished, Generation
+from daemon.server.openai.translate import chat_job, chat_logprobs, tool_calls_out, usage_out
+from daemon.server.respond import SSE, respond
+from daemon.server.sse import sse_data
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+
+@router.post("/v1/chat/completions", response_model=None)
+async def chat_completions(
+    body: ChatCompletionRequest, request: Request
+) -> Response | ChatCompletion:
+    shape = _Shape(
+        f"chatcmpl-{secrets.token_hex(12)}",
+        int(time.time()),
+        include_usage=bool(body.stream_options and body.stream_options.include_usage),
+        logprobs=body.logprobs or False,
+    )
+    return await respond(
+        request,
+        chat_job(body),
+        stream=body.stream,
+        chunks=shape.chunks,
+        whole=shape.whole,
+        wire=SSE,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """One answer's id and options, and the chunks and whole answer built from them."""
+
+    id: str
+    created: int
+    include_usage: bool
+    logprobs: bool
+
+    def chunk(self, model: str, **choice) -> ChatCompletionChunk:
+        return ChatCompletionChunk(
+            id=self.id, created=self.created, model=model, choices=[ChatChunkChoice(**choice)]
+        )
+
+    def whole(self, generation: Generation, result: Collected) -> ChatCompletion:
+        finished = result.finished
+        calls = tool_calls_out(finished.tool_calls) or None
+        message = ChatResponseMessage(content=None if calls else result.text, tool_calls=calls)
+        choice = ChatChoice(
+            message=message,
+            finish_reason=finished.reason,
+            logprobs=chat_logprobs(result.logprobs) if self.logprobs else None,
+        )
+        return ChatCompletion(
+            id=self.id,
+            created=self.created,
+            model=generation.model,
+            choices=[choice],
+            usage=usage_out(finished.usage),
+        )
+
+    async def chunks(self, generation: Generation) -> AsyncIterator[bytes]:
+        model = generation.model
+        yield sse_data(self.chunk(model, delta=ChatDelta(role="assistant", content="")))
+        async for item in generation:
+            if isinstance(item, Delta):
+                if item.text or (self.logprobs and item.logprobs):
+                    lp = chat_logprobs(item.logprobs) if self.logprobs else None
+                    delta = ChatDelta(content=item.text)
+                    yield sse_data(self.chunk(model, delta=delta, logprobs=lp))
+                continue
+            if item.tool_calls:
+                calls = tool_calls_out(item.tool_calls, stream=True)
+                yield sse_data(self.chunk(model, delta=ChatDelta(tool_calls=calls)))
+            yield sse_data(self.chunk(model, delta=ChatDelta(), finish_reason=item.reason))
+            if self.include_usage:
+                yield sse_data(self._usage_chunk(model, item))
+
+    def _usage_chunk(self, model: str, finished: Finished) -> ChatCompletionChunk:
+        usage = usage_out(finished.usage)
+        return ChatCompletionChunk(
+            id=self.id, created=self.created, model=model, choices=[], usage=usage
+        )

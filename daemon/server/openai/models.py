@@ -1,0 +1,37 @@
+"""``GET /v1/models`` and ``GET /v1/models/{model}``: the store's models in OpenAI's shape."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+
+from daemon.api import Model, ModelList
+from model_registry.errors import ModelNotFoundError
+from model_registry.names import DEFAULT_NAMESPACE, ModelName, parse_name
+from model_registry.store import ModelEntry, Store
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+
+@router.get("/v1/models")
+async def list_models(request: Request) -> ModelList:
+    store: Store = request.app.state.store
+    return ModelList(data=[_model(entry.name, entry) for entry in store.list_models()])
+
+
+@router.get("/v1/models/{model:path}")
+async def get_model(model: str, request: Request) -> Model:
+    store: Store = request.app.state.store
+    name = parse_name(model)
+    for entry in store.list_models():
+        if entry.name == name:
+            return _model(name, entry)
+    raise ModelNotFoundError(
+        f"model {name.display!r} not found; run `localllm pull {name.display}`"
+    )
+
+
+def _model(name: ModelName, entry: ModelEntry) -> Model:
+    owner = "library" if name.namespace == DEFAULT_NAMESPACE else name.namespace
+    return Model(id=name.display, created=int(entry.modified), owned_by=owner)

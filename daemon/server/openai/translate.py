@@ -1,0 +1,251 @@
+"""OpenAI requests -> inference jobs, and inference results -> OpenAI response pieces.
+
+This is the whole of the OpenAI compatibility layer's logic; the routes only wire it up.
+Pictures come as ``image_url`` content parts holding ``data:`` URLs; a remote URL is refused,
+never fetched (the daemon downloading whatever a request names would be a server-side request
+forgery hole, reaching hosts only the daemon's machine can see).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from daemon.api import (
+    ChatCompletionRequest,
+    ChatLogprobs,
+    CompletionRequest,
+    FunctionCall,
+    PromptTokensDetails,
+    ToolCallOut,
+    Usage,
+)
+from daemon.errors import BadRequestError
+from daemon.inference import GenerationJob
+from daemon.inference.generation import GenerationStats
+from daemon.inference.images import decode_base64
+from daemon.inference.options import parse_keep_alive
+from daemon.inference.templates import image_part
+from daemon.inference.tool_calls import ToolCall, ToolChoice
+
+__all__ = [
+    "chat_job",
+    "chat_logprobs",
+    "completion_job",
+    "completion_logprobs",
+    "tool_calls_out",
+    "usage_out",
+]
+
+_JSON_OBJECT = {"type": "object"}
+
+
+def chat_job(req: ChatCompletionRequest) -> GenerationJob:
+    _only_one(req.n)
+    images: list[bytes] = []
+    messages = [_message(m.model_dump(exclude_none=True), images) for m in req.messages]
+    limit = req.max_completion_tokens if req.max_completion_tokens is not None else req.max_tokens
+    top = req.top_logprobs if req.top_logprobs is not None else 0
+    return GenerationJob(
+        model=req.model,
+        messages=messages,
+        images=images,
+        options=_options(req, limit),
+        tools=[t.model_dump(exclude_none=True) for t in req.tools or ()],
+        tool_choice=_tool_choice(req.tool_choice, bool(req.tools)),
+        json_schema=_schema(req),
+        logit_bias=_logit_bias(req.logit_bias),
+        logprobs=top if req.logprobs else None,
+        keep_alive=parse_keep_alive(req.keep_alive),
+    )
+
+
+def completion_job(req: CompletionRequest) -> GenerationJob:
+    _only_one(req.n)
+    if req.best_of is not None and req.best_of > 1:
+        raise BadRequestError("best_of > 1 is not supported", param="best_of")
+    if req.suffix:
+        raise BadRequestError("suffix (fill in the middle) is not supported", param="suffix")
+    return GenerationJob(
+        model=req.model,
+        prompt=_prompt_text(req.prompt),
+        raw=True,
+        options=_options(req, req.max_tokens),
+        logit_bias=_logit_bias(req.logit_bias),
+        logprobs=req.logprobs,
+        keep_alive=parse_keep_alive(req.keep_alive),
+    )
+
+
+def _only_one(n: int | None) -> None:
+    if n is not None and n > 1:
+        raise BadRequestError("n > 1 is not supported; send n requests instead", param="n")
+
+
+def _options(req: ChatCompletionRequest | CompletionRequest, limit: int | None) -> dict:
+    options = dict(req.options or {})
+    fields = {
+        "temperature": req.temperature,
+        "top_p": req.top_p,
+        "top_k": req.top_k,
+        "min_p": req.min_p,
+        "repeat_penalty": req.repeat_penalty,
+        "presence_penalty": req.presence_penalty,
+        "frequency_penalty": req.frequency_penalty,
+        "seed": req.seed,
+        "stop": req.stop,
+        "num_predict": limit,
+    }
+    options.update({k: v for k, v in fields.items() if v is not None})
+    return options
+
+
+def _message(message: dict, images: list[bytes]) -> dict:
+    """The message for the templates; its pictures are added to ``images``, in order."""
+    if message.get("role") == "developer":
+        message["role"] = "system"
+    content = message.get("content")
+    if isinstance(content, list):
+        message["content"] = [_part(part, images) for part in content]
+    return message
+
+
+def _part(part: dict, images: list[bytes]) -> dict:
+    kind = part.get("type")
+    if kind in ("text", "input_text"):
+        return part
+    if kind == "image_url":
+        images.append(_picture(part.get("image_url"), len(images) + 1))
+        return image_part(len(images) - 1)
+    raise BadRequestError(
+        f"content part type {kind!r} is not supported (text and image_url only)",
+        param="messages",
+    )
+
+
+def _picture(image_url: object, number: int) -> bytes:
+    """``{"url": "data:image/png;base64,..."}`` (or the bare URL) -> the picture's bytes."""
+    url = image_url.get("url") if isinstance(image_url, Mapping) else image_url
+    if not isinstance(url, str) or not url:
+        raise BadRequestError(
+            'an image_url content part needs {"url": "data:image/...;base64,..."}',
+            param="messages",
+        )
+    header, comma, data = url.partition(",")
+    if not (header[:5].lower() == "data:" and header.lower().endswith(";base64") and comma):
+        raise BadRequestError(
+            "image_url must be a data: URL with base64 content; "
+            "localllm does not download pictures",
+            param="messages",
+        )
+    return decode_base64(data, number, param="messages")
+
+
+def _prompt_text(prompt: str | list) -> str:
+    if isinstance(prompt, str):
+        return prompt
+    if len(prompt) == 1 and isinstance(prompt[0], str):
+        return prompt[0]
+    if prompt and all(isinstance(p, str) for p in prompt):
+        raise BadRequestError("only one prompt per request is supported", param="prompt")
+    raise BadRequestError("token-array prompts are not supported; send text", param="prompt")
+
+
+def _tool_choice(value: str | Mapping | None, has_tools: bool) -> ToolChoice:
+    if value is None:
+        return ToolChoice("auto" if has_tools else "none")
+    if isinstance(value, str):
+        return ToolChoice(value)
+    function = value.get("function") if value.get("type") == "function" else None
+    if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+        raise BadRequestError(
+            'tool_choice must be "none", "auto", "required" or '
+            '{"type": "function", "function": {"name": ...}}',
+            param="tool_choice",
+        )
+    return ToolChoice("function", function["name"])
+
+
+def _schema(req: ChatCompletionRequest) -> dict | None:
+    fmt = req.response_format
+    if fmt is None or fmt.type == "text":
+        return None
+    if fmt.type == "json_object":
+        return _JSON_OBJECT
+    if fmt.json_schema is None or fmt.json_schema.schema_ is None:
+        raise BadRequestError("response_format json_schema needs a schema", "response_format")
+    return fmt.json_schema.schema_
+
+
+def _logit_bias(bias: Mapping[str, float] | None) -> dict[int, float]:
+    result = {}
+    for key, value in (bias or {}).items():
+        if not str(key).lstrip("-").isdigit() or int(key) < 0:
+            raise BadRequestError(f"logit_bias keys must be token ids, got {key!r}", "logit_bias")
+        if not -100 <= value <= 100:
+            raise BadRequestError("logit_bias values must be between -100 and 100", "logit_bias")
+        result[int(key)] = float(value)
+    return result
+
+
+# -- responses ------------------------------------------------------------------------------
+def usage_out(usage: GenerationStats) -> Usage:
+    return Usage(
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        total_tokens=usage.prompt_tokens + usage.completion_tokens,
+        prompt_tokens_details=PromptTokensDetails(cached_tokens=usage.cached_tokens),
+    )
+
+
+def tool_calls_out(calls: Sequence[ToolCall], stream: bool = False) -> list[ToolCallOut]:
+    return [
+        ToolCallOut(
+            index=i if stream else None,
+            id=call.id,
+            function=FunctionCall(name=call.name, arguments=call.arguments),
+        )
+        for i, call in enumerate(calls)
+    ]
+
+
+def chat_logprobs(entries: Sequence[Mapping]) -> ChatLogprobs | None:
+    """The runner's per-token entries are already in OpenAI's chat shape."""
+    if not entries:
+        return None
+    return ChatLogprobs(content=[_chat_entry(e) for e in entries])
+
+
+def _chat_entry(entry: Mapping) -> dict:
+    alternatives = entry.get("top_logprobs") or []
+    return {**_token(entry), "top_logprobs": [_token(a) for a in alternatives]}
+
+
+def _token(entry: Mapping) -> dict:
+    token = str(entry.get("token", ""))
+    bytes_ = entry.get("bytes")
+    return {
+        "token": token,
+        "logprob": float(entry.get("logprob", 0.0)),
+        "bytes": list(bytes_) if bytes_ is not None else list(token.encode()),
+    }
+
+
+def completion_logprobs(entries: Sequence[Mapping], offset: int) -> dict | None:
+    """Legacy completions shape: parallel lists, top alternatives as {token: logprob}."""
+    if not entries:
+        return None
+    tokens, logprobs, tops, offsets = [], [], [], []
+    for entry in entries:
+        token = str(entry.get("token", ""))
+        tokens.append(token)
+        logprobs.append(float(entry.get("logprob", 0.0)))
+        alternatives = entry.get("top_logprobs") or []
+        tops.append({str(a.get("token")): float(a.get("logprob", 0.0)) for a in alternatives})
+        offsets.append(offset)
+        offset += len(token)
+    return {
+        "tokens": tokens,
+        "token_logprobs": logprobs,
+        "top_logprobs": tops,
+        "text_offset": offsets,
+    }
