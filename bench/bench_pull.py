@@ -40,8 +40,9 @@ import httpx  # noqa: E402
 from model_registry.pull import DownloadOptions, Puller  # noqa: E402
 from model_registry.store import Store  # noqa: E402
 from model_registry.tiny_gguf import write_tiny_model  # noqa: E402
-from tests.support import PullThread, sidecar_completed, wait_until  # noqa: E402
 from tests.support.local_hub import LocalHub  # noqa: E402
+from tests.support.polling import wait_for  # noqa: E402
+from tests.support.pulls import PullThread, sidecar_completed  # noqa: E402
 
 REPO, FILE, NAME = "bench/Big-GGUF", "Big-F16.gguf", "hf.co/bench/big-gguf"
 KILL_SCRIPT = """
@@ -163,7 +164,8 @@ def kill_and_resume(hub: LocalHub, root: Path, size: int, options: DownloadOptio
         return state_path is not None and sidecar_completed(state_path) >= size // 2
 
     try:
-        wait_until(half_done, 120, "half of the download")
+        if not wait_for(half_done, 120):
+            raise SystemExit("half of the download never arrived")
     finally:
         os.kill(process.pid, signal.SIGKILL)
         process.wait()

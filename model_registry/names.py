@@ -83,9 +83,6 @@ class ModelName:
             text = f"{text}:{self.tag}"
         return text
 
-    def with_tag(self, tag: str) -> ModelName:
-        return ModelName(self.host, self.namespace, self.model, tag.lower())
-
     def __str__(self) -> str:
         return self.display
 

@@ -34,7 +34,7 @@ def tiny_q8_model_path(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def harness():
     """The runner tests' event loop, one per module, so runners outlive one ``asyncio.run``."""
-    from runner_support import Harness
+    from tests.support.runner import Harness
 
     h = Harness()
     yield h

@@ -15,7 +15,8 @@ import httpx
 import openai
 import pytest
 
-from tests.daemon_support import Daemon, make_store, metric_value, wait_for
+from tests.support.daemon import Daemon, make_store, metric_value
+from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -21,7 +21,7 @@ from daemon.settings import Settings
 from model_registry.importer import import_gguf
 from model_registry.store import Store
 from model_registry.tiny_projector import write_tiny_projector
-from tests.daemon_support import make_store
+from tests.support.daemon import make_store
 
 pytestmark = pytest.mark.slow
 

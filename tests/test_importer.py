@@ -15,7 +15,7 @@ from model_registry.importer import create_from_modelfile, find_shards, import_g
 from model_registry.modelfile import parse_modelfile
 from model_registry.store import LayerType, show_model
 from model_registry.tiny_projector import write_tiny_projector
-from tests.store_support import assert_store_consistent
+from tests.support.store import assert_store_consistent
 
 
 def store_files(store) -> list[str]:

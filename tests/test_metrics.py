@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from daemon.runners.types import DoneEvent, RunnerInfo, TokenEvent
 from daemon.server import create_app
 from daemon.settings import Settings
-from tests.daemon_support import metric_value
+from tests.support.daemon import metric_value
 
 
 class ScriptedRunner:

@@ -9,7 +9,8 @@ import httpx
 import pytest
 
 from daemon.client import BadRequest, Client, ModelNotFound
-from tests.daemon_support import Daemon, make_store, wait_for
+from tests.support.daemon import Daemon, make_store
+from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,8 @@ from fastapi.testclient import TestClient
 
 from daemon.server import create_app
 from daemon.settings import Settings
-from tests.daemon_support import Daemon, wait_for
+from tests.support.daemon import Daemon
+from tests.support.polling import wait_for
 
 KEY = "test-key-0123456789abcdef0123456789"
 

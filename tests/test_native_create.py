@@ -14,7 +14,7 @@ from daemon.client import BadRequest, Client
 from model_registry.digests import Digest
 from model_registry.store import Store
 from model_registry.tiny_gguf import write_tiny_model
-from tests.daemon_support import Daemon, make_store
+from tests.support.daemon import Daemon, make_store
 
 pytestmark = pytest.mark.slow
 

@@ -12,8 +12,9 @@ import pytest
 from daemon.client import BadRequest, Client, ModelNotFound, ServerError
 from model_registry.store import Store
 from model_registry.tiny_gguf import write_tiny_model
-from tests.daemon_support import Daemon, wait_for
+from tests.support.daemon import Daemon
 from tests.support.local_hub import LocalHub
+from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import ollama
 import pytest
 
-from tests.daemon_support import Daemon, make_store
+from tests.support.daemon import Daemon, make_store
 from tests.support.local_hub import LocalHub
 
 pytestmark = pytest.mark.slow

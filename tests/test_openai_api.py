@@ -12,7 +12,8 @@ import jsonschema
 import openai
 import pytest
 
-from tests.daemon_support import Daemon, make_store, wait_for
+from tests.support.daemon import Daemon, make_store
+from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.slow
 

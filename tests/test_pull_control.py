@@ -16,8 +16,9 @@ import pytest
 from model_registry.digests import Digest
 from model_registry.pull import Puller, list_partials
 from model_registry.tiny_gguf import write_tiny_model
-from tests.support import PullThread, fast_pull_options, sidecar_completed, wait_until
 from tests.support.local_hub import LocalHub
+from tests.support.polling import wait_for
+from tests.support.pulls import PullThread, fast_pull_options, sidecar_completed
 
 REPO, FILE, NAME = "local/Slow-GGUF", "Slow-Q8_0.gguf", "hf.co/local/slow-gguf"
 PART = 64 << 10
@@ -26,7 +27,7 @@ PULL_SCRIPT = """
 import json, os, sys
 from model_registry.pull import Puller
 from model_registry.store import Store
-from tests.support import fast_pull_options
+from tests.support.pulls import fast_pull_options
 
 store, name, connections, part = Store(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 options = fast_pull_options(connections=int(connections), part_size=int(part))
@@ -142,7 +143,7 @@ def test_leaving_an_async_pull_early_pauses(store, hub, puller, data, digest):
 
     asyncio.run(pull_a_quarter())
     partial, state, lock = paths(store, digest)
-    wait_until(lambda: state.exists() and not lock.exists(), what="the pause")
+    assert wait_for(lambda: state.exists() and not lock.exists()), "the pull did not pause"
     assert partial.exists() and store.list_models() == []
     hub.set_throttle(REPO, FILE, None)
     assert list(puller.pull(NAME))[-1].status == "success"
@@ -183,7 +184,7 @@ def test_resume_after_the_pulling_process_was_killed(store, hub, data, digest):
     process = run_pull_process(store, hub, connections)
     partial, state, _ = paths(store, digest)
     try:
-        wait_until(lambda: sidecar_completed(state) >= len(data) // 4, 30, "the download")
+        assert wait_for(lambda: sidecar_completed(state) >= len(data) // 4, 30), "no progress"
     finally:
         os.kill(process.pid, signal.SIGKILL)
         process.communicate(timeout=10)

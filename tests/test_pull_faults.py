@@ -11,8 +11,8 @@ from model_registry.digests import Digest
 from model_registry.errors import DigestMismatchError, DownloadError
 from model_registry.pull import Puller
 from model_registry.tiny_gguf import write_tiny_model
-from tests.support import PullThread, fast_pull_options, sidecar_completed
 from tests.support.local_hub import LocalHub
+from tests.support.pulls import PullThread, fast_pull_options, sidecar_completed
 
 REPO, FILE, NAME = "local/Faulty-GGUF", "Faulty-Q8_0.gguf", "hf.co/local/faulty-gguf"
 PART = 64 << 10

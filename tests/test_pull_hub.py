@@ -19,8 +19,8 @@ from model_registry.pull import Puller, PullEvent
 from model_registry.store import LayerType
 from model_registry.tiny_gguf import write_tiny_model
 from model_registry.tiny_projector import write_tiny_projector
-from tests.support import fast_pull_options
 from tests.support.local_hub import DEFAULT_TOKEN, LocalHub
+from tests.support.pulls import fast_pull_options
 
 REPO = "local/Tiny-GGUF"
 FAST = fast_pull_options()

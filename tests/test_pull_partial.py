@@ -14,8 +14,8 @@ from model_registry.errors import DownloadError
 from model_registry.pull.downloader import BlobDownload
 from model_registry.pull.fetch import BlobSource
 from model_registry.pull.partial import PartialState, list_partials
-from tests.support import fast_pull_options
 from tests.support.local_hub import LocalHub
+from tests.support.pulls import fast_pull_options
 
 PART = 64 << 10
 

@@ -8,11 +8,11 @@ import tempfile
 from collections import defaultdict
 
 import pytest
-from runner_support import make_spec
 
 from daemon.runners.protocol import FrameReader, FrameWriter
 from daemon.runners.types import GenerateCall, SamplingParams
 from daemon.runners.worker.decode_plan import DecodePlan
+from tests.support.runner import make_spec
 
 llama_cpp = pytest.importorskip("llama_cpp")
 

@@ -6,9 +6,9 @@ import asyncio
 import math
 
 import pytest
-from runner_support import GREEDY, collect, make_spec, write_tiny_model
 
 from daemon.runners.types import ContextOverflowError, EmbedCall, RunnerError
+from tests.support.runner import GREEDY, collect, make_spec, write_tiny_model
 
 
 @pytest.fixture(scope="module")
@@ -66,17 +66,12 @@ def test_embedding_alongside_generation(harness, runner):
     assert during.text == alone.text and len(embedded.embeddings) == 5
 
 
-def test_tokenize_and_detokenize_round_trip(harness, runner):
+def test_tokenize_parses_special_tokens(harness, runner):
     text = "Hello <|im_start|>world"
     tokens = harness.run(runner.tokenize(text))
     plain = harness.run(runner.tokenize(text, add_bos=False, special=False))
     assert tokens[0] == 1 and plain[0] != 1
     assert len(tokens) < len(plain) + 1  # the special token is one token when parsed
-    assert "<|im_start|>" in harness.run(runner.detokenize(tokens))
-    hello = harness.run(runner.tokenize("Hello world", add_bos=False))
-    assert harness.run(runner.detokenize(hello)).strip() == "Hello world"
-    with pytest.raises(RunnerError):
-        harness.run(runner.detokenize([10**9]))
 
 
 def test_status_reports_slots_and_memory(harness, runner):

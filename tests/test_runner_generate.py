@@ -8,9 +8,9 @@ import math
 from dataclasses import replace
 
 import pytest
-from runner_support import GREEDY, collect, make_spec, write_tiny_model
 
 from daemon.runners.types import SamplingParams
+from tests.support.runner import GREEDY, collect, make_spec, write_tiny_model
 
 
 @pytest.fixture(scope="module")

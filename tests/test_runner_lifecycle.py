@@ -11,11 +11,12 @@ import time
 from pathlib import Path
 
 import pytest
-from runner_support import Harness, collect, make_spec, split_gguf
 
 from daemon.runners.process import RunnerProcess
 from daemon.runners.protocol import FrameReader, encode_frame, spec_to_wire
 from daemon.runners.types import GenerateCall, RunnerCrashed, RunnerError, SamplingParams
+from tests.support.polling import wait_for
+from tests.support.runner import Harness, collect, make_spec, split_gguf
 
 
 @pytest.fixture
@@ -170,10 +171,7 @@ def test_runner_dies_with_its_daemon(model_path, tmp_path):
         runner_pid = int(daemon.stdout.readline())
         daemon.kill()
         daemon.wait()
-        deadline = time.monotonic() + 10
-        while _alive(runner_pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not _alive(runner_pid)
+        assert wait_for(lambda: not _alive(runner_pid), 10), "the runner outlived its daemon"
     finally:
         daemon.kill()
 

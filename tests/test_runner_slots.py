@@ -9,9 +9,9 @@ import time
 from dataclasses import replace
 
 import pytest
-from runner_support import GREEDY, collect, make_spec, write_tiny_model
 
 from daemon.runners.types import ContextOverflowError, DoneEvent, GenerateCall, TokenEvent
+from tests.support.runner import GREEDY, collect, make_spec, write_tiny_model
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,10 @@ import io
 
 import pytest
 from PIL import Image
-from runner_support import GREEDY, collect, make_spec
 
 from daemon.runners.types import InvalidRequestError
 from model_registry.tiny_projector import TINY_IMAGE_TOKENS, write_tiny_projector
+from tests.support.runner import GREEDY, collect, make_spec
 
 MARKER = "<__picture_7f3a__>"
 PROMPT = f"<|im_start|>user\n{MARKER}\nWhat is this?<|im_end|>\n<|im_start|>assistant\n"

@@ -9,7 +9,7 @@ import sys
 import httpx
 import pytest
 
-from tests.daemon_support import ROOT, Daemon, free_port, make_store
+from tests.support.daemon import ROOT, Daemon, free_port, make_store
 
 KEY = "test-key-0123456789abcdef0123456789"
 
@@ -183,7 +183,7 @@ def test_serving_beyond_loopback_uses_the_saved_key(tmp_path):
         },
     )
     try:
-        from tests.daemon_support import wait_for
+        from tests.support.polling import wait_for
 
         def answers() -> bool:
             try:

@@ -19,7 +19,7 @@ import pytest
 from PIL import Image
 
 from model_registry.tiny_projector import TINY_IMAGE_TOKENS
-from tests.daemon_support import Daemon
+from tests.support.daemon import Daemon
 
 pytestmark = pytest.mark.slow
 

@@ -20,7 +20,7 @@ from model_registry.errors import (
     ModelNotFoundError,
 )
 from model_registry.store import BlobRef, Layer, LayerType, Manifest, Store
-from tests.store_support import assert_store_consistent, put_model
+from tests.support.store import assert_store_consistent, put_model
 
 
 def blob_files(store: Store) -> list[str]:

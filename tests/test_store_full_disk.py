@@ -8,7 +8,7 @@ import pytest
 
 from model_registry.errors import InsufficientSpaceError
 from model_registry.store import Store
-from tests.store_support import assert_store_consistent, put_model
+from tests.support.store import assert_store_consistent, put_model
 
 
 class Zeros:

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from model_registry.store import Store
-from tests.store_support import assert_store_consistent
+from tests.support.store import assert_store_consistent
 
 pytestmark = pytest.mark.slow
 
@@ -24,7 +24,7 @@ WRITER = textwrap.dedent(
     """
     import os, sys
     from model_registry.store import Store
-    from tests.store_support import put_model
+    from tests.support.store import put_model
     store = Store(sys.argv[1])
     i = 0
     while True:
@@ -65,7 +65,7 @@ IMPORTER = textwrap.dedent(
     """
     import sys, time
     from model_registry.store import Store
-    from tests.store_support import put_model
+    from tests.support.store import put_model
     store = Store(sys.argv[1])
     deadline = time.monotonic() + float(sys.argv[2])
     i = 0
@@ -97,7 +97,7 @@ REMOVER = textwrap.dedent(
 
 
 def test_importing_and_removing_at_once_loses_nothing(tmp_path):
-    from tests.store_support import put_model
+    from tests.support.store import put_model
 
     root = tmp_path / "store"
     store = Store(root)

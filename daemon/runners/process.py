@@ -16,7 +16,7 @@ import itertools
 import signal
 import sys
 from array import array
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -172,9 +172,6 @@ class RunnerProcess:
 
     async def tokenize(self, text: str, add_bos: bool = True, special: bool = True) -> list[int]:
         return await self._call("tokenize", text=text, add_bos=add_bos, special=special)
-
-    async def detokenize(self, tokens: Sequence[int], special: bool = True) -> str:
-        return await self._call("detokenize", tokens=list(tokens), special=special)
 
     async def status(self) -> dict[str, Any]:
         """Slots in use, queue length, cached tokens per slot and resident memory."""

@@ -13,7 +13,6 @@ Daemon -> runner (``op``)::
     {"op": "embed", "id": n, "inputs": [...], "normalize": b, "truncate": b}
                                                           one "embedding" per input, then "result"
     {"op": "tokenize", "id": n, "text": s, "add_bos": b, "special": b}     -> "result"
-    {"op": "detokenize", "id": n, "tokens": [...], "special": b}          -> "result"
     {"op": "status", "id": n}                             -> "result" (slots, queue, memory)
     {"op": "shutdown"}                                    exit (closing stdin does the same)
 

@@ -10,7 +10,7 @@ import io
 import pytest
 
 from app.cli.main import main
-from tests.cli.cli_support import FakeClient
+from tests.support.cli import FakeClient
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from app.cli.chat_session import ChatSession
 from app.cli.context import Context
 from daemon.client import BadRequest
 from daemon.settings import Settings
-from tests.cli.cli_support import FakeClient, answer_chunks
+from tests.support.cli import FakeClient, answer_chunks
 
 
 class Script:

@@ -8,14 +8,14 @@ import sys
 import pexpect
 import pytest
 
-from tests.daemon_support import ROOT
+from tests.support.daemon import ROOT
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
 
 SCRIPT = """
 import sys, time
 from app.cli.main import main
-from tests.cli.cli_support import FakeClient, answer_chunks
+from tests.support.cli import FakeClient, answer_chunks
 
 class SlowClient(FakeClient):
     def chat(self, model, messages, **kwargs):

@@ -10,7 +10,7 @@ import types
 import pytest
 
 from daemon.client import DaemonUnavailable, ServerBusy
-from tests.cli.cli_support import MODEL, SHOW, answer_chunks
+from tests.support.cli import MODEL, SHOW, answer_chunks
 
 DIGEST = "sha256:" + "8eeb52dfb3bb" + "0" * 52
 

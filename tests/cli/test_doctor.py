@@ -23,7 +23,7 @@ from app.cli.doctor.render import feature_summary
 from app.cli.doctor.report import DaemonState, Gpu, LlamaBuild, Memory, Report, StoreState
 from app.cli.main import main
 from daemon.client.launcher import daemon_answers
-from tests.daemon_support import Daemon, free_port, make_store
+from tests.support.daemon import Daemon, free_port, make_store
 
 JSON_KEYS = {"version", "platform", "llama", "gpus", "memory", "store", "dirs", "daemon"}
 JSON_KEYS |= {"findings", "ok"}

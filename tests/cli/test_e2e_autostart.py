@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from tests.cli.e2e_support import cli_env, daemon_pids, run_cli, stop_pids
-from tests.daemon_support import free_port
+from tests.support.cli_e2e import cli_env, daemon_pids, run_cli, stop_pids
+from tests.support.daemon import free_port
 
 pytestmark = pytest.mark.slow
 

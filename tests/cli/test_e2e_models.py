@@ -11,8 +11,8 @@ import shutil
 import pytest
 
 from app.cli.main import main
-from tests.cli.e2e_support import cli_env
-from tests.daemon_support import Daemon, make_store
+from tests.support.cli_e2e import cli_env
+from tests.support.daemon import Daemon, make_store
 
 pytestmark = pytest.mark.slow
 

@@ -10,9 +10,10 @@ import time
 
 import pytest
 
-from tests.cli.e2e_support import CLI, cli_env, run_cli
-from tests.daemon_support import ROOT, Daemon, wait_for
+from tests.support.cli_e2e import CLI, cli_env, run_cli
+from tests.support.daemon import ROOT, Daemon
 from tests.support.local_hub import LocalHub
+from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -13,8 +13,8 @@ import pytest
 
 from app.cli.main import main
 from model_registry.tiny_projector import TINY_IMAGE_TOKENS
-from tests.cli.e2e_support import CLI, cli_env, run_cli
-from tests.daemon_support import ROOT, Daemon, make_store
+from tests.support.cli_e2e import CLI, cli_env, run_cli
+from tests.support.daemon import ROOT, Daemon, make_store
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,7 @@ import pytest
 from daemon.client import launcher
 from daemon.client.launcher import DaemonStartError, connect_url, ensure_daemon, is_loopback
 from daemon.settings import Settings
-from tests.daemon_support import free_port
+from tests.support.daemon import free_port
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ import pytest
 from app.cli.errors import CliError
 from app.cli.modelfile_files import referenced_files, sha256_file, upload_referenced
 from app.cli.progress import ProgressBoard
-from tests.cli.cli_support import FakeClient
+from tests.support.cli import FakeClient
 
 
 @pytest.fixture

@@ -102,7 +102,7 @@ class Shooter:
         hub.set_throttle("local/slower", "Slower-Q4_K_M.gguf", self.big_size / 12)
 
     def _daemon(self, hub):
-        from tests.gui.e2e_support import GuiDaemon
+        from tests.support.gui_e2e import GuiDaemon
 
         catalog = self.folder / "catalog.json"
         entries = [
@@ -122,7 +122,7 @@ class Shooter:
         from PySide6.QtWidgets import QApplication
 
         from app.gui.main import AppConfig, open_window
-        from tests.gui.e2e_support import prefs_in
+        from tests.support.gui_e2e import prefs_in
 
         app = QApplication(["localllm"])
         config = AppConfig(daemon.settings(), history_dir=self.folder / "app", theme="light")

@@ -18,7 +18,7 @@ from app.gui.markdown_html import MarkdownRenderer
 from app.gui.services.bundle import HISTORY_FILE
 from app.gui.state.chat.store import ConversationStore
 from daemon.client import Client
-from tests.gui.e2e_support import MODEL, GuiDaemon, open_app, tiny_models, wait_idle
+from tests.support.gui_e2e import MODEL, GuiDaemon, open_app, tiny_models, wait_idle
 
 pytestmark = pytest.mark.slow
 LONG_REPLY = 4000  # tokens: more than the context holds, so only Stop (or the context) ends it

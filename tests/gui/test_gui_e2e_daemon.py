@@ -16,8 +16,8 @@ from PySide6.QtWidgets import QApplication
 from app.gui.main import AppConfig, open_window, remembered_lan
 from app.gui.state.daemon_control import lan_address
 from app.gui.state.daemon_health import DaemonState
-from tests.daemon_support import free_port
-from tests.gui.e2e_support import MODEL, GuiDaemon, HangingServer, open_app, prefs_in, tiny_models
+from tests.support.daemon import free_port
+from tests.support.gui_e2e import MODEL, GuiDaemon, HangingServer, open_app, prefs_in, tiny_models
 from tests.support.local_hub import LocalHub
 
 pytestmark = pytest.mark.slow

@@ -13,9 +13,9 @@ from PySide6.QtWidgets import QMessageBox
 
 from app.gui.state.fit import Fit
 from daemon.client import Client
-from tests.daemon_support import wait_for
-from tests.gui.e2e_support import GuiDaemon, open_app
+from tests.support.gui_e2e import GuiDaemon, open_app
 from tests.support.local_hub import LocalHub
+from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -19,7 +19,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.daemon_support import free_port
+from tests.support.daemon import free_port
+from tests.support.polling import wait_for
 
 pytestmark = [
     pytest.mark.slow,
@@ -154,15 +155,15 @@ def start(command: list[str], env: dict[str, str], log: Path) -> subprocess.Pope
 
 
 def wait_until_up(url: str, process: subprocess.Popen, log: Path, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def answers() -> bool:
         assert process.poll() is None, f"the daemon exited:\n{log.read_text()}"
         try:
-            if httpx.get(url + "/", timeout=2).status_code == 200:
-                return
+            return httpx.get(url + "/", timeout=2).status_code == 200
         except httpx.TransportError:
-            time.sleep(0.2)
-    pytest.fail(f"the daemon did not answer:\n{log.read_text()}")
+            return False
+
+    if not wait_for(answers, timeout, interval=0.2):
+        pytest.fail(f"the daemon did not answer:\n{log.read_text()}")
 
 
 def desktop_command(entry: str) -> list[str]:

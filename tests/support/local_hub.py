@@ -35,6 +35,8 @@ from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
+from tests.support.polling import wait_for
+
 __all__ = ["DEFAULT_TOKEN", "Fault", "LocalHub"]
 
 DEFAULT_TOKEN = "hf_local_hub_token"
@@ -206,10 +208,7 @@ class LocalHub:
 
     def wait_idle(self, timeout: float = 10.0) -> None:
         """Wait until no response body is being sent (old connections wound down)."""
-        deadline = time.monotonic() + timeout
-        while self._sending and time.monotonic() < deadline:
-            time.sleep(0.01)
-        if self._sending:
+        if not wait_for(lambda: not self._sending, timeout):
             raise TimeoutError("the hub is still sending")
 
     def reset_counters(self) -> None:

@@ -75,10 +75,6 @@ class PullProgress:
     total: int = 0
     completed: int = 0
 
-    @property
-    def succeeded(self) -> bool:
-        return self.status == "success"
-
 
 @dataclass(frozen=True, slots=True)
 class PullStatus:

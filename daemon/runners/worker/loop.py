@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from ..protocol import FrameReader, FrameWriter, error_to_wire, generate_from_wire
-from ..types import InvalidRequestError, RunnerError, RunnerSpec
+from ..types import RunnerError, RunnerSpec
 from .embedder import Embedder
 from .engine import Engine
 from .model import Model
@@ -117,12 +117,6 @@ class Worker:
     def _op_tokenize(self, rid: int, message: dict[str, Any]) -> None:
         tokens = self.model.tokenize(message["text"], message["add_bos"], message["special"])
         self._result(rid, tokens)
-
-    def _op_detokenize(self, rid: int, message: dict[str, Any]) -> None:
-        tokens = [int(t) for t in message["tokens"]]
-        if any(not 0 <= t < self.model.n_vocab for t in tokens):
-            raise InvalidRequestError("a token id is outside the vocabulary")
-        self._result(rid, self.model.detokenize(tokens, message["special"]))
 
     def _op_status(self, rid: int, message: dict[str, Any]) -> None:
         status = self.engine.status() if self.engine else {"slots": 0, "busy": 0, "queued": 0}

@@ -120,16 +120,6 @@ class Model:
             n = lc.llama_token_to_piece(self.vocab, token, buf, -n, 0, special)
         return buf.raw[:n]
 
-    def detokenize(self, tokens: list[int], special: bool = True) -> str:
-        array = (lc.llama_token * len(tokens))(*tokens)
-        size = max(64, len(tokens) * 8)
-        while True:
-            buf = ctypes.create_string_buffer(size)
-            n = lc.llama_detokenize(self.vocab, array, len(tokens), buf, size, False, special)
-            if n >= 0:
-                return buf.raw[:n].decode(errors="replace")
-            size = -n
-
     def is_eog(self, token: int) -> bool:
         return lc.llama_vocab_is_eog(self.vocab, token)
 

@@ -1,4 +1,4 @@
-"""The GUI's end-to-end tests: a real daemon (a subprocess, ``tests.daemon_support``) with a
+"""The GUI's end-to-end tests: a real daemon (a subprocess, ``tests.support.daemon``) with a
 generated model, and the app's own gateway, services or window over it.
 
 ``GuiDaemon`` knows the environment the daemon runs with, so the app builds its settings from
@@ -25,7 +25,7 @@ from app.gui.state.gateway import Gateway
 from app.gui.views.main_window import MainWindow
 from daemon.security.keys import ApiKeyStore
 from daemon.settings import Settings
-from tests.daemon_support import Daemon, free_port, make_store
+from tests.support.daemon import Daemon, free_port, make_store
 
 __all__ = [
     "MODEL",

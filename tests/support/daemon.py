@@ -8,13 +8,14 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Mapping
 from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.polling import wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def free_port() -> int:
@@ -64,17 +65,17 @@ class Daemon:
         self._wait_ready()
 
     def _wait_ready(self, timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"daemon exited early:\n{self.log()}")
-            try:
-                if httpx.get(self.url + "/", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(f"daemon did not start:\n{self.log()}")
+        if not wait_for(self._answers, timeout, interval=0.1):
+            self.stop()
+            raise RuntimeError(f"daemon did not start:\n{self.log()}")
+
+    def _answers(self) -> bool:
+        if self.process.poll() is not None:
+            raise RuntimeError(f"daemon exited early:\n{self.log()}")
+        try:
+            return httpx.get(self.url + "/", timeout=1).status_code == 200
+        except httpx.TransportError:
+            return False
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -125,12 +126,3 @@ def metric_value(text: str, name: str, **labels: str) -> float:
         if metric == name and set(filter(None, rest.rstrip("}").split(","))) == wanted:
             return float(value)
     return 0.0
-
-
-def wait_for(predicate, timeout: float = 10.0, interval: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return predicate()

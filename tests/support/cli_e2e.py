@@ -1,6 +1,6 @@
 """Running the real ``localllm`` command as a subprocess against a real daemon.
 
-The end-to-end CLI tests use these with ``tests.daemon_support.Daemon``: the CLI reaches the
+The end-to-end CLI tests use these with ``tests.support.daemon.Daemon``: the CLI reaches the
 daemon through ``LOCALLLM_HOST`` as a user's would, and keeps its own files under a temporary
 directory.
 """
@@ -12,11 +12,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from tests.daemon_support import ROOT
+from tests.support.daemon import ROOT
+from tests.support.polling import wait_for
 
 CLI = [sys.executable, "-m", "app.cli.main"]
 
@@ -75,9 +75,7 @@ def stop_pids(pids: list[int], timeout: float = 15) -> None:
     """SIGTERM each process this test started, then SIGKILL what is left after ``timeout``."""
     for pid in pids:
         _signal(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
-        time.sleep(0.1)
+    wait_for(lambda: not any(_alive(pid) for pid in pids), timeout, interval=0.1)
     for pid in pids:
         if _alive(pid):
             _signal(pid, signal.SIGKILL)
