@@ -9,7 +9,8 @@ DaemonError
 ├── ServerBusyError         the request queue is full (503)
 ├── TemplateError           the chat template is broken or failed to render (500)
 │   ├── TemplateRejectedError  the template refused the conversation (raise_exception) (400)
-│   └── TemplateSecurityError  the template tried something the sandbox forbids (500)
+│   ├── TemplateSecurityError  the template tried something the sandbox forbids (500)
+│   └── TemplateBudgetError    the render ran past its time, loop or size budget (400)
 ├── ModelLoadError          a runner could not start the model (500)
 ├── QuantizeError           llama.cpp could not quantize a model being created (500)
 └── InsufficientMemoryError the model does not fit in free memory, even after evicting (507)
@@ -25,6 +26,7 @@ __all__ = [
     "NotFoundError",
     "QuantizeError",
     "ServerBusyError",
+    "TemplateBudgetError",
     "TemplateError",
     "TemplateRejectedError",
     "TemplateSecurityError",
@@ -64,6 +66,10 @@ class TemplateRejectedError(TemplateError):
 
 class TemplateSecurityError(TemplateError):
     pass
+
+
+class TemplateBudgetError(TemplateError):
+    """A render went past its time, loop or size budget (``inference.template_budget``)."""
 
 
 class ModelLoadError(DaemonError):

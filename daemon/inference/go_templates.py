@@ -14,7 +14,7 @@ prompt + response), concatenated; the last turn stops where ``.Response`` would 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from daemon.errors import TemplateError
 
@@ -22,7 +22,6 @@ __all__ = ["RESPONSE_MARK", "is_go_template", "split_turns", "to_jinja"]
 
 RESPONSE_MARK = "\x00response\x00"  # stands for the reply the model is about to write
 
-_ACTION = re.compile(r"\{\{(-?)\s*(.*?)\s*(-?)\}\}", re.DOTALL)
 _GO_HINT = re.compile(r"\{\{-?\s*(?:\.[A-Za-z]|if\s+\.|range\s|end\s*-?\}\}|/\*)")
 _FIELDS = {".System": "system", ".Prompt": "prompt", ".Response": "response"}
 _HELP = (
@@ -40,10 +39,10 @@ def is_go_template(source: str) -> bool:
 def to_jinja(source: str) -> str:
     """Translate the supported Go subset to Jinja, or raise TemplateError naming the action."""
     out, position, depth = [], 0, 0
-    for match in _ACTION.finditer(source):
-        out.append(_literal(source[position : match.start()]))
-        position = match.end()
-        left, body, right = match.groups()
+    for start, body, end in _actions(source):
+        out.append(_literal(source[position:start]))
+        position = end
+        left, body, right = _trim_marks(body)
         (mark, inner), depth = _action(body, depth)
         if mark:
             close = "}" if mark == "{" else mark
@@ -52,6 +51,27 @@ def to_jinja(source: str) -> str:
         raise TemplateError(f"TEMPLATE has an {{{{ if }}}} without {{{{ end }}}}; {_HELP}")
     out.append(_literal(source[position:]))
     return "".join(out)
+
+
+def _actions(source: str) -> Iterator[tuple[int, str, int]]:
+    """Each ``{{ ... }}``: where it starts, what is inside, where it ends. A scan with
+    ``str.find``, linear in the source (a regex over many unclosed ``{{`` is quadratic); an
+    action ends at the first ``}}``, as in Go, and an unclosed ``{{`` is literal text."""
+    start = source.find("{{")
+    while start != -1:
+        end = source.find("}}", start + 2)
+        if end == -1:
+            return
+        yield start, source[start + 2 : end], end + 2
+        start = source.find("{{", end + 2)
+
+
+def _trim_marks(body: str) -> tuple[str, str, str]:
+    """``{{- x -}}`` -> ("-", "x", "-"): Go's trim markers, and the action stripped."""
+    left = "-" if body.startswith("-") else ""
+    body = body[len(left) :]
+    right = "-" if body.endswith("-") else ""
+    return left, body[: len(body) - len(right)].strip(), right
 
 
 def _action(body: str, depth: int) -> tuple[tuple[str, str], int]:

@@ -12,6 +12,7 @@ import json
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from daemon.errors import (
@@ -39,6 +40,7 @@ from model_registry.store import Store
 __all__ = ["EmbedJob", "Embeddings", "GenerationJob", "Inference"]
 
 _PICTURES_AT_ONCE = 2
+_RENDERS_AT_ONCE = 2  # chat templates render in these threads, never on the event loop
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +99,13 @@ class Inference:
         # Preparing a big picture takes a few hundred MB for a moment: a few at a time.
         self._picture_work = asyncio.Semaphore(_PICTURES_AT_ONCE)
         self._pictures = ImageCache()  # a chat resends its pictures every turn
+        # A render stops itself within its budget (2 s); a thread cannot be stopped, so a
+        # cancelled request's render keeps its worker until then, and runaway templates
+        # queue behind each other instead of piling up threads.
+        self._renders = ThreadPoolExecutor(_RENDERS_AT_ONCE, thread_name_prefix="template")
+
+    def close(self) -> None:
+        self._renders.shutdown(wait=False, cancel_futures=True)
 
     def resolve(self, name: str) -> ResolvedModel:
         return resolve_model(self.store, name)
@@ -114,7 +123,7 @@ class Inference:
             )
         options = merge_options(model.params, job.options)
         marker = _image_marker() if job.images else ""
-        prompt = self._prompt(model, job, marker)
+        prompt = await self._prompt(model, job, marker)
         params = self._sampling(job, options)
         images = await self._prepared_images(job.images, prompt, marker)
         request = GenerateCall(prompt, params, add_bos=True, images=images, image_marker=marker)
@@ -170,7 +179,7 @@ class Inference:
         return await self.scheduler.acquire(model.target, runner_opts, keep_alive)
 
     # -- prompt -----------------------------------------------------------------------------
-    def _prompt(self, model: ResolvedModel, job: GenerationJob, image_marker: str) -> str:
+    async def _prompt(self, model: ResolvedModel, job: GenerationJob, image_marker: str) -> str:
         if job.messages is None:
             if job.prompt is None:
                 raise BadRequestError("either messages or a prompt is required")
@@ -179,12 +188,17 @@ class Inference:
             messages: Sequence[Mapping[str, object]] = [_user_message(job.prompt, job.images)]
         else:
             messages = job.messages
+        loop = asyncio.get_running_loop()
         try:
-            return self._render(model, job, messages, image_marker)
+            return await loop.run_in_executor(
+                self._renders, self._render, model, job, messages, image_marker
+            )
+        except TemplateRejectedError:
+            raise
         except TemplateError as error:
-            if job.template is None or isinstance(error, TemplateRejectedError):
-                raise
-            raise BadRequestError(str(error), param="template") from None  # the client's own
+            if job.template is not None:  # the client's own
+                raise BadRequestError(str(error), param="template") from None
+            raise type(error)(f"model {model.name!r}: {error}") from None
 
     def _render(
         self,

@@ -1,10 +1,12 @@
 """Chat templates: turning a conversation into the prompt text a model was trained on.
 
-Templates come from model files (GGUF ``tokenizer.chat_template``) and Modelfiles
-(``TEMPLATE``), so they are untrusted code: they are rendered only in Jinja2's
-``ImmutableSandboxedEnvironment`` (a non-sandboxed renderer was CVE-2024-34359), with string
-and number blow-ups and the output size capped. Whatever a template does wrong surfaces as a
-``TemplateError``; a template that calls ``raise_exception`` rejects the request (400).
+Templates come from model files (GGUF ``tokenizer.chat_template``), Modelfiles (``TEMPLATE``)
+and requests (Ollama's ``template``), so they are untrusted code: they compile and render only
+in a budgeted sandbox (``template_sandbox``): at most 256 KiB of source, and each render
+stops itself past 2 s, a million loop iterations, or strings and lists past their caps
+(``template_budget``). Whatever a template does wrong surfaces as a ``TemplateError``; a
+template that calls ``raise_exception`` rejects the request (400), one over budget is a 400
+too (``TemplateBudgetError``).
 
 The globals are the ones Hugging Face and llama.cpp give templates: ``messages``, ``tools``,
 ``add_generation_prompt``, ``bos_token``, ``eos_token``, ``raise_exception``,
@@ -17,16 +19,22 @@ Which template: a Modelfile ``TEMPLATE`` wins over the model file's; with neithe
 from __future__ import annotations
 
 import contextlib
-import datetime
 import json
+import threading
 from collections.abc import Mapping, Sequence
 
-import jinja2
 from jinja2 import meta
-from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+from jinja2.sandbox import SecurityError
 
-from daemon.errors import TemplateError, TemplateRejectedError, TemplateSecurityError
+from daemon.errors import (
+    TemplateBudgetError,
+    TemplateError,
+    TemplateRejectedError,
+    TemplateSecurityError,
+)
 from daemon.inference.go_templates import RESPONSE_MARK, is_go_template, split_turns, to_jinja
+from daemon.inference.template_budget import MAX_SOURCE_CHARS, MAX_STRING_CHARS, Budget
+from daemon.inference.template_sandbox import Rejected, budget_hooks, sandbox
 
 __all__ = ["CHATML_TEMPLATE", "ChatTemplate", "TemplateCache", "assemble_messages", "image_part"]
 
@@ -36,64 +44,7 @@ CHATML_TEMPLATE = (
     "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 )
-MAX_OUTPUT_CHARS = 8 << 20  # far past any context; stops a template from eating memory
-_MAX_SEQUENCE = 1 << 20  # longest string or list a template may build with * or **
-
-
-class _Rejected(Exception):
-    """Raised by a template's ``raise_exception``."""
-
-
-class _Sandbox(ImmutableSandboxedEnvironment):
-    """The immutable sandbox, plus limits on ``*`` and ``**`` (``'x' * 10**12``)."""
-
-    intercepted_binops = frozenset({"*", "**"})
-
-    def call_binop(self, context, operator, left, right):
-        if operator == "**" and _huge_power(left, right):
-            raise SecurityError("exponent too large")
-        if operator == "*" and (_huge_repeat(left, right) or _huge_repeat(right, left)):
-            raise SecurityError("sequence repetition too large")
-        return super().call_binop(context, operator, left, right)
-
-
-def _huge_power(base: object, exponent: object) -> bool:
-    if not isinstance(base, int) or not isinstance(exponent, int):
-        return False
-    return abs(exponent) > 64 or abs(base).bit_length() * abs(exponent) > 1 << 16
-
-
-def _huge_repeat(sequence: object, count: object) -> bool:
-    if not isinstance(sequence, str | list | tuple) or not isinstance(count, int):
-        return False
-    return len(sequence) * count > _MAX_SEQUENCE
-
-
-def _raise_exception(message: str = "") -> None:
-    raise _Rejected(str(message))
-
-
-def _strftime_now(fmt: str) -> str:
-    return datetime.datetime.now().strftime(str(fmt))
-
-
-def _tojson(value, ensure_ascii=False, indent=None, separators=None, sort_keys=False) -> str:
-    return json.dumps(
-        value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
-    )
-
-
-def _environment(hugging_face_style: bool) -> _Sandbox:
-    env = _Sandbox(
-        trim_blocks=hugging_face_style,
-        lstrip_blocks=hugging_face_style,
-        keep_trailing_newline=True,
-        extensions=["jinja2.ext.loopcontrols"],
-        autoescape=False,
-    )
-    env.globals.update(raise_exception=_raise_exception, strftime_now=_strftime_now)
-    env.filters["tojson"] = _tojson
-    return env
+MAX_OUTPUT_CHARS = MAX_STRING_CHARS  # far past any context; stops a template eating memory
 
 
 class ChatTemplate:
@@ -101,16 +52,23 @@ class ChatTemplate:
 
     def __init__(self, source: str, origin: str = "model"):
         self.source = source
-        self.origin = origin  # "model", "Modelfile" or "default": named in error messages
+        self.origin = origin  # "model", "Modelfile", "request" or "default": named in errors
+        if len(source) > MAX_SOURCE_CHARS:  # parsing takes seconds per MiB: refuse first
+            raise TemplateBudgetError(
+                f"the {origin} chat template is {len(source):,} characters; chat templates "
+                f"may be at most {MAX_SOURCE_CHARS:,} ({MAX_SOURCE_CHARS >> 10} KiB)"
+            )
         self.is_go = is_go_template(source)
-        env = _environment(hugging_face_style=not self.is_go)
+        env = sandbox(hugging_face_style=not self.is_go)
         text = to_jinja(source) if self.is_go else source
         try:
-            self._template = env.from_string(text)
-            names = meta.find_undeclared_variables(env.parse(text))
-        except jinja2.TemplateSyntaxError as error:
-            raise TemplateError(f"the {origin} chat template does not parse: {error}") from None
-        self.supports_tools = "tools" in names
+            tree = env.parse(text)
+            self.supports_tools = "tools" in meta.find_undeclared_variables(tree)
+            self._template = env.from_string(budget_hooks(tree, env))
+        except Exception as error:  # syntax, nesting too deep for the parser, ...
+            raise TemplateError(
+                f"the {origin} chat template does not parse: {_describe(error)}"
+            ) from None
 
     def render(
         self,
@@ -121,16 +79,20 @@ class ChatTemplate:
         bos_token: str = "",
         eos_token: str = "",
     ) -> str:
-        if self.is_go:
-            return self._render_turns(messages)
-        context = {
-            "messages": [dict(m) for m in messages],
-            "tools": [dict(t) for t in tools] or None,
-            "add_generation_prompt": add_generation_prompt,
-            "bos_token": bos_token,
-            "eos_token": eos_token,
-        }
-        return self._run(context)
+        """The prompt; blocking (a render may take up to its budget's 2 s), so callers on an
+        event loop run it in a worker thread."""
+        with Budget().active() as budget:
+            if self.is_go:
+                return self._render_turns(messages)
+            context = {
+                "messages": [dict(m) for m in messages],
+                "tools": [dict(t) for t in tools] or None,
+                "add_generation_prompt": add_generation_prompt,
+                "bos_token": bos_token,
+                "eos_token": eos_token,
+            }
+            budget.add_inputs(context["messages"], context["tools"])
+            return self._run(context)
 
     def _render_turns(self, messages: Sequence[Mapping[str, object]]) -> str:
         text = "".join(self._run(turn) for turn in split_turns(messages))
@@ -142,11 +104,15 @@ class ChatTemplate:
             for part in self._template.generate(context):
                 size += len(part)
                 if size > MAX_OUTPUT_CHARS:
-                    raise SecurityError("output too large")
+                    raise TemplateBudgetError(f"its output passed {MAX_OUTPUT_CHARS:,} characters")
                 parts.append(part)
-        except _Rejected as error:
+        except Rejected as error:
             raise TemplateRejectedError(
                 f"the chat template rejected the request: {error}"
+            ) from None
+        except TemplateBudgetError as error:
+            raise TemplateBudgetError(
+                f"the {self.origin} chat template went over its budget: {error}"
             ) from None
         except SecurityError as error:
             raise TemplateSecurityError(
@@ -154,26 +120,35 @@ class ChatTemplate:
             ) from None
         except Exception as error:  # a template is code: anything it raises is its failure
             raise TemplateError(
-                f"the {self.origin} chat template failed: {type(error).__name__}: {error}"
+                f"the {self.origin} chat template failed: {_describe(error)}"
             ) from None
         return "".join(parts)
 
 
+def _describe(error: Exception) -> str:
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
 class TemplateCache:
-    """Compiled templates by source, so each is parsed once (bounded; oldest dropped first)."""
+    """Compiled templates by source, so each is parsed once (bounded; oldest dropped first).
+    Shared by the worker threads that render, hence the lock (compiling happens outside it)."""
 
     def __init__(self, capacity: int = 32):
         self._capacity = capacity
         self._templates: dict[tuple[str, str], ChatTemplate] = {}
+        self._lock = threading.Lock()
 
     def get(self, source: str | None, origin: str = "model") -> ChatTemplate:
         if not source:
             source, origin = CHATML_TEMPLATE, "default"
         key = (source, origin)
-        template = self._templates.pop(key, None) or ChatTemplate(source, origin)
-        self._templates[key] = template
-        while len(self._templates) > self._capacity:
-            del self._templates[next(iter(self._templates))]
+        with self._lock:
+            template = self._templates.pop(key, None)
+        template = template or ChatTemplate(source, origin)
+        with self._lock:
+            self._templates[key] = template
+            while len(self._templates) > self._capacity:
+                del self._templates[next(iter(self._templates))]
         return template
 
 

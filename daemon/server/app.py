@@ -122,6 +122,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         reaper.cancel()
         await app.state.pulls.shutdown()  # pauses running pulls: their partials stay
         await scheduler.shutdown()
+        app.state.inference.close()
 
 
 def _scheduler_config(settings: Settings) -> SchedulerConfig:

@@ -23,6 +23,7 @@ from daemon.errors import (
     NotFoundError,
     QuantizeError,
     ServerBusyError,
+    TemplateBudgetError,
     TemplateError,
     TemplateRejectedError,
 )
@@ -86,6 +87,7 @@ ERROR_TABLE: tuple[tuple[type[BaseException], int, str, str | None], ...] = (
     (BadRequestError, 400, "invalid_request_error", None),
     (RequestValidationError, 400, "invalid_request_error", None),
     (TemplateRejectedError, 400, "invalid_request_error", "template_rejected"),
+    (TemplateBudgetError, 400, "invalid_request_error", "template_budget_exceeded"),
     (TemplateError, 500, "server_error", "template_error"),
     (ServerBusyError, 503, "server_error", "server_busy"),
     (InsufficientMemoryError, 507, "server_error", "insufficient_memory"),
