@@ -2,7 +2,8 @@
 (in process, with a real store and real runner processes) and every answer must be a
 deliberate one: never a 500, always a JSON error body in the right shape, never a crash.
 
-Budget: ``LOCALLLM_FUZZ_EXAMPLES`` examples per test (default 150: about 15 s in all).
+Budget: ``LOCALLLM_FUZZ_EXAMPLES`` examples per test (default 150: about 15 s in all; the
+chat-template programs take a third of that many, each up to the 2 s render budget).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 
 import httpx
 import pytest
@@ -360,3 +362,66 @@ def test_a_json_schema_the_grammar_cannot_express_is_a_400(harness, schema):
     body = {"model": "tiny", "prompt": "x", "format": schema, "options": {"num_predict": 2}}
     status, content, _ = harness.send("POST", "/api/generate", json=body)
     assert status == 400, content
+
+
+# -- chat templates: small Jinja programs from loops, filters and concatenation ---------------
+# Most render; some loop or grow past the render budget. Every one is answered 200 or 400
+# (never a 500), and quickly: the budget stops a runaway render, not the client's patience.
+counts = st.sampled_from([0, 1, 2, 7, 300, 12000, 10**6, 10**9])
+TEMPLATE_FILTERS = [
+    "center({n})", "indent({n})", "format({n})", "replace('a', 'b' * {n})", "truncate({n})",
+    "batch({n}) | list", "wordwrap({n})", "join('-')", "upper", "list", "length", "tojson",
+    "string", "first", "reverse | list", "unique | list", "trim", "sum",
+]  # fmt: skip
+template_atoms = counts.map(str) | st.sampled_from(
+    ["'ab'", "'x' * 1000", "messages[0].content", "ns.s", "i", "[1, 2]", "range(3) | list",
+     "lipsum(1)", "namespace(a=1)", "loop", "'%s-%s'", "{'k': ns.s}", "messages"]
+)  # fmt: skip
+
+
+def _template_operations(inner):
+    return st.one_of(
+        st.tuples(inner, inner).map(lambda pair: f"({pair[0]} ~ {pair[1]})"),
+        st.tuples(inner, inner).map(lambda pair: f"({pair[0]} + {pair[1]})"),
+        st.tuples(inner, counts).map(lambda pair: f"({pair[0]} * {pair[1]})"),
+        st.tuples(inner, inner).map(lambda pair: f"[{pair[0]}, {pair[1]}]"),
+        st.tuples(inner, st.sampled_from(TEMPLATE_FILTERS), counts).map(
+            lambda parts: f"({parts[0]} | {parts[1].format(n=parts[2])})"
+        ),
+    )
+
+
+template_expressions = st.recursive(template_atoms, _template_operations, max_leaves=5)
+
+
+def _template_blocks(inner):
+    return st.one_of(
+        st.tuples(counts, inner).map(lambda p: f"{{% for i in range({p[0]}) %}}{p[1]}{END_FOR}"),
+        st.tuples(template_expressions, inner).map(lambda p: f"{{% if {p[0]} %}}{p[1]}{END_IF}"),
+        st.lists(inner, min_size=2, max_size=3).map("".join),
+    )
+
+
+END_FOR, END_IF = "{% endfor %}", "{% endif %}"
+
+
+template_statements = st.one_of(
+    template_expressions.map(lambda e: f"{{{{ {e} }}}}"),
+    template_expressions.map(lambda e: f"{{% set ns.s = {e} %}}"),
+)
+template_programs = st.recursive(template_statements, _template_blocks, max_leaves=4).map(
+    lambda body: "{% set ns = namespace(s='') %}" + body
+)
+
+
+@settings(FUZZ, max_examples=max(EXAMPLES // 3, 10))
+@given(template=template_programs)
+def test_template_programs_are_200s_or_400s_within_the_budget(harness, template):
+    body = {"model": "tiny", "prompt": "hi", "template": template, "stream": False}
+    started = time.monotonic()
+    status, content, content_type = harness.send(
+        "POST", "/api/generate", json={**body, "options": {"num_predict": 1}}
+    )
+    assert status in (200, 400), (status, content[:500])
+    check(status, content, content_type, "/api/generate")
+    assert time.monotonic() - started < 30

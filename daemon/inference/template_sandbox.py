@@ -20,7 +20,8 @@ from functools import update_wrapper
 from jinja2 import nodes, pass_context
 from jinja2.runtime import Context, LoopContext, Macro
 from jinja2.sandbox import ImmutableSandboxedEnvironment
-from jinja2.utils import Cycler, Namespace, generate_lorem_ipsum
+from jinja2.utils import Cycler, generate_lorem_ipsum
+from jinja2.utils import Namespace as JinjaNamespace
 from jinja2.visitor import NodeTransformer
 
 from daemon.errors import TemplateBudgetError
@@ -87,7 +88,7 @@ class BudgetedSandbox(ImmutableSandboxedEnvironment):
         return update_wrapper(checked, value)  # type: ignore[arg-type]
 
 
-class _Namespace(Namespace):
+class Namespace(JinjaNamespace):
     """``namespace()``, printed without its contents: a namespace can be changed after it is
     put in a list, so what it holds is never sized (a chain of them could print for ever)."""
 
@@ -109,7 +110,7 @@ def sandbox(hugging_face_style: bool) -> BudgetedSandbox:
         raise_exception=_raise_exception,
         strftime_now=_strftime_now,
         lipsum=_lipsum,
-        namespace=_Namespace,
+        namespace=Namespace,
     )
     env.filters["tojson"] = _tojson
     env.filters = {name: _budgeted(name, f) for name, f in env.filters.items()}
