@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import string
+from collections import deque
 from collections.abc import Callable, Mapping
 
 from daemon.errors import TemplateBudgetError
@@ -24,7 +25,7 @@ _PERCENT_SPEC = re.compile(
     re.DOTALL,
 )
 _SPEC_NUMBERS = re.compile(r"\d+")
-_SLACK = 400  # per format field: digits a float prints before its precision, and the like
+_FLOAT_DIGITS = 320  # the most digits a float prints before its precision
 
 
 def check_binop(budget: Budget, operator: str, left: object, right: object) -> None:
@@ -56,26 +57,33 @@ def _check_product(budget: Budget, left: object, right: object) -> None:
 
 
 def percent_size(budget: Budget, fmt: str, values: object) -> int:
-    """An upper bound on the length of ``fmt % values``."""
+    """An upper bound on the length of ``fmt % values`` (or a size past the cap, early)."""
     mapping = values if isinstance(values, Mapping) else None
-    queue = list(values) if isinstance(values, tuple) else [values]
+    queue = deque(values if isinstance(values, tuple) else [values])
     size = len(fmt)
-    for spec in _PERCENT_SPEC.finditer(fmt):
+    for index, spec in enumerate(_PERCENT_SPEC.finditer(fmt)):
+        if index & 0xFFF == 0:  # there may be millions of them
+            budget.tick()
         if spec["type"] == "%":
             continue
         size += _star_or_number(spec["width"], queue) + _star_or_number(spec["precision"], queue)
         if mapping is not None and spec["key"] is not None:
             value = mapping.get(spec["key"])
         else:
-            value = queue.pop(0) if queue else None
-        size += _value_size(budget, value, spec["type"] in ("r", "a")) + _SLACK
+            value = queue.popleft() if queue else None
+        size += _value_size(budget, value, spec["type"] in ("r", "a"))
+        if size > MAX_STRING_CHARS:
+            break
     return size
 
 
 def format_size(budget: Budget, fmt: str, args: tuple, kwargs: Mapping[str, object]) -> int:
-    """An upper bound on the length of ``fmt.format(*args, **kwargs)``."""
+    """An upper bound on the length of ``fmt.format(*args, **kwargs)`` (or, early, a size
+    past the cap)."""
     size, automatic = 0, 0
-    for literal, field, spec, conversion in string.Formatter().parse(fmt):
+    for index, (literal, field, spec, conversion) in enumerate(string.Formatter().parse(fmt)):
+        if index & 0xFFF == 0:
+            budget.tick()
         size += len(literal)
         if field is None:
             continue
@@ -90,21 +98,25 @@ def format_size(budget: Budget, fmt: str, args: tuple, kwargs: Mapping[str, obje
         else:  # an attribute or item of an argument: as long as the longest argument
             value = max((*args, *kwargs.values()), key=budget.text_size, default=None)
         numbers = sum(int(n) for n in _SPEC_NUMBERS.findall(spec or ""))
-        size += numbers + _value_size(budget, value, conversion in ("r", "a")) + _SLACK
+        size += numbers + _value_size(budget, value, conversion in ("r", "a"))
+        if size > MAX_STRING_CHARS:
+            break
     return size
 
 
-def _star_or_number(text: str | None, queue: list[object]) -> int:
+def _star_or_number(text: str | None, queue: deque[object]) -> int:
     if text is None:
         return 0
     if text != "*":
         return int(text)
-    value = queue.pop(0) if queue else 0
-    return abs(value) if _is_int(value) else 0
+    value = queue.popleft() if queue else 0
+    return abs(value) if _is_int(value) else 0  # type: ignore[arg-type]
 
 
 def _value_size(budget: Budget, value: object, as_repr: bool) -> int:
     size = budget.text_size(value)
+    if isinstance(value, float):
+        size = _FLOAT_DIGITS  # '%f' % 1e308 writes every digit
     return 10 * size + 2 if as_repr else size
 
 
