@@ -68,6 +68,7 @@ BLOW_UPS = {  # each one builds a gigabyte or more without a budget
     "batch fill": "{{ [1] | batch(10**9, fill_with=0) | list | length }}",
     "list of characters": "{{ ('x' * 8000000) | list | length }}",
     "urlize target": "{{ ('a.io ' * 100000) | urlize(target=" + MEGA + ") }}",
+    "strftime": "{{ strftime_now(('%c' * 500000) ~ ('%c' * 500000)) }}",
 }
 
 
@@ -126,6 +127,16 @@ def test_go_templates_translate_in_linear_time():
     started = time.monotonic()
     assert to_jinja(unclosed).endswith("{{ x{% endraw %}")
     assert time.monotonic() - started < 2
+
+
+def test_a_template_cannot_make_an_error_message_huge():
+    words = "(" + MEGA + " ~ " + MEGA + ")"
+    with pytest.raises(TemplateRejectedError) as rejected:
+        ChatTemplate("{{ raise_exception(" + words + ") }}").render(USER)
+    with pytest.raises(TemplateError) as failed:
+        ChatTemplate("{{ messages[" + words + "].a }}").render(USER)
+    for caught in (rejected, failed):
+        assert len(str(caught.value)) < 2000 and "(2,000,0" in str(caught.value)
 
 
 def test_the_budget_is_per_render():

@@ -86,7 +86,8 @@ def _action(body: str, depth: int) -> tuple[tuple[str, str], int]:
         return ("%", "else"), depth
     if body == "end" and depth:
         return ("%", "endif"), depth - 1
-    raise TemplateError(f"TEMPLATE uses {{{{ {body} }}}}: {_HELP}")
+    shown = body if len(body) <= 80 else body[:80] + "..."
+    raise TemplateError(f"TEMPLATE uses {{{{ {shown} }}}}: {_HELP}")
 
 
 def _literal(text: str) -> str:

@@ -32,6 +32,7 @@ __all__ = ["BudgetedSandbox", "Rejected", "budget_hooks", "sandbox"]
 
 _LOOP, _CONCAT, _BUILT = "budgeted_loop", "budgeted_concat", "budgeted_value"
 _MAX_LIPSUM_WORDS = 100_000
+_MAX_DATE_FORMAT = 1000
 
 
 class Rejected(Exception):
@@ -223,12 +224,15 @@ def _tojson(value, ensure_ascii=False, indent=None, separators=None, sort_keys=F
 
 
 # -- globals ----------------------------------------------------------------------------------
-def _raise_exception(message: str = "") -> None:
-    raise Rejected(str(message))
+def _raise_exception(message: object = "") -> None:
+    raise Rejected(current_budget().as_text(message))
 
 
-def _strftime_now(fmt: str) -> str:
-    return datetime.datetime.now().strftime(str(fmt))
+def _strftime_now(fmt: object) -> str:
+    text = current_budget().as_text(fmt)
+    if len(text) > _MAX_DATE_FORMAT:  # each %-code may print a dozen characters
+        raise TemplateBudgetError(f"strftime_now() formats are at most {_MAX_DATE_FORMAT} long")
+    return datetime.datetime.now().strftime(text)
 
 
 def _lipsum(n: int = 5, html: bool = True, min: int = 20, max: int = 100) -> str:

@@ -108,7 +108,7 @@ class ChatTemplate:
                 parts.append(part)
         except Rejected as error:
             raise TemplateRejectedError(
-                f"the chat template rejected the request: {error}"
+                f"the chat template rejected the request: {_clip(str(error))}"
             ) from None
         except TemplateBudgetError as error:
             raise TemplateBudgetError(
@@ -116,7 +116,8 @@ class ChatTemplate:
             ) from None
         except SecurityError as error:
             raise TemplateSecurityError(
-                f"the {self.origin} chat template tried an operation the sandbox forbids ({error})"
+                f"the {self.origin} chat template tried an operation the sandbox forbids "
+                f"({_clip(str(error))})"
             ) from None
         except Exception as error:  # a template is code: anything it raises is its failure
             raise TemplateError(
@@ -126,7 +127,12 @@ class ChatTemplate:
 
 
 def _describe(error: Exception) -> str:
-    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    return f"{type(error).__name__}: {_clip(str(error))}" if str(error) else type(error).__name__
+
+
+def _clip(text: str, limit: int = 1000) -> str:
+    """A template's own words in an error message, cut short (they may be megabytes)."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
 class TemplateCache:
