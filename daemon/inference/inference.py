@@ -62,6 +62,10 @@ class GenerationJob:
     keep_alive: float | None = None  # seconds; None: the daemon's default
     template: str | None = None  # replaces the model's chat template (Ollama's per-request one)
     images: Sequence[bytes] = ()
+    # True/False, or an effort ("low", "medium", "high") for templates that take one; None:
+    # the model's own default. Thinking never reaches ``Delta.text``.
+    think: bool | str | None = None
+    think_budget: int | None = None  # thinking tokens before the model is made to answer
 
 
 @dataclass(frozen=True, slots=True)
