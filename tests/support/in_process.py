@@ -1,10 +1,10 @@
 """A daemon app served in this process, for tests that run the real ``daemon.client.Client``
 against the real app without starting ``python -m daemon``.
 
-Uvicorn serves the app on a free 127.0.0.1 port in a thread: a real socket, so lazy streams
-and hang-ups behave as they do in the shipped daemon. (httpx's ``ASGITransport`` is async-only,
-so the synchronous client cannot use it, and starlette's ``TestClient`` transport hands back
-each response only once it is complete.)
+Uvicorn serves the app on a free 127.0.0.1 port in a thread: a real socket and the server the
+shipped daemon runs, through public API only. (httpx's ``ASGITransport`` is async-only, so the
+synchronous client cannot take it; starlette's ``TestClient`` would have to lend the client
+its private ``_transport``.)
 """
 
 from __future__ import annotations
