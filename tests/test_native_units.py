@@ -8,6 +8,7 @@ import json
 import httpx
 import pytest
 
+from daemon.api import ProgressResponse
 from daemon.api.native_chat import ChatRequest, GenerateRequest
 from daemon.client import (
     BadRequest,
@@ -60,7 +61,7 @@ def test_an_error_line_inside_a_stream_raises():
     lines = b'{"status":"pulling manifest"}\n{"error":"the hub went away"}\n'
     client = mock_client(lambda request: httpx.Response(200, content=lines))
     events = client.pull("tiny")
-    assert next(events) == {"status": "pulling manifest"}
+    assert next(events) == ProgressResponse(status="pulling manifest")
     with pytest.raises(ServerError, match="the hub went away"):
         next(events)
 
@@ -84,7 +85,8 @@ def test_requests_have_ollama_shapes():
         seen.append((request.method, request.url.path, body))
         if request.method == "HEAD":
             return httpx.Response(404)
-        return httpx.Response(200, json={"status": "success", "done": True})
+        reply = {"model": "tiny", "created_at": "2020-01-01T00:00:00Z", "message": {}, "done": True}
+        return httpx.Response(200, json=reply)
 
     client = mock_client(handler)
     client.unload("tiny")

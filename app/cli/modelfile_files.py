@@ -12,10 +12,11 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from app.cli.errors import CliError
 from app.cli.progress import ProgressBoard
+from daemon.api import ProgressResponse
+from daemon.client import DaemonClient
 from model_registry.modelfile import from_is_path, parse_modelfile
 
 __all__ = ["ReferencedFile", "referenced_files", "sha256_file", "upload_referenced"]
@@ -70,7 +71,9 @@ def sha256_file(path: Path, on_progress: Callable[[int], None] | None = None) ->
     return f"sha256:{digest.hexdigest()}"
 
 
-def upload_referenced(client: Any, files: list[ReferencedFile], board: ProgressBoard) -> dict:
+def upload_referenced(
+    client: DaemonClient, files: list[ReferencedFile], board: ProgressBoard
+) -> dict[str, str]:
     """Hash and, where the daemon lacks it, upload each file; returns ``{reference: digest}``."""
     digests: dict[str, str] = {}
     for file in files:
@@ -91,6 +94,6 @@ def _reporter(board: ProgressBoard, status: str, total: int) -> Callable[..., No
     """A progress callback for one step; extra arguments (an upload's total) are ignored."""
 
     def report(done: int, *_: object) -> None:
-        board.update({"status": status, "total": total, "completed": done})
+        board.update(ProgressResponse(status=status, total=total, completed=done))
 
     return report

@@ -325,7 +325,7 @@ def test_models_page_details_copy_and_delete(qtbot, window, daemon, monkeypatch)
     page.delete_button.click()
     qtbot.waitUntil(lambda: library.table.row_of("tiny-copy:latest") is None, timeout=10_000)
     with Client(daemon.url) as client:
-        assert "tiny-copy:latest" not in {m["name"] for m in client.list_models()}
+        assert "tiny-copy:latest" not in {m.name for m in client.list_models()}
 
 
 def _view_row(view, name: str) -> int:

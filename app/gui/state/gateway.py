@@ -1,6 +1,7 @@
 """The desktop app's only door to the daemon.
 
-Every call goes through ``daemon.client`` (the one HTTP client all front ends share) and comes
+Every call goes through ``daemon.client`` (the one HTTP client all front ends share; any
+``DaemonClient`` will do, which is how tests stand one in) and its ``daemon.api`` answer comes
 back as a frozen value from ``records`` (converted in ``wire.py``); every client error comes
 back as ``GatewayError`` with a hint saying what to do next. Calls block, so callers run them in
 workers (``workers.py``), never on the UI thread.
@@ -35,7 +36,8 @@ from app.gui.state.records import (
     ServerInfo,
     SystemInfo,
 )
-from daemon.client import Client, ClientError, DaemonUnavailable
+from daemon.api import ServerResponse
+from daemon.client import Client, ClientError, DaemonClient, DaemonUnavailable
 from daemon.client.launcher import DaemonStartError
 
 __all__ = ["DEFAULT_BASE_URL", "ChatTurn", "Gateway", "GatewayError"]
@@ -44,6 +46,7 @@ DEFAULT_BASE_URL = "http://127.0.0.1:11435"
 QUICK_TIMEOUT = 10.0
 LONG_TIMEOUT = 600.0
 T = TypeVar("T")
+Chunk = TypeVar("Chunk")
 Hints = Mapping[int, str]
 _STREAM_ERROR = -1  # the key for an error line in the middle of a stream (no HTTP status)
 
@@ -112,7 +115,7 @@ def _call(fn: Callable[[], T], hints: Hints = _HINTS) -> T:
 
 
 def _stream(
-    chunks: Callable[[], Iterable[dict]], convert: Callable[[dict], T], hints: Hints = _HINTS
+    chunks: Callable[[], Iterable[Chunk]], convert: Callable[[Chunk], T], hints: Hints = _HINTS
 ) -> Iterator[T]:
     """Convert a client stream lazily (the request goes out on the first ``next()``), closing
     it when the consumer stops early."""
@@ -148,11 +151,11 @@ class Gateway:
 
     def __init__(
         self,
-        client: Any = None,
+        client: DaemonClient | None = None,
         control: DaemonControl | None = None,
-        quick: Any = None,
+        quick: DaemonClient | None = None,
         *,
-        make_client: Callable[[str | None, float], Any] | None = None,
+        make_client: Callable[[str | None, float], DaemonClient] | None = None,
         quick_timeout: float = QUICK_TIMEOUT,
     ):
         self.control = control
@@ -165,24 +168,26 @@ class Gateway:
     def connect(cls, control: DaemonControl, *, quick_timeout: float = QUICK_TIMEOUT) -> Gateway:
         url = control.url
 
-        def make(key: str | None, timeout: float) -> Client:
+        def make(key: str | None, timeout: float) -> DaemonClient:
             return Client(url, api_key=key, timeout=timeout)
 
         return cls(None, control, make_client=make, quick_timeout=quick_timeout)
 
     # the two clients
 
-    def _long(self) -> Any:
+    def _long(self) -> DaemonClient:
         return self._clients()[0]
 
-    def _short(self) -> Any:
+    def _short(self) -> DaemonClient:
         return self._clients()[1]
 
-    def _clients(self) -> tuple[Any, Any]:
+    def _clients(self) -> tuple[DaemonClient, DaemonClient]:
         with self._lock:
             if self._client is None:
                 key = self.control.stored_key() if self.control is not None else None
                 self._use_key(key)
+            if self._client is None or self._quick is None:
+                raise GatewayError("This window has no way to reach the daemon.")
             return self._client, self._quick
 
     def _use_key(self, key: str | None) -> None:
@@ -230,10 +235,10 @@ class Gateway:
         with contextlib.suppress(DaemonUnavailable):  # already gone
             self._short().shutdown()
 
-    def _lan_url(self, data: Mapping[str, Any]) -> str:
-        if not data.get("lan"):
+    def _lan_url(self, data: ServerResponse) -> str:
+        if not data.lan:
             return ""
-        return f"http://{lan_address()}:{int(data.get('port') or 0)}"
+        return f"http://{lan_address()}:{data.port}"
 
     # models
 

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from starlette.responses import Response
 
-from daemon.api.native_models import CreateRequest
+from daemon.api.native_models import CreateRequest, ProgressResponse
 from daemon.errors import BadRequestError
 from daemon.models.create import blob_resolver, check_create, create_model, normalize_quant
 from daemon.server.ndjson import ndjson_line, ndjson_stream
@@ -41,11 +41,12 @@ async def create(body: CreateRequest, request: Request) -> Response:
     await to_thread.run_sync(check_create, store, modelfile, resolve, quant)
     steps = create_model(store, name, modelfile, resolve, quant, settings.data_dir / "tmp")
     if body.stream:
-        return ndjson_stream(ndjson_line(step) async for step in steps)
+        lines = (ndjson_line(ProgressResponse.model_validate(step)) async for step in steps)
+        return ndjson_stream(lines)
     last: dict = {}
     async for step in steps:
         last = step
-    return JSONResponse(last)
+    return JSONResponse(ProgressResponse.model_validate(last).model_dump(exclude_none=True))
 
 
 def _digests(files: Mapping[str, str] | None) -> dict[str, Digest]:

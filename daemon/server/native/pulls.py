@@ -15,6 +15,7 @@ from starlette.responses import Response
 
 from daemon.api.native_models import (
     ModelRequest,
+    ProgressResponse,
     PullListResponse,
     PullRecordOut,
     PullRequest,
@@ -86,7 +87,12 @@ async def _answer(job: PullJob, stream: bool) -> Response:
     last = head[-1] if head else {"status": "success"}
     async for event in events:
         last = event
-    return JSONResponse(last)
+    return JSONResponse(_progress(last).model_dump(exclude_none=True))
+
+
+def _progress(event: dict) -> ProgressResponse:
+    """A pull event as the shared wire model (what ``daemon.client`` parses it into)."""
+    return ProgressResponse.model_validate(event)
 
 
 async def _until_resolved(events: AsyncIterator[dict]) -> list[dict]:
@@ -101,8 +107,8 @@ async def _until_resolved(events: AsyncIterator[dict]) -> list[dict]:
 async def _lines(head: list[dict], events: AsyncGenerator[dict]) -> AsyncIterator[bytes]:
     try:
         for event in head:
-            yield ndjson_line(event)
+            yield ndjson_line(_progress(event))
         async for event in events:
-            yield ndjson_line(event)
+            yield ndjson_line(_progress(event))
     finally:
         await events.aclose()
