@@ -1,8 +1,8 @@
 """The human summary of a model (``localllm show`` and ``/show`` in a chat), from ``/api/show``.
 
-Laid out like ``ollama show``: sections Model, Capabilities, Parameters, System, License, with
-long text cut to its first lines (the full text is one flag away: ``--system``,
-``--license``).
+Laid out like ``ollama show``: sections Model, (Projector, Adapters,) Capabilities, Parameters,
+System, License, with long text cut to its first lines (the full text is one flag away:
+``--system``, ``--license``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,15 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["format_parameter_count", "model_facts", "parameter_lines", "render_show"]
+from app.cli.formatting import format_size, short_id
+
+__all__ = [
+    "adapter_lines",
+    "format_parameter_count",
+    "model_facts",
+    "parameter_lines",
+    "render_show",
+]
 
 _PREVIEW_LINES = 2
 
@@ -67,6 +75,7 @@ def render_show(info: Mapping[str, Any]) -> str:
     if projector:
         arch = projector.get("general.architecture", "clip")
         sections.append(("Projector", [f"{'architecture':<{width}}{arch}"]))
+    sections.append(("Adapters", adapter_lines(info.get("adapters"))))
     sections.append(("Capabilities", [str(c) for c in info.get("capabilities") or []]))
     sections.append(("Parameters", parameter_lines(info.get("parameters"))))
     sections.append(("System", _preview(info.get("system"))))
@@ -76,6 +85,18 @@ def render_show(info: Mapping[str, Any]) -> str:
         if lines:
             blocks.append("\n".join([f"  {title}", *(f"    {line}" for line in lines)]))
     return "\n\n".join(blocks) + "\n"
+
+
+def adapter_lines(adapters: object) -> list[str]:
+    """One ``LoRA <id>  <size>  scale <s>`` line per adapter the model applies."""
+    if not isinstance(adapters, list):
+        return []
+    return [
+        f"LoRA {short_id(a.get('digest'))}    {format_size(a.get('size'))}    "
+        f"scale {a.get('scale', 1.0)}"
+        for a in adapters
+        if isinstance(a, Mapping)
+    ]
 
 
 def _preview(text: object) -> list[str]:
