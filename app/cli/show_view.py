@@ -1,8 +1,8 @@
 """The human summary of a model (``localllm show`` and ``/show`` in a chat), from ``/api/show``.
 
-Laid out like ``ollama show``: sections Model, Capabilities, Parameters, System, License, with
-long text cut to its first lines (the full text is one flag away: ``--system``,
-``--license``).
+Laid out like ``ollama show``: sections Model, (Projector, Adapters,) Capabilities, Parameters,
+System, License, with long text cut to its first lines (the full text is one flag away:
+``--system``, ``--license``).
 """
 
 from __future__ import annotations
@@ -10,9 +10,16 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from daemon.api import ShowResponse
+from app.cli.formatting import format_size, short_id
+from daemon.api import AdapterOut, ShowResponse
 
-__all__ = ["format_parameter_count", "model_facts", "parameter_lines", "render_show"]
+__all__ = [
+    "adapter_lines",
+    "format_parameter_count",
+    "model_facts",
+    "parameter_lines",
+    "render_show",
+]
 
 _PREVIEW_LINES = 2
 
@@ -67,6 +74,7 @@ def render_show(info: ShowResponse) -> str:
     if projector:
         arch = projector.get("general.architecture", "clip")
         sections.append(("Projector", [f"{'architecture':<{width}}{arch}"]))
+    sections.append(("Adapters", adapter_lines(info.adapters)))
     sections.append(("Capabilities", list(info.capabilities)))
     sections.append(("Parameters", parameter_lines(info.parameters)))
     sections.append(("System", _preview(info.system)))
@@ -76,6 +84,13 @@ def render_show(info: ShowResponse) -> str:
         if lines:
             blocks.append("\n".join([f"  {title}", *(f"    {line}" for line in lines)]))
     return "\n\n".join(blocks) + "\n"
+
+
+def adapter_lines(adapters: list[AdapterOut]) -> list[str]:
+    """One ``LoRA <id>  <size>  scale <s>`` line per adapter the model applies."""
+    return [
+        f"LoRA {short_id(a.digest)}    {format_size(a.size)}    scale {a.scale}" for a in adapters
+    ]
 
 
 def _preview(text: str) -> list[str]:

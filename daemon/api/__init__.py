@@ -21,6 +21,7 @@ from daemon.api.native_chat import (
     OllamaToolCall,
 )
 from daemon.api.native_models import (
+    AdapterOut,
     CopyRequest,
     CreateRequest,
     ModelDetailsOut,
@@ -86,6 +87,7 @@ from daemon.api.openai_common import (
 )
 
 __all__ = [
+    "AdapterOut",
     "ChatChoice",
     "ChatChunk",
     "ChatChunkChoice",

@@ -20,7 +20,13 @@ from daemon.models.create import blob_resolver, check_create, create_model, norm
 from daemon.server.ndjson import ndjson_line, ndjson_stream
 from daemon.settings import Settings
 from model_registry.digests import Digest
-from model_registry.modelfile import PARAMETER_TYPES, Modelfile, from_is_path, parse_modelfile
+from model_registry.modelfile import (
+    PARAMETER_TYPES,
+    Adapter,
+    Modelfile,
+    from_is_path,
+    parse_modelfile,
+)
 from model_registry.names import parse_name
 from model_registry.store import Store
 
@@ -70,7 +76,8 @@ def _modelfile(body: CreateRequest, files: dict[str, Digest]) -> Modelfile:
     if body.messages is not None:
         fields["messages"] = [(m.role, m.content) for m in body.messages]
     if body.adapters:
-        fields["adapters"] = [*base.adapters, *(_as_reference(r, files) for r in body.adapters)]
+        added = [Adapter(_as_reference(r, files)) for r in body.adapters]
+        fields["adapters"] = [*base.adapters, *added]
     return dataclasses.replace(base, **fields)
 
 
