@@ -41,7 +41,9 @@ async def create(body: CreateRequest, request: Request) -> Response:
     await to_thread.run_sync(check_create, store, modelfile, resolve, quant)
     steps = create_model(store, name, modelfile, resolve, quant, settings.data_dir / "tmp")
     if body.stream:
-        return ndjson_stream(ndjson_line(step) async for step in steps)
+        return ndjson_stream(
+            (ndjson_line(step) async for step in steps), request.app.state.redactor
+        )
     last: dict = {}
     async for step in steps:
         last = step
