@@ -199,11 +199,19 @@ def test_the_log_is_served_without_paths(daemon):
 
 
 def test_an_api_key_is_required_when_configured(keyed_daemon):
+    """On loopback too (the test daemon listens on 127.0.0.1), for every method."""
     url = keyed_daemon.url + "/v1/models"
     assert httpx.get(url).status_code == 401
     assert httpx.get(url, headers={"Authorization": "Bearer wrong"}).status_code == 401
     assert httpx.get(url, headers={"Authorization": f"Bearer {KEY}"}).status_code == 200
+    for path in ("/api/tags", "/api/logs", "/api/system", "/metrics"):
+        assert httpx.get(keyed_daemon.url + path).status_code == 401, path
+    assert httpx.request("OPTIONS", url).status_code == 401  # not a preflight: no way round
     assert httpx.get(keyed_daemon.url + "/").status_code == 200  # "is it running?" stays open
+    preflight = httpx.options(  # a browser's preflight carries no key: CORS answers it
+        url, headers={"Origin": "http://localhost:3000", "Access-Control-Request-Method": "GET"}
+    )
+    assert preflight.status_code == 204
     from openai import OpenAI
 
     client = OpenAI(base_url=keyed_daemon.url + "/v1", api_key=KEY, max_retries=0)
