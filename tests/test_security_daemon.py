@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import httpx
 import pytest
@@ -26,9 +28,18 @@ def daemon(tmp_path_factory, tiny_model_path):
     store = make_store(root / "store", {"tiny": tiny_model_path})
     misfit = write_tiny_projector(root / "misfit.gguf", text_embedding_length=96)  # not 64
     import_gguf(Store(store), "misfit", tiny_model_path, projector=misfit)
+    _failed_pull_on_record(root / "logs" / "data" / "pulls.json", store)
     env = {"LOCALLLM_ORIGINS": "https://chat.example.com", "LOCALLLM_CONFIG": str(root / "cfg")}
     with Daemon(store, root / "logs", env=env) as running:
         yield running
+
+
+def _failed_pull_on_record(pulls: Path, store: Path) -> None:
+    """A pull that failed on a disk error in an earlier run: the pull list keeps its text."""
+    error = f"[Errno 5] Input/output error: '{store}/blobs/sha256-1f.partial'"
+    record = {"name": "hf.co/local/x:f16", "state": "failed", "status": "failed", "error": error}
+    pulls.parent.mkdir(parents=True)
+    pulls.write_text(json.dumps({"version": 1, "pulls": {"hf.co/local/x:f16": record}}))
 
 
 @pytest.fixture(scope="module")
@@ -182,6 +193,12 @@ def assert_private(text: str) -> None:
     for private in (str(ROOT), "/tmp/", "/root", os.path.expanduser("~"), "models/blobs"):
         assert private not in text
     assert "Ann" not in text and "Smith" not in text
+
+
+def test_the_pull_list_quotes_errors_without_paths(daemon):
+    [failed] = httpx.get(daemon.url + "/api/pulls").json()["pulls"]
+    assert failed["error"] == "[Errno 5] Input/output error: '<models>/blobs/sha256-1f.partial'"
+    assert_private(failed["error"])
 
 
 def test_the_log_is_served_without_paths(daemon):
