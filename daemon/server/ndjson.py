@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import partial
 
 from pydantic import BaseModel
 
@@ -33,5 +34,5 @@ def ndjson_stream(
     on_close: Callable[[], Awaitable[None]] | None = None,
 ) -> EventStream:
     """``lines``; an error (its text ``redact``-ed) becomes the last line instead."""
-    errors = lambda e: ndjson_error(e, redact)  # noqa: E731
+    errors = partial(ndjson_error, redact=redact)
     return EventStream(guarded(lines, errors), on_close=on_close, media_type=MEDIA_TYPE)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import partial
 from typing import TypeVar
 
 import anyio
@@ -75,7 +76,8 @@ def sse_stream(
 ) -> EventStream:
     """Server-sent ``events``, then ``[DONE]``; an error (its text ``redact``-ed) becomes the
     last event instead."""
-    return EventStream(guarded(events, lambda e: stream_error(e, redact), DONE), on_close=on_close)
+    errors = partial(stream_error, redact=redact)
+    return EventStream(guarded(events, errors, DONE), on_close=on_close)
 
 
 async def guarded(
