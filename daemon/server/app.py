@@ -42,6 +42,7 @@ from daemon.server.native import (
 from daemon.server.native import system as native_system
 from daemon.server.openai import chat, completions, embeddings
 from daemon.server.openai import models as openai_models
+from daemon.server.redaction import PathRedactor
 from daemon.settings import Settings
 from model_registry.pull import Puller
 from model_registry.store import Store
@@ -75,6 +76,7 @@ def create_app(
         title="localllm", version=_version(), lifespan=_lifespan, docs_url=None, redoc_url=None
     )
     app.state.settings = settings
+    app.state.redactor = PathRedactor.for_settings(settings)
     app.state.store = store
     app.state.scheduler = scheduler
     app.state.inference = inference

@@ -315,13 +315,11 @@ def test_models_page_details_copy_and_delete(qtbot, window, daemon, monkeypatch)
     assert "context 2,048 tokens" in page.summary.text() and "llama" in page.summary.text()
     row = library.table.row_of(MODEL)
     qtbot.waitUntil(lambda: library.table.item(row).context_length == 2048)  # the column
-    monkeypatch.setattr(
-        "app.gui.views.models_page.QInputDialog.getText", lambda *a, **k: ("tiny-copy", True)
-    )
+    monkeypatch.setattr("app.gui.views.models_page.ask_text", lambda *a, **k: "tiny-copy")
     page.copy_button.click()
     qtbot.waitUntil(lambda: library.table.row_of("tiny-copy:latest") is not None, timeout=10_000)
     page.table.selectRow(_view_row(page.table, "tiny-copy:latest"))
-    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Yes)
+    monkeypatch.setattr(QMessageBox, "exec", lambda _box: QMessageBox.StandardButton.Yes)
     page.delete_button.click()
     qtbot.waitUntil(lambda: library.table.row_of("tiny-copy:latest") is None, timeout=10_000)
     with Client(daemon.url) as client:

@@ -178,7 +178,7 @@ def test_pulls_belong_to_the_daemon_and_outlive_the_window(qtbot, daemon, client
         qtbot.waitUntil(page.cancel.isEnabled)
         answer = QMessageBox.StandardButton.Yes
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(QMessageBox, "question", lambda *a, **k: answer)
+            patch.setattr(QMessageBox, "exec", lambda _box: answer)
             page.cancel.click()
         qtbot.waitUntil(lambda: services.downloads.table.rowCount() == 0, timeout=20_000)
         assert client.pulls() == []

@@ -29,6 +29,7 @@ from app.gui.state.chat.session import ChatSession
 from app.gui.state.records import ModelDetails
 from app.gui.views.chat_settings import ChatSettingsPanel
 from app.gui.views.composer import Composer
+from app.gui.views.plain_text import plain_label
 from app.gui.views.sidebar import ChatSidebar
 from app.gui.views.transcript import Transcript
 
@@ -60,7 +61,7 @@ class ChatPage(QStackedWidget):
         self.settings_button = QToolButton(
             text="Settings", checkable=True, toolTip="System prompt and parameters"
         )
-        self.status = QLabel(objectName="muted", wordWrap=True)
+        self.status = plain_label(objectName="muted", wordWrap=True)  # errors, stats
         if icons is not None:
             self.settings_button.setIcon(icons.get("settings"))
         self._icons = icons

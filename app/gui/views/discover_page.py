@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 from app.gui.services.hub import HubService
 from app.gui.state.records import HubFile, SystemInfo
 from app.gui.state.units import bytes_text
+from app.gui.views.plain_text import plain_label
 from app.gui.views.record_table import selected_record, table_view
 
 __all__ = ["DiscoverPage"]
@@ -41,8 +42,8 @@ class DiscoverPage(QWidget):
             placeholderText="Search Hugging Face for GGUF models, e.g. qwen",
             clearButtonEnabled=True,
         )
-        self.machine = QLabel("", objectName="muted")
-        self.state = QLabel("", objectName="muted")
+        self.machine = plain_label(objectName="muted")  # GPU names, as the daemon reports them
+        self.state = plain_label(objectName="muted")  # the hub's errors
         self.repos = table_view(hub.repos, self, stretch=0)
         self.files = table_view(hub.files, self)
         self.files.sortByColumn(1, Qt.SortOrder.AscendingOrder)

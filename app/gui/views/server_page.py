@@ -7,6 +7,8 @@ asked) with a copy button, and the snippets include it.
 
 from __future__ import annotations
 
+import html
+
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import (
@@ -25,6 +27,7 @@ from app.gui.services.server import ServerService
 from app.gui.state.gateway import DEFAULT_BASE_URL
 from app.gui.state.records import ServerInfo
 from app.gui.state.snippets import snippets
+from app.gui.views.plain_text import plain_label, rich_label
 from app.gui.views.record_table import selected_record, table_view
 
 __all__ = ["ServerPage"]
@@ -49,8 +52,8 @@ class ServerPage(QWidget):
         self._base_url = base_url
         self._api_key = ""
         self._model = ""
-        self.address = QLabel()
-        self.status = QLabel("", objectName="muted")
+        self.address = rich_label()
+        self.status = plain_label(objectName="muted")
         self.address.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.snippet_tabs = QTabWidget()
         self.running = table_view(server.running, self)
@@ -59,7 +62,7 @@ class ServerPage(QWidget):
         self.api_key = QLineEdit(readOnly=True, echoMode=QLineEdit.EchoMode.Password)
         self.show_key = QPushButton("Show", checkable=True)
         self.log = _mono()
-        self.message = QLabel("", objectName="muted", wordWrap=True)
+        self.message = plain_label(objectName="muted", wordWrap=True)  # the daemon's errors
         self._log_timer = QTimer(self, interval=3000)
         self._log_timer.timeout.connect(self._tick)
 
@@ -156,7 +159,7 @@ class ServerPage(QWidget):
             where = "on the local network; other devices need the API key"
         else:
             where = "on this computer only"
-        self.address.setText(f"OpenAI-compatible API at <b>{self._v1}</b> ({where})")
+        self.address.setText(f"OpenAI-compatible API at <b>{html.escape(self._v1)}</b> ({where})")
         self.lan.setChecked(info.lan)
         self.key_row.setVisible(info.api_key_set or info.lan)
         self._fill_snippets()
@@ -195,7 +198,7 @@ class ServerPage(QWidget):
             self.snippet_tabs.addTab(page, snippet.title)
         self.snippet_tabs.setCurrentIndex(max(current, 0))
         if not self.address.text():
-            self.address.setText(f"OpenAI-compatible API at <b>{self._v1}</b>")
+            self.address.setText(f"OpenAI-compatible API at <b>{html.escape(self._v1)}</b>")
 
     def _unload(self) -> None:
         model = selected_record(self.running)

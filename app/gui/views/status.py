@@ -8,6 +8,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 
 from app.gui.state.daemon_health import DaemonState, DaemonStatus
+from app.gui.views.plain_text import plain_label
 
 __all__ = ["DaemonIndicator"]
 
@@ -26,7 +27,7 @@ class DaemonIndicator(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.dot = QLabel()
-        self.text = QLabel()
+        self.text = plain_label()  # may quote why the daemon failed to start
         self.restart = QPushButton("Restart")
         self.restart.clicked.connect(self.restart_requested)
         layout = QHBoxLayout(self)

@@ -48,7 +48,7 @@ async def create(body: CreateRequest, request: Request) -> Response:
     steps = create_model(store, name, modelfile, resolve, quant, settings.data_dir / "tmp")
     if body.stream:
         lines = (ndjson_line(ProgressResponse.model_validate(step)) async for step in steps)
-        return ndjson_stream(lines)
+        return ndjson_stream(lines, request.app.state.redactor)
     last: dict = {}
     async for step in steps:
         last = step

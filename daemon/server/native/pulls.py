@@ -21,6 +21,7 @@ from daemon.api.native_models import (
     PullRequest,
 )
 from daemon.models.pulls import PullJob, PullManager, PullRecord
+from daemon.server.errors import Redact
 from daemon.server.native.describe import iso_time
 from daemon.server.ndjson import ndjson_line, ndjson_stream
 
@@ -35,14 +36,18 @@ def _manager(request: Request) -> PullManager:
     return request.app.state.pulls
 
 
+def _redactor(request: Request) -> Redact:
+    return request.app.state.redactor
+
+
 @router.post("/api/pull", response_model=None)
 async def pull(body: PullRequest, request: Request) -> Response:
-    return await _answer(_manager(request).start(body.model), body.stream)
+    return await _answer(_manager(request).start(body.model), body.stream, _redactor(request))
 
 
 @router.post("/api/pull/resume", response_model=None)
 async def resume(body: PullRequest, request: Request) -> Response:
-    return await _answer(_manager(request).resume(body.model), body.stream)
+    return await _answer(_manager(request).resume(body.model), body.stream, _redactor(request))
 
 
 @router.post("/api/pull/pause")
@@ -59,23 +64,24 @@ async def cancel(body: ModelRequest, request: Request) -> JSONResponse:
 
 @router.get("/api/pulls")
 async def pulls(request: Request) -> PullListResponse:
-    return PullListResponse(pulls=[_out(record) for record in _manager(request).list()])
+    redact = _redactor(request)
+    return PullListResponse(pulls=[_out(record, redact) for record in _manager(request).list()])
 
 
-def _out(record: PullRecord) -> PullRecordOut:
+def _out(record: PullRecord, redact: Redact) -> PullRecordOut:
     return PullRecordOut(
         name=record.name,
         state=record.state,
         status=record.status,
         total=record.total,
         completed=record.completed,
-        error=record.error,
+        error=redact(record.error) if record.error else record.error,
         interrupted=record.interrupted,
         updated_at=iso_time(record.updated),
     )
 
 
-async def _answer(job: PullJob, stream: bool) -> Response:
+async def _answer(job: PullJob, stream: bool, redact: Redact) -> Response:
     events = job.events()
     try:
         head = await _until_resolved(events)  # errors here become the HTTP status
@@ -83,7 +89,7 @@ async def _answer(job: PullJob, stream: bool) -> Response:
         await events.aclose()
         raise
     if stream:
-        return ndjson_stream(_lines(head, events))  # closing it only stops watching
+        return ndjson_stream(_lines(head, events), redact)  # closing it only stops watching
     last = head[-1] if head else {"status": "success"}
     async for event in events:
         last = event
