@@ -104,8 +104,9 @@ def test_stop_string_is_never_emitted(harness, runner):
     params = replace(GREEDY, max_tokens=40)
     full = harness.run(collect(runner, "Tell me a story", params)).text
     stop = full[12:15]
-    cut = harness.run(collect(runner, "Tell me a story", replace(params, stop=(stop,))))
-    assert cut.done.reason == "stop"
+    stops = ("never in the story", stop)
+    cut = harness.run(collect(runner, "Tell me a story", replace(params, stop=stops)))
+    assert cut.done.reason == "stop" and cut.done.stop_sequence == stop  # which one, for APIs
     assert cut.text == full[: full.index(stop)]
     assert stop not in cut.text
 
@@ -176,6 +177,7 @@ def test_end_of_turn_token_stops_generation(harness, tmp_path):
     runner = harness.start(make_spec(path))
     stream = harness.run(collect(runner, "Hello", replace(GREEDY, max_tokens=20)))
     assert stream.done.reason == "stop" and stream.text == ""
+    assert stream.done.stop_sequence is None
     ignoring = harness.run(collect(runner, "Hello", replace(GREEDY, max_tokens=5, ignore_eos=True)))
     assert ignoring.done.reason == "length" and ignoring.done.completion_tokens == 5
     harness.run(runner.stop())

@@ -106,20 +106,20 @@ def test_text_stream_holds_back_a_possible_stop_string():
     assert stream.push(b"x") == "</ex"  # not the stop string after all
     assert stream.push(b" bye </en") == " bye "
     assert stream.push(b"d> ignored") == ""
-    assert stream.stopped
+    assert stream.stopped and stream.matched == "</end>"
 
 
 def test_text_stream_flushes_held_text_at_the_end():
     stream = TextStream(stops=("STOP",))
     assert stream.push(b"abc ST") == "abc "
     assert stream.flush() == "ST"
-    assert not stream.stopped
+    assert not stream.stopped and stream.matched is None
 
 
 def test_text_stream_picks_the_earliest_stop():
     stream = TextStream(stops=("b", "xa"))
     assert stream.push(b"..xab") == ".."
-    assert stream.stopped
+    assert stream.stopped and stream.matched == "xa"
 
 
 def test_slot_choice_prefers_the_longest_prefix_then_the_oldest():

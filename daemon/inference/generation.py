@@ -59,6 +59,7 @@ class Finished:
     reason: str  # "stop", "length", "tool_calls", "cancelled", "error"
     usage: GenerationStats
     tool_calls: tuple[ToolCall, ...] = ()
+    stop_sequence: str | None = None  # the request's stop string that ended it, if one did
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +157,8 @@ class Generation:
             if rest or self._held_logprobs:
                 self._out.append(Delta(rest, tuple(self._held_logprobs)))
         reason = "tool_calls" if calls else done.reason
-        self._end(Finished(reason, self._usage(done), tuple(calls)))
+        stop = None if calls else done.stop_sequence
+        self._end(Finished(reason, self._usage(done), tuple(calls), stop))
         self._out.append(self.finished)
 
     def _end(self, finished: Finished) -> None:

@@ -124,6 +124,7 @@ class DoneEvent:
     prompt_seconds: float
     generation_seconds: float
     first_token_seconds: float  # from the request reaching the runner to its first token
+    stop_sequence: str | None = None  # the stop string that ended it (reason "stop")
 
 
 class RunnerError(Exception):

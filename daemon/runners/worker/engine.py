@@ -314,6 +314,7 @@ class Engine:
                 "ev": "done",
                 "id": job.rid,
                 "reason": reason,
+                "stop_sequence": job.text.matched,
                 "prompt_tokens": len(job.prompt),
                 "prompt_evaluated": job.evaluated,
                 "completion_tokens": job.completion,
