@@ -27,7 +27,10 @@ __all__ = ["CorsMiddleware", "OriginPolicy"]
 
 _LOCAL_SCHEMES = ("http", "https", "app", "tauri", "vscode-webview")
 _ALLOW_METHODS = b"GET, POST, PUT, DELETE, HEAD, OPTIONS"
-_ALLOW_HEADERS = b"Authorization, Content-Type, User-Agent, Accept, X-Requested-With"
+_ALLOW_HEADERS = (
+    b"Authorization, Content-Type, User-Agent, Accept, X-Requested-With, X-Api-Key, "
+    b"Anthropic-Version"
+)
 _OTHER_SITES = frozenset({b"cross-site", b"same-site"})  # Sec-Fetch-Site from another origin
 
 
@@ -68,6 +71,7 @@ class CorsMiddleware:
         if origin is None:
             if headers.get(b"sec-fetch-site", b"").strip().lower() in _OTHER_SITES:
                 await send_error(
+                    scope,
                     send,
                     403,
                     "cross-site request refused: a web page must use CORS from an "
@@ -77,7 +81,7 @@ class CorsMiddleware:
             await self.app(scope, receive, send)
             return
         if not self.policy.allows(origin.decode("latin-1")):
-            await send_error(send, 403, "origin not allowed; add it to LOCALLLM_ORIGINS")
+            await send_error(scope, send, 403, "origin not allowed; add it to LOCALLLM_ORIGINS")
             return
         if scope["method"] == "OPTIONS" and b"access-control-request-method" in headers:
             await self._preflight(send, origin)

@@ -52,6 +52,7 @@ class HostCheckMiddleware:
             host = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
             if not is_local_host_name(host_name_of(host)):
                 await send_error(
+                    scope,
                     send,
                     403,
                     "forbidden host: on loopback this server answers only to localhost, "

@@ -1,8 +1,9 @@
 """The one table that turns exceptions into HTTP responses.
 
-OpenAI routes (``/v1/...``) answer ``{"error": {message, type, param, code}}``; every other
-route answers Ollama's ``{"error": "message"}``. Request validation errors are 400s (not
-FastAPI's 422), as OpenAI and Ollama clients expect. Unexpected exceptions are logged with
+Each API answers in its own shape, chosen by path (``daemon.api.error_bodies``): Anthropic's
+on ``/v1/messages...``, OpenAI's on the other ``/v1/...`` routes, Ollama's everywhere else.
+Request validation errors are 400s (not FastAPI's 422), as OpenAI, Anthropic and Ollama
+clients expect. Unexpected exceptions are logged with
 their traceback and answered with a generic 500; no message carries a file-system path (each
 is passed through the app's ``PathRedactor``, built from its settings).
 """
@@ -18,6 +19,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
+from daemon.api.error_bodies import Shape, shape_for, shaped_body
 from daemon.errors import (
     BadRequestError,
     InsufficientMemoryError,
@@ -57,6 +59,7 @@ from model_registry.errors import (
 __all__ = [
     "ERROR_TABLE",
     "Redact",
+    "anthropic_stream_error",
     "error_body",
     "error_status",
     "install_error_handlers",
@@ -143,37 +146,41 @@ def _param(error: BaseException) -> str | None:
     return None
 
 
-def error_body(error: BaseException, openai: bool, redact: Redact) -> dict:
-    """The JSON body for ``error``, in OpenAI's shape or Ollama's."""
-    _, error_type, code = _lookup(error)
-    message = _message(error, redact)
-    if not openai:
-        return {"error": message}
-    detail = {"message": message, "type": error_type, "param": _param(error), "code": code}
-    return {"error": detail}
+def error_body(error: BaseException, shape: Shape, redact: Redact) -> dict:
+    """The JSON body for ``error``, in the shape of the API that answers it."""
+    status, error_type, code = _lookup(error)
+    return shaped_body(shape, status, _message(error, redact), error_type, _param(error), code)
 
 
-def stream_error(error: BaseException, redact: Redact, openai: bool = True) -> bytes:
-    """An error after a stream has started, as its last server-sent event."""
+def _logged(error: BaseException) -> BaseException:
     if _lookup(error)[2] == "internal_error":
         log.error("unhandled error in a stream", exc_info=error)
-    return b"data: " + json.dumps(error_body(error, openai, redact)).encode() + b"\n\n"
+    return error
+
+
+def stream_error(error: BaseException, redact: Redact) -> bytes:
+    """An error after an OpenAI stream has started, as its last server-sent event."""
+    body = error_body(_logged(error), "openai", redact)
+    return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+
+def anthropic_stream_error(error: BaseException, redact: Redact) -> bytes:
+    """An error after an Anthropic stream has started: its last event, ``event: error``."""
+    body = error_body(_logged(error), "anthropic", redact)
+    return b"event: error\ndata: " + json.dumps(body).encode() + b"\n\n"
 
 
 def ndjson_error(error: BaseException, redact: Redact) -> bytes:
     """An error after an NDJSON stream has started, as its last line (Ollama's shape)."""
-    if _lookup(error)[2] == "internal_error":
-        log.error("unhandled error in a stream", exc_info=error)
-    return json.dumps(error_body(error, False, redact)).encode() + b"\n"
+    return json.dumps(error_body(_logged(error), "native", redact)).encode() + b"\n"
 
 
 def _respond(request: Request, error: BaseException) -> JSONResponse:
     status = error_status(error)
     if status >= 500 and _lookup(error)[2] == "internal_error":
         log.error("unhandled error on %s", request.url.path, exc_info=error)
-    openai = request.url.path.startswith("/v1/")
     headers = {"Retry-After": "1"} if status == 503 else None
-    body = error_body(error, openai, request.app.state.redactor)
+    body = error_body(error, shape_for(request.url.path), request.app.state.redactor)
     return JSONResponse(body, status_code=status, headers=headers)
 
 
