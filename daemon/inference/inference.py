@@ -8,6 +8,7 @@ a runner on its own.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import secrets
 import time
@@ -31,7 +32,13 @@ from daemon.inference.tool_calls import (
     forced_tool_schema,
     tools_system_prompt,
 )
-from daemon.runners.types import EmbedCall, GenerateCall, RunnerCrashed
+from daemon.runners.types import (
+    DoneEvent,
+    EmbedCall,
+    GenerateCall,
+    RunnerCrashed,
+    SamplingParams,
+)
 from daemon.scheduler import Lease, Scheduler
 from daemon.settings import Settings
 from model_registry.store import Store
@@ -108,20 +115,9 @@ class Inference:
     async def generate(self, job: GenerationJob) -> Generation:
         """Start generating; returns once the first token (or an error) is there."""
         started = time.perf_counter()
-        model = self.resolve(job.model)
-        if model.embedding_only:
-            raise BadRequestError(f"model {model.name!r} is an embedding model; it cannot generate")
-        if job.images and model.target.projector_path is None:
-            raise BadRequestError(
-                f"model {model.name!r} does not support images (it has no vision projector)",
-                param="images",
-            )
+        model = self._generator(job)
         options = merge_options(model.params, job.options)
-        marker = _image_marker() if job.images else ""
-        prompt = self._prompt(model, job, marker)
-        params = self._sampling(job, options)
-        images = await self._prepared_images(job.images, prompt, marker)
-        request = GenerateCall(prompt, params, add_bos=True, images=images, image_marker=marker)
+        request = await self._request(model, job, self._sampling(job, options))
         lease = await self._lease(model, options, job.keep_alive)
         generation = Generation(
             model.name,
@@ -138,6 +134,27 @@ class Inference:
             await generation.aclose()
             raise
         return generation
+
+    async def count_tokens(self, job: GenerationJob) -> int:
+        """The prompt tokens ``job`` takes, pictures included: its prompt is rendered and put
+        to its model's runner as a generation of no tokens, so the count is the very one a
+        generation reports (``Finished.usage.prompt_tokens``)."""
+        model = self._generator(job)
+        options = merge_options(model.params, job.options)
+        request = await self._request(model, job, SamplingParams(max_tokens=0))
+        lease = await self._lease(model, options, job.keep_alive)
+        crashed = False
+        try:
+            async with contextlib.aclosing(lease.runner.generate(request)) as events:
+                async for event in events:
+                    if isinstance(event, DoneEvent):
+                        return event.prompt_tokens
+        except RunnerCrashed:
+            crashed = True
+            raise
+        finally:
+            lease.release(crashed=crashed)
+        raise RunnerCrashed(f"the runner for {model.name} ended a token count early")
 
     async def load(self, name: str, options: Mapping[str, object], keep_alive: float | None) -> str:
         """Load ``name`` (or keep it loaded) without generating; returns its display name."""
@@ -174,6 +191,26 @@ class Inference:
         return await self.scheduler.acquire(model.target, runner_opts, keep_alive)
 
     # -- prompt -----------------------------------------------------------------------------
+    def _generator(self, job: GenerationJob) -> ResolvedModel:
+        """The job's model, if it can do what the job asks."""
+        model = self.resolve(job.model)
+        if model.embedding_only:
+            raise BadRequestError(f"model {model.name!r} is an embedding model; it cannot generate")
+        if job.images and model.target.projector_path is None:
+            raise BadRequestError(
+                f"model {model.name!r} does not support images (it has no vision projector)",
+                param="images",
+            )
+        return model
+
+    async def _request(
+        self, model: ResolvedModel, job: GenerationJob, params: SamplingParams
+    ) -> GenerateCall:
+        marker = _image_marker() if job.images else ""
+        prompt = self._prompt(model, job, marker)
+        images = await self._prepared_images(job.images, prompt, marker)
+        return GenerateCall(prompt, params, add_bos=True, images=images, image_marker=marker)
+
     def _prompt(self, model: ResolvedModel, job: GenerationJob, image_marker: str) -> str:
         if job.messages is None:
             if job.prompt is None:
@@ -221,7 +258,7 @@ class Inference:
             return await asyncio.to_thread(prepare_images, images, self._pictures)
 
     # -- sampling ---------------------------------------------------------------------------
-    def _sampling(self, job: GenerationJob, options: Mapping[str, object]):
+    def _sampling(self, job: GenerationJob, options: Mapping[str, object]) -> SamplingParams:
         schema = job.json_schema
         if job.tool_choice.forced and job.tools:
             if schema is not None:

@@ -41,6 +41,14 @@ class ToolCall:
         text = arguments if isinstance(arguments, str) else json.dumps(arguments)
         return cls(f"call_{secrets.token_hex(12)}", name, text)
 
+    def arguments_object(self) -> dict[str, object]:
+        """The arguments as an object, as Ollama's and Anthropic's APIs send them."""
+        try:
+            value = json.loads(self.arguments or "{}")
+        except ValueError:
+            return {}
+        return value if isinstance(value, dict) else {"value": value}
+
 
 @dataclass(frozen=True, slots=True)
 class ToolChoice:

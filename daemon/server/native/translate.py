@@ -175,14 +175,8 @@ def tool_calls_out(calls: Sequence[ToolCall]) -> list[OllamaToolCall] | None:
     if not calls:
         return None
     return [
-        OllamaToolCall(function=OllamaFunctionCall(name=call.name, arguments=_object(call)))
+        OllamaToolCall(
+            function=OllamaFunctionCall(name=call.name, arguments=call.arguments_object())
+        )
         for call in calls
     ]
-
-
-def _object(call: ToolCall) -> dict[str, object]:
-    try:
-        value = json.loads(call.arguments or "{}")
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {"value": value}
