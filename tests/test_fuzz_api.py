@@ -139,6 +139,57 @@ tools = st.lists(
     st.fixed_dictionaries({"type": st.just("function"), "function": tool_function}), max_size=2
 )
 
+anthropic_blocks = st.sampled_from(
+    [
+        {"type": "text", "text": "hi"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG_B64}},
+        {"type": "image", "source": {"type": "url", "url": "http://169.254.169.254/latest"}},
+        {"type": "image", "source": {"type": "base64", "data": "!!"}},
+        {"type": "image"},
+        {"type": "tool_use", "id": "t1", "name": "f", "input": {"city": "x"}},
+        {"type": "tool_use", "id": "t1", "name": "f", "input": "x"},
+        {"type": "tool_result", "tool_use_id": "t1", "content": "12"},
+        {"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "document"}]},
+        {"type": "thinking", "thinking": "hm", "signature": "s"},
+        {"type": "redacted_thinking", "data": "x"},
+        {"type": "document", "source": {}},
+    ]
+) | st.dictionaries(
+    st.sampled_from(["type", "text", "source", "content", "id", "name", "input", "tool_use_id"]),
+    json_values,
+    max_size=3,
+)
+anthropic_message = st.fixed_dictionaries(
+    {
+        "role": mostly(st.sampled_from(["user", "assistant"]), st.just("system")),
+        "content": mostly(st.text(max_size=20) | st.lists(anthropic_blocks, max_size=3)),
+    }
+)
+anthropic_tool = st.fixed_dictionaries(
+    {"name": st.text(max_size=8)},
+    optional={
+        "input_schema": mostly(st.just(CITY), json_values),
+        "description": st.text(max_size=5),
+        "type": st.sampled_from(["custom", "web_search_20250305"]),
+    },
+)
+anthropic_fields = {
+    "system": mostly(st.text(max_size=10) | st.lists(anthropic_blocks, max_size=2)),
+    "tools": mostly(st.lists(anthropic_tool, max_size=2)),
+    "tool_choice": mostly(
+        st.sampled_from(
+            [{"type": "auto"}, {"type": "any"}, {"type": "none"}, {"type": "tool", "name": "f"}]
+        )
+    ),
+    "thinking": mostly(
+        st.sampled_from(
+            [{"type": "enabled", "budget_tokens": 16}, {"type": "disabled"}, {"type": "adaptive"}]
+        )
+    ),
+    "options": options,
+    "keep_alive": keep_alive,
+}
+
 
 def generation_fields(**fields):
     common = {"options": options, "keep_alive": keep_alive, "format": formats,
@@ -227,6 +278,21 @@ REQUESTS = {
             "stop": json_values,
         },
     ),
+    "/v1/messages": st.fixed_dictionaries(
+        {"model": names, "messages": mostly(st.lists(anthropic_message, max_size=3))},
+        optional={
+            "max_tokens": st.integers(-1, 3) | scalars,
+            "stop_sequences": json_values,
+            "temperature": mostly(st.floats(0, 1), scalars),
+            "stream": st.booleans(),
+            "output_config": mostly(st.just({"format": {"type": "json_schema", "schema": CITY}})),
+            **anthropic_fields,
+        },
+    ),
+    "/v1/messages/count_tokens": st.fixed_dictionaries(
+        {"model": names, "messages": mostly(st.lists(anthropic_message, max_size=3))},
+        optional=anthropic_fields,
+    ),
 }
 
 
@@ -298,7 +364,7 @@ def bounded(path: str, body: dict) -> dict:
         body["options"] = {**body["options"], "num_predict": 3}
     elif path in ("/api/generate", "/api/chat"):
         body.setdefault("options", {"num_predict": 3})
-    if path == "/v1/chat/completions":
+    if path in ("/v1/chat/completions", "/v1/messages"):
         body.setdefault("max_tokens", 3)
     return body
 

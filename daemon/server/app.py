@@ -27,6 +27,7 @@ from daemon.security import (
     is_loopback_address,
 )
 from daemon.server import health
+from daemon.server.anthropic import count_tokens, messages
 from daemon.server.errors import install_error_handlers
 from daemon.server.metrics import Metrics, RequestLogMiddleware
 from daemon.server.native import (
@@ -84,7 +85,7 @@ def create_app(
     app.state.pulls = PullManager(
         puller or _puller(settings, store), PullRecords(settings.data_dir / "pulls.json")
     )
-    for module in (health, *_OPENAI, *_NATIVE):
+    for module in (health, *_OPENAI, *_ANTHROPIC, *_NATIVE):
         app.include_router(module.router)
     install_error_handlers(app)
     app.add_middleware(RequestLogMiddleware, metrics=metrics)
@@ -93,6 +94,7 @@ def create_app(
 
 
 _OPENAI = (chat, completions, embeddings, openai_models)
+_ANTHROPIC = (messages, count_tokens)
 _NATIVE = (models, generate, embed, pulls, blobs, create, hub, native_system, control)
 
 

@@ -21,9 +21,9 @@ from daemon.inference import Collected, Generation, GenerationJob, Inference
 from daemon.server.errors import Redact
 from daemon.server.metrics import log_generation
 from daemon.server.ndjson import ndjson_stream
-from daemon.server.sse import EventStream, sse_stream, until_disconnect
+from daemon.server.sse import EventStream, anthropic_stream, sse_stream, until_disconnect
 
-__all__ = ["NDJSON", "SSE", "Wire", "respond"]
+__all__ = ["ANTHROPIC_SSE", "NDJSON", "SSE", "Wire", "respond"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +41,10 @@ def _ndjson_whole(answer: BaseModel) -> Response:
 SSE = Wire(
     stream=lambda frames, generation, redact: sse_stream(frames, redact, generation.aclose),
     whole=lambda answer: answer,  # FastAPI serializes it, nulls included, as OpenAI does
+)
+ANTHROPIC_SSE = Wire(
+    stream=lambda frames, generation, redact: anthropic_stream(frames, redact, generation.aclose),
+    whole=lambda answer: answer,  # nulls included (stop_sequence: null), as Anthropic sends
 )
 NDJSON = Wire(
     stream=lambda frames, generation, redact: ndjson_stream(frames, redact, generation.aclose),

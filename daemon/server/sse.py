@@ -1,8 +1,9 @@
 """Server-sent events, and the guarantee that a stream's generation is closed however it ends.
 
 Every streamed body goes through ``guarded``: an error raised after the headers went out
-travels as the stream's last frame, in the API's own error shape (``sse_stream`` for server-sent
-events, ``daemon.server.ndjson.ndjson_stream`` for Ollama's NDJSON).
+travels as the stream's last frame, in the API's own error shape (``sse_stream`` for OpenAI's
+server-sent events, ``anthropic_stream`` for Anthropic's named ones,
+``daemon.server.ndjson.ndjson_stream`` for Ollama's NDJSON).
 
 Starlette cancels a streaming body when the client hangs up; a cancelled task cannot await
 cleanup unless shielded, and an async generator left suspended is only finalized by the
@@ -24,9 +25,18 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from daemon.server.errors import Redact, stream_error
+from daemon.server.errors import Redact, anthropic_stream_error, stream_error
 
-__all__ = ["DONE", "EventStream", "guarded", "sse_data", "sse_stream", "until_disconnect"]
+__all__ = [
+    "DONE",
+    "EventStream",
+    "anthropic_stream",
+    "guarded",
+    "sse_data",
+    "sse_event",
+    "sse_stream",
+    "until_disconnect",
+]
 
 DONE = b"data: [DONE]\n\n"
 T = TypeVar("T")
@@ -39,6 +49,12 @@ def sse_data(payload: BaseModel | dict) -> bytes:
     else:
         text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
     return b"data: " + text.encode() + b"\n\n"
+
+
+def sse_event(payload: BaseModel) -> bytes:
+    """One named event, Anthropic's way: ``event:`` is the payload's ``type``, nulls kept."""
+    name = str(getattr(payload, "type", "message"))
+    return b"event: " + name.encode() + b"\ndata: " + payload.model_dump_json().encode() + b"\n\n"
 
 
 class EventStream(StreamingResponse):
@@ -78,6 +94,17 @@ def sse_stream(
     last event instead."""
     errors = partial(stream_error, redact=redact)
     return EventStream(guarded(events, errors, DONE), on_close=on_close)
+
+
+def anthropic_stream(
+    events: AsyncIterator[bytes],
+    redact: Redact,
+    on_close: Callable[[], Awaitable[None]] | None = None,
+) -> EventStream:
+    """Anthropic's named events; no ``[DONE]`` (``message_stop`` ends it), and an error (its
+    text ``redact``-ed) becomes a last ``event: error``."""
+    errors = partial(anthropic_stream_error, redact=redact)
+    return EventStream(guarded(events, errors), on_close=on_close)
 
 
 async def guarded(
