@@ -263,9 +263,16 @@ def test_count_tokens_is_the_prompt_the_message_reports(client):
 
 
 def test_keys_come_as_x_api_key_or_bearer_and_a_wrong_one_is_refused(daemon, client):
-    assert client.messages.count_tokens(model="tiny", messages=HELLO).input_tokens > 0
-    bearer = anthropic.Anthropic(base_url=daemon.url, auth_token=KEY, max_retries=0)
-    assert bearer.messages.count_tokens(model="tiny", messages=HELLO).input_tokens > 0
+    # Anthropic's SDKs sent the key as x-api-key (agents and curl examples still do); newer
+    # ones send it as a bearer token: both are the daemon's key.
+    body = {"model": "tiny", "messages": HELLO}
+    url = daemon.url + "/v1/messages/count_tokens"
+    for headers in ({"x-api-key": KEY}, {"Authorization": f"Bearer {KEY}"}):
+        assert httpx.post(url, json=body, headers=headers, timeout=60).status_code == 200
+    refused = httpx.post(url, json=body, headers={"x-api-key": "sk-wrong"}, timeout=60)
+    assert refused.status_code == 401
+    assert refused.json()["error"]["type"] == "authentication_error"
+    assert client.messages.count_tokens(**body).input_tokens > 0
     wrong = anthropic.Anthropic(base_url=daemon.url, api_key="sk-wrong", max_retries=0)
     with pytest.raises(anthropic.AuthenticationError) as caught:
         wrong.messages.create(model="tiny", max_tokens=4, messages=HELLO)
