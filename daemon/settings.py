@@ -46,6 +46,13 @@ def _int(env: Mapping[str, str], key: str, default: int) -> int:
         raise ValueError(f"{key} must be an integer, got {raw!r}") from None
 
 
+def _positive(env: Mapping[str, str], key: str, default: int) -> int:
+    value = _int(env, key, default)
+    if value < 1:
+        raise ValueError(f"{key} must be at least 1, got {value}")
+    return value
+
+
 def _float(env: Mapping[str, str], key: str, default: float) -> float:
     raw = env.get(key, "").strip()
     if not raw:
@@ -77,6 +84,7 @@ class Settings:
     num_parallel: int = 4
     num_ctx: int = 4096
     num_threads: int | None = None
+    max_pulls: int = 3  # pulls that download at once; the others wait, queued
 
     @property
     def base_url(self) -> str:
@@ -113,4 +121,5 @@ class Settings:
             num_parallel=_int(env, "LOCALLLM_NUM_PARALLEL", base.num_parallel),
             num_ctx=_int(env, "LOCALLLM_CONTEXT_LENGTH", base.num_ctx),
             num_threads=_int(env, "LOCALLLM_NUM_THREADS", 0) or None,
+            max_pulls=_positive(env, "LOCALLLM_MAX_PULLS", base.max_pulls),
         )

@@ -80,7 +80,9 @@ def create_app(
     app.state.inference = inference
     app.state.metrics = metrics
     app.state.pulls = PullManager(
-        puller or _puller(settings, store), PullRecords(settings.data_dir / "pulls.json")
+        puller or _puller(settings, store),
+        PullRecords(settings.data_dir / "pulls.json"),
+        max_running=settings.max_pulls,
     )
     for module in (health, *_OPENAI, *_NATIVE):
         app.include_router(module.router)
