@@ -15,6 +15,7 @@ import uvicorn
 
 from daemon.security import ApiKeyStore, is_loopback_address
 from daemon.server import create_app
+from daemon.server.http_protocol import header_timeout_protocol
 from daemon.settings import Settings, parse_host
 from model_registry.hf_token import load_hf_token
 
@@ -48,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         log_config=None,
         access_log=False,
         timeout_graceful_shutdown=5,
+        http=header_timeout_protocol(settings.header_timeout),  # slow clients are cut off
     )
     uvicorn.Server(config).run()
     return 0

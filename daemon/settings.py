@@ -63,6 +63,13 @@ def _float(env: Mapping[str, str], key: str, default: float) -> float:
         raise ValueError(f"{key} must be a number, got {raw!r}") from None
 
 
+def _seconds(env: Mapping[str, str], key: str, default: float) -> float:
+    value = _float(env, key, default)
+    if not value > 0:
+        raise ValueError(f"{key} must be a number of seconds above 0, got {value:g}")
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     host: str = "127.0.0.1"
@@ -85,6 +92,8 @@ class Settings:
     num_ctx: int = 4096
     num_threads: int | None = None
     max_pulls: int = 3  # pulls that download at once; the others wait, queued
+    header_timeout: float = 30.0  # seconds a request's headers may take to arrive, in all
+    body_timeout: float = 60.0  # seconds a request body may stall (not its whole upload)
 
     @property
     def base_url(self) -> str:
@@ -122,4 +131,6 @@ class Settings:
             num_ctx=_int(env, "LOCALLLM_CONTEXT_LENGTH", base.num_ctx),
             num_threads=_int(env, "LOCALLLM_NUM_THREADS", 0) or None,
             max_pulls=_positive(env, "LOCALLLM_MAX_PULLS", base.max_pulls),
+            header_timeout=_seconds(env, "LOCALLLM_HEADER_TIMEOUT", base.header_timeout),
+            body_timeout=_seconds(env, "LOCALLLM_BODY_TIMEOUT", base.body_timeout),
         )

@@ -21,6 +21,7 @@ from daemon.scheduler import MemoryInfo, Runner, RunnerFactory, Scheduler, Sched
 from daemon.security import (
     ApiKeyMiddleware,
     BodyLimitMiddleware,
+    BodyTimeoutMiddleware,
     CorsMiddleware,
     HostCheckMiddleware,
     OriginPolicy,
@@ -107,7 +108,8 @@ def _puller(settings: Settings, store: Store) -> Puller:
 
 def _install_guards(app: FastAPI, settings: Settings) -> None:
     """Safe by default. Starlette wraps the last-added middleware outermost, so requests meet
-    the Host check first, then CORS, then the API key, then the body limit."""
+    the Host check first, then CORS, then the API key, then the body limit and timeout."""
+    app.add_middleware(BodyTimeoutMiddleware, timeout=settings.body_timeout)
     app.add_middleware(BodyLimitMiddleware)
     app.add_middleware(ApiKeyMiddleware, api_key=settings.api_key)
     app.add_middleware(CorsMiddleware, policy=OriginPolicy.from_settings(settings.origins))
