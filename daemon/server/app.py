@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Callable
 from importlib import metadata
 from pathlib import Path
@@ -65,7 +66,7 @@ def create_app(
     metrics = Metrics()
     scheduler = Scheduler(
         _scheduler_config(settings),
-        runner_factory or _start_runner_process,
+        runner_factory or functools.partial(_start_runner_process, env=dict(settings.runner_env)),
         on_load=metrics.on_load,
         **probes,
     )
@@ -137,10 +138,12 @@ def _scheduler_config(settings: Settings) -> SchedulerConfig:
     )
 
 
-async def _start_runner_process(spec: RunnerSpec, log_path: Path | None) -> Runner:
+async def _start_runner_process(
+    spec: RunnerSpec, log_path: Path | None, env: dict[str, str]
+) -> Runner:
     from daemon.runners.process import RunnerProcess
 
-    return await RunnerProcess.start(spec, log_path=log_path)
+    return await RunnerProcess.start(spec, log_path=log_path, env=env)
 
 
 def _version() -> str:
