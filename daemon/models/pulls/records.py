@@ -119,7 +119,8 @@ class PullRecords:
             "pulls": {key: asdict(record) for key, record in self._records.items()},
         }
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            # private: a temp file is made 0600 (mkstemp), then renamed into place
             atomic_write_bytes(self.path, json.dumps(document, indent=1).encode())
         except OSError as error:  # the list is a convenience: never fail a pull over it
             log.warning("could not save the pull list: %s", error.strerror or error)
