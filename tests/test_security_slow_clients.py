@@ -101,6 +101,13 @@ def test_the_next_head_on_a_kept_alive_connection_has_the_same_limit(daemon):
     assert answer.startswith(b"HTTP/1.1 408 ")
 
 
+def test_a_head_larger_than_16_kib_is_refused(daemon):
+    with connect(daemon) as sock:
+        sock.sendall(HEAD + b"X-Padding: " + b"a" * (17 << 10) + b"\r\n")
+        answer, _ = read_until_closed(sock)
+    assert answer.startswith(b"HTTP/1.1 400 ")
+
+
 def test_a_body_that_stops_arriving_gets_a_408_and_the_connection_closes(daemon):
     body = json.dumps({"model": "x" * 50}).encode()
     head = HEAD + f"Content-Length: {len(body)}\r\n\r\n".encode()
