@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import sqlite3
+import sys
 
 import pytest
 
 from app.gui.state.chat.migrations import MIGRATIONS, NewerSchemaError, migrate, schema_version
 from app.gui.state.chat.records import ChatOptions, Conversation, Message, ReplyStats
 from app.gui.state.chat.store import ConversationStore
+from tests.support.modes import mode_of, umask
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
@@ -185,3 +187,27 @@ def test_upgrade_from_version_three_keeps_replies_and_their_stats(tmp_path):
     [reply] = ConversationStore(path).messages("c")
     assert (reply.content, reply.others, reply.version) == ("old reply", (), 0)
     assert reply.stats.context_used == 7 and reply.can_continue
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
+def test_the_history_is_readable_by_its_user_only_whatever_the_umask(tmp_path):
+    folder = tmp_path / "data"
+    with umask(0):
+        store = ConversationStore(folder / "chats.db")
+        store.save_conversation(Conversation("c", "Secrets", "m", created_at=1, updated_at=1))
+        store.save_message("c", 0, Message("m1", "user", "my bank password is hunter2"))
+        files = [folder / name for name in ("chats.db", "chats.db-wal", "chats.db-shm")]
+        try:
+            assert [mode_of(path) for path in files] == [0o600] * 3
+            assert mode_of(folder) == 0o700
+        finally:
+            store.close()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
+def test_a_history_an_older_version_left_readable_is_made_private(tmp_path):
+    path = tmp_path / "chats.db"
+    sqlite3.connect(path).close()
+    path.chmod(0o644)
+    ConversationStore(path).close()
+    assert mode_of(path) == 0o600

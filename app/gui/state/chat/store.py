@@ -4,11 +4,15 @@ Blocking by nature, so the app calls it from its single disk worker (one thread,
 the lock only keeps direct callers (tests, start-up) honest. Messages are keyed by their place
 in the conversation so "edit and resend" can drop everything after the edited message; a reply's
 other versions hang off its row in ``message_versions`` (and go with it).
+Chats are private: the file is readable by its user only (0600, in a 0700 folder when the
+folder is new), whatever the umask, and SQLite gives its -wal and -shm files the same mode.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sqlite3
 import threading
 from pathlib import Path
@@ -65,10 +69,20 @@ def _stats_json(stats: ReplyStats | None) -> str | None:
     return json.dumps(stats.to_json()) if stats else None
 
 
+def _make_private(path: Path) -> None:
+    """Create the database file 0600 before SQLite does (it would make it 0644), and
+    tighten one an older version left readable to others, with its -wal and -shm files."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))  # an empty file is an empty db
+    for file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        with contextlib.suppress(FileNotFoundError):
+            file.chmod(0o600)
+
+
 class ConversationStore:
     def __init__(self, path: Path):
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _make_private(path)
         self.path = path
         self._lock = threading.Lock()
         self._conn = sqlite3.connect(path, check_same_thread=False)
