@@ -24,7 +24,7 @@ from app.gui.views.transcript_html import EMPTY, BlockStyle, message_block
 __all__ = ["Transcript"]
 
 _FRAME_MS = 40
-_THUMBNAIL = 160  # pixels, the longest side of a picture shown in a message
+_THUMBNAIL = 160  # pixels, the longest side of a image shown in a message
 _BUBBLES = {False: "#eef0ff", True: "#2a2d45"}  # the user's messages
 
 
@@ -97,8 +97,8 @@ class Transcript(QTextBrowser):
             self.setHtml("".join(blocks) or EMPTY)
 
     def loadResource(self, kind: int, url: QUrl):
-        """Pictures attached to messages, as thumbnails (decoded once, then cached)."""
-        if url.scheme() != "picture":
+        """Images attached to messages, as thumbnails (decoded once, then cached)."""
+        if url.scheme() != "image":
             return super().loadResource(kind, url)
         key = url.path()
         if key not in self._thumbnails:
@@ -112,7 +112,7 @@ class Transcript(QTextBrowser):
         if message is not None and index.isdigit() and int(index) < len(message.images):
             with contextlib.suppress(ValueError):  # not base64
                 image.loadFromData(base64.b64decode(message.images[int(index)]))
-        if image.isNull():  # not a picture Qt can read: a grey square says so
+        if image.isNull():  # not a image Qt can read: a grey square says so
             image = QImage(_THUMBNAIL // 2, _THUMBNAIL // 2, QImage.Format.Format_RGB32)
             image.fill(Qt.GlobalColor.lightGray)
             return image
