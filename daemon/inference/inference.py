@@ -25,8 +25,8 @@ from daemon.inference.images import prepare_images
 from daemon.inference.options import merge_options, runner_options, sampling_params
 from daemon.inference.resolve import ResolvedModel, resolve_model
 from daemon.inference.templates import TemplateCache, assemble_messages, image_part
+from daemon.inference.tool_call_parser import ToolCallParser
 from daemon.inference.tool_calls import (
-    ToolCallFilter,
     ToolChoice,
     forced_tool_schema,
     tools_system_prompt,
@@ -236,11 +236,10 @@ class Inference:
             logprobs=job.logprobs,
         )
 
-    def _tool_filter(self, job: GenerationJob) -> ToolCallFilter | None:
+    def _tool_filter(self, job: GenerationJob) -> ToolCallParser | None:
         if not job.tools or job.tool_choice.mode == "none":
             return None
-        names = [str((t.get("function") or {}).get("name")) for t in job.tools]
-        return ToolCallFilter(names, hold_all=job.tool_choice.forced)
+        return ToolCallParser([str((t.get("function") or {}).get("name")) for t in job.tools])
 
 
 def _image_marker() -> str:
