@@ -39,8 +39,10 @@ class ToolCall:
 
 @dataclass(frozen=True, slots=True)
 class ToolCallDelta:
-    """The next piece of a tool call as it streams: parallel calls count from index 0; a
-    call's first piece carries its id and name, every piece the next part of its arguments."""
+    """The next piece of a tool call as it streams: parallel calls count from index 0, one
+    after the other (once call n+1 begins, call n is complete). A call's first piece carries
+    its id and name and no arguments; the next ones carry parts of its arguments text, which
+    together are exactly the arguments of the call in ``Finished.tool_calls``."""
 
     index: int
     id: str | None = None

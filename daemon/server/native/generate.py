@@ -4,6 +4,7 @@ and pictures as base64 ``images`` for models with a vision projector).
 Both translate onto the one inference path and stream NDJSON chunks (one object with
 ``stream: false``). A request with nothing to say only loads the model, or unloads it when
 ``keep_alive`` is 0, and answers ``done_reason: "load"`` / ``"unload"`` as Ollama does.
+A chat's tool calls stream as Ollama's do: each whole, in the chunk where it completes.
 """
 
 from __future__ import annotations
