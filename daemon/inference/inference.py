@@ -30,8 +30,8 @@ from daemon.inference.templates import (
     continued_reply,
     image_part,
 )
+from daemon.inference.tool_call_parser import ToolCallParser
 from daemon.inference.tool_calls import (
-    ToolCallFilter,
     ToolChoice,
     forced_tool_schema,
     tools_system_prompt,
@@ -244,11 +244,10 @@ class Inference:
             logprobs=job.logprobs,
         )
 
-    def _tool_filter(self, job: GenerationJob) -> ToolCallFilter | None:
+    def _tool_filter(self, job: GenerationJob) -> ToolCallParser | None:
         if not job.tools or job.tool_choice.mode == "none":
             return None
-        names = [str((t.get("function") or {}).get("name")) for t in job.tools]
-        return ToolCallFilter(names, hold_all=job.tool_choice.forced)
+        return ToolCallParser([str((t.get("function") or {}).get("name")) for t in job.tools])
 
 
 def _image_marker() -> str:
