@@ -109,9 +109,11 @@ def test_the_pull_list_survives_and_marks_interrupted_pulls(tmp_path):
     records = PullRecords(path)
     records.put("a", PullRecord("a", blobs={"sha256:x": [100, 40]}))
     records.put("b", PullRecord("b", state="failed", status="failed", error="boom"))
+    records.put("c", PullRecord("c", state="queued", status="queued"))
     reloaded = PullRecords(path)
-    a, b = reloaded.get("a"), reloaded.get("b")
+    a, b, c = reloaded.get("a"), reloaded.get("b"), reloaded.get("c")
     assert (a.state, a.interrupted, a.total, a.completed) == ("paused", True, 100, 40)
+    assert (c.state, c.status, c.interrupted) == ("paused", "paused", True)  # never started
     assert (b.state, b.error) == ("failed", "boom")
     assert [p.name for p in path.parent.iterdir()] == ["pulls.json"]  # no temp file left
     path.write_text("{not json")

@@ -84,6 +84,10 @@ def test_response_format_tools_logprobs_and_bias():
     assert named.tool_choice.mode == "function" and named.tool_choice.name == "f"
     assert chat_job(chat(tools=tools)).tool_choice.mode == "auto"
     assert chat_job(chat()).tool_choice.mode == "none"
+    required = chat_job(chat(tools=tools, tool_choice="required"))
+    assert required.tool_choice.forced and not required.tool_choice.parallel
+    parallel = chat_job(chat(tools=tools, tool_choice="required", parallel_tool_calls=True))
+    assert parallel.tool_choice.parallel
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,8 @@ def daemon(tmp_path_factory):
 
 def complete(daemon: Daemon, prompt: str, **options) -> dict:
     body = {"model": "gemma", "prompt": prompt, "raw": True, "stream": False}
-    answer = httpx.post(daemon.url + "/api/generate", json=body | {"options": GREEDY | options})
+    options = GREEDY | options
+    answer = httpx.post(daemon.url + "/api/generate", json=body | {"options": options}, timeout=120)
     assert answer.status_code == 200, answer.text
     return answer.json()
 
@@ -57,7 +58,7 @@ def test_a_stop_string_ends_the_answer_before_it(daemon):
 
 def test_a_longer_prompt_reuses_the_cached_one_past_the_sliding_window(daemon):
     story = "Once upon a time, in a land far away, there lived a king who loved stories. " * 30
-    client = daemon.openai()
+    client = daemon.openai(timeout=120)
     first = client.completions.create(model="gemma", prompt=story, max_tokens=4, temperature=0)
     assert first.usage.prompt_tokens > 512  # longer than Gemma 3's 512-token window
     longer = story + "One day the king"

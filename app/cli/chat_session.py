@@ -1,8 +1,8 @@
 """The interactive chat of ``localllm run MODEL`` on a terminal, with Ollama's slash commands.
 
 The conversation lives here (the messages so far, a system prompt and options set with
-``/set``) and is sent whole on each turn, as ``ollama run`` does, pictures of earlier turns
-included; for a model that sees pictures, the picture paths typed in a turn are attached
+``/set``) and is sent whole on each turn, as ``ollama run`` does, images of earlier turns
+included; for a model that sees images, the image paths typed in a turn are attached
 (:mod:`app.cli.attachments`). Ctrl-C stops an answer and keeps the chat going; Ctrl-D or
 ``/bye`` ends it. Lines go through readline, so arrow keys and history work; the history is
 kept in ``<data dir>/history``.
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from app.cli.answer import stream_answer, timing_lines
-from app.cli.attachments import PictureError, model_sees_pictures, user_message
+from app.cli.attachments import ImageError, model_sees_images, user_message
 from app.cli.chat_input import Command, MultilineInput, convert_parameter, parse_command
 from app.cli.context import Context
 from app.cli.errors import error_lines
@@ -82,7 +82,7 @@ class ChatSession:
         format: object = None,
         verbose: bool = False,
         system: str | None = None,
-        sees_pictures: bool = False,
+        sees_images: bool = False,
         read_line: Callable[[str], str] | None = None,
     ):
         self.context = context
@@ -92,7 +92,7 @@ class ChatSession:
         self.format = format
         self.verbose = verbose
         self.system = system
-        self.sees_pictures = sees_pictures  # the model has the "vision" capability
+        self.sees_images = sees_images  # the model has the "vision" capability
         self.messages: list[dict[str, Any]] = []
         self._read_line = read_line or input
         self._use_readline = read_line is None
@@ -123,8 +123,8 @@ class ChatSession:
     def send(self, text: str) -> None:
         """Send one message with the conversation so far and print the answer."""
         try:
-            message = user_message(text, self.sees_pictures, self.context.note)
-        except PictureError as error:
+            message = user_message(text, self.sees_images, self.context.note)
+        except ImageError as error:
             self.context.note(f"Error: {error}")
             return
         client = self.context.client()
@@ -243,7 +243,7 @@ class ChatSession:
             self.context.note(error_lines(error)[0])
             return
         self.model = model
-        self.sees_pictures = model_sees_pictures(info)
+        self.sees_images = model_sees_images(info)
         self.messages.clear()
         self.context.print(f"Loaded model '{model}' (new conversation).")
 

@@ -155,8 +155,8 @@ class ProgressResponse(BaseModel):
 
 class PullRecordOut(BaseModel):
     name: str
-    state: Literal["running", "paused", "failed"]
-    status: str  # the last progress status ("pulling 1a2b3c4d5e6f", "paused", ...)
+    state: Literal["queued", "running", "paused", "failed"]
+    status: str  # the last progress status ("queued", "pulling 1a2b3c4d5e6f", "paused", ...)
     total: int = 0
     completed: int = 0
     error: str | None = None

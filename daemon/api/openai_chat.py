@@ -25,10 +25,12 @@ __all__ = [
     "ChatMessage",
     "ChatResponseMessage",
     "FunctionCall",
+    "FunctionCallChunk",
     "JsonSchemaFormat",
     "ResponseFormat",
     "StreamOptions",
     "Tool",
+    "ToolCallChunk",
     "ToolCallOut",
     "ToolFunction",
 ]
@@ -44,10 +46,24 @@ class FunctionCall(BaseModel):
 
 
 class ToolCallOut(BaseModel):
-    index: int | None = None  # only in stream chunks
     id: str
     type: Literal["function"] = "function"
     function: FunctionCall
+
+
+class FunctionCallChunk(BaseModel):
+    name: str | None = None  # on a call's first chunk only
+    arguments: str = ""  # the next piece of the arguments text
+
+
+class ToolCallChunk(BaseModel):
+    """A piece of a streamed tool call: the first has the id, type and name, the next ones
+    (same ``index``) the arguments text, a piece at a time."""
+
+    index: int
+    id: str | None = None
+    type: Literal["function"] | None = None
+    function: FunctionCallChunk
 
 
 class ChatMessage(_Request):
@@ -129,7 +145,7 @@ class ChatCompletion(BaseModel):
 class ChatDelta(BaseModel):
     role: Literal["assistant"] | None = None
     content: str | None = None
-    tool_calls: list[ToolCallOut] | None = None
+    tool_calls: list[ToolCallChunk] | None = None
 
 
 class ChatChunkChoice(BaseModel):

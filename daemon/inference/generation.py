@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import AsyncGenerator, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, Callable, Sequence
+from dataclasses import dataclass, replace
 
-from daemon.inference.tool_calls import ToolCall, ToolCallFilter
+from daemon.inference.tool_call_parser import Piece, ToolCallParser
+from daemon.inference.tool_calls import ToolCall, ToolCallDelta
 from daemon.runners.types import DoneEvent, RunnerCrashed, TokenEvent
 from daemon.scheduler import Lease
 
@@ -33,17 +34,6 @@ class GenerationStats:
     @property
     def seconds_per_token(self) -> float:
         return self.generation_seconds / max(1, self.completion_tokens - 1)
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCallDelta:
-    """The next piece of a tool call as it streams: parallel calls count from index 0; a
-    call's first piece carries its id and name, every piece the next part of its arguments."""
-
-    index: int
-    id: str | None = None
-    name: str | None = None
-    arguments: str = ""  # the next part of the call's JSON arguments text
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +73,7 @@ class Generation:
         *,
         started: float,
         loaded: float,
-        tool_filter: ToolCallFilter | None = None,
+        tool_filter: ToolCallParser | None = None,
         on_finished: Callable[[str, Finished], None] | None = None,
     ):
         self.model = model
@@ -143,20 +133,38 @@ class Generation:
         if self._first_token is None:
             self._first_token = time.perf_counter()
         self._completion_tokens += len(event.token_ids)
-        text = self._filter.feed(event.text) if self._filter else event.text
         self._held_logprobs.extend(event.logprobs)
-        if text or (self._held_logprobs and self._filter is None):
-            self._out.append(Delta(text, tuple(self._held_logprobs)))
+        if self._filter is None:
+            self._emit([event.text], flush=True)
+        else:
+            self._emit(self._filter.feed(event.text), flush=False)
+
+    def _emit(self, pieces: Sequence[Piece], flush: bool) -> None:
+        """Queue ``pieces`` in order as deltas (within one, text comes before tool-call pieces);
+        the logprobs held so far ride on the first, or alone with ``flush``."""
+        deltas: list[Delta] = []
+        for piece in pieces:
+            if isinstance(piece, ToolCallDelta):
+                last = deltas.pop() if deltas else Delta("")
+                deltas.append(replace(last, tool_calls=(*last.tool_calls, piece)))
+            elif deltas and not deltas[-1].tool_calls:
+                deltas[-1] = replace(deltas[-1], text=deltas[-1].text + piece)
+            elif piece:
+                deltas.append(Delta(piece))
+        if not deltas and flush and self._held_logprobs:
+            deltas.append(Delta(""))
+        if deltas:
+            deltas[0] = replace(deltas[0], logprobs=tuple(self._held_logprobs))
             self._held_logprobs.clear()
+        self._out.extend(deltas)
 
     def _finish(self, done: DoneEvent) -> None:
         self._lease.release()
         calls: list[ToolCall] = []
         if self._filter is not None:
             rest, calls = self._filter.finish()
-            if rest or self._held_logprobs:
-                self._out.append(Delta(rest, tuple(self._held_logprobs)))
-        reason = "tool_calls" if calls else done.reason
+            self._emit(rest, flush=True)
+        reason = "tool_calls" if calls and done.reason != "length" else done.reason
         stop = None if calls else done.stop_sequence
         self._end(Finished(reason, self._usage(done), tuple(calls), stop))
         self._out.append(self.finished)

@@ -25,9 +25,14 @@ from daemon.inference.image_cache import ImageCache
 from daemon.inference.images import prepare_images
 from daemon.inference.options import merge_options, runner_options, sampling_params
 from daemon.inference.resolve import ResolvedModel, resolve_model
-from daemon.inference.templates import TemplateCache, assemble_messages, image_part
+from daemon.inference.templates import (
+    TemplateCache,
+    assemble_messages,
+    continued_reply,
+    image_part,
+)
+from daemon.inference.tool_call_parser import ToolCallParser
 from daemon.inference.tool_calls import (
-    ToolCallFilter,
     ToolChoice,
     forced_tool_schema,
     tools_system_prompt,
@@ -239,12 +244,15 @@ class Inference:
         else:
             template = self._templates.get(model.template, model.template_origin)
         tools = list(job.tools) if job.tool_choice.mode != "none" else []
-        conversation = assemble_messages(
-            messages, system=model.system, preset=model.messages, image_marker=image_marker
+        conversation, reply_so_far = continued_reply(
+            assemble_messages(
+                messages, system=model.system, preset=model.messages, image_marker=image_marker
+            )
         )
         if tools and not template.supports_tools:
             conversation = _with_tool_prompt(conversation, tools)
-        return template.render(conversation, tools=tools if template.supports_tools else ())
+        prompt = template.render(conversation, tools=tools if template.supports_tools else ())
+        return prompt + reply_so_far
 
     # -- pictures ---------------------------------------------------------------------------
     async def _prepared_images(
@@ -273,11 +281,10 @@ class Inference:
             logprobs=job.logprobs,
         )
 
-    def _tool_filter(self, job: GenerationJob) -> ToolCallFilter | None:
+    def _tool_filter(self, job: GenerationJob) -> ToolCallParser | None:
         if not job.tools or job.tool_choice.mode == "none":
             return None
-        names = [str((t.get("function") or {}).get("name")) for t in job.tools]
-        return ToolCallFilter(names, hold_all=job.tool_choice.forced)
+        return ToolCallParser([str((t.get("function") or {}).get("name")) for t in job.tools])
 
 
 def _image_marker() -> str:

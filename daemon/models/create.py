@@ -124,8 +124,10 @@ async def create_model(
     resolve: Resolver,
     quantize: str | None,
     work_dir: Path,
+    env: Mapping[str, str] | None = None,
 ) -> AsyncIterator[dict]:
-    """Create ``name``; yields Ollama-style ``{"status": ...}`` steps, ending in success."""
+    """Create ``name``; yields Ollama-style ``{"status": ...}`` steps, ending in success.
+    ``env`` is the quantizer's environment (``Settings.runner_env``); None inherits."""
     yield {"status": "parsing modelfile"}
     if quantize is not None:
         source = await to_thread.run_sync(_weights, store, modelfile, resolve)
@@ -135,7 +137,7 @@ async def create_model(
         work_dir.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=work_dir, prefix="quantize-") as temp:
             output = Path(temp) / "quantized.gguf"
-            await _quantize(source, output, quantize)
+            await _quantize(source, output, quantize, env)
             effective, resolver = await to_thread.run_sync(
                 _quantized_plan, store, modelfile, resolve, output
             )
@@ -213,7 +215,7 @@ def _first(value: str | None, fallback: str | None) -> str | None:
     return value if value is not None else fallback
 
 
-async def _quantize(source: Path, output: Path, quant: str) -> None:
+async def _quantize(source: Path, output: Path, quant: str, env: Mapping[str, str] | None) -> None:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -225,6 +227,7 @@ async def _quantize(source: Path, output: Path, quant: str) -> None:
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
         cwd=_PACKAGE_ROOT,
+        env=None if env is None else dict(env),
     )
     try:
         _, stderr = await process.communicate()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Callable
 from importlib import metadata
 from pathlib import Path
@@ -21,6 +22,7 @@ from daemon.scheduler import MemoryInfo, Runner, RunnerFactory, Scheduler, Sched
 from daemon.security import (
     ApiKeyMiddleware,
     BodyLimitMiddleware,
+    BodyTimeoutMiddleware,
     CorsMiddleware,
     HostCheckMiddleware,
     OriginPolicy,
@@ -66,7 +68,7 @@ def create_app(
     metrics = Metrics()
     scheduler = Scheduler(
         _scheduler_config(settings),
-        runner_factory or _start_runner_process,
+        runner_factory or functools.partial(_start_runner_process, env=dict(settings.runner_env)),
         on_load=metrics.on_load,
         **probes,
     )
@@ -83,7 +85,9 @@ def create_app(
     app.state.inference = inference
     app.state.metrics = metrics
     app.state.pulls = PullManager(
-        puller or _puller(settings, store), PullRecords(settings.data_dir / "pulls.json")
+        puller or _puller(settings, store),
+        PullRecords(settings.data_dir / "pulls.json"),
+        max_running=settings.max_pulls,
     )
     for module in (health, *_OPENAI, *_ANTHROPIC, *_NATIVE):
         app.include_router(module.router)
@@ -109,7 +113,8 @@ def _puller(settings: Settings, store: Store) -> Puller:
 
 def _install_guards(app: FastAPI, settings: Settings) -> None:
     """Safe by default. Starlette wraps the last-added middleware outermost, so requests meet
-    the Host check first, then CORS, then the API key, then the body limit."""
+    the Host check first, then CORS, then the API key, then the body limit and timeout."""
+    app.add_middleware(BodyTimeoutMiddleware, timeout=settings.body_timeout)
     app.add_middleware(BodyLimitMiddleware)
     app.add_middleware(ApiKeyMiddleware, api_key=settings.api_key)
     app.add_middleware(CorsMiddleware, policy=OriginPolicy.from_settings(settings.origins))
@@ -137,10 +142,12 @@ def _scheduler_config(settings: Settings) -> SchedulerConfig:
     )
 
 
-async def _start_runner_process(spec: RunnerSpec, log_path: Path | None) -> Runner:
+async def _start_runner_process(
+    spec: RunnerSpec, log_path: Path | None, env: dict[str, str]
+) -> Runner:
     from daemon.runners.process import RunnerProcess
 
-    return await RunnerProcess.start(spec, log_path=log_path)
+    return await RunnerProcess.start(spec, log_path=log_path, env=env)
 
 
 def _version() -> str:

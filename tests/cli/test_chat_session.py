@@ -170,22 +170,22 @@ def test_load_switches_model(chat):
     assert "Loaded model 'other'" in out.getvalue()
 
 
-def picture(path, color="red"):
+def image(path, color="red"):
     from PIL import Image
 
     Image.new("RGB", (8, 8), color).save(path, "PNG")
     return base64.b64encode(path.read_bytes()).decode("ascii")
 
 
-def test_pictures_named_in_a_turn_are_attached_and_kept(chat, tmp_path, monkeypatch):
+def test_images_named_in_a_turn_are_attached_and_kept(chat, tmp_path, monkeypatch):
     fake, _, err, make = chat
     monkeypatch.chdir(tmp_path)
-    cat = picture(tmp_path / "cat.png")
-    session, _ = make("what is in ./cat.png?", "and 'cat.png'", "is it red", sees_pictures=True)
+    cat = image(tmp_path / "cat.png")
+    session, _ = make("what is in ./cat.png?", "and 'cat.png'", "is it red", sees_images=True)
     session.run()
     first, second, third = chats(fake)
     assert first[2] == [{"role": "user", "content": "what is in?", "images": [cat]}]
-    assert third[2][0] == first[2][0]  # earlier pictures go with every later turn
+    assert third[2][0] == first[2][0]  # earlier images go with every later turn
     assert second[2][2] == {"role": "user", "content": "and", "images": [cat]}
     assert third[2][-1] == {"role": "user", "content": "is it red"}
     assert err.getvalue().splitlines() == ["Added image './cat.png'", "Added image 'cat.png'"]
@@ -194,20 +194,20 @@ def test_pictures_named_in_a_turn_are_attached_and_kept(chat, tmp_path, monkeypa
 def test_a_model_that_does_not_see_gets_the_path_as_text(chat, tmp_path, monkeypatch):
     fake, _, err, make = chat
     monkeypatch.chdir(tmp_path)
-    picture(tmp_path / "cat.png")
+    image(tmp_path / "cat.png")
     session, _ = make("what is in ./cat.png")
     session.run()
     assert chats(fake)[0][2] == [{"role": "user", "content": "what is in ./cat.png"}]
     assert err.getvalue() == ""
 
 
-def test_a_picture_that_cannot_be_sent_skips_the_turn(chat, tmp_path, monkeypatch):
+def test_a_image_that_cannot_be_sent_skips_the_turn(chat, tmp_path, monkeypatch):
     fake, _, err, make = chat
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "notes.png").write_text("not a picture")
-    session, script = make("read notes.png", "hello", "/bye", sees_pictures=True)
+    (tmp_path / "notes.png").write_text("not a image")
+    session, script = make("read notes.png", "hello", "/bye", sees_images=True)
     assert session.run() == 0
-    assert err.getvalue().startswith("Error: cannot read picture 'notes.png': it is not a PNG")
+    assert err.getvalue().startswith("Error: cannot read image 'notes.png': it is not a PNG")
     assert [call[2] for call in chats(fake)] == [[{"role": "user", "content": "hello"}]]
     assert script.lines == []
 
@@ -215,9 +215,9 @@ def test_a_picture_that_cannot_be_sent_skips_the_turn(chat, tmp_path, monkeypatc
 def test_load_learns_whether_the_new_model_sees(chat, tmp_path, monkeypatch):
     fake, _, _, make = chat
     monkeypatch.chdir(tmp_path)
-    cat = picture(tmp_path / "cat.png")
+    cat = image(tmp_path / "cat.png")
     fake.show_info = fake.show_info.model_copy(update={"capabilities": ["completion", "vision"]})
     session, _ = make("/load seer", "what is cat.png")
     session.run()
-    assert session.sees_pictures
+    assert session.sees_images
     assert chats(fake)[0][2] == [{"role": "user", "content": "what is", "images": [cat]}]

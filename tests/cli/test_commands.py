@@ -200,7 +200,7 @@ def test_run_pulls_a_missing_model_first(run_cli, fake):
     fake.chat_chunks = answer_chunks("hi")
     status, out, err = run_cli("run", "new", "hello", stdin="")
     assert status == 0 and out == "hi\n" and "success" in err
-    # shown again after the pull: its capabilities say whether picture paths are attached
+    # shown again after the pull: its capabilities say whether image paths are attached
     assert [c[0] for c in fake.calls] == ["show", "pull", "show", "chat"]
 
 

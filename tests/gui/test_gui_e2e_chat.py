@@ -279,7 +279,7 @@ def test_attach_is_offered_only_for_models_that_see(qtbot, window, tmp_path):
     # test fail about once in 60 runs): it must not take Attach away from this one.
     library = window.services.library
     with qtbot.waitSignal(library.details_ready):
-        library.details(MODEL, window.chat_page._show_vision)
+        library.details(MODEL, window.chat_page._show_model)
     assert composer.attach.isVisibleTo(window)
     picture = tmp_path / "cat.png"
     image = QImage(40, 30, QImage.Format.Format_RGB32)

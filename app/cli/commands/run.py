@@ -2,7 +2,7 @@
 
 Piped input becomes the prompt (``cat notes.txt | localllm run qwen "summarize"``); with no
 prompt on a terminal the chat opens. A model that is not in the store is pulled first. For a
-model that sees pictures, picture files named in the prompt are attached.
+model that sees images, image files named in the prompt are attached.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import argparse
 import json
 
 from app.cli.answer import stream_answer, timing_lines
-from app.cli.attachments import PictureError, model_sees_pictures, user_message
+from app.cli.attachments import ImageError, model_sees_images, user_message
 from app.cli.chat_input import parse_options
 from app.cli.chat_session import ChatSession
 from app.cli.commands.pull import pull_model
@@ -35,7 +35,7 @@ def register(commands: argparse._SubParsersAction) -> None:
             it for commands, \"\"\" for several lines, Ctrl-D or /bye to leave). Text piped in
             is read as the prompt, followed by PROMPT if given. A model not in the store is
             pulled first. For a model with the vision capability, a path in the prompt to a
-            picture file (.png, .jpg, .jpeg, .webp, .gif, .bmp) attaches that picture.
+            image file (.png, .jpg, .jpeg, .webp, .gif, .bmp) attaches that image.
             """,
         examples=[
             "localllm run qwen2.5:0.5b",
@@ -44,7 +44,7 @@ def register(commands: argparse._SubParsersAction) -> None:
             'localllm run qwen2.5:0.5b --format json "Three colors as a JSON list"',
             'localllm run qwen2.5:0.5b -o temperature 0 -o num_predict 64 "Hi"',
             "localllm run qwen2.5:0.5b --verbose --keepalive 30m",
-            'localllm run llava:7b "What is in this picture? ./cat.png"',
+            'localllm run llava:7b "What is in this image? ./cat.png"',
         ],
     )
     parser.add_argument("model", metavar="MODEL", help="model to run")
@@ -92,7 +92,7 @@ def _run(context: Context, args: argparse.Namespace) -> int:
     info = _ensure_model(context, args.model)
     if info is None:
         return EXIT_INTERRUPTED
-    sees_pictures = model_sees_pictures(info)
+    sees_images = model_sees_images(info)
     settings = {"options": options, "keep_alive": args.keepalive, "format": answer_format}
     if interactive:
         session = ChatSession(
@@ -100,14 +100,14 @@ def _run(context: Context, args: argparse.Namespace) -> int:
             args.model,
             verbose=args.verbose,
             system=args.system,
-            sees_pictures=sees_pictures,
+            sees_images=sees_images,
             **settings,
         )
         return session.run()
     messages = [{"role": "system", "content": args.system}] if args.system else []
     try:
-        messages.append(user_message(prompt, sees_pictures, context.note))
-    except PictureError as error:
+        messages.append(user_message(prompt, sees_images, context.note))
+    except ImageError as error:
         raise CliError(str(error)) from None
     chunks = context.client().chat(
         args.model,

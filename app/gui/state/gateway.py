@@ -289,7 +289,7 @@ class Gateway:
         options: Mapping[str, Any] | None = None,
         keep_alive: str | None = None,
     ) -> Iterator[ChatDelta | ChatDone]:
-        # Images travel inside each message (the Ollama shape), so earlier pictures stay in context.
+        # Images travel inside each message (the Ollama shape), so earlier images stay in context.
         messages = [
             {
                 "role": t.role,

@@ -1,7 +1,9 @@
 """Per-chat settings: system prompt, temperature, context length, max tokens.
 
 Zero (or "default") means "leave it to the model", so a chat never pins a value the user did
-not choose. Edits are reported once the user pauses, not on every keystroke.
+not choose; each says what the model's default is (``set_defaults``). Edits are reported once
+the user pauses, not on every keystroke, as the settings alone: the chat they belong to may have
+been renamed or given a title since the panel showed it.
 """
 
 from __future__ import annotations
@@ -20,18 +22,22 @@ from PySide6.QtWidgets import (
 )
 
 from app.gui.state.chat.records import ChatOptions, Conversation
+from app.gui.state.model_defaults import ModelDefaults
 
 __all__ = ["ChatSettingsPanel"]
 
 
+_DEFAULT = "model default"
+
+
 def _spin(maximum: int, step: int, suffix: str) -> QSpinBox:
     box = QSpinBox(maximum=maximum, singleStep=step, suffix=suffix)
-    box.setSpecialValueText("model default")
+    box.setSpecialValueText(_DEFAULT)
     return box
 
 
 class ChatSettingsPanel(QWidget):
-    changed = Signal(object)  # Conversation with the new settings
+    changed = Signal(str, str, object)  # conversation id, system prompt, ChatOptions
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -39,7 +45,7 @@ class ChatSettingsPanel(QWidget):
         self._loading = False
         self.system_prompt = QPlainTextEdit(placeholderText="e.g. You are a concise assistant.")
         self.temperature = QDoubleSpinBox(minimum=-0.1, maximum=2.0, singleStep=0.1, decimals=2)
-        self.temperature.setSpecialValueText("model default")
+        self.temperature.setSpecialValueText(_DEFAULT)
         self.context = _spin(1_048_576, 1024, " tokens")
         self.max_tokens = _spin(131_072, 256, " tokens")
         self._debounce = QTimer(self, singleShot=True, interval=400)
@@ -75,6 +81,20 @@ class ChatSettingsPanel(QWidget):
         self._loading = False
         self.setEnabled(conversation is not None)
 
+    def set_defaults(self, defaults: ModelDefaults | None) -> None:
+        """Say what "model default" means for the chat's model (None: not known yet)."""
+        if defaults is None:
+            texts = (_DEFAULT,) * 3
+        else:
+            limit = f"{defaults.reply_limit:,}" if defaults.reply_limit else "no limit"
+            texts = (
+                f"{_DEFAULT} ({defaults.temperature:g})",
+                f"{_DEFAULT} ({defaults.context:,})",
+                f"{_DEFAULT} ({limit})",
+            )
+        for box, text in zip((self.temperature, self.context, self.max_tokens), texts, strict=True):
+            box.setSpecialValueText(text)
+
     def options(self) -> ChatOptions:
         temperature = self.temperature.value()
         return ChatOptions(
@@ -103,4 +123,4 @@ class ChatSettingsPanel(QWidget):
         )
         if updated != self._conversation:
             self._conversation = updated
-            self.changed.emit(updated)
+            self.changed.emit(updated.id, updated.system_prompt, updated.options)

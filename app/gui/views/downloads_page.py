@@ -91,7 +91,7 @@ class DownloadsPage(QWidget):
 
     def _update_buttons(self) -> None:
         d = self.selected()
-        self.pause.setEnabled(d is not None and d.state == "running")
+        self.pause.setEnabled(d is not None and d.state in ("queued", "running"))
         self.resume.setEnabled(d is not None and d.state in ("paused", "failed"))
         self.cancel.setEnabled(d is not None and d.active)
 

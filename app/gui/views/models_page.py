@@ -1,7 +1,8 @@
 """The Models page: what is installed, each model's details, delete, copy, import.
 
 Details (metadata, template, system prompt, license, parameters) are fetched when a row is
-selected and shown in tabs; GGUF files can be imported with the button or by dropping them.
+selected and shown in tabs, with the context length chats run at next to the one the model was
+trained for; GGUF files can be imported with the button or by dropping them.
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ class ModelsPage(QWidget):
         if model is None or model.name != d.name:
             return
         abilities = ", ".join(sorted(d.capabilities)) or "completion"
-        context = f"{d.context_length:,} tokens" if d.context_length else "unknown"
+        context = self.library.defaults(d).context_text()  # "runs at 4,096 of 32,768 tokens"
         facts = (  # from the GGUF file: anyone's text, never markup
             f"{model.family or 'unknown family'} · {model.parameter_size} · "
             f"{model.quantization} · context {context} · can: {abilities}"

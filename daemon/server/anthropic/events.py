@@ -34,7 +34,7 @@ from daemon.api.anthropic import (
     ToolUseBlock,
 )
 from daemon.inference import Delta, Finished, ToolCallDelta
-from daemon.server.anthropic.translate import signature, stop_reason, usage_out
+from daemon.server.anthropic.translate import signature, stop_reason, tool_input, usage_out
 from daemon.server.sse import sse_event
 
 __all__ = ["message_events"]
@@ -87,7 +87,7 @@ class _Blocks:
         if not self.calls:  # the calls came whole, at the end
             for call in finished.tool_calls:
                 yield from self._start(ToolUseBlock(id=call.id, name=call.name, input={}))
-                arguments = json.dumps(call.arguments_object(), ensure_ascii=False)
+                arguments = json.dumps(tool_input(call.arguments), ensure_ascii=False)
                 yield self._delta(InputJsonDelta(partial_json=arguments))
         if not self.count:
             yield from self._start(TextBlock(text=""))  # an answer always has a block

@@ -12,6 +12,7 @@ forgery hole).
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping, Sequence
 
 from daemon.api.anthropic import (
@@ -39,6 +40,7 @@ __all__ = [
     "messages_job",
     "signature",
     "stop_reason",
+    "tool_input",
     "usage_out",
 ]
 
@@ -299,8 +301,18 @@ def content_out(thinking: str, text: str, calls: Sequence[ToolCall]) -> list[Ant
         blocks.append(ThinkingBlock(thinking=thinking, signature=signature(thinking)))
     if text or not calls:
         blocks.append(TextBlock(text=text))
-    blocks += [ToolUseBlock(id=c.id, name=c.name, input=c.arguments_object()) for c in calls]
+    blocks += [ToolUseBlock(id=c.id, name=c.name, input=tool_input(c.arguments)) for c in calls]
     return blocks
+
+
+def tool_input(arguments: str) -> dict[str, object]:
+    """A call's JSON arguments text as the object Anthropic's ``input`` is ({} when the text
+    never became one: a call cut off by ``max_tokens``)."""
+    try:
+        value = json.loads(arguments or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {"value": value}
 
 
 def signature(thinking: str) -> str:

@@ -45,7 +45,8 @@ async def create(body: CreateRequest, request: Request) -> Response:
     quant = normalize_quant(body.quantize)
     resolve = blob_resolver(store, files)
     await to_thread.run_sync(check_create, store, modelfile, resolve, quant)
-    steps = create_model(store, name, modelfile, resolve, quant, settings.data_dir / "tmp")
+    work_dir, env = settings.data_dir / "tmp", settings.runner_env
+    steps = create_model(store, name, modelfile, resolve, quant, work_dir, dict(env))
     if body.stream:
         lines = (ndjson_line(ProgressResponse.model_validate(step)) async for step in steps)
         return ndjson_stream(lines, request.app.state.redactor)

@@ -4,11 +4,12 @@ and pictures as base64 ``images`` for models with a vision projector).
 Both translate onto the one inference path and stream NDJSON chunks (one object with
 ``stream: false``). A request with nothing to say only loads the model, or unloads it when
 ``keep_alive`` is 0, and answers ``done_reason: "load"`` / ``"unload"`` as Ollama does.
+A chat's tool calls stream as Ollama's do: each whole, in the chunk where it completes.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -25,7 +26,9 @@ from daemon.api.native_chat import (
 )
 from daemon.inference import Collected, Delta, Finished, Generation, GenerationJob, Inference
 from daemon.inference.options import parse_keep_alive
+from daemon.inference.tool_calls import ToolCall
 from daemon.server.native.translate import (
+    CallAssembler,
     chat_job,
     created_at,
     done_reason,
@@ -41,8 +44,8 @@ __all__ = ["router"]
 
 router = APIRouter()
 
-# Builds one chunk from (model, text, logprobs, finished-or-None).
-ChunkMaker = Callable[[str, str, list[dict] | None, Finished | None], BaseModel]
+# Builds one chunk from (model, text, logprobs, finished-or-None, tool calls).
+ChunkMaker = Callable[[str, str, list[dict] | None, Finished | None, Sequence[ToolCall]], BaseModel]
 
 
 @router.post("/api/generate", response_model=None)
@@ -67,7 +70,11 @@ def _final_fields(finished: Finished | None) -> dict[str, Any]:
 
 
 def _generate_chunk(
-    model: str, text: str, logprobs: list[dict] | None, finished: Finished | None
+    model: str,
+    text: str,
+    logprobs: list[dict] | None,
+    finished: Finished | None,
+    calls: Sequence[ToolCall] = (),  # /api/generate takes no tools
 ) -> GenerateChunk:
     return GenerateChunk(
         model=model,
@@ -79,13 +86,16 @@ def _generate_chunk(
 
 
 def _chat_chunk(
-    model: str, text: str, logprobs: list[dict] | None, finished: Finished | None
+    model: str,
+    text: str,
+    logprobs: list[dict] | None,
+    finished: Finished | None,
+    calls: Sequence[ToolCall] = (),
 ) -> ChatChunk:
-    calls = tool_calls_out(finished.tool_calls) if finished else None
     return ChatChunk(
         model=model,
         created_at=created_at(),
-        message=OllamaReply(content=text, tool_calls=calls),
+        message=OllamaReply(content=text, tool_calls=tool_calls_out(calls)),
         logprobs=logprobs,
         **_final_fields(finished),
     )
@@ -96,17 +106,20 @@ async def _run(request: Request, job: GenerationJob, stream: bool, make: ChunkMa
     logprobs = job.logprobs is not None
 
     async def lines(generation: Generation) -> AsyncIterator[bytes]:
+        calls = CallAssembler()  # each call goes out whole, in the chunk that completes it
         async for item in generation:
             if isinstance(item, Delta):
                 entries = list(item.logprobs) if logprobs and item.logprobs else None
-                if item.text or entries:
-                    yield ndjson_line(make(generation.model, item.text, entries, None))
+                done = calls.add(item.tool_calls)
+                if item.text or entries or done:
+                    yield ndjson_line(make(generation.model, item.text, entries, None, done))
             else:
-                yield ndjson_line(make(generation.model, "", None, item))
+                yield ndjson_line(make(generation.model, "", None, item, ()))
 
     def whole(generation: Generation, result: Collected) -> BaseModel:
         entries = result.logprobs if logprobs else None
-        return make(generation.model, result.text, entries, result.finished)
+        finished = result.finished
+        return make(generation.model, result.text, entries, finished, finished.tool_calls)
 
     return await respond(request, job, stream=stream, chunks=lines, whole=whole, wire=NDJSON)
 

@@ -2,7 +2,8 @@
 
 A pull runs as a daemon task (``daemon.models.pulls``); these routes start or steer it and stream
 its progress. The first response waits until the name has been looked up, so an unknown
-model is a plain 404 rather than an error inside a stream.
+model is a plain 404 rather than an error inside a stream; a pull that has to wait for a free
+slot answers at once with ``{"status": "queued"}`` (its name is looked up when it starts).
 """
 
 from __future__ import annotations

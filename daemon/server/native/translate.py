@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from daemon.api.native_chat import (
@@ -24,9 +25,10 @@ from daemon.inference.generation import GenerationStats
 from daemon.inference.images import decode_base64
 from daemon.inference.options import parse_keep_alive
 from daemon.inference.templates import image_part
-from daemon.inference.tool_calls import ToolCall, ToolChoice
+from daemon.inference.tool_calls import ToolCall, ToolCallDelta, ToolChoice
 
 __all__ = [
+    "CallAssembler",
     "chat_job",
     "created_at",
     "done_reason",
@@ -172,11 +174,39 @@ def done_reason(reason: str) -> str:
 
 
 def tool_calls_out(calls: Sequence[ToolCall]) -> list[OllamaToolCall] | None:
-    if not calls:
-        return None
-    return [
-        OllamaToolCall(
-            function=OllamaFunctionCall(name=call.name, arguments=call.arguments_object())
-        )
+    """Ollama's calls carry their arguments as an object: a call whose arguments never became
+    one (cut off, or not JSON) is left out, streamed or not."""
+    out = [
+        OllamaToolCall(function=OllamaFunctionCall(name=call.name, arguments=arguments))
         for call in calls
+        if (arguments := _object(call.arguments)) is not None
     ]
+    return out or None
+
+
+def _object(text: str) -> dict[str, object] | None:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+class CallAssembler:
+    """Ollama streams each tool call whole, in the chunk where it is complete: this gathers a
+    call's streamed pieces until its arguments are a whole JSON object."""
+
+    def __init__(self) -> None:
+        self._calls: dict[int, ToolCall] = {}
+
+    def add(self, pieces: Sequence[ToolCallDelta]) -> list[ToolCall]:
+        """The calls these pieces complete."""
+        complete = []
+        for piece in pieces:
+            call = self._calls.get(piece.index) or ToolCall(piece.id or "", piece.name or "", "")
+            call = self._calls[piece.index] = replace(
+                call, arguments=call.arguments + piece.arguments
+            )
+            if piece.arguments.rstrip().endswith("}") and _object(call.arguments) is not None:
+                complete.append(call)
+        return complete

@@ -15,7 +15,9 @@ from daemon.api import (
     ChatLogprobs,
     CompletionRequest,
     FunctionCall,
+    FunctionCallChunk,
     PromptTokensDetails,
+    ToolCallChunk,
     ToolCallOut,
     Usage,
 )
@@ -25,13 +27,14 @@ from daemon.inference.generation import GenerationStats
 from daemon.inference.images import decode_base64
 from daemon.inference.options import parse_keep_alive
 from daemon.inference.templates import image_part
-from daemon.inference.tool_calls import ToolCall, ToolChoice
+from daemon.inference.tool_calls import ToolCall, ToolCallDelta, ToolChoice
 
 __all__ = [
     "chat_job",
     "chat_logprobs",
     "completion_job",
     "completion_logprobs",
+    "tool_call_chunks",
     "tool_calls_out",
     "usage_out",
 ]
@@ -51,7 +54,7 @@ def chat_job(req: ChatCompletionRequest) -> GenerationJob:
         images=images,
         options=_options(req, limit),
         tools=[t.model_dump(exclude_none=True) for t in req.tools or ()],
-        tool_choice=_tool_choice(req.tool_choice, bool(req.tools)),
+        tool_choice=_tool_choice(req.tool_choice, bool(req.tools), req.parallel_tool_calls),
         json_schema=_schema(req),
         logit_bias=_logit_bias(req.logit_bias),
         logprobs=top if req.logprobs else None,
@@ -150,11 +153,11 @@ def _prompt_text(prompt: str | list) -> str:
     raise BadRequestError("token-array prompts are not supported; send text", param="prompt")
 
 
-def _tool_choice(value: str | Mapping | None, has_tools: bool) -> ToolChoice:
+def _tool_choice(value: str | Mapping | None, has_tools: bool, parallel: bool | None) -> ToolChoice:
     if value is None:
         return ToolChoice("auto" if has_tools else "none")
     if isinstance(value, str):
-        return ToolChoice(value)
+        return ToolChoice(value, parallel=bool(parallel))
     function = value.get("function") if value.get("type") == "function" else None
     if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
         raise BadRequestError(
@@ -197,15 +200,27 @@ def usage_out(usage: GenerationStats) -> Usage:
     )
 
 
-def tool_calls_out(calls: Sequence[ToolCall], stream: bool = False) -> list[ToolCallOut]:
+def tool_calls_out(calls: Sequence[ToolCall]) -> list[ToolCallOut]:
     return [
-        ToolCallOut(
-            index=i if stream else None,
-            id=call.id,
-            function=FunctionCall(name=call.name, arguments=call.arguments),
-        )
-        for i, call in enumerate(calls)
+        ToolCallOut(id=call.id, function=FunctionCall(name=call.name, arguments=call.arguments))
+        for call in calls
     ]
+
+
+def tool_call_chunks(pieces: Sequence[ToolCallDelta]) -> list[ToolCallChunk]:
+    """Streamed calls as OpenAI streams them: a call's first piece has its id, type, name and
+    empty arguments; its arguments follow in pieces of their own."""
+    chunks: list[ToolCallChunk] = []
+    for piece in pieces:
+        if piece.id is not None:
+            function = FunctionCallChunk(name=piece.name)
+            chunks.append(
+                ToolCallChunk(index=piece.index, id=piece.id, type="function", function=function)
+            )
+        if piece.arguments:
+            function = FunctionCallChunk(arguments=piece.arguments)
+            chunks.append(ToolCallChunk(index=piece.index, function=function))
+    return chunks
 
 
 def chat_logprobs(entries: Sequence[Mapping]) -> ChatLogprobs | None:
