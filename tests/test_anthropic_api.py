@@ -202,11 +202,14 @@ def test_any_tool_streams_a_tool_use_block(daemon, client):
     starts = [d["content_block"] for n, d in events if n == "content_block_start"]
     assert [block["type"] for block in starts] == ["tool_use"]
     assert events[-2][1]["delta"]["stop_reason"] == "tool_use"
+    pieces = [d["delta"]["partial_json"] for n, d in events if n == "content_block_delta"]
+    assert len(pieces) > 1  # the arguments stream as the model writes them
+    schema = {"get_weather": WEATHER, "get_time": CLOCK}[starts[0]["name"]]["input_schema"]
+    jsonschema.validate(json.loads("".join(pieces)), schema)
     with client.messages.stream(**fields, extra_body={"options": {"seed": 2}}) as stream:
         final = stream.get_final_message()
     (call,) = final.content
-    schema = {"get_weather": WEATHER, "get_time": CLOCK}[call.name]["input_schema"]
-    jsonschema.validate(call.input, schema)
+    assert (call.name, call.input) == (starts[0]["name"], json.loads("".join(pieces)))
 
 
 def test_output_config_format_is_a_json_schema_the_answer_matches(client):
@@ -260,6 +263,24 @@ def test_count_tokens_is_the_prompt_the_message_reports(client):
         )
         usage = reply.usage
         assert counted.input_tokens == usage.input_tokens + usage.cache_read_input_tokens > 0
+
+
+def test_a_last_assistant_message_is_a_prefill_the_answer_continues(daemon, client):
+    """The prompt ends inside the assistant's words (the tiny model's template is ChatML), as
+    the same prompt sent raw to the native API counts it."""
+    prefill = [*HELLO, {"role": "assistant", "content": [{"type": "text", "text": "Once upon"}]}]
+    counted = client.messages.count_tokens(model="tiny", messages=prefill).input_tokens
+    raw = "<|im_start|>user\nHello there<|im_end|>\n<|im_start|>assistant\nOnce upon"
+    body = {"model": "tiny", "prompt": raw, "raw": True, "stream": False}
+    native = httpx.post(
+        daemon.url + "/api/generate",
+        json={**body, "options": {"num_predict": 0}},
+        headers={"x-api-key": KEY},
+        timeout=60,
+    )
+    assert counted == native.json()["prompt_eval_count"]
+    reply = client.messages.create(model="tiny", max_tokens=4, messages=prefill, **GREEDY)
+    assert reply.stop_reason == "max_tokens" and reply.content[0].text
 
 
 def test_keys_come_as_x_api_key_or_bearer_and_a_wrong_one_is_refused(daemon, client):
