@@ -42,7 +42,7 @@ class BodyTimeoutMiddleware:
                 timed_out = True
                 if not started:
                     what = f"the request body stopped arriving (nothing for {self.timeout:g} s)"
-                    await send_error(send, 408, what, headers=[(b"connection", b"close")])
+                    await send_error(scope, send, 408, what, [(b"connection", b"close")])
                 return {"type": "http.disconnect"}
             body_done = message["type"] != "http.request" or not message.get("more_body")
             return message
