@@ -3,6 +3,11 @@
 It owns the scheduler lease for its whole life and gives it back the moment the runner is
 done, fails, or the caller closes it (a client that hung up): closing cancels the runner's
 sequence, so the slot is free for the next request at once.
+
+A thinking model's output is split into ``Delta.thinking`` and ``Delta.text`` (tool calls are
+parsed from the answer only). When the thinking is generated apart (a thinking budget, or a
+grammar meant for the answer), the answer part is a second runner generation under the same
+lease (see ``thinking_run``).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from collections import deque
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 
+from daemon.inference.thinking_run import ThinkingRun, add_parts
 from daemon.inference.tool_calls import ToolCall, ToolCallFilter
 from daemon.runners.types import DoneEvent, RunnerCrashed, TokenEvent
 from daemon.scheduler import Lease
@@ -83,6 +89,7 @@ class Generation:
         started: float,
         loaded: float,
         tool_filter: ToolCallFilter | None = None,
+        thinking: ThinkingRun | None = None,
         on_finished: Callable[[str, Finished], None] | None = None,
     ):
         self.model = model
@@ -91,6 +98,7 @@ class Generation:
         self._started = started
         self._loaded = loaded
         self._filter = tool_filter
+        self._thinking = thinking
         self._on_finished = on_finished
         self._out: deque[Delta | Finished] = deque()
         self._held_logprobs: list[dict] = []
@@ -115,8 +123,22 @@ class Generation:
         while not self._out:
             if self.finished is not None or self._closed:
                 raise StopAsyncIteration
-            self._handle(await self._next_event())
+            event = await self._next_event()
+            if isinstance(event, DoneEvent) and await self._answer_part(event):
+                continue
+            self._handle(event)
         return self._out.popleft()
+
+    async def _answer_part(self, done: DoneEvent) -> bool:
+        """Start the answer part if the thinking part just ended (see ``thinking_run``)."""
+        after = self._thinking.next_call(done) if self._thinking is not None else None
+        if after is None:
+            return False
+        call, (thinking, text) = after
+        self._emit(thinking, text, ())
+        await self._stream.aclose()
+        self._stream = self._lease.runner.generate(call)
+        return True
 
     async def _next_event(self) -> TokenEvent | DoneEvent:
         try:
@@ -142,14 +164,22 @@ class Generation:
         if self._first_token is None:
             self._first_token = time.perf_counter()
         self._completion_tokens += len(event.token_ids)
-        text = self._filter.feed(event.text) if self._filter else event.text
-        self._held_logprobs.extend(event.logprobs)
-        if text or (self._held_logprobs and self._filter is None):
-            self._out.append(Delta(text, tuple(self._held_logprobs)))
+        thinking, answer = self._thinking.feed(event.text) if self._thinking else ("", event.text)
+        self._emit(thinking, answer, event.logprobs)
+
+    def _emit(self, thinking: str, answer: str, logprobs: tuple[dict, ...]) -> None:
+        text = self._filter.feed(answer) if self._filter else answer
+        self._held_logprobs.extend(logprobs)
+        if text or thinking or (self._held_logprobs and self._filter is None):
+            self._out.append(Delta(text, tuple(self._held_logprobs), thinking=thinking))
             self._held_logprobs.clear()
 
     def _finish(self, done: DoneEvent) -> None:
         self._lease.release()
+        if self._thinking is not None:
+            self._emit(*self._thinking.finish(), ())
+            if self._thinking.first_part is not None:
+                done = add_parts(self._thinking.first_part, done)
         calls: list[ToolCall] = []
         if self._filter is not None:
             rest, calls = self._filter.finish()
