@@ -2,7 +2,8 @@
 and pictures as base64 ``images`` for models with a vision projector).
 
 Both translate onto the one inference path and stream NDJSON chunks (one object with
-``stream: false``). A request with nothing to say only loads the model, or unloads it when
+``stream: false``); a thinking model's reasoning comes in ``thinking``, apart from the
+answer. A request with nothing to say only loads the model, or unloads it when
 ``keep_alive`` is 0, and answers ``done_reason: "load"`` / ``"unload"`` as Ollama does.
 """
 
@@ -41,8 +42,8 @@ __all__ = ["router"]
 
 router = APIRouter()
 
-# Builds one chunk from (model, text, logprobs, finished-or-None).
-ChunkMaker = Callable[[str, str, list[dict] | None, Finished | None], BaseModel]
+# Builds one chunk from (model, text, thinking, logprobs, finished-or-None).
+ChunkMaker = Callable[[str, str, str, list[dict] | None, Finished | None], BaseModel]
 
 
 @router.post("/api/generate", response_model=None)
@@ -67,25 +68,26 @@ def _final_fields(finished: Finished | None) -> dict[str, Any]:
 
 
 def _generate_chunk(
-    model: str, text: str, logprobs: list[dict] | None, finished: Finished | None
+    model: str, text: str, thinking: str, logprobs: list[dict] | None, finished: Finished | None
 ) -> GenerateChunk:
     return GenerateChunk(
         model=model,
         created_at=created_at(),
         response=text,
+        thinking=thinking or None,
         logprobs=logprobs,
         **_final_fields(finished),
     )
 
 
 def _chat_chunk(
-    model: str, text: str, logprobs: list[dict] | None, finished: Finished | None
+    model: str, text: str, thinking: str, logprobs: list[dict] | None, finished: Finished | None
 ) -> ChatChunk:
     calls = tool_calls_out(finished.tool_calls) if finished else None
     return ChatChunk(
         model=model,
         created_at=created_at(),
-        message=OllamaReply(content=text, tool_calls=calls),
+        message=OllamaReply(content=text, thinking=thinking or None, tool_calls=calls),
         logprobs=logprobs,
         **_final_fields(finished),
     )
@@ -99,14 +101,15 @@ async def _run(request: Request, job: GenerationJob, stream: bool, make: ChunkMa
         async for item in generation:
             if isinstance(item, Delta):
                 entries = list(item.logprobs) if logprobs and item.logprobs else None
-                if item.text or entries:
-                    yield ndjson_line(make(generation.model, item.text, entries, None))
+                if item.text or item.thinking or entries:
+                    chunk = make(generation.model, item.text, item.thinking, entries, None)
+                    yield ndjson_line(chunk)
             else:
-                yield ndjson_line(make(generation.model, "", None, item))
+                yield ndjson_line(make(generation.model, "", "", None, item))
 
     def whole(generation: Generation, result: Collected) -> BaseModel:
         entries = result.logprobs if logprobs else None
-        return make(generation.model, result.text, entries, result.finished)
+        return make(generation.model, result.text, result.thinking, entries, result.finished)
 
     return await respond(request, job, stream=stream, chunks=lines, whole=whole, wire=NDJSON)
 

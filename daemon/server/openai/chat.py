@@ -66,7 +66,11 @@ class _Shape:
     def whole(self, generation: Generation, result: Collected) -> ChatCompletion:
         finished = result.finished
         calls = tool_calls_out(finished.tool_calls) or None
-        message = ChatResponseMessage(content=None if calls else result.text, tool_calls=calls)
+        message = ChatResponseMessage(
+            content=None if calls else result.text,
+            reasoning_content=result.thinking or None,
+            tool_calls=calls,
+        )
         choice = ChatChoice(
             message=message,
             finish_reason=finished.reason,
@@ -85,9 +89,12 @@ class _Shape:
         yield sse_data(self.chunk(model, delta=ChatDelta(role="assistant", content="")))
         async for item in generation:
             if isinstance(item, Delta):
-                if item.text or (self.logprobs and item.logprobs):
+                if item.text or item.thinking or (self.logprobs and item.logprobs):
                     lp = chat_logprobs(item.logprobs) if self.logprobs else None
-                    delta = ChatDelta(content=item.text)
+                    delta = ChatDelta(
+                        content=item.text if item.text or not item.thinking else None,
+                        reasoning_content=item.thinking or None,
+                    )
                     yield sse_data(self.chunk(model, delta=delta, logprobs=lp))
                 continue
             if item.tool_calls:
