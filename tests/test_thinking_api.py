@@ -13,6 +13,7 @@ import ollama
 import openai
 import pytest
 
+from daemon.inference.templates import CHATML_TEMPLATE
 from model_registry.tiny_gguf import write_tiny_model
 from tests.support.daemon import Daemon, make_store
 
@@ -38,6 +39,10 @@ def daemon(tmp_path_factory):
         "qwen": write_tiny_model(root / "qwen.gguf", thinking="qwen3", seed=4, **q8),
         "harmony": write_tiny_model(root / "harmony.gguf", thinking="gpt-oss", seed=5, **q8),
         "plain": write_tiny_model(root / "plain.gguf", seed=1),
+        # <think> tokens, but a template that knows nothing of them
+        "tokens-only": write_tiny_model(
+            root / "chatml.gguf", thinking="qwen3", chat_template=CHATML_TEMPLATE, seed=4, **q8
+        ),
     }
     with Daemon(make_store(root / "store", models), root / "logs") as running:
         yield running
@@ -129,6 +134,15 @@ def test_generate_thinks_too(client):
     reply = client.generate("qwen", prompt="Hello", think=True, options=BUDGET)
     assert reply.thinking and reply.response and clean(reply.response)
     assert reply.thinking not in reply.response
+
+
+def test_the_vocabulary_tells_when_the_template_does_not(client):
+    assert client.show("tokens-only").capabilities == ["completion"]  # the template says nothing
+    options = {"num_predict": 12, "seed": 3}
+    reply = client.chat("tokens-only", messages=HI, think=True, options=options)
+    assert reply.message.thinking and reply.message.content == ""  # <think> opened for it
+    reply = client.chat("tokens-only", messages=HI, options=options)
+    assert reply.message.thinking is None and reply.message.content  # it did not open one
 
 
 def test_a_model_that_cannot_think_is_refused(client, daemon):
