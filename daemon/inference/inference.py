@@ -30,6 +30,15 @@ from daemon.inference.templates import (
     continued_reply,
     image_part,
 )
+from daemon.inference.thinking import (
+    ThinkingFormat,
+    VocabularyFormats,
+    detect_format,
+    history_for_template,
+    parse_think,
+    template_variables,
+)
+from daemon.inference.thinking_run import ThinkingRun, thinking_run
 from daemon.inference.tool_call_parser import ToolCallParser
 from daemon.inference.tool_calls import (
     ToolChoice,
@@ -106,6 +115,7 @@ class Inference:
         # Preparing a big picture takes a few hundred MB for a moment: a few at a time.
         self._picture_work = asyncio.Semaphore(_PICTURES_AT_ONCE)
         self._pictures = ImageCache()  # a chat resends its pictures every turn
+        self._vocabularies = VocabularyFormats()
 
     def resolve(self, name: str) -> ResolvedModel:
         return resolve_model(self.store, name)
@@ -122,19 +132,29 @@ class Inference:
                 param="images",
             )
         options = merge_options(model.params, job.options)
+        think = parse_think(job.think)
+        if job.raw and think is not None:
+            raise BadRequestError("think needs the chat template; it cannot go with raw", "think")
+        fmt = None if job.raw else detect_format(_template_source(model, job))
         marker = _image_marker() if job.images else ""
-        prompt = self._prompt(model, job, marker)
+        prompt = self._prompt(model, job, marker, template_variables(think, fmt))
         params = self._sampling(job, options)
         images = await self._prepared_images(job.images, prompt, marker)
         request = GenerateCall(prompt, params, add_bos=True, images=images, image_marker=marker)
         lease = await self._lease(model, options, job.keep_alive)
+        try:
+            thinking = await self._thinking(model, job, fmt, options, request, lease)
+        except BaseException:
+            lease.release()
+            raise
         generation = Generation(
             model.name,
             lease,
-            lease.runner.generate(request),
+            lease.runner.generate(thinking.first_call() if thinking else request),
             started=started,
             loaded=time.perf_counter(),
             tool_filter=self._tool_filter(job),
+            thinking=thinking,
             on_finished=self._on_finished,
         )
         try:
@@ -178,8 +198,34 @@ class Inference:
         runner_opts = runner_options(options, self.settings, model.context_length)
         return await self.scheduler.acquire(model.target, runner_opts, keep_alive)
 
+    # -- thinking ---------------------------------------------------------------------------
+    async def _thinking(
+        self,
+        model: ResolvedModel,
+        job: GenerationJob,
+        fmt: ThinkingFormat | None,
+        options: Mapping[str, object],
+        request: GenerateCall,
+        lease: Lease,
+    ) -> ThinkingRun | None:
+        """How this generation thinks; the vocabulary tells where the template does not."""
+        if job.raw:
+            return None
+        if fmt is None:
+            runner = lease.runner
+            tokenize = lambda text: runner.tokenize(text, False, True)  # noqa: E731
+            fmt = await self._vocabularies.get(model.target.model_paths, tokenize)
+        budget = job.think_budget if job.think_budget is not None else options.get("think_budget")
+        return thinking_run(model.name, fmt, parse_think(job.think), budget, request)
+
     # -- prompt -----------------------------------------------------------------------------
-    def _prompt(self, model: ResolvedModel, job: GenerationJob, image_marker: str) -> str:
+    def _prompt(
+        self,
+        model: ResolvedModel,
+        job: GenerationJob,
+        image_marker: str,
+        variables: Mapping[str, object],
+    ) -> str:
         if job.messages is None:
             if job.prompt is None:
                 raise BadRequestError("either messages or a prompt is required")
@@ -189,7 +235,7 @@ class Inference:
         else:
             messages = job.messages
         try:
-            return self._render(model, job, messages, image_marker)
+            return self._render(model, job, messages, image_marker, variables)
         except TemplateError as error:
             if job.template is None or isinstance(error, TemplateRejectedError):
                 raise
@@ -201,6 +247,7 @@ class Inference:
         job: GenerationJob,
         messages: Sequence[Mapping[str, object]],
         image_marker: str,
+        variables: Mapping[str, object],
     ) -> str:
         if job.template is not None:
             template = self._templates.get(job.template, "request")
@@ -209,12 +256,16 @@ class Inference:
         tools = list(job.tools) if job.tool_choice.mode != "none" else []
         conversation, reply_so_far = continued_reply(
             assemble_messages(
-                messages, system=model.system, preset=model.messages, image_marker=image_marker
+                history_for_template(messages),
+                system=model.system,
+                preset=model.messages,
+                image_marker=image_marker,
             )
         )
         if tools and not template.supports_tools:
             conversation = _with_tool_prompt(conversation, tools)
-        prompt = template.render(conversation, tools=tools if template.supports_tools else ())
+        tools = tools if template.supports_tools else ()
+        prompt = template.render(conversation, tools=tools, variables=variables)
         return prompt + reply_so_far
 
     # -- pictures ---------------------------------------------------------------------------
@@ -248,6 +299,10 @@ class Inference:
         if not job.tools or job.tool_choice.mode == "none":
             return None
         return ToolCallParser([str((t.get("function") or {}).get("name")) for t in job.tools])
+
+
+def _template_source(model: ResolvedModel, job: GenerationJob) -> str | None:
+    return job.template if job.template is not None else model.template
 
 
 def _image_marker() -> str:
