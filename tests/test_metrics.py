@@ -28,6 +28,9 @@ class ScriptedRunner:
             yield TokenEvent(word, (1,))
         yield DoneEvent("length", 5, 2, 3, 0.01, 0.02, 0.005)
 
+    async def tokenize(self, text, add_bos=True, special=True):
+        return [1] * len(text)  # one token per character: no thinking markers
+
     async def stop(self):
         self.alive = False
 

@@ -3,7 +3,9 @@
 Field names and shapes follow OpenAI's API reference so the official SDKs parse our answers.
 Unknown request fields are ignored (as OpenAI-compatible servers do); the few llama.cpp /
 Ollama extras we accept (``top_k``, ``min_p``, ``repeat_penalty``, ``keep_alive``,
-``options``) are listed explicitly.
+``options``, ``think_budget``) are listed explicitly. A thinking model's reasoning comes as
+``reasoning_content`` (on the message and in stream deltas, as DeepSeek's API and vLLM send it)
+and is taken back in assistant messages under the same name.
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ class ChatMessage(_Request):
     name: str | None = None
     tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | None = None
+    reasoning_content: str | None = None  # an earlier answer's thinking
 
 
 class ToolFunction(_Request):
@@ -113,6 +116,8 @@ class ChatCompletionRequest(SamplingFields):
     tools: list[Tool] | None = None
     tool_choice: Literal["none", "auto", "required"] | dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
+    reasoning_effort: str | None = None  # "none", "minimal", "low", "medium", "high"
+    think_budget: int | None = Field(default=None, ge=0)  # thinking tokens, then the answer
 
 
 class ChatLogprobs(BaseModel):
@@ -122,6 +127,7 @@ class ChatLogprobs(BaseModel):
 class ChatResponseMessage(BaseModel):
     role: Literal["assistant"] = "assistant"
     content: str | None = None
+    reasoning_content: str | None = None
     tool_calls: list[ToolCallOut] | None = None
 
 
@@ -145,6 +151,7 @@ class ChatCompletion(BaseModel):
 class ChatDelta(BaseModel):
     role: Literal["assistant"] | None = None
     content: str | None = None
+    reasoning_content: str | None = None
     tool_calls: list[ToolCallChunk] | None = None
 
 

@@ -13,7 +13,8 @@ from daemon.inference.generation import (
     GenerationStats,
     ToolCallDelta,
 )
-from daemon.inference.inference import Embeddings, EmbedJob, GenerationJob, Inference
+from daemon.inference.inference import Inference
+from daemon.inference.jobs import Embeddings, EmbedJob, GenerationJob
 
 __all__ = [
     "Collected",

@@ -3,6 +3,11 @@
 It owns the scheduler lease for its whole life and gives it back the moment the runner is
 done, fails, or the caller closes it (a client that hung up): closing cancels the runner's
 sequence, so the slot is free for the next request at once.
+
+A thinking model's output is split into ``Delta.thinking`` and ``Delta.text`` (tool calls are
+parsed from the answer only). When the thinking is generated apart (a thinking budget, or a
+grammar meant for the answer), the answer part is a second runner generation under the same
+lease (see ``thinking_run``).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from collections import deque
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, replace
 
+from daemon.inference.thinking_run import ThinkingRun, add_parts
 from daemon.inference.tool_call_parser import Piece, ToolCallParser
 from daemon.inference.tool_calls import ToolCall, ToolCallDelta
 from daemon.runners.types import DoneEvent, RunnerCrashed, TokenEvent
@@ -74,6 +80,7 @@ class Generation:
         started: float,
         loaded: float,
         tool_filter: ToolCallParser | None = None,
+        thinking: ThinkingRun | None = None,
         on_finished: Callable[[str, Finished], None] | None = None,
     ):
         self.model = model
@@ -82,6 +89,7 @@ class Generation:
         self._started = started
         self._loaded = loaded
         self._filter = tool_filter
+        self._thinking = thinking
         self._on_finished = on_finished
         self._out: deque[Delta | Finished] = deque()
         self._held_logprobs: list[dict] = []
@@ -106,8 +114,22 @@ class Generation:
         while not self._out:
             if self.finished is not None or self._closed:
                 raise StopAsyncIteration
-            self._handle(await self._next_event())
+            event = await self._next_event()
+            if isinstance(event, DoneEvent) and await self._answer_part(event):
+                continue
+            self._handle(event)
         return self._out.popleft()
+
+    async def _answer_part(self, done: DoneEvent) -> bool:
+        """Start the answer part if the thinking part just ended (see ``thinking_run``)."""
+        after = self._thinking.next_call(done) if self._thinking is not None else None
+        if after is None:
+            return False
+        call, (thinking, text) = after
+        self._emit(thinking, text, ())
+        await self._stream.aclose()
+        self._stream = self._lease.runner.generate(call)
+        return True
 
     async def _next_event(self) -> TokenEvent | DoneEvent:
         try:
@@ -134,15 +156,21 @@ class Generation:
             self._first_token = time.perf_counter()
         self._completion_tokens += len(event.token_ids)
         self._held_logprobs.extend(event.logprobs)
-        if self._filter is None:
-            self._emit([event.text], flush=True)
-        else:
-            self._emit(self._filter.feed(event.text), flush=False)
+        thinking, answer = self._thinking.feed(event.text) if self._thinking else ("", event.text)
+        self._emit_answer(thinking, answer)
 
-    def _emit(self, pieces: Sequence[Piece], flush: bool) -> None:
-        """Queue ``pieces`` in order as deltas (within one, text comes before tool-call pieces);
-        the logprobs held so far ride on the first, or alone with ``flush``."""
-        deltas: list[Delta] = []
+    def _emit_answer(self, thinking: str, answer: str) -> None:
+        """The thinking as is, the answer through the tool-call parser (calls are the answer's)."""
+        if self._filter is None:
+            self._emit([answer], flush=True, thinking=thinking)
+        else:
+            self._emit(self._filter.feed(answer), flush=False, thinking=thinking)
+
+    def _emit(self, pieces: Sequence[Piece], flush: bool, thinking: str = "") -> None:
+        """Queue ``pieces`` in order as deltas (within one, thinking comes before text and text
+        before tool-call pieces); the logprobs held so far ride on the first, or alone with
+        ``flush``."""
+        deltas: list[Delta] = [Delta("", thinking=thinking)] if thinking else []
         for piece in pieces:
             if isinstance(piece, ToolCallDelta):
                 last = deltas.pop() if deltas else Delta("")
@@ -160,6 +188,10 @@ class Generation:
 
     def _finish(self, done: DoneEvent) -> None:
         self._lease.release()
+        if self._thinking is not None:
+            self._emit_answer(*self._thinking.finish())
+            if self._thinking.first_part is not None:
+                done = add_parts(self._thinking.first_part, done)
         calls: list[ToolCall] = []
         if self._filter is not None:
             rest, calls = self._filter.finish()

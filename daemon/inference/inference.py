@@ -1,4 +1,5 @@
-"""The one path from a request to tokens: resolve the model, lease it, render, generate.
+"""The one path from a request to tokens: resolve the model, render (``prompts``), lease it,
+generate.
 
 The OpenAI routes (and the native ones) translate their wire format into a
 ``GenerationJob`` or ``EmbedJob`` and back; none of them talks to the scheduler, the store or
@@ -7,36 +8,21 @@ a runner on its own.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
-import secrets
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 
-from daemon.errors import (
-    BadRequestError,
-    TemplateError,
-    TemplateRejectedError,
-)
+from daemon.errors import BadRequestError
 from daemon.inference.generation import Finished, Generation
-from daemon.inference.image_cache import ImageCache
-from daemon.inference.images import prepare_images
+from daemon.inference.jobs import Embeddings, EmbedJob, GenerationJob
 from daemon.inference.options import merge_options, runner_options, sampling_params
+from daemon.inference.prompts import Prompts
 from daemon.inference.resolve import ResolvedModel, resolve_model
-from daemon.inference.templates import (
-    TemplateCache,
-    assemble_messages,
-    continued_reply,
-    image_part,
-)
+from daemon.inference.thinking import ThinkingFormat, VocabularyFormats, parse_think
+from daemon.inference.thinking_run import ThinkingRun, thinking_run
 from daemon.inference.tool_call_parser import ToolCallParser
-from daemon.inference.tool_calls import (
-    ToolChoice,
-    forced_tool_schema,
-    tools_system_prompt,
-)
+from daemon.inference.tool_calls import forced_tool_schema
 from daemon.runners.types import (
     DoneEvent,
     EmbedCall,
@@ -48,52 +34,7 @@ from daemon.scheduler import Lease, Scheduler
 from daemon.settings import Settings
 from model_registry.store import Store
 
-__all__ = ["EmbedJob", "Embeddings", "GenerationJob", "Inference"]
-
-_PICTURES_AT_ONCE = 2
-
-
-@dataclass(frozen=True, slots=True)
-class GenerationJob:
-    """What to generate. Exactly one of ``messages`` (chat) or ``prompt`` is set.
-
-    ``images`` are the pictures as the client sent them (PNG, JPEG... bytes), in the order the
-    messages' image parts (``templates.image_part``) name them; with a ``prompt`` they come
-    before its text."""
-
-    model: str
-    messages: Sequence[Mapping[str, object]] | None = None
-    prompt: str | None = None
-    raw: bool = False  # the prompt goes to the model as is (no template)
-    options: Mapping[str, object] = field(default_factory=dict)  # Ollama option names
-    tools: Sequence[Mapping[str, object]] = ()
-    tool_choice: ToolChoice = field(default_factory=ToolChoice)
-    json_schema: Mapping[str, object] | None = None  # output must match (grammar-enforced)
-    logit_bias: Mapping[int, float] = field(default_factory=dict)
-    logprobs: int | None = None  # None: off; n: top n alternatives per token
-    keep_alive: float | None = None  # seconds; None: the daemon's default
-    template: str | None = None  # replaces the model's chat template (Ollama's per-request one)
-    images: Sequence[bytes] = ()
-    # True/False, or an effort ("low", "medium", "high") for templates that take one; None:
-    # the model's own default. Thinking never reaches ``Delta.text``.
-    think: bool | str | None = None
-    think_budget: int | None = None  # thinking tokens before the model is made to answer
-
-
-@dataclass(frozen=True, slots=True)
-class EmbedJob:
-    model: str
-    inputs: Sequence[str]
-    options: Mapping[str, object] = field(default_factory=dict)
-    truncate: bool = False
-    keep_alive: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Embeddings:
-    model: str
-    vectors: list[list[float]]
-    prompt_tokens: int
+__all__ = ["Inference"]
 
 
 class Inference:
@@ -108,11 +49,9 @@ class Inference:
         self.store = store
         self.scheduler = scheduler
         self.settings = settings
-        self._templates = TemplateCache()
         self._on_finished = on_finished
-        # Preparing a big picture takes a few hundred MB for a moment: a few at a time.
-        self._picture_work = asyncio.Semaphore(_PICTURES_AT_ONCE)
-        self._pictures = ImageCache()  # a chat resends its pictures every turn
+        self._prompts = Prompts()
+        self._vocabularies = VocabularyFormats()
 
     def resolve(self, name: str) -> ResolvedModel:
         return resolve_model(self.store, name)
@@ -122,15 +61,21 @@ class Inference:
         started = time.perf_counter()
         model = self._generator(job)
         options = merge_options(model.params, job.options)
-        request = await self._request(model, job, self._sampling(job, options))
+        request, fmt = await self._prompts.call(model, job, self._sampling(job, options))
         lease = await self._lease(model, options, job.keep_alive)
+        try:
+            thinking = await self._thinking(model, job, fmt, options, request, lease)
+        except BaseException:
+            lease.release()
+            raise
         generation = Generation(
             model.name,
             lease,
-            lease.runner.generate(request),
+            lease.runner.generate(thinking.first_call() if thinking else request),
             started=started,
             loaded=time.perf_counter(),
             tool_filter=self._tool_filter(job),
+            thinking=thinking,
             on_finished=self._on_finished,
         )
         try:
@@ -146,7 +91,7 @@ class Inference:
         generation reports (``Finished.usage.prompt_tokens``)."""
         model = self._generator(job)
         options = merge_options(model.params, job.options)
-        request = await self._request(model, job, SamplingParams(max_tokens=0))
+        request, _ = await self._prompts.call(model, job, SamplingParams(max_tokens=0))
         lease = await self._lease(model, options, job.keep_alive)
         crashed = False
         try:
@@ -189,13 +134,6 @@ class Inference:
         vectors = [list(vector) for vector in result.embeddings]
         return Embeddings(model.name, vectors, result.prompt_tokens)
 
-    async def _lease(
-        self, model: ResolvedModel, options: Mapping[str, object], keep_alive: float | None
-    ) -> Lease:
-        runner_opts = runner_options(options, self.settings, model.context_length)
-        return await self.scheduler.acquire(model.target, runner_opts, keep_alive)
-
-    # -- prompt -----------------------------------------------------------------------------
     def _generator(self, job: GenerationJob) -> ResolvedModel:
         """The job's model, if it can do what the job asks."""
         model = self.resolve(job.model)
@@ -208,62 +146,31 @@ class Inference:
             )
         return model
 
-    async def _request(
-        self, model: ResolvedModel, job: GenerationJob, params: SamplingParams
-    ) -> GenerateCall:
-        marker = _image_marker() if job.images else ""
-        prompt = self._prompt(model, job, marker)
-        images = await self._prepared_images(job.images, prompt, marker)
-        return GenerateCall(prompt, params, add_bos=True, images=images, image_marker=marker)
+    async def _lease(
+        self, model: ResolvedModel, options: Mapping[str, object], keep_alive: float | None
+    ) -> Lease:
+        runner_opts = runner_options(options, self.settings, model.context_length)
+        return await self.scheduler.acquire(model.target, runner_opts, keep_alive)
 
-    def _prompt(self, model: ResolvedModel, job: GenerationJob, image_marker: str) -> str:
-        if job.messages is None:
-            if job.prompt is None:
-                raise BadRequestError("either messages or a prompt is required")
-            if job.raw:
-                return image_marker * len(job.images) + job.prompt
-            messages: Sequence[Mapping[str, object]] = [_user_message(job.prompt, job.images)]
-        else:
-            messages = job.messages
-        try:
-            return self._render(model, job, messages, image_marker)
-        except TemplateError as error:
-            if job.template is None or isinstance(error, TemplateRejectedError):
-                raise
-            raise BadRequestError(str(error), param="template") from None  # the client's own
-
-    def _render(
+    # -- thinking ---------------------------------------------------------------------------
+    async def _thinking(
         self,
         model: ResolvedModel,
         job: GenerationJob,
-        messages: Sequence[Mapping[str, object]],
-        image_marker: str,
-    ) -> str:
-        if job.template is not None:
-            template = self._templates.get(job.template, "request")
-        else:
-            template = self._templates.get(model.template, model.template_origin)
-        tools = list(job.tools) if job.tool_choice.mode != "none" else []
-        conversation, reply_so_far = continued_reply(
-            assemble_messages(
-                messages, system=model.system, preset=model.messages, image_marker=image_marker
-            )
-        )
-        if tools and not template.supports_tools:
-            conversation = _with_tool_prompt(conversation, tools)
-        prompt = template.render(conversation, tools=tools if template.supports_tools else ())
-        return prompt + reply_so_far
-
-    # -- pictures ---------------------------------------------------------------------------
-    async def _prepared_images(
-        self, images: Sequence[bytes], prompt: str, marker: str
-    ) -> tuple[bytes, ...]:
-        """The pictures as the runner gets them, once the prompt is known to place each one."""
-        if not images:
-            return ()
-        _check_places(prompt, marker, len(images))
-        async with self._picture_work:
-            return await asyncio.to_thread(prepare_images, images, self._pictures)
+        fmt: ThinkingFormat | None,
+        options: Mapping[str, object],
+        request: GenerateCall,
+        lease: Lease,
+    ) -> ThinkingRun | None:
+        """How this generation thinks; the vocabulary tells where the template does not."""
+        if job.raw:
+            return None
+        if fmt is None:
+            runner = lease.runner
+            tokenize = lambda text: runner.tokenize(text, False, True)  # noqa: E731
+            fmt = await self._vocabularies.get(model.target.model_paths, tokenize)
+        budget = job.think_budget if job.think_budget is not None else options.get("think_budget")
+        return thinking_run(model.name, fmt, parse_think(job.think), budget, request)
 
     # -- sampling ---------------------------------------------------------------------------
     def _sampling(self, job: GenerationJob, options: Mapping[str, object]) -> SamplingParams:
@@ -285,42 +192,3 @@ class Inference:
         if not job.tools or job.tool_choice.mode == "none":
             return None
         return ToolCallParser([str((t.get("function") or {}).get("name")) for t in job.tools])
-
-
-def _image_marker() -> str:
-    """Where a picture goes in the prompt: new for each request, so no text can fake one."""
-    return f"<__image_{secrets.token_hex(8)}__>"
-
-
-def _user_message(prompt: str, images: Sequence[bytes]) -> dict[str, object]:
-    """A bare prompt as the user's message; its pictures first, as Ollama puts them."""
-    if not images:
-        return {"role": "user", "content": prompt}
-    parts = [image_part(i) for i in range(len(images))]
-    return {"role": "user", "content": [*parts, {"type": "text", "text": prompt}]}
-
-
-def _check_places(prompt: str, marker: str, count: int) -> None:
-    found = prompt.count(marker)
-    if found != count:
-        what = "dropped" if found < count else "repeated"
-        raise BadRequestError(
-            f"the chat template {what} a picture: {count} sent, {found} in the prompt; "
-            "the template must keep each message's content as it is",
-            param="images",
-        )
-    if prompt.endswith(marker):  # a raw prompt: the model needs text to answer from
-        raise BadRequestError(
-            "the prompt must go on after its last picture; put text after it", param="prompt"
-        )
-
-
-def _with_tool_prompt(
-    conversation: list[dict[str, object]], tools: Sequence[Mapping[str, object]]
-) -> list[dict[str, object]]:
-    """Describe the tools in the system message, for templates that cannot."""
-    prompt = tools_system_prompt(tools)
-    if conversation and conversation[0].get("role") == "system":
-        first = dict(conversation[0], content=f"{conversation[0].get('content', '')}\n\n{prompt}")
-        return [first, *conversation[1:]]
-    return [{"role": "system", "content": prompt}, *conversation]

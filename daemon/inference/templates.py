@@ -130,10 +130,13 @@ class ChatTemplate:
         add_generation_prompt: bool = True,
         bos_token: str = "",
         eos_token: str = "",
+        variables: Mapping[str, object] | None = None,
     ) -> str:
+        """``variables``: more globals for the template (``enable_thinking``...)."""
         if self.is_go:
             return self._render_turns(messages)
         context = {
+            **(variables or {}),
             "messages": [dict(m) for m in messages],
             "tools": [dict(t) for t in tools] or None,
             "add_generation_prompt": add_generation_prompt,

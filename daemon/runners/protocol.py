@@ -158,6 +158,8 @@ def generate_to_wire(req: GenerateCall) -> dict[str, Any]:
     if req.images:
         message["images"] = [base64.b64encode(image).decode() for image in req.images]
         message["image_marker"] = req.image_marker
+    if req.visible_tokens:
+        message["visible_tokens"] = list(req.visible_tokens)
     return message
 
 
@@ -176,6 +178,7 @@ def generate_from_wire(data: dict[str, Any]) -> GenerateCall:
         add_bos=data["add_bos"],
         images=tuple(base64.b64decode(image) for image in data.get("images", ())),
         image_marker=data.get("image_marker", ""),
+        visible_tokens=tuple(data.get("visible_tokens", ())),
     )
 
 

@@ -97,6 +97,10 @@ class GenerateCall:
     # each occurrence of the marker is where one picture's embeddings go.
     images: tuple[bytes, ...] = ()  # encoded pictures (PNG, JPEG...), decoded by the runner
     image_marker: str = ""  # chosen per request, so no text a user sends can act as one
+    # Special tokens, by their text, that stay in the output text (the runner otherwise
+    # renders none of the control tokens): a thinking format's markers, such as harmony's
+    # ``<|channel|>``. A text that is not one token of the model is ignored.
+    visible_tokens: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

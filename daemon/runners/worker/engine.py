@@ -48,6 +48,7 @@ class _Job:
     max_tokens: int | None
     logprobs: int | None
     arrived: float
+    visible: frozenset[int] = frozenset()  # special tokens whose text this request keeps
     slot: Slot | None = None
     fed: int = 0  # prompt tokens in the slot's cache
     evaluated: int = 0  # prompt tokens this request decoded itself
@@ -133,6 +134,7 @@ class Engine:
             max_tokens=params.max_tokens,
             logprobs=params.logprobs,
             arrived=time.perf_counter(),
+            visible=self.model.special_tokens(req.visible_tokens),
         )
 
     def cancel(self, rid: int) -> None:
@@ -284,7 +286,8 @@ class Engine:
         if job.logprobs is not None:
             logprobs = [token_logprobs(self.model, self.ctx, job.row, token, job.logprobs)]
         job.completion += 1
-        text = job.text.push(self.model.piece(token))
+        piece = self.model.token_bytes(token) if token in job.visible else self.model.piece(token)
+        text = job.text.push(piece)
         reason = "stop" if job.text.stopped else None
         if reason is None and job.max_tokens is not None and job.completion >= job.max_tokens:
             reason = "length"

@@ -151,6 +151,11 @@ class Model:
             n = lc.llama_token_to_piece(self.vocab, token, buf, -n, 0, special)
         return buf.raw[:n]
 
+    def special_tokens(self, texts: tuple[str, ...]) -> frozenset[int]:
+        """The ids of those ``texts`` that are one token each (the others are not tokens)."""
+        ids = (self.tokenize(text, add_bos=False, special=True) for text in texts)
+        return frozenset(one[0] for one in ids if len(one) == 1)
+
     def is_eog(self, token: int) -> bool:
         return lc.llama_vocab_is_eog(self.vocab, token)
 

@@ -13,6 +13,7 @@ from daemon.api.native_models import AdapterOut, ModelDetailsOut, ModelSummary, 
 from daemon.errors import TemplateError
 from daemon.inference.resolve import ResolvedModel
 from daemon.inference.templates import ChatTemplate
+from daemon.inference.thinking import detect_format
 from model_registry.errors import GGUFError, ModelfileError
 from model_registry.gguf_info import read_gguf_info
 from model_registry.modelfile import Modelfile, render_modelfile
@@ -147,6 +148,8 @@ def _capabilities(model: ResolvedModel) -> list[str]:
         capabilities.append("tools")
     if model.target.projector_path:
         capabilities.append("vision")
+    if detect_format(model.template) is not None:
+        capabilities.append("thinking")
     return capabilities
 
 

@@ -2,7 +2,8 @@
 and pictures as base64 ``images`` for models with a vision projector).
 
 Both translate onto the one inference path and stream NDJSON chunks (one object with
-``stream: false``). A request with nothing to say only loads the model, or unloads it when
+``stream: false``); a thinking model's reasoning comes in ``thinking``, apart from the
+answer. A request with nothing to say only loads the model, or unloads it when
 ``keep_alive`` is 0, and answers ``done_reason: "load"`` / ``"unload"`` as Ollama does.
 A chat's tool calls stream as Ollama's do: each whole, in the chunk where it completes.
 """
@@ -44,8 +45,10 @@ __all__ = ["router"]
 
 router = APIRouter()
 
-# Builds one chunk from (model, text, logprobs, finished-or-None, tool calls).
-ChunkMaker = Callable[[str, str, list[dict] | None, Finished | None, Sequence[ToolCall]], BaseModel]
+# Builds one chunk from (model, text, thinking, logprobs, finished-or-None, tool calls).
+ChunkMaker = Callable[
+    [str, str, str, list[dict] | None, Finished | None, Sequence[ToolCall]], BaseModel
+]
 
 
 @router.post("/api/generate", response_model=None)
@@ -72,6 +75,7 @@ def _final_fields(finished: Finished | None) -> dict[str, Any]:
 def _generate_chunk(
     model: str,
     text: str,
+    thinking: str,
     logprobs: list[dict] | None,
     finished: Finished | None,
     calls: Sequence[ToolCall] = (),  # /api/generate takes no tools
@@ -80,6 +84,7 @@ def _generate_chunk(
         model=model,
         created_at=created_at(),
         response=text,
+        thinking=thinking or None,
         logprobs=logprobs,
         **_final_fields(finished),
     )
@@ -88,6 +93,7 @@ def _generate_chunk(
 def _chat_chunk(
     model: str,
     text: str,
+    thinking: str,
     logprobs: list[dict] | None,
     finished: Finished | None,
     calls: Sequence[ToolCall] = (),
@@ -95,7 +101,9 @@ def _chat_chunk(
     return ChatChunk(
         model=model,
         created_at=created_at(),
-        message=OllamaReply(content=text, tool_calls=tool_calls_out(calls)),
+        message=OllamaReply(
+            content=text, thinking=thinking or None, tool_calls=tool_calls_out(calls)
+        ),
         logprobs=logprobs,
         **_final_fields(finished),
     )
@@ -111,15 +119,23 @@ async def _run(request: Request, job: GenerationJob, stream: bool, make: ChunkMa
             if isinstance(item, Delta):
                 entries = list(item.logprobs) if logprobs and item.logprobs else None
                 done = calls.add(item.tool_calls)
-                if item.text or entries or done:
-                    yield ndjson_line(make(generation.model, item.text, entries, None, done))
+                if item.text or item.thinking or entries or done:
+                    chunk = make(generation.model, item.text, item.thinking, entries, None, done)
+                    yield ndjson_line(chunk)
             else:
-                yield ndjson_line(make(generation.model, "", None, item, ()))
+                yield ndjson_line(make(generation.model, "", "", None, item, ()))
 
     def whole(generation: Generation, result: Collected) -> BaseModel:
         entries = result.logprobs if logprobs else None
         finished = result.finished
-        return make(generation.model, result.text, entries, finished, finished.tool_calls)
+        return make(
+            generation.model,
+            result.text,
+            result.thinking,
+            entries,
+            finished,
+            finished.tool_calls,
+        )
 
     return await respond(request, job, stream=stream, chunks=lines, whole=whole, wire=NDJSON)
 

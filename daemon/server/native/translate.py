@@ -56,6 +56,7 @@ def generate_job(req: GenerateRequest) -> GenerationJob:
             param="context",
         )
     common = _common(req.format, req.options, req.keep_alive, req.logprobs, req.top_logprobs)
+    common["think"] = req.think
     images = _decoded(req.images)
     if req.raw or req.system is None:
         return GenerationJob(
@@ -87,6 +88,7 @@ def chat_job(req: ChatRequest) -> GenerationJob:
         images=images,
         tools=tools,
         tool_choice=ToolChoice("auto" if tools else "none"),
+        think=req.think,
         **_common(req.format, req.options, req.keep_alive, req.logprobs, req.top_logprobs),
     )
 
@@ -127,6 +129,8 @@ def _message(message: OllamaMessage, pictures: range) -> dict[str, object]:
         ]
     if message.tool_name:
         out["name"] = message.tool_name
+    if message.thinking:
+        out["thinking"] = message.thinking  # the template decides whether it is kept
     return out
 
 

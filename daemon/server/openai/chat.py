@@ -73,7 +73,9 @@ class _Shape:
         finished = result.finished
         calls = tool_calls_out(finished.tool_calls) or None
         content = (result.text or None) if calls else result.text
-        message = ChatResponseMessage(content=content, tool_calls=calls)
+        message = ChatResponseMessage(
+            content=content, reasoning_content=result.thinking or None, tool_calls=calls
+        )
         choice = ChatChoice(
             message=message,
             finish_reason=finished.reason,
@@ -100,12 +102,16 @@ class _Shape:
                 yield sse_data(self._usage_chunk(model, item))
 
     def _delta_chunks(self, model: str, item: Delta) -> list[ChatCompletionChunk]:
-        """Content (with its logprobs, if asked for) first, then each tool-call piece in a
-        chunk of its own, as OpenAI sends them."""
+        """Reasoning and content (with its logprobs, if asked for) first, then each tool-call
+        piece in a chunk of its own, as OpenAI sends them."""
         logprobs = chat_logprobs(item.logprobs) if self.logprobs else None
         chunks = []
-        if item.text or logprobs:
-            chunks.append(self.chunk(model, delta=ChatDelta(content=item.text), logprobs=logprobs))
+        if item.text or item.thinking or logprobs:
+            delta = ChatDelta(
+                content=item.text if item.text or not item.thinking else None,
+                reasoning_content=item.thinking or None,
+            )
+            chunks.append(self.chunk(model, delta=delta, logprobs=logprobs))
         for call in tool_call_chunks(item.tool_calls):
             chunks.append(self.chunk(model, delta=ChatDelta(tool_calls=[call])))
         return chunks

@@ -40,6 +40,7 @@ __all__ = [
 ]
 
 _JSON_OBJECT = {"type": "object"}
+_EFFORTS = {"none": False, "minimal": "low", "low": "low", "medium": "medium", "high": "high"}
 
 
 def chat_job(req: ChatCompletionRequest) -> GenerationJob:
@@ -59,6 +60,8 @@ def chat_job(req: ChatCompletionRequest) -> GenerationJob:
         logit_bias=_logit_bias(req.logit_bias),
         logprobs=top if req.logprobs else None,
         keep_alive=parse_keep_alive(req.keep_alive),
+        think=_think(req.reasoning_effort),
+        think_budget=req.think_budget,
     )
 
 
@@ -77,6 +80,17 @@ def completion_job(req: CompletionRequest) -> GenerationJob:
         logprobs=req.logprobs,
         keep_alive=parse_keep_alive(req.keep_alive),
     )
+
+
+def _think(effort: str | None) -> bool | str | None:
+    """OpenAI's ``reasoning_effort`` as ``think``: "none" turns thinking off, "minimal" is the
+    least effort the templates know ("low")."""
+    if effort is None:
+        return None
+    if effort not in _EFFORTS:
+        allowed = ", ".join(f'"{e}"' for e in _EFFORTS)
+        raise BadRequestError(f"reasoning_effort must be one of {allowed}", "reasoning_effort")
+    return _EFFORTS[effort]
 
 
 def _only_one(n: int | None) -> None:

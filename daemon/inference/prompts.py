@@ -1,0 +1,165 @@
+"""A job's prompt as its model's runner gets it: the chat template rendered (thinking
+variables, tools, a continued reply), pictures placed and prepared.
+
+Generating and counting a prompt's tokens both go through ``Prompts.call``, so the prompt a
+count measures is the one a generation sends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Mapping, Sequence
+
+from daemon.errors import BadRequestError, TemplateError, TemplateRejectedError
+from daemon.inference.image_cache import ImageCache
+from daemon.inference.images import prepare_images
+from daemon.inference.jobs import GenerationJob
+from daemon.inference.resolve import ResolvedModel
+from daemon.inference.templates import (
+    TemplateCache,
+    assemble_messages,
+    continued_reply,
+    image_part,
+)
+from daemon.inference.thinking import (
+    ThinkingFormat,
+    detect_format,
+    history_for_template,
+    parse_think,
+    template_variables,
+)
+from daemon.inference.tool_calls import tools_system_prompt
+from daemon.runners.types import GenerateCall, SamplingParams
+
+__all__ = ["Prompts"]
+
+_PICTURES_AT_ONCE = 2
+
+
+class Prompts:
+    """Renders prompts (templates compiled once) and prepares their pictures."""
+
+    def __init__(self) -> None:
+        self._templates = TemplateCache()
+        # Preparing a big picture takes a few hundred MB for a moment: a few at a time.
+        self._picture_work = asyncio.Semaphore(_PICTURES_AT_ONCE)
+        self._pictures = ImageCache()  # a chat resends its pictures every turn
+
+    async def call(
+        self, model: ResolvedModel, job: GenerationJob, params: SamplingParams
+    ) -> tuple[GenerateCall, ThinkingFormat | None]:
+        """The runner call for ``job``, and the thinking format its template shows (if any)."""
+        think = parse_think(job.think)
+        if job.raw and think is not None:
+            raise BadRequestError("think needs the chat template; it cannot go with raw", "think")
+        fmt = None if job.raw else detect_format(_template_source(model, job))
+        marker = _image_marker() if job.images else ""
+        prompt = self._prompt(model, job, marker, template_variables(think, fmt))
+        images = await self._prepared_images(job.images, prompt, marker)
+        call = GenerateCall(prompt, params, add_bos=True, images=images, image_marker=marker)
+        return call, fmt
+
+    # -- prompt -----------------------------------------------------------------------------
+    def _prompt(
+        self,
+        model: ResolvedModel,
+        job: GenerationJob,
+        image_marker: str,
+        variables: Mapping[str, object],
+    ) -> str:
+        if job.messages is None:
+            if job.prompt is None:
+                raise BadRequestError("either messages or a prompt is required")
+            if job.raw:
+                return image_marker * len(job.images) + job.prompt
+            messages: Sequence[Mapping[str, object]] = [_user_message(job.prompt, job.images)]
+        else:
+            messages = job.messages
+        try:
+            return self._render(model, job, messages, image_marker, variables)
+        except TemplateError as error:
+            if job.template is None or isinstance(error, TemplateRejectedError):
+                raise
+            raise BadRequestError(str(error), param="template") from None  # the client's own
+
+    def _render(
+        self,
+        model: ResolvedModel,
+        job: GenerationJob,
+        messages: Sequence[Mapping[str, object]],
+        image_marker: str,
+        variables: Mapping[str, object],
+    ) -> str:
+        if job.template is not None:
+            template = self._templates.get(job.template, "request")
+        else:
+            template = self._templates.get(model.template, model.template_origin)
+        tools = list(job.tools) if job.tool_choice.mode != "none" else []
+        conversation, reply_so_far = continued_reply(
+            assemble_messages(
+                history_for_template(messages),
+                system=model.system,
+                preset=model.messages,
+                image_marker=image_marker,
+            )
+        )
+        if tools and not template.supports_tools:
+            conversation = _with_tool_prompt(conversation, tools)
+        tools = tools if template.supports_tools else ()
+        prompt = template.render(conversation, tools=tools, variables=variables)
+        return prompt + reply_so_far
+
+    # -- pictures ---------------------------------------------------------------------------
+    async def _prepared_images(
+        self, images: Sequence[bytes], prompt: str, marker: str
+    ) -> tuple[bytes, ...]:
+        """The pictures as the runner gets them, once the prompt is known to place each one."""
+        if not images:
+            return ()
+        _check_places(prompt, marker, len(images))
+        async with self._picture_work:
+            return await asyncio.to_thread(prepare_images, images, self._pictures)
+
+
+def _template_source(model: ResolvedModel, job: GenerationJob) -> str | None:
+    return job.template if job.template is not None else model.template
+
+
+def _image_marker() -> str:
+    """Where a picture goes in the prompt: new for each request, so no text can fake one."""
+    return f"<__image_{secrets.token_hex(8)}__>"
+
+
+def _user_message(prompt: str, images: Sequence[bytes]) -> dict[str, object]:
+    """A bare prompt as the user's message; its pictures first, as Ollama puts them."""
+    if not images:
+        return {"role": "user", "content": prompt}
+    parts = [image_part(i) for i in range(len(images))]
+    return {"role": "user", "content": [*parts, {"type": "text", "text": prompt}]}
+
+
+def _check_places(prompt: str, marker: str, count: int) -> None:
+    found = prompt.count(marker)
+    if found != count:
+        what = "dropped" if found < count else "repeated"
+        raise BadRequestError(
+            f"the chat template {what} a picture: {count} sent, {found} in the prompt; "
+            "the template must keep each message's content as it is",
+            param="images",
+        )
+    if prompt.endswith(marker):  # a raw prompt: the model needs text to answer from
+        raise BadRequestError(
+            "the prompt must go on after its last picture; put text after it", param="prompt"
+        )
+
+
+def _with_tool_prompt(
+    conversation: list[dict[str, object]], tools: Sequence[Mapping[str, object]]
+) -> list[dict[str, object]]:
+    """Describe the tools in the system message, for templates that cannot."""
+    prompt = tools_system_prompt(tools)
+    if conversation and conversation[0].get("role") == "system":
+        first = dict(conversation[0], content=f"{conversation[0].get('content', '')}\n\n{prompt}")
+        return [first, *conversation[1:]]
+    return [{"role": "system", "content": prompt}, *conversation]
