@@ -14,6 +14,7 @@ import pydantic
 import pytest
 from anthropic.types import RawMessageStreamEvent
 
+from model_registry.tiny_gguf import write_tiny_model
 from model_registry.tiny_projector import TINY_IMAGE_TOKENS
 from tests.support.daemon import Daemon, make_store
 from tests.test_server_images import BLUE, RED
@@ -52,7 +53,9 @@ def daemon(tmp_path_factory, tiny_model_path):
     from model_registry.tiny_projector import write_tiny_projector
 
     root = tmp_path_factory.mktemp("anthropic-api")
-    store = make_store(root / "store", {"tiny": tiny_model_path})
+    # thinks as Qwen3 does; Q8_0 gives the same logits whatever the batch, so runs compare
+    qwen = write_tiny_model(root / "qwen.gguf", thinking="qwen3", seed=4, file_type="Q8_0")
+    store = make_store(root / "store", {"tiny": tiny_model_path, "qwen": qwen})
     projector = write_tiny_projector(root / "mmproj.gguf")
     import_gguf(Store(store), "seer", tiny_model_path, projector=projector)
     with Daemon(store, root / "logs", env={"LOCALLLM_API_KEY": KEY}) as running:
@@ -151,6 +154,43 @@ def test_a_stream_is_anthropics_event_sequence_and_matches_the_whole_message(dae
         final = stream.get_final_message()
     assert streamed == final.content[0].text == whole.content[0].text
     assert final.stop_reason == "max_tokens" and final.usage.output_tokens == 16
+
+
+def test_a_thinking_model_thinks_first_in_a_thinking_block(daemon, client):
+    fields = {
+        "model": "qwen",
+        "max_tokens": 24,
+        "messages": HELLO,
+        "thinking": {"type": "enabled", "budget_tokens": 8},
+        "extra_body": {"options": {"seed": 3}},
+    }
+    whole = client.messages.create(**fields)
+    thinking, text = whole.content
+    assert thinking.type == "thinking" and thinking.thinking and thinking.signature
+    assert text.type == "text" and text.text and "<think>" not in text.text + thinking.thinking
+    assert whole.stop_reason == "max_tokens" and whole.usage.output_tokens == 24
+    counted = client.messages.count_tokens(**{k: v for k, v in fields.items() if k != "max_tokens"})
+    assert counted.input_tokens == whole.usage.input_tokens + whole.usage.cache_read_input_tokens
+
+    body = {k: v for k, v in fields.items() if k != "extra_body"}
+    events = raw_events(daemon, {**body, "options": {"seed": 3}, "stream": True})
+    starts = [d["content_block"]["type"] for n, d in events if n == "content_block_start"]
+    assert starts == ["thinking", "text"]
+    kinds = [d["delta"]["type"] for n, d in events if n == "content_block_delta"]
+    assert kinds.index("signature_delta") == kinds.index("text_delta") - 1  # closes the thinking
+    with client.messages.stream(**fields) as stream:
+        final = stream.get_final_message()
+    assert [b.model_dump(exclude_none=True) for b in final.content] == [
+        b.model_dump(exclude_none=True) for b in whole.content
+    ]
+
+    # Thinking off: Qwen3's template writes an empty thinking block, the model answers at once
+    off = client.messages.create(**{**fields, "thinking": {"type": "disabled"}})
+    assert [block.type for block in off.content] == ["text"]
+    # A client sends its thinking blocks back with the next turn
+    history = [*HELLO, {"role": "assistant", "content": [b.model_dump() for b in whole.content]}]
+    follow_up = client.messages.create(**{**fields, "messages": [*history, *HELLO]})
+    assert follow_up.content[0].type == "thinking"
 
 
 def test_a_forced_tool_call_and_its_result(client):
