@@ -20,8 +20,9 @@ from daemon.api.error_bodies import guard_error_body, shape_for
 from daemon.errors import BadRequestError, ServerBusyError
 from daemon.inference import Delta, Finished, GenerationStats, ToolCallDelta
 from daemon.inference.tool_calls import ToolCall, ToolChoice
+from daemon.server.anthropic.answers import content_out
 from daemon.server.anthropic.events import message_events
-from daemon.server.anthropic.translate import content_out, count_job, messages_job
+from daemon.server.anthropic.translate import count_job, messages_job
 from daemon.server.errors import anthropic_stream_error
 from daemon.server.sse import guarded
 

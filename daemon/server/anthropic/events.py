@@ -34,7 +34,7 @@ from daemon.api.anthropic import (
     ToolUseBlock,
 )
 from daemon.inference import Delta, Finished, ToolCallDelta
-from daemon.server.anthropic.translate import signature, stop_reason, tool_input, usage_out
+from daemon.server.anthropic.answers import signature, stop_reason, tool_input, usage_out
 from daemon.server.sse import sse_event
 
 __all__ = ["message_events"]

@@ -15,8 +15,9 @@ from starlette.responses import Response
 
 from daemon.api.anthropic import AnthropicMessage, MessagesRequest
 from daemon.inference import Collected, Generation
+from daemon.server.anthropic.answers import content_out, stop_reason, usage_out
 from daemon.server.anthropic.events import message_events
-from daemon.server.anthropic.translate import content_out, messages_job, stop_reason, usage_out
+from daemon.server.anthropic.translate import messages_job
 from daemon.server.respond import ANTHROPIC_SSE, respond
 
 __all__ = ["router"]

@@ -1,4 +1,4 @@
-"""Anthropic Messages requests -> inference jobs, and inference results -> Anthropic's pieces.
+"""Anthropic Messages requests -> inference jobs (the answers go back through ``answers``).
 
 A conversation becomes the messages the chat templates read (OpenAI's shape): ``system`` a
 system message; ``tool_use`` blocks an assistant's ``tool_calls``; ``tool_result`` blocks
@@ -11,40 +11,18 @@ forgery hole).
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 
-from daemon.api.anthropic import (
-    AnthropicContent,
-    AnthropicUsage,
-    CountTokensRequest,
-    MessageParam,
-    MessagesRequest,
-    TextBlock,
-    ThinkingBlock,
-    ToolParam,
-    ToolUseBlock,
-)
+from daemon.api.anthropic import CountTokensRequest, MessageParam, MessagesRequest, ToolParam
 from daemon.errors import BadRequestError
-from daemon.inference import Finished, GenerationJob
-from daemon.inference.generation import GenerationStats
+from daemon.inference import GenerationJob
 from daemon.inference.images import decode_base64
 from daemon.inference.options import parse_keep_alive
 from daemon.inference.templates import image_part
-from daemon.inference.tool_calls import ToolCall, ToolChoice
+from daemon.inference.tool_calls import ToolChoice
 
-__all__ = [
-    "content_out",
-    "count_job",
-    "messages_job",
-    "signature",
-    "stop_reason",
-    "tool_input",
-    "usage_out",
-]
+__all__ = ["count_job", "messages_job"]
 
-_STOP_REASONS = {"tool_calls": "tool_use", "length": "max_tokens"}
 _THINKING = ("thinking", "redacted_thinking")
 
 
@@ -291,48 +269,3 @@ def _output_schema(config: Mapping | None) -> Mapping[str, object] | None:
             param="output_config",
         )
     return fmt["schema"]
-
-
-# -- results --------------------------------------------------------------------------------
-def content_out(thinking: str, text: str, calls: Sequence[ToolCall]) -> list[AnthropicContent]:
-    """A whole answer's blocks: thinking first, then text, then tool calls; never none."""
-    blocks: list[AnthropicContent] = []
-    if thinking:
-        blocks.append(ThinkingBlock(thinking=thinking, signature=signature(thinking)))
-    if text or not calls:
-        blocks.append(TextBlock(text=text))
-    blocks += [ToolUseBlock(id=c.id, name=c.name, input=tool_input(c.arguments)) for c in calls]
-    return blocks
-
-
-def tool_input(arguments: str) -> dict[str, object]:
-    """A call's JSON arguments text as the object Anthropic's ``input`` is ({} when the text
-    never became one: a call cut off by ``max_tokens``)."""
-    try:
-        value = json.loads(arguments or "{}")
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {"value": value}
-
-
-def signature(thinking: str) -> str:
-    """The opaque ``signature`` of a thinking block (clients only send it back)."""
-    return "localllm-" + hashlib.sha256(thinking.encode()).hexdigest()[:32]
-
-
-def stop_reason(finished: Finished) -> tuple[str, str | None]:
-    """Anthropic's stop_reason and stop_sequence for how a generation finished."""
-    if finished.reason in _STOP_REASONS:
-        return _STOP_REASONS[finished.reason], None
-    if finished.stop_sequence is not None:
-        return "stop_sequence", finished.stop_sequence
-    return "end_turn", None
-
-
-def usage_out(usage: GenerationStats) -> AnthropicUsage:
-    """As Anthropic counts: ``input_tokens`` are the prompt tokens not read from the cache."""
-    return AnthropicUsage(
-        input_tokens=usage.prompt_tokens - usage.cached_tokens,
-        output_tokens=usage.completion_tokens,
-        cache_read_input_tokens=usage.cached_tokens,
-    )
