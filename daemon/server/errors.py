@@ -58,6 +58,7 @@ __all__ = [
     "ERROR_TABLE",
     "Redact",
     "error_body",
+    "error_detail",
     "error_status",
     "install_error_handlers",
     "ndjson_error",
@@ -153,17 +154,27 @@ def error_body(error: BaseException, openai: bool, redact: Redact) -> dict:
     return {"error": detail}
 
 
-def stream_error(error: BaseException, redact: Redact, openai: bool = True) -> bytes:
-    """An error after a stream has started, as its last server-sent event."""
+def _log_unexpected(error: BaseException) -> None:
     if _lookup(error)[2] == "internal_error":
         log.error("unhandled error in a stream", exc_info=error)
+
+
+def error_detail(error: BaseException, redact: Redact) -> dict:
+    """OpenAI's ``{message, type, param, code}`` for an error after a stream has started
+    (logged with its traceback when unexpected), for streams that frame errors their own way."""
+    _log_unexpected(error)
+    return error_body(error, True, redact)["error"]
+
+
+def stream_error(error: BaseException, redact: Redact, openai: bool = True) -> bytes:
+    """An error after a stream has started, as its last server-sent event."""
+    _log_unexpected(error)
     return b"data: " + json.dumps(error_body(error, openai, redact)).encode() + b"\n\n"
 
 
 def ndjson_error(error: BaseException, redact: Redact) -> bytes:
     """An error after an NDJSON stream has started, as its last line (Ollama's shape)."""
-    if _lookup(error)[2] == "internal_error":
-        log.error("unhandled error in a stream", exc_info=error)
+    _log_unexpected(error)
     return json.dumps(error_body(error, False, redact)).encode() + b"\n"
 
 
