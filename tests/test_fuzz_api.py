@@ -189,6 +189,47 @@ anthropic_fields = {
     "options": options,
     "keep_alive": keep_alive,
 }
+response_parts = st.lists(
+    st.sampled_from(
+        [
+            {"type": "input_text", "text": "hi"},
+            {"type": "output_text", "text": "yo", "annotations": []},
+            {"type": "input_image", "image_url": f"data:image/png;base64,{PNG_B64}"},
+            {"type": "input_image", "image_url": "http://169.254.169.254/latest"},
+            {"type": "input_image", "file_id": "file_1"},
+            {"type": "input_file", "file_data": "x"},
+            {"type": "refusal", "refusal": "no"},
+        ]
+    )
+    | st.fixed_dictionaries({"type": st.just("input_image"), "image_url": json_values}),
+    max_size=3,
+)
+response_item = st.fixed_dictionaries(
+    {},
+    optional={
+        "type": st.sampled_from(
+            ["message", "function_call", "function_call_output", "reasoning", "item_reference"]
+        ),
+        "role": mostly(st.sampled_from(["user", "assistant", "system", "developer"])),
+        "content": mostly(st.text(max_size=20) | response_parts),
+        "call_id": mostly(st.sampled_from(["c1", "c2", ""])),
+        "name": mostly(st.text(max_size=5)),
+        "arguments": mostly(st.sampled_from(['{"city": "Oslo"}', "{", ""])),
+        "output": mostly(st.text(max_size=10) | response_parts),
+        "summary": mostly(st.just([{"type": "summary_text", "text": "hm"}])),
+    },
+)
+response_tools = st.lists(
+    st.fixed_dictionaries(
+        {"type": mostly(st.just("function"), st.just("web_search"))},
+        optional={"name": st.text(max_size=8), "parameters": mostly(st.just(CITY), json_values)},
+    ),
+    max_size=2,
+)
+
+response_formats = mostly(
+    st.sampled_from([{"type": "json_object"}, {"type": "json_schema", "name": "x", "schema": CITY}])
+)
 
 
 def generation_fields(**fields):
@@ -264,6 +305,25 @@ REQUESTS = {
     "/api/pull/cancel": st.fixed_dictionaries({}, optional={"model": names}),
     "/api/pull/resume": st.fixed_dictionaries(
         {}, optional={"model": names, "stream": st.booleans()}
+    ),
+    "/v1/responses": st.fixed_dictionaries(
+        {"model": names},
+        optional={
+            "input": mostly(st.text(max_size=20) | st.lists(response_item, max_size=3)),
+            "instructions": mostly(st.text(max_size=10)),
+            "tools": mostly(response_tools),
+            "tool_choice": mostly(st.sampled_from(["auto", "required", "none"]))
+            | st.fixed_dictionaries({"type": st.just("function"), "name": st.text(max_size=8)}),
+            "text": st.fixed_dictionaries({"format": response_formats}),
+            "reasoning": st.fixed_dictionaries(
+                {"effort": mostly(st.sampled_from(["low", "none"]))}
+            ),
+            "max_output_tokens": st.integers(-1, 3),
+            "stream": st.booleans(),
+            "store": st.booleans(),
+            "previous_response_id": st.sampled_from(["resp_nope", ""]) | scalars,
+            "metadata": json_values,
+        },
     ),
     "/v1/chat/completions": st.fixed_dictionaries(
         {"model": names, "messages": st.lists(message | openai_message, max_size=3)},
@@ -348,7 +408,8 @@ def check(status: int, body: bytes, content_type: str, path: str) -> None:
         return
     lines = [json.loads(line) for line in body.splitlines() if line.strip()]
     for line in lines:
-        if isinstance(line, dict) and "error" in line:
+        answer = isinstance(line, dict) and line.get("object") == "response"  # has error: null
+        if isinstance(line, dict) and "error" in line and not answer:
             error = line["error"]
             message = error["message"] if path.startswith("/v1/") else error
             assert isinstance(message, str) and message
@@ -366,6 +427,8 @@ def bounded(path: str, body: dict) -> dict:
         body.setdefault("options", {"num_predict": 3})
     if path in ("/v1/chat/completions", "/v1/messages"):
         body.setdefault("max_tokens", 3)
+    if path == "/v1/responses":
+        body.setdefault("max_output_tokens", 3)
     return body
 
 

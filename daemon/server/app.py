@@ -43,8 +43,9 @@ from daemon.server.native import (
     pulls,
 )
 from daemon.server.native import system as native_system
-from daemon.server.openai import chat, completions, embeddings
+from daemon.server.openai import chat, completions, embeddings, responses
 from daemon.server.openai import models as openai_models
+from daemon.server.openai.response_store import ResponseStore
 from daemon.server.redaction import PathRedactor
 from daemon.settings import Settings
 from model_registry.pull import Puller
@@ -84,6 +85,7 @@ def create_app(
     app.state.scheduler = scheduler
     app.state.inference = inference
     app.state.metrics = metrics
+    app.state.responses = ResponseStore()  # kept for previous_response_id, in memory only
     app.state.pulls = PullManager(
         puller or _puller(settings, store),
         PullRecords(settings.data_dir / "pulls.json"),
@@ -97,7 +99,7 @@ def create_app(
     return app
 
 
-_OPENAI = (chat, completions, embeddings, openai_models)
+_OPENAI = (chat, completions, responses, embeddings, openai_models)
 _ANTHROPIC = (messages, count_tokens)
 _NATIVE = (models, generate, embed, pulls, blobs, create, hub, native_system, control)
 

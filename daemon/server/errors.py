@@ -61,6 +61,7 @@ __all__ = [
     "Redact",
     "anthropic_stream_error",
     "error_body",
+    "error_detail",
     "error_status",
     "install_error_handlers",
     "ndjson_error",
@@ -152,27 +153,35 @@ def error_body(error: BaseException, shape: Shape, redact: Redact) -> dict:
     return shaped_body(shape, status, _message(error, redact), error_type, _param(error), code)
 
 
-def _logged(error: BaseException) -> BaseException:
+def _log_unexpected(error: BaseException) -> None:
     if _lookup(error)[2] == "internal_error":
         log.error("unhandled error in a stream", exc_info=error)
-    return error
+
+
+def error_detail(error: BaseException, redact: Redact) -> dict:
+    """OpenAI's ``{message, type, param, code}`` for an error after a stream has started
+    (logged with its traceback when unexpected), for streams that frame errors their own way."""
+    _log_unexpected(error)
+    return error_body(error, "openai", redact)["error"]
 
 
 def stream_error(error: BaseException, redact: Redact) -> bytes:
     """An error after an OpenAI stream has started, as its last server-sent event."""
-    body = error_body(_logged(error), "openai", redact)
-    return b"data: " + json.dumps(body).encode() + b"\n\n"
+    _log_unexpected(error)
+    return b"data: " + json.dumps(error_body(error, "openai", redact)).encode() + b"\n\n"
 
 
 def anthropic_stream_error(error: BaseException, redact: Redact) -> bytes:
     """An error after an Anthropic stream has started: its last event, ``event: error``."""
-    body = error_body(_logged(error), "anthropic", redact)
+    _log_unexpected(error)
+    body = error_body(error, "anthropic", redact)
     return b"event: error\ndata: " + json.dumps(body).encode() + b"\n\n"
 
 
 def ndjson_error(error: BaseException, redact: Redact) -> bytes:
     """An error after an NDJSON stream has started, as its last line (Ollama's shape)."""
-    return json.dumps(error_body(_logged(error), "native", redact)).encode() + b"\n"
+    _log_unexpected(error)
+    return json.dumps(error_body(error, "native", redact)).encode() + b"\n"
 
 
 def _respond(request: Request, error: BaseException) -> JSONResponse:

@@ -18,10 +18,10 @@ from pydantic import BaseModel
 from starlette.responses import Response
 
 from daemon.inference import Collected, Generation, GenerationJob, Inference
-from daemon.server.errors import Redact
+from daemon.server.errors import Redact, anthropic_stream_error
 from daemon.server.metrics import log_generation
 from daemon.server.ndjson import ndjson_stream
-from daemon.server.sse import EventStream, anthropic_stream, sse_stream, until_disconnect
+from daemon.server.sse import EventStream, sse_stream, until_disconnect
 
 __all__ = ["ANTHROPIC_SSE", "NDJSON", "SSE", "Wire", "respond"]
 
@@ -42,8 +42,10 @@ SSE = Wire(
     stream=lambda frames, generation, redact: sse_stream(frames, redact, generation.aclose),
     whole=lambda answer: answer,  # FastAPI serializes it, nulls included, as OpenAI does
 )
-ANTHROPIC_SSE = Wire(
-    stream=lambda frames, generation, redact: anthropic_stream(frames, redact, generation.aclose),
+ANTHROPIC_SSE = Wire(  # named events, no [DONE] (message_stop ends it), errors as event: error
+    stream=lambda frames, generation, redact: sse_stream(
+        frames, redact, generation.aclose, error=anthropic_stream_error, end=b""
+    ),
     whole=lambda answer: answer,  # nulls included (stop_sequence: null), as Anthropic sends
 )
 NDJSON = Wire(

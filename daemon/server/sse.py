@@ -1,9 +1,8 @@
 """Server-sent events, and the guarantee that a stream's generation is closed however it ends.
 
 Every streamed body goes through ``guarded``: an error raised after the headers went out
-travels as the stream's last frame, in the API's own error shape (``sse_stream`` for OpenAI's
-server-sent events, ``anthropic_stream`` for Anthropic's named ones,
-``daemon.server.ndjson.ndjson_stream`` for Ollama's NDJSON).
+travels as the stream's last frame, in the API's own error shape (``sse_stream`` for server-sent
+events, ``daemon.server.ndjson.ndjson_stream`` for Ollama's NDJSON).
 
 Starlette cancels a streaming body when the client hangs up; a cancelled task cannot await
 cleanup unless shielded, and an async generator left suspended is only finalized by the
@@ -25,12 +24,11 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from daemon.server.errors import Redact, anthropic_stream_error, stream_error
+from daemon.server.errors import Redact, stream_error
 
 __all__ = [
     "DONE",
     "EventStream",
-    "anthropic_stream",
     "guarded",
     "sse_data",
     "sse_event",
@@ -51,10 +49,11 @@ def sse_data(payload: BaseModel | dict) -> bytes:
     return b"data: " + text.encode() + b"\n\n"
 
 
-def sse_event(payload: BaseModel) -> bytes:
-    """One named event, Anthropic's way: ``event:`` is the payload's ``type``, nulls kept."""
-    name = str(getattr(payload, "type", "message"))
-    return b"event: " + name.encode() + b"\ndata: " + payload.model_dump_json().encode() + b"\n\n"
+def sse_event(name: str, payload: BaseModel, *, nulls: bool = False) -> bytes:
+    """A named event (``event:`` line, then ``data:``), as OpenAI's Responses streams and
+    Anthropic's send; ``nulls`` keeps the fields that are None (Anthropic's events have them)."""
+    text = payload.model_dump_json(exclude_none=not nulls, by_alias=True)
+    return f"event: {name}\ndata: ".encode() + text.encode() + b"\n\n"
 
 
 class EventStream(StreamingResponse):
@@ -89,22 +88,14 @@ def sse_stream(
     events: AsyncIterator[bytes],
     redact: Redact,
     on_close: Callable[[], Awaitable[None]] | None = None,
+    *,
+    error: Callable[[BaseException, Redact], bytes] = stream_error,
+    end: bytes = DONE,
 ) -> EventStream:
-    """Server-sent ``events``, then ``[DONE]``; an error (its text ``redact``-ed) becomes the
-    last event instead."""
-    errors = partial(stream_error, redact=redact)
-    return EventStream(guarded(events, errors, DONE), on_close=on_close)
-
-
-def anthropic_stream(
-    events: AsyncIterator[bytes],
-    redact: Redact,
-    on_close: Callable[[], Awaitable[None]] | None = None,
-) -> EventStream:
-    """Anthropic's named events; no ``[DONE]`` (``message_stop`` ends it), and an error (its
-    text ``redact``-ed) becomes a last ``event: error``."""
-    errors = partial(anthropic_stream_error, redact=redact)
-    return EventStream(guarded(events, errors), on_close=on_close)
+    """Server-sent ``events``, then ``end``; an error (its text ``redact``-ed, framed by
+    ``error``) becomes the last event instead."""
+    errors = partial(error, redact=redact)
+    return EventStream(guarded(events, errors, end), on_close=on_close)
 
 
 async def guarded(

@@ -39,6 +39,16 @@ from daemon.server.sse import sse_event
 
 __all__ = ["message_events"]
 
+_Event = (
+    MessageStart
+    | Ping
+    | ContentBlockStart
+    | ContentBlockDelta
+    | ContentBlockStop
+    | MessageDeltaEvent
+    | MessageStop
+)
+
 
 async def message_events(
     message_id: str, model: str, items: AsyncIterable[Delta | Finished]
@@ -47,8 +57,8 @@ async def message_events(
     # The prompt's token count comes with the runner's last event: message_delta has it.
     usage = AnthropicUsage(input_tokens=0, output_tokens=0)
     start = AnthropicMessage(id=message_id, content=[], model=model, usage=usage)
-    yield sse_event(MessageStart(message=start))
-    yield sse_event(Ping())
+    yield _event(MessageStart(message=start))
+    yield _event(Ping())
     blocks = _Blocks()
     async for item in items:
         frames = blocks.delta(item) if isinstance(item, Delta) else blocks.finish(item)
@@ -57,8 +67,8 @@ async def message_events(
         if isinstance(item, Finished):
             reason, stop = stop_reason(item)
             delta = MessageDelta(stop_reason=reason, stop_sequence=stop)
-            yield sse_event(MessageDeltaEvent(delta=delta, usage=usage_out(item.usage)))
-            yield sse_event(MessageStop())
+            yield _event(MessageDeltaEvent(delta=delta, usage=usage_out(item.usage)))
+            yield _event(MessageStop())
 
 
 class _Blocks:
@@ -100,11 +110,11 @@ class _Blocks:
             self.calls[piece.index] = self.count - 1
         if piece.arguments:
             delta = InputJsonDelta(partial_json=piece.arguments)
-            yield sse_event(ContentBlockDelta(index=self.calls[piece.index], delta=delta))
+            yield _event(ContentBlockDelta(index=self.calls[piece.index], delta=delta))
 
     def _start(self, block: AnthropicContent) -> Iterator[bytes]:
         yield from self._stop()
-        yield sse_event(ContentBlockStart(index=self.count, content_block=block))
+        yield _event(ContentBlockStart(index=self.count, content_block=block))
         self.count += 1
         self.open = block.type
 
@@ -114,8 +124,13 @@ class _Blocks:
         if self.open == "thinking":
             yield self._delta(SignatureDelta(signature=signature("".join(self.thinking))))
             self.thinking.clear()
-        yield sse_event(ContentBlockStop(index=self.count - 1))
+        yield _event(ContentBlockStop(index=self.count - 1))
         self.open = None
 
     def _delta(self, delta: TextDelta | ThinkingDelta | SignatureDelta | InputJsonDelta) -> bytes:
-        return sse_event(ContentBlockDelta(index=self.count - 1, delta=delta))
+        return _event(ContentBlockDelta(index=self.count - 1, delta=delta))
+
+
+def _event(payload: _Event) -> bytes:
+    """One event, named by its type, its null fields kept as Anthropic sends them."""
+    return sse_event(payload.type, payload, nulls=True)

@@ -34,6 +34,7 @@ __all__ = [
     "chat_logprobs",
     "completion_job",
     "completion_logprobs",
+    "picture_from_url",
     "tool_call_chunks",
     "tool_calls_out",
     "usage_out",
@@ -131,7 +132,7 @@ def _part(part: dict, images: list[bytes]) -> dict:
     if kind in ("text", "input_text"):
         return part
     if kind == "image_url":
-        images.append(_picture(part.get("image_url"), len(images) + 1))
+        images.append(picture_from_url(part.get("image_url"), len(images) + 1))
         return image_part(len(images) - 1)
     raise BadRequestError(
         f"content part type {kind!r} is not supported (text and image_url only)",
@@ -139,22 +140,22 @@ def _part(part: dict, images: list[bytes]) -> dict:
     )
 
 
-def _picture(image_url: object, number: int) -> bytes:
+def picture_from_url(image_url: object, number: int, param: str = "messages") -> bytes:
     """``{"url": "data:image/png;base64,..."}`` (or the bare URL) -> the picture's bytes."""
     url = image_url.get("url") if isinstance(image_url, Mapping) else image_url
     if not isinstance(url, str) or not url:
         raise BadRequestError(
             'an image_url content part needs {"url": "data:image/...;base64,..."}',
-            param="messages",
+            param=param,
         )
     header, comma, data = url.partition(",")
     if not (header[:5].lower() == "data:" and header.lower().endswith(";base64") and comma):
         raise BadRequestError(
             "image_url must be a data: URL with base64 content; "
             "localllm does not download pictures",
-            param="messages",
+            param=param,
         )
-    return decode_base64(data, number, param="messages")
+    return decode_base64(data, number, param=param)
 
 
 def _prompt_text(prompt: str | list) -> str:
