@@ -12,9 +12,9 @@ import random
 
 import llama_cpp as lc
 import numpy as np
-from llama_cpp.llama_grammar import json_schema_to_gbnf
 
 from ..types import InvalidRequestError, SamplingParams
+from .json_grammar import schema_grammar
 from .model import Model
 
 __all__ = ["SequenceSampler", "token_logprobs"]
@@ -106,7 +106,7 @@ def _grammar_text(params: SamplingParams) -> str | None:
     if not params.json_schema:
         return None
     try:
-        return json_schema_to_gbnf(params.json_schema)
+        return schema_grammar(params.json_schema)
     except Exception as exc:  # the converter raises plain exceptions of several kinds
         raise InvalidRequestError(f"cannot turn the JSON schema into a grammar: {exc}") from None
 
