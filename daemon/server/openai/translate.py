@@ -23,7 +23,7 @@ from daemon.errors import BadRequestError
 from daemon.inference import GenerationJob
 from daemon.inference.generation import GenerationStats
 from daemon.inference.images import decode_base64
-from daemon.inference.options import parse_keep_alive
+from daemon.inference.options import checked, parse_keep_alive
 from daemon.inference.templates import image_part
 from daemon.inference.tool_calls import ToolCall, ToolChoice
 
@@ -40,6 +40,7 @@ _JSON_OBJECT = {"type": "object"}
 
 
 def chat_job(req: ChatCompletionRequest) -> GenerationJob:
+    _check_fields(req, "n", "max_tokens", "max_completion_tokens", "top_logprobs")
     _only_one(req.n)
     images: list[bytes] = []
     messages = [_message(m.model_dump(exclude_none=True), images) for m in req.messages]
@@ -60,6 +61,7 @@ def chat_job(req: ChatCompletionRequest) -> GenerationJob:
 
 
 def completion_job(req: CompletionRequest) -> GenerationJob:
+    _check_fields(req, "n", "max_tokens", "best_of", "logprobs")
     _only_one(req.n)
     if req.best_of is not None and req.best_of > 1:
         raise BadRequestError("best_of > 1 is not supported", param="best_of")
@@ -74,6 +76,14 @@ def completion_job(req: CompletionRequest) -> GenerationJob:
         logprobs=req.logprobs,
         keep_alive=parse_keep_alive(req.keep_alive),
     )
+
+
+def _check_fields(req: ChatCompletionRequest | CompletionRequest, *names: str) -> None:
+    """OpenAI's own numeric fields, against the one table of ranges (a 400 naming the field)."""
+    for name in names:
+        value = getattr(req, name)
+        if value is not None:
+            checked(name, value, what="")
 
 
 def _only_one(n: int | None) -> None:
@@ -93,9 +103,13 @@ def _options(req: ChatCompletionRequest | CompletionRequest, limit: int | None) 
         "frequency_penalty": req.frequency_penalty,
         "seed": req.seed,
         "stop": req.stop,
-        "num_predict": limit,
     }
-    options.update({k: v for k, v in fields.items() if v is not None})
+    for name, value in fields.items():
+        if value is not None:
+            checked(name, value, what="")  # named as the client sent it
+            options[name] = value
+    if limit is not None:
+        options["num_predict"] = limit  # max_tokens, checked with its own name
     return options
 
 
