@@ -17,6 +17,8 @@ from model_registry.errors import InvalidParameterError
 
 __all__ = [
     "FIELDS",
+    "LOGIT_BIAS_ENTRIES",
+    "MAX_TOKEN_ID",
     "OPTIONS",
     "STOP_COUNT",
     "STOP_LENGTH",
@@ -28,6 +30,8 @@ MAX_CONTEXT = 1 << 24  # tokens; llama.cpp's largest contexts are a few million
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 STOP_COUNT = 16  # stop strings per request (OpenAI allows 4)
 STOP_LENGTH = 256  # characters per stop string
+LOGIT_BIAS_ENTRIES = 300  # token biases per request, as OpenAI allows
+MAX_TOKEN_ID = 2**31 - 1  # llama.cpp's token type is a 32-bit int
 
 
 @dataclass(frozen=True, slots=True)

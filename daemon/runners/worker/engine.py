@@ -110,7 +110,8 @@ class Engine:
 
     def _tokenize(self, req: GenerateCall) -> PicturePrompt:
         if not req.images:
-            return PicturePrompt(self.model.tokenize(req.prompt, req.add_bos, special=True))
+            tokens = self.model.tokenize(req.prompt, req.add_bos, special=True, most=self.n_ctx)
+            return PicturePrompt(tokens)
         if self.vision is None:
             raise InvalidRequestError(
                 f"{self.model.spec.model_name} has no vision projector; it cannot take pictures"

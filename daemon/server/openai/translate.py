@@ -8,6 +8,7 @@ forgery hole, reaching hosts only the daemon's machine can see).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from daemon.api import (
@@ -26,6 +27,7 @@ from daemon.inference.images import decode_base64
 from daemon.inference.options import checked, parse_keep_alive
 from daemon.inference.templates import image_part
 from daemon.inference.tool_calls import ToolCall, ToolChoice
+from model_registry.parameters import LOGIT_BIAS_ENTRIES, MAX_TOKEN_ID
 
 __all__ = [
     "chat_job",
@@ -37,6 +39,7 @@ __all__ = [
 ]
 
 _JSON_OBJECT = {"type": "object"}
+_TOKEN_ID = re.compile(r"[0-9]{1,10}")  # ASCII digits only: "²".isdigit() is true
 
 
 def chat_job(req: ChatCompletionRequest) -> GenerationJob:
@@ -191,10 +194,19 @@ def _schema(req: ChatCompletionRequest) -> dict | None:
 
 
 def _logit_bias(bias: Mapping[str, float] | None) -> dict[int, float]:
+    """OpenAI's token id -> bias map: at most 300 entries (as OpenAI allows), keys decimal."""
+    bias = bias or {}
+    if len(bias) > LOGIT_BIAS_ENTRIES:
+        raise BadRequestError(
+            f"logit_bias takes at most {LOGIT_BIAS_ENTRIES} entries, got {len(bias)}", "logit_bias"
+        )
     result = {}
-    for key, value in (bias or {}).items():
-        if not str(key).lstrip("-").isdigit() or int(key) < 0:
-            raise BadRequestError(f"logit_bias keys must be token ids, got {key!r}", "logit_bias")
+    for key, value in bias.items():
+        if not _TOKEN_ID.fullmatch(key) or int(key) > MAX_TOKEN_ID:
+            raise BadRequestError(
+                f"logit_bias keys must be token ids (0 to {MAX_TOKEN_ID}), got {key[:24]!r}",
+                "logit_bias",
+            )
         if not -100 <= value <= 100:
             raise BadRequestError("logit_bias values must be between -100 and 100", "logit_bias")
         result[int(key)] = float(value)
