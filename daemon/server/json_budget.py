@@ -75,7 +75,9 @@ class JsonBudgetMiddleware:
             f"the request body holds more than {self.max_values:,} JSON values; no request "
             "needs that many (logit_bias, for one, takes at most 300 entries)"
         )
-        response = JSONResponse(error_body(error, scope["path"].startswith("/v1/")), 400)
+        openai = scope["path"].startswith("/v1/")
+        body = error_body(error, openai, scope["app"].state.redactor)
+        response = JSONResponse(body, 400)
         await response(scope, receive, send)
 
 
