@@ -10,6 +10,7 @@ environment. The "serve on the local network" choice is remembered in ``QSetting
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -22,6 +23,7 @@ from app.gui.icons import Icons
 from app.gui.services.bundle import build_services
 from app.gui.state.daemon_control import DaemonControl
 from app.gui.state.gateway import Gateway
+from app.gui.system_libraries import qt_platform_problem
 from app.gui.theme import Theme
 from app.gui.views.main_window import MainWindow
 from app.gui.views.tray import Tray
@@ -86,6 +88,10 @@ def run_app(argv: Sequence[str] = ()) -> int:
     except ValueError as exc:
         print(f"localllm app: {exc}", file=sys.stderr)
         return 2
+    problem = qt_platform_problem(os.environ)
+    if problem is not None and QApplication.instance() is None:
+        print(f"localllm app: {problem}", file=sys.stderr)
+        return 1
     app = QApplication.instance() or QApplication(["localllm", *argv])
     prefs = QSettings(ORGANIZATION, "localllm")
     control = DaemonControl(config.settings, lan=remembered_lan(prefs))
