@@ -8,6 +8,7 @@ a runner on its own.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import secrets
 import time
@@ -115,7 +116,7 @@ class Inference:
         options = merge_options(model.params, job.options)
         marker = _image_marker() if job.images else ""
         prompt = self._prompt(model, job, marker)
-        params = self._sampling(job, options)
+        params = self._sampling(job, options, _template_stops(model, job))
         images = await self._prepared_images(job.images, prompt, marker)
         request = GenerateCall(prompt, params, add_bos=True, images=images, image_marker=marker)
         lease = await self._lease(model, options, job.keep_alive)
@@ -217,7 +218,7 @@ class Inference:
             return await asyncio.to_thread(prepare_images, images, self._pictures)
 
     # -- sampling ---------------------------------------------------------------------------
-    def _sampling(self, job: GenerationJob, options: Mapping[str, object]):
+    def _sampling(self, job: GenerationJob, options: Mapping[str, object], stops: tuple[str, ...]):
         schema = job.json_schema
         if job.tool_choice.forced and job.tools:
             if schema is not None:
@@ -225,18 +226,26 @@ class Inference:
             schema = forced_tool_schema(job.tools, job.tool_choice)
         elif job.tool_choice.forced:
             raise BadRequestError("tool_choice requires tools", param="tool_choice")
-        return sampling_params(
+        params = sampling_params(
             options,
             json_schema=json.dumps(schema) if schema is not None else None,
             logit_bias=dict(job.logit_bias) or None,
             logprobs=job.logprobs,
         )
+        return dataclasses.replace(params, stop=(*params.stop, *stops)) if stops else params
 
     def _tool_filter(self, job: GenerationJob) -> ToolCallFilter | None:
         if not job.tools or job.tool_choice.mode == "none":
             return None
         names = [str((t.get("function") or {}).get("name")) for t in job.tools]
         return ToolCallFilter(names, hold_all=job.tool_choice.forced)
+
+
+def _template_stops(model: ResolvedModel, job: GenerationJob) -> tuple[str, ...]:
+    """The fallback template's end marker, when the prompt is rendered with it."""
+    if job.template or (job.messages is None and job.raw):
+        return ()
+    return model.fallback_stops
 
 
 def _image_marker() -> str:
