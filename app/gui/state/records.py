@@ -54,6 +54,17 @@ class ModelDetails:
     def has_vision(self) -> bool:
         return "vision" in self.capabilities
 
+    @property
+    def has_chat_template(self) -> bool:
+        """False for a base model: the daemon chats with it through a fallback template."""
+        return "chat" in self.capabilities or bool(self.template)
+
+    @property
+    def block_count(self) -> int | None:
+        """Its repeating layers (what GPU offload counts), from the GGUF metadata."""
+        value = next((v for k, v in self.metadata if k.endswith(".block_count")), "")
+        return int(value) if value.isdigit() else None
+
 
 @dataclass(frozen=True, slots=True)
 class RunningModel:
