@@ -218,6 +218,10 @@ class Client:
         yield from self.create(name, f"FROM {reference}\n", {reference: digest}, quantize)
 
     # -- the hub ----------------------------------------------------------------------------
+    def hub_catalog(self) -> list[dict[str, Any]]:
+        """The curated short names (``GET /api/hub/catalog``); needs no internet."""
+        return list(self._json("GET", "/api/hub/catalog")["models"])
+
     def hub_search(self, query: str, limit: int = 20) -> list[dict[str, Any]]:
         params = {"q": query, "limit": limit}
         return list(self._json("GET", "/api/hub/search", params=params)["models"])

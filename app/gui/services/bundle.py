@@ -69,6 +69,7 @@ class Services:
         self.library.refresh()
         self.downloads.start()
         self.hub.load_system()
+        self.hub.load_catalog()
         self.server.refresh()
 
 

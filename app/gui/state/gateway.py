@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from app.gui.state import wire
 from app.gui.state.daemon_control import DaemonControl, lan_address
 from app.gui.state.records import (
+    CatalogModel,
     ChatDelta,
     ChatDone,
     HubFile,
@@ -302,6 +303,9 @@ class Gateway:
         return _flatten(chunks)
 
     # the hub
+
+    def hub_catalog(self) -> tuple[CatalogModel, ...]:
+        return tuple(map(wire.catalog_model, _call(lambda: self._short().hub_catalog())))
 
     def hub_search(self, query: str, limit: int = 20) -> tuple[HubRepo, ...]:
         found = _call(lambda: self._long().hub_search(query, limit=limit))

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 __all__ = [
+    "CatalogModel",
     "ChatDelta",
     "ChatDone",
     "GpuInfo",
@@ -97,6 +98,18 @@ class PullStatus:
     completed: int
     state: str  # "running" | "paused" | "failed"
     error: str = ""  # why it failed, in the daemon's words
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogModel:
+    """A curated short name: what it is and how big, known without the internet."""
+
+    name: str
+    parameter_size: str
+    size: int
+    description: str
+    kind: str = "chat"
+    repo: str = ""
 
 
 @dataclass(frozen=True, slots=True)

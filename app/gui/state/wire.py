@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from app.gui.state.records import (
+    CatalogModel,
     ChatDelta,
     ChatDone,
     GpuInfo,
@@ -27,6 +28,7 @@ from app.gui.state.records import (
 )
 
 __all__ = [
+    "catalog_model",
     "chat_events",
     "hub_file",
     "hub_repo",
@@ -132,6 +134,17 @@ def chat_events(chunk: Mapping[str, Any]) -> tuple[ChatDelta | ChatDone, ...]:
         return delta
     fields = ChatDone.__dataclass_fields__
     return (*delta, ChatDone(**{k: v for k, v in chunk.items() if k in fields and v is not None}))
+
+
+def catalog_model(item: Mapping[str, Any]) -> CatalogModel:
+    return CatalogModel(
+        item["name"],
+        item.get("parameter_size", ""),
+        int(item.get("size") or 0),
+        item.get("description", ""),
+        item.get("kind", "chat"),
+        item.get("repo", ""),
+    )
 
 
 def hub_repo(item: Mapping[str, Any]) -> HubRepo:

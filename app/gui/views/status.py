@@ -4,13 +4,14 @@ when the daemon has stopped or failed to start.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 
 from app.gui.state.daemon_health import DaemonState, DaemonStatus
 
 __all__ = ["DaemonIndicator"]
 
+_TEXT_WIDTH = 420  # pixels: the status bar never pushes the window wider
 _DOTS = {
     DaemonState.RUNNING: "#16a34a",
     DaemonState.CONNECTING: "#9ca3af",
@@ -38,5 +39,8 @@ class DaemonIndicator(QWidget):
 
     def show_status(self, status: DaemonStatus) -> None:
         self.dot.setText(f"<span style='color:{_DOTS[status.state]}; font-size:14pt;'>●</span>")
-        self.text.setText(status.text())
+        text = status.text()  # a failure's reason can be long: elided, whole in the tooltip
+        metrics = self.text.fontMetrics()
+        self.text.setText(metrics.elidedText(text, Qt.TextElideMode.ElideRight, _TEXT_WIDTH))
+        self.text.setToolTip(text)
         self.restart.setVisible(status.can_restart)
