@@ -40,8 +40,11 @@ class Client:
         api_key: str | None = None,
         timeout: float | None = 600.0,
         transport: httpx.BaseTransport | None = None,
+        user_agent: str | None = None,
     ):
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        if user_agent:  # the daemon's request log names it (the app hides its own requests)
+            headers["User-Agent"] = user_agent
         self._http = httpx.Client(
             base_url=base_url, headers=headers, timeout=timeout, transport=transport
         )

@@ -10,7 +10,16 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import QSettings
 
-from app.gui.main import lan_memory, parse_args, remembered_lan, run_app
+from app.gui.main import (
+    PORT_KEY,
+    lan_memory,
+    parse_args,
+    port_memory,
+    remembered_lan,
+    remembered_port,
+    run_app,
+    with_remembered_port,
+)
 from app.gui.state.daemon_control import DaemonControl
 from app.gui.system_libraries import SystemLibrary, missing_libraries, qt_platform_problem
 from daemon.client.launcher import DaemonStartError
@@ -92,3 +101,19 @@ def test_missing_x11_libraries_are_named_with_the_line_that_installs_them():
     wayland = {"XDG_SESSION_TYPE": "wayland", "WAYLAND_DISPLAY": "wayland-0"}
     assert qt_platform_problem(wayland, platform="linux", libraries=[missing]) is None
     assert qt_platform_problem({}, platform="linux", libraries=[missing]) is not None
+
+
+def test_the_port_chosen_in_the_app_is_used_unless_the_address_was_given(tmp_path):
+    prefs = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    assert remembered_port(prefs) is None
+    port_memory(prefs)(7777)
+    prefs.sync()
+    again = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    assert remembered_port(again) == 7777
+    assert with_remembered_port(parse_args([], {}), again).base_url == "http://127.0.0.1:7777"
+    given = parse_args([], {"LOCALLLM_HOST": "127.0.0.1:7000"})  # the environment wins
+    assert given.port_fixed and with_remembered_port(given, again).base_url.endswith(":7000")
+    argued = parse_args(["--host", "127.0.0.1:9000"], {})  # and so does --host
+    assert with_remembered_port(argued, again).base_url.endswith(":9000")
+    again.setValue(PORT_KEY, "not a port")
+    assert remembered_port(again) is None

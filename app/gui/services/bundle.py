@@ -81,6 +81,7 @@ def build_services(
     autostart: bool = True,
     poll_ms: int = 3000,
     remember_lan: Callable[[bool], None] | None = None,
+    remember_port: Callable[[int], None] | None = None,
 ) -> Services:
     net = Workers(max_threads=12, parent=parent)
     disk = Workers(max_threads=1, parent=parent)
@@ -93,7 +94,7 @@ def build_services(
         library=ModelLibrary(gateway, net, parent),
         downloads=DownloadService(gateway, net, poll_ms=min(poll_ms, 1500), parent=parent),
         hub=HubService(gateway, net, parent),
-        server=ServerService(gateway, net, monitor, remember_lan, parent),
+        server=ServerService(gateway, net, monitor, remember_lan, parent, remember_port),
         chat=ChatController(gateway, net, disk, Path(data_dir) / HISTORY_FILE, parent),
         presets=PresetService(Path(data_dir) / PRESETS_FILE, disk, parent),
     )

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from app.gui.state import wire
 from app.gui.state.daemon_control import DaemonControl, lan_address
+from app.gui.state.daemon_log import app_user_agent
 from app.gui.state.records import (
     CatalogModel,
     ChatDelta,
@@ -164,10 +165,10 @@ class Gateway:
 
     @classmethod
     def connect(cls, control: DaemonControl, *, quick_timeout: float = QUICK_TIMEOUT) -> Gateway:
-        url = control.url
+        agent = app_user_agent()
 
-        def make(key: str | None, timeout: float) -> Client:
-            return Client(url, api_key=key, timeout=timeout)
+        def make(key: str | None, timeout: float) -> Client:  # at the daemon's address now
+            return Client(control.url, api_key=key, timeout=timeout, user_agent=agent)
 
         return cls(None, control, make_client=make, quick_timeout=quick_timeout)
 
@@ -215,6 +216,22 @@ class Gateway:
         with self._lock:
             self._use_key(key)
         return self.server_info()
+
+    def move_daemon(self, port: int) -> ServerInfo:
+        """Restart the daemon on another port; slow (seconds)."""
+        key = _call(lambda: self._own_control().move(port, self._stop_daemon))
+        with self._lock:
+            self._use_key(key)  # new clients, at the new address
+        return self.server_info()
+
+    def stop_daemon(self) -> None:
+        """Stop the daemon and return once it no longer answers."""
+        _call(lambda: self._own_control().stop(self._stop_daemon))
+
+    def _own_control(self) -> DaemonControl:
+        if self.control is None:
+            raise GatewayError("This window did not start the daemon and cannot restart it.")
+        return self.control
 
     def api_key(self) -> str:
         if self.control is None:

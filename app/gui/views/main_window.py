@@ -110,7 +110,7 @@ class MainWindow(QMainWindow):
     def _connect(self) -> None:
         s = self.services
         s.monitor.status_changed.connect(self.indicator.show_status)
-        s.monitor.status_changed.connect(lambda st: self.server_page.show_status(st.text()))
+        s.monitor.status_changed.connect(self.server_page.show_status)
         self.indicator.restart_requested.connect(s.monitor.restart)
         s.library.changed.connect(self._models_changed)
         s.hub.system_changed.connect(self.welcome.set_system)

@@ -16,6 +16,7 @@ _DOTS = {
     DaemonState.RUNNING: "#16a34a",
     DaemonState.CONNECTING: "#9ca3af",
     DaemonState.STARTING: "#d97706",
+    DaemonState.STOPPING: "#d97706",
     DaemonState.STOPPED: "#dc2626",
     DaemonState.FAILED: "#dc2626",
 }
