@@ -51,7 +51,11 @@ class HubService(QObject):
         self._workers.call(self._gateway.system, self._got_system, lambda _e: None)
 
     def load_catalog(self) -> None:
-        self._workers.call(self._gateway.hub_catalog, self.catalog.replace, lambda _e: None)
+        self._workers.call(
+            self._gateway.hub_catalog,
+            lambda found: self.catalog.replace(sorted(found, key=lambda m: m.size)),
+            lambda _e: None,
+        )
 
     def search(self, query: str) -> None:
         self._search_seq += 1
