@@ -11,11 +11,12 @@ them. Qt-free: it runs before PySide6 is imported.
 from __future__ import annotations
 
 import ctypes
+import os
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-__all__ = ["XCB_LIBRARIES", "SystemLibrary", "missing_libraries", "qt_platform_problem"]
+__all__ = ["XCB_LIBRARIES", "SystemLibrary", "main", "missing_libraries", "qt_platform_problem"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,3 +96,16 @@ def qt_platform_problem(
         f"({names}). On Debian or Ubuntu, install them with:\n"
         f"    sudo apt-get install {packages}"
     )
+
+
+def main() -> int:
+    """``python -m app.gui.system_libraries``: ``./dev app`` asks before its long install."""
+    problem = qt_platform_problem(os.environ)
+    if problem is not None:
+        print(f"localllm app: {problem}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
