@@ -56,6 +56,8 @@ def test_a_model_without_a_chat_template_stops_at_the_fallbacks_end_marker(daemo
     )
     assert completion.choices[0].message.content == '"Hi'
     assert completion.choices[0].finish_reason == "stop"
+    turn = {**body, "format": {"const": "Hi<|im_start|>user"}, "stream": False}  # a new turn
+    assert httpx.post(daemon.url + "/api/generate", json=turn).json()["response"] == '"Hi'
 
 
 def test_the_end_marker_is_only_a_stop_where_the_fallback_is_used(daemon):

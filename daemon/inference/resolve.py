@@ -19,9 +19,10 @@ __all__ = ["FALLBACK_STOPS", "ResolvedModel", "resolve_model"]
 
 _EMBEDDING_ARCHITECTURES = ("bert", "nomic-bert", "jina-bert", "t5encoder", "modern-bert")
 # A model with no chat template of its own (a base model) is prompted in ChatML, the fallback
-# ``templates.TemplateCache`` picks. Its end-of-turn marker is no special token to such a
-# model, so it writes the marker out as text when it imitates the format: stop there.
-FALLBACK_STOPS = ("<|im_end|>",)
+# ``templates.TemplateCache`` picks. Its markers are no special tokens to such a model, so it
+# writes them out as text when it imitates the format: stop at the end of its turn, or where
+# it starts writing the next one.
+FALLBACK_STOPS = ("<|im_end|>", "<|im_start|>")
 
 
 @dataclass(frozen=True, slots=True)
