@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from model_registry.errors import ModelfileError
 from model_registry.modelfile import (
     PARAMETER_TYPES,
+    Adapter,
     Modelfile,
     from_is_path,
     parse_modelfile,
@@ -34,6 +35,7 @@ LICENSE MIT
 license """Apache
 2.0"""
 ADAPTER ./lora.gguf
+ADAPTER ./style.gguf 0.5
 '''
 
 
@@ -50,7 +52,7 @@ def test_full_modelfile():
         },
         license=["MIT", "Apache\n2.0"],
         messages=[("user", "hi there"), ("assistant", 'hello "you"')],
-        adapters=["./lora.gguf"],
+        adapters=[Adapter("./lora.gguf"), Adapter("./style.gguf", 0.5)],
     )
 
 
@@ -86,11 +88,49 @@ def test_full_modelfile():
         ('FROM m\nPARAMETER stop ""', Modelfile(from_="m", parameters={"stop": [""]})),
         ("FROM m\nPARAMETER stop User: ", Modelfile(from_="m", parameters={"stop": ["User:"]})),
         ('FROM m\nPARAMETER stop "User: "', Modelfile(from_="m", parameters={"stop": ["User: "]})),
-        ("FROM m\nADAPTER a\nADAPTER b", Modelfile(from_="m", adapters=["a", "b"])),
+        (
+            "FROM m\nADAPTER a\nADAPTER b",
+            Modelfile(from_="m", adapters=[Adapter("a"), Adapter("b")]),
+        ),
     ],
 )
 def test_parses(text, expected):
     assert parse_modelfile(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("line", "adapter"),
+    [
+        ("ADAPTER ./lora.gguf", Adapter("./lora.gguf", 1.0)),
+        ("ADAPTER ./lora.gguf 0.5", Adapter("./lora.gguf", 0.5)),
+        ("ADAPTER ./lora.gguf -2", Adapter("./lora.gguf", -2.0)),
+        ("ADAPTER ./lora.gguf 0", Adapter("./lora.gguf", 0.0)),
+        ("ADAPTER ./my lora.gguf", Adapter("./my lora.gguf")),  # Ollama's bare paths still work
+        ("ADAPTER ./my lora.gguf 1.5", Adapter("./my lora.gguf", 1.5)),
+        ('ADAPTER "./lora 2"', Adapter("./lora 2")),  # quoted: the last word is the path's
+        ('ADAPTER "./lora 2" 0.25', Adapter("./lora 2", 0.25)),
+        ('ADAPTER """./lora\n2""" 3', Adapter("./lora\n2", 3.0)),
+        ("ADAPTER 0.5", Adapter("0.5")),  # one word is the path
+    ],
+)
+def test_adapter_path_and_scale(line, adapter):
+    assert parse_modelfile(f"FROM m\n{line}").adapters == [adapter]
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("ADAPTER ./lora.gguf 11", "ADAPTER scale must be a number from -10 to 10, got '11'"),
+        ('ADAPTER "./lora.gguf" strong', "ADAPTER scale must be a number from -10 to 10"),
+        ('ADAPTER "./lora.gguf" nan', "ADAPTER scale must be a number"),
+        ('ADAPTER ""', "ADAPTER needs the path of a LoRA adapter file"),
+        ('ADAPTER "" 0.5', "ADAPTER needs the path of a LoRA adapter file"),
+    ],
+)
+def test_bad_adapter_lines(line, message):
+    with pytest.raises(ModelfileError, match=message) as caught:
+        parse_modelfile(f"FROM m\n{line}")
+    assert caught.value.line == 2
 
 
 @pytest.mark.parametrize(
@@ -221,7 +261,16 @@ def modelfiles(draw) -> Modelfile:
                 st.tuples(st.sampled_from(["system", "user", "assistant"]), _writable), max_size=3
             )
         ),
-        adapters=draw(st.lists(_writable.filter(lambda t: t.strip() != ""), max_size=2)),
+        adapters=draw(
+            st.lists(
+                st.builds(
+                    Adapter,
+                    _writable.filter(lambda t: t.strip() != ""),
+                    st.floats(-10, 10, allow_nan=False),
+                ),
+                max_size=2,
+            )
+        ),
     )
 
 

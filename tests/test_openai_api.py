@@ -334,7 +334,7 @@ def test_the_daemon_client_streams_chat_and_raises_typed_errors(daemon):
     from daemon.client import Client, DaemonUnavailable, ModelNotFound
 
     with Client(daemon.url) as client:
-        assert client.health()["status"] == "ok"
+        assert client.health().status == "ok"
         assert "tiny" in [m.id for m in client.list_openai_models()]
         chunks = list(client.openai_chat("tiny", USER, max_tokens=5, seed=1))
         assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import struct
+from dataclasses import replace
 
 import pytest
 
@@ -24,6 +25,7 @@ from daemon.runners.protocol import (
 from daemon.runners.types import (
     ContextOverflowError,
     GenerateCall,
+    LoraAdapter,
     RunnerError,
     RunnerSpec,
     SamplingParams,
@@ -70,6 +72,8 @@ def test_requests_survive_the_wire():
     assert generate_from_wire(decode(generate_to_wire(req))) == req
     spec = RunnerSpec("m", ("/a-00001-of-00002.gguf", "/a-00002-of-00002.gguf"), num_ctx=8192)
     assert spec_from_wire(decode(spec_to_wire(spec))) == spec
+    adapted = replace(spec, adapters=(LoraAdapter("/l.gguf"), LoraAdapter("/s.gguf", -0.5)))
+    assert spec_from_wire(decode(spec_to_wire(adapted))) == adapted
     pictures = GenerateCall("a <m> b <m>", images=(b"\x89PNG\x00", b"\xff\xd8"), image_marker="<m>")
     assert generate_from_wire(decode(generate_to_wire(pictures))) == pictures
 

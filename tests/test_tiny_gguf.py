@@ -7,6 +7,7 @@ import math
 import time
 from pathlib import Path
 
+import gguf
 import pytest
 
 from model_registry.gguf_info import read_gguf_info
@@ -15,6 +16,7 @@ from model_registry.tiny_gguf import (
     tiny_vocabulary,
     write_tiny_model,
 )
+from model_registry.tiny_lora import write_tiny_lora
 from model_registry.tiny_projector import write_tiny_projector
 
 FILE_TYPES = ["F16", "Q8_0"]
@@ -94,6 +96,24 @@ def test_vocabulary_layout():
 def test_projector_is_a_readable_clip_file(tmp_path):
     info = read_gguf_info(write_tiny_projector(tmp_path / "p.gguf"))
     assert info.is_projector and info.architecture == "clip"
+
+
+def test_lora_adapter_fits_its_base_model(tmp_path):
+    base = write_tiny_model(tmp_path / "m.gguf", n_layer=3, n_embd=96, n_head=6, n_head_kv=2)
+    a = write_tiny_lora(tmp_path / "a.gguf", base, rank=8)
+    assert digest(a) == digest(write_tiny_lora(tmp_path / "b.gguf", base, rank=8))
+    info = read_gguf_info(a)
+    assert info.architecture == "llama" and not info.is_projector
+    assert info.metadata["general.type"] == "adapter"
+    assert info.metadata["adapter.type"] == "lora"
+    assert info.metadata["adapter.lora.alpha"] == 8.0
+    assert info.tensor_count == 3 * 7 * 2  # q, k, v, output, gate, up, down: an A and a B each
+    reader = gguf.GGUFReader(a)
+    shapes = {t.name: tuple(t.data.shape) for t in reader.tensors}
+    assert shapes["blk.2.attn_k.weight.lora_a"] == (8, 96)
+    assert shapes["blk.2.attn_k.weight.lora_b"] == (32, 8)  # n_embd / n_head * n_head_kv
+    other = write_tiny_lora(tmp_path / "q.gguf", base, architecture="qwen2")
+    assert read_gguf_info(other).architecture == "qwen2"
 
 
 # --- real llama.cpp ---------------------------------------------------------------------------

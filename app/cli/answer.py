@@ -7,12 +7,13 @@ the generation on the daemon (Ctrl-C really stops the model, not just the printi
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import TextIO
 
 from app.cli.formatting import format_duration
 from app.cli.progress import Spinner
+from daemon.api import ChatChunk, GenerateChunk
 
 __all__ = ["Answer", "stream_answer", "timing_lines"]
 
@@ -20,14 +21,14 @@ __all__ = ["Answer", "stream_answer", "timing_lines"]
 @dataclass
 class Answer:
     text: str
-    final: dict[str, Any] | None  # the last chunk (``done: true``) with the timings
+    final: ChatChunk | GenerateChunk | None  # the last chunk (``done: true``) with the timings
 
 
-def stream_answer(chunks: Iterable[Mapping[str, Any]], out: TextIO) -> Answer:
+def stream_answer(chunks: Iterable[ChatChunk | GenerateChunk], out: TextIO) -> Answer:
     """Print each piece of ``/api/chat`` or ``/api/generate`` output as it comes (on a
     terminal, a spinner stands in until the first piece)."""
     pieces: list[str] = []
-    final: dict[str, Any] | None = None
+    final: ChatChunk | GenerateChunk | None = None
     spinner = Spinner(out).start() if _isatty(out) else None
     try:
         for chunk in chunks:
@@ -39,8 +40,8 @@ def stream_answer(chunks: Iterable[Mapping[str, Any]], out: TextIO) -> Answer:
                 out.write(piece)
                 out.flush()
                 pieces.append(piece)
-            if chunk.get("done"):
-                final = dict(chunk)
+            if chunk.done:
+                final = chunk
     finally:
         if spinner is not None:
             spinner.stop()
@@ -56,38 +57,30 @@ def _isatty(stream: TextIO) -> bool:
         return False
 
 
-def _content(chunk: Mapping[str, Any]) -> str:
-    message = chunk.get("message")
-    if isinstance(message, Mapping):
-        return str(message.get("content") or "")
-    return str(chunk.get("response") or "")
+def _content(chunk: ChatChunk | GenerateChunk) -> str:
+    return chunk.message.content if isinstance(chunk, ChatChunk) else chunk.response
 
 
-def timing_lines(final: Mapping[str, Any]) -> list[str]:
+def timing_lines(final: ChatChunk | GenerateChunk) -> list[str]:
     """What ``ollama run --verbose`` prints after an answer (durations come in nanoseconds)."""
     rows = [
-        ("total duration", format_duration(final.get("total_duration"))),
-        ("load duration", format_duration(final.get("load_duration"))),
-        ("prompt eval count", _tokens(final.get("prompt_eval_count"))),
-        ("prompt eval duration", format_duration(final.get("prompt_eval_duration"))),
-        (
-            "prompt eval rate",
-            _rate(final.get("prompt_eval_count"), final.get("prompt_eval_duration")),
-        ),
-        ("eval count", _tokens(final.get("eval_count"))),
-        ("eval duration", format_duration(final.get("eval_duration"))),
-        ("eval rate", _rate(final.get("eval_count"), final.get("eval_duration"))),
+        ("total duration", format_duration(final.total_duration)),
+        ("load duration", format_duration(final.load_duration)),
+        ("prompt eval count", _tokens(final.prompt_eval_count)),
+        ("prompt eval duration", format_duration(final.prompt_eval_duration)),
+        ("prompt eval rate", _rate(final.prompt_eval_count, final.prompt_eval_duration)),
+        ("eval count", _tokens(final.eval_count)),
+        ("eval duration", format_duration(final.eval_duration)),
+        ("eval rate", _rate(final.eval_count, final.eval_duration)),
     ]
     return [f"{label + ':':<22}{value}" for label, value in rows]
 
 
-def _tokens(count: object) -> str:
+def _tokens(count: int | None) -> str:
     return "-" if count is None else f"{count} token(s)"
 
 
-def _rate(count: object, nanoseconds: object) -> str:
-    if not isinstance(count, int | float) or not isinstance(nanoseconds, int | float):
-        return "-"
-    if nanoseconds <= 0:
+def _rate(count: int | None, nanoseconds: int | None) -> str:
+    if count is None or nanoseconds is None or nanoseconds <= 0:
         return "-"
     return f"{count / (nanoseconds / 1e9):.2f} tokens/s"

@@ -13,10 +13,12 @@ import base64
 import errno
 import re
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from daemon.api import ShowResponse
 
 __all__ = [
     "MAX_PICTURE_BYTES",
@@ -67,9 +69,9 @@ class Prompt:
     pictures: tuple[Picture, ...] = ()
 
 
-def model_sees_pictures(show: Mapping[str, Any]) -> bool:
+def model_sees_pictures(show: ShowResponse) -> bool:
     """Whether ``/api/show``'s answer lists the ``vision`` capability."""
-    return "vision" in (show.get("capabilities") or ())
+    return "vision" in show.capabilities
 
 
 def user_message(text: str, sees_pictures: bool, note: Callable[[str], None]) -> dict[str, Any]:

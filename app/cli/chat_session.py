@@ -21,6 +21,7 @@ from app.cli.chat_input import Command, MultilineInput, convert_parameter, parse
 from app.cli.context import Context
 from app.cli.errors import error_lines
 from app.cli.show_view import parameter_lines, render_show
+from daemon.api import ShowResponse
 from daemon.client import ClientError
 
 __all__ = ["ChatSession"]
@@ -222,13 +223,11 @@ class ChatSession:
         elif what == "parameters":
             self._show_parameters(info)
         else:
-            value = self.system if what == "system" and self.system else info.get(what)
-            if isinstance(value, list):
-                value = "\n\n".join(str(item) for item in value)
-            self.context.print(str(value).rstrip() if value else _SHOW_MISSING[what])
+            value = self.system if what == "system" and self.system else getattr(info, what)
+            self.context.print(value.rstrip() if value else _SHOW_MISSING[what])
 
-    def _show_parameters(self, info: dict[str, Any]) -> None:
-        model_lines = parameter_lines(info.get("parameters"))
+    def _show_parameters(self, info: ShowResponse) -> None:
+        model_lines = parameter_lines(info.parameters)
         user_lines = parameter_lines(self.options)
         if user_lines:
             self.context.print("User defined parameters:\n" + "\n".join(user_lines) + "\n")

@@ -43,6 +43,7 @@ environment:
   LOCALLLM_MAX_LOADED_MODELS  models kept in memory at once (default: by memory)
   LOCALLLM_MAX_QUEUE          requests waiting before "server busy" (default 512)
   LOCALLLM_NUM_PARALLEL       requests one model serves at once (default 4)
+  LOCALLLM_MAX_PULLS          pulls downloading at once; the rest wait queued (default 3)
   LOCALLLM_CONTEXT_LENGTH     default context length in tokens (default 4096)
   LOCALLLM_ORIGINS            extra browser origins allowed (comma-separated)
   LOCALLLM_API_KEY            API key clients must send (required off loopback)

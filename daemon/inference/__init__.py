@@ -11,6 +11,7 @@ from daemon.inference.generation import (
     Finished,
     Generation,
     GenerationStats,
+    ToolCallDelta,
 )
 from daemon.inference.inference import Embeddings, EmbedJob, GenerationJob, Inference
 
@@ -24,4 +25,5 @@ __all__ = [
     "GenerationJob",
     "GenerationStats",
     "Inference",
+    "ToolCallDelta",
 ]

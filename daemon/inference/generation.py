@@ -16,7 +16,7 @@ from daemon.inference.tool_calls import ToolCall, ToolCallFilter
 from daemon.runners.types import DoneEvent, RunnerCrashed, TokenEvent
 from daemon.scheduler import Lease
 
-__all__ = ["Collected", "Delta", "Finished", "Generation", "GenerationStats"]
+__all__ = ["Collected", "Delta", "Finished", "Generation", "GenerationStats", "ToolCallDelta"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,9 +36,22 @@ class GenerationStats:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """The next piece of a tool call as it streams: parallel calls count from index 0; a
+    call's first piece carries its id and name, every piece the next part of its arguments."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""  # the next part of the call's JSON arguments text
+
+
+@dataclass(frozen=True, slots=True)
 class Delta:
     text: str
     logprobs: tuple[dict, ...] = ()
+    thinking: str = ""  # the model's reasoning, never part of ``text``
+    tool_calls: tuple[ToolCallDelta, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +68,7 @@ class Collected:
     text: str
     logprobs: list[dict]
     finished: Finished
+    thinking: str = ""
 
 
 class Generation:
@@ -170,16 +184,18 @@ class Generation:
     async def collect(self) -> Collected:
         """Drain the generation: all text, all logprob entries and how it finished."""
         parts: list[str] = []
+        thoughts: list[str] = []
         entries: list[dict] = []
         finished: Finished | None = None
         async for item in self:
             if isinstance(item, Delta):
                 parts.append(item.text)
+                thoughts.append(item.thinking)
                 entries.extend(item.logprobs)
             else:
                 finished = item
         assert finished is not None, "a generation always ends with Finished"
-        return Collected("".join(parts), entries, finished)
+        return Collected("".join(parts), entries, finished, "".join(thoughts))
 
     async def aclose(self) -> None:
         """Stop generating (if still running) and give the slot back. Safe to call twice."""

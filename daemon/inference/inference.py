@@ -25,7 +25,12 @@ from daemon.inference.image_cache import ImageCache
 from daemon.inference.images import prepare_images
 from daemon.inference.options import merge_options, runner_options, sampling_params
 from daemon.inference.resolve import ResolvedModel, resolve_model
-from daemon.inference.templates import TemplateCache, assemble_messages, image_part
+from daemon.inference.templates import (
+    TemplateCache,
+    assemble_messages,
+    continued_reply,
+    image_part,
+)
 from daemon.inference.tool_calls import (
     ToolCallFilter,
     ToolChoice,
@@ -63,6 +68,10 @@ class GenerationJob:
     keep_alive: float | None = None  # seconds; None: the daemon's default
     template: str | None = None  # replaces the model's chat template (Ollama's per-request one)
     images: Sequence[bytes] = ()
+    # True/False, or an effort ("low", "medium", "high") for templates that take one; None:
+    # the model's own default. Thinking never reaches ``Delta.text``.
+    think: bool | str | None = None
+    think_budget: int | None = None  # thinking tokens before the model is made to answer
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,12 +208,15 @@ class Inference:
         else:
             template = self._templates.get(model.template, model.template_origin)
         tools = list(job.tools) if job.tool_choice.mode != "none" else []
-        conversation = assemble_messages(
-            messages, system=model.system, preset=model.messages, image_marker=image_marker
+        conversation, reply_so_far = continued_reply(
+            assemble_messages(
+                messages, system=model.system, preset=model.messages, image_marker=image_marker
+            )
         )
         if tools and not template.supports_tools:
             conversation = _with_tool_prompt(conversation, tools)
-        return template.render(conversation, tools=tools if template.supports_tools else ())
+        prompt = template.render(conversation, tools=tools if template.supports_tools else ())
+        return prompt + reply_so_far
 
     # -- pictures ---------------------------------------------------------------------------
     async def _prepared_images(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from daemon.runners.types import LoraAdapter
 from daemon.scheduler import LoadTarget, ModelFootprint
 from model_registry.errors import ModelNotFoundError
 from model_registry.names import parse_name
@@ -68,12 +69,18 @@ def resolve_model(store: Store, text: str) -> ResolvedModel:
     if not weights:
         raise ModelNotFoundError(f"model {name.display!r} has no weights; pull it again")
     projector = manifest.layers_of(LayerType.PROJECTOR)
+    adapters = manifest.layers_of(LayerType.ADAPTER)
     architecture = str(config.get("architecture") or gguf.get("architecture") or "")
     target = LoadTarget(
         name=name.display,
         model_paths=tuple(str(store.blobs.path(layer.digest)) for layer in weights),
-        footprint=_footprint(sum(layer.size for layer in (*weights, *projector[-1:])), gguf),
+        footprint=_footprint(
+            sum(layer.size for layer in (*weights, *projector[-1:], *adapters)), gguf
+        ),
         projector_path=str(store.blobs.path(projector[-1].digest)) if projector else None,
+        adapters=tuple(
+            LoraAdapter(str(store.blobs.path(layer.digest)), layer.scale) for layer in adapters
+        ),
         embedding_only=any(a in architecture for a in _EMBEDDING_ARCHITECTURES),
         n_ctx_train=_int(config.get("context_length") or gguf.get("context_length")),
     )

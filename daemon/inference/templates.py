@@ -12,6 +12,9 @@ The globals are the ones Hugging Face and llama.cpp give templates: ``messages``
 
 Which template: a Modelfile ``TEMPLATE`` wins over the model file's; with neither, ChatML.
 ``TEMPLATE`` may be Jinja or a small Go-template subset (see ``go_templates``).
+
+A conversation that ends with the assistant's own words is continued, as Ollama and
+llama-server do (``continued_reply``): the prompt ends inside that reply rather than after it.
 """
 
 from __future__ import annotations
@@ -28,7 +31,14 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 from daemon.errors import TemplateError, TemplateRejectedError, TemplateSecurityError
 from daemon.inference.go_templates import RESPONSE_MARK, is_go_template, split_turns, to_jinja
 
-__all__ = ["CHATML_TEMPLATE", "ChatTemplate", "TemplateCache", "assemble_messages", "image_part"]
+__all__ = [
+    "CHATML_TEMPLATE",
+    "ChatTemplate",
+    "TemplateCache",
+    "assemble_messages",
+    "continued_reply",
+    "image_part",
+]
 
 CHATML_TEMPLATE = (
     "{% for message in messages %}"
@@ -228,3 +238,17 @@ def _tool_call_for_template(call: Mapping[str, object]) -> dict[str, object]:
         with contextlib.suppress(ValueError):
             function["arguments"] = json.loads(arguments)
     return {**call, "function": function}
+
+
+def continued_reply(
+    conversation: Sequence[Mapping[str, object]],
+) -> tuple[list[Mapping[str, object]], str]:
+    """(the conversation before it, the text to continue) when the last message is a reply
+    in words (no tool calls); else (the conversation, ""). The prompt is then the template's
+    rendering of the rest, up to the assistant's turn, followed by that text."""
+    messages = list(conversation)
+    last = messages[-1] if messages else {}
+    content = last.get("content")
+    if last.get("role") != "assistant" or last.get("tool_calls") or not isinstance(content, str):
+        return messages, ""
+    return (messages[:-1], content) if content else (messages, "")

@@ -42,6 +42,7 @@ from .types import (
     DoneEvent,
     GenerateCall,
     InvalidRequestError,
+    LoraAdapter,
     RunnerError,
     RunnerInfo,
     RunnerSpec,
@@ -146,7 +147,8 @@ def spec_to_wire(spec: RunnerSpec) -> dict[str, Any]:
 
 
 def spec_from_wire(data: dict[str, Any]) -> RunnerSpec:
-    return RunnerSpec(**{**data, "model_paths": tuple(data["model_paths"])})
+    adapters = tuple(LoraAdapter(**adapter) for adapter in data.get("adapters", ()))
+    return RunnerSpec(**{**data, "model_paths": tuple(data["model_paths"]), "adapters": adapters})
 
 
 def generate_to_wire(req: GenerateCall) -> dict[str, Any]:

@@ -14,6 +14,7 @@ __all__ = [
     "EmbedCall",
     "GenerateCall",
     "InvalidRequestError",
+    "LoraAdapter",
     "RunnerCrashed",
     "RunnerError",
     "RunnerInfo",
@@ -24,12 +25,21 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True)
+class LoraAdapter:
+    """A LoRA adapter file applied on top of the model's weights, and how strongly."""
+
+    path: str
+    scale: float = 1.0  # llama.cpp multiplies it with the adapter's alpha / rank
+
+
+@dataclass(frozen=True, slots=True)
 class RunnerSpec:
     """Everything that decides how a model is loaded; a change in it means a reload."""
 
     model_name: str  # display name, used in error messages
     model_paths: tuple[str, ...]  # GGUF shards in order (one path for unsharded models)
     projector_path: str | None = None
+    adapters: tuple[LoraAdapter, ...] = ()  # applied in order to every context
     num_ctx: int = 4096  # context per sequence
     num_parallel: int = 4  # sequences that share one context (continuous batching)
     num_gpu_layers: int = 0  # -1 = all

@@ -1,7 +1,9 @@
-"""Bearer-token authentication, required whenever an API key is configured.
+"""Bearer-token authentication, required whenever an API key is configured, on loopback too.
 
 ``localllm serve`` refuses to listen beyond loopback without a key, so anything reachable from
-the network is authenticated. Keys are compared in constant time.
+the network is authenticated. Only ``/`` ("is it running?") is open; a browser's CORS preflight
+carries no key, but the CORS guard (outside this one) answers it before it gets here. Keys
+are compared in constant time.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ class ApiKeyMiddleware:
         if (
             self.expected is not None
             and scope["type"] == "http"
-            and scope["method"] != "OPTIONS"
             and scope["path"] not in _OPEN_PATHS
         ):
             given = dict(scope["headers"]).get(b"authorization", b"")

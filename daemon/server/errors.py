@@ -3,13 +3,15 @@
 OpenAI routes (``/v1/...``) answer ``{"error": {message, type, param, code}}``; every other
 route answers Ollama's ``{"error": "message"}``. Request validation errors are 400s (not
 FastAPI's 422), as OpenAI and Ollama clients expect. Unexpected exceptions are logged with
-their traceback and answered with a generic 500; no message carries a file-system path.
+their traceback and answered with a generic 500; no message carries a file-system path (each
+is passed through the app's ``PathRedactor``, built from its settings).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -32,7 +34,6 @@ from daemon.runners.types import (
     RunnerCrashed,
     RunnerError,
 )
-from daemon.server.redaction import redact_paths
 from model_registry.errors import (
     AuthenticationError,
     CorruptManifestError,
@@ -55,6 +56,7 @@ from model_registry.errors import (
 
 __all__ = [
     "ERROR_TABLE",
+    "Redact",
     "error_body",
     "error_status",
     "install_error_handlers",
@@ -63,6 +65,8 @@ __all__ = [
 ]
 
 log = logging.getLogger("localllm.server")
+
+Redact = Callable[[str], str]  # a text without file-system paths (``PathRedactor``)
 
 # (exception, HTTP status, OpenAI error type, OpenAI error code); the first match wins.
 ERROR_TABLE: tuple[tuple[type[BaseException], int, str, str | None], ...] = (
@@ -114,16 +118,16 @@ def error_status(error: BaseException) -> int:
     return _lookup(error)[0]
 
 
-def _message(error: BaseException) -> str:
+def _message(error: BaseException, redact: Redact) -> str:
     if isinstance(error, RequestValidationError):
         first = error.errors()[0] if error.errors() else {}
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
         return f"invalid request: {where + ': ' if where else ''}{first.get('msg', 'invalid')}"
     if isinstance(error, HTTPException):
-        return str(error.detail)
+        return redact(str(error.detail))
     if _lookup(error)[2] == "internal_error":
         return "internal server error; see the daemon log for details"
-    return redact_paths(str(error))
+    return redact(str(error))
 
 
 def _param(error: BaseException) -> str | None:
@@ -139,27 +143,28 @@ def _param(error: BaseException) -> str | None:
     return None
 
 
-def error_body(error: BaseException, openai: bool) -> dict:
+def error_body(error: BaseException, openai: bool, redact: Redact) -> dict:
     """The JSON body for ``error``, in OpenAI's shape or Ollama's."""
     _, error_type, code = _lookup(error)
+    message = _message(error, redact)
     if not openai:
-        return {"error": _message(error)}
-    detail = {"message": _message(error), "type": error_type, "param": _param(error), "code": code}
+        return {"error": message}
+    detail = {"message": message, "type": error_type, "param": _param(error), "code": code}
     return {"error": detail}
 
 
-def stream_error(error: BaseException, openai: bool = True) -> bytes:
+def stream_error(error: BaseException, redact: Redact, openai: bool = True) -> bytes:
     """An error after a stream has started, as its last server-sent event."""
     if _lookup(error)[2] == "internal_error":
         log.error("unhandled error in a stream", exc_info=error)
-    return b"data: " + json.dumps(error_body(error, openai)).encode() + b"\n\n"
+    return b"data: " + json.dumps(error_body(error, openai, redact)).encode() + b"\n\n"
 
 
-def ndjson_error(error: BaseException) -> bytes:
+def ndjson_error(error: BaseException, redact: Redact) -> bytes:
     """An error after an NDJSON stream has started, as its last line (Ollama's shape)."""
     if _lookup(error)[2] == "internal_error":
         log.error("unhandled error in a stream", exc_info=error)
-    return json.dumps(error_body(error, openai=False)).encode() + b"\n"
+    return json.dumps(error_body(error, False, redact)).encode() + b"\n"
 
 
 def _respond(request: Request, error: BaseException) -> JSONResponse:
@@ -168,7 +173,8 @@ def _respond(request: Request, error: BaseException) -> JSONResponse:
         log.error("unhandled error on %s", request.url.path, exc_info=error)
     openai = request.url.path.startswith("/v1/")
     headers = {"Retry-After": "1"} if status == 503 else None
-    return JSONResponse(error_body(error, openai), status_code=status, headers=headers)
+    body = error_body(error, openai, request.app.state.redactor)
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from starlette.responses import Response
 
 from daemon.inference import Collected, Generation, GenerationJob, Inference
+from daemon.server.errors import Redact
 from daemon.server.metrics import log_generation
 from daemon.server.ndjson import ndjson_stream
 from daemon.server.sse import EventStream, sse_stream, until_disconnect
@@ -29,7 +30,7 @@ __all__ = ["NDJSON", "SSE", "Wire", "respond"]
 class Wire:
     """How an API frames a stream (errors included) and a whole answer."""
 
-    stream: Callable[[AsyncIterator[bytes], Generation], EventStream]
+    stream: Callable[[AsyncIterator[bytes], Generation, Redact], EventStream]
     whole: Callable[[BaseModel], Response | BaseModel]
 
 
@@ -38,11 +39,11 @@ def _ndjson_whole(answer: BaseModel) -> Response:
 
 
 SSE = Wire(
-    stream=lambda frames, generation: sse_stream(frames, on_close=generation.aclose),
+    stream=lambda frames, generation, redact: sse_stream(frames, redact, generation.aclose),
     whole=lambda answer: answer,  # FastAPI serializes it, nulls included, as OpenAI does
 )
 NDJSON = Wire(
-    stream=lambda frames, generation: ndjson_stream(frames, on_close=generation.aclose),
+    stream=lambda frames, generation, redact: ndjson_stream(frames, redact, generation.aclose),
     whole=_ndjson_whole,
 )
 
@@ -61,7 +62,7 @@ async def respond(
     generation = await until_disconnect(request, inference.generate(job))
     log_generation(request, generation)
     if stream:
-        return wire.stream(chunks(generation), generation)
+        return wire.stream(chunks(generation), generation, request.app.state.redactor)
     try:
         collected = await until_disconnect(request, generation.collect())
     finally:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import partial
 from typing import TypeVar
 
 import anyio
@@ -23,7 +24,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from daemon.server.errors import stream_error
+from daemon.server.errors import Redact, stream_error
 
 __all__ = ["DONE", "EventStream", "guarded", "sse_data", "sse_stream", "until_disconnect"]
 
@@ -70,13 +71,13 @@ class EventStream(StreamingResponse):
 
 def sse_stream(
     events: AsyncIterator[bytes],
+    redact: Redact,
     on_close: Callable[[], Awaitable[None]] | None = None,
-    *,
-    end: bytes = DONE,
-    error: Callable[[BaseException], bytes] = stream_error,
 ) -> EventStream:
-    """Server-sent ``events``, then ``end``; an error becomes the last event instead."""
-    return EventStream(guarded(events, error, end), on_close=on_close)
+    """Server-sent ``events``, then ``[DONE]``; an error (its text ``redact``-ed) becomes the
+    last event instead."""
+    errors = partial(stream_error, redact=redact)
+    return EventStream(guarded(events, errors, DONE), on_close=on_close)
 
 
 async def guarded(

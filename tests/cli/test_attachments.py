@@ -17,6 +17,8 @@ from app.cli.attachments import (
     take_pictures,
     user_message,
 )
+from daemon.api import ShowResponse
+from tests.support.cli import SHOW
 
 
 def picture(path: Path, color: str = "red", kind: str = "PNG") -> Path:
@@ -163,6 +165,9 @@ def test_user_message_attaches_only_for_a_model_that_sees(here):
 
 
 def test_model_sees_pictures():
-    assert model_sees_pictures({"capabilities": ["completion", "vision"]})
-    assert not model_sees_pictures({"capabilities": ["completion", "tools"]})
-    assert not model_sees_pictures({})
+    def shown(*capabilities: str) -> ShowResponse:
+        return SHOW.model_copy(update={"capabilities": list(capabilities)})
+
+    assert model_sees_pictures(shown("completion", "vision"))
+    assert not model_sees_pictures(shown("completion", "tools"))
+    assert not model_sees_pictures(shown())

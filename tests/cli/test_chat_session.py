@@ -12,7 +12,7 @@ from app.cli.chat_session import ChatSession
 from app.cli.context import Context
 from daemon.client import BadRequest
 from daemon.settings import Settings
-from tests.support.cli import FakeClient, answer_chunks
+from tests.support.cli import FakeClient, answer_chunks, text_chunk
 
 
 class Script:
@@ -135,7 +135,7 @@ def test_ctrl_c_at_the_prompt_and_during_an_answer(chat):
 
     def interrupted(model, messages, **kwargs):
         fake.calls.append(("chat", model, messages, kwargs))
-        yield {"message": {"content": "partial"}, "done": False}
+        yield text_chunk("partial")
         raise KeyboardInterrupt
 
     fake.chat = interrupted
@@ -216,7 +216,7 @@ def test_load_learns_whether_the_new_model_sees(chat, tmp_path, monkeypatch):
     fake, _, _, make = chat
     monkeypatch.chdir(tmp_path)
     cat = picture(tmp_path / "cat.png")
-    fake.show_info = {**fake.show_info, "capabilities": ["completion", "vision"]}
+    fake.show_info = fake.show_info.model_copy(update={"capabilities": ["completion", "vision"]})
     session, _ = make("/load seer", "what is cat.png")
     session.run()
     assert session.sees_pictures

@@ -1,15 +1,20 @@
 """The chat settings panel on its own, fed plain records: presets, the Advanced section, the GPU
-layers that fit and the notice for a model without a chat template. The same panel in the
-window over a real daemon is in ``test_gui_e2e_settings``."""
+layers that fit and the notice for a model without a chat template (and, for what an edit
+leaves alone, the chat controller it reports to). The same panel in the window over a real
+daemon is in ``test_gui_e2e_settings``."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from app.gui.services.chat import ChatController
 from app.gui.state.chat.records import ChatOptions, Conversation
+from app.gui.state.gateway import Gateway
 from app.gui.state.presets import Preset, Presets
 from app.gui.state.records import GpuInfo, ModelDetails, SystemInfo
 from app.gui.views.chat_settings import NO_PRESET, ChatSettingsPanel
+from app.gui.workers import Workers
+from tests.support.cli import FakeClient
 
 GB = 1_000_000_000
 CHAT = Conversation("c1", "Trip plans", "tiny:latest", "Be brief.")
@@ -35,7 +40,8 @@ def test_advanced_values_go_with_the_chat(qtbot):
     panel.advanced.seed.setValue(1234)
     with qtbot.waitSignal(panel.changed) as changed:
         pass
-    options = changed.args[0].options
+    chat_id, _system_prompt, options = changed.args
+    assert chat_id == CHAT.id
     assert options.to_options() == {
         "top_k": 12,
         "top_p": 0.9,
@@ -53,9 +59,9 @@ def test_presets_are_picked_saved_and_deleted(qtbot):
     assert panel.preset.currentText() == NO_PRESET and not panel.delete_preset.isEnabled()
     with qtbot.waitSignal(panel.changed) as changed:
         panel.preset.activated.emit(panel.preset.findText("Precise"))
-    picked = changed.args[0]
-    assert (picked.system_prompt, picked.options) == ("Be exact.", PRECISE.options)
-    assert picked.title == "Trip plans" and panel.advanced.top_k.value() == 20
+    chat_id, system_prompt, options = changed.args
+    assert (system_prompt, options) == ("Be exact.", PRECISE.options)
+    assert chat_id == CHAT.id and panel.advanced.top_k.value() == 20
     assert panel.preset.currentText() == "Precise" and panel.delete_preset.isEnabled()
     panel.temperature.setValue(0.7)  # edited: no longer the preset
     qtbot.waitUntil(lambda: panel.preset.currentText() == NO_PRESET)
@@ -70,14 +76,21 @@ def test_presets_are_picked_saved_and_deleted(qtbot):
     assert deleted.args == ["Warm"]
 
 
-def test_an_edit_keeps_what_changed_elsewhere(qtbot):
+def test_an_edit_keeps_what_changed_elsewhere(qtbot, tmp_path):
     """The model picked and the title given since the chat was shown stay when settings are
-    edited after (the panel writes its values onto the chat as it is now)."""
+    edited after: the panel reports its values alone, and the chat controller writes them onto
+    the chat as it is now (here the panel never heard of the change)."""
     panel = _panel(qtbot)
-    panel.follow(replace(CHAT, model="other:latest", title="Renamed"))
-    with qtbot.waitSignal(panel.changed) as changed:
+    disk = Workers(max_threads=1)
+    controller = ChatController(Gateway(FakeClient()), Workers(), disk, tmp_path / "chats.db")
+    controller.conversations.reset([replace(CHAT, model="other:latest", title="Renamed")])
+    panel.changed.connect(controller.apply_settings)
+    with qtbot.waitSignal(panel.changed):
         panel.temperature.setValue(0.3)
-    assert changed.args[0].model == "other:latest" and changed.args[0].title == "Renamed"
+    chat = controller.conversations.conversation(CHAT.id)
+    assert chat.model == "other:latest" and chat.title == "Renamed"
+    assert chat.options.temperature == 0.3
+    disk.shutdown(wait_ms=5000, drop_queued=False)  # the chat's save, before tmp_path goes
 
 
 def test_gpu_layers_say_what_fits_or_that_there_is_no_gpu(qtbot):

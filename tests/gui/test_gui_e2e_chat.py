@@ -279,7 +279,7 @@ def test_attach_is_offered_only_for_models_that_see(qtbot, window, tmp_path):
     # test fail about once in 60 runs): it must not take Attach away from this one.
     library = window.services.library
     with qtbot.waitSignal(library.details_ready):
-        library.details(MODEL, window.chat_page._show_vision)
+        library.details(MODEL, window.chat_page._show_model)
     assert composer.attach.isVisibleTo(window)
     picture = tmp_path / "cat.png"
     image = QImage(40, 30, QImage.Format.Format_RGB32)
@@ -315,17 +315,15 @@ def test_models_page_details_copy_and_delete(qtbot, window, daemon, monkeypatch)
     assert "context 2,048 tokens" in page.summary.text() and "llama" in page.summary.text()
     row = library.table.row_of(MODEL)
     qtbot.waitUntil(lambda: library.table.item(row).context_length == 2048)  # the column
-    monkeypatch.setattr(
-        "app.gui.views.models_page.QInputDialog.getText", lambda *a, **k: ("tiny-copy", True)
-    )
+    monkeypatch.setattr("app.gui.views.models_page.ask_text", lambda *a, **k: "tiny-copy")
     page.copy_button.click()
     qtbot.waitUntil(lambda: library.table.row_of("tiny-copy:latest") is not None, timeout=10_000)
     page.table.selectRow(_view_row(page.table, "tiny-copy:latest"))
-    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Yes)
+    monkeypatch.setattr(QMessageBox, "exec", lambda _box: QMessageBox.StandardButton.Yes)
     page.delete_button.click()
     qtbot.waitUntil(lambda: library.table.row_of("tiny-copy:latest") is None, timeout=10_000)
     with Client(daemon.url) as client:
-        assert "tiny-copy:latest" not in {m["name"] for m in client.list_models()}
+        assert "tiny-copy:latest" not in {m.name for m in client.list_models()}
 
 
 def _view_row(view, name: str) -> int:

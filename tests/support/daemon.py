@@ -54,7 +54,7 @@ class Daemon:
             "PYTHONUNBUFFERED": "1",
             **(env or {}),
         }
-        self._log = self.log_path.open("wb")
+        self._log = self.log_path.open("ab")  # O_APPEND: a test may add lines too
         self.process = subprocess.Popen(
             [sys.executable, "-m", "daemon", "serve", "--host", f"127.0.0.1:{self.port}"],
             cwd=ROOT,

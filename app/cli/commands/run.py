@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
 
 from app.cli.answer import stream_answer, timing_lines
 from app.cli.attachments import PictureError, model_sees_pictures, user_message
@@ -19,6 +18,7 @@ from app.cli.commands.pull import pull_model
 from app.cli.context import Context
 from app.cli.errors import EXIT_INTERRUPTED, EXIT_USAGE, CliError
 from app.cli.parsing import add_command
+from daemon.api import ShowResponse
 from daemon.client import ModelNotFound
 
 __all__ = ["build_prompt", "register"]
@@ -137,7 +137,7 @@ def _answer_format(text: str | None) -> object:
     return schema
 
 
-def _ensure_model(context: Context, model: str) -> dict[str, Any] | None:
+def _ensure_model(context: Context, model: str) -> ShowResponse | None:
     """The model's ``show`` details, pulling it first if the store lacks it; None if the user
     interrupted the pull."""
     try:

@@ -44,8 +44,8 @@ class InstalledModelsModel(RecordTableModel):
         Column("Parameters", lambda m: m.parameter_size),
         Column("Quantization", lambda m: m.quantization),
         Column("Size", lambda m: bytes_text(m.size), lambda m: m.size, numeric=True),
-        Column(
-            "Context",
+        Column(  # what the model was trained for; the details say what chats run at
+            "Trained context",
             lambda m: _context(m.context_length),
             lambda m: m.context_length or 0,
             numeric=True,

@@ -60,7 +60,8 @@ class Services:
         """A local-network switch restarts the daemon, which pauses its pulls on the way
         down: resume the ones that were running once it is back."""
         if switching:
-            self._held = [d.name for d in self.downloads.state.items() if d.state == "running"]
+            held = ("queued", "running")
+            self._held = [d.name for d in self.downloads.state.items() if d.state in held]
             return
         self.downloads.resume_paused(self._held)
         self._held = []

@@ -96,7 +96,7 @@ class PullStatus:
     status: str
     total: int
     completed: int
-    state: str  # "running" | "paused" | "failed"
+    state: str  # "queued" | "running" | "paused" | "failed"
     error: str = ""  # why it failed, in the daemon's words
 
 

@@ -2,10 +2,12 @@
 and the Advanced section (sampling, seed, GPU offload).
 
 Zero (or "default") means "leave it to the model", so a chat never pins a value the user did
-not choose. Edits are reported once the user pauses, not on every keystroke. A preset is a
-named copy of these settings: picking one fills them in at once; the list shows which preset
-the chat's settings match, if any. The panel also knows the chat's model, for the GPU layers
-that fit and for the notice shown in the chat when the model has no chat template.
+not choose; each says what the model's default is (``set_defaults``). Edits are reported once
+the user pauses, not on every keystroke, as the settings alone: the chat they belong to may have
+been renamed or given a title since the panel showed it. A preset is a named copy of these
+settings: picking one fills them in at once; the list shows which preset the chat's settings
+match, if any. The panel also knows the chat's model, for the GPU layers that fit and for the
+notice shown in the chat when the model has no chat template.
 """
 
 from __future__ import annotations
@@ -29,18 +31,21 @@ from PySide6.QtWidgets import (
 
 from app.gui.state.chat.records import ChatOptions, Conversation
 from app.gui.state.fit import gpu_layers
+from app.gui.state.model_defaults import ModelDefaults
 from app.gui.state.presets import Preset, PresetError, Presets, preset_name
 from app.gui.state.records import ModelDetails, SystemInfo
 from app.gui.views.advanced_settings import AdvancedSettings
+from app.gui.views.plain_text import plain_label
 
 __all__ = ["ChatSettingsPanel", "no_template_notice"]
 
 NO_PRESET = "No preset"
+_DEFAULT = "model default"
 
 
 def _spin(maximum: int, step: int, suffix: str) -> QSpinBox:
     box = QSpinBox(maximum=maximum, singleStep=step, suffix=suffix)
-    box.setSpecialValueText("model default")
+    box.setSpecialValueText(_DEFAULT)
     return box
 
 
@@ -53,7 +58,7 @@ def no_template_notice(model: str) -> str:
 
 
 class ChatSettingsPanel(QWidget):
-    changed = Signal(object)  # Conversation with the new settings
+    changed = Signal(str, str, object)  # conversation id, system prompt, ChatOptions
     preset_saved = Signal(object)  # Preset
     preset_deleted = Signal(str)
 
@@ -69,14 +74,14 @@ class ChatSettingsPanel(QWidget):
         self.delete_preset = QPushButton("Delete", toolTip="Forget the chosen preset")
         self.system_prompt = QPlainTextEdit(placeholderText="e.g. You are a concise assistant.")
         self.temperature = QDoubleSpinBox(minimum=-0.1, maximum=2.0, singleStep=0.1, decimals=2)
-        self.temperature.setSpecialValueText("model default")
+        self.temperature.setSpecialValueText(_DEFAULT)
         self.context = _spin(1_048_576, 1024, " tokens")
         self.max_tokens = _spin(131_072, 256, " tokens")
         self.advanced = AdvancedSettings()
-        self.problem = QLabel("", objectName="problem", wordWrap=True)
+        self.problem = plain_label(objectName="problem", wordWrap=True)
         self.problem.hide()
         # shown in the chat itself (the chat page places it), not in this panel
-        self.model_notice = QLabel("", objectName="problem", wordWrap=True)
+        self.model_notice = plain_label(objectName="problem", wordWrap=True)  # names the model
         self.model_notice.hide()
         self._debounce = QTimer(self, singleShot=True, interval=400)
         self._debounce.timeout.connect(self._emit)
@@ -129,8 +134,8 @@ class ChatSettingsPanel(QWidget):
         self.show_model(None)
 
     def follow(self, conversation: Conversation) -> None:
-        """The open chat changed elsewhere (its model, its title): keep the edits under way
-        and write them onto the chat as it is now."""
+        """The open chat changed elsewhere (its model, its title): keep the edits under way;
+        a new model's facts (GPU layers, chat template) are unknown until its details come."""
         if self._conversation is None or conversation.id != self._conversation.id:
             return
         if conversation.model != self._conversation.model:
@@ -162,6 +167,20 @@ class ChatSettingsPanel(QWidget):
         self.model_notice.setVisible(notice)
 
     # what it reports
+
+    def set_defaults(self, defaults: ModelDefaults | None) -> None:
+        """Say what "model default" means for the chat's model (None: not known yet)."""
+        if defaults is None:
+            texts = (_DEFAULT,) * 3
+        else:
+            limit = f"{defaults.reply_limit:,}" if defaults.reply_limit else "no limit"
+            texts = (
+                f"{_DEFAULT} ({defaults.temperature:g})",
+                f"{_DEFAULT} ({defaults.context:,})",
+                f"{_DEFAULT} ({limit})",
+            )
+        for box, text in zip((self.temperature, self.context, self.max_tokens), texts, strict=True):
+            box.setSpecialValueText(text)
 
     def options(self) -> ChatOptions:
         temperature = self.temperature.value()
@@ -201,7 +220,7 @@ class ChatSettingsPanel(QWidget):
         )
         if updated != self._conversation:
             self._conversation = updated
-            self.changed.emit(updated)
+            self.changed.emit(updated.id, updated.system_prompt, updated.options)
 
     def _mark_preset(self) -> None:
         """Show the preset these settings are, or "No preset"."""

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 from app.gui.services.hub import OFFLINE, HubService
 from app.gui.state.records import CatalogModel, HubFile, SystemInfo
 from app.gui.state.units import bytes_text
+from app.gui.views.plain_text import plain_label
 from app.gui.views.record_table import selected_record, table_view
 
 __all__ = ["DiscoverPage"]
@@ -38,8 +39,8 @@ def _machine(system: SystemInfo) -> str:
 
 
 def _wrapped(text: str = "") -> QLabel:
-    """A label that wraps instead of asking for the width of its longest line."""
-    label = QLabel(text, objectName="muted", wordWrap=True)
+    """A plain-text label that wraps instead of asking for the width of its longest line."""
+    label = plain_label(text, objectName="muted", wordWrap=True)
     label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
     return label
 
@@ -54,8 +55,8 @@ class DiscoverPage(QWidget):
             placeholderText="Search Hugging Face for GGUF models, e.g. qwen",
             clearButtonEnabled=True,
         )
-        self.machine = _wrapped()
-        self.state = _wrapped()
+        self.machine = _wrapped()  # GPU names, as the daemon reports them
+        self.state = _wrapped()  # the hub's errors
         self.catalog = table_view(hub.catalog, self, stretch=5)
         self.catalog.sortByColumn(2, Qt.SortOrder.AscendingOrder)
         self.repos = table_view(hub.repos, self, stretch=0)

@@ -190,7 +190,8 @@ class MainWindow(QMainWindow):
 
     def _downloads_changed(self, _active: int) -> None:
         states = [d.state for d in self.services.downloads.state.items()]
-        parts = [f"{states.count(s)} {s}" for s in ("running", "paused") if s in states]
+        kinds = ("running", "queued", "paused")
+        parts = [f"{states.count(s)} {s}" for s in kinds if s in states]
         self.downloads_label.setText(("Downloads: " + ", ".join(parts)) if parts else "")
         for download in self.services.downloads.state.items():
             self.welcome.show_download(download)

@@ -8,6 +8,8 @@ requests (its checks would bury everything else) unless asked to show them.
 
 from __future__ import annotations
 
+import html
+
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import (
@@ -29,6 +31,7 @@ from app.gui.state.daemon_log import visible_log
 from app.gui.state.gateway import DEFAULT_BASE_URL
 from app.gui.state.records import ServerInfo
 from app.gui.state.snippets import snippets
+from app.gui.views.plain_text import plain_label, rich_label
 from app.gui.views.record_table import selected_record, table_view
 
 __all__ = ["ServerPage"]
@@ -53,8 +56,8 @@ class ServerPage(QWidget):
         self._base_url = base_url
         self._api_key = ""
         self._model = ""
-        self.address = QLabel()
-        self.status = QLabel("", objectName="muted")
+        self.address = rich_label()
+        self.status = plain_label(objectName="muted")
         self.address.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.snippet_tabs = QTabWidget()
         self.running = table_view(server.running, self)
@@ -73,7 +76,7 @@ class ServerPage(QWidget):
         self.move_port = QPushButton("Use this port", enabled=False)
         self.start_stop = QPushButton("Stop the daemon")
         self._port = 0  # the port the daemon runs on
-        self.message = QLabel("", objectName="muted", wordWrap=True)
+        self.message = plain_label(objectName="muted", wordWrap=True)  # the daemon's errors
         self._log_timer = QTimer(self, interval=3000)
         self._log_timer.timeout.connect(self._tick)
 
@@ -200,7 +203,7 @@ class ServerPage(QWidget):
             where = "on the local network; other devices need the API key"
         else:
             where = "on this computer only"
-        self.address.setText(f"OpenAI-compatible API at <b>{self._v1}</b> ({where})")
+        self.address.setText(f"OpenAI-compatible API at <b>{html.escape(self._v1)}</b> ({where})")
         self.lan.setChecked(info.lan)
         self._port = info.port
         self.port.setValue(info.port)
@@ -248,7 +251,7 @@ class ServerPage(QWidget):
             self.snippet_tabs.addTab(page, snippet.title)
         self.snippet_tabs.setCurrentIndex(max(current, 0))
         if not self.address.text():
-            self.address.setText(f"OpenAI-compatible API at <b>{self._v1}</b>")
+            self.address.setText(f"OpenAI-compatible API at <b>{html.escape(self._v1)}</b>")
 
     def _unload(self) -> None:
         model = selected_record(self.running)

@@ -13,13 +13,13 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QListView,
     QMenu,
-    QMessageBox,
     QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 from app.gui.item_models.conversations import CONVERSATION_ROLE
+from app.gui.views.plain_text import confirm
 
 __all__ = ["ChatSidebar"]
 
@@ -99,8 +99,6 @@ class ChatSidebar(QWidget):
 
     def _confirm_delete(self, index: QModelIndex) -> None:
         conversation = index.data(CONVERSATION_ROLE)
-        answer = QMessageBox.question(
-            self, "Delete chat", f"Delete “{conversation.title}” and all its messages?"
-        )
-        if answer == QMessageBox.StandardButton.Yes:
+        question = f"Delete “{conversation.title}” and all its messages?"
+        if confirm(self, "Delete chat", question):
             self.delete_requested.emit(conversation.id)

@@ -8,6 +8,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 
 from app.gui.state.daemon_health import DaemonState, DaemonStatus
+from app.gui.views.plain_text import plain_label, plain_tooltip
 
 __all__ = ["DaemonIndicator"]
 
@@ -28,7 +29,7 @@ class DaemonIndicator(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.dot = QLabel()
-        self.text = QLabel()
+        self.text = plain_label()  # may quote why the daemon failed to start
         self.restart = QPushButton("Restart")
         self.restart.clicked.connect(self.restart_requested)
         layout = QHBoxLayout(self)
@@ -43,5 +44,5 @@ class DaemonIndicator(QWidget):
         text = status.text()  # a failure's reason can be long: elided, whole in the tooltip
         metrics = self.text.fontMetrics()
         self.text.setText(metrics.elidedText(text, Qt.TextElideMode.ElideRight, _TEXT_WIDTH))
-        self.text.setToolTip(text)
+        self.text.setToolTip(plain_tooltip(text))
         self.restart.setVisible(status.can_restart)

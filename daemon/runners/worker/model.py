@@ -1,7 +1,9 @@
-"""A loaded llama.cpp model: loading (one file or shards), contexts, and the vocabulary.
+"""A loaded llama.cpp model: loading (one file or shards, and its LoRA adapters), contexts,
+and the vocabulary.
 
 Everything else in the worker asks this object for tokens and pieces, so the ctypes details of
-tokenizing live in one place.
+tokenizing live in one place. Every context it makes has the spec's adapters applied with
+their scales, so generation and embeddings see the same adapted model.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ class Model:
         )
         self._pieces: dict[int, bytes] = {}
         self._eog: list[int] | None = None
+        self._adapters: list = []  # llama_adapter_lora pointers, in spec.adapters order
 
     @classmethod
     def load(cls, spec: RunnerSpec) -> Model:
@@ -72,7 +75,24 @@ class Model:
             handle = lc.llama_model_load_from_splits(array, len(paths), params)
         if not handle:
             raise LoadError(f"llama.cpp rejected {paths[0].name} (see the log lines below)")
-        return cls(handle, spec)
+        model = cls(handle, spec)
+        try:
+            model._load_adapters()
+        except LoadError:
+            model.close()
+            raise
+        return model
+
+    def _load_adapters(self) -> None:
+        for adapter in self.spec.adapters:
+            path = Path(adapter.path)
+            handle = lc.llama_adapter_lora_init(self.handle, os.fsencode(path))
+            if not handle:
+                raise LoadError(
+                    f"llama.cpp rejected the LoRA adapter {path.name} for "
+                    f"{self.spec.model_name} (see the log lines below)"
+                )
+            self._adapters.append(handle)
 
     def new_context(self, config: ContextConfig):
         params = lc.llama_context_default_params()
@@ -89,7 +109,18 @@ class Model:
         ctx = lc.llama_init_from_model(self.handle, params)
         if not ctx:
             raise LoadError(f"llama.cpp could not create a context of {config.n_ctx} tokens")
+        if self._adapters and not self._apply_adapters(ctx):
+            lc.llama_free(ctx)
+            raise LoadError(
+                f"llama.cpp could not apply the LoRA adapters of {self.spec.model_name}"
+            )
         return ctx
+
+    def _apply_adapters(self, ctx) -> bool:
+        count = len(self._adapters)
+        handles = (lc.llama_adapter_lora_p_ctypes * count)(*self._adapters)
+        scales = (ctypes.c_float * count)(*(adapter.scale for adapter in self.spec.adapters))
+        return lc.llama_set_adapters_lora(ctx, handles, count, scales) == 0
 
     def tokenize(self, text: str, add_bos: bool = True, special: bool = True) -> list[int]:
         data = text.encode()
@@ -129,7 +160,9 @@ class Model:
         return self._eog
 
     def close(self) -> None:
+        """Free the model; llama.cpp frees its adapters with it."""
         if self.handle:
+            self._adapters.clear()
             lc.llama_model_free(self.handle)
             self.handle = None
 

@@ -14,13 +14,19 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from starlette.responses import Response
 
-from daemon.api.native_models import CreateRequest
+from daemon.api.native_models import CreateRequest, ProgressResponse
 from daemon.errors import BadRequestError
 from daemon.models.create import blob_resolver, check_create, create_model, normalize_quant
 from daemon.server.ndjson import ndjson_line, ndjson_stream
 from daemon.settings import Settings
 from model_registry.digests import Digest
-from model_registry.modelfile import PARAMETER_TYPES, Modelfile, from_is_path, parse_modelfile
+from model_registry.modelfile import (
+    PARAMETER_TYPES,
+    Adapter,
+    Modelfile,
+    from_is_path,
+    parse_modelfile,
+)
 from model_registry.names import parse_name
 from model_registry.store import Store
 
@@ -39,13 +45,15 @@ async def create(body: CreateRequest, request: Request) -> Response:
     quant = normalize_quant(body.quantize)
     resolve = blob_resolver(store, files)
     await to_thread.run_sync(check_create, store, modelfile, resolve, quant)
-    steps = create_model(store, name, modelfile, resolve, quant, settings.data_dir / "tmp")
+    work_dir, env = settings.data_dir / "tmp", settings.runner_env
+    steps = create_model(store, name, modelfile, resolve, quant, work_dir, dict(env))
     if body.stream:
-        return ndjson_stream(ndjson_line(step) async for step in steps)
+        lines = (ndjson_line(ProgressResponse.model_validate(step)) async for step in steps)
+        return ndjson_stream(lines, request.app.state.redactor)
     last: dict = {}
     async for step in steps:
         last = step
-    return JSONResponse(last)
+    return JSONResponse(ProgressResponse.model_validate(last).model_dump(exclude_none=True))
 
 
 def _digests(files: Mapping[str, str] | None) -> dict[str, Digest]:
@@ -69,7 +77,8 @@ def _modelfile(body: CreateRequest, files: dict[str, Digest]) -> Modelfile:
     if body.messages is not None:
         fields["messages"] = [(m.role, m.content) for m in body.messages]
     if body.adapters:
-        fields["adapters"] = [*base.adapters, *(_as_reference(r, files) for r in body.adapters)]
+        added = [Adapter(_as_reference(r, files)) for r in body.adapters]
+        fields["adapters"] = [*base.adapters, *added]
     return dataclasses.replace(base, **fields)
 
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from daemon.api.native_models import ModelDetailsOut, ModelSummary, ShowResponse
+from daemon.api.native_models import AdapterOut, ModelDetailsOut, ModelSummary, ShowResponse
 from daemon.errors import TemplateError
 from daemon.inference.resolve import ResolvedModel
 from daemon.inference.templates import ChatTemplate
@@ -86,6 +86,10 @@ def show_response(
         modified_at=iso_time(modified),
         messages=details.messages or None,
         projector_info=projector if isinstance(projector, dict) else None,
+        adapters=[
+            AdapterOut(digest=layer.digest.wire, size=layer.size, scale=layer.scale)
+            for layer in details.manifest.layers_of(LayerType.ADAPTER)
+        ],
     )
 
 

@@ -127,5 +127,5 @@ async def _load_or_unload(
         name = await until_disconnect(request, inference.load(model, options or {}, seconds))
         reason = "load"
     fields = {"model": name, "created_at": created_at(), "done": True, "done_reason": reason}
-    reply = {"message": {"role": "assistant", "content": ""}} if chat else {"response": ""}
-    return JSONResponse({**fields, **reply})
+    answer = ChatChunk(message=OllamaReply(), **fields) if chat else GenerateChunk(**fields)
+    return JSONResponse(answer.model_dump(exclude_none=True))

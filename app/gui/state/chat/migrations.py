@@ -44,6 +44,21 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE messages ADD COLUMN hint TEXT NOT NULL DEFAULT '';
     CREATE INDEX conversations_by_update ON conversations(updated_at);
     """,
+    # 4: a regenerated reply keeps its earlier versions; the row in messages is the one shown
+    """
+    ALTER TABLE messages ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE message_versions (
+        message_id TEXT NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+        number INTEGER NOT NULL,
+        id TEXT NOT NULL,
+        content TEXT NOT NULL,
+        stats TEXT,
+        error TEXT NOT NULL DEFAULT '',
+        hint TEXT NOT NULL DEFAULT '',
+        created_at REAL NOT NULL,
+        PRIMARY KEY (message_id, number)
+    );
+    """,
 )
 
 

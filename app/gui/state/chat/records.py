@@ -7,10 +7,10 @@ the disk write can happen later on a worker thread.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from app.gui.state.records import ChatDone
+from app.gui.state.chat.stats import ReplyStats
 
 __all__ = ["DEFAULT_TITLE", "ChatOptions", "Conversation", "Message", "ReplyStats", "new_id"]
 
@@ -59,63 +59,6 @@ class Conversation:
 
 
 @dataclass(frozen=True, slots=True)
-class ReplyStats:
-    """What users read after each reply: speed, time to first token, why it stopped."""
-
-    tokens: int
-    tokens_per_second: float | None
-    first_token_seconds: float | None
-    total_seconds: float
-    prompt_tokens: int = 0
-    done_reason: str = "stop"
-
-    @classmethod
-    def measure(
-        cls, done: ChatDone | None, started: float, first_token: float | None, finished: float
-    ) -> ReplyStats:
-        """Speed from the daemon's own eval timings; latency from our clock."""
-        done = done or ChatDone(done_reason="stopped")
-        speed = done.eval_count / (done.eval_duration / 1e9) if done.eval_duration > 0 else None
-        ttft = first_token - started if first_token is not None else None
-        return cls(
-            done.eval_count,
-            speed,
-            ttft,
-            finished - started,
-            done.prompt_eval_count,
-            done.done_reason or "stop",
-        )
-
-    def summary(self) -> str:
-        parts = []
-        if self.tokens_per_second is not None:
-            parts.append(f"{self.tokens_per_second:.1f} tok/s")
-        if self.tokens:
-            parts.append(f"{self.tokens} token{'s' if self.tokens != 1 else ''}")
-        if self.first_token_seconds is not None:
-            parts.append(f"first token {self.first_token_seconds * 1000:.0f} ms")
-        if self.done_reason == "length":
-            parts.append("stopped at the token limit")
-        elif self.done_reason == "stopped":
-            parts.append("stopped")
-        return " · ".join(parts)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "tokens": self.tokens,
-            "tokens_per_second": self.tokens_per_second,
-            "first_token_seconds": self.first_token_seconds,
-            "total_seconds": self.total_seconds,
-            "prompt_tokens": self.prompt_tokens,
-            "done_reason": self.done_reason,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any] | None) -> ReplyStats | None:
-        return cls(**data) if data else None
-
-
-@dataclass(frozen=True, slots=True)
 class Message:
     id: str
     role: str  # "user" | "assistant"
@@ -125,7 +68,43 @@ class Message:
     error: str = ""
     hint: str = ""
     created_at: float = 0.0
+    # A regenerated reply keeps its earlier versions (LM Studio's and ChatGPT's < 1/2 >): this
+    # message is the one shown, ``others`` the rest in order, ``version`` its place among all.
+    others: tuple[Message, ...] = ()
+    version: int = 0
 
     @property
     def failed(self) -> bool:
         return bool(self.error)
+
+    @property
+    def can_continue(self) -> bool:
+        """A reply cut off by the token limit or by Stop: "Continue" can write more of it."""
+        return (
+            self.role == "assistant" and not self.failed and bool(self.stats and self.stats.cut_off)
+        )
+
+    @property
+    def versions(self) -> tuple[Message, ...]:
+        """Every version of this reply, in order, each without versions of its own."""
+        alone = replace(self, others=(), version=0)
+        return (*self.others[: self.version], alone, *self.others[self.version :])
+
+    def showing(self, index: int) -> Message:
+        """The same reply with version ``index`` (clamped) shown."""
+        every = self.versions
+        index = max(0, min(index, len(every) - 1))
+        return replace(every[index], others=every[:index] + every[index + 1 :], version=index)
+
+    def with_versions(self, earlier: tuple[Message, ...]) -> Message:
+        """This message as the newest version after ``earlier`` ones."""
+        return replace(self, others=earlier, version=len(earlier))
+
+    def without_shown_version(self) -> Message | None:
+        """The reply once the shown version is deleted (its neighbour shown); None if it was
+        the only one."""
+        if not self.others:
+            return None
+        rest = self.others
+        first = replace(rest[0], others=rest[1:], version=0)
+        return first.showing(min(self.version, len(rest) - 1))
