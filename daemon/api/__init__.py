@@ -1,11 +1,12 @@
 """The wire contract: pydantic models shared by the server and every client.
 
 Ollama's native shapes live in ``native_chat`` (generate, chat, embed), ``native_models`` (the
-store, pulls, create) and ``native_system`` (our own endpoints); OpenAI's in ``openai_chat``,
-``openai_common`` and ``openai_responses`` (the Responses API). Every name is re-exported here;
-none is defined twice.
+store, pulls, create); our own endpoints' in ``native_system`` and ``native_catalog`` (the
+curated catalog); OpenAI's in ``openai_chat``, ``openai_common`` and ``openai_responses`` (the
+Responses API). Every name is re-exported here; none is defined twice.
 """
 
+from daemon.api.native_catalog import CatalogModel, CatalogResponse
 from daemon.api.native_chat import (
     ChatChunk,
     ChatRequest,
@@ -121,6 +122,8 @@ from daemon.api.openai_responses import (
 
 __all__ = [
     "AdapterOut",
+    "CatalogModel",
+    "CatalogResponse",
     "ChatChoice",
     "ChatChunk",
     "ChatChunkChoice",
