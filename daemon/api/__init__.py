@@ -1,9 +1,10 @@
 """The wire contract: pydantic models shared by the server and every client.
 
 Ollama's native shapes live in ``native_chat`` (generate, chat, embed), ``native_models`` (the
-store, pulls, create) and ``native_system`` (our own endpoints); OpenAI's in ``openai_chat``,
-``openai_common`` and ``openai_responses`` (the Responses API); Anthropic's Messages API in
-``anthropic``. Every name is re-exported here; none is defined twice.
+store, pulls, create); our own endpoints' in ``native_system`` and ``native_catalog`` (the
+curated catalog); OpenAI's in ``openai_chat``, ``openai_common`` and ``openai_responses`` (the
+Responses API); Anthropic's Messages API in ``anthropic``. Every name is re-exported here; none
+is defined twice.
 """
 
 from daemon.api.anthropic import (
@@ -31,6 +32,7 @@ from daemon.api.anthropic import (
     ToolParam,
     ToolUseBlock,
 )
+from daemon.api.native_catalog import CatalogModel, CatalogResponse
 from daemon.api.native_chat import (
     ChatChunk,
     ChatRequest,
@@ -149,6 +151,8 @@ __all__ = [
     "AnthropicContent",
     "AnthropicMessage",
     "AnthropicUsage",
+    "CatalogModel",
+    "CatalogResponse",
     "ChatChoice",
     "ChatChunk",
     "ChatChunkChoice",

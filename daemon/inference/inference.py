@@ -9,6 +9,7 @@ a runner on its own.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import time
 from collections.abc import Callable, Mapping
@@ -61,7 +62,8 @@ class Inference:
         started = time.perf_counter()
         model = self._generator(job)
         options = merge_options(model.params, job.options)
-        request, fmt = await self._prompts.call(model, job, self._sampling(job, options))
+        params = self._sampling(job, options, _template_stops(model, job))
+        request, fmt = await self._prompts.call(model, job, params)
         lease = await self._lease(model, options, job.keep_alive)
         try:
             thinking = await self._thinking(model, job, fmt, options, request, lease)
@@ -173,7 +175,9 @@ class Inference:
         return thinking_run(model.name, fmt, parse_think(job.think), budget, request)
 
     # -- sampling ---------------------------------------------------------------------------
-    def _sampling(self, job: GenerationJob, options: Mapping[str, object]) -> SamplingParams:
+    def _sampling(
+        self, job: GenerationJob, options: Mapping[str, object], stops: tuple[str, ...]
+    ) -> SamplingParams:
         schema = job.json_schema
         if job.tool_choice.forced and job.tools:
             if schema is not None:
@@ -181,14 +185,22 @@ class Inference:
             schema = forced_tool_schema(job.tools, job.tool_choice)
         elif job.tool_choice.forced:
             raise BadRequestError("tool_choice requires tools", param="tool_choice")
-        return sampling_params(
+        params = sampling_params(
             options,
             json_schema=json.dumps(schema) if schema is not None else None,
             logit_bias=dict(job.logit_bias) or None,
             logprobs=job.logprobs,
         )
+        return dataclasses.replace(params, stop=(*params.stop, *stops)) if stops else params
 
     def _tool_filter(self, job: GenerationJob) -> ToolCallParser | None:
         if not job.tools or job.tool_choice.mode == "none":
             return None
         return ToolCallParser([str((t.get("function") or {}).get("name")) for t in job.tools])
+
+
+def _template_stops(model: ResolvedModel, job: GenerationJob) -> tuple[str, ...]:
+    """The fallback template's end marker, when the prompt is rendered with it."""
+    if job.template or (job.messages is None and job.raw):
+        return ()
+    return model.fallback_stops

@@ -29,7 +29,7 @@ from daemon.inference.thinking import (
     parse_think,
     template_variables,
 )
-from daemon.inference.tool_calls import tools_system_prompt
+from daemon.inference.tool_calls import with_tool_prompt
 from daemon.runners.types import GenerateCall, SamplingParams
 
 __all__ = ["Prompts"]
@@ -105,7 +105,7 @@ class Prompts:
             )
         )
         if tools and not template.supports_tools:
-            conversation = _with_tool_prompt(conversation, tools)
+            conversation = with_tool_prompt(conversation, tools)
         tools = tools if template.supports_tools else ()
         prompt = template.render(conversation, tools=tools, variables=variables)
         return prompt + reply_so_far
@@ -152,14 +152,3 @@ def _check_places(prompt: str, marker: str, count: int) -> None:
         raise BadRequestError(
             "the prompt must go on after its last picture; put text after it", param="prompt"
         )
-
-
-def _with_tool_prompt(
-    conversation: list[dict[str, object]], tools: Sequence[Mapping[str, object]]
-) -> list[dict[str, object]]:
-    """Describe the tools in the system message, for templates that cannot."""
-    prompt = tools_system_prompt(tools)
-    if conversation and conversation[0].get("role") == "system":
-        first = dict(conversation[0], content=f"{conversation[0].get('content', '')}\n\n{prompt}")
-        return [first, *conversation[1:]]
-    return [{"role": "system", "content": prompt}, *conversation]

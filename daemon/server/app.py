@@ -31,6 +31,7 @@ from daemon.security import (
 from daemon.server import health
 from daemon.server.anthropic import count_tokens, messages
 from daemon.server.errors import install_error_handlers
+from daemon.server.json_budget import JsonBudgetMiddleware
 from daemon.server.metrics import Metrics, RequestLogMiddleware
 from daemon.server.native import (
     blobs,
@@ -94,6 +95,7 @@ def create_app(
     for module in (health, *_OPENAI, *_ANTHROPIC, *_NATIVE):
         app.include_router(module.router)
     install_error_handlers(app)
+    app.add_middleware(JsonBudgetMiddleware)  # inside the body limit: the body is bounded
     app.add_middleware(RequestLogMiddleware, metrics=metrics)
     _install_guards(app, settings)
     return app

@@ -45,6 +45,7 @@ from model_registry.errors import (
     InsufficientSpaceError,
     InvalidDigestError,
     InvalidNameError,
+    InvalidParameterError,
     InvalidRepoError,
     ModelExistsError,
     ModelfileError,
@@ -83,6 +84,7 @@ ERROR_TABLE: tuple[tuple[type[BaseException], int, str, str | None], ...] = (
     (InvalidRepoError, 400, "invalid_request_error", "invalid_repo"),
     (DigestMismatchError, 400, "invalid_request_error", "digest_mismatch"),
     (ModelfileError, 400, "invalid_request_error", "invalid_modelfile"),
+    (InvalidParameterError, 400, "invalid_request_error", "invalid_parameter"),
     (GGUFError, 400, "invalid_request_error", "invalid_gguf"),
     (ModelExistsError, 409, "invalid_request_error", "model_exists"),
     (AuthenticationError, 400, "invalid_request_error", "hub_auth_required"),
@@ -137,6 +139,8 @@ def _message(error: BaseException, redact: Redact) -> str:
 def _param(error: BaseException) -> str | None:
     if isinstance(error, BadRequestError):
         return error.param
+    if isinstance(error, InvalidParameterError):
+        return error.name
     if isinstance(error, RequestValidationError) and error.errors():
         loc = [str(p) for p in error.errors()[0].get("loc", ()) if p != "body"]
         return ".".join(loc) or None

@@ -8,6 +8,7 @@ forgery hole, reaching hosts only the daemon's machine can see).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from daemon.api import (
@@ -25,9 +26,10 @@ from daemon.errors import BadRequestError
 from daemon.inference import GenerationJob
 from daemon.inference.generation import GenerationStats
 from daemon.inference.images import decode_base64
-from daemon.inference.options import parse_keep_alive
+from daemon.inference.options import checked, parse_keep_alive
 from daemon.inference.templates import image_part
 from daemon.inference.tool_calls import ToolCall, ToolCallDelta, ToolChoice
+from model_registry.parameters import LOGIT_BIAS_ENTRIES, MAX_TOKEN_ID
 
 __all__ = [
     "chat_job",
@@ -42,9 +44,11 @@ __all__ = [
 
 _JSON_OBJECT = {"type": "object"}
 _EFFORTS = {"none": False, "minimal": "low", "low": "low", "medium": "medium", "high": "high"}
+_TOKEN_ID = re.compile(r"[0-9]{1,10}")  # ASCII digits only: "²".isdigit() is true
 
 
 def chat_job(req: ChatCompletionRequest) -> GenerationJob:
+    _check_fields(req, "n", "max_tokens", "max_completion_tokens", "top_logprobs")
     _only_one(req.n)
     images: list[bytes] = []
     messages = [_message(m.model_dump(exclude_none=True), images) for m in req.messages]
@@ -67,6 +71,7 @@ def chat_job(req: ChatCompletionRequest) -> GenerationJob:
 
 
 def completion_job(req: CompletionRequest) -> GenerationJob:
+    _check_fields(req, "n", "max_tokens", "best_of", "logprobs")
     _only_one(req.n)
     if req.best_of is not None and req.best_of > 1:
         raise BadRequestError("best_of > 1 is not supported", param="best_of")
@@ -94,6 +99,14 @@ def _think(effort: str | None) -> bool | str | None:
     return _EFFORTS[effort]
 
 
+def _check_fields(req: ChatCompletionRequest | CompletionRequest, *names: str) -> None:
+    """OpenAI's own numeric fields, against the one table of ranges (a 400 naming the field)."""
+    for name in names:
+        value = getattr(req, name)
+        if value is not None:
+            checked(name, value, what="")
+
+
 def _only_one(n: int | None) -> None:
     if n is not None and n > 1:
         raise BadRequestError("n > 1 is not supported; send n requests instead", param="n")
@@ -111,9 +124,13 @@ def _options(req: ChatCompletionRequest | CompletionRequest, limit: int | None) 
         "frequency_penalty": req.frequency_penalty,
         "seed": req.seed,
         "stop": req.stop,
-        "num_predict": limit,
     }
-    options.update({k: v for k, v in fields.items() if v is not None})
+    for name, value in fields.items():
+        if value is not None:
+            checked(name, value, what="")  # named as the client sent it
+            options[name] = value
+    if limit is not None:
+        options["num_predict"] = limit  # max_tokens, checked with its own name
     return options
 
 
@@ -195,10 +212,19 @@ def _schema(req: ChatCompletionRequest) -> dict | None:
 
 
 def _logit_bias(bias: Mapping[str, float] | None) -> dict[int, float]:
+    """OpenAI's token id -> bias map: at most 300 entries (as OpenAI allows), keys decimal."""
+    bias = bias or {}
+    if len(bias) > LOGIT_BIAS_ENTRIES:
+        raise BadRequestError(
+            f"logit_bias takes at most {LOGIT_BIAS_ENTRIES} entries, got {len(bias)}", "logit_bias"
+        )
     result = {}
-    for key, value in (bias or {}).items():
-        if not str(key).lstrip("-").isdigit() or int(key) < 0:
-            raise BadRequestError(f"logit_bias keys must be token ids, got {key!r}", "logit_bias")
+    for key, value in bias.items():
+        if not _TOKEN_ID.fullmatch(key) or int(key) > MAX_TOKEN_ID:
+            raise BadRequestError(
+                f"logit_bias keys must be token ids (0 to {MAX_TOKEN_ID}), got {key[:24]!r}",
+                "logit_bias",
+            )
         if not -100 <= value <= 100:
             raise BadRequestError("logit_bias values must be between -100 and 100", "logit_bias")
         result[int(key)] = float(value)
