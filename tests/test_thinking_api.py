@@ -58,9 +58,9 @@ def clean(text: str) -> bool:
 
 
 def test_show_lists_thinking(client):
-    assert client.show("qwen").capabilities == ["completion", "thinking"]
-    assert client.show("harmony").capabilities == ["completion", "thinking"]
-    assert client.show("plain").capabilities == ["completion"]
+    assert client.show("qwen").capabilities == ["completion", "chat", "thinking"]
+    assert client.show("harmony").capabilities == ["completion", "chat", "thinking"]
+    assert client.show("plain").capabilities == ["completion", "chat"]
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -137,7 +137,7 @@ def test_generate_thinks_too(client):
 
 
 def test_the_vocabulary_tells_when_the_template_does_not(client):
-    assert client.show("tokens-only").capabilities == ["completion"]  # the template says nothing
+    assert client.show("tokens-only").capabilities == ["completion", "chat"]  # no thinking
     options = {"num_predict": 12, "seed": 3}
     reply = client.chat("tokens-only", messages=HI, think=True, options=options)
     assert reply.message.thinking and reply.message.content == ""  # <think> opened for it
