@@ -219,9 +219,11 @@ class FakeClient:
         format: str | Mapping[str, Any] | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
         stream: bool = True,
+        think: bool | str | None = None,
     ) -> Iterator[ChatChunk]:
         sent: dict[str, Any] = {"options": options, "keep_alive": keep_alive, "format": format}
         sent |= {"tools": tools} if tools is not None else {}
+        sent |= {"think": think} if think is not None else {}
         sent |= {"stream": stream} if not stream else {}
         self.calls.append(("chat", model, [dict(m) for m in messages], sent))
         yield from self.chat_chunks
@@ -235,11 +237,13 @@ class FakeClient:
         format: str | Mapping[str, Any] | None = None,
         system: str | None = None,
         stream: bool = True,
+        think: bool | str | None = None,
     ) -> Iterator[GenerateChunk]:
         self.calls.append(("generate", model, prompt))
         for chunk in self.chat_chunks:
             fields = chunk.model_dump(exclude={"message"})
-            yield GenerateChunk(**fields, response=chunk.message.content)
+            reply = chunk.message
+            yield GenerateChunk(**fields, response=reply.content, thinking=reply.thinking)
 
     def embed(self, model: str, input: str | Sequence[str]) -> EmbedResponse:
         texts = [input] if isinstance(input, str) else list(input)
