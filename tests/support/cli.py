@@ -93,6 +93,16 @@ def text_chunk(text: str, model: str = "tiny:latest") -> ChatChunk:
     return ChatChunk(model=model, created_at=WHEN, message=OllamaReply(content=text))
 
 
+def thought_chunk(text: str, model: str = "tiny:latest") -> ChatChunk:
+    """A thinking model's ``/api/chat`` chunk: a piece of its thinking, no content."""
+    return ChatChunk(model=model, created_at=WHEN, message=OllamaReply(thinking=text))
+
+
+def thinking_chunks(thoughts: Sequence[str], *pieces: str) -> list[ChatChunk]:
+    """A thinking model's stream: the ``thoughts`` first, then ``answer_chunks(*pieces)``."""
+    return [*map(thought_chunk, thoughts), *answer_chunks(*pieces)]
+
+
 def answer_chunks(*pieces: str) -> list[ChatChunk]:
     """``/api/chat`` stream chunks for an answer made of ``pieces``, with a final timing chunk."""
     final = ChatChunk(
