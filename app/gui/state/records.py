@@ -142,9 +142,11 @@ class ServerInfo:
 
 @dataclass(frozen=True, slots=True)
 class ChatDelta:
-    """A piece of the reply as it streams in."""
+    """A piece of the reply as it streams in: of the answer, or of a thinking model's
+    reasoning (which never becomes part of the answer)."""
 
     content: str
+    thinking: str = ""
 
 
 @dataclass(frozen=True, slots=True)
