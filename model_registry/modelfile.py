@@ -21,7 +21,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from model_registry.errors import ModelfileError
+from model_registry.errors import InvalidParameterError, ModelfileError
+from model_registry.parameters import OPTIONS, check_parameter
 
 __all__ = [
     "ADAPTER_SCALE_LIMIT",
@@ -33,28 +34,9 @@ __all__ = [
     "render_modelfile",
 ]
 
+#: The type of each parameter a ``PARAMETER`` line may set (ranges: ``parameters.OPTIONS``).
 PARAMETER_TYPES: dict[str, type] = {
-    "num_ctx": int,
-    "num_predict": int,
-    "num_gpu": int,
-    "num_thread": int,
-    "num_batch": int,
-    "num_keep": int,
-    "temperature": float,
-    "top_k": int,
-    "top_p": float,
-    "min_p": float,
-    "typical_p": float,
-    "repeat_penalty": float,
-    "repeat_last_n": int,
-    "presence_penalty": float,
-    "frequency_penalty": float,
-    "seed": int,
-    "stop": str,
-    "mirostat": int,
-    "mirostat_eta": float,
-    "mirostat_tau": float,
-    "penalize_newline": bool,
+    name: parameter.kind for name, parameter in OPTIONS.items() if parameter.modelfile
 }
 _REPEATABLE = {"stop"}  # kept as a list; every other parameter keeps its last value
 _ROLES = ("system", "user", "assistant")
@@ -240,13 +222,17 @@ def _set_parameter(parameters: dict[str, object], key: str, raw: str, number: in
     if value is None:
         raise ModelfileError(f"parameter {key} needs {_KIND_NAMES[kind]}, got {raw[:40]!r}", number)
     if key in _REPEATABLE:
-        parameters.setdefault(key, []).append(value)
-    else:
-        parameters[key] = value
+        value = [*parameters.get(key, []), value]
+    try:
+        parameters[key] = check_parameter(key, value)  # the range every other path applies
+    except InvalidParameterError as error:
+        raise ModelfileError(f"parameter {error}", number) from None
 
 
 def _parse_int(raw: str) -> int | None:
-    return int(raw) if _INT.fullmatch(raw) else None
+    if not _INT.fullmatch(raw) or len(raw) > 40:  # int() refuses thousands of digits
+        return None
+    return int(raw)
 
 
 def _parse_float(raw: str) -> float | None:

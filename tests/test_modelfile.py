@@ -15,6 +15,7 @@ from model_registry.modelfile import (
     parse_modelfile,
     render_modelfile,
 )
+from model_registry.parameters import OPTIONS
 
 FULL = '''\
 # A comment, then a blank line
@@ -196,6 +197,16 @@ def test_every_parameter_has_a_type_case():
         ("FROM m\nPARAMETER temperature nan", 2, "temperature needs a number"),
         ("FROM m\nPARAMETER temperature 1e999", 2, "temperature needs a number"),
         ("FROM m\nPARAMETER penalize_newline maybe", 2, "needs true or false"),
+        # the ranges every path applies (model_registry.parameters)
+        ("FROM m\nPARAMETER repeat_last_n 250000000", 2, "between -1 and 16777216"),
+        ("FROM m\nPARAMETER num_ctx 2147483647", 2, "num_ctx must be an integer between 0"),
+        ("FROM m\nPARAMETER top_k -5", 2, "top_k must be an integer between -1"),
+        ("FROM m\nPARAMETER temperature 2.5", 2, "temperature must be a number between 0 and 2"),
+        ("FROM m\nPARAMETER top_p 1.01", 2, "top_p must be a number between 0 and 1"),
+        ("FROM m\nPARAMETER seed 9223372036854775808", 2, "seed must be an integer between"),
+        ("FROM m\nPARAMETER num_keep " + "9" * 5000, 2, "num_keep needs an integer"),
+        ("FROM m\n" + "PARAMETER stop x\n" * 17, 18, "at most 16 strings"),
+        ("FROM m\nPARAMETER stop " + "x" * 257, 2, "of at most 256 characters"),
         ("FROM m\nMESSAGE", 2, "MESSAGE needs a role"),
         ("FROM m\nMESSAGE tool hello", 2, "MESSAGE role must be one of"),
         ("FROM m\nMESSAGE user", 2, "MESSAGE needs a value"),
@@ -232,12 +243,16 @@ _single_line = _text.map(lambda t: t.replace("\n", ""))
 _writable = _text.filter(
     lambda t: "\n" not in t or ('"""' not in t and "\r" not in t and not t.endswith('"'))
 )
-_parameter_values = {
-    int: st.integers(-(2**40), 2**40),
-    float: st.floats(allow_nan=False, allow_infinity=False),
-    bool: st.booleans(),
-    str: _single_line,
-}
+
+
+def _parameter_values(key: str):
+    """Any value the table accepts for ``key``."""
+    parameter = OPTIONS[key]
+    if parameter.kind is int:
+        return st.integers(parameter.low, parameter.high)
+    if parameter.kind is float:
+        return st.floats(parameter.low, parameter.high)
+    return st.booleans() if parameter.kind is bool else _single_line
 
 
 @st.composite
@@ -245,11 +260,10 @@ def modelfiles(draw) -> Modelfile:
     keys = draw(st.lists(st.sampled_from(sorted(PARAMETER_TYPES)), unique=True, max_size=5))
     parameters: dict[str, object] = {}
     for key in keys:
-        kind = PARAMETER_TYPES[key]
         if key == "stop":
-            parameters[key] = draw(st.lists(_parameter_values[str], min_size=1, max_size=3))
+            parameters[key] = draw(st.lists(_parameter_values(key), min_size=1, max_size=3))
         else:
-            parameters[key] = draw(_parameter_values[kind])
+            parameters[key] = draw(_parameter_values(key))
     return Modelfile(
         from_=draw(_writable.filter(lambda t: t.strip() != "")),
         system=draw(st.none() | _writable),

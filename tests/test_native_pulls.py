@@ -223,6 +223,14 @@ def test_hub_files_lists_each_quant_with_its_pull_name(daemon, client, hub):
     )
 
 
+def test_the_catalog_is_listed_without_the_hub(client):
+    listed = {m.name: m for m in client.hub_catalog()}  # the daemon's built-in catalog
+    small = listed["qwen2.5:0.5b"]
+    assert small.size == 491_400_032 and small.parameter_size == "494M"
+    assert "qwen:0.5b" in small.aliases and small.kind == "chat" and small.description
+    assert small.repo == "Qwen/Qwen2.5-0.5B-Instruct-GGUF" and small.quant == "Q4_K_M"
+
+
 def test_hub_files_errors(client):
     with pytest.raises(BadRequest, match="org/name"):
         client.hub_files("../../etc")

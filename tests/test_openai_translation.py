@@ -199,3 +199,14 @@ def test_bad_option_types_are_rejected():
         sampling_params({"stop": [1]})
     with pytest.raises(BadRequestError, match="num_ctx"):
         runner_options({"num_ctx": 2}, Settings())
+
+
+def test_num_predict_ends_mean_until_done_and_a_model_parameter_is_checked_too():
+    assert sampling_params({"num_predict": -2}).max_tokens is None  # "fill the context"
+    assert sampling_params({"num_predict": 1 << 24}).max_tokens == 1 << 24
+    with pytest.raises(BadRequestError, match="option num_predict must be an integer between"):
+        sampling_params({"num_predict": -3})
+    with pytest.raises(BadRequestError, match="option top_k") as caught:
+        merge_options({"top_k": 1 << 40}, {"temperature": 1})  # a model's PARAMS layer
+    assert caught.value.param == "top_k"
+    assert merge_options({"seed": 3.0, "unknown": "kept"}) == {"seed": 3, "unknown": "kept"}

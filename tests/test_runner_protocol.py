@@ -85,9 +85,20 @@ def decode(message: dict) -> dict:
 def test_errors_keep_their_type():
     overflow = error_from_wire(decode(error_to_wire(3, ContextOverflowError(5000, 4096))))
     assert isinstance(overflow, ContextOverflowError)
-    assert (overflow.prompt_tokens, overflow.context) == (5000, 4096)
+    assert (overflow.prompt_tokens, overflow.context, overflow.at_least) == (5000, 4096, False)
+    floor = error_from_wire(decode(error_to_wire(3, ContextOverflowError(9000, 4096, True))))
+    assert floor.at_least and "the prompt is at least 9000 tokens" in str(floor)
     plain = error_from_wire(decode(error_to_wire(3, RunnerError("bad grammar"))))
     assert type(plain) is RunnerError and str(plain) == "bad grammar"
+
+
+def test_frames_carry_text_as_utf8_not_ascii_escapes():
+    prompt = "\u00e9" * 1000 + "\U0001f642"
+    frame = encode_frame({"prompt": prompt})
+    assert len(frame) < 2 * 1000 + 100  # escaped, each "é" took 6 bytes ("\\u00e9")
+    assert decode({"prompt": prompt}) == {"prompt": prompt}
+    # JSON lets a client send a lone surrogate ("\\ud800"); it cannot be UTF-8: U+FFFD
+    assert decode({"prompt": "a\ud800b"}) == {"prompt": "a\ufffdb"}
 
 
 def test_text_stream_joins_split_utf8():

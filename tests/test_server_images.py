@@ -211,6 +211,41 @@ def test_openai_image_url_data_urls(daemon):
     assert with_picture.choices[0].message.content == ollama_red["message"]["content"]
 
 
+def test_responses_api_input_images(daemon):
+    client = daemon.openai()
+    kwargs = {"model": "seer", "max_output_tokens": 6, "temperature": 0, "extra_body": {"seed": 3}}
+    text = {"type": "input_text", "text": ""}  # so that <|im_end|> follows the picture
+    red = {"type": "input_image", "image_url": data_url(RED), "detail": "auto"}
+    with_picture = client.responses.create(
+        input=[{"role": "user", "content": [red, text]}], **kwargs
+    )
+    text_only = client.responses.create(input=[{"role": "user", "content": [text]}], **kwargs)
+    expected = text_only.usage.input_tokens + TINY_IMAGE_TOKENS
+    assert with_picture.usage.input_tokens == expected
+    # the same picture through chat completions is the same reply
+    chat_red = client.chat.completions.create(
+        model="seer",
+        max_tokens=6,
+        temperature=0,
+        seed=3,
+        messages=[{"role": "user", "content": [{"type": "image_url", "image_url": data_url(RED)}]}],
+    )
+    assert with_picture.output_text == chat_red.choices[0].message.content
+    # a follow-up keeps the first picture in its conversation and adds its own
+    blue = {"type": "input_image", "image_url": data_url(BLUE, "image/jpeg"), "detail": "auto"}
+    follow_up = client.responses.create(
+        previous_response_id=with_picture.id,
+        input=[{"role": "user", "content": [blue, text]}],
+        **kwargs,
+    )
+    assert follow_up.usage.input_tokens > expected + TINY_IMAGE_TOKENS
+    assert follow_up.usage.input_tokens_details.cached_tokens >= expected
+    with pytest.raises(openai.BadRequestError, match="localllm does not download pictures"):
+        remote = {"type": "input_image", "image_url": "https://example.com/cat.png"}
+        client.responses.create(input=[{"role": "user", "content": [remote]}], **kwargs)
+    still_serves(daemon)
+
+
 def test_the_ollama_package_sends_pictures(daemon):
     client = ollama.Client(host=daemon.url)
     reply = client.chat(

@@ -251,3 +251,35 @@ def test_openai_forced_tool_call_after_thinking(daemon):
     assert choice.finish_reason == "tool_calls" and choice.message.model_extra["reasoning_content"]
     [call] = choice.message.tool_calls
     assert call.function.name == "get_weather" and "city" in json.loads(call.function.arguments)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_the_responses_api_puts_thinking_in_a_reasoning_item(daemon, model):
+    client = openai.OpenAI(base_url=daemon.url + "/v1", api_key="unused", max_retries=0)
+    extra = {"think_budget": 8, "seed": 3}
+    whole = client.responses.create(
+        model=model,
+        input="Hello there",
+        reasoning={"effort": "low"},
+        max_output_tokens=24,
+        extra_body=extra,
+    )
+    kinds = [item.type for item in whole.output]
+    assert kinds[0] == "reasoning" and "message" in kinds
+    thinking = "".join(part.text for part in whole.output[0].content or [])
+    assert thinking and clean(thinking) and clean(whole.output_text)
+    assert thinking not in whole.output_text
+    events = list(
+        client.responses.create(
+            model=model,
+            input="Hello there",
+            reasoning={"effort": "low"},
+            max_output_tokens=24,
+            extra_body=extra,
+            stream=True,
+        )
+    )
+    streamed = "".join(e.delta for e in events if e.type == "response.reasoning_text.delta")
+    assert streamed == thinking  # the same seed: the same thinking, streamed apart
+    answer = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+    assert answer == whole.output_text

@@ -72,7 +72,7 @@ class GenerateRequest(_Request):
     stream: bool = True
     think: bool | str | None = None
     logprobs: bool = False
-    top_logprobs: int | None = Field(default=None, ge=0, le=20)
+    top_logprobs: int | None = None  # 0-20, checked on translation
 
 
 class ChatRequest(_Request):
@@ -85,7 +85,7 @@ class ChatRequest(_Request):
     stream: bool = True
     think: bool | str | None = None
     logprobs: bool = False
-    top_logprobs: int | None = Field(default=None, ge=0, le=20)
+    top_logprobs: int | None = None  # 0-20, checked on translation
 
 
 class _Timings(BaseModel):

@@ -26,6 +26,8 @@ from typing import Any
 import httpx
 
 from daemon.api import (
+    CatalogModel,
+    CatalogResponse,
     ChatChunk,
     ChatCompletion,
     ChatCompletionChunk,
@@ -71,8 +73,11 @@ class Client:
         api_key: str | None = None,
         timeout: float | None = 600.0,
         transport: httpx.BaseTransport | None = None,
+        user_agent: str | None = None,
     ):
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        if user_agent:  # the daemon's request log names it (the app hides its own requests)
+            headers["User-Agent"] = user_agent
         self._http = httpx.Client(
             base_url=base_url, headers=headers, timeout=timeout, transport=transport
         )
@@ -258,6 +263,10 @@ class Client:
         yield from self.create(name, f"FROM {reference}\n", {reference: digest}, quantize)
 
     # -- the hub ----------------------------------------------------------------------------
+    def hub_catalog(self) -> list[CatalogModel]:
+        """The curated short names (``GET /api/hub/catalog``); needs no internet."""
+        return self._answer(CatalogResponse, "GET", "/api/hub/catalog").models
+
     def hub_search(self, query: str, limit: int = 20) -> list[HubRepo]:
         params = {"q": query, "limit": limit}
         return self._answer(HubSearchResponse, "GET", "/api/hub/search", params=params).models

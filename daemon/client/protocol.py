@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from daemon.api import (
+    CatalogModel,
     ChatChunk,
     ChatCompletion,
     ChatCompletionChunk,
@@ -111,5 +112,6 @@ class DaemonClient(Protocol):
     ) -> Iterator[ProgressResponse]: ...
 
     # the hub
+    def hub_catalog(self) -> list[CatalogModel]: ...
     def hub_search(self, query: str, limit: int = 20) -> list[HubRepo]: ...
     def hub_files(self, repo: str) -> list[HubFile]: ...

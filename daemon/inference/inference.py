@@ -8,6 +8,7 @@ a runner on its own.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import secrets
 import time
@@ -43,7 +44,7 @@ from daemon.inference.tool_call_parser import ToolCallParser
 from daemon.inference.tool_calls import (
     ToolChoice,
     forced_tool_schema,
-    tools_system_prompt,
+    with_tool_prompt,
 )
 from daemon.runners.types import EmbedCall, GenerateCall, RunnerCrashed
 from daemon.scheduler import Lease, Scheduler
@@ -138,7 +139,7 @@ class Inference:
         fmt = None if job.raw else detect_format(_template_source(model, job))
         marker = _image_marker() if job.images else ""
         prompt = self._prompt(model, job, marker, template_variables(think, fmt))
-        params = self._sampling(job, options)
+        params = self._sampling(job, options, _template_stops(model, job))
         images = await self._prepared_images(job.images, prompt, marker)
         request = GenerateCall(prompt, params, add_bos=True, images=images, image_marker=marker)
         lease = await self._lease(model, options, job.keep_alive)
@@ -263,7 +264,7 @@ class Inference:
             )
         )
         if tools and not template.supports_tools:
-            conversation = _with_tool_prompt(conversation, tools)
+            conversation = with_tool_prompt(conversation, tools)
         tools = tools if template.supports_tools else ()
         prompt = template.render(conversation, tools=tools, variables=variables)
         return prompt + reply_so_far
@@ -280,7 +281,7 @@ class Inference:
             return await asyncio.to_thread(prepare_images, images, self._pictures)
 
     # -- sampling ---------------------------------------------------------------------------
-    def _sampling(self, job: GenerationJob, options: Mapping[str, object]):
+    def _sampling(self, job: GenerationJob, options: Mapping[str, object], stops: tuple[str, ...]):
         schema = job.json_schema
         if job.tool_choice.forced and job.tools:
             if schema is not None:
@@ -288,12 +289,13 @@ class Inference:
             schema = forced_tool_schema(job.tools, job.tool_choice)
         elif job.tool_choice.forced:
             raise BadRequestError("tool_choice requires tools", param="tool_choice")
-        return sampling_params(
+        params = sampling_params(
             options,
             json_schema=json.dumps(schema) if schema is not None else None,
             logit_bias=dict(job.logit_bias) or None,
             logprobs=job.logprobs,
         )
+        return dataclasses.replace(params, stop=(*params.stop, *stops)) if stops else params
 
     def _tool_filter(self, job: GenerationJob) -> ToolCallParser | None:
         if not job.tools or job.tool_choice.mode == "none":
@@ -303,6 +305,13 @@ class Inference:
 
 def _template_source(model: ResolvedModel, job: GenerationJob) -> str | None:
     return job.template if job.template is not None else model.template
+
+
+def _template_stops(model: ResolvedModel, job: GenerationJob) -> tuple[str, ...]:
+    """The fallback template's end marker, when the prompt is rendered with it."""
+    if job.template or (job.messages is None and job.raw):
+        return ()
+    return model.fallback_stops
 
 
 def _image_marker() -> str:
@@ -331,14 +340,3 @@ def _check_places(prompt: str, marker: str, count: int) -> None:
         raise BadRequestError(
             "the prompt must go on after its last picture; put text after it", param="prompt"
         )
-
-
-def _with_tool_prompt(
-    conversation: list[dict[str, object]], tools: Sequence[Mapping[str, object]]
-) -> list[dict[str, object]]:
-    """Describe the tools in the system message, for templates that cannot."""
-    prompt = tools_system_prompt(tools)
-    if conversation and conversation[0].get("role") == "system":
-        first = dict(conversation[0], content=f"{conversation[0].get('content', '')}\n\n{prompt}")
-        return [first, *conversation[1:]]
-    return [{"role": "system", "content": prompt}, *conversation]

@@ -16,9 +16,14 @@ from model_registry.errors import ModelNotFoundError
 from model_registry.names import parse_name
 from model_registry.store import LayerType, Store
 
-__all__ = ["ResolvedModel", "resolve_model"]
+__all__ = ["FALLBACK_STOPS", "ResolvedModel", "resolve_model"]
 
 _EMBEDDING_ARCHITECTURES = ("bert", "nomic-bert", "jina-bert", "t5encoder", "modern-bert")
+# A model with no chat template of its own (a base model) is prompted in ChatML, the fallback
+# ``templates.TemplateCache`` picks. Its markers are no special tokens to such a model, so it
+# writes them out as text when it imitates the format: stop at the end of its turn, or where
+# it starts writing the next one.
+FALLBACK_STOPS = ("<|im_end|>", "<|im_start|>")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +42,16 @@ class ResolvedModel:
     @property
     def embedding_only(self) -> bool:
         return self.target.embedding_only
+
+    @property
+    def has_chat_template(self) -> bool:
+        """False for a base model: its chats are prompted with the fallback template."""
+        return self.template is not None
+
+    @property
+    def fallback_stops(self) -> tuple[str, ...]:
+        """Stop strings a chat with this model's template needs (the fallback's end marker)."""
+        return () if self.has_chat_template else FALLBACK_STOPS
 
 
 def resolve_model(store: Store, text: str) -> ResolvedModel:

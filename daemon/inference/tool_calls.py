@@ -23,6 +23,7 @@ __all__ = [
     "forced_tool_schema",
     "new_call_id",
     "tools_system_prompt",
+    "with_tool_prompt",
 ]
 
 
@@ -105,3 +106,14 @@ def tools_system_prompt(tools: Sequence[Mapping[str, object]]) -> str:
         '<tool_call></tool_call> tags:\n<tool_call>\n{"name": <function-name>, '
         '"arguments": <args-json-object>}\n</tool_call>'
     )
+
+
+def with_tool_prompt(
+    conversation: list[dict[str, object]], tools: Sequence[Mapping[str, object]]
+) -> list[dict[str, object]]:
+    """Describe the tools in the system message, for templates that cannot."""
+    prompt = tools_system_prompt(tools)
+    if conversation and conversation[0].get("role") == "system":
+        first = dict(conversation[0], content=f"{conversation[0].get('content', '')}\n\n{prompt}")
+        return [first, *conversation[1:]]
+    return [{"role": "system", "content": prompt}, *conversation]

@@ -75,10 +75,19 @@ class ProtocolError(Exception):
 
 
 def encode_frame(message: dict[str, Any]) -> bytes:
-    body = json.dumps(message, separators=(",", ":")).encode()
+    """UTF-8 as it is: ASCII escapes made a 24 MB prompt in "é" a 72 MB frame. A lone
+    surrogate (JSON lets a client send ``"\\ud800"``) cannot be UTF-8 and becomes U+FFFD."""
+    body = _utf8(json.dumps(message, separators=(",", ":"), ensure_ascii=False))
     if len(body) > MAX_FRAME_BYTES:
         raise ProtocolError(f"frame of {len(body)} bytes exceeds {MAX_FRAME_BYTES}")
     return _HEADER.pack(len(body)) + body
+
+
+def _utf8(text: str) -> bytes:
+    try:
+        return text.encode()
+    except UnicodeEncodeError:  # lone surrogates: each becomes U+FFFD
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode()
 
 
 def _frame_size(header: bytes) -> int:
@@ -195,7 +204,7 @@ def error_to_wire(rid: int, exc: RunnerError) -> dict[str, Any]:
     message = {"ev": "error", "id": rid, "kind": "error", "message": str(exc)}
     if isinstance(exc, ContextOverflowError):
         message.update(kind="context_overflow", prompt_tokens=exc.prompt_tokens)
-        message["context"] = exc.context
+        message.update(context=exc.context, at_least=exc.at_least)
     elif isinstance(exc, InvalidRequestError):
         message["kind"] = "invalid_request"
     return message
@@ -203,7 +212,9 @@ def error_to_wire(rid: int, exc: RunnerError) -> dict[str, Any]:
 
 def error_from_wire(data: dict[str, Any]) -> RunnerError:
     if data.get("kind") == "context_overflow":
-        return ContextOverflowError(data["prompt_tokens"], data["context"])
+        return ContextOverflowError(
+            data["prompt_tokens"], data["context"], data.get("at_least", False)
+        )
     if data.get("kind") == "invalid_request":
         return InvalidRequestError(data["message"])
     return RunnerError(data["message"])

@@ -144,10 +144,14 @@ class InvalidRequestError(RunnerError):
 
 
 class ContextOverflowError(InvalidRequestError):
-    def __init__(self, prompt_tokens: int, context: int):
+    """``at_least``: too long to count exactly, the prompt holds ``prompt_tokens`` or more."""
+
+    def __init__(self, prompt_tokens: int, context: int, at_least: bool = False):
         self.prompt_tokens = prompt_tokens
         self.context = context
+        self.at_least = at_least
+        size = f"at least {prompt_tokens}" if at_least else str(prompt_tokens)
         super().__init__(
-            f"the prompt is {prompt_tokens} tokens but the model's context is {context} tokens; "
+            f"the prompt is {size} tokens but the model's context is {context} tokens; "
             "shorten the prompt or raise num_ctx"
         )

@@ -30,6 +30,7 @@ from daemon.security import (
 )
 from daemon.server import health
 from daemon.server.errors import install_error_handlers
+from daemon.server.json_budget import JsonBudgetMiddleware
 from daemon.server.metrics import Metrics, RequestLogMiddleware
 from daemon.server.native import (
     blobs,
@@ -42,8 +43,9 @@ from daemon.server.native import (
     pulls,
 )
 from daemon.server.native import system as native_system
-from daemon.server.openai import chat, completions, embeddings
+from daemon.server.openai import chat, completions, embeddings, responses
 from daemon.server.openai import models as openai_models
+from daemon.server.openai.response_store import ResponseStore
 from daemon.server.redaction import PathRedactor
 from daemon.settings import Settings
 from model_registry.pull import Puller
@@ -83,6 +85,7 @@ def create_app(
     app.state.scheduler = scheduler
     app.state.inference = inference
     app.state.metrics = metrics
+    app.state.responses = ResponseStore()  # kept for previous_response_id, in memory only
     app.state.pulls = PullManager(
         puller or _puller(settings, store),
         PullRecords(settings.data_dir / "pulls.json"),
@@ -91,12 +94,13 @@ def create_app(
     for module in (health, *_OPENAI, *_NATIVE):
         app.include_router(module.router)
     install_error_handlers(app)
+    app.add_middleware(JsonBudgetMiddleware)  # inside the body limit: the body is bounded
     app.add_middleware(RequestLogMiddleware, metrics=metrics)
     _install_guards(app, settings)
     return app
 
 
-_OPENAI = (chat, completions, embeddings, openai_models)
+_OPENAI = (chat, completions, responses, embeddings, openai_models)
 _NATIVE = (models, generate, embed, pulls, blobs, create, hub, native_system, control)
 
 

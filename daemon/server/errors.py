@@ -43,6 +43,7 @@ from model_registry.errors import (
     InsufficientSpaceError,
     InvalidDigestError,
     InvalidNameError,
+    InvalidParameterError,
     InvalidRepoError,
     ModelExistsError,
     ModelfileError,
@@ -58,6 +59,7 @@ __all__ = [
     "ERROR_TABLE",
     "Redact",
     "error_body",
+    "error_detail",
     "error_status",
     "install_error_handlers",
     "ndjson_error",
@@ -79,6 +81,7 @@ ERROR_TABLE: tuple[tuple[type[BaseException], int, str, str | None], ...] = (
     (InvalidRepoError, 400, "invalid_request_error", "invalid_repo"),
     (DigestMismatchError, 400, "invalid_request_error", "digest_mismatch"),
     (ModelfileError, 400, "invalid_request_error", "invalid_modelfile"),
+    (InvalidParameterError, 400, "invalid_request_error", "invalid_parameter"),
     (GGUFError, 400, "invalid_request_error", "invalid_gguf"),
     (ModelExistsError, 409, "invalid_request_error", "model_exists"),
     (AuthenticationError, 400, "invalid_request_error", "hub_auth_required"),
@@ -133,6 +136,8 @@ def _message(error: BaseException, redact: Redact) -> str:
 def _param(error: BaseException) -> str | None:
     if isinstance(error, BadRequestError):
         return error.param
+    if isinstance(error, InvalidParameterError):
+        return error.name
     if isinstance(error, RequestValidationError) and error.errors():
         loc = [str(p) for p in error.errors()[0].get("loc", ()) if p != "body"]
         return ".".join(loc) or None
@@ -153,17 +158,27 @@ def error_body(error: BaseException, openai: bool, redact: Redact) -> dict:
     return {"error": detail}
 
 
-def stream_error(error: BaseException, redact: Redact, openai: bool = True) -> bytes:
-    """An error after a stream has started, as its last server-sent event."""
+def _log_unexpected(error: BaseException) -> None:
     if _lookup(error)[2] == "internal_error":
         log.error("unhandled error in a stream", exc_info=error)
+
+
+def error_detail(error: BaseException, redact: Redact) -> dict:
+    """OpenAI's ``{message, type, param, code}`` for an error after a stream has started
+    (logged with its traceback when unexpected), for streams that frame errors their own way."""
+    _log_unexpected(error)
+    return error_body(error, True, redact)["error"]
+
+
+def stream_error(error: BaseException, redact: Redact, openai: bool = True) -> bytes:
+    """An error after a stream has started, as its last server-sent event."""
+    _log_unexpected(error)
     return b"data: " + json.dumps(error_body(error, openai, redact)).encode() + b"\n\n"
 
 
 def ndjson_error(error: BaseException, redact: Redact) -> bytes:
     """An error after an NDJSON stream has started, as its last line (Ollama's shape)."""
-    if _lookup(error)[2] == "internal_error":
-        log.error("unhandled error in a stream", exc_info=error)
+    _log_unexpected(error)
     return json.dumps(error_body(error, False, redact)).encode() + b"\n"
 
 

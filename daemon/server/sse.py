@@ -26,7 +26,15 @@ from starlette.types import Receive, Scope, Send
 
 from daemon.server.errors import Redact, stream_error
 
-__all__ = ["DONE", "EventStream", "guarded", "sse_data", "sse_stream", "until_disconnect"]
+__all__ = [
+    "DONE",
+    "EventStream",
+    "guarded",
+    "sse_data",
+    "sse_event",
+    "sse_stream",
+    "until_disconnect",
+]
 
 DONE = b"data: [DONE]\n\n"
 T = TypeVar("T")
@@ -39,6 +47,12 @@ def sse_data(payload: BaseModel | dict) -> bytes:
     else:
         text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
     return b"data: " + text.encode() + b"\n\n"
+
+
+def sse_event(name: str, payload: BaseModel) -> bytes:
+    """A named event (``event:`` line, then ``data:``), as OpenAI's Responses streams send."""
+    text = payload.model_dump_json(exclude_none=True, by_alias=True)
+    return f"event: {name}\ndata: ".encode() + text.encode() + b"\n\n"
 
 
 class EventStream(StreamingResponse):
@@ -73,11 +87,14 @@ def sse_stream(
     events: AsyncIterator[bytes],
     redact: Redact,
     on_close: Callable[[], Awaitable[None]] | None = None,
+    *,
+    error: Callable[[BaseException, Redact], bytes] = stream_error,
+    end: bytes = DONE,
 ) -> EventStream:
-    """Server-sent ``events``, then ``[DONE]``; an error (its text ``redact``-ed) becomes the
-    last event instead."""
-    errors = partial(stream_error, redact=redact)
-    return EventStream(guarded(events, errors, DONE), on_close=on_close)
+    """Server-sent ``events``, then ``end``; an error (its text ``redact``-ed, framed by
+    ``error``) becomes the last event instead."""
+    errors = partial(error, redact=redact)
+    return EventStream(guarded(events, errors, end), on_close=on_close)
 
 
 async def guarded(

@@ -141,6 +141,7 @@ def test_a_pull_shows_progress_pauses_and_resumes(qtbot, window, client, hub, fi
     qtbot.waitUntil(lambda: downloads.table.item(0).completed > size // 5, timeout=30_000)
     row = downloads.table.item(0)
     assert row.state == "running" and row.total == size and row.speed > 0
+    assert downloads.poll_interval_ms == 10 * 200  # its own stream reports it: no need to poll
     assert row.eta is not None and "MB" in downloads.table.index(0, 1).data()
     page.table.selectRow(0)
     assert page.pause.isEnabled() and not page.resume.isEnabled()
@@ -165,6 +166,7 @@ def test_pulls_belong_to_the_daemon_and_outlive_the_window(qtbot, daemon, client
     services, window = open_app(qtbot, daemon.gateway(), tmp_path)
     qtbot.waitUntil(lambda: services.downloads.table.rowCount() == 1, timeout=10_000)
     assert services.downloads.table.item(0).name == "hf.co/local/slow-gguf:f16"
+    assert services.downloads.poll_interval_ms == 200  # no stream of ours: the list tells
     window.close()
     services.shutdown()
     assert [p.state for p in client.pulls()] == ["running"]

@@ -15,7 +15,7 @@ from app.gui.state.daemon_health import DaemonState, DaemonStatus
 from app.gui.state.downloads import Download
 from tests.support.gui_e2e import GuiDaemon, open_app, tiny_models
 from tests.support.local_hub import LocalHub
-from tests.support.qt_text import LINK, assert_literal, links, shown
+from tests.support.qt_text import LINK, assert_literal, assert_literal_tooltip, links, shown
 
 pytestmark = pytest.mark.slow
 
@@ -116,9 +116,11 @@ def test_every_place_that_shows_daemon_text_shows_it_as_text(qtbot, window):
     assert_literal(window.server_page.message, LINK)
     s.hub.error.emit(LINK)
     assert_literal(window.discover_page.state, LINK)
-    window.indicator.show_status(DaemonStatus(DaemonState.FAILED, message=LINK))
+    failed = DaemonStatus(DaemonState.FAILED, message=LINK)
+    window.indicator.show_status(failed)
     assert_literal(window.indicator.text, LINK)
-    window.server_page.show_status(LINK)
+    assert_literal_tooltip(window.indicator.text, LINK)  # where an elided reason shows whole
+    window.server_page.show_status(failed)  # the Server page takes the whole status
     assert_literal(window.server_page.status, LINK)
     welcome = window.welcome
     name = next(iter(welcome.buttons))

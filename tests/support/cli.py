@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from daemon.api import (
+    CatalogModel,
     ChatChoice,
     ChatChunk,
     ChatChunkChoice,
@@ -308,6 +309,19 @@ class FakeClient:
         yield from self.create_events
 
     # -- the hub ----------------------------------------------------------------------------
+    def hub_catalog(self) -> list[CatalogModel]:
+        return [
+            CatalogModel(
+                name="tiny:1m",
+                repo="org/tiny-GGUF",
+                quant="Q4_K_M",
+                kind="chat",
+                parameter_size="1M",
+                size=1000,
+                description="A tiny chat model.",
+            )
+        ]
+
     def hub_search(self, query: str, limit: int = 20) -> list[HubRepo]:
         return [HubRepo(repo=f"org/{query or 'model'}-GGUF")][:limit]
 

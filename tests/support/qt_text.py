@@ -11,17 +11,20 @@ from __future__ import annotations
 from PySide6 import QtGui
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QTextCursor, QTextDocument
-from PySide6.QtWidgets import QLabel, QTextBrowser
+from PySide6.QtWidgets import QLabel, QTextBrowser, QWidget
 
-__all__ = ["LINK", "assert_literal", "click_link", "links", "shown"]
+__all__ = ["LINK", "assert_literal", "assert_literal_tooltip", "click_link", "links", "shown"]
 
 LINK = '<a href="x">click to repair</a>'  # what a crafted model or hub would like us to draw
 
 
 def shown(label: QLabel) -> QTextDocument:
     """The document ``label`` draws: its text as HTML if Qt takes it for rich text."""
+    return _document(label.text(), label.textFormat())
+
+
+def _document(text: str, kind: Qt.TextFormat) -> QTextDocument:
     document = QTextDocument()
-    text, kind = label.text(), label.textFormat()
     rich = kind == Qt.TextFormat.RichText or (
         kind == Qt.TextFormat.AutoText and QtGui.Qt.mightBeRichText(text)
     )
@@ -68,5 +71,12 @@ def click_link(qtbot, browser: QTextBrowser, href: str) -> None:
 def assert_literal(label: QLabel, text: str) -> None:
     """``label`` shows ``text`` word for word, and no link."""
     document = shown(label)
+    assert text in document.toPlainText(), document.toPlainText()
+    assert links(document) == []
+
+
+def assert_literal_tooltip(widget: QWidget, text: str) -> None:
+    """``widget``'s tooltip (whose format Qt guesses) shows ``text`` word for word, no link."""
+    document = _document(widget.toolTip(), Qt.TextFormat.AutoText)
     assert text in document.toPlainText(), document.toPlainText()
     assert links(document) == []

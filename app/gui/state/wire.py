@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from app.gui.state.records import (
+    CatalogModel,
     ChatDelta,
     ChatDone,
     GpuInfo,
@@ -30,6 +31,7 @@ from app.gui.state.records import (
 from daemon import api
 
 __all__ = [
+    "catalog_model",
     "chat_events",
     "hub_file",
     "hub_repo",
@@ -139,6 +141,12 @@ def chat_events(chunk: api.ChatChunk) -> tuple[ChatDelta | ChatDone, ...]:
         return delta
     numbers = {name: getattr(chunk, name) for name in _DONE_FIELDS}
     return (*delta, ChatDone(**{k: v for k, v in numbers.items() if v is not None}))
+
+
+def catalog_model(item: api.CatalogModel) -> CatalogModel:
+    return CatalogModel(
+        item.name, item.parameter_size, item.size, item.description, item.kind, item.repo
+    )
 
 
 def hub_repo(item: api.HubRepo) -> HubRepo:

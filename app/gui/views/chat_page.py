@@ -98,6 +98,7 @@ class ChatPage(QStackedWidget):
         column = QVBoxLayout(center)
         column.addLayout(header)
         column.addWidget(self.transcript, 1)
+        column.addWidget(self.settings.model_notice)  # a model without a chat template
         column.addWidget(self.status)
         column.addWidget(self.composer)
         splitter = QSplitter(Qt.Orientation.Horizontal)

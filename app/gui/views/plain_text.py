@@ -9,10 +9,12 @@ rich text explicitly and ``html.escape`` what they put in it.
 
 from __future__ import annotations
 
+import html
+
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialog, QInputDialog, QLabel, QMessageBox, QWidget
 
-__all__ = ["ask_text", "confirm", "plain_label", "rich_label"]
+__all__ = ["ask_text", "confirm", "plain_label", "plain_tooltip", "rich_label"]
 
 
 def plain_label(text: str = "", **properties) -> QLabel:
@@ -27,6 +29,11 @@ def rich_label(text: str = "", **properties) -> QLabel:
     label = QLabel(text, **properties)
     label.setTextFormat(Qt.TextFormat.RichText)
     return label
+
+
+def plain_tooltip(text: str) -> str:
+    """``text`` as a tooltip shows it: word for word (Qt guesses a tooltip's format too)."""
+    return f"<qt>{html.escape(text)}</qt>"
 
 
 def confirm(parent: QWidget, title: str, question: str) -> bool:

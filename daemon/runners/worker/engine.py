@@ -111,7 +111,8 @@ class Engine:
 
     def _tokenize(self, req: GenerateCall) -> ImagePrompt:
         if not req.images:
-            return ImagePrompt(self.model.tokenize(req.prompt, req.add_bos, special=True))
+            tokens = self.model.tokenize(req.prompt, req.add_bos, special=True, most=self.n_ctx)
+            return ImagePrompt(tokens)
         if self.vision is None:
             raise InvalidRequestError(
                 f"{self.model.spec.model_name} has no vision projector; it cannot take images"

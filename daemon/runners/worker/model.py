@@ -15,11 +15,13 @@ from pathlib import Path
 
 import llama_cpp as lc
 
-from ..types import RunnerSpec
+from ..types import ContextOverflowError, RunnerSpec
 
 __all__ = ["ContextConfig", "LoadError", "Model"]
 
 _GGUF_MAGIC = b"GGUF"
+_CHEAP_BYTES_PER_TOKEN = 4  # a text of up to this many bytes per allowed token is tokenized
+_HEAD_MARGIN = 16  # tokens kept past a cut, so the cut cannot change the tokens before it
 
 
 class LoadError(Exception):
@@ -60,6 +62,7 @@ class Model:
         self._pieces: dict[int, bytes] = {}
         self._eog: list[int] | None = None
         self._adapters: list = []  # llama_adapter_lora pointers, in spec.adapters order
+        self._longest: int | None = None
 
     @classmethod
     def load(cls, spec: RunnerSpec) -> Model:
@@ -122,8 +125,18 @@ class Model:
         scales = (ctypes.c_float * count)(*(adapter.scale for adapter in self.spec.adapters))
         return lc.llama_set_adapters_lora(ctx, handles, count, scales) == 0
 
-    def tokenize(self, text: str, add_bos: bool = True, special: bool = True) -> list[int]:
+    def tokenize(
+        self, text: str, add_bos: bool = True, special: bool = True, most: int | None = None
+    ) -> list[int]:
+        """The tokens of ``text``. With ``most`` (a context size), a text that certainly takes
+        more tokens is refused without tokenizing it (:class:`ContextOverflowError` with a
+        floor): llama.cpp's tokenizer is quadratic on long runs of byte-fallback characters
+        (minutes for a few MB)."""
         data = text.encode()
+        if most is not None and len(data) > most * _CHEAP_BYTES_PER_TOKEN:
+            floor = len(data) // self.longest_token_bytes()
+            if floor > most:
+                raise ContextOverflowError(floor, most, at_least=True)
         size = len(data) + 8
         while True:
             out = (lc.llama_token * size)()
@@ -131,6 +144,20 @@ class Model:
             if n >= 0:
                 return out[:n]
             size = -n
+
+    def longest_token_bytes(self) -> int:
+        """The most text one token stands for (special tokens included); found once, on the
+        first prompt long enough to ask."""
+        if self._longest is None:
+            lengths = (len(self._render(t, special=True)) for t in range(self.n_vocab))
+            self._longest = max(lengths, default=1) or 1
+        return self._longest
+
+    def head(self, text: str, tokens: int) -> str:
+        """A start of ``text`` that holds at least its first ``tokens`` tokens (and a margin),
+        so truncating a long text never needs tokenizing all of it."""
+        keep = (tokens + _HEAD_MARGIN) * self.longest_token_bytes()
+        return text[:keep] if len(text) > keep else text
 
     def piece(self, token: int) -> bytes:
         """The bytes a token adds to generated text (control tokens add none); cached."""

@@ -20,6 +20,7 @@ from daemon.models.create import blob_resolver, check_create, create_model, norm
 from daemon.server.ndjson import ndjson_line, ndjson_stream
 from daemon.settings import Settings
 from model_registry.digests import Digest
+from model_registry.errors import InvalidParameterError
 from model_registry.modelfile import (
     PARAMETER_TYPES,
     Adapter,
@@ -28,6 +29,7 @@ from model_registry.modelfile import (
     parse_modelfile,
 )
 from model_registry.names import parse_name
+from model_registry.parameters import check_parameter
 from model_registry.store import Store
 
 __all__ = ["router"]
@@ -99,22 +101,13 @@ def _as_reference(reference: str, files: dict[str, Digest]) -> str:
 
 
 def _parameters(values: Mapping[str, Any]) -> dict[str, object]:
-    """Structured ``parameters``, checked against the Modelfile's parameter types."""
+    """Structured ``parameters``, checked against the table every other path uses."""
     checked: dict[str, object] = {}
     for key, value in values.items():
-        kind = PARAMETER_TYPES.get(key)
-        if kind is None:
-            raise BadRequestError(f"unknown parameter {key!r}", param="parameters")
-        items = value if key == "stop" and isinstance(value, list) else [value]
-        if not all(_is(item, kind) for item in items):
-            raise BadRequestError(f"parameter {key} must be {kind.__name__}", param="parameters")
-        checked[key] = [*items] if key == "stop" else value
+        if key not in PARAMETER_TYPES:
+            raise BadRequestError(f"unknown parameter {key[:40]!r}", param="parameters")
+        try:
+            checked[key] = check_parameter(key, value)
+        except InvalidParameterError as error:
+            raise BadRequestError(f"parameter {error}", param="parameters") from None
     return checked
-
-
-def _is(value: object, kind: type) -> bool:
-    if kind is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if kind is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, kind)

@@ -144,6 +144,8 @@ def _capabilities(model: ResolvedModel) -> list[str]:
     if model.embedding_only:
         return ["embedding"]
     capabilities = ["completion"]
+    if model.has_chat_template:  # not one of Ollama's: a base model has none and says so
+        capabilities.append("chat")
     if _supports_tools(model.template):
         capabilities.append("tools")
     if model.target.projector_path:

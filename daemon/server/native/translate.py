@@ -23,7 +23,7 @@ from daemon.errors import BadRequestError
 from daemon.inference import GenerationJob
 from daemon.inference.generation import GenerationStats
 from daemon.inference.images import decode_base64
-from daemon.inference.options import parse_keep_alive
+from daemon.inference.options import checked, parse_keep_alive
 from daemon.inference.templates import image_part
 from daemon.inference.tool_calls import ToolCall, ToolCallDelta, ToolChoice
 
@@ -100,6 +100,8 @@ def _common(
     logprobs: bool,
     top_logprobs: int | None,
 ) -> dict:
+    if top_logprobs is not None:
+        checked("top_logprobs", top_logprobs, what="")
     return {
         "options": dict(options or {}),
         "json_schema": _schema(fmt),

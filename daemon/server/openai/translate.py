@@ -8,6 +8,7 @@ forgery hole, reaching hosts only the daemon's machine can see).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from daemon.api import (
@@ -25,15 +26,17 @@ from daemon.errors import BadRequestError
 from daemon.inference import GenerationJob
 from daemon.inference.generation import GenerationStats
 from daemon.inference.images import decode_base64
-from daemon.inference.options import parse_keep_alive
+from daemon.inference.options import checked, parse_keep_alive
 from daemon.inference.templates import image_part
 from daemon.inference.tool_calls import ToolCall, ToolCallDelta, ToolChoice
+from model_registry.parameters import LOGIT_BIAS_ENTRIES, MAX_TOKEN_ID
 
 __all__ = [
     "chat_job",
     "chat_logprobs",
     "completion_job",
     "completion_logprobs",
+    "picture_from_url",
     "tool_call_chunks",
     "tool_calls_out",
     "usage_out",
@@ -41,9 +44,11 @@ __all__ = [
 
 _JSON_OBJECT = {"type": "object"}
 _EFFORTS = {"none": False, "minimal": "low", "low": "low", "medium": "medium", "high": "high"}
+_TOKEN_ID = re.compile(r"[0-9]{1,10}")  # ASCII digits only: "²".isdigit() is true
 
 
 def chat_job(req: ChatCompletionRequest) -> GenerationJob:
+    _check_fields(req, "n", "max_tokens", "max_completion_tokens", "top_logprobs")
     _only_one(req.n)
     images: list[bytes] = []
     messages = [_message(m.model_dump(exclude_none=True), images) for m in req.messages]
@@ -66,6 +71,7 @@ def chat_job(req: ChatCompletionRequest) -> GenerationJob:
 
 
 def completion_job(req: CompletionRequest) -> GenerationJob:
+    _check_fields(req, "n", "max_tokens", "best_of", "logprobs")
     _only_one(req.n)
     if req.best_of is not None and req.best_of > 1:
         raise BadRequestError("best_of > 1 is not supported", param="best_of")
@@ -93,6 +99,14 @@ def _think(effort: str | None) -> bool | str | None:
     return _EFFORTS[effort]
 
 
+def _check_fields(req: ChatCompletionRequest | CompletionRequest, *names: str) -> None:
+    """OpenAI's own numeric fields, against the one table of ranges (a 400 naming the field)."""
+    for name in names:
+        value = getattr(req, name)
+        if value is not None:
+            checked(name, value, what="")
+
+
 def _only_one(n: int | None) -> None:
     if n is not None and n > 1:
         raise BadRequestError("n > 1 is not supported; send n requests instead", param="n")
@@ -110,9 +124,13 @@ def _options(req: ChatCompletionRequest | CompletionRequest, limit: int | None) 
         "frequency_penalty": req.frequency_penalty,
         "seed": req.seed,
         "stop": req.stop,
-        "num_predict": limit,
     }
-    options.update({k: v for k, v in fields.items() if v is not None})
+    for name, value in fields.items():
+        if value is not None:
+            checked(name, value, what="")  # named as the client sent it
+            options[name] = value
+    if limit is not None:
+        options["num_predict"] = limit  # max_tokens, checked with its own name
     return options
 
 
@@ -131,7 +149,7 @@ def _part(part: dict, images: list[bytes]) -> dict:
     if kind in ("text", "input_text"):
         return part
     if kind == "image_url":
-        images.append(_picture(part.get("image_url"), len(images) + 1))
+        images.append(picture_from_url(part.get("image_url"), len(images) + 1))
         return image_part(len(images) - 1)
     raise BadRequestError(
         f"content part type {kind!r} is not supported (text and image_url only)",
@@ -139,22 +157,22 @@ def _part(part: dict, images: list[bytes]) -> dict:
     )
 
 
-def _picture(image_url: object, number: int) -> bytes:
+def picture_from_url(image_url: object, number: int, param: str = "messages") -> bytes:
     """``{"url": "data:image/png;base64,..."}`` (or the bare URL) -> the picture's bytes."""
     url = image_url.get("url") if isinstance(image_url, Mapping) else image_url
     if not isinstance(url, str) or not url:
         raise BadRequestError(
             'an image_url content part needs {"url": "data:image/...;base64,..."}',
-            param="messages",
+            param=param,
         )
     header, comma, data = url.partition(",")
     if not (header[:5].lower() == "data:" and header.lower().endswith(";base64") and comma):
         raise BadRequestError(
             "image_url must be a data: URL with base64 content; "
             "localllm does not download pictures",
-            param="messages",
+            param=param,
         )
-    return decode_base64(data, number, param="messages")
+    return decode_base64(data, number, param=param)
 
 
 def _prompt_text(prompt: str | list) -> str:
@@ -194,10 +212,19 @@ def _schema(req: ChatCompletionRequest) -> dict | None:
 
 
 def _logit_bias(bias: Mapping[str, float] | None) -> dict[int, float]:
+    """OpenAI's token id -> bias map: at most 300 entries (as OpenAI allows), keys decimal."""
+    bias = bias or {}
+    if len(bias) > LOGIT_BIAS_ENTRIES:
+        raise BadRequestError(
+            f"logit_bias takes at most {LOGIT_BIAS_ENTRIES} entries, got {len(bias)}", "logit_bias"
+        )
     result = {}
-    for key, value in (bias or {}).items():
-        if not str(key).lstrip("-").isdigit() or int(key) < 0:
-            raise BadRequestError(f"logit_bias keys must be token ids, got {key!r}", "logit_bias")
+    for key, value in bias.items():
+        if not _TOKEN_ID.fullmatch(key) or int(key) > MAX_TOKEN_ID:
+            raise BadRequestError(
+                f"logit_bias keys must be token ids (0 to {MAX_TOKEN_ID}), got {key[:24]!r}",
+                "logit_bias",
+            )
         if not -100 <= value <= 100:
             raise BadRequestError("logit_bias values must be between -100 and 100", "logit_bias")
         result[int(key)] = float(value)

@@ -23,26 +23,28 @@ def new_id() -> str:
 
 @dataclass(frozen=True, slots=True)
 class ChatOptions:
-    """Per-chat sampling parameters; None means "the model's default"."""
+    """Per-chat parameters by their Ollama option names; None means "the model's default"."""
 
     temperature: float | None = None
     num_ctx: int | None = None
     num_predict: int | None = None
+    top_k: int | None = None
+    top_p: float | None = None
+    min_p: float | None = None
+    repeat_penalty: float | None = None
+    seed: int | None = None
+    num_gpu: int | None = None  # layers on the GPU; -1 all of them
 
     def to_options(self) -> dict[str, Any]:
         return {k: v for k, v in self.to_json().items() if v is not None}
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "temperature": self.temperature,
-            "num_ctx": self.num_ctx,
-            "num_predict": self.num_predict,
-        }
+        return {key: getattr(self, key) for key in self.__slots__}
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> ChatOptions:
         data = data or {}
-        return cls(**{k: data.get(k) for k in ("temperature", "num_ctx", "num_predict")})
+        return cls(**{key: data.get(key) for key in cls.__slots__})
 
 
 @dataclass(frozen=True, slots=True)
