@@ -39,8 +39,9 @@ def root(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def client(root, tiny_model_path):
-    store = make_store(root / "store", {"tiny": tiny_model_path})
+def client(root, tiny_model_path, thinking_model_path):
+    models = {"tiny": tiny_model_path, "thinker": thinking_model_path}
+    store = make_store(root / "store", models)
 
     def app(port: int):
         folders = {"data_dir": root / "data", "config_dir": root / "config"}
@@ -70,14 +71,17 @@ def test_answers_about_the_daemon(client, root):
 
 
 def test_answers_about_the_store(client):
-    [tiny] = client.list_models()
+    thinker, tiny = sorted(client.list_models(), key=lambda model: model.name)
+    assert thinker.name == "thinker:latest"
     assert isinstance(tiny, ModelSummary) and tiny.name == "tiny:latest"
     assert len(tiny.digest) == 64 and tiny.details.format == "gguf"
     shown = client.show("tiny")
     assert isinstance(shown, ShowResponse) and shown.details.family == "llama"
     assert "completion" in shown.capabilities and shown.modelfile.startswith("# Modelfile")
-    [listed] = client.list_openai_models()
-    assert isinstance(listed, Model) and listed.id == "tiny"
+    assert "thinking" in client.show("thinker").capabilities
+    listed = client.list_openai_models()
+    assert all(isinstance(m, Model) for m in listed)
+    assert sorted(m.id for m in listed) == ["thinker", "tiny"]
     verified = client.verify()
     assert isinstance(verified, VerifyResponse) and verified.ok and verified.checked > 0
     pruned = client.prune()
@@ -105,6 +109,19 @@ def test_generating_streams_chunks(client):
     once = client.chat_once("tiny", HI, max_tokens=2)
     assert isinstance(once, ChatCompletion) and once.usage.completion_tokens == 2
     client.unload("tiny")
+
+
+def test_think_is_sent_and_the_thinking_comes_apart(client):
+    budget = {"num_predict": 16, "think_budget": 6, "seed": 3}
+    chunks = list(client.chat("thinker", HI, options=budget, think=True))
+    thinking = "".join(chunk.message.thinking or "" for chunk in chunks)
+    content = "".join(chunk.message.content for chunk in chunks)
+    assert thinking and content and "<think>" not in content and thinking not in content
+    off = list(client.chat("thinker", HI, options={"num_predict": 4}, think=False))
+    assert not any(chunk.message.thinking for chunk in off)
+    [once] = client.generate("thinker", "Hi", options=budget, think="low", stream=False)
+    assert once.thinking and once.response
+    client.unload("thinker")
 
 
 def test_importing_a_file_streams_progress(client, tiny_model_path):

@@ -1,6 +1,8 @@
 """Writing a model's streamed answer as it arrives, and the ``--verbose`` timing report.
 
-Shared by one-shot ``localllm run`` and the interactive chat, so both print the same way.
+Shared by one-shot ``localllm run`` and the interactive chat, so both print the same way. A
+thinking model's reasoning goes through :class:`ThinkingOutput` (shown apart, or hidden) and is
+never part of the answer's text.
 The stream is closed on the way out whatever happens, which drops the connection and so stops
 the generation on the daemon (Ctrl-C really stops the model, not just the printing).
 """
@@ -13,6 +15,7 @@ from typing import TextIO
 
 from app.cli.formatting import format_duration
 from app.cli.progress import Spinner
+from app.cli.thinking_output import ThinkingOutput, isatty
 from daemon.api import ChatChunk, GenerateChunk
 
 __all__ = ["Answer", "stream_answer", "timing_lines"]
@@ -22,20 +25,33 @@ __all__ = ["Answer", "stream_answer", "timing_lines"]
 class Answer:
     text: str
     final: ChatChunk | GenerateChunk | None  # the last chunk (``done: true``) with the timings
+    thinking: str = ""  # what a thinking model reasoned, shown or not; never in ``text``
 
 
-def stream_answer(chunks: Iterable[ChatChunk | GenerateChunk], out: TextIO) -> Answer:
+def stream_answer(
+    chunks: Iterable[ChatChunk | GenerateChunk],
+    out: TextIO,
+    thinking: ThinkingOutput | None = None,
+) -> Answer:
     """Print each piece of ``/api/chat`` or ``/api/generate`` output as it comes (on a
-    terminal, a spinner stands in until the first piece)."""
+    terminal, a spinner stands in until the first piece shown). ``thinking`` says where the
+    reasoning goes; without it, nowhere."""
+    thinking = thinking or ThinkingOutput(None)
     pieces: list[str] = []
+    thoughts: list[str] = []
     final: ChatChunk | GenerateChunk | None = None
-    spinner = Spinner(out).start() if _isatty(out) else None
+    spinner = Spinner(out).start() if isatty(out) else None
     try:
         for chunk in chunks:
-            piece = _content(chunk)
-            if piece and spinner is not None:
+            thought, piece = _thinking(chunk), _content(chunk)
+            if spinner is not None and (piece or (thought and thinking.shown)):
                 spinner.stop()
                 spinner = None
+            if thought:
+                thinking.write(thought)
+                thoughts.append(thought)
+            if piece or _calls(chunk):
+                thinking.close()
             if piece:
                 out.write(piece)
                 out.flush()
@@ -45,20 +61,23 @@ def stream_answer(chunks: Iterable[ChatChunk | GenerateChunk], out: TextIO) -> A
     finally:
         if spinner is not None:
             spinner.stop()
+        thinking.finish()
         if isinstance(chunks, Iterator) and hasattr(chunks, "close"):
             chunks.close()
-    return Answer("".join(pieces), final)
-
-
-def _isatty(stream: TextIO) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
+    return Answer("".join(pieces), final, "".join(thoughts))
 
 
 def _content(chunk: ChatChunk | GenerateChunk) -> str:
     return chunk.message.content if isinstance(chunk, ChatChunk) else chunk.response
+
+
+def _thinking(chunk: ChatChunk | GenerateChunk) -> str:
+    return (chunk.message.thinking if isinstance(chunk, ChatChunk) else chunk.thinking) or ""
+
+
+def _calls(chunk: ChatChunk | GenerateChunk) -> bool:
+    """A tool call ends the thinking as an answer does."""
+    return isinstance(chunk, ChatChunk) and bool(chunk.message.tool_calls)
 
 
 def timing_lines(final: ChatChunk | GenerateChunk) -> list[str]:

@@ -3,7 +3,9 @@
 The conversation lives here (the messages so far, a system prompt and options set with
 ``/set``) and is sent whole on each turn, as ``ollama run`` does, images of earlier turns
 included; for a model that sees images, the image paths typed in a turn are attached
-(:mod:`app.cli.attachments`). Ctrl-C stops an answer and keeps the chat going; Ctrl-D or
+(:mod:`app.cli.attachments`). A thinking model's thinking is shown dimmed before each answer
+(``/set hidethinking`` hides it) and goes back with the reply in the history, for templates that
+keep it. Ctrl-C stops an answer and keeps the chat going; Ctrl-D or
 ``/bye`` ends it. Lines go through readline, so arrow keys and history work; the history is
 kept in ``<data dir>/history``.
 """
@@ -21,6 +23,7 @@ from app.cli.chat_input import Command, MultilineInput, convert_parameter, parse
 from app.cli.context import Context
 from app.cli.errors import error_lines
 from app.cli.show_view import parameter_lines, render_show
+from app.cli.thinking_output import EFFORTS, ThinkingOutput
 from daemon.api import ShowResponse
 from daemon.client import ClientError
 
@@ -45,7 +48,12 @@ HELP_SET = """Available Commands:
   /set verbose           Show timings and token rates after each answer
   /set quiet             Stop showing them
   /set format json       Answer in JSON
-  /set noformat          Answer in free text"""
+  /set noformat          Answer in free text
+  /set think             Think before answering (a thinking model)
+  /set think <level>     Think with an effort: low, medium or high
+  /set nothink           Answer without thinking
+  /set hidethinking      Think, but show only the answer
+  /set nohidethinking    Show the thinking again"""
 
 HELP_SHOW = """Available Commands:
   /show info         Show details for this model
@@ -83,6 +91,9 @@ class ChatSession:
         verbose: bool = False,
         system: str | None = None,
         sees_images: bool = False,
+        think: bool | str | None = None,
+        hide_thinking: bool = False,
+        thinks: bool = False,
         read_line: Callable[[str], str] | None = None,
     ):
         self.context = context
@@ -93,6 +104,9 @@ class ChatSession:
         self.verbose = verbose
         self.system = system
         self.sees_images = sees_images  # the model has the "vision" capability
+        self.think = think  # None: as the model does by default
+        self.hide_thinking = hide_thinking
+        self.thinks = thinks  # the model has the "thinking" capability
         self.messages: list[dict[str, Any]] = []
         self._read_line = read_line or input
         self._use_readline = read_line is None
@@ -136,8 +150,11 @@ class ChatSession:
                 options=self.options or None,
                 keep_alive=self.keep_alive,
                 format=self.format,
+                think=self.think,
             )
-            answer = stream_answer(chunks, self.context.out)
+            out, err = self.context.out, self.context.err
+            thinking = ThinkingOutput.choose(out, err, hidden=self.hide_thinking)
+            answer = stream_answer(chunks, out, thinking)
         except KeyboardInterrupt:
             self.messages.pop()
             self.context.print("\n")
@@ -148,7 +165,8 @@ class ChatSession:
             for line in error_lines(error):
                 self.context.note(line)
             return
-        self.messages.append({"role": "assistant", "content": answer.text})
+        reply = {"role": "assistant", "content": answer.text}
+        self.messages.append(reply | ({"thinking": answer.thinking} if answer.thinking else {}))
         self.context.print("\n" if not answer.text.endswith("\n") else "")
         if self.verbose and answer.final:
             for line in timing_lines(answer.final):
@@ -206,8 +224,27 @@ class ChatSession:
         elif what == "noformat":
             self.format = None
             self.context.print("Disabled format.")
+        elif what in ("think", "nothink"):
+            self._set_think(what, words[1:])
+        elif what in ("hidethinking", "nohidethinking"):
+            self.hide_thinking = what == "hidethinking"
+            self.context.print(f"Set '{what}' mode.")
         else:
             self.context.print(HELP_SET)
+
+    def _set_think(self, what: str, words: tuple[str, ...]) -> None:
+        if what == "nothink" or not words:
+            self.think = what == "think"
+        elif words[0].lower() in EFFORTS and len(words) == 1:
+            self.think = words[0].lower()
+        else:
+            efforts = ", ".join(EFFORTS)
+            self.context.print(f"Couldn't set think: the level is one of {efforts}")
+            return
+        level = f" to '{self.think}'" if isinstance(self.think, str) else ""
+        self.context.print(f"Set '{what}' mode{level}.")
+        if self.think is not False and not self.thinks:
+            self.context.note(f"warning: model '{self.model}' does not support thinking output")
 
     def _show(self, what: str) -> None:
         if what not in ("info", "license", "modelfile", "parameters", "system", "template"):
@@ -244,6 +281,7 @@ class ChatSession:
             return
         self.model = model
         self.sees_images = model_sees_images(info)
+        self.thinks = "thinking" in info.capabilities
         self.messages.clear()
         self.context.print(f"Loaded model '{model}' (new conversation).")
 

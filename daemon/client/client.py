@@ -170,6 +170,7 @@ class Client:
         format: str | Mapping[str, Any] | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
         stream: bool = True,
+        think: bool | str | None = None,
     ) -> Iterator[ChatChunk]:
         body = _fields(
             model=model,
@@ -178,6 +179,7 @@ class Client:
             keep_alive=keep_alive,
             format=format,
             tools=tools,
+            think=think,
         )
         return self._generating(ChatChunk, "/api/chat", body, stream)
 
@@ -190,6 +192,7 @@ class Client:
         format: str | Mapping[str, Any] | None = None,
         system: str | None = None,
         stream: bool = True,
+        think: bool | str | None = None,
     ) -> Iterator[GenerateChunk]:
         body = _fields(
             model=model,
@@ -198,6 +201,7 @@ class Client:
             keep_alive=keep_alive,
             format=format,
             system=system,
+            think=think,
         )
         return self._generating(GenerateChunk, "/api/generate", body, stream)
 

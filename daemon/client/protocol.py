@@ -78,6 +78,7 @@ class DaemonClient(Protocol):
         format: str | Mapping[str, Any] | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
         stream: bool = True,
+        think: bool | str | None = None,
     ) -> Iterator[ChatChunk]: ...
     def generate(
         self,
@@ -88,6 +89,7 @@ class DaemonClient(Protocol):
         format: str | Mapping[str, Any] | None = None,
         system: str | None = None,
         stream: bool = True,
+        think: bool | str | None = None,
     ) -> Iterator[GenerateChunk]: ...
     def embed(self, model: str, input: str | Sequence[str]) -> EmbedResponse: ...
     def openai_chat(

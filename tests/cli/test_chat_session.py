@@ -8,11 +8,11 @@ import io
 
 import pytest
 
-from app.cli.chat_session import ChatSession
+from app.cli.chat_session import HELP_SET, ChatSession
 from app.cli.context import Context
 from daemon.client import BadRequest
 from daemon.settings import Settings
-from tests.support.cli import FakeClient, answer_chunks, text_chunk
+from tests.support.cli import FakeClient, answer_chunks, text_chunk, thinking_chunks
 
 
 class Script:
@@ -221,3 +221,38 @@ def test_load_learns_whether_the_new_model_sees(chat, tmp_path, monkeypatch):
     session.run()
     assert session.sees_images
     assert chats(fake)[0][2] == [{"role": "user", "content": "what is", "images": [cat]}]
+
+
+def test_set_think_levels_and_nothink(chat):
+    fake, out, err, make = chat
+    lines = ["/set think", "a", "/set think high", "b", "/set nothink", "c", "/set think max", "d"]
+    session, _ = make(*lines, thinks=True)
+    session.run()
+    assert [call[3].get("think") for call in chats(fake)] == [True, "high", False, False]
+    text = out.getvalue()
+    assert "Set 'think' mode.\n" in text and "Set 'think' mode to 'high'.\n" in text
+    assert "Set 'nothink' mode.\n" in text
+    assert "Couldn't set think: the level is one of low, medium, high\n" in text
+    assert "warning" not in err.getvalue()
+    assert "/set think <level>" in HELP_SET and "/set hidethinking" in HELP_SET
+
+
+def test_set_think_on_a_model_that_does_not_think_warns(chat):
+    _, _, err, make = chat
+    session, _ = make("/set think")
+    session.run()
+    assert session.think is True
+    assert err.getvalue() == "warning: model 'tiny' does not support thinking output\n"
+
+
+def test_thinking_is_shown_apart_hidden_on_request_and_kept_in_the_history(chat):
+    fake, out, err, make = chat
+    fake.chat_chunks = thinking_chunks(["Hmm."], "Hi!")
+    session, _ = make("one", "/set hidethinking", "two", "/set nohidethinking", "three")
+    session.run()
+    assert out.getvalue().count("Hi!\n") == 3 and "Hmm." not in out.getvalue()
+    # stdout is not a terminal here: the thinking is on stderr, once hidden it is not
+    assert err.getvalue() == "Thinking...\nHmm.\n...done thinking.\n\n" * 2
+    assert "Set 'hidethinking' mode.\n" in out.getvalue()
+    reply = {"role": "assistant", "content": "Hi!", "thinking": "Hmm."}
+    assert chats(fake)[-1][2][1] == reply and chats(fake)[-1][2][3] == reply

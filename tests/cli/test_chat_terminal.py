@@ -19,7 +19,7 @@ from tests.support.cli import FakeClient, answer_chunks, text_chunk
 
 class SlowClient(FakeClient):
     def chat(self, model, messages, options=None, keep_alive=None, format=None, tools=None,
-             stream=True):
+             stream=True, think=None):
         last = messages[-1]["content"]
         if last == "slow":
             yield text_chunk("thinking...")

@@ -11,7 +11,7 @@ import pytest
 
 from daemon.api import ProgressResponse, VerifyProblem, VerifyResponse
 from daemon.client import DaemonUnavailable, ServerBusy
-from tests.support.cli import MODEL, SHOW, answer_chunks, running_model
+from tests.support.cli import MODEL, SHOW, answer_chunks, running_model, thinking_chunks
 
 DIGEST = "sha256:" + "8eeb52dfb3bb" + "0" * 52
 
@@ -331,3 +331,69 @@ def test_a_bug_is_one_line_unless_debugging(run_cli, fake, cli_env):
     cli_env["LOCALLLM_DEBUG"] = "1"
     with pytest.raises(TypeError):
         run_cli("list")
+
+
+def test_run_think_flags_reach_the_daemon(run_cli, fake):
+    fake.chat_chunks = answer_chunks("ok")
+    cases = {
+        (): None,
+        ("--think",): True,
+        ("--think=true",): True,
+        ("--think=low",): "low",
+        ("--think=high",): "high",
+        ("--think=false",): False,
+        ("--nothink",): False,
+        ("--hidethinking",): None,
+    }
+    for flags, think in cases.items():
+        fake.calls.clear()
+        # flags after the model, then the prompt: the words after them are still the prompt
+        status, out, _ = run_cli("run", "tiny", *flags, "Is", "1009", "prime?", stdin="")
+        assert (status, out) == (0, "ok\n"), flags
+        _, _, messages, sent = next(call for call in fake.calls if call[0] == "chat")
+        assert sent.get("think") == think, flags
+        assert messages == [{"role": "user", "content": "Is 1009 prime?"}]
+
+
+def test_run_words_after_options_are_the_prompt(run_cli, fake):
+    fake.chat_chunks = answer_chunks("[1]")
+    argv = ["run", "tiny", "--format", "json", "Three", "--verbose", "colors"]
+    status, out, _ = run_cli(*argv, stdin="")
+    assert (status, out) == (0, "[1]\n")
+    messages, sent = next(call for call in fake.calls if call[0] == "chat")[2:]
+    assert messages == [{"role": "user", "content": "Three colors"}] and sent["format"] == "json"
+
+
+def test_run_shows_thinking_apart_from_the_answer(run_cli, fake):
+    """stdout is not a terminal here: it holds the answer alone; the thinking is on stderr."""
+    fake.chat_chunks = thinking_chunks(["Let me ", "see."], '{"ok": ', "true}")
+    status, out, err = run_cli("run", "tiny", "--think", "--format", "json", "Ok?", stdin="")
+    assert status == 0 and json.loads(out) == {"ok": True}
+    assert err == "Thinking...\nLet me see.\n...done thinking.\n\n"
+    status, out, err = run_cli("run", "tiny", "--hidethinking", "--verbose", "Ok?", stdin="")
+    assert status == 0 and out == '{"ok": true}\n'
+    assert "Thinking" not in err and "Let me" not in err
+    assert err.splitlines()[0] == "total duration:       1.5s"  # --verbose is as before
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--think=max"], "argument --think: ignored explicit argument 'max'"),
+        (["--think", "--nothink"], "argument --nothink: not allowed with argument --think"),
+    ],
+)
+def test_run_think_usage_errors(run_cli, capsys, argv, message):
+    with pytest.raises(SystemExit) as exit:
+        run_cli("run", "tiny", *argv, "hi", stdin="")
+    assert exit.value.code == 2 and capsys.readouterr().err.endswith(f"error: {message}\n")
+
+
+def test_run_think_budget_is_an_option(run_cli, fake):
+    fake.chat_chunks = answer_chunks("ok")
+    assert run_cli("run", "tiny", "-o", "think_budget", "64", "hi", stdin="")[0] == 0
+    assert next(call for call in fake.calls if call[0] == "chat")[3]["options"] == {
+        "think_budget": 64
+    }
+    status, _, err = run_cli("run", "tiny", "-o", "think_budget", "lots", "hi", stdin="")
+    assert status == 2 and "think_budget needs an integer" in err

@@ -119,3 +119,33 @@ def test_a_model_without_a_chat_template_is_named_in_the_chat(qtbot):
     chat = ModelDetails("tiny:latest", capabilities=frozenset({"completion", "chat"}))
     panel.show_model(chat)
     assert not panel.model_notice.isVisibleTo(panel)
+
+
+def test_think_is_offered_for_a_model_that_thinks_and_kept_with_the_chat(qtbot, tmp_path):
+    panel = _panel(qtbot)
+    panel.show()
+    disk = Workers(max_threads=1)
+    controller = ChatController(Gateway(FakeClient()), Workers(), disk, tmp_path / "chats.db")
+    controller.conversations.reset([CHAT])
+    panel.think_changed.connect(controller.set_think)
+    assert not panel.think.isVisibleTo(panel)  # not before the model is known to think
+    thinker = frozenset({"completion", "chat", "thinking"})
+    panel.show_model(ModelDetails("tiny:latest", capabilities=thinker))
+    assert panel.think.isVisibleTo(panel) and panel.think.currentText() == "model default"
+    assert [panel.think.itemText(i) for i in range(panel.think.count())] == [
+        "model default", "on", "off", "on, low effort", "on, medium effort", "on, high effort",
+    ]  # fmt: skip
+    with qtbot.waitSignal(panel.think_changed) as changed:
+        panel.think.setCurrentIndex(panel.think.findData("off"))
+        panel.think.activated.emit(panel.think.currentIndex())
+    assert changed.args == [CHAT.id, "off"]
+    assert controller.conversations.conversation(CHAT.id).think == "off"
+    panel.show_conversation(controller.conversations.conversation(CHAT.id))  # opened again
+    assert panel.think.currentData() == "off"
+    # the chat moves to a model that does not think: the setting goes, or the daemon would
+    # refuse the next message over a setting no longer on screen
+    with qtbot.waitSignal(panel.think_changed) as dropped:
+        panel.show_model(ModelDetails("tiny:latest", capabilities=frozenset({"chat"})))
+    assert dropped.args == [CHAT.id, ""] and not panel.think.isVisibleTo(panel)
+    assert controller.conversations.conversation(CHAT.id).think == ""
+    disk.shutdown(wait_ms=5000, drop_queued=False)

@@ -23,8 +23,9 @@ def test_migrations_run_in_order_and_record_the_version(tmp_path):
     for number in range(1, len(MIGRATIONS) + 1):
         assert migrate(conn, MIGRATIONS[:number]) == number
         seen.append(set(_columns(conn, "conversations")) | set(_columns(conn, "messages")))
-    assert seen[0] < seen[1] < seen[2] < seen[3]  # each step only adds
+    assert seen[0] < seen[1] < seen[2] < seen[3] < seen[4]  # each step only adds
     assert "options" in seen[1] and "stats" in seen[2] and "version" in seen[3]
+    assert "thinking" in seen[4] and "think" in seen[4]
     assert _columns(conn, "message_versions")
 
 

@@ -293,8 +293,9 @@ def test_attach_is_offered_only_for_models_that_see(qtbot, window, tmp_path):
     assert answer.content and not answer.failed  # the model saw it (16 more prompt tokens)
     assert answer.stats.prompt_tokens > 16
     transcript = window.chat_page.transcript
+    qtbot.waitUntil(lambda: f'src="image:{question.id}/0"' in transcript.toHtml())  # drawn
     thumbnail = transcript.loadResource(
-        QTextDocument.ResourceType.ImageResource, QUrl(f"picture:{question.id}/0")
+        QTextDocument.ResourceType.ImageResource, QUrl(f"image:{question.id}/0")
     )
     assert (thumbnail.width(), thumbnail.height()) == (40, 30)  # shown in the message, decoded
     assert thumbnail.pixelColor(5, 5) == QColor("orange")

@@ -58,6 +58,7 @@ class CornerCases(FakeClient):
         format: str | Mapping[str, Any] | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
         stream: bool = True,
+        think: bool | str | None = None,
     ) -> Iterator[ChatChunk]:
         self.sent = {"model": model, "messages": messages, "options": options}
 

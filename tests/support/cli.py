@@ -94,6 +94,16 @@ def text_chunk(text: str, model: str = "tiny:latest") -> ChatChunk:
     return ChatChunk(model=model, created_at=WHEN, message=OllamaReply(content=text))
 
 
+def thought_chunk(text: str, model: str = "tiny:latest") -> ChatChunk:
+    """A thinking model's ``/api/chat`` chunk: a piece of its thinking, no content."""
+    return ChatChunk(model=model, created_at=WHEN, message=OllamaReply(thinking=text))
+
+
+def thinking_chunks(thoughts: Sequence[str], *pieces: str) -> list[ChatChunk]:
+    """A thinking model's stream: the ``thoughts`` first, then ``answer_chunks(*pieces)``."""
+    return [*map(thought_chunk, thoughts), *answer_chunks(*pieces)]
+
+
 def answer_chunks(*pieces: str) -> list[ChatChunk]:
     """``/api/chat`` stream chunks for an answer made of ``pieces``, with a final timing chunk."""
     final = ChatChunk(
@@ -220,9 +230,11 @@ class FakeClient:
         format: str | Mapping[str, Any] | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
         stream: bool = True,
+        think: bool | str | None = None,
     ) -> Iterator[ChatChunk]:
         sent: dict[str, Any] = {"options": options, "keep_alive": keep_alive, "format": format}
         sent |= {"tools": tools} if tools is not None else {}
+        sent |= {"think": think} if think is not None else {}
         sent |= {"stream": stream} if not stream else {}
         self.calls.append(("chat", model, [dict(m) for m in messages], sent))
         yield from self.chat_chunks
@@ -236,11 +248,13 @@ class FakeClient:
         format: str | Mapping[str, Any] | None = None,
         system: str | None = None,
         stream: bool = True,
+        think: bool | str | None = None,
     ) -> Iterator[GenerateChunk]:
         self.calls.append(("generate", model, prompt))
         for chunk in self.chat_chunks:
             fields = chunk.model_dump(exclude={"message"})
-            yield GenerateChunk(**fields, response=chunk.message.content)
+            reply = chunk.message
+            yield GenerateChunk(**fields, response=reply.content, thinking=reply.thinking)
 
     def embed(self, model: str, input: str | Sequence[str]) -> EmbedResponse:
         texts = [input] if isinstance(input, str) else list(input)

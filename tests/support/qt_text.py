@@ -9,11 +9,11 @@ links among them.
 from __future__ import annotations
 
 from PySide6 import QtGui
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QTextDocument
-from PySide6.QtWidgets import QLabel, QWidget
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtGui import QTextCursor, QTextDocument
+from PySide6.QtWidgets import QLabel, QTextBrowser, QWidget
 
-__all__ = ["LINK", "assert_literal", "assert_literal_tooltip", "links", "shown"]
+__all__ = ["LINK", "assert_literal", "assert_literal_tooltip", "click_link", "links", "shown"]
 
 LINK = '<a href="x">click to repair</a>'  # what a crafted model or hub would like us to draw
 
@@ -37,17 +37,35 @@ def _document(text: str, kind: Qt.TextFormat) -> QTextDocument:
 
 def links(document: QTextDocument) -> list[str]:
     """Every link target in ``document``."""
+    return [href for href, _ in _anchors(document)]
+
+
+def _anchors(document: QTextDocument) -> list[tuple[str, int]]:
+    """Each link's target and the position of the middle of its text."""
     found = []
     block = document.begin()
     while block.isValid():
         fragments = block.begin()
         while not fragments.atEnd():
-            char_format = fragments.fragment().charFormat()
-            if char_format.isAnchor():
-                found.append(char_format.anchorHref())
+            fragment = fragments.fragment()
+            if fragment.charFormat().isAnchor():
+                middle = fragment.position() + fragment.length() // 2
+                found.append((fragment.charFormat().anchorHref(), middle))
             fragments += 1
         block = block.next()
     return found
+
+
+def click_link(qtbot, browser: QTextBrowser, href: str) -> None:
+    """Click the link to ``href`` with the mouse, where the browser draws it."""
+    position = next((at for target, at in _anchors(browser.document()) if target == href), None)
+    assert position is not None, f"no link to {href!r} in {links(browser.document())}"
+    cursor = QTextCursor(browser.document())
+    cursor.setPosition(position)
+    browser.setTextCursor(cursor)
+    browser.ensureCursorVisible()
+    point: QPoint = browser.cursorRect(cursor).center()
+    qtbot.mouseClick(browser.viewport(), Qt.MouseButton.LeftButton, pos=point)
 
 
 def assert_literal(label: QLabel, text: str) -> None:

@@ -2,7 +2,8 @@
 
 Piped input becomes the prompt (``cat notes.txt | localllm run qwen "summarize"``); with no
 prompt on a terminal the chat opens. A model that is not in the store is pulled first. For a
-model that sees images, image files named in the prompt are attached.
+model that sees images, image files named in the prompt are attached. A thinking model's
+reasoning is shown apart from the answer (:mod:`app.cli.thinking_output`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from app.cli.commands.pull import pull_model
 from app.cli.context import Context
 from app.cli.errors import EXIT_INTERRUPTED, EXIT_USAGE, CliError
 from app.cli.parsing import add_command
+from app.cli.thinking_output import THINK_VALUES, ThinkingOutput
 from daemon.api import ShowResponse
 from daemon.client import ModelNotFound
 
@@ -45,10 +47,13 @@ def register(commands: argparse._SubParsersAction) -> None:
             'localllm run qwen2.5:0.5b -o temperature 0 -o num_predict 64 "Hi"',
             "localllm run qwen2.5:0.5b --verbose --keepalive 30m",
             'localllm run llava:7b "What is in this image? ./cat.png"',
+            'localllm run qwen3:0.6b --think=low -o think_budget 256 "Is 1009 a prime?"',
+            'localllm run qwen3:0.6b --hidethinking "Is 1009 a prime?"',
         ],
     )
     parser.add_argument("model", metavar="MODEL", help="model to run")
     parser.add_argument("prompt", nargs="*", metavar="PROMPT", help="the prompt (words are joined)")
+    parser.set_defaults(trailing_words="prompt")  # `run MODEL --verbose Why?` keeps "Why?"
     parser.add_argument(
         "--format", metavar="FORMAT", help='answer format: "json", or a JSON schema as text'
     )
@@ -67,7 +72,43 @@ def register(commands: argparse._SubParsersAction) -> None:
         nargs=2,
         action="append",
         metavar=("NAME", "VALUE"),
-        help="a model parameter, e.g. -o temperature 0.2 (repeatable)",
+        help="a model parameter, e.g. -o temperature 0.2 (repeatable); -o think_budget N caps "
+        "a thinking model's thinking at N tokens",
+    )
+    _add_think_flags(parser)
+
+
+def _add_think_flags(parser: argparse.ArgumentParser) -> None:
+    """``--think``, ``--think=VALUE`` (a value only after "=", as in Ollama, so the flag never
+    swallows the model or the prompt), ``--nothink`` and ``--hidethinking``."""
+    think = parser.add_mutually_exclusive_group()
+    think.add_argument(
+        "--think",
+        dest="think",
+        action="store_const",
+        const=True,
+        help="think before answering (a thinking model); --think=low, =medium or =high sets "
+        "the effort (gpt-oss), --think=false is --nothink",
+    )
+    for word, value in THINK_VALUES.items():
+        think.add_argument(
+            f"--think={word}",
+            dest="think",
+            action="store_const",
+            const=value,
+            help=argparse.SUPPRESS,
+        )
+    think.add_argument(
+        "--nothink",
+        dest="think",
+        action="store_const",
+        const=False,
+        help="answer without thinking",
+    )
+    parser.add_argument(
+        "--hidethinking",
+        action="store_true",
+        help="let the model think, but print only the answer",
     )
 
 
@@ -94,6 +135,7 @@ def _run(context: Context, args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
     sees_images = model_sees_images(info)
     settings = {"options": options, "keep_alive": args.keepalive, "format": answer_format}
+    settings |= {"think": args.think, "hide_thinking": args.hidethinking}
     if interactive:
         session = ChatSession(
             context,
@@ -101,6 +143,7 @@ def _run(context: Context, args: argparse.Namespace) -> int:
             verbose=args.verbose,
             system=args.system,
             sees_images=sees_images,
+            thinks="thinking" in info.capabilities,
             **settings,
         )
         return session.run()
@@ -115,8 +158,10 @@ def _run(context: Context, args: argparse.Namespace) -> int:
         options=options or None,
         keep_alive=args.keepalive,
         format=answer_format,
+        think=args.think,
     )
-    answer = stream_answer(chunks, context.out)
+    thinking = ThinkingOutput.choose(context.out, context.err, hidden=args.hidethinking)
+    answer = stream_answer(chunks, context.out, thinking)
     if not answer.text.endswith("\n"):
         context.print()
     if args.verbose and answer.final:

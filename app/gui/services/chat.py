@@ -26,6 +26,7 @@ from app.gui.services.chat_history import ChatHistory
 from app.gui.state.chat.errors import explain
 from app.gui.state.chat.records import ChatOptions, Conversation, Message, new_id
 from app.gui.state.chat.session import ChatSession, Persist
+from app.gui.state.chat.thinking import think_request
 from app.gui.state.gateway import Gateway
 from app.gui.state.records import ChatDelta, ChatDone
 from app.gui.workers import Job, Workers
@@ -110,6 +111,12 @@ class ChatController(QObject):
         current = self._current(conversation_id)
         if current is not None:
             self._apply(replace(current, system_prompt=system_prompt, options=options))
+
+    def set_think(self, conversation_id: str, think: str) -> None:
+        """A chat's Think setting (``thinking.THINK_CHOICES``), for the replies to come."""
+        current = self._current(conversation_id)
+        if current is not None and current.think != think:
+            self._apply(replace(current, think=think))
 
     def delete(self, conversation_id: str) -> None:
         live = self._live.pop(conversation_id, None)
@@ -226,8 +233,9 @@ class ChatController(QObject):
     def _stream(self, session: ChatSession) -> None:
         reply_id, c = session.reply_id, session.conversation
         turns = session.turns()
+        think = think_request(c.think)
         job = self._net.stream(
-            lambda: self._gateway.chat(c.model, turns, c.options.to_options()),
+            lambda: self._gateway.chat(c.model, turns, c.options.to_options(), think=think),
             lambda event: self._event(session, reply_id, event),
             lambda _: self._ended(session, reply_id),
             lambda exc: self._failed(session, reply_id, exc),

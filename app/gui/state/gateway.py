@@ -56,6 +56,7 @@ class ChatTurn:
     role: str
     content: str
     images: tuple[str, ...] = ()
+    thinking: str = ""  # a reply's reasoning, for templates that keep it
 
 
 class Gateway:
@@ -219,6 +220,7 @@ class Gateway:
         turns: Sequence[ChatTurn],
         options: Mapping[str, Any] | None = None,
         keep_alive: str | None = None,
+        think: bool | str | None = None,
     ) -> Iterator[ChatDelta | ChatDone]:
         # Images travel inside each message (the Ollama shape), so earlier images stay in context.
         messages = [
@@ -226,12 +228,13 @@ class Gateway:
                 "role": t.role,
                 "content": t.content,
                 **({"images": list(t.images)} if t.images else {}),
+                **({"thinking": t.thinking} if t.thinking else {}),
             }
             for t in turns
         ]
         chunks = stream(
             lambda: self._long().chat(
-                model, messages, options=options or None, keep_alive=keep_alive
+                model, messages, options=options or None, keep_alive=keep_alive, think=think
             ),
             wire.chat_events,
         )

@@ -56,6 +56,11 @@ class ModelDetails:
         return "vision" in self.capabilities
 
     @property
+    def has_thinking(self) -> bool:
+        """It reasons before it answers, and its template lets a chat turn that on or off."""
+        return "thinking" in self.capabilities
+
+    @property
     def has_chat_template(self) -> bool:
         """False for a base model: the daemon chats with it through a fallback template."""
         return "chat" in self.capabilities or bool(self.template)
@@ -166,9 +171,11 @@ class ServerInfo:
 
 @dataclass(frozen=True, slots=True)
 class ChatDelta:
-    """A piece of the reply as it streams in."""
+    """A piece of the reply as it streams in: of the answer, or of a thinking model's
+    reasoning (which never becomes part of the answer)."""
 
     content: str
+    thinking: str = ""
 
 
 @dataclass(frozen=True, slots=True)

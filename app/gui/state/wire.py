@@ -133,9 +133,10 @@ _DONE_FIELDS = tuple(ChatDone.__dataclass_fields__)
 
 
 def chat_events(chunk: api.ChatChunk) -> tuple[ChatDelta | ChatDone, ...]:
-    """A chunk is text, the end, or both (a final chunk may still carry text)."""
-    content = chunk.message.content
-    delta = (ChatDelta(content),) if content or not chunk.done else ()
+    """A chunk is text (of the answer, or thinking), the end, or both (a final chunk may
+    still carry text)."""
+    content, thinking = chunk.message.content, chunk.message.thinking or ""
+    delta = (ChatDelta(content, thinking),) if content or thinking or not chunk.done else ()
     if not chunk.done:
         return delta
     numbers = {name: getattr(chunk, name) for name in _DONE_FIELDS}

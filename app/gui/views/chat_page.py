@@ -132,6 +132,7 @@ class ChatPage(QStackedWidget):
         self.transcript.version_requested.connect(chat.show_version)
         self.transcript.copied.connect(self.status.setText)
         self.settings.changed.connect(chat.apply_settings)
+        self.settings.think_changed.connect(chat.set_think)
         self.settings.changed.connect(lambda *_: self._show_context())
         self.settings_button.toggled.connect(self.settings.setVisible)
         self.model_picker.activated.connect(self._model_picked)

@@ -6,8 +6,9 @@ not choose; each says what the model's default is (``set_defaults``). Edits are 
 the user pauses, not on every keystroke, as the settings alone: the chat they belong to may have
 been renamed or given a title since the panel showed it. A preset is a named copy of these
 settings: picking one fills them in at once; the list shows which preset the chat's settings
-match, if any. The panel also knows the chat's model, for the GPU layers that fit and for the
-notice shown in the chat when the model has no chat template.
+match, if any. The panel also knows the chat's model, for the GPU layers that fit, for the
+notice shown in the chat when the model has no chat template, and for the Think setting, offered
+only for a model that thinks (a chat moved to one that does not drops its setting).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.gui.state.chat.records import ChatOptions, Conversation
+from app.gui.state.chat.thinking import THINK_CHOICES
 from app.gui.state.fit import gpu_layers
 from app.gui.state.model_defaults import ModelDefaults
 from app.gui.state.presets import Preset, PresetError, Presets, preset_name
@@ -61,6 +63,7 @@ class ChatSettingsPanel(QWidget):
     changed = Signal(str, str, object)  # conversation id, system prompt, ChatOptions
     preset_saved = Signal(object)  # Preset
     preset_deleted = Signal(str)
+    think_changed = Signal(str, str)  # conversation id, its Think setting (THINK_CHOICES)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -77,6 +80,12 @@ class ChatSettingsPanel(QWidget):
         self.temperature.setSpecialValueText(_DEFAULT)
         self.context = _spin(1_048_576, 1024, " tokens")
         self.max_tokens = _spin(131_072, 256, " tokens")
+        self.think = QComboBox(
+            toolTip="Whether the model reasons before it answers. Low, medium and high set "
+            "the effort of a model that has one (gpt-oss); others just think."
+        )
+        for value, label in THINK_CHOICES:
+            self.think.addItem(label, value)
         self.advanced = AdvancedSettings()
         self.problem = plain_label(objectName="problem", wordWrap=True)
         self.problem.hide()
@@ -89,6 +98,7 @@ class ChatSettingsPanel(QWidget):
         for box in (self.temperature, self.context, self.max_tokens):
             box.valueChanged.connect(self._edited)
         self.advanced.edited.connect(self._edited)
+        self.think.activated.connect(self._think_picked)
         self.preset.activated.connect(self._pick)
         self.save_preset.clicked.connect(self._ask_preset_name)
         self.delete_preset.clicked.connect(self._delete_preset)
@@ -104,6 +114,9 @@ class ChatSettingsPanel(QWidget):
         form.addRow("Temperature", self.temperature)
         form.addRow("Context length", self.context)
         form.addRow("Max reply tokens", self.max_tokens)
+        form.addRow("Think", self.think)
+        form.setRowVisible(self.think, False)  # until the model is known to think
+        self._form = form
         layout = QVBoxLayout(self)
         layout.addWidget(QLabel("<b>Preset</b>"))
         layout.addLayout(presets)
@@ -128,6 +141,7 @@ class ChatSettingsPanel(QWidget):
         options = conversation.options if conversation else ChatOptions()
         self.system_prompt.setPlainText(conversation.system_prompt if conversation else "")
         self._show_options(options)
+        self._show_think(conversation.think if conversation else "")
         self._loading = False
         self.setEnabled(conversation is not None)
         self._mark_preset()
@@ -165,6 +179,11 @@ class ChatSettingsPanel(QWidget):
         notice = details is not None and not details.has_chat_template
         self.model_notice.setText(no_template_notice(model) if notice else "")
         self.model_notice.setVisible(notice)
+        thinks = details is not None and details.has_thinking
+        self._form.setRowVisible(self.think, thinks)
+        if details is not None and not thinks and self.think.currentData():
+            self._show_think("")
+            self._think_picked()
 
     # what it reports
 
@@ -204,6 +223,15 @@ class ChatSettingsPanel(QWidget):
         self.context.setValue(options.num_ctx or 0)
         self.max_tokens.setValue(options.num_predict or 0)
         self.advanced.load(options)
+
+    def _show_think(self, value: str) -> None:
+        self.think.setCurrentIndex(max(0, self.think.findData(value)))
+
+    def _think_picked(self, _row: int = 0) -> None:
+        value = self.think.currentData()
+        if self._conversation is not None and value != self._conversation.think:
+            self._conversation = replace(self._conversation, think=value)
+            self.think_changed.emit(self._conversation.id, value)
 
     def _edited(self) -> None:
         if not self._loading and self._conversation is not None:

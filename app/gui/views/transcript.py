@@ -1,5 +1,6 @@
 """The conversation as one scrolling document: Markdown replies, code with copy links,
-per-message actions, stats under each reply, errors in place with what to do next.
+per-message actions, stats under each reply, errors in place with what to do next, and a
+thinking model's reasoning folded into one line above its reply until it is clicked open.
 
 Redrawing on every streamed token would be wasteful, so changes are coalesced (about 25 frames
 a second) and each finished message's HTML is cached. The view follows new content while the
@@ -48,6 +49,7 @@ class Transcript(QTextBrowser):
         self._thumbnails: dict[str, QImage] = {}  # by "message id/index"
         self._messages: tuple[Message, ...] = ()
         self._expanded: set[str] = set()  # folded messages the user opened with "Show all"
+        self._thinking_open: set[str] = set()  # replies whose reasoning the user opened
         self._assistant = "Assistant"
         self._streaming = False
         self.follower = BottomFollower(self.verticalScrollBar(), self)
@@ -90,6 +92,7 @@ class Transcript(QTextBrowser):
                 last=i == count - 1,
                 streaming=self._streaming and i == count - 1,
                 expanded=m.id in self._expanded,
+                thinking_open=m.id in self._thinking_open,
             )
             for i, m in enumerate(self._messages)
         ]
@@ -165,6 +168,10 @@ class Transcript(QTextBrowser):
             self._render()
         elif kind == "fold":
             self._expanded.discard(arg)
+            self._render()
+        elif kind == "thinking":
+            self._thinking_open ^= {arg}
+            self.follower.hold()  # read it from here, not from its end
             self._render()
 
     def _copy(self, text: str, what: str) -> None:

@@ -1,6 +1,8 @@
-"""The transcript's HTML, one block per message: who, the text (folded when very long), an
-error in place, and the links under it (versions < 1/2 >, Copy, Edit, Regenerate, Continue,
-Delete, with the reply's numbers).
+"""The transcript's HTML, one block per message: who, a thinking model's reasoning (one line,
+"Thought for 3.2 s · 412 words ▸", that opens to show it; "Thinking…" while it goes on), the
+text (folded when very long), an error in place, and the links under it (versions < 1/2 >,
+Copy, Edit, Regenerate, Continue, Delete, with the reply's numbers). Whatever the model or the
+user wrote is escaped: the reasoning is shown as plain text, the reply as our Markdown.
 
 Links are ``action:<what>:<message id>[:<argument>]``; the transcript widget handles them.
 """
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 
 from app.gui.state.chat.folding import fold
 from app.gui.state.chat.records import Message
+from app.gui.state.chat.thinking import thinking_summary
 
 __all__ = ["EMPTY", "BlockStyle", "message_block"]
 
@@ -30,28 +33,57 @@ class BlockStyle:
 
 
 def message_block(
-    m: Message, style: BlockStyle, *, last: bool, streaming: bool, expanded: bool
+    m: Message,
+    style: BlockStyle,
+    *,
+    last: bool,
+    streaming: bool,
+    expanded: bool,
+    thinking_open: bool = False,
 ) -> str:
-    """``last``: the conversation's last message; ``streaming``: it is still being written."""
+    """``last``: the conversation's last message; ``streaming``: it is still being written;
+    ``thinking_open``: its reasoning is shown rather than summed up in one line."""
     who = "You" if m.role == "user" else html.escape(style.assistant)
     head = f"<p style='margin-bottom:2px;'><b>{who}</b></p>"
     folded = fold(m.content)
     shown = m.content if expanded or streaming or not folded.folded else folded.shown
     if m.role == "user":
         text = html.escape(shown).replace("\n", "<br>")
-        pictures = "".join(f"<img src='picture:{m.id}/{i}'> " for i in range(len(m.images)))
+        pictures = "".join(f"<img src='image:{m.id}/{i}'> " for i in range(len(m.images)))
         body = (
             f"<table width='100%' cellpadding='8' bgcolor='{style.bubble}'><tr><td>"
             f"{pictures + '<br>' if pictures else ''}{text}</td></tr></table>"
         )
     else:
-        body = style.markdown(m, shown) if shown else ("<p><i>…</i></p>" if streaming else "")
+        waiting = "<p><i>…</i></p>" if streaming and not m.thinking else ""
+        body = _thinking(m, streaming, thinking_open)
+        body += style.markdown(m, shown) if shown else waiting
     if folded.folded and not streaming:
         body += _fold_link(m.id, expanded, folded.hidden_lines)
     if m.failed:
         body += _error(m)
     footer = "" if streaming else _footer(m, last)
     return f"<div style='margin-bottom:14px;'>{head}{body}{footer}</div>"
+
+
+def _thinking(m: Message, streaming: bool, shown: bool) -> str:
+    """The reasoning's one line (a link that opens or closes it), and the reasoning when open."""
+    if not m.thinking:
+        return ""
+    live = streaming and not m.content  # the answer has not begun: still thinking
+    line = thinking_summary(m.thinking, m.thinking_seconds, live=live)
+    link = (
+        f"<a href='action:thinking:{m.id}' style='color:gray; text-decoration:none;'>"
+        f"{html.escape(line)} {'▾' if shown else '▸'}</a>"
+    )
+    head = f"<p style='margin-top:0; margin-bottom:4px;'>{link}</p>"
+    if not shown:
+        return head
+    text = html.escape(m.thinking.strip())
+    return (
+        f"{head}<table width='100%' cellpadding='6' style='margin-bottom:6px;'><tr>"
+        f"<td style='color:gray; white-space:pre-wrap;'>{text}</td></tr></table>"
+    )
 
 
 def _fold_link(message_id: str, expanded: bool, hidden: int) -> str:

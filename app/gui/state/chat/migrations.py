@@ -59,6 +59,15 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (message_id, number)
     );
     """,
+    # 5: a thinking model's reasoning beside each reply (and each version), how long it took,
+    # and a chat's Think setting
+    """
+    ALTER TABLE messages ADD COLUMN thinking TEXT NOT NULL DEFAULT '';
+    ALTER TABLE messages ADD COLUMN thinking_seconds REAL;
+    ALTER TABLE message_versions ADD COLUMN thinking TEXT NOT NULL DEFAULT '';
+    ALTER TABLE message_versions ADD COLUMN thinking_seconds REAL;
+    ALTER TABLE conversations ADD COLUMN think TEXT NOT NULL DEFAULT '';
+    """,
 )
 
 

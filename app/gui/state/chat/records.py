@@ -56,6 +56,7 @@ class Conversation:
     options: ChatOptions = field(default_factory=ChatOptions)
     created_at: float = 0.0
     updated_at: float = 0.0
+    think: str = ""  # a thinking model's Think setting (``thinking.THINK_CHOICES``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +73,10 @@ class Message:
     # message is the one shown, ``others`` the rest in order, ``version`` its place among all.
     others: tuple[Message, ...] = ()
     version: int = 0
+    # a thinking model's reasoning before this reply, apart from ``content``, and how long it
+    # took (None while it goes on, or when there was none)
+    thinking: str = ""
+    thinking_seconds: float | None = None
 
     @property
     def failed(self) -> bool:

@@ -3,7 +3,8 @@ continue a cut-off reply, edit and resend, delete.
 
 Qt-free and synchronous: the controller feeds it stream events and writes the ``Persist`` it
 returns to disk on the disk worker. Each reply has an id, and events for any other reply are
-ignored, so a stream that was stopped but still trickles in can never corrupt the next one.
+ignored, so a stream that was stopped but still trickles in can never corrupt the next one. A
+thinking model's reasoning is kept apart from the reply's text, with how long it took.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass, replace
 from app.gui.state.chat.errors import explain
 from app.gui.state.chat.records import DEFAULT_TITLE, Conversation, Message, new_id
 from app.gui.state.chat.stats import ReplyMeter, ReplyStats
+from app.gui.state.chat.thinking import ThinkingClock
 from app.gui.state.gateway import ChatTurn
 from app.gui.state.records import ChatDelta, ChatDone
 
@@ -56,7 +58,9 @@ class ChatSession:
         self._clock, self._wall = clock, wall
         self._reply_id: str | None = None
         self._parts: list[str] = []
+        self._thoughts: list[str] = []
         self._meter = ReplyMeter(clock)
+        self._thinking = ThinkingClock(clock)
         # what the reply in progress builds on: the reply it is a new version of, or the
         # cut-off reply it continues (``_continuing``); None for a plain answer
         self._previous: Message | None = None
@@ -95,8 +99,15 @@ class ChatSession:
         continuing, the cut-off reply last, for the model to carry on from."""
         system = self._conversation.system_prompt.strip()
         head = (ChatTurn("system", system),) if system else ()
-        body = tuple(ChatTurn(m.role, m.content, m.images) for m in self._messages if not m.failed)
-        tail = (ChatTurn("assistant", self._previous.content),) if self.continuing else ()
+        body = tuple(
+            ChatTurn(m.role, m.content, m.images, m.thinking)
+            for m in self._messages
+            if not m.failed
+        )
+        previous = self._previous
+        tail = ()
+        if self.continuing and previous is not None:
+            tail = (ChatTurn("assistant", previous.content, (), previous.thinking),)
         return head + body + tail
 
     def update(self, conversation: Conversation, touch: bool = True) -> Persist:
@@ -176,8 +187,13 @@ class ChatSession:
             return None
         if isinstance(event, ChatDone):
             return self._finish(event)
-        self._meter.piece(event.content)
-        self._parts.append(event.content)
+        if event.thinking:
+            self._thinking.thought()
+            self._thoughts.append(event.thinking)
+        if event.content:
+            self._thinking.answered()
+            self._parts.append(event.content)
+        self._meter.piece(event.content or event.thinking)
         return None
 
     def fail(self, reply_id: str, error: Exception) -> Persist | None:
@@ -207,17 +223,26 @@ class ChatSession:
             raise ChatBusy("a reply is still streaming; stop it first")
 
     def _begin(self, previous: Message | None = None, continuing: bool = False) -> None:
-        self._reply_id, self._parts = new_id(), []
+        self._reply_id, self._parts, self._thoughts = new_id(), [], []
         self._meter = ReplyMeter(self._clock)
+        earlier = previous.thinking_seconds if continuing and previous is not None else None
+        self._thinking = ThinkingClock(self._clock, earlier or 0.0)
         self._previous, self._continuing = previous, continuing
 
     def _reply(self, text: str, stats=None, error: str = "", hint: str = "") -> Message:
         """The reply in progress (or just finished) as a message."""
         previous = self._previous
+        thinking = "".join(self._thoughts)
+        seconds = self._thinking.seconds()
         if self._continuing and previous is not None:  # its numbers so far until new ones
-            stats = stats or previous.stats
             return replace(
-                previous, content=previous.content + text, stats=stats, error=error, hint=hint
+                previous,
+                content=previous.content + text,
+                stats=stats or previous.stats,
+                error=error,
+                hint=hint,
+                thinking=previous.thinking + thinking,
+                thinking_seconds=seconds,
             )
         reply = Message(
             self._reply_id or new_id(),
@@ -227,6 +252,8 @@ class ChatSession:
             error=error,
             hint=hint,
             created_at=self._wall(),
+            thinking=thinking,
+            thinking_seconds=seconds,
         )
         if previous is None:
             return reply
@@ -244,6 +271,7 @@ class ChatSession:
             stats = self._meter.finish(done).after(earlier)
         reply = self._reply("".join(self._parts), stats, error, hint)
         self._messages.append(reply)
-        self._reply_id, self._parts, self._previous, self._continuing = None, [], None, False
+        self._reply_id, self._parts, self._thoughts = None, [], []
+        self._previous, self._continuing = None, False
         self._conversation = replace(self._conversation, updated_at=self._wall())
         return Persist(self._conversation, None, ((len(self._messages) - 1, reply),))

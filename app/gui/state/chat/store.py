@@ -15,6 +15,7 @@ import json
 import os
 import sqlite3
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 from app.gui.state.chat.migrations import migrate
@@ -22,13 +23,16 @@ from app.gui.state.chat.records import ChatOptions, Conversation, Message, Reply
 
 __all__ = ["ConversationStore"]
 
-_CONVERSATION_COLUMNS = "id, title, model, system_prompt, options, created_at, updated_at"
-_MESSAGE_COLUMNS = "id, role, content, images, stats, error, hint, created_at, version"
-_VERSION_COLUMNS = "id, content, stats, error, hint, created_at"
+_CONVERSATION_COLUMNS = "id, title, model, system_prompt, options, created_at, updated_at, think"
+_MESSAGE_COLUMNS = (
+    "id, role, content, images, stats, error, hint, created_at, version, thinking, thinking_seconds"
+)
+_VERSION_COLUMNS = "id, content, stats, error, hint, created_at, thinking, thinking_seconds"
+_IN_VERSIONS = ", ".join(f"v.{column}" for column in _VERSION_COLUMNS.split(", "))
 
 
 def _conversation(row: tuple) -> Conversation:
-    id_, title, model, system_prompt, options, created, updated = row
+    id_, title, model, system_prompt, options, created, updated, think = row
     return Conversation(
         id_,
         title,
@@ -37,6 +41,7 @@ def _conversation(row: tuple) -> Conversation:
         ChatOptions.from_json(json.loads(options)),
         created,
         updated,
+        think,
     )
 
 
@@ -45,7 +50,7 @@ def _stats(text: str | None) -> ReplyStats | None:
 
 
 def _message(row: tuple, others: tuple[Message, ...]) -> Message:
-    id_, role, content, images, stats, error, hint, created, version = row
+    id_, role, content, images, stats, error, hint, created, version, thinking, seconds = row
     return Message(
         id_,
         role,
@@ -57,12 +62,21 @@ def _message(row: tuple, others: tuple[Message, ...]) -> Message:
         created,
         others,
         min(version, len(others)),
+        thinking,
+        seconds,
     )
 
 
 def _version(row: tuple) -> Message:
-    id_, content, stats, error, hint, created = row
-    return Message(id_, "assistant", content, (), _stats(stats), error, hint, created)
+    id_, content, stats, error, hint, created, thinking, seconds = row
+    reply = Message(id_, "assistant", content, (), _stats(stats), error, hint, created)
+    return replace(reply, thinking=thinking, thinking_seconds=seconds)
+
+
+def _version_row(v: Message) -> tuple:
+    """A reply's other version as ``_VERSION_COLUMNS`` hold it."""
+    stats = _stats_json(v.stats)
+    return (v.id, v.content, stats, v.error, v.hint, v.created_at, v.thinking, v.thinking_seconds)
 
 
 def _stats_json(stats: ReplyStats | None) -> str | None:
@@ -105,10 +119,10 @@ class ConversationStore:
     def save_conversation(self, c: Conversation) -> None:
         with self._lock, self._conn:
             self._conn.execute(
-                f"INSERT INTO conversations ({_CONVERSATION_COLUMNS}) VALUES (?,?,?,?,?,?,?) "
+                f"INSERT INTO conversations ({_CONVERSATION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?) "
                 "ON CONFLICT(id) DO UPDATE SET title=excluded.title, model=excluded.model, "
                 "system_prompt=excluded.system_prompt, options=excluded.options, "
-                "updated_at=excluded.updated_at",
+                "updated_at=excluded.updated_at, think=excluded.think",
                 (
                     c.id,
                     c.title,
@@ -117,6 +131,7 @@ class ConversationStore:
                     json.dumps(c.options.to_json()),
                     c.created_at,
                     c.updated_at,
+                    c.think,
                 ),
             )
 
@@ -132,8 +147,8 @@ class ConversationStore:
                 (conversation_id,),
             ).fetchall()
             version_rows = self._conn.execute(
-                "SELECT v.message_id, v.id, v.content, v.stats, v.error, v.hint, v.created_at "
-                "FROM message_versions v JOIN messages m ON m.id = v.message_id "
+                f"SELECT v.message_id, {_IN_VERSIONS} FROM message_versions v "
+                "JOIN messages m ON m.id = v.message_id "
                 "WHERE m.conversation_id = ? ORDER BY v.message_id, v.number",
                 (conversation_id,),
             ).fetchall()
@@ -151,10 +166,11 @@ class ConversationStore:
             )
             self._conn.execute(
                 f"INSERT INTO messages (conversation_id, position, {_MESSAGE_COLUMNS}) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET "
                 "position=excluded.position, content=excluded.content, images=excluded.images,"
                 " stats=excluded.stats, error=excluded.error, hint=excluded.hint,"
-                " version=excluded.version",
+                " version=excluded.version, thinking=excluded.thinking,"
+                " thinking_seconds=excluded.thinking_seconds",
                 (
                     conversation_id,
                     position,
@@ -167,16 +183,15 @@ class ConversationStore:
                     m.hint,
                     m.created_at,
                     m.version,
+                    m.thinking,
+                    m.thinking_seconds,
                 ),
             )
             self._conn.execute("DELETE FROM message_versions WHERE message_id = ?", (m.id,))
             self._conn.executemany(
                 f"INSERT INTO message_versions (message_id, number, {_VERSION_COLUMNS}) "
-                "VALUES (?,?,?,?,?,?,?,?)",
-                [
-                    (m.id, n, v.id, v.content, _stats_json(v.stats), v.error, v.hint, v.created_at)
-                    for n, v in enumerate(m.others)
-                ],
+                "VALUES (?,?,?,?,?,?,?,?,?,?)",
+                [(m.id, n, *_version_row(v)) for n, v in enumerate(m.others)],
             )
 
     def remove_message(self, conversation_id: str, position: int) -> None:
