@@ -270,18 +270,18 @@ def test_output_config_format_is_a_json_schema_the_answer_matches(client):
     jsonschema.validate(json.loads(reply.content[0].text), schema)
 
 
-def test_a_picture_block_on_a_vision_model(client):
-    def ask(*pictures: bytes):
+def test_a_image_block_on_a_vision_model(client):
+    def ask(*images: bytes):
         images = [
             {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": d}}
-            for d in (base64.b64encode(p).decode() for p in pictures)
+            for d in (base64.b64encode(p).decode() for p in images)
         ]
         content = [*images, {"type": "text", "text": "What is this?"}]
         return [{"role": "user", "content": content}]
 
     red = client.messages.create(model="seer", max_tokens=6, messages=ask(RED), **GREEDY)
     blue = client.messages.create(model="seer", max_tokens=6, messages=ask(BLUE), **GREEDY)
-    assert red.content[0].text != blue.content[0].text  # the model sees each picture
+    assert red.content[0].text != blue.content[0].text  # the model sees each image
     counted = client.messages.count_tokens(model="seer", messages=ask(RED)).input_tokens
     assert counted == red.usage.input_tokens + red.usage.cache_read_input_tokens
     both = client.messages.count_tokens(model="seer", messages=ask(RED, BLUE)).input_tokens
@@ -291,7 +291,7 @@ def test_a_picture_block_on_a_vision_model(client):
         client.messages.create(
             model="seer", max_tokens=4, messages=[{"role": "user", "content": [by_url]}]
         )
-    assert "never downloads pictures" in caught.value.api_message
+    assert "never downloads images" in caught.value.api_message
     assert caught.value.type == "invalid_request_error"
 
 

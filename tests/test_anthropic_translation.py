@@ -63,16 +63,16 @@ def test_sampling_fields_become_options_over_the_options_extra():
 
 def test_a_conversation_becomes_the_messages_templates_read():
     call = {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}}
-    picture = {
+    image = {
         "type": "image",
         "source": {"type": "base64", "media_type": "image/png", "data": PNG},
     }
-    result_blocks = [{"type": "text", "text": "rain"}, picture]
+    result_blocks = [{"type": "text", "text": "rain"}, image]
     job = messages_job(
         request(
             system=[{"type": "text", "text": "Be brief."}, {"type": "text", "text": "Be kind."}],
             messages=[
-                {"role": "user", "content": [picture, {"type": "text", "text": "Weather?"}]},
+                {"role": "user", "content": [image, {"type": "text", "text": "Weather?"}]},
                 {
                     "role": "assistant",
                     "content": [
@@ -167,7 +167,7 @@ def test_tools_tool_choice_and_thinking():
                     }
                 ]
             },
-            ["messages[0].content[0]", "'url'", "never downloads pictures"],
+            ["messages[0].content[0]", "'url'", "never downloads images"],
         ),
         (
             {"messages": [{"role": "user", "content": [{"type": "document", "source": {}}]}]},

@@ -63,7 +63,7 @@ odd_names = st.sampled_from(
     ["TINY", "nope", "", "../../etc/passwd", "a/b/c/d/e", "hf.co/x/y:q4", "tiny:", ":tag",
      "x" * 700, "con", "tiny\u0000", "ünï"]
 ) | st.text(max_size=20)  # fmt: skip
-names = mostly(st.sampled_from(["tiny", "tiny:latest", "seer"]), odd_names)  # seer sees pictures
+names = mostly(st.sampled_from(["tiny", "tiny:latest", "seer"]), odd_names)  # seer sees images
 number = st.floats(-10, 10, allow_nan=False) | st.integers(-5, 100)
 # Sampling integers at and past every edge a runner could trip on: int32, int64, the 250M-token
 # penalty window that once cost a runner 1 GB, and far beyond.
@@ -110,7 +110,7 @@ formats = mostly(
 keep_alive = mostly(
     st.sampled_from([None, "5m", -1, 300, "1h30m"]), st.sampled_from(["0", 0, "soon", ""]) | scalars
 )
-# Ollama's base64 pictures: junk, and a real one (seer takes it; tiny has no projector)
+# Ollama's base64 images: junk, and a real one (seer takes it; tiny has no projector)
 PNG_B64 = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
 )

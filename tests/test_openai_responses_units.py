@@ -99,14 +99,14 @@ def test_request_fields_become_the_job():
     assert responses_turn(request(input="Hi"), None).job.think is None
 
 
-def test_a_follow_up_continues_the_stored_conversation_and_its_pictures():
+def test_a_follow_up_continues_the_stored_conversation_and_its_images():
     earlier = [{"role": "user", "content": [image_part(0), {"type": "text", "text": "What?"}]}]
     response = ResponseObject(id="resp_1", created_at=0, status="completed", model="m")
     previous = StoredResponse.of(
         response, [*earlier, {"role": "assistant", "content": "A dot."}], [b"one"]
     )
-    picture = {"type": "input_image", "image_url": f"data:image/png;base64,{DOT}"}
-    turn = responses_turn(request(input=[{"role": "user", "content": [picture]}]), previous)
+    image = {"type": "input_image", "image_url": f"data:image/png;base64,{DOT}"}
+    turn = responses_turn(request(input=[{"role": "user", "content": [image]}]), previous)
     assert turn.job.images == [b"one", base64.b64decode(DOT)]
     assert turn.job.messages[-1] == {"role": "user", "content": [image_part(1)]}
     assert turn.job.messages[:2] == [*earlier, {"role": "assistant", "content": "A dot."}]
@@ -120,7 +120,7 @@ def test_a_follow_up_continues_the_stored_conversation_and_its_pictures():
         ({"type": "input_audio"}, "'input_audio' is not supported"),
     ],
 )
-def test_pictures_come_as_data_urls_only(part, words):
+def test_images_come_as_data_urls_only(part, words):
     with pytest.raises(BadRequestError, match=words):
         responses_turn(request(input=[{"role": "user", "content": [part]}]), None)
 

@@ -108,17 +108,17 @@ def test_invalid_requests_name_the_parameter(fields, param):
     assert caught.value.param == param
 
 
-def picture_message(*parts: dict) -> list[dict]:
+def image_message(*parts: dict) -> list[dict]:
     return [{"role": "user", "content": [*parts, {"type": "text", "text": "which?"}]}]
 
 
-def test_image_url_parts_become_numbered_pictures():
+def test_image_url_parts_become_numbered_images():
     first = {
         "type": "image_url",
         "image_url": {"url": "data:image/png;base64,AAEC", "detail": "low"},
     }
     second = {"type": "image_url", "image_url": "DATA:image/jpeg;BASE64,/w=="}  # a bare URL
-    job = chat_job(chat(messages=[*picture_message(first), *picture_message(second)]))
+    job = chat_job(chat(messages=[*image_message(first), *image_message(second)]))
     assert list(job.images) == [b"\x00\x01\x02", b"\xff"]
     assert job.messages[0]["content"][0] == {"type": "image", "index": 0}
     assert job.messages[1]["content"][0] == {"type": "image", "index": 1}
@@ -129,7 +129,7 @@ def test_image_url_parts_become_numbered_pictures():
 @pytest.mark.parametrize(
     ("image_url", "words"),
     [
-        ({"url": "https://example.com/cat.png"}, "localllm does not download pictures"),
+        ({"url": "https://example.com/cat.png"}, "localllm does not download images"),
         ("file:///etc/passwd", "must be a data: URL with base64 content"),
         ({"url": "data:image/png,AAEC"}, "must be a data: URL with base64 content"),
         ({"url": "data:image/png;base64,AA EC"}, "image 1 is not valid base64"),
@@ -139,14 +139,14 @@ def test_image_url_parts_become_numbered_pictures():
 def test_image_urls_the_daemon_will_not_use(image_url, words):
     part = {"type": "image_url", "image_url": image_url}
     with pytest.raises(BadRequestError, match=words) as caught:
-        chat_job(chat(messages=picture_message(part)))
+        chat_job(chat(messages=image_message(part)))
     assert caught.value.param == "messages"
 
 
 def test_other_content_parts_are_refused():
     audio = {"type": "input_audio", "input_audio": {"data": "", "format": "wav"}}
     with pytest.raises(BadRequestError, match="'input_audio' is not supported"):
-        chat_job(chat(messages=picture_message(audio)))
+        chat_job(chat(messages=image_message(audio)))
 
 
 def test_legacy_completion_prompts():

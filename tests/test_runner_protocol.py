@@ -74,8 +74,8 @@ def test_requests_survive_the_wire():
     assert spec_from_wire(decode(spec_to_wire(spec))) == spec
     adapted = replace(spec, adapters=(LoraAdapter("/l.gguf"), LoraAdapter("/s.gguf", -0.5)))
     assert spec_from_wire(decode(spec_to_wire(adapted))) == adapted
-    pictures = GenerateCall("a <m> b <m>", images=(b"\x89PNG\x00", b"\xff\xd8"), image_marker="<m>")
-    assert generate_from_wire(decode(generate_to_wire(pictures))) == pictures
+    images = GenerateCall("a <m> b <m>", images=(b"\x89PNG\x00", b"\xff\xd8"), image_marker="<m>")
+    assert generate_from_wire(decode(generate_to_wire(images))) == images
 
 
 def decode(message: dict) -> dict:

@@ -92,7 +92,7 @@ def test_images_and_text_streams_batch_together(harness, runner):
 @pytest.mark.parametrize(
     ("images", "prompt", "message"),
     [
-        ((b"not a image",), PROMPT, "image 1 could not be decoded"),
+        ((b"not an image",), PROMPT, "image 1 could not be decoded"),
         ((RED, BLUE), PROMPT, "1 places for images but 2 came"),
         ((RED,), f"Describe {MARKER}", "must go on after its last image"),
     ],

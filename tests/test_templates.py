@@ -90,7 +90,7 @@ def test_image_parts_become_the_marker_in_string_content():
     messages = [{"role": "user", "content": [image_part(0), image_part(1), text]}]
     preset = [{"role": "user", "content": [image_part(0), {"type": "text", "text": "old"}]}]
     merged = assemble_messages(messages, preset=preset, image_marker="<IMG>")
-    assert merged[0]["content"] == "old"  # a model's own MESSAGE layers carry no pictures
+    assert merged[0]["content"] == "old"  # a model's own MESSAGE layers carry no images
     assert merged[1]["content"] == "<IMG><IMG>which?"
     go = ChatTemplate("{{ .Prompt }}!", "Modelfile")
     assert go.render(merged[1:]) == "<IMG><IMG>which?!"

@@ -53,7 +53,7 @@ _SIGNATURES = (  # what each kind of image file starts with
 
 
 class ImageError(Exception):
-    """A image the prompt names that exists but cannot be sent (unreadable, too large, not a
+    """An image the prompt names that exists but cannot be sent (unreadable, too large, not a
     image)."""
 
 
@@ -133,7 +133,7 @@ def read_image(name: str) -> str | None:
 
 
 def _image_path(word: str, quoted: bool) -> tuple[str, int] | None:
-    """The path a word names if it ends like a image file, and how many of the word's
+    """The path a word names if it ends like an image file, and how many of the word's
     characters it covers (punctuation after it stays text)."""
     if quoted:
         name, length = word[1:-1], len(word)

@@ -3,7 +3,7 @@
 Clients resend a conversation's images with every new message; reading, turning and
 re-encoding a large photo costs up to a second of CPU. The daemon keeps the PNGs it made,
 keyed by the sha256 of the bytes the client sent, within a byte budget: the least recently
-used go first. Hashing a image costs a few milliseconds.
+used go first. Hashing an image costs a few milliseconds.
 """
 
 from __future__ import annotations

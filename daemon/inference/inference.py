@@ -88,7 +88,7 @@ class Inference:
         return generation
 
     async def count_tokens(self, job: GenerationJob) -> int:
-        """The prompt tokens ``job`` takes, pictures included: its prompt is rendered and put
+        """The prompt tokens ``job`` takes, images included: its prompt is rendered and put
         to its model's runner as a generation of no tokens, so the count is the very one a
         generation reports (``Finished.usage.prompt_tokens``)."""
         model = self._generator(job)

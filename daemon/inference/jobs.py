@@ -17,7 +17,7 @@ __all__ = ["EmbedJob", "Embeddings", "GenerationJob"]
 class GenerationJob:
     """What to generate. Exactly one of ``messages`` (chat) or ``prompt`` is set.
 
-    ``images`` are the pictures as the client sent them (PNG, JPEG... bytes), in the order the
+    ``images`` are the images as the client sent them (PNG, JPEG... bytes), in the order the
     messages' image parts (``templates.image_part``) name them; with a ``prompt`` they come
     before its text."""
 

@@ -1,5 +1,5 @@
 """A job's prompt as its model's runner gets it: the chat template rendered (thinking
-variables, tools, a continued reply), pictures placed and prepared.
+variables, tools, a continued reply), images placed and prepared.
 
 Generating and counting a prompt's tokens both go through ``Prompts.call``, so the prompt a
 count measures is the one a generation sends.
@@ -34,17 +34,17 @@ from daemon.runners.types import GenerateCall, SamplingParams
 
 __all__ = ["Prompts"]
 
-_PICTURES_AT_ONCE = 2
+_IMAGES_AT_ONCE = 2
 
 
 class Prompts:
-    """Renders prompts (templates compiled once) and prepares their pictures."""
+    """Renders prompts (templates compiled once) and prepares their images."""
 
     def __init__(self) -> None:
         self._templates = TemplateCache()
-        # Preparing a big picture takes a few hundred MB for a moment: a few at a time.
-        self._picture_work = asyncio.Semaphore(_PICTURES_AT_ONCE)
-        self._pictures = ImageCache()  # a chat resends its pictures every turn
+        # Preparing a big image takes a few hundred MB for a moment: a few at a time.
+        self._image_work = asyncio.Semaphore(_IMAGES_AT_ONCE)
+        self._prepared = ImageCache()  # a chat resends its images every turn
 
     async def call(
         self, model: ResolvedModel, job: GenerationJob, params: SamplingParams
@@ -110,16 +110,16 @@ class Prompts:
         prompt = template.render(conversation, tools=tools, variables=variables)
         return prompt + reply_so_far
 
-    # -- pictures ---------------------------------------------------------------------------
+    # -- images ---------------------------------------------------------------------------
     async def _prepared_images(
         self, images: Sequence[bytes], prompt: str, marker: str
     ) -> tuple[bytes, ...]:
-        """The pictures as the runner gets them, once the prompt is known to place each one."""
+        """The images as the runner gets them, once the prompt is known to place each one."""
         if not images:
             return ()
         _check_places(prompt, marker, len(images))
-        async with self._picture_work:
-            return await asyncio.to_thread(prepare_images, images, self._pictures)
+        async with self._image_work:
+            return await asyncio.to_thread(prepare_images, images, self._prepared)
 
 
 def _template_source(model: ResolvedModel, job: GenerationJob) -> str | None:
@@ -127,12 +127,12 @@ def _template_source(model: ResolvedModel, job: GenerationJob) -> str | None:
 
 
 def _image_marker() -> str:
-    """Where a picture goes in the prompt: new for each request, so no text can fake one."""
+    """Where an image goes in the prompt: new for each request, so no text can fake one."""
     return f"<__image_{secrets.token_hex(8)}__>"
 
 
 def _user_message(prompt: str, images: Sequence[bytes]) -> dict[str, object]:
-    """A bare prompt as the user's message; its pictures first, as Ollama puts them."""
+    """A bare prompt as the user's message; its images first, as Ollama puts them."""
     if not images:
         return {"role": "user", "content": prompt}
     parts = [image_part(i) for i in range(len(images))]
@@ -144,11 +144,11 @@ def _check_places(prompt: str, marker: str, count: int) -> None:
     if found != count:
         what = "dropped" if found < count else "repeated"
         raise BadRequestError(
-            f"the chat template {what} a picture: {count} sent, {found} in the prompt; "
+            f"the chat template {what} an image: {count} sent, {found} in the prompt; "
             "the template must keep each message's content as it is",
             param="images",
         )
     if prompt.endswith(marker):  # a raw prompt: the model needs text to answer from
         raise BadRequestError(
-            "the prompt must go on after its last picture; put text after it", param="prompt"
+            "the prompt must go on after its last image; put text after it", param="prompt"
         )

@@ -191,7 +191,7 @@ class TemplateCache:
 
 
 def image_part(index: int) -> dict[str, object]:
-    """The content part that stands for picture ``index`` (0-based) of a request."""
+    """The content part that stands for image ``index`` (0-based) of a request."""
     return {"type": "image", "index": index}
 
 
@@ -205,9 +205,9 @@ def assemble_messages(
     """The conversation the template sees: the model's SYSTEM (unless the request has a system
     message), then its MESSAGE layers, then the request's messages. Image parts become
     ``image_marker`` inside the content text, so templates only ever see string content (as
-    with llama-server) and the runner finds each picture's place in the prompt."""
+    with llama-server) and the runner finds each image's place in the prompt."""
     conversation = [_normalize(m, image_marker) for m in messages]
-    head = [_normalize(m, "") for m in preset]  # the model's own MESSAGEs carry no pictures
+    head = [_normalize(m, "") for m in preset]  # the model's own MESSAGEs carry no images
     if system and not any(m.get("role") == "system" for m in conversation):
         head.insert(0, {"role": "system", "content": system})
     return head + conversation

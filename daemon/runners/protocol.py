@@ -8,7 +8,7 @@ Daemon -> runner (``op``)::
 
     {"op": "spec", "spec": {...}}                         first frame: what to load
     {"op": "generate", "id": n, "req": {...}}             stream of "token", then "done"
-                                (pictures in "req" as base64, with the prompt's marker for them)
+                                (images in "req" as base64, with the prompt's marker for them)
     {"op": "cancel", "id": n}                             stop a generation, free its slot
     {"op": "embed", "id": n, "inputs": [...], "normalize": b, "truncate": b}
                                                           one "embedding" per input, then "result"

@@ -93,9 +93,9 @@ class GenerateCall:
     prompt: str  # already templated; special tokens in it are parsed
     params: SamplingParams = field(default_factory=SamplingParams)
     add_bos: bool = True
-    # Pictures for models with a projector, in the order of ``image_marker`` in the prompt:
-    # each occurrence of the marker is where one picture's embeddings go.
-    images: tuple[bytes, ...] = ()  # encoded pictures (PNG, JPEG...), decoded by the runner
+    # Images for models with a projector, in the order of ``image_marker`` in the prompt:
+    # each occurrence of the marker is where one image's embeddings go.
+    images: tuple[bytes, ...] = ()  # encoded images (PNG, JPEG...), decoded by the runner
     image_marker: str = ""  # chosen per request, so no text a user sends can act as one
     # Special tokens, by their text, that stay in the output text (the runner otherwise
     # renders none of the control tokens): a thinking format's markers, such as harmony's

@@ -4,7 +4,7 @@
 1.5 million small values (a ``logit_bias`` naming every token id) kept the daemon from answering
 anything else for 5 to 14 seconds. Counting the separators outside strings is a few numpy
 passes that release the GIL, run off the event loop, so such a body is a quick 400 while the
-daemon goes on answering. Big bodies of few values (a long prompt, pictures) are not slowed.
+daemon goes on answering. Big bodies of few values (a long prompt, images) are not slowed.
 """
 
 from __future__ import annotations

@@ -86,7 +86,7 @@ def test_suffixes_are_case_insensitive(here):
 
 
 def test_other_files_stay_text(here):
-    (here / "notes.txt").write_text("not a image")
+    (here / "notes.txt").write_text("not an image")
     (here / "folder.png").mkdir()
     text = "summarize ./notes.txt and ./folder.png"
     assert take_images(text).text == text

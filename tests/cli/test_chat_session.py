@@ -204,7 +204,7 @@ def test_a_model_that_does_not_see_gets_the_path_as_text(chat, tmp_path, monkeyp
 def test_a_image_that_cannot_be_sent_skips_the_turn(chat, tmp_path, monkeypatch):
     fake, _, err, make = chat
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "notes.png").write_text("not a image")
+    (tmp_path / "notes.png").write_text("not an image")
     session, script = make("read notes.png", "hello", "/bye", sees_images=True)
     assert session.run() == 0
     assert err.getvalue().startswith("Error: cannot read image 'notes.png': it is not a PNG")

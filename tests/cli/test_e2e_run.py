@@ -119,7 +119,7 @@ def test_a_file_that_is_not_a_image_is_not_sent(env, tmp_path):
 
 @pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
 def test_images_in_the_interactive_chat(env, tmp_path):
-    """Two turns with a image in the first, then the same two turns without it: each turn
+    """Two turns with an image in the first, then the same two turns without it: each turn
     with the image counts its tokens more, the second too (the image is sent again)."""
     write_image(tmp_path / "my image.png")
     child = pexpect.spawn(

@@ -281,15 +281,15 @@ def test_attach_is_offered_only_for_models_that_see(qtbot, window, tmp_path):
     with qtbot.waitSignal(library.details_ready):
         library.details(MODEL, window.chat_page._show_model)
     assert composer.attach.isVisibleTo(window)
-    picture = tmp_path / "cat.png"
+    path = tmp_path / "cat.png"
     image = QImage(40, 30, QImage.Format.Format_RGB32)
     image.fill(QColor("orange"))
-    assert image.save(str(picture))
+    assert image.save(str(path))
     chat = window.services.chat
     with qtbot.waitSignal(chat.reply_finished, timeout=30_000):
-        assert chat.send("what is this?", (picture,))  # read and encoded on the disk worker
+        assert chat.send("what is this?", (path,))  # read and encoded on the disk worker
     question, answer = chat.session.messages
-    assert base64.b64decode(question.images[0]) == picture.read_bytes()
+    assert base64.b64decode(question.images[0]) == path.read_bytes()
     assert answer.content and not answer.failed  # the model saw it (16 more prompt tokens)
     assert answer.stats.prompt_tokens > 16
     transcript = window.chat_page.transcript
@@ -304,7 +304,7 @@ def test_attach_is_offered_only_for_models_that_see(qtbot, window, tmp_path):
     with qtbot.waitSignal(chat.reply_finished, timeout=30_000):
         assert chat.send("and this?", (broken,))
     failed = chat.session.messages[-1]
-    assert failed.failed and "picture" in failed.error  # said in place, the chat goes on
+    assert failed.failed and "image" in failed.error  # said in place, the chat goes on
 
 
 def test_models_page_details_copy_and_delete(qtbot, window, daemon, monkeypatch):

@@ -224,7 +224,7 @@ class ChatPage(QStackedWidget):
         self._check_vision(name)
 
     def _check_vision(self, name: str) -> None:
-        """Attach stays hidden until the daemon confirms that this model sees: a image must
+        """Attach stays hidden until the daemon confirms that this model sees: an image must
         never be offered to a model that cannot take it, not even while its details load."""
         if self._vision_for != name:
             self._show_model(None)

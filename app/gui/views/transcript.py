@@ -25,7 +25,7 @@ from app.gui.views.transcript_html import EMPTY, BlockStyle, message_block
 __all__ = ["Transcript"]
 
 _FRAME_MS = 40
-_THUMBNAIL = 160  # pixels, the longest side of a image shown in a message
+_THUMBNAIL = 160  # pixels, the longest side of an image shown in a message
 _BUBBLES = {False: "#eef0ff", True: "#2a2d45"}  # the user's messages
 
 
@@ -115,7 +115,7 @@ class Transcript(QTextBrowser):
         if message is not None and index.isdigit() and int(index) < len(message.images):
             with contextlib.suppress(ValueError):  # not base64
                 image.loadFromData(base64.b64decode(message.images[int(index)]))
-        if image.isNull():  # not a image Qt can read: a grey square says so
+        if image.isNull():  # not an image Qt can read: a grey square says so
             image = QImage(_THUMBNAIL // 2, _THUMBNAIL // 2, QImage.Format.Format_RGB32)
             image.fill(Qt.GlobalColor.lightGray)
             return image

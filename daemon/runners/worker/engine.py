@@ -211,8 +211,8 @@ class Engine:
             self.active.append(job)
 
     def _reusable(self, job: _Job, common: int) -> int:
-        """How much of a cached prefix may be kept: never part of a image, and with M-RoPE
-        (where positions stop matching indices after a image) nothing from the first on."""
+        """How much of a cached prefix may be kept: never part of an image, and with M-RoPE
+        (where positions stop matching indices after an image) nothing from the first on."""
         for start, image in job.images.items():
             if start < common < start + image.n_tokens or (self.vision.mrope and start < common):
                 common = start

@@ -101,7 +101,7 @@ class Vision:
             self._ctx, lctx, image.chunk, pos, seq_id, n_batch, False, ctypes.byref(after)
         )
         if status != 0:
-            raise RunnerError(f"llama.cpp could not encode a image (status {status})")
+            raise RunnerError(f"llama.cpp could not encode an image (status {status})")
         return after.value
 
     def close(self) -> None:

@@ -4,7 +4,7 @@ A conversation becomes the messages the chat templates read (OpenAI's shape): ``
 system message; ``tool_use`` blocks an assistant's ``tool_calls``; ``tool_result`` blocks
 ``tool`` messages (named after their call); ``thinking`` blocks the assistant's
 ``reasoning_content`` (templates that show earlier reasoning read it); ``image`` blocks image
-parts, their base64 pictures the job's ``images``. A picture given by URL is refused, never
+parts, their base64 images the job's ``images``. An image given by URL is refused, never
 fetched (the daemon downloading whatever a request names would be a server-side request
 forgery hole).
 """
@@ -113,7 +113,7 @@ def _assistant(blocks: list[dict], where: str, tool_names: dict[str, str]) -> di
 def _user(
     blocks: list[dict], where: str, images: list[bytes], tool_names: Mapping[str, str]
 ) -> list[dict[str, object]]:
-    """Tool results (each a ``tool`` message), then the user's own text and pictures."""
+    """Tool results (each a ``tool`` message), then the user's own text and images."""
     results: list[dict[str, object]] = []
     parts: list[dict[str, object]] = []
     for i, block in enumerate(blocks):
@@ -130,7 +130,7 @@ def _user(
 def _part(block: Mapping, at: str, images: list[bytes]) -> dict[str, object]:
     if block.get("type") == "text":
         return {"type": "text", "text": _text(block, at)}
-    images.append(_picture(block.get("source"), len(images) + 1, at))
+    images.append(_image(block.get("source"), len(images) + 1, at))
     return image_part(len(images) - 1)
 
 
@@ -156,17 +156,15 @@ def _result_part(part: object, at: str, images: list[bytes]) -> dict[str, object
     return _part(part, at, images)
 
 
-def _picture(source: object, number: int, at: str) -> bytes:
+def _image(source: object, number: int, at: str) -> bytes:
     kind = source.get("type") if isinstance(source, Mapping) else None
     if kind == "base64" and isinstance(source.get("data"), str):
         return decode_base64(source["data"], number, f" ({at})", param="messages")
     refused = (
-        f"source type {kind!r} is not supported (localllm never downloads pictures); "
-        if kind
-        else ""
+        f"source type {kind!r} is not supported (localllm never downloads images); " if kind else ""
     )
     raise BadRequestError(
-        f'{at}: {refused}send the picture as source {{"type": "base64", "data": ...}}',
+        f'{at}: {refused}send the image as source {{"type": "base64", "data": ...}}',
         param="messages",
     )
 

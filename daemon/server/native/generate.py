@@ -1,5 +1,5 @@
 """``POST /api/generate`` and ``POST /api/chat``: Ollama's native generation routes (text,
-and pictures as base64 ``images`` for models with a vision projector).
+and images as base64 ``images`` for models with a vision projector).
 
 Both translate onto the one inference path and stream NDJSON chunks (one object with
 ``stream: false``); a thinking model's reasoning comes in ``thinking``, apart from the

@@ -79,9 +79,9 @@ def chat_job(req: ChatRequest) -> GenerationJob:
     messages: list[dict[str, object]] = []
     images: list[bytes] = []
     for number, message in enumerate(req.messages, 1):
-        pictures = _decoded(message.images, len(images), f" (in message {number})")
-        messages.append(_message(message, range(len(images), len(images) + len(pictures))))
-        images += pictures
+        decoded = _decoded(message.images, len(images), f" (in message {number})")
+        messages.append(_message(message, range(len(images), len(images) + len(decoded))))
+        images += decoded
     return GenerationJob(
         model=req.model,
         messages=messages,
@@ -120,10 +120,10 @@ def _schema(fmt: Format) -> Mapping[str, object] | None:
     return fmt
 
 
-def _message(message: OllamaMessage, pictures: range) -> dict[str, object]:
-    """Ollama's message as the templates read it (tool calls as objects, ``pictures`` as image
+def _message(message: OllamaMessage, places: range) -> dict[str, object]:
+    """Ollama's message as the templates read it (tool calls as objects, ``places`` as image
     parts before the text, where Ollama puts a message's images)."""
-    out: dict[str, object] = {"role": message.role, "content": _content(message.content, pictures)}
+    out: dict[str, object] = {"role": message.role, "content": _content(message.content, places)}
     if message.tool_calls:
         out["tool_calls"] = [
             {"type": "function", "function": _arguments_object(call.function)}
@@ -148,14 +148,14 @@ def _arguments_object(function: OllamaFunctionCall) -> dict[str, object]:
     return {"name": function.name, "arguments": arguments}
 
 
-def _content(text: str, pictures: range) -> str | list[dict[str, object]]:
-    if not pictures:
+def _content(text: str, places: range) -> str | list[dict[str, object]]:
+    if not places:
         return text
-    return [*(image_part(i) for i in pictures), {"type": "text", "text": text}]
+    return [*(image_part(i) for i in places), {"type": "text", "text": text}]
 
 
 def _decoded(images: Sequence[str] | None, first: int = 0, where: str = "") -> list[bytes]:
-    """Ollama's base64 pictures as bytes, numbered across the request from ``first + 1``."""
+    """Ollama's base64 images as bytes, numbered across the request from ``first + 1``."""
     return [
         decode_base64(text, number, where) for number, text in enumerate(images or (), first + 1)
     ]

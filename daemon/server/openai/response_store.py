@@ -5,7 +5,7 @@ oldest go first), and gone when the daemon stops. A conversation is private text
 not expect on disk, and a local agent chains responses within one session, so nothing is
 written anywhere. Each record holds its whole conversation (inputs and reply, not the
 instructions), so a chain keeps working when an older link is evicted or deleted; the size
-counts each record's conversation in full, pictures included, even where records share them.
+counts each record's conversation in full, images included, even where records share them.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ MAX_BYTES = 256 << 20
 class StoredResponse:
     response: ResponseObject
     messages: tuple[Mapping[str, object], ...]  # the conversation, as the templates read it
-    images: tuple[bytes, ...]  # the pictures its messages' image parts name, in order
+    images: tuple[bytes, ...]  # the images its messages' image parts name, in order
     size: int
 
     @classmethod

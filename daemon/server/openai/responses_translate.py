@@ -6,7 +6,7 @@ templates read (as chat completions' messages become, see ``translate``).
 ``function_call_output`` items ``tool`` messages, and a ``reasoning`` item the ``thinking``
 of the assistant message after it. ``instructions`` are the system message, for this request
 only: a follow-up (``previous_response_id``) starts from the stored conversation without them,
-as OpenAI does. Pictures are ``input_image`` parts holding ``data:`` URLs, never fetched.
+as OpenAI does. Images are ``input_image`` parts holding ``data:`` URLs, never fetched.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from daemon.inference.options import parse_keep_alive
 from daemon.inference.templates import image_part
 from daemon.inference.tool_calls import ToolChoice
 from daemon.server.openai.response_store import StoredResponse
-from daemon.server.openai.translate import picture_from_url
+from daemon.server.openai.translate import image_from_url
 
 __all__ = ["Turn", "responses_turn"]
 
@@ -48,7 +48,7 @@ class Turn:
 
 
 def responses_turn(req: ResponsesRequest, previous: StoredResponse | None) -> Turn:
-    """The job for ``req``, continuing ``previous`` (its conversation and pictures) if given."""
+    """The job for ``req``, continuing ``previous`` (its conversation and images) if given."""
     _refuse_unsupported(req)
     images = list(previous.images) if previous else []
     history = [dict(m) for m in previous.messages] if previous else []
@@ -161,7 +161,7 @@ def _valid(model: type[M], value: Mapping, where: str) -> M:
 
 
 class _Transcript:
-    """Builds the template messages from ``input``, collecting pictures into ``images``."""
+    """Builds the template messages from ``input``, collecting images into ``images``."""
 
     def __init__(self, images: list[bytes]):
         self._images = images
@@ -244,7 +244,7 @@ class _Transcript:
                     param="input",
                 )
             number = len(self._images) + 1
-            self._images.append(picture_from_url(part.get("image_url"), number, param="input"))
+            self._images.append(image_from_url(part.get("image_url"), number, param="input"))
             return image_part(len(self._images) - 1)
         raise BadRequestError(
             f"{where}: content part type {kind!r} is not supported "

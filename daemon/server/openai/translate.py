@@ -1,7 +1,7 @@
 """OpenAI requests -> inference jobs, and inference results -> OpenAI response pieces.
 
 This is the whole of the OpenAI compatibility layer's logic; the routes only wire it up.
-Pictures come as ``image_url`` content parts holding ``data:`` URLs; a remote URL is refused,
+Images come as ``image_url`` content parts holding ``data:`` URLs; a remote URL is refused,
 never fetched (the daemon downloading whatever a request names would be a server-side request
 forgery hole, reaching hosts only the daemon's machine can see).
 """
@@ -36,7 +36,7 @@ __all__ = [
     "chat_logprobs",
     "completion_job",
     "completion_logprobs",
-    "picture_from_url",
+    "image_from_url",
     "tool_call_chunks",
     "tool_calls_out",
     "usage_out",
@@ -135,7 +135,7 @@ def _options(req: ChatCompletionRequest | CompletionRequest, limit: int | None) 
 
 
 def _message(message: dict, images: list[bytes]) -> dict:
-    """The message for the templates; its pictures are added to ``images``, in order."""
+    """The message for the templates; its images are added to ``images``, in order."""
     if message.get("role") == "developer":
         message["role"] = "system"
     content = message.get("content")
@@ -149,7 +149,7 @@ def _part(part: dict, images: list[bytes]) -> dict:
     if kind in ("text", "input_text"):
         return part
     if kind == "image_url":
-        images.append(picture_from_url(part.get("image_url"), len(images) + 1))
+        images.append(image_from_url(part.get("image_url"), len(images) + 1))
         return image_part(len(images) - 1)
     raise BadRequestError(
         f"content part type {kind!r} is not supported (text and image_url only)",
@@ -157,8 +157,8 @@ def _part(part: dict, images: list[bytes]) -> dict:
     )
 
 
-def picture_from_url(image_url: object, number: int, param: str = "messages") -> bytes:
-    """``{"url": "data:image/png;base64,..."}`` (or the bare URL) -> the picture's bytes."""
+def image_from_url(image_url: object, number: int, param: str = "messages") -> bytes:
+    """``{"url": "data:image/png;base64,..."}`` (or the bare URL) -> the image's bytes."""
     url = image_url.get("url") if isinstance(image_url, Mapping) else image_url
     if not isinstance(url, str) or not url:
         raise BadRequestError(
@@ -168,8 +168,7 @@ def picture_from_url(image_url: object, number: int, param: str = "messages") ->
     header, comma, data = url.partition(",")
     if not (header[:5].lower() == "data:" and header.lower().endswith(";base64") and comma):
         raise BadRequestError(
-            "image_url must be a data: URL with base64 content; "
-            "localllm does not download pictures",
+            "image_url must be a data: URL with base64 content; localllm does not download images",
             param=param,
         )
     return decode_base64(data, number, param=param)
