@@ -39,7 +39,7 @@ def message_block(
     shown = m.content if expanded or streaming or not folded.folded else folded.shown
     if m.role == "user":
         text = html.escape(shown).replace("\n", "<br>")
-        pictures = "".join(f"<img src='picture:{m.id}/{i}'> " for i in range(len(m.images)))
+        pictures = "".join(f"<img src='image:{m.id}/{i}'> " for i in range(len(m.images)))
         body = (
             f"<table width='100%' cellpadding='8' bgcolor='{style.bubble}'><tr><td>"
             f"{pictures + '<br>' if pictures else ''}{text}</td></tr></table>"
