@@ -10,6 +10,7 @@ from dataclasses import replace
 from app.gui.services.chat import ChatController
 from app.gui.state.chat.records import ChatOptions, Conversation
 from app.gui.state.gateway import Gateway
+from app.gui.state.model_defaults import ModelDefaults
 from app.gui.state.presets import Preset, Presets
 from app.gui.state.records import GpuInfo, ModelDetails, SystemInfo
 from app.gui.views.chat_settings import NO_PRESET, ChatSettingsPanel
@@ -149,3 +150,18 @@ def test_think_is_offered_for_a_model_that_thinks_and_kept_with_the_chat(qtbot, 
     assert dropped.args == [CHAT.id, ""] and not panel.think.isVisibleTo(panel)
     assert controller.conversations.conversation(CHAT.id).think == ""
     disk.shutdown(wait_ms=5000, drop_queued=False)
+
+
+def test_model_default_texts_are_never_cut_off(qtbot):
+    """Qt's spin box takes a new special-value text without telling the layout its size
+    changed, so the text the model's defaults bring ("model default (2,048)", known once the
+    panel is up) showed cut off as "nodel default (2,048)"."""
+    panel = _panel(qtbot)
+    panel.show()
+    qtbot.waitExposed(panel)
+    panel.set_defaults(ModelDefaults(0.8, 2048, 2048, None))  # the model's details came
+    qtbot.wait(50)
+    panel.resize(panel.minimumSizeHint())
+    qtbot.wait(50)
+    for box in (panel.temperature, panel.context, panel.max_tokens):
+        assert box.width() >= box.sizeHint().width(), box.specialValueText()

@@ -7,6 +7,7 @@ own window over its own chat history.
 from __future__ import annotations
 
 import base64
+import re
 from dataclasses import replace
 
 import pytest
@@ -294,9 +295,8 @@ def test_attach_is_offered_only_for_models_that_see(qtbot, window, tmp_path):
     assert answer.stats.prompt_tokens > 16
     transcript = window.chat_page.transcript
     qtbot.waitUntil(lambda: f'src="image:{question.id}/0"' in transcript.toHtml())  # drawn
-    thumbnail = transcript.loadResource(
-        QTextDocument.ResourceType.ImageResource, QUrl(f"image:{question.id}/0")
-    )
+    source = re.search(r'<img src="([^"]+)"', transcript.toHtml()).group(1)  # as drawn
+    thumbnail = transcript.loadResource(QTextDocument.ResourceType.ImageResource, QUrl(source))
     assert (thumbnail.width(), thumbnail.height()) == (40, 30)  # shown in the message, decoded
     assert thumbnail.pixelColor(5, 5) == QColor("orange")
     broken = tmp_path / "broken.png"

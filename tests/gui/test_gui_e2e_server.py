@@ -1,6 +1,7 @@
 """The Server page over a real daemon: the log without the app's own requests (tagged by its
 User-Agent in the daemon's request log), checks that space out while all is quiet, and the
-daemon moved to another port, stopped and started again from the page.
+daemon moved to another port, stopped and started again from the page (and a failed log
+check is not left on the page once the daemon is back).
 """
 
 from __future__ import annotations
@@ -108,8 +109,12 @@ def test_the_port_moves_and_the_daemon_stops_and_starts_from_the_server_page(
         qtbot.wait(3 * POLL_MS)  # a few checks later: still stopped, as the user asked
         assert not _answers(f"http://127.0.0.1:{new}")
         assert "stopped" in window.indicator.text.text()
+        server.fetch_log()  # the page's log check, while the daemon is stopped, fails...
+        qtbot.waitUntil(lambda: "not" in page.message.text(), timeout=20_000)
         page.start_stop.click()
         qtbot.waitUntil(lambda: services.monitor.status.up, timeout=60_000)
         assert _answers(f"http://127.0.0.1:{new}") and page.start_stop.text() == "Stop the daemon"
+        server.fetch_log()  # ...and once a check gets the log, the page stops saying so
+        qtbot.waitUntil(lambda: page.message.text() == "", timeout=20_000)
     finally:
         services.shutdown()

@@ -5,8 +5,11 @@ actions."""
 
 from __future__ import annotations
 
+import base64
+
 import pytest
-from PySide6.QtCore import QUrl
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QUrl
+from PySide6.QtGui import QColor, QImage
 from PySide6.QtWidgets import QAbstractSlider
 
 from app.gui.state.chat.records import Message
@@ -128,3 +131,21 @@ def test_a_reply_offers_its_versions_continue_and_delete(qtbot, transcript):
     finished = Message("a3", "assistant", "done", stats=ReplyStats(3, 30.0, 0.1, 0.2, 4))
     transcript.show_messages((Message("u", "user", "hi"), finished), "tiny", False)
     assert "Continue" not in transcript.toPlainText()  # it ended on its own
+
+
+def test_an_attached_picture_is_drawn_in_its_message(qtbot, transcript):
+    """The message's <img> and the transcript's loader must agree on the URL: they once did
+    not, and every attached picture showed as a broken-image icon."""
+    picture = QImage(40, 30, QImage.Format.Format_RGB32)
+    picture.fill(QColor("orange"))
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    assert picture.save(buffer, "PNG")
+    encoded = base64.b64encode(bytes(data)).decode()
+    transcript.show_messages((Message("u", "user", "what is this?", (encoded,)),), "tiny", False)
+    _settled(qtbot, transcript)
+    shown = transcript.viewport().grab().toImage()
+    orange = QColor("orange").rgb()
+    drawn = sum(shown.pixel(x, y) == orange for x in range(shown.width()) for y in range(0, 120, 2))
+    assert drawn >= 40 * 15 // 2  # the whole 40x30 thumbnail, on every other row

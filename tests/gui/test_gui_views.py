@@ -7,16 +7,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent, QGuiApplication
 from PySide6.QtWidgets import QInputDialog, QLabel, QMessageBox
 
+from app.gui.item_models.conversations import CONVERSATION_ROLE, ConversationListModel
 from app.gui.item_models.daemon_tables import DownloadsModel
-from app.gui.state.chat.records import Message
+from app.gui.state.chat.records import Conversation, Message
 from app.gui.state.downloads import Download
 from app.gui.state.records import GpuInfo, SystemInfo
 from app.gui.views.import_dialog import ask_import_name
 from app.gui.views.plain_text import confirm
+from app.gui.views.sidebar import ChatSidebar
 from app.gui.views.transcript import Transcript
 from app.gui.views.welcome import WelcomePage
 from tests.support.qt_text import LINK, links, shown
@@ -111,3 +113,38 @@ def test_a_tooltip_with_the_daemons_words_is_never_markup(model_tester):
     plain = Download("qwen:0.5b", status="pulling manifest")
     table.replace([plain])
     assert table.data(state, Qt.ItemDataRole.ToolTipRole) == "pulling manifest"
+
+
+def test_the_chat_list_highlights_the_chat_opened_elsewhere(qtbot):
+    """Opening a chat from outside the list (Chat with it, deleting the open chat) moves the
+    highlight to it on screen: the list once moved it with its signals blocked, so the view
+    was never told to redraw and kept showing the previous chat as the open one."""
+    chats = ConversationListModel()
+    for n in range(3):
+        chats.add(Conversation(f"c{n}", f"Chat {n}", updated_at=float(n)))
+    sidebar = ChatSidebar(chats)
+    qtbot.addWidget(sidebar)
+    sidebar.resize(240, 300)
+    sidebar.show()
+    qtbot.waitExposed(sidebar)
+    opened: list[str] = []
+    sidebar.open_requested.connect(opened.append)
+    rows = {chats.index(r, 0).data(CONVERSATION_ROLE).id: r for r in range(3)}
+    highlight = sidebar.list.palette().highlight().color().rgb()
+
+    def highlighted_on_screen() -> set[str]:
+        shot = sidebar.screen().grabWindow(sidebar.winId()).toImage()
+        offset = sidebar.list.viewport().mapTo(sidebar, QPoint(0, 0))
+        found = set()
+        for chat_id, row in rows.items():
+            centre = sidebar.list.visualRect(chats.index(row, 0)).center() + offset
+            if shot.pixel(centre.x() // 2, centre.y()) == highlight:
+                found.add(chat_id)
+        return found
+
+    sidebar.select("c0")
+    qtbot.waitUntil(lambda: highlighted_on_screen() == {"c0"})
+    sidebar.select("c2")
+    qtbot.wait(100)
+    assert highlighted_on_screen() == {"c2"}
+    assert opened == []  # selecting it did not ask to open it again

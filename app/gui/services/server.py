@@ -27,6 +27,7 @@ class ServerService(QObject):
     switching = Signal(bool)  # a local-network switch is under way
     api_key_ready = Signal(str)
     log_ready = Signal(str)
+    log_failed = Signal(str)  # apart from ``error``: the next log that comes makes it stale
     error = Signal(str)
 
     def __init__(
@@ -98,7 +99,11 @@ class ServerService(QObject):
         self._workers.call(self._gateway.api_key, self.api_key_ready.emit, self._report)
 
     def fetch_log(self, lines: int = 2000) -> None:
-        self._workers.call(lambda: self._gateway.logs(lines), self.log_ready.emit, self._report)
+        self._workers.call(
+            lambda: self._gateway.logs(lines),
+            self.log_ready.emit,
+            lambda error: self.log_failed.emit(str(error)),
+        )
 
     def _lan_switched(self, info: ServerInfo) -> None:
         self.switching.emit(False)

@@ -200,6 +200,7 @@ class ChatSettingsPanel(QWidget):
             )
         for box, text in zip((self.temperature, self.context, self.max_tokens), texts, strict=True):
             box.setSpecialValueText(text)
+            box.updateGeometry()  # Qt does not: the layout would cut "model default (2,048)"
 
     def options(self) -> ChatOptions:
         temperature = self.temperature.value()

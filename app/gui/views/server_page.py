@@ -67,6 +67,7 @@ class ServerPage(QWidget):
         self.show_key = QPushButton("Show", checkable=True)
         self.log = _mono()
         self._log_text = ""
+        self._log_problem = ""  # why the log could not be fetched, while the page says it
         self.show_own = QCheckBox("Show the app's own requests")
         self.show_own.setToolTip(
             "This window's checks on the daemon (is it up, downloads, loaded models, this "
@@ -96,6 +97,7 @@ class ServerPage(QWidget):
         server.switching.connect(self._switching)
         server.api_key_ready.connect(self._key)
         server.log_ready.connect(self._show_log)
+        server.log_failed.connect(self._log_failed)
         server.error.connect(self.message.setText)
         self._build()
         self._fill_snippets()
@@ -224,7 +226,14 @@ class ServerPage(QWidget):
         self.api_key.setText(key)
         self._fill_snippets()
 
+    def _log_failed(self, problem: str) -> None:
+        self._log_problem = problem
+        self.message.setText(problem)
+
     def _show_log(self, text: str) -> None:
+        if self._log_problem and self.message.text() == self._log_problem:
+            self.message.clear()  # the daemon answers again: "not answering" is stale
+        self._log_problem = ""
         self._log_text = text
         self._refilter()
 
