@@ -7,6 +7,7 @@ Settings come from the environment (``LOCALLLM_*``) once, here; ``--host`` overr
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import logging
 import sys
@@ -15,6 +16,7 @@ import uvicorn
 
 from daemon.security import ApiKeyStore, is_loopback_address
 from daemon.server import create_app
+from daemon.server.http_protocol import header_timeout_protocol
 from daemon.settings import Settings, parse_host
 from model_registry.hf_token import load_hf_token
 
@@ -40,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"localllm: {error}", file=sys.stderr)
         return 2
     _configure_logging(args.log_level)
+    _make_private_folders(settings)
     app = create_app(settings)
     config = uvicorn.Config(
         app,
@@ -48,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         log_config=None,
         access_log=False,
         timeout_graceful_shutdown=5,
+        http=header_timeout_protocol(settings.header_timeout),  # slow clients are cut off
     )
     uvicorn.Server(config).run()
     return 0
@@ -65,6 +69,14 @@ def _with_api_key(settings: Settings) -> Settings:
             "could use your models. Run `localllm key` to create one (or set LOCALLLM_API_KEY)"
         )
     return dataclasses.replace(settings, api_key=stored)
+
+
+def _make_private_folders(settings: Settings) -> None:
+    """The data folder (pull list, chats) and the log folder hold what is the user's only:
+    made 0700 when new, before anything else creates them with the umask's mode."""
+    for folder in (settings.data_dir, settings.log_dir):
+        with contextlib.suppress(OSError):  # the writers report it if it cannot be made
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
 
 
 def _configure_logging(level: str) -> None:

@@ -1,6 +1,6 @@
 """The daemon's configuration: one frozen object, built once at the entry point from the
 environment (prefix ``LOCALLLM_``) and passed down. Nothing else in the project reads
-``os.environ``.
+``os.environ``: even the environment a runner starts with is decided here (``runner_env``).
 """
 
 from __future__ import annotations
@@ -12,10 +12,35 @@ from pathlib import Path
 
 import platformdirs
 
-__all__ = ["DEFAULT_PORT", "Settings", "parse_host"]
+__all__ = ["DEFAULT_PORT", "Settings", "parse_host", "runner_environment"]
 
 DEFAULT_PORT = 11435
 _APP = "localllm"
+
+# What the daemon's children (runners, the quantizer) see of its environment. They parse
+# untrusted GGUF files in native code, so secrets (LOCALLLM_API_KEY, HF_TOKEN, any cloud
+# credential) stay behind: only what loading libraries, the locale, the GPU and llama.cpp need.
+_RUNNER_NAMES = frozenset(
+    {
+        "PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TMP", "TEMP",
+        "LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH", "DYLD_FALLBACK_LIBRARY_PATH",
+        "SYSTEMROOT", "WINDIR", "COMSPEC", "PATHEXT", "USERPROFILE", "LOCALAPPDATA",
+        "NUMBER_OF_PROCESSORS", "PROCESSOR_ARCHITECTURE",
+    }
+)  # fmt: skip
+_RUNNER_PREFIXES = (
+    "LC_", "PYTHON", "GGML_", "LLAMA_", "OMP_", "KMP_", "GOMP_", "OPENBLAS_", "MKL_",
+    "CUDA_", "HIP_", "ROCM_", "ROCR_", "HSA_", "GPU_", "VK_", "ONEAPI_", "SYCL_", "ZE_",
+)  # fmt: skip
+
+
+def runner_environment(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The variables of ``env`` a runner may see (names compared as Windows does, any case)."""
+    return tuple(
+        (name, value)
+        for name, value in sorted(env.items())
+        if name.upper() in _RUNNER_NAMES or name.upper().startswith(_RUNNER_PREFIXES)
+    )
 
 
 def parse_host(value: str) -> tuple[str, int]:
@@ -46,6 +71,13 @@ def _int(env: Mapping[str, str], key: str, default: int) -> int:
         raise ValueError(f"{key} must be an integer, got {raw!r}") from None
 
 
+def _positive(env: Mapping[str, str], key: str, default: int) -> int:
+    value = _int(env, key, default)
+    if value < 1:
+        raise ValueError(f"{key} must be at least 1, got {value}")
+    return value
+
+
 def _float(env: Mapping[str, str], key: str, default: float) -> float:
     raw = env.get(key, "").strip()
     if not raw:
@@ -54,6 +86,13 @@ def _float(env: Mapping[str, str], key: str, default: float) -> float:
         return float(raw)
     except ValueError:
         raise ValueError(f"{key} must be a number, got {raw!r}") from None
+
+
+def _seconds(env: Mapping[str, str], key: str, default: float) -> float:
+    value = _float(env, key, default)
+    if not value > 0:
+        raise ValueError(f"{key} must be a number of seconds above 0, got {value:g}")
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +116,12 @@ class Settings:
     num_parallel: int = 4
     num_ctx: int = 4096
     num_threads: int | None = None
+    max_pulls: int = 3  # pulls that download at once; the others wait, queued
+    header_timeout: float = 30.0  # seconds a request's headers may take to arrive, in all
+    body_timeout: float = 60.0  # seconds a request body may stall (not its whole upload)
+    runner_env: tuple[tuple[str, str], ...] = field(
+        default_factory=lambda: runner_environment(os.environ)
+    )
 
     @property
     def base_url(self) -> str:
@@ -113,4 +158,8 @@ class Settings:
             num_parallel=_int(env, "LOCALLLM_NUM_PARALLEL", base.num_parallel),
             num_ctx=_int(env, "LOCALLLM_CONTEXT_LENGTH", base.num_ctx),
             num_threads=_int(env, "LOCALLLM_NUM_THREADS", 0) or None,
+            max_pulls=_positive(env, "LOCALLLM_MAX_PULLS", base.max_pulls),
+            header_timeout=_seconds(env, "LOCALLLM_HEADER_TIMEOUT", base.header_timeout),
+            body_timeout=_seconds(env, "LOCALLLM_BODY_TIMEOUT", base.body_timeout),
+            runner_env=runner_environment(env),
         )

@@ -14,6 +14,7 @@ RegistryError
 ├── CorruptManifestError    a manifest that is not valid JSON of our schema
 ├── GGUFError               a file that is not a readable, sane GGUF
 ├── ModelfileError          a Modelfile line that cannot be parsed (with its line number)
+├── InvalidParameterError   a model parameter of the wrong type or outside its range
 ├── InsufficientSpaceError  not enough free disk for a write
 ├── StoreLockTimeout        another process held the store lock for too long
 └── PullError               a pull that cannot go on (the store is left as it was)
@@ -35,6 +36,7 @@ __all__ = [
     "InsufficientSpaceError",
     "InvalidDigestError",
     "InvalidNameError",
+    "InvalidParameterError",
     "InvalidRepoError",
     "ModelExistsError",
     "ModelNotFoundError",
@@ -91,6 +93,14 @@ class ModelfileError(RegistryError, ValueError):
     def __init__(self, message: str, line: int | None = None):
         self.line = line
         super().__init__(f"Modelfile line {line}: {message}" if line else message)
+
+
+class InvalidParameterError(RegistryError, ValueError):
+    """The message names the parameter and what it accepts; ``name`` is the parameter."""
+
+    def __init__(self, name: str, message: str):
+        self.name = name
+        super().__init__(message)
 
 
 class InsufficientSpaceError(RegistryError, OSError):

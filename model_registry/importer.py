@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from model_registry.adapters import is_lora_adapter, read_lora_adapter
 from model_registry.digests import Digest
 from model_registry.errors import GGUFError, ModelfileError, ModelNotFoundError
 from model_registry.gguf_info import GGUFInfo, read_gguf_info
@@ -22,7 +23,9 @@ from model_registry.names import ModelName, parse_name
 from model_registry.store import BlobRef, Layer, LayerType, Manifest, Store, ensure_free_space
 from model_registry.store.locking import Lease
 
-__all__ = ["ModelExtras", "create_from_modelfile", "find_shards", "import_gguf"]
+__all__ = ["AdapterFile", "ModelExtras", "create_from_modelfile", "find_shards", "import_gguf"]
+
+AdapterFile = tuple[Path, float]  # a LoRA adapter file and the scale it is applied with
 
 _SHARD = re.compile(r"(?P<stem>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.gguf", re.IGNORECASE)
 _MAX_SHARDS = 512
@@ -73,7 +76,7 @@ def import_gguf(
     path: Path,
     *,
     projector: Path | None = None,
-    adapters: Sequence[Path] = (),
+    adapters: Sequence[AdapterFile] = (),
     extras: ModelExtras = ModelExtras(),
 ) -> Digest:
     """Import a local GGUF model (and optional projector/adapters) as ``name``; returns its id."""
@@ -81,16 +84,15 @@ def import_gguf(
     shards = find_shards(Path(path))
     infos = [_read_model_info(shard, first=i == 0) for i, shard in enumerate(shards)]
     projector_info = _read_projector_info(projector) if projector else None
-    for adapter in adapters:
-        _read_info(adapter)  # a LoRA adapter is a GGUF too: check it before touching the store
-    files = [*shards, *([projector] if projector else []), *adapters]
+    _check_adapters(adapters, infos[0].architecture)  # before the store is touched
+    files = [*shards, *([projector] if projector else []), *(a for a, _ in adapters)]
     ensure_free_space(store.layout.blobs_dir, sum(f.stat().st_size for f in files), "this import")
     source = {"files": [shard.name for shard in shards]}
     with store.lease() as lease:
         layers = [_file_layer(store, lease, LayerType.MODEL, shard) for shard in shards]
         if projector:
             layers.append(_file_layer(store, lease, LayerType.PROJECTOR, projector))
-        layers += [_file_layer(store, lease, LayerType.ADAPTER, adapter) for adapter in adapters]
+        layers += _adapter_layers(store, lease, adapters)
         layers += _extra_layers(store, lease, extras)
         config = config_from_gguf(infos[0], source, projector_info)
         return _commit(store, lease, name, config, layers)
@@ -109,7 +111,7 @@ def create_from_modelfile(
     """
     name = name if isinstance(name, ModelName) else parse_name(name)
     extras = ModelExtras.from_modelfile(modelfile)
-    adapters = [resolve_file(adapter) for adapter in modelfile.adapters]
+    adapters = [(resolve_file(a.reference), a.scale) for a in modelfile.adapters]
     if from_is_path(modelfile.from_):
         return import_gguf(
             store, name, resolve_file(modelfile.from_), adapters=adapters, extras=extras
@@ -122,9 +124,16 @@ def create_from_modelfile(
 
 
 def _derive(
-    store: Store, name: ModelName, base: Manifest, extras: ModelExtras, adapters: Sequence[Path]
+    store: Store,
+    name: ModelName,
+    base: Manifest,
+    extras: ModelExtras,
+    adapters: Sequence[AdapterFile],
 ) -> Digest:
-    """A new model sharing the base's weights, with its own template/system/parameters."""
+    """A new model sharing the base's weights (and adapters), with its own template,
+    system prompt, parameters and any further adapters."""
+    config = store.read_config(base)
+    _check_adapters(adapters, str(config.get("architecture") or "") or None)
     base_params = store.read_json_layer(base, LayerType.PARAMS) or {}
     merged = ModelExtras(
         system=extras.system
@@ -146,9 +155,8 @@ def _derive(
         if layer.media_type not in _TEXT_LAYERS
         and not (merged.licenses and layer.media_type is LayerType.LICENSE)
     ]
-    config = store.read_config(base)
     with store.lease(base.digests) as lease:
-        layers = kept + [_file_layer(store, lease, LayerType.ADAPTER, a) for a in adapters]
+        layers = kept + _adapter_layers(store, lease, adapters)
         layers += _extra_layers(store, lease, merged)
         return _commit(store, lease, name, config, layers)
 
@@ -167,6 +175,10 @@ def _read_model_info(path: Path, first: bool) -> GGUFInfo:
         raise GGUFError(
             "this file is a vision projector (mmproj), not a model; import it as a projector"
         )
+    if is_lora_adapter(info):
+        raise GGUFError(
+            "this file is a LoRA adapter, not a model; use it with ADAPTER, FROM its base model"
+        )
     if first and not info.architecture:
         raise GGUFError("GGUF file names no architecture (general.architecture)")
     return info
@@ -179,10 +191,21 @@ def _read_projector_info(path: Path) -> GGUFInfo:
     return info
 
 
-def _file_layer(store: Store, lease: Lease, media_type: LayerType, path: Path) -> Layer:
+def _check_adapters(adapters: Sequence[AdapterFile], architecture: str | None) -> None:
+    for path, _ in adapters:
+        read_lora_adapter(path, architecture, path.name)
+
+
+def _adapter_layers(store: Store, lease: Lease, adapters: Sequence[AdapterFile]) -> list[Layer]:
+    return [_file_layer(store, lease, LayerType.ADAPTER, path, scale) for path, scale in adapters]
+
+
+def _file_layer(
+    store: Store, lease: Lease, media_type: LayerType, path: Path, scale: float = 1.0
+) -> Layer:
     with path.open("rb") as stream:
         blob = store.blobs.write_stream(stream, size_hint=path.stat().st_size, on_hashed=lease.add)
-    return Layer(media_type, blob.digest, blob.size)
+    return Layer(media_type, blob.digest, blob.size, scale)
 
 
 def _bytes_layer(store: Store, lease: Lease, media_type: LayerType, data: bytes) -> Layer:

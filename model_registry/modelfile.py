@@ -8,6 +8,10 @@ word starts with ``#`` is a comment. Every error carries the line number it was 
 
 Repeated ``SYSTEM``, ``TEMPLATE`` or ``PARAMETER`` lines keep the last value, as Ollama does,
 except ``PARAMETER stop``, which collects a list.
+
+``ADAPTER path [scale]`` names a LoRA adapter and, optionally, how strongly it applies (a number
+from -10 to 10; 1 when left out). Ollama has no scale: a Modelfile written for it reads the same.
+A path whose last word is a number is quoted (``ADAPTER "./lora 2" 0.5``).
 """
 
 from __future__ import annotations
@@ -17,32 +21,22 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from model_registry.errors import ModelfileError
+from model_registry.errors import InvalidParameterError, ModelfileError
+from model_registry.parameters import OPTIONS, check_parameter
 
-__all__ = ["PARAMETER_TYPES", "Modelfile", "from_is_path", "parse_modelfile", "render_modelfile"]
+__all__ = [
+    "ADAPTER_SCALE_LIMIT",
+    "PARAMETER_TYPES",
+    "Adapter",
+    "Modelfile",
+    "from_is_path",
+    "parse_modelfile",
+    "render_modelfile",
+]
 
+#: The type of each parameter a ``PARAMETER`` line may set (ranges: ``parameters.OPTIONS``).
 PARAMETER_TYPES: dict[str, type] = {
-    "num_ctx": int,
-    "num_predict": int,
-    "num_gpu": int,
-    "num_thread": int,
-    "num_batch": int,
-    "num_keep": int,
-    "temperature": float,
-    "top_k": int,
-    "top_p": float,
-    "min_p": float,
-    "typical_p": float,
-    "repeat_penalty": float,
-    "repeat_last_n": int,
-    "presence_penalty": float,
-    "frequency_penalty": float,
-    "seed": int,
-    "stop": str,
-    "mirostat": int,
-    "mirostat_eta": float,
-    "mirostat_tau": float,
-    "penalize_newline": bool,
+    name: parameter.kind for name, parameter in OPTIONS.items() if parameter.modelfile
 }
 _REPEATABLE = {"stop"}  # kept as a list; every other parameter keeps its last value
 _ROLES = ("system", "user", "assistant")
@@ -54,6 +48,15 @@ _BOOLS = {"true": True, "t": True, "1": True, "false": False, "f": False, "0": F
 _WINDOWS_PATH = re.compile(r"[A-Za-z]:[\\/]")
 _WORD = re.compile(r"\s*(\S+)\s*(.*)")
 _HEADS = {"parameter": "name", "message": "role"}
+ADAPTER_SCALE_LIMIT = 10.0  # an adapter's scale lies in [-limit, limit]
+
+
+@dataclass(frozen=True)
+class Adapter:
+    """An ``ADAPTER`` line: the file as written, and the LoRA scale it is applied with."""
+
+    reference: str
+    scale: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -66,7 +69,7 @@ class Modelfile:
     parameters: dict[str, object] = field(default_factory=dict)
     license: list[str] = field(default_factory=list)
     messages: list[tuple[str, str]] = field(default_factory=list)
-    adapters: list[str] = field(default_factory=list)
+    adapters: list[Adapter] = field(default_factory=list)
 
     def to_text(self) -> str:
         return render_modelfile(self)
@@ -118,15 +121,19 @@ def _apply(instruction: str, rest: str, lines: list[str], index: int, out: dict)
         head, rest = _split_word(rest)
         if not head:
             raise ModelfileError(f"{name} needs a {_HEADS[instruction]}", number)
-    value, index = _read_value(rest, lines, index, name)
+    if instruction == "adapter":
+        value, tail, index = _read_value(rest, lines, index, name, tail_ok=True)
+        out["adapters"].append(_adapter(value, tail, number))
+        return index
+    value, _, index = _read_value(rest, lines, index, name)
     if instruction == "parameter":
         _set_parameter(out["parameters"], head.lower(), value, number)
     elif instruction == "message":
         if head.lower() not in _ROLES:
             raise ModelfileError(f"MESSAGE role must be one of {', '.join(_ROLES)}", number)
         out["messages"].append((head.lower(), value))
-    elif instruction in ("license", "adapter"):
-        out["license" if instruction == "license" else "adapters"].append(value)
+    elif instruction == "license":
+        out["license"].append(value)
     elif instruction == "from" and not value:
         raise ModelfileError("FROM needs a model name or a file path", number)
     else:
@@ -134,19 +141,25 @@ def _apply(instruction: str, rest: str, lines: list[str], index: int, out: dict)
     return index
 
 
-def _read_value(text: str, lines: list[str], index: int, name: str) -> tuple[str, int]:
-    """Read a bare, quoted or triple-quoted value that starts with ``text`` on line ``index``."""
+def _read_value(
+    text: str, lines: list[str], index: int, name: str, tail_ok: bool = False
+) -> tuple[str, str | None, int]:
+    """Read a bare, quoted or triple-quoted value that starts with ``text`` on line ``index``;
+    returns it, the text after a closing quote (only where ``tail_ok``; None for a bare value)
+    and the next index."""
     number = index + 1
     if text.startswith(_TRIPLE):
-        return _read_triple(text[3:], lines, index, name)
+        return _read_triple(text[3:], lines, index, name, tail_ok)
     if text.startswith('"'):
-        return _read_quoted(text, number, name), index + 1
+        return *_read_quoted(text, number, name, tail_ok), index + 1
     if not text.strip():
         raise ModelfileError(f"{name} needs a value", number)
-    return text.strip(), index + 1
+    return text.strip(), None, index + 1
 
 
-def _read_triple(first: str, lines: list[str], index: int, name: str) -> tuple[str, int]:
+def _read_triple(
+    first: str, lines: list[str], index: int, name: str, tail_ok: bool
+) -> tuple[str, str | None, int]:
     start = index + 1
     parts, current = [], first
     while (end := current.find(_TRIPLE)) < 0:
@@ -155,13 +168,14 @@ def _read_triple(first: str, lines: list[str], index: int, name: str) -> tuple[s
         if index >= len(lines):
             raise ModelfileError(f'{name} has an unterminated """ string', start)
         current = lines[index]
-    if current[end + 3 :].strip():
+    tail = current[end + 3 :].strip()
+    if tail and not tail_ok:
         raise ModelfileError(f'unexpected text after the closing """ of {name}', index + 1)
     parts.append(current[:end])
-    return "\n".join(parts), index + 1
+    return "\n".join(parts), tail, index + 1
 
 
-def _read_quoted(text: str, number: int, name: str) -> str:
+def _read_quoted(text: str, number: int, name: str, tail_ok: bool) -> tuple[str, str]:
     chars, position = [], 1
     while position < len(text):
         char = text[position]
@@ -170,12 +184,34 @@ def _read_quoted(text: str, number: int, name: str) -> str:
             position += 2
             continue
         if char == '"':
-            if text[position + 1 :].strip():
+            tail = text[position + 1 :].strip()
+            if tail and not tail_ok:
                 raise ModelfileError(f"unexpected text after the closing quote of {name}", number)
-            return "".join(chars)
+            return "".join(chars), tail
         chars.append(char)
         position += 1
     raise ModelfileError(f"{name} has an unterminated quoted string", number)
+
+
+def _adapter(value: str, tail: str | None, number: int) -> Adapter:
+    """``path [scale]``: a bare value's last word is the scale when it is a number; a quoted
+    path may be followed by one."""
+    if tail is None:
+        words = value.rsplit(None, 1)
+        bare_scale = len(words) == 2 and _parse_float(words[1]) is not None
+        value, tail = (words[0], words[1]) if bare_scale else (value, "")
+    if not value.strip():
+        raise ModelfileError("ADAPTER needs the path of a LoRA adapter file", number)
+    if not tail:
+        return Adapter(value)
+    scale = _parse_float(tail)
+    if scale is None or abs(scale) > ADAPTER_SCALE_LIMIT:
+        raise ModelfileError(
+            f"ADAPTER scale must be a number from {-ADAPTER_SCALE_LIMIT:g} to "
+            f"{ADAPTER_SCALE_LIMIT:g}, got {tail[:40]!r}",
+            number,
+        )
+    return Adapter(value, scale)
 
 
 def _set_parameter(parameters: dict[str, object], key: str, raw: str, number: int) -> None:
@@ -186,13 +222,17 @@ def _set_parameter(parameters: dict[str, object], key: str, raw: str, number: in
     if value is None:
         raise ModelfileError(f"parameter {key} needs {_KIND_NAMES[kind]}, got {raw[:40]!r}", number)
     if key in _REPEATABLE:
-        parameters.setdefault(key, []).append(value)
-    else:
-        parameters[key] = value
+        value = [*parameters.get(key, []), value]
+    try:
+        parameters[key] = check_parameter(key, value)  # the range every other path applies
+    except InvalidParameterError as error:
+        raise ModelfileError(f"parameter {error}", number) from None
 
 
 def _parse_int(raw: str) -> int | None:
-    return int(raw) if _INT.fullmatch(raw) else None
+    if not _INT.fullmatch(raw) or len(raw) > 40:  # int() refuses thousands of digits
+        return None
+    return int(raw)
 
 
 def _parse_float(raw: str) -> float | None:
@@ -212,7 +252,7 @@ _KIND_NAMES = {int: "an integer", float: "a number", bool: "true or false", str:
 def render_modelfile(modelfile: Modelfile) -> str:
     """Modelfile text that :func:`parse_modelfile` reads back to an equal :class:`Modelfile`."""
     lines = [f"FROM {_quote(modelfile.from_)}"]
-    lines += [f"ADAPTER {_quote(adapter)}" for adapter in modelfile.adapters]
+    lines += [_adapter_line(adapter) for adapter in modelfile.adapters]
     if modelfile.template is not None:
         lines.append(f"TEMPLATE {_quote(modelfile.template)}")
     if modelfile.system is not None:
@@ -225,15 +265,22 @@ def render_modelfile(modelfile: Modelfile) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _adapter_line(adapter: Adapter) -> str:
+    """Quoted when a bare path could be misread (it holds spaces), the scale when not 1."""
+    path = _quote(adapter.reference, plain=not any(c.isspace() for c in adapter.reference))
+    return f"ADAPTER {path}" + ("" if adapter.scale == 1.0 else f" {adapter.scale!r}")
+
+
 def _format_parameter(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return repr(value) if isinstance(value, float) else str(value)
 
 
-def _quote(value: str) -> str:
-    """The plainest spelling of ``value`` that reads back exactly."""
-    if value and value == value.strip() and "\n" not in value and not value.startswith('"'):
+def _quote(value: str, plain: bool = True) -> str:
+    """The plainest spelling of ``value`` that reads back exactly (quoted unless ``plain``)."""
+    bare = value and value == value.strip() and "\n" not in value and not value.startswith('"')
+    if plain and bare:
         return value
     if "\n" not in value:
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'

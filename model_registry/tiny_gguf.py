@@ -11,6 +11,10 @@ which lets the output matrix push chosen tokens' logits far down or up whatever 
 By default that keeps control tokens and raw bytes out of the samples, so generation produces
 printable text and always runs to its token limit; ``end_of_turn="immediately"`` makes the
 first sampled token the end-of-turn token instead.
+
+``thinking="qwen3"`` or ``"gpt-oss"`` makes a model that thinks the way those families do: their
+marker tokens join the vocabulary (never sampled, like control tokens) and their chat template
+replaces the default ChatML one (see ``tiny_thinking``).
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from typing import Literal
 
 import gguf
 import numpy as np
+
+from model_registry.tiny_thinking import ThinkingStyle, style_template, style_tokens
 
 __all__ = [
     "CHATML_TEMPLATE",
@@ -66,21 +72,28 @@ class TinyVocabulary:
 
     @property
     def quiet_ids(self) -> list[int]:
-        """Tokens a default tiny model never samples: control tokens and raw bytes but ``\\n``."""
+        """Tokens a default tiny model never samples: control and user-defined tokens (thinking
+        markers) and raw bytes but ``\\n``."""
         return [
             i
             for i, kind in enumerate(self.types)
-            if kind in (_T.CONTROL, _T.UNKNOWN, _T.UNUSED)
+            if kind in (_T.CONTROL, _T.UNKNOWN, _T.UNUSED, _T.USER_DEFINED)
             or (kind == _T.BYTE and i != self.newline_id)
         ]
 
 
-def tiny_vocabulary(vocab_size: int | None = None) -> TinyVocabulary:
-    """A byte-fallback SentencePiece vocabulary, padded with letter pieces to ``vocab_size``."""
+def tiny_vocabulary(
+    vocab_size: int | None = None, thinking: ThinkingStyle = "none"
+) -> TinyVocabulary:
+    """A byte-fallback SentencePiece vocabulary, padded with letter pieces to ``vocab_size``;
+    with ``thinking``, that style's marker tokens follow the ChatML ones."""
     tokens = ["<unk>", "<s>", "</s>", *(f"<0x{b:02X}>" for b in range(256))]
     types = [_T.UNKNOWN, _T.CONTROL, _T.CONTROL, *([_T.BYTE] * 256)]
     tokens += ["<|im_start|>", "<|im_end|>"]
     types += [_T.CONTROL, _T.CONTROL]
+    markers, control = style_tokens(thinking)
+    tokens += markers
+    types += [_T.CONTROL if control else _T.USER_DEFINED] * len(markers)
     pieces = _pieces()
     base = len(tokens) + len(pieces)
     if vocab_size is not None and vocab_size < base:
@@ -138,10 +151,16 @@ def write_tiny_model(
     license: str | None = None,
     chat_template: str | None = CHATML_TEMPLATE,
     end_of_turn: Literal["never", "immediately", "random"] = "never",
+    thinking: ThinkingStyle = "none",
 ) -> Path:
-    """Write a llama-architecture GGUF with random weights that llama.cpp can run."""
+    """Write a llama-architecture GGUF with random weights that llama.cpp can run.
+
+    With ``thinking``, the default ChatML template becomes that style's template (pass
+    another ``chat_template`` to override it)."""
     spec = _Spec.build(n_layer, n_embd, n_head, n_head_kv, n_ff, file_type)
-    vocab = tiny_vocabulary(vocab_size)
+    vocab = tiny_vocabulary(vocab_size, thinking)
+    if chat_template == CHATML_TEMPLATE:
+        chat_template = style_template(thinking) or chat_template
     bias = _output_bias(vocab, end_of_turn)
     writer = gguf.GGUFWriter(None, gguf.MODEL_ARCH_NAMES[gguf.MODEL_ARCH.LLAMA])
     _add_hyperparameters(writer, spec, context_length, len(vocab.tokens))

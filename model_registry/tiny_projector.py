@@ -1,11 +1,11 @@
 """A tiny, real vision projector (``mmproj``) GGUF for tests.
 
 llama.cpp's multimodal library (mtmd) loads it next to a tiny model from
-:mod:`model_registry.tiny_gguf` and turns a picture into image embeddings: a LLaVA-style CLIP
+:mod:`model_registry.tiny_gguf` and turns an image into image embeddings: a LLaVA-style CLIP
 encoder (one transformer block over 8x8 patches of a 32x32 image) and a two-layer MLP into the
 text model's embedding width. The weights are random, so what the model "sees" is noise, but
-it is a deterministic function of the picture: two different pictures give different
-embeddings, and the same picture the same ones.
+it is a deterministic function of the image: two different images give different
+embeddings, and the same image the same ones.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ __all__ = ["TINY_IMAGE_TOKENS", "write_tiny_projector"]
 
 _IMAGE_SIZE = 32
 _PATCH_SIZE = 8
-TINY_IMAGE_TOKENS = (_IMAGE_SIZE // _PATCH_SIZE) ** 2  # embeddings one picture becomes
+TINY_IMAGE_TOKENS = (_IMAGE_SIZE // _PATCH_SIZE) ** 2  # embeddings one image becomes
 _WIDTH = 32  # the encoder's embedding width
 _FFN = 64
 _STD = 0.02

@@ -31,6 +31,16 @@ def tiny_q8_model_path(tmp_path_factory) -> Path:
     )
 
 
+@pytest.fixture(scope="session")
+def thinking_model_path(tmp_path_factory) -> Path:
+    """A tiny model that thinks as Qwen3 does (its template opens ``<think>``). Its random
+    weights never close the thinking: give ``think_budget`` to make it answer."""
+    from model_registry.tiny_gguf import write_tiny_model
+
+    path = tmp_path_factory.mktemp("models") / "thinker.gguf"
+    return write_tiny_model(path, thinking="qwen3", seed=4, file_type="Q8_0")
+
+
 @pytest.fixture(scope="module")
 def harness():
     """The runner tests' event loop, one per module, so runners outlive one ``asyncio.run``."""

@@ -15,7 +15,7 @@ import time
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from daemon.server import create_app
@@ -24,6 +24,7 @@ from model_registry.importer import import_gguf
 from model_registry.store import Store
 from model_registry.tiny_projector import write_tiny_projector
 from tests.support.daemon import make_store
+from tests.support.processes import child_pids, peak_resident_bytes
 
 pytestmark = pytest.mark.slow
 
@@ -34,6 +35,8 @@ FUZZ = settings(
     derandomize=True,  # the same examples every run in CI; raise EXAMPLES to explore
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
+RUNNER_MEMORY = 256 << 20  # a runner of the tiny model peaks near 60 MB
+DAEMON_MEMORY = 1 << 30  # this test process, with the daemon in it: near 170 MB
 ACCEPTABLE_5XX = {502, 503, 507}  # hub unreachable, busy, out of memory: deliberate answers
 CITY = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 5}}}
 
@@ -62,26 +65,40 @@ odd_names = st.sampled_from(
     ["TINY", "nope", "", "../../etc/passwd", "a/b/c/d/e", "hf.co/x/y:q4", "tiny:", ":tag",
      "x" * 700, "con", "tiny\u0000", "ünï"]
 ) | st.text(max_size=20)  # fmt: skip
-names = mostly(st.sampled_from(["tiny", "tiny:latest", "seer"]), odd_names)  # seer sees pictures
+names = mostly(st.sampled_from(["tiny", "tiny:latest", "seer"]), odd_names)  # seer sees images
 number = st.floats(-10, 10, allow_nan=False) | st.integers(-5, 100)
+# Sampling integers at and past every edge a runner could trip on: int32, int64, the 250M-token
+# penalty window that once cost a runner 1 GB, and far beyond.
+HUGE = st.sampled_from([2**31 - 1, 2**31, 2**32, 2**63 - 1, 2**63, -(2**63) - 1, 250_000_000])
+huge_ints = HUGE | st.integers(-(2**70), 2**70)
+huge_floats = st.sampled_from([1e308, -1e308, 3.0, -0.5]) | st.floats(-(2**64), 2**64)
+
+
+def or_huge(valid, huge=huge_ints):
+    """Valid values most of the time, huge ones often enough to reach every range check."""
+    return st.integers(0, 3).flatmap(lambda roll: huge if roll == 0 else valid)
+
+
 option_values = {
-    "temperature": st.floats(0, 2),
-    "top_k": st.integers(0, 100),
-    "top_p": st.floats(0, 1),
-    "min_p": st.floats(0, 1),
-    "typical_p": st.floats(0, 1),
-    "seed": st.integers(-(2**63), 2**64),
-    "stop": st.lists(st.text(max_size=4), max_size=2) | st.text(max_size=3),
-    "repeat_penalty": number,
-    "repeat_last_n": st.integers(-2, 64),
-    "presence_penalty": number,
-    "frequency_penalty": number,
-    "num_ctx": st.sampled_from([256, 16, 15, 0, -1, 10**12]),
-    "num_batch": st.sampled_from([512, 1, 0, -4, 10**9]),
-    "num_thread": st.sampled_from([1, 0, -3, 10**6]),
-    "num_parallel": st.sampled_from([2, 0, 300, 10**5]),
+    "temperature": or_huge(st.floats(0, 2), huge_floats),
+    "top_k": or_huge(st.integers(0, 100)),
+    "top_p": or_huge(st.floats(0, 1), huge_floats),
+    "min_p": or_huge(st.floats(0, 1), huge_floats),
+    "typical_p": or_huge(st.floats(0, 1), huge_floats),
+    "seed": st.integers(-(2**63), 2**64) | HUGE,
+    "stop": st.lists(st.text(max_size=4), max_size=20) | st.text(max_size=300),
+    "repeat_penalty": or_huge(number, huge_floats),
+    "repeat_last_n": or_huge(st.integers(-2, 64)),
+    "presence_penalty": or_huge(number, huge_floats),
+    "frequency_penalty": or_huge(number, huge_floats),
+    "num_keep": or_huge(st.integers(-1, 8)),
+    "num_ctx": st.sampled_from([256, 16, 15, 0, -1, 10**12]) | HUGE,
+    "num_batch": st.sampled_from([512, 1, 0, -4, 10**9]) | HUGE,
+    "num_thread": st.sampled_from([1, 0, -3, 10**6]) | HUGE,
+    "num_parallel": st.sampled_from([2, 0, 300, 10**5]) | HUGE,
     # not num_gpu: a value the machine cannot honour makes the scheduler reload for ever
-    "mirostat": st.integers(0, 2),
+    "mirostat": or_huge(st.integers(0, 2)),
+    "mirostat_eta": or_huge(st.floats(0, 1), huge_floats),
     "unknown_option": scalars,
 }
 options = mostly(
@@ -95,7 +112,7 @@ formats = mostly(
 keep_alive = mostly(
     st.sampled_from([None, "5m", -1, 300, "1h30m"]), st.sampled_from(["0", 0, "soon", ""]) | scalars
 )
-# Ollama's base64 pictures: junk, and a real one (seer takes it; tiny has no projector)
+# Ollama's base64 images: junk, and a real one (seer takes it; tiny has no projector)
 PNG_B64 = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
 )
@@ -141,11 +158,103 @@ tools = st.lists(
     st.fixed_dictionaries({"type": st.just("function"), "function": tool_function}), max_size=2
 )
 
+anthropic_blocks = st.sampled_from(
+    [
+        {"type": "text", "text": "hi"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG_B64}},
+        {"type": "image", "source": {"type": "url", "url": "http://169.254.169.254/latest"}},
+        {"type": "image", "source": {"type": "base64", "data": "!!"}},
+        {"type": "image"},
+        {"type": "tool_use", "id": "t1", "name": "f", "input": {"city": "x"}},
+        {"type": "tool_use", "id": "t1", "name": "f", "input": "x"},
+        {"type": "tool_result", "tool_use_id": "t1", "content": "12"},
+        {"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "document"}]},
+        {"type": "thinking", "thinking": "hm", "signature": "s"},
+        {"type": "redacted_thinking", "data": "x"},
+        {"type": "document", "source": {}},
+    ]
+) | st.dictionaries(
+    st.sampled_from(["type", "text", "source", "content", "id", "name", "input", "tool_use_id"]),
+    json_values,
+    max_size=3,
+)
+anthropic_message = st.fixed_dictionaries(
+    {
+        "role": mostly(st.sampled_from(["user", "assistant"]), st.just("system")),
+        "content": mostly(st.text(max_size=20) | st.lists(anthropic_blocks, max_size=3)),
+    }
+)
+anthropic_tool = st.fixed_dictionaries(
+    {"name": st.text(max_size=8)},
+    optional={
+        "input_schema": mostly(st.just(CITY), json_values),
+        "description": st.text(max_size=5),
+        "type": st.sampled_from(["custom", "web_search_20250305"]),
+    },
+)
+anthropic_fields = {
+    "system": mostly(st.text(max_size=10) | st.lists(anthropic_blocks, max_size=2)),
+    "tools": mostly(st.lists(anthropic_tool, max_size=2)),
+    "tool_choice": mostly(
+        st.sampled_from(
+            [{"type": "auto"}, {"type": "any"}, {"type": "none"}, {"type": "tool", "name": "f"}]
+        )
+    ),
+    "thinking": mostly(
+        st.sampled_from(
+            [{"type": "enabled", "budget_tokens": 16}, {"type": "disabled"}, {"type": "adaptive"}]
+        )
+    ),
+    "options": options,
+    "keep_alive": keep_alive,
+}
+response_parts = st.lists(
+    st.sampled_from(
+        [
+            {"type": "input_text", "text": "hi"},
+            {"type": "output_text", "text": "yo", "annotations": []},
+            {"type": "input_image", "image_url": f"data:image/png;base64,{PNG_B64}"},
+            {"type": "input_image", "image_url": "http://169.254.169.254/latest"},
+            {"type": "input_image", "file_id": "file_1"},
+            {"type": "input_file", "file_data": "x"},
+            {"type": "refusal", "refusal": "no"},
+        ]
+    )
+    | st.fixed_dictionaries({"type": st.just("input_image"), "image_url": json_values}),
+    max_size=3,
+)
+response_item = st.fixed_dictionaries(
+    {},
+    optional={
+        "type": st.sampled_from(
+            ["message", "function_call", "function_call_output", "reasoning", "item_reference"]
+        ),
+        "role": mostly(st.sampled_from(["user", "assistant", "system", "developer"])),
+        "content": mostly(st.text(max_size=20) | response_parts),
+        "call_id": mostly(st.sampled_from(["c1", "c2", ""])),
+        "name": mostly(st.text(max_size=5)),
+        "arguments": mostly(st.sampled_from(['{"city": "Oslo"}', "{", ""])),
+        "output": mostly(st.text(max_size=10) | response_parts),
+        "summary": mostly(st.just([{"type": "summary_text", "text": "hm"}])),
+    },
+)
+response_tools = st.lists(
+    st.fixed_dictionaries(
+        {"type": mostly(st.just("function"), st.just("web_search"))},
+        optional={"name": st.text(max_size=8), "parameters": mostly(st.just(CITY), json_values)},
+    ),
+    max_size=2,
+)
+
+response_formats = mostly(
+    st.sampled_from([{"type": "json_object"}, {"type": "json_schema", "name": "x", "schema": CITY}])
+)
+
 
 def generation_fields(**fields):
     common = {"options": options, "keep_alive": keep_alive, "format": formats,
               "stream": mostly(st.booleans()), "logprobs": mostly(st.booleans()),
-              "top_logprobs": mostly(st.integers(0, 5), st.integers(-3, 30))}  # fmt: skip
+              "top_logprobs": mostly(st.integers(0, 5), st.integers(-3, 30) | HUGE)}  # fmt: skip
     return st.fixed_dictionaries({"model": names}, optional={**common, **fields})
 
 
@@ -216,10 +325,34 @@ REQUESTS = {
     "/api/pull/resume": st.fixed_dictionaries(
         {}, optional={"model": names, "stream": st.booleans()}
     ),
+    "/v1/responses": st.fixed_dictionaries(
+        {"model": names},
+        optional={
+            "input": mostly(st.text(max_size=20) | st.lists(response_item, max_size=3)),
+            "instructions": mostly(st.text(max_size=10)),
+            "tools": mostly(response_tools),
+            "tool_choice": mostly(st.sampled_from(["auto", "required", "none"]))
+            | st.fixed_dictionaries({"type": st.just("function"), "name": st.text(max_size=8)}),
+            "text": st.fixed_dictionaries({"format": response_formats}),
+            "reasoning": st.fixed_dictionaries(
+                {"effort": mostly(st.sampled_from(["low", "none"]))}
+            ),
+            "max_output_tokens": st.integers(-1, 3),
+            "stream": st.booleans(),
+            "store": st.booleans(),
+            "previous_response_id": st.sampled_from(["resp_nope", ""]) | scalars,
+            "metadata": json_values,
+        },
+    ),
     "/v1/chat/completions": st.fixed_dictionaries(
         {"model": names, "messages": st.lists(message | openai_message, max_size=3)},
         optional={
-            "max_tokens": st.integers(-1, 3),
+            "max_tokens": st.integers(-1, 3) | HUGE,
+            "top_logprobs": or_huge(st.integers(0, 20)),
+            "logprobs": st.booleans(),
+            "seed": huge_ints,
+            "top_k": or_huge(st.integers(0, 100)),
+            "temperature": or_huge(st.floats(0, 2), huge_floats),
             "response_format": json_values,
             "tools": tools,
             "tool_choice": json_values,
@@ -228,6 +361,21 @@ REQUESTS = {
             "n": scalars,
             "stop": json_values,
         },
+    ),
+    "/v1/messages": st.fixed_dictionaries(
+        {"model": names, "messages": mostly(st.lists(anthropic_message, max_size=3))},
+        optional={
+            "max_tokens": st.integers(-1, 3) | scalars,
+            "stop_sequences": json_values,
+            "temperature": mostly(st.floats(0, 1), scalars),
+            "stream": st.booleans(),
+            "output_config": mostly(st.just({"format": {"type": "json_schema", "schema": CITY}})),
+            **anthropic_fields,
+        },
+    ),
+    "/v1/messages/count_tokens": st.fixed_dictionaries(
+        {"model": names, "messages": mostly(st.lists(anthropic_message, max_size=3))},
+        optional=anthropic_fields,
     ),
 }
 
@@ -284,7 +432,8 @@ def check(status: int, body: bytes, content_type: str, path: str) -> None:
         return
     lines = [json.loads(line) for line in body.splitlines() if line.strip()]
     for line in lines:
-        if isinstance(line, dict) and "error" in line:
+        answer = isinstance(line, dict) and line.get("object") == "response"  # has error: null
+        if isinstance(line, dict) and "error" in line and not answer:
             error = line["error"]
             message = error["message"] if path.startswith("/v1/") else error
             assert isinstance(message, str) and message
@@ -300,8 +449,10 @@ def bounded(path: str, body: dict) -> dict:
         body["options"] = {**body["options"], "num_predict": 3}
     elif path in ("/api/generate", "/api/chat"):
         body.setdefault("options", {"num_predict": 3})
-    if path == "/v1/chat/completions":
+    if path in ("/v1/chat/completions", "/v1/messages"):
         body.setdefault("max_tokens", 3)
+    if path == "/v1/responses":
+        body.setdefault("max_output_tokens", 3)
     return body
 
 
@@ -313,6 +464,61 @@ def test_json_requests_never_500(harness, data):
     method = "DELETE" if path == "/api/delete" else "POST"
     status, content, content_type = harness.send(method, path, json=body)
     check(status, content, content_type, path)
+    check_memory()
+
+
+def check_memory() -> None:
+    """No request made the daemon or a runner hold far more than a tiny model needs."""
+    runners = {pid: peak_resident_bytes(pid) for pid in child_pids(os.getpid())}
+    assert all(peak < RUNNER_MEMORY for peak in runners.values()), runners
+    assert peak_resident_bytes(os.getpid()) < DAEMON_MEMORY
+
+
+SAMPLING_INTS = {
+    "top_k": st.integers(0, 100),
+    "repeat_last_n": st.integers(-1, 64),
+    "seed": st.integers(-5, 5),
+    "num_keep": st.integers(-1, 8),
+    "mirostat": st.integers(0, 2),
+    "num_batch": st.sampled_from([0, 64, 512]),
+}
+OPENAI_INTS = {"top_k": st.integers(0, 100), "seed": st.integers(-5, 5),
+               "max_tokens": st.integers(0, 3), "top_logprobs": st.integers(0, 20),
+               "n": st.integers(1, 1)}  # fmt: skip
+
+
+def valid_or_huge(fields: dict) -> st.SearchStrategy[dict]:
+    return st.fixed_dictionaries({}, optional={k: or_huge(v, HUGE) for k, v in fields.items()})
+
+
+def numbers_request(native: bool, numbers: dict) -> tuple[str, dict]:
+    """A request that is valid but for ``numbers`` (with penalties on: a window is allocated)."""
+    if native:
+        options = {"num_predict": 2, "repeat_penalty": 1.2, **numbers}
+        return "/api/generate", {"model": "tiny", "prompt": "Hi", "options": options}
+    body = {"model": "tiny", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}
+    return "/v1/chat/completions", {**body, "logprobs": True, "frequency_penalty": 0.5, **numbers}
+
+
+@FUZZ
+@given(
+    request=st.tuples(st.just(True), valid_or_huge(SAMPLING_INTS))
+    | st.tuples(st.just(False), valid_or_huge(OPENAI_INTS))
+)
+@example(request=(True, {"repeat_last_n": 250_000_000}))
+def test_sampling_integers_are_answered_and_bounded(harness, request):
+    """Each is answered (200, or a 400 naming the number), and no value, however big, makes a
+    runner or the daemon balloon (a 250M-token penalty window cost a runner 1 GB)."""
+    native, numbers = request
+    path, body = numbers_request(native, numbers)
+    status, content, content_type = harness.send("POST", path, json=body)
+    check(status, content, content_type, path)
+    assert status in (200, 400), content
+    if status == 400:
+        error = json.loads(content)["error"]
+        message = error["message"] if isinstance(error, dict) else error
+        assert any(name in message for name in numbers), message
+    check_memory()
 
 
 @FUZZ

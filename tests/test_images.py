@@ -40,7 +40,7 @@ def opened(png: bytes) -> Image.Image:
 
 
 def gradient(width: int, height: int) -> Image.Image:
-    """A picture with content (a flat one would hide resampling or rotation mistakes): red
+    """An image with content (a flat one would hide resampling or rotation mistakes): red
     grows left to right, green top to bottom."""
     ramp = Image.linear_gradient("L")  # 256x256, dark at the top
     red = ramp.rotate(90).resize((width, height))
@@ -82,7 +82,7 @@ def test_colors_survive_the_round_trip():
     assert image.getpixel((0, 0)) == source.getpixel((0, 0))
 
 
-def test_a_wide_picture_shrinks_to_2048_keeping_its_aspect():
+def test_a_wide_image_shrinks_to_2048_keeping_its_aspect():
     image = opened(prepare_image(encoded(gradient(4000, 1000), "JPEG")))
     assert image.size == (LONGEST_SIDE, 512)
     tall = opened(prepare_image(encoded(Image.new("RGB", (300, 2500), "red"), "PNG")))
@@ -141,18 +141,18 @@ def test_our_limits_are_below_pillows(size):
         prepare_image(png_claiming(*size), 3)
 
 
-def test_garbage_and_unsupported_formats_name_the_picture():
+def test_garbage_and_unsupported_formats_name_the_image():
     good = encoded(gradient(8, 8), "PNG")
-    with pytest.raises(BadRequestError, match="image 2 is not a picture localllm can read"):
-        prepare_images([good, b"this is not a picture"])
+    with pytest.raises(BadRequestError, match="image 2 is not an image localllm can read"):
+        prepare_images([good, b"this is not an image"])
     tiff = encoded(gradient(8, 8), "TIFF")  # Pillow reads TIFF, but we do not let it
-    with pytest.raises(BadRequestError, match=r"image 1 is not a picture .*PNG, JPEG, WEBP"):
+    with pytest.raises(BadRequestError, match=r"image 1 is not an image .*PNG, JPEG, WEBP"):
         prepare_images([tiff])
 
 
-def test_a_truncated_picture_is_refused():
+def test_a_truncated_image_is_refused():
     source = encoded(gradient(200, 200), "PNG")
-    with pytest.raises(BadRequestError, match="image 1 is not a picture"):
+    with pytest.raises(BadRequestError, match="image 1 is not an image"):
         prepare_image(source[: len(source) // 2])
 
 
@@ -165,17 +165,17 @@ def test_too_many_bytes_together_are_refused():
 
 
 def test_base64_is_strict_but_skips_line_breaks():
-    picture = encoded(gradient(4, 4), "PNG")
-    text = base64.b64encode(picture).decode()
+    image = encoded(gradient(4, 4), "PNG")
+    text = base64.b64encode(image).decode()
     wrapped = "\n".join(text[i : i + 76] for i in range(0, len(text), 76))
-    assert decode_base64(wrapped, 1) == picture
+    assert decode_base64(wrapped, 1) == image
     for junk in ("not base64!", "aGk", "data:image/png;base64," + text, "é"):
         with pytest.raises(BadRequestError, match="image 4 \\(in message 2\\) is not valid base64"):
             decode_base64(junk, 4, " (in message 2)")
 
 
-# -- the cache of prepared pictures -----------------------------------------------------------
-def test_a_picture_sent_again_is_not_prepared_again():
+# -- the cache of prepared images -----------------------------------------------------------
+def test_a_image_sent_again_is_not_prepared_again():
     cache = ImageCache()
     photo = encoded(gradient(3000, 2000), "JPEG")
     first = prepare_images([photo], cache)[0]
@@ -186,18 +186,18 @@ def test_a_picture_sent_again_is_not_prepared_again():
 
 
 def test_the_cache_keeps_the_most_recently_used_within_its_budget():
-    pictures = [encoded(Image.new("RGB", (64, 64), (i, 0, 0)), "PNG") for i in range(3)]
-    sizes = [len(prepare_image(picture)) for picture in pictures]
+    images = [encoded(Image.new("RGB", (64, 64), (i, 0, 0)), "PNG") for i in range(3)]
+    sizes = [len(prepare_image(image)) for image in images]
     cache = ImageCache(budget=sum(sizes) - 1)  # room for any two, not for all three
-    first = [prepare_images([p], cache)[0] for p in pictures[:2]]
-    assert prepare_images([pictures[0]], cache)[0] is first[0]  # used again: now the newest
-    prepare_images([pictures[2]], cache)  # the third pushes out the least recently used
-    assert prepare_images([pictures[0]], cache)[0] is first[0]
-    assert prepare_images([pictures[1]], cache)[0] is not first[1]
+    first = [prepare_images([p], cache)[0] for p in images[:2]]
+    assert prepare_images([images[0]], cache)[0] is first[0]  # used again: now the newest
+    prepare_images([images[2]], cache)  # the third pushes out the least recently used
+    assert prepare_images([images[0]], cache)[0] is first[0]
+    assert prepare_images([images[1]], cache)[0] is not first[1]
 
 
-def test_a_picture_that_cannot_be_read_is_refused_every_time():
+def test_a_image_that_cannot_be_read_is_refused_every_time():
     cache = ImageCache()
     for _ in range(2):
         with pytest.raises(BadRequestError, match="image 2"):
-            prepare_images([encoded(gradient(8, 8), "PNG"), b"not a picture"], cache)
+            prepare_images([encoded(gradient(8, 8), "PNG"), b"not an image"], cache)

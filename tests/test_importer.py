@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -14,7 +15,9 @@ from model_registry.errors import GGUFError, ModelfileError
 from model_registry.importer import create_from_modelfile, find_shards, import_gguf
 from model_registry.modelfile import parse_modelfile
 from model_registry.store import LayerType, show_model
+from model_registry.tiny_lora import write_tiny_lora
 from model_registry.tiny_projector import write_tiny_projector
+from tests.support.adapters import NOT_ADAPTERS, not_an_adapter
 from tests.support.store import assert_store_consistent
 
 
@@ -179,3 +182,51 @@ def test_create_from_an_existing_model_shares_weights_and_merges_parameters(impo
 def test_create_from_a_missing_model_is_a_clear_error(store):
     with pytest.raises(ModelfileError, match="pull it first"):
         create_from_modelfile(store, "x", parse_modelfile("FROM nothere"), lambda ref: Path(ref))
+
+
+@pytest.fixture
+def lora(tmp_path, tiny_model_path):
+    return write_tiny_lora(tmp_path / "lora.gguf", tiny_model_path)
+
+
+def test_adapters_are_stored_with_their_scale_and_reach_the_load_target(
+    imported_store, tiny_model_path, lora, tmp_path
+):
+    write_tiny_lora(tmp_path / "style.gguf", tiny_model_path, seed=5)
+    text = "FROM tiny\nADAPTER ./lora.gguf\nADAPTER ./style.gguf 0.5\n"
+    create_from_modelfile(imported_store, "styled", parse_modelfile(text), lambda r: tmp_path / r)
+    manifest = imported_store.read_manifest("styled")
+    layers = manifest.layers_of(LayerType.ADAPTER)
+    assert [layer.scale for layer in layers] == [1.0, 0.5]
+    assert imported_store.blobs.path(layers[0].digest).read_bytes() == lora.read_bytes()
+    target = resolve_model(imported_store, "styled").target
+    assert [(Path(a.path).name, a.scale) for a in target.adapters] == [
+        (layers[0].digest.filename, 1.0),
+        (layers[1].digest.filename, 0.5),
+    ]
+    assert resolve_model(imported_store, "tiny").target.adapters == ()
+    # a model made from the adapted one keeps its adapters, at their scales
+    create_from_modelfile(imported_store, "again", parse_modelfile("FROM styled\nSYSTEM x"), Path)
+    assert imported_store.read_manifest("again").layers_of(LayerType.ADAPTER) == layers
+    assert_store_consistent(imported_store)
+
+
+@pytest.mark.parametrize("kind", NOT_ADAPTERS)
+@pytest.mark.parametrize("source", ["FROM tiny", "FROM ./base.gguf"])
+def test_what_is_not_a_lora_adapter_for_the_base_is_refused_and_nothing_is_stored(
+    imported_store, tiny_model_path, tmp_path, kind, source
+):
+    shutil.copy(tiny_model_path, tmp_path / "base.gguf")
+    path, message = not_an_adapter(kind, tmp_path, tiny_model_path)
+    before = store_files(imported_store)
+    text = f"{source}\nADAPTER ./{path.name}\n"
+    with pytest.raises(GGUFError, match=re.escape(message)) as caught:
+        create_from_modelfile(imported_store, "bad", parse_modelfile(text), lambda r: tmp_path / r)
+    assert str(tmp_path) not in str(caught.value)
+    assert store_files(imported_store) == before
+
+
+def test_a_lora_adapter_is_not_a_model(store, lora):
+    with pytest.raises(GGUFError, match="this file is a LoRA adapter, not a model"):
+        import_gguf(store, "lora", lora)
+    assert store.list_models() == []

@@ -28,6 +28,9 @@ class ScriptedRunner:
             yield TokenEvent(word, (1,))
         yield DoneEvent("length", 5, 2, 3, 0.01, 0.02, 0.005)
 
+    async def tokenize(self, text, add_bos=True, special=True):
+        return [1] * len(text)  # one token per character: no thinking markers
+
     async def stop(self):
         self.alive = False
 
@@ -92,9 +95,11 @@ def test_usage_reports_cached_prompt_tokens(client):
 def test_one_json_log_line_per_request_with_timings(client, caplog):
     with caplog.at_level(logging.INFO, logger="localllm.requests"):
         chat(client)
-        client.get("/health")
+        client.get("/health", headers={"User-Agent": "localllm-app/0.1.0"})
     lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "localllm.requests"]
     generation, health = lines
+    assert health["user_agent"] == "localllm-app/0.1.0"  # the app's own requests can be told
+    assert generation["user_agent"] == "testclient"
     assert generation["path"] == "/v1/chat/completions" and generation["status"] == 200
     assert generation["model"] == "tiny" and generation["completion_tokens"] == 3
     assert generation["cached_tokens"] == 3 and generation["ttft_ms"] >= 0

@@ -9,11 +9,13 @@ from hypothesis import strategies as st
 from model_registry.errors import ModelfileError
 from model_registry.modelfile import (
     PARAMETER_TYPES,
+    Adapter,
     Modelfile,
     from_is_path,
     parse_modelfile,
     render_modelfile,
 )
+from model_registry.parameters import OPTIONS
 
 FULL = '''\
 # A comment, then a blank line
@@ -34,6 +36,7 @@ LICENSE MIT
 license """Apache
 2.0"""
 ADAPTER ./lora.gguf
+ADAPTER ./style.gguf 0.5
 '''
 
 
@@ -50,7 +53,7 @@ def test_full_modelfile():
         },
         license=["MIT", "Apache\n2.0"],
         messages=[("user", "hi there"), ("assistant", 'hello "you"')],
-        adapters=["./lora.gguf"],
+        adapters=[Adapter("./lora.gguf"), Adapter("./style.gguf", 0.5)],
     )
 
 
@@ -86,11 +89,49 @@ def test_full_modelfile():
         ('FROM m\nPARAMETER stop ""', Modelfile(from_="m", parameters={"stop": [""]})),
         ("FROM m\nPARAMETER stop User: ", Modelfile(from_="m", parameters={"stop": ["User:"]})),
         ('FROM m\nPARAMETER stop "User: "', Modelfile(from_="m", parameters={"stop": ["User: "]})),
-        ("FROM m\nADAPTER a\nADAPTER b", Modelfile(from_="m", adapters=["a", "b"])),
+        (
+            "FROM m\nADAPTER a\nADAPTER b",
+            Modelfile(from_="m", adapters=[Adapter("a"), Adapter("b")]),
+        ),
     ],
 )
 def test_parses(text, expected):
     assert parse_modelfile(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("line", "adapter"),
+    [
+        ("ADAPTER ./lora.gguf", Adapter("./lora.gguf", 1.0)),
+        ("ADAPTER ./lora.gguf 0.5", Adapter("./lora.gguf", 0.5)),
+        ("ADAPTER ./lora.gguf -2", Adapter("./lora.gguf", -2.0)),
+        ("ADAPTER ./lora.gguf 0", Adapter("./lora.gguf", 0.0)),
+        ("ADAPTER ./my lora.gguf", Adapter("./my lora.gguf")),  # Ollama's bare paths still work
+        ("ADAPTER ./my lora.gguf 1.5", Adapter("./my lora.gguf", 1.5)),
+        ('ADAPTER "./lora 2"', Adapter("./lora 2")),  # quoted: the last word is the path's
+        ('ADAPTER "./lora 2" 0.25', Adapter("./lora 2", 0.25)),
+        ('ADAPTER """./lora\n2""" 3', Adapter("./lora\n2", 3.0)),
+        ("ADAPTER 0.5", Adapter("0.5")),  # one word is the path
+    ],
+)
+def test_adapter_path_and_scale(line, adapter):
+    assert parse_modelfile(f"FROM m\n{line}").adapters == [adapter]
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("ADAPTER ./lora.gguf 11", "ADAPTER scale must be a number from -10 to 10, got '11'"),
+        ('ADAPTER "./lora.gguf" strong', "ADAPTER scale must be a number from -10 to 10"),
+        ('ADAPTER "./lora.gguf" nan', "ADAPTER scale must be a number"),
+        ('ADAPTER ""', "ADAPTER needs the path of a LoRA adapter file"),
+        ('ADAPTER "" 0.5', "ADAPTER needs the path of a LoRA adapter file"),
+    ],
+)
+def test_bad_adapter_lines(line, message):
+    with pytest.raises(ModelfileError, match=message) as caught:
+        parse_modelfile(f"FROM m\n{line}")
+    assert caught.value.line == 2
 
 
 @pytest.mark.parametrize(
@@ -156,6 +197,16 @@ def test_every_parameter_has_a_type_case():
         ("FROM m\nPARAMETER temperature nan", 2, "temperature needs a number"),
         ("FROM m\nPARAMETER temperature 1e999", 2, "temperature needs a number"),
         ("FROM m\nPARAMETER penalize_newline maybe", 2, "needs true or false"),
+        # the ranges every path applies (model_registry.parameters)
+        ("FROM m\nPARAMETER repeat_last_n 250000000", 2, "between -1 and 16777216"),
+        ("FROM m\nPARAMETER num_ctx 2147483647", 2, "num_ctx must be an integer between 0"),
+        ("FROM m\nPARAMETER top_k -5", 2, "top_k must be an integer between -1"),
+        ("FROM m\nPARAMETER temperature 2.5", 2, "temperature must be a number between 0 and 2"),
+        ("FROM m\nPARAMETER top_p 1.01", 2, "top_p must be a number between 0 and 1"),
+        ("FROM m\nPARAMETER seed 9223372036854775808", 2, "seed must be an integer between"),
+        ("FROM m\nPARAMETER num_keep " + "9" * 5000, 2, "num_keep needs an integer"),
+        ("FROM m\n" + "PARAMETER stop x\n" * 17, 18, "at most 16 strings"),
+        ("FROM m\nPARAMETER stop " + "x" * 257, 2, "of at most 256 characters"),
         ("FROM m\nMESSAGE", 2, "MESSAGE needs a role"),
         ("FROM m\nMESSAGE tool hello", 2, "MESSAGE role must be one of"),
         ("FROM m\nMESSAGE user", 2, "MESSAGE needs a value"),
@@ -192,12 +243,16 @@ _single_line = _text.map(lambda t: t.replace("\n", ""))
 _writable = _text.filter(
     lambda t: "\n" not in t or ('"""' not in t and "\r" not in t and not t.endswith('"'))
 )
-_parameter_values = {
-    int: st.integers(-(2**40), 2**40),
-    float: st.floats(allow_nan=False, allow_infinity=False),
-    bool: st.booleans(),
-    str: _single_line,
-}
+
+
+def _parameter_values(key: str):
+    """Any value the table accepts for ``key``."""
+    parameter = OPTIONS[key]
+    if parameter.kind is int:
+        return st.integers(parameter.low, parameter.high)
+    if parameter.kind is float:
+        return st.floats(parameter.low, parameter.high)
+    return st.booleans() if parameter.kind is bool else _single_line
 
 
 @st.composite
@@ -205,11 +260,10 @@ def modelfiles(draw) -> Modelfile:
     keys = draw(st.lists(st.sampled_from(sorted(PARAMETER_TYPES)), unique=True, max_size=5))
     parameters: dict[str, object] = {}
     for key in keys:
-        kind = PARAMETER_TYPES[key]
         if key == "stop":
-            parameters[key] = draw(st.lists(_parameter_values[str], min_size=1, max_size=3))
+            parameters[key] = draw(st.lists(_parameter_values(key), min_size=1, max_size=3))
         else:
-            parameters[key] = draw(_parameter_values[kind])
+            parameters[key] = draw(_parameter_values(key))
     return Modelfile(
         from_=draw(_writable.filter(lambda t: t.strip() != "")),
         system=draw(st.none() | _writable),
@@ -221,7 +275,16 @@ def modelfiles(draw) -> Modelfile:
                 st.tuples(st.sampled_from(["system", "user", "assistant"]), _writable), max_size=3
             )
         ),
-        adapters=draw(st.lists(_writable.filter(lambda t: t.strip() != ""), max_size=2)),
+        adapters=draw(
+            st.lists(
+                st.builds(
+                    Adapter,
+                    _writable.filter(lambda t: t.strip() != ""),
+                    st.floats(-10, 10, allow_nan=False),
+                ),
+                max_size=2,
+            )
+        ),
     )
 
 

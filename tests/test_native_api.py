@@ -87,7 +87,7 @@ def test_empty_requests_load_and_unload(daemon, client):
     loaded = httpx.post(daemon.url + "/api/chat", json={"model": "tiny", "keep_alive": "1m"})
     assert loaded.json()["done_reason"] == "load" and loaded.json()["message"]["content"] == ""
     [running] = client.running()
-    assert running["name"] == "tiny:latest" and running["processor"].startswith("100%")
+    assert running.name == "tiny:latest" and running.processor.startswith("100%")
     client.unload("tiny")
     assert wait_for(lambda: client.running() == [], timeout=10)
     gone = httpx.post(daemon.url + "/api/generate", json={"model": "nope", "keep_alive": 0})
@@ -127,33 +127,33 @@ def test_a_client_that_hangs_up_frees_the_slot(daemon):
 
 def test_the_client_speaks_every_management_call(client):
     assert client.version()
-    [tiny] = [m for m in client.list_models() if m["name"] == "tiny:latest"]
-    assert tiny["details"]["parameter_size"] and len(tiny["digest"]) == 64
-    assert "llama.rope.dimension_count" not in client.show("tiny")["model_info"]
+    [tiny] = [m for m in client.list_models() if m.name == "tiny:latest"]
+    assert tiny.details.parameter_size and len(tiny.digest) == 64
+    assert "llama.rope.dimension_count" not in client.show("tiny").model_info
     shown = client.show("tiny", verbose=True)  # every GGUF key the safe reader keeps
-    assert shown["model_info"]["llama.rope.dimension_count"] == 16
-    assert shown["model_info"]["tokenizer.ggml.model"] == "llama"
+    assert shown.model_info["llama.rope.dimension_count"] == 16
+    assert shown.model_info["tokenizer.ggml.model"] == "llama"
     client.copy("tiny", "other:v2")
-    assert "other:v2" in [m["name"] for m in client.list_models()]
+    assert "other:v2" in [m.name for m in client.list_models()]
     client.delete("other:v2")
     with pytest.raises(ModelNotFound):
         client.show("other:v2")
     with pytest.raises(BadRequest, match="invalid model name"):
         client.show("../../etc/passwd")
-    assert client.verify()["ok"] is True and client.prune()["removed"] == []
+    assert client.verify().ok is True and client.prune().removed == []
     assert client.pulls() == []
     system = client.system()
-    assert system["ram_total"] >= system["ram_available"] > 0 and system["backend"]
-    assert system["models_dir"].endswith("store")  # told to a client on this machine only
+    assert system.ram_total >= system.ram_available > 0 and system.backend
+    assert system.models_dir.endswith("store")  # told to a client on this machine only
     assert "/api/version" in client.logs(lines=50)
 
 
 def test_the_client_streams_chat_and_generate(client):
     chunks = list(client.chat("tiny", HI, options={"num_predict": 3}))
-    assert chunks[-1]["done"] and chunks[-1]["eval_count"] == 3
+    assert chunks[-1].done and chunks[-1].eval_count == 3
     [one] = list(client.generate("tiny", "Hi", options={"num_predict": 2}, stream=False))
-    assert one["done"] and one["response"]
-    vectors = client.embed("tiny", ["a", "b"])["embeddings"]
+    assert one.done and one.response
+    vectors = client.embed("tiny", ["a", "b"]).embeddings
     assert len(vectors) == 2 and len(vectors[0]) == 64
     with pytest.raises(ModelNotFound):
         list(client.chat("nope", HI))

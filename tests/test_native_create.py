@@ -86,27 +86,27 @@ def test_create_from_an_uploaded_blob_with_modelfile_fields(client, upload):
         'PARAMETER stop "<|im_end|>"\nMESSAGE user Hi\nMESSAGE assistant Hello!\nLICENSE MIT\n'
     )
     steps = list(client.create("fresh", modelfile, {"./fresh.gguf": digest}))
-    assert [s["status"] for s in steps][-1] == "success"
+    assert [s.status for s in steps][-1] == "success"
     shown = client.show("fresh")
-    assert shown["system"] == "You are terse." and shown["license"] == "MIT"
-    assert shown["parameters"].splitlines() == [
+    assert shown.system == "You are terse." and shown.license == "MIT"
+    assert shown.parameters.splitlines() == [
         f'{"stop":<30} "<|im_end|>"',
         f"{'temperature':<30} 0.25",
     ]
-    assert shown["messages"] == [
+    assert shown.messages == [
         {"role": "user", "content": "Hi"},
         {"role": "assistant", "content": "Hello!"},
     ]
     [reply] = client.chat("fresh", HI, options={"num_predict": 2}, stream=False)
-    assert reply["done"]
+    assert reply.done
 
 
 def test_show_gives_a_modelfile_that_recreates_the_model(client):
-    text = client.show("fresh")["modelfile"]
+    text = client.show("fresh").modelfile
     assert "FROM fresh\n" in text and "/" not in text.split("FROM", 1)[1].splitlines()[0]
-    assert list(client.create("fresh-again", text, {}))[-1]["status"] == "success"
+    assert list(client.create("fresh-again", text, {}))[-1].status == "success"
     again = client.show("fresh-again")
-    assert again["system"] == "You are terse." and "temperature" in again["parameters"]
+    assert again.system == "You are terse." and "temperature" in again.parameters
 
 
 @pytest.mark.parametrize("quant", ["Q8_0", "q4_0", "Q4_K_M"])
@@ -115,11 +115,11 @@ def test_quantize_an_f16_upload(client, upload, quant):
     steps = list(
         client.create(f"fresh-{quant.lower()}", "FROM ./m.gguf\n", {"./m.gguf": digest}, quant)
     )
-    statuses = [s["status"] for s in steps]
+    statuses = [s.status for s in steps]
     assert f"quantizing F16 model to {quant.upper()}" in statuses and statuses[-1] == "success"
     shown = client.show(f"fresh-{quant.lower()}")
-    assert shown["details"]["quantization_level"] == quant.upper()
-    listed = {m["name"]: m["size"] for m in client.list_models()}
+    assert shown.details.quantization_level == quant.upper()
+    listed = {m.name: m.size for m in client.list_models()}
     assert listed[f"fresh-{quant.lower()}:latest"] < listed["fresh:latest"]
     assert list(client.generate(f"fresh-{quant.lower()}", "Hi", options={"num_predict": 2}))
 
@@ -152,7 +152,7 @@ def test_a_client_named_path_is_never_opened(client, daemon, tiny_model_path, ro
     adapter = "FROM tiny\nADAPTER /etc/passwd\n"
     response = httpx.post(daemon.url + "/api/create", json={"model": "evil", "modelfile": adapter})
     assert response.status_code == 400 and "passwd was not uploaded" in response.json()["error"]
-    assert "evil:latest" not in {m["name"] for m in client.list_models()}
+    assert "evil:latest" not in {m.name for m in client.list_models()}
 
 
 def test_create_errors_are_plain_400s(daemon, upload):

@@ -76,16 +76,16 @@ class Watcher(threading.Thread):
 
     @property
     def completed(self) -> int:
-        return max((e.get("completed") or 0 for e in list(self.events)), default=0)
+        return max((e.completed or 0 for e in list(self.events)), default=0)
 
     def last(self, timeout: float = 20) -> str:
         self.join(timeout)
         assert not self.is_alive() and self.error is None, self.error
-        return self.events[-1]["status"]
+        return self.events[-1].status
 
 
 def names(client) -> set[str]:
-    return {m["name"] for m in client.list_models()}
+    return {m.name for m in client.list_models()}
 
 
 def test_progress_events_and_hanging_up_does_not_cancel(daemon, client, hub, files):
@@ -99,7 +99,7 @@ def test_progress_events_and_hanging_up_does_not_cancel(daemon, client, hub, fil
     assert second["digest"] == "sha256:" + hub.sha256(repo, file)
     assert second["total"] == len(files[0])
     [record] = client.pulls()
-    assert record["name"] == name.lower() and record["state"] == "running"
+    assert record.name == name.lower() and record.state == "running"
     assert wait_for(lambda: name.lower() in names(client), timeout=30), client.pulls()
     assert client.pulls() == []
     assert hub.bytes_served(repo, file) == len(files[0])  # one download, not restarted
@@ -112,10 +112,10 @@ def test_pause_then_resume_continues_the_partial_download(client, hub, files):
     client.pause_pull(name)
     assert watcher.last() == "paused"
     [record] = client.pulls()
-    assert record["state"] == "paused" and 0 < record["completed"] < record["total"]
+    assert record.state == "paused" and 0 < record.completed < record.total
     hub.set_throttle(repo, file, None)
     resumed = list(client.resume_pull(name))
-    assert resumed[-1]["status"] == "success" and name.lower() in names(client)
+    assert resumed[-1].status == "success" and name.lower() in names(client)
     assert hub.bytes_served(repo, file) < 1.5 * len(files[1])  # resumed, not started over
     with pytest.raises(ModelNotFound):
         client.pause_pull(name)  # nothing left to pause
@@ -141,7 +141,7 @@ def test_a_failed_pull_is_listed_until_cancelled(daemon, client, hub, files):
     with pytest.raises(ServerError, match="changed size"):
         list(client.pull(name))
     [record] = client.pulls()
-    assert record["state"] == "failed" and "changed size" in record["error"]
+    assert record.state == "failed" and "changed size" in record.error
     answer = httpx.post(daemon.url + "/api/pull", json={"model": name, "stream": False})
     assert answer.status_code == 502 and "changed size" in answer.json()["error"]
     client.cancel_pull(name)
@@ -178,10 +178,10 @@ def test_the_pull_list_survives_a_killed_daemon_and_resumes(tmp_path, hub, files
         first.stop()
     with Daemon(tmp_path / "store", tmp_path / "logs2", env=env) as second, Client(second.url) as c:
         [record] = c.pulls()
-        assert record["state"] == "paused" and record["interrupted"] is True
-        assert record["name"] == name.lower() and record["completed"] >= MIB
+        assert record.state == "paused" and record.interrupted is True
+        assert record.name == name.lower() and record.completed >= MIB
         hub.set_throttle(repo, file, None)
-        assert list(c.resume_pull(name))[-1]["status"] == "success"
+        assert list(c.resume_pull(name))[-1].status == "success"
         assert name.lower() in names(c) and c.pulls() == []
     assert hub.bytes_served(repo, file) < 1.8 * len(files[3])
 
@@ -194,7 +194,7 @@ def daemon_store(daemon):
 def test_hub_search_finds_gguf_repositories(client, hub, files):
     hub.add_repo("local/Search-GGUF", {"Search-Q8_0.gguf": b"GGUF"})
     hub.add_repo("local/Search-safetensors", {"model.safetensors": b"weights"})
-    found = [r["repo"] for r in client.hub_search("search")]
+    found = [r.repo for r in client.hub_search("search")]
     assert found == ["local/Search-GGUF"]
     assert len(client.hub_search("", limit=1)) == 1
 
@@ -212,15 +212,23 @@ def test_hub_files_lists_each_quant_with_its_pull_name(daemon, client, hub):
         },
     )
     listed = client.hub_files("local/Multi-GGUF")
-    assert [f["quant"] for f in listed] == ["Q4_K_M", "Q8_0", "Q2_K"]  # best first
-    assert listed[0]["name_to_pull"] == "hf.co/local/Multi-GGUF:Q4_K_M"
-    assert listed[0]["recommended"] and not any(f["recommended"] for f in listed[1:])
+    assert [f.quant for f in listed] == ["Q4_K_M", "Q8_0", "Q2_K"]  # best first
+    assert listed[0].name_to_pull == "hf.co/local/Multi-GGUF:Q4_K_M"
+    assert listed[0].recommended and not any(f.recommended for f in listed[1:])
     q2 = listed[2]
-    assert q2["shards"] == 2 and q2["size"] == 250 and q2["file"].endswith("00001-of-00002.gguf")
+    assert q2.shards == 2 and q2.size == 250 and q2.file.endswith("00001-of-00002.gguf")
     assert (
         client._json("GET", "/api/hub/files", params={"repo": "local/Multi-GGUF"})["projector"]
         == "mmproj-Multi-F16.gguf"
     )
+
+
+def test_the_catalog_is_listed_without_the_hub(client):
+    listed = {m.name: m for m in client.hub_catalog()}  # the daemon's built-in catalog
+    small = listed["qwen2.5:0.5b"]
+    assert small.size == 491_400_032 and small.parameter_size == "494M"
+    assert "qwen:0.5b" in small.aliases and small.kind == "chat" and small.description
+    assert small.repo == "Qwen/Qwen2.5-0.5B-Instruct-GGUF" and small.quant == "Q4_K_M"
 
 
 def test_hub_files_errors(client):

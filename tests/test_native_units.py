@@ -8,6 +8,7 @@ import json
 import httpx
 import pytest
 
+from daemon.api import ProgressResponse
 from daemon.api.native_chat import ChatRequest, GenerateRequest
 from daemon.client import (
     BadRequest,
@@ -60,7 +61,7 @@ def test_an_error_line_inside_a_stream_raises():
     lines = b'{"status":"pulling manifest"}\n{"error":"the hub went away"}\n'
     client = mock_client(lambda request: httpx.Response(200, content=lines))
     events = client.pull("tiny")
-    assert next(events) == {"status": "pulling manifest"}
+    assert next(events) == ProgressResponse(status="pulling manifest")
     with pytest.raises(ServerError, match="the hub went away"):
         next(events)
 
@@ -84,7 +85,8 @@ def test_requests_have_ollama_shapes():
         seen.append((request.method, request.url.path, body))
         if request.method == "HEAD":
             return httpx.Response(404)
-        return httpx.Response(200, json={"status": "success", "done": True})
+        reply = {"model": "tiny", "created_at": "2020-01-01T00:00:00Z", "message": {}, "done": True}
+        return httpx.Response(200, json=reply)
 
     client = mock_client(handler)
     client.unload("tiny")
@@ -107,9 +109,11 @@ def test_the_pull_list_survives_and_marks_interrupted_pulls(tmp_path):
     records = PullRecords(path)
     records.put("a", PullRecord("a", blobs={"sha256:x": [100, 40]}))
     records.put("b", PullRecord("b", state="failed", status="failed", error="boom"))
+    records.put("c", PullRecord("c", state="queued", status="queued"))
     reloaded = PullRecords(path)
-    a, b = reloaded.get("a"), reloaded.get("b")
+    a, b, c = reloaded.get("a"), reloaded.get("b"), reloaded.get("c")
     assert (a.state, a.interrupted, a.total, a.completed) == ("paused", True, 100, 40)
+    assert (c.state, c.status, c.interrupted) == ("paused", "paused", True)  # never started
     assert (b.state, b.error) == ("failed", "boom")
     assert [p.name for p in path.parent.iterdir()] == ["pulls.json"]  # no temp file left
     path.write_text("{not json")

@@ -68,7 +68,7 @@ def test_list_and_show(client):
     shown = client.show("tiny")
     assert shown.modelinfo["general.architecture"] == "llama"
     assert shown.modelinfo["llama.context_length"] == 2048
-    assert shown.capabilities == ["completion"]
+    assert shown.capabilities == ["completion", "chat"]  # "chat": it has a chat template
     assert "<|im_start|>" in shown.template and shown.modelfile.splitlines()[1] == "FROM tiny"
 
 

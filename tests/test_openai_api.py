@@ -6,11 +6,14 @@ from __future__ import annotations
 import base64
 import json
 import struct
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import jsonschema
 import openai
 import pytest
+from openai.lib.streaming.chat import ChatCompletionStreamState
 
 from tests.support.daemon import Daemon, make_store
 from tests.support.polling import wait_for
@@ -188,10 +191,12 @@ def test_required_tool_call_picks_one_of_the_tools_and_streams(client):
             stream=True,
         )
     )
-    calls = [tc for c in chunks if c.choices for tc in c.choices[0].delta.tool_calls or ()]
-    assert len(calls) == 1
+    state = ChatCompletionStreamState()
+    for chunk in chunks:
+        state.handle_chunk(chunk)
+    (call,) = state.get_final_completion().choices[0].message.tool_calls
     schemas = {t["function"]["name"]: t["function"]["parameters"] for t in (WEATHER, CLOCK)}
-    jsonschema.validate(json.loads(calls[0].function.arguments), schemas[calls[0].function.name])
+    jsonschema.validate(json.loads(call.function.arguments), schemas[call.function.name])
     assert chunks[-1].choices[0].finish_reason == "tool_calls"
 
 
@@ -282,6 +287,83 @@ def test_logit_bias_and_logprobs(client):
     assert len(set(tokens)) <= 2, tokens
 
 
+@pytest.mark.parametrize("key", ["\u00b2", "9" * 5000, "-1", "2147483648", "\u0661", " 7"])
+def test_logit_bias_keys_must_be_decimal_token_ids(daemon, key):
+    body = {"model": "tiny", "messages": USER, "max_tokens": 1, "logit_bias": {key: 1}}
+    response = httpx.post(daemon.url + "/v1/chat/completions", json=body)
+    assert response.status_code == 400, response.text  # "²".isdigit(), but int("²") fails
+    error = response.json()["error"]
+    assert error["param"] == "logit_bias" and "token ids (0 to 2147483647)" in error["message"]
+
+
+def test_logit_bias_takes_at_most_300_entries(client):
+    bias = {str(token): 0.5 for token in range(300)}
+    assert client.chat.completions.create(model="tiny", messages=USER, max_tokens=1,
+                                          logit_bias=bias).choices  # fmt: skip
+    with pytest.raises(openai.BadRequestError, match="at most 300 entries, got 301"):
+        client.chat.completions.create(
+            model="tiny", messages=USER, max_tokens=1, logit_bias={**bias, "300": 1}
+        )
+
+
+def test_a_body_of_millions_of_values_is_a_quick_400_while_the_daemon_answers(daemon):
+    bias = {str(token): 1 for token in range(1_500_000)}  # 20 MB, under the body limit
+    body = json.dumps({"model": "tiny", "messages": USER, "logit_bias": bias}).encode()
+    answered: list[tuple[int, str]] = []
+
+    def send() -> None:
+        headers = {"content-type": "application/json"}
+        response = httpx.post(
+            daemon.url + "/v1/chat/completions", content=body, headers=headers, timeout=60
+        )
+        answered.append((response.status_code, response.text))
+
+    slowest = 0.0
+    with ThreadPoolExecutor(1) as pool:
+        started = time.monotonic()
+        pool.submit(send)
+        while not answered and time.monotonic() - started < 60:
+            asked = time.monotonic()
+            assert httpx.get(daemon.url + "/", timeout=60).status_code == 200
+            slowest = max(slowest, time.monotonic() - asked)
+            time.sleep(0.02)
+    took = time.monotonic() - started
+    [(status, text)] = answered
+    assert status == 400 and "more than 100,000 JSON values" in text, text
+    # Parsing it used to hold the event loop 5 to 14 s; counting its values holds it not at all.
+    assert took < 10 and slowest < 3, (took, slowest)
+
+
+def test_a_24_mb_non_ascii_prompt_is_the_context_400_not_a_500(daemon):
+    prompt = "\u00e9" * 12_000_000  # 24 MB of UTF-8: once a 72 MB frame of ASCII escapes
+    body = json.dumps({"model": "tiny", "prompt": prompt, "max_tokens": 1}, ensure_ascii=False)
+    response = httpx.post(
+        daemon.url + "/v1/completions",
+        content=body.encode(),
+        headers={"content-type": "application/json"},
+        timeout=120,
+    )
+    assert response.status_code == 400, response.text[:300]
+    error = response.json()["error"]
+    assert error["code"] == "context_length_exceeded"
+    floor = int(error["message"].split("the prompt is at least ")[1].split()[0])
+    assert floor > 2048 and "context is 2048 tokens" in error["message"]
+
+
+def test_a_long_chat_message_in_one_character_is_answered_at_once(daemon):
+    """8M x "é" through a chat template: counted in the runner without tokenizing it (byte
+    fallback made llama.cpp's tokenizer take minutes on it)."""
+    body = {"model": "tiny", "messages": [{"role": "user", "content": "\u00e9" * 8_000_000}]}
+    data = json.dumps({**body, "stream": False}, ensure_ascii=False).encode()
+    response = httpx.post(
+        daemon.url + "/api/chat",
+        content=data,
+        headers={"content-type": "application/json"},
+        timeout=60,
+    )
+    assert response.status_code == 400 and "at least" in response.json()["error"]
+
+
 def test_legacy_completions(client):
     reply = client.completions.create(
         model="tiny", prompt="Once upon a time", max_tokens=6, seed=1, logprobs=2
@@ -334,7 +416,7 @@ def test_the_daemon_client_streams_chat_and_raises_typed_errors(daemon):
     from daemon.client import Client, DaemonUnavailable, ModelNotFound
 
     with Client(daemon.url) as client:
-        assert client.health()["status"] == "ok"
+        assert client.health().status == "ok"
         assert "tiny" in [m.id for m in client.list_openai_models()]
         chunks = list(client.openai_chat("tiny", USER, max_tokens=5, seed=1))
         assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)

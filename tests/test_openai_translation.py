@@ -84,6 +84,10 @@ def test_response_format_tools_logprobs_and_bias():
     assert named.tool_choice.mode == "function" and named.tool_choice.name == "f"
     assert chat_job(chat(tools=tools)).tool_choice.mode == "auto"
     assert chat_job(chat()).tool_choice.mode == "none"
+    required = chat_job(chat(tools=tools, tool_choice="required"))
+    assert required.tool_choice.forced and not required.tool_choice.parallel
+    parallel = chat_job(chat(tools=tools, tool_choice="required", parallel_tool_calls=True))
+    assert parallel.tool_choice.parallel
 
 
 @pytest.mark.parametrize(
@@ -104,17 +108,17 @@ def test_invalid_requests_name_the_parameter(fields, param):
     assert caught.value.param == param
 
 
-def picture_message(*parts: dict) -> list[dict]:
+def image_message(*parts: dict) -> list[dict]:
     return [{"role": "user", "content": [*parts, {"type": "text", "text": "which?"}]}]
 
 
-def test_image_url_parts_become_numbered_pictures():
+def test_image_url_parts_become_numbered_images():
     first = {
         "type": "image_url",
         "image_url": {"url": "data:image/png;base64,AAEC", "detail": "low"},
     }
     second = {"type": "image_url", "image_url": "DATA:image/jpeg;BASE64,/w=="}  # a bare URL
-    job = chat_job(chat(messages=[*picture_message(first), *picture_message(second)]))
+    job = chat_job(chat(messages=[*image_message(first), *image_message(second)]))
     assert list(job.images) == [b"\x00\x01\x02", b"\xff"]
     assert job.messages[0]["content"][0] == {"type": "image", "index": 0}
     assert job.messages[1]["content"][0] == {"type": "image", "index": 1}
@@ -125,7 +129,7 @@ def test_image_url_parts_become_numbered_pictures():
 @pytest.mark.parametrize(
     ("image_url", "words"),
     [
-        ({"url": "https://example.com/cat.png"}, "localllm does not download pictures"),
+        ({"url": "https://example.com/cat.png"}, "localllm does not download images"),
         ("file:///etc/passwd", "must be a data: URL with base64 content"),
         ({"url": "data:image/png,AAEC"}, "must be a data: URL with base64 content"),
         ({"url": "data:image/png;base64,AA EC"}, "image 1 is not valid base64"),
@@ -135,14 +139,14 @@ def test_image_url_parts_become_numbered_pictures():
 def test_image_urls_the_daemon_will_not_use(image_url, words):
     part = {"type": "image_url", "image_url": image_url}
     with pytest.raises(BadRequestError, match=words) as caught:
-        chat_job(chat(messages=picture_message(part)))
+        chat_job(chat(messages=image_message(part)))
     assert caught.value.param == "messages"
 
 
 def test_other_content_parts_are_refused():
     audio = {"type": "input_audio", "input_audio": {"data": "", "format": "wav"}}
     with pytest.raises(BadRequestError, match="'input_audio' is not supported"):
-        chat_job(chat(messages=picture_message(audio)))
+        chat_job(chat(messages=image_message(audio)))
 
 
 def test_legacy_completion_prompts():
@@ -195,3 +199,14 @@ def test_bad_option_types_are_rejected():
         sampling_params({"stop": [1]})
     with pytest.raises(BadRequestError, match="num_ctx"):
         runner_options({"num_ctx": 2}, Settings())
+
+
+def test_num_predict_ends_mean_until_done_and_a_model_parameter_is_checked_too():
+    assert sampling_params({"num_predict": -2}).max_tokens is None  # "fill the context"
+    assert sampling_params({"num_predict": 1 << 24}).max_tokens == 1 << 24
+    with pytest.raises(BadRequestError, match="option num_predict must be an integer between"):
+        sampling_params({"num_predict": -3})
+    with pytest.raises(BadRequestError, match="option top_k") as caught:
+        merge_options({"top_k": 1 << 40}, {"temperature": 1})  # a model's PARAMS layer
+    assert caught.value.param == "top_k"
+    assert merge_options({"seed": 3.0, "unknown": "kept"}) == {"seed": 3, "unknown": "kept"}

@@ -53,6 +53,17 @@ def test_embedding_input_too_long(harness, runner):
     assert truncated.prompt_tokens == 128 and len(truncated.embeddings[0]) == 64
 
 
+def test_a_huge_input_is_refused_or_cut_without_tokenizing_all_of_it(harness, runner):
+    """llama.cpp takes minutes to tokenize a few MB of one byte-fallback character."""
+    huge = "\u00e9" * 4_000_000
+    with pytest.raises(ContextOverflowError) as caught:
+        harness.run(runner.embed(EmbedCall((huge,))), timeout=30)
+    assert caught.value.at_least and caught.value.prompt_tokens > caught.value.context == 128
+    cut = harness.run(runner.embed(EmbedCall((huge,), truncate=True)), timeout=30)
+    short = harness.run(runner.embed(EmbedCall(("\u00e9" * 1000,), truncate=True)))
+    assert cut.prompt_tokens == 128 and cut.embeddings == short.embeddings
+
+
 def test_embedding_alongside_generation(harness, runner):
     """The embedding context is separate: generation in flight is not disturbed."""
 

@@ -104,8 +104,9 @@ def test_stop_string_is_never_emitted(harness, runner):
     params = replace(GREEDY, max_tokens=40)
     full = harness.run(collect(runner, "Tell me a story", params)).text
     stop = full[12:15]
-    cut = harness.run(collect(runner, "Tell me a story", replace(params, stop=(stop,))))
-    assert cut.done.reason == "stop"
+    stops = ("never in the story", stop)
+    cut = harness.run(collect(runner, "Tell me a story", replace(params, stop=stops)))
+    assert cut.done.reason == "stop" and cut.done.stop_sequence == stop  # which one, for APIs
     assert cut.text == full[: full.index(stop)]
     assert stop not in cut.text
 
@@ -151,6 +152,20 @@ def test_logit_bias_forces_a_token(harness, runner):
     assert stream.text == "Z" * 8
 
 
+def test_visible_tokens_keep_a_control_token_in_the_text(harness, runner):
+    """Control tokens render as nothing unless the request names them (a thinking format's
+    markers); a stop string can then match one, and a name that is no token is ignored."""
+    [token] = harness.run(runner.tokenize("<|im_start|>", add_bos=False))
+    params = SamplingParams(temperature=1.0, seed=1, max_tokens=3, logit_bias={token: 100.0})
+    hidden = harness.run(collect(runner, "Hello", params))
+    assert hidden.token_ids == [token] * 3 and hidden.text == ""
+    kept = harness.run(collect(runner, "Hello", params, visible_tokens=("<|im_start|>", "<nope>")))
+    assert kept.token_ids == [token] * 3 and kept.text == "<|im_start|>" * 3
+    stopped = replace(params, stop=("<|im_start|><|im_start|>",))
+    cut = harness.run(collect(runner, "Hello", stopped, visible_tokens=("<|im_start|>",)))
+    assert cut.done.reason == "stop" and cut.text == ""
+
+
 def test_logprobs_shape(harness, runner):
     params = replace(GREEDY, max_tokens=6, logprobs=3)
     stream = harness.run(collect(runner, "Hello world", params))
@@ -176,6 +191,7 @@ def test_end_of_turn_token_stops_generation(harness, tmp_path):
     runner = harness.start(make_spec(path))
     stream = harness.run(collect(runner, "Hello", replace(GREEDY, max_tokens=20)))
     assert stream.done.reason == "stop" and stream.text == ""
+    assert stream.done.stop_sequence is None
     ignoring = harness.run(collect(runner, "Hello", replace(GREEDY, max_tokens=5, ignore_eos=True)))
     assert ignoring.done.reason == "length" and ignoring.done.completion_tokens == 5
     harness.run(runner.stop())

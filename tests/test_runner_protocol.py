@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import struct
+from dataclasses import replace
 
 import pytest
 
@@ -24,6 +25,7 @@ from daemon.runners.protocol import (
 from daemon.runners.types import (
     ContextOverflowError,
     GenerateCall,
+    LoraAdapter,
     RunnerError,
     RunnerSpec,
     SamplingParams,
@@ -70,8 +72,10 @@ def test_requests_survive_the_wire():
     assert generate_from_wire(decode(generate_to_wire(req))) == req
     spec = RunnerSpec("m", ("/a-00001-of-00002.gguf", "/a-00002-of-00002.gguf"), num_ctx=8192)
     assert spec_from_wire(decode(spec_to_wire(spec))) == spec
-    pictures = GenerateCall("a <m> b <m>", images=(b"\x89PNG\x00", b"\xff\xd8"), image_marker="<m>")
-    assert generate_from_wire(decode(generate_to_wire(pictures))) == pictures
+    adapted = replace(spec, adapters=(LoraAdapter("/l.gguf"), LoraAdapter("/s.gguf", -0.5)))
+    assert spec_from_wire(decode(spec_to_wire(adapted))) == adapted
+    images = GenerateCall("a <m> b <m>", images=(b"\x89PNG\x00", b"\xff\xd8"), image_marker="<m>")
+    assert generate_from_wire(decode(generate_to_wire(images))) == images
 
 
 def decode(message: dict) -> dict:
@@ -81,9 +85,20 @@ def decode(message: dict) -> dict:
 def test_errors_keep_their_type():
     overflow = error_from_wire(decode(error_to_wire(3, ContextOverflowError(5000, 4096))))
     assert isinstance(overflow, ContextOverflowError)
-    assert (overflow.prompt_tokens, overflow.context) == (5000, 4096)
+    assert (overflow.prompt_tokens, overflow.context, overflow.at_least) == (5000, 4096, False)
+    floor = error_from_wire(decode(error_to_wire(3, ContextOverflowError(9000, 4096, True))))
+    assert floor.at_least and "the prompt is at least 9000 tokens" in str(floor)
     plain = error_from_wire(decode(error_to_wire(3, RunnerError("bad grammar"))))
     assert type(plain) is RunnerError and str(plain) == "bad grammar"
+
+
+def test_frames_carry_text_as_utf8_not_ascii_escapes():
+    prompt = "\u00e9" * 1000 + "\U0001f642"
+    frame = encode_frame({"prompt": prompt})
+    assert len(frame) < 2 * 1000 + 100  # escaped, each "é" took 6 bytes ("\\u00e9")
+    assert decode({"prompt": prompt}) == {"prompt": prompt}
+    # JSON lets a client send a lone surrogate ("\\ud800"); it cannot be UTF-8: U+FFFD
+    assert decode({"prompt": "a\ud800b"}) == {"prompt": "a\ufffdb"}
 
 
 def test_text_stream_joins_split_utf8():
@@ -102,20 +117,20 @@ def test_text_stream_holds_back_a_possible_stop_string():
     assert stream.push(b"x") == "</ex"  # not the stop string after all
     assert stream.push(b" bye </en") == " bye "
     assert stream.push(b"d> ignored") == ""
-    assert stream.stopped
+    assert stream.stopped and stream.matched == "</end>"
 
 
 def test_text_stream_flushes_held_text_at_the_end():
     stream = TextStream(stops=("STOP",))
     assert stream.push(b"abc ST") == "abc "
     assert stream.flush() == "ST"
-    assert not stream.stopped
+    assert not stream.stopped and stream.matched is None
 
 
 def test_text_stream_picks_the_earliest_stop():
     stream = TextStream(stops=("b", "xa"))
     assert stream.push(b"..xab") == ".."
-    assert stream.stopped
+    assert stream.stopped and stream.matched == "xa"
 
 
 def test_slot_choice_prefers_the_longest_prefix_then_the_oldest():

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
+import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import httpx
 import pytest
@@ -12,6 +15,7 @@ import pytest
 from tests.support.daemon import ROOT, Daemon, free_port, make_store
 
 KEY = "test-key-0123456789abcdef0123456789"
+PRIVATE_NAME = "Ann Smith"
 
 
 @pytest.fixture(scope="module")
@@ -20,13 +24,22 @@ def daemon(tmp_path_factory, tiny_model_path):
     from model_registry.store import Store
     from model_registry.tiny_projector import write_tiny_projector
 
-    root = tmp_path_factory.mktemp("security")
+    root = tmp_path_factory.mktemp("security") / PRIVATE_NAME  # a user name with a space
     store = make_store(root / "store", {"tiny": tiny_model_path})
     misfit = write_tiny_projector(root / "misfit.gguf", text_embedding_length=96)  # not 64
     import_gguf(Store(store), "misfit", tiny_model_path, projector=misfit)
+    _failed_pull_on_record(root / "logs" / "data" / "pulls.json", store)
     env = {"LOCALLLM_ORIGINS": "https://chat.example.com", "LOCALLLM_CONFIG": str(root / "cfg")}
     with Daemon(store, root / "logs", env=env) as running:
         yield running
+
+
+def _failed_pull_on_record(pulls: Path, store: Path) -> None:
+    """A pull that failed on a disk error in an earlier run: the pull list keeps its text."""
+    error = f"[Errno 5] Input/output error: '{store}/blobs/sha256-1f.partial'"
+    record = {"name": "hf.co/local/x:f16", "state": "failed", "status": "failed", "error": error}
+    pulls.parent.mkdir(parents=True)
+    pulls.write_text(json.dumps({"version": 1, "pulls": {"hf.co/local/x:f16": record}}))
 
 
 @pytest.fixture(scope="module")
@@ -46,13 +59,59 @@ def test_local_host_headers_are_served(daemon, host):
     assert response.status_code == 200
 
 
+_HOSTNAME = socket.gethostname().lower()
+
+
 @pytest.mark.parametrize(
-    "host", ["evil.example", "evil.example:11435", "localhost.evil.example", "192.168.1.5", ""]
+    "host",
+    [
+        "evil.example",
+        "evil.example:11435",
+        "localhost.evil.example",
+        "192.168.1.5",
+        "",
+        _HOSTNAME,  # the LAN answers for the machine's own names: rebindable
+        f"{_HOSTNAME}.local:11435",
+    ],
 )
 def test_dns_rebinding_host_headers_are_refused(daemon, host):
     response = httpx.get(daemon.url + "/v1/models", headers={"Host": host})
     assert response.status_code == 403
     assert "forbidden host" in response.json()["error"]
+
+
+def _browser(site: str, origin: str | None = None) -> dict[str, str]:
+    """The headers a browser adds to a request: a ``<script src>`` sends no Origin."""
+    headers = {"Sec-Fetch-Site": site, "Sec-Fetch-Mode": "no-cors", "Sec-Fetch-Dest": "script"}
+    if origin is not None:
+        headers |= {"Origin": origin, "Sec-Fetch-Mode": "cors", "Sec-Fetch-Dest": "empty"}
+    return headers
+
+
+@pytest.mark.parametrize("site", ["cross-site", "same-site", "Cross-Site"])
+def test_another_sites_page_cannot_probe_without_cors(daemon, site):
+    """A ``<script src=.../v1/models/NAME>`` would learn from the status which models exist."""
+    for path in ("/v1/models/tiny", "/v1/models/nothere", "/api/tags", "/"):
+        response = httpx.get(daemon.url + path, headers=_browser(site))
+        assert response.status_code == 403, path
+        assert "cross-site request refused" in response.json()["error"]
+    post = httpx.post(daemon.url + "/api/delete", headers=_browser(site), json={"model": "x"})
+    assert post.status_code == 403
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},  # the CLI, SDKs, curl
+        _browser("none"),  # typed into the address bar
+        _browser("same-origin"),
+        _browser("cross-site", origin="https://chat.example.com"),  # CORS-approved
+        _browser("same-site", origin="http://localhost:3000"),
+    ],
+)
+def test_direct_same_origin_and_cors_approved_requests_are_served(daemon, headers):
+    assert httpx.get(daemon.url + "/v1/models/tiny", headers=headers).status_code == 200
+    assert httpx.get(daemon.url + "/v1/models/nothere", headers=headers).status_code == 404
 
 
 def test_allowed_origins_get_cors_headers_for_themselves_only(daemon):
@@ -133,14 +192,43 @@ def test_a_failed_load_quotes_the_runner_log_without_paths(daemon):
 def assert_private(text: str) -> None:
     for private in (str(ROOT), "/tmp/", "/root", os.path.expanduser("~"), "models/blobs"):
         assert private not in text
+    assert "Ann" not in text and "Smith" not in text
+
+
+def test_the_pull_list_quotes_errors_without_paths(daemon):
+    [failed] = httpx.get(daemon.url + "/api/pulls").json()["pulls"]
+    assert failed["error"] == "[Errno 5] Input/output error: '<models>/blobs/sha256-1f.partial'"
+    assert_private(failed["error"])
+
+
+def test_the_log_is_served_without_paths(daemon):
+    """Tracebacks name every file; a key holder anywhere reads the log without them."""
+    store = daemon.log_path.parent.parent / "store"
+    with daemon.log_path.open("a") as log:  # the daemon's own output file, as on a bad day
+        log.write(
+            "Traceback (most recent call last):\n"
+            f'  File "{ROOT}/daemon/server/app.py", line 1, in create_app\n'
+            f"OSError: [Errno 5] cannot read '{store}/blobs/sha256-1f'\n"
+        )
+    text = httpx.get(daemon.url + "/api/logs", params={"lines": 50}).json()["text"]
+    assert "'<models>/blobs/sha256-1f'" in text and 'File "app.py", line 1' in text
+    assert_private(text)
 
 
 def test_an_api_key_is_required_when_configured(keyed_daemon):
+    """On loopback too (the test daemon listens on 127.0.0.1), for every method."""
     url = keyed_daemon.url + "/v1/models"
     assert httpx.get(url).status_code == 401
     assert httpx.get(url, headers={"Authorization": "Bearer wrong"}).status_code == 401
     assert httpx.get(url, headers={"Authorization": f"Bearer {KEY}"}).status_code == 200
+    for path in ("/api/tags", "/api/logs", "/api/system", "/metrics"):
+        assert httpx.get(keyed_daemon.url + path).status_code == 401, path
+    assert httpx.request("OPTIONS", url).status_code == 401  # not a preflight: no way round
     assert httpx.get(keyed_daemon.url + "/").status_code == 200  # "is it running?" stays open
+    preflight = httpx.options(  # a browser's preflight carries no key: CORS answers it
+        url, headers={"Origin": "http://localhost:3000", "Access-Control-Request-Method": "GET"}
+    )
+    assert preflight.status_code == 204
     from openai import OpenAI
 
     client = OpenAI(base_url=keyed_daemon.url + "/v1", api_key=KEY, max_retries=0)
@@ -195,13 +283,11 @@ def test_serving_beyond_loopback_uses_the_saved_key(tmp_path):
         url = f"http://127.0.0.1:{port}/v1/models"
         assert httpx.get(url).status_code == 401
         assert httpx.get(url, headers={"Authorization": f"Bearer {key}"}).status_code == 200
-        # Beyond loopback the Host check is off (any name may reach us), the key guards instead.
-        assert (
-            httpx.get(
-                url, headers={"Host": "my-desktop.lan", "Authorization": f"Bearer {key}"}
-            ).status_code
-            == 200
-        )
+        # Beyond loopback the Host check is off (any name may reach us, the machine's own
+        # included), the key guards instead.
+        for host in ("my-desktop.lan", _HOSTNAME, f"{_HOSTNAME}.local"):
+            headers = {"Host": host, "Authorization": f"Bearer {key}"}
+            assert httpx.get(url, headers=headers).status_code == 200
     finally:
         process.terminate()
         process.communicate(timeout=15)

@@ -4,13 +4,15 @@ against the real daemon in test_security_daemon.py)."""
 from __future__ import annotations
 
 import stat
+from pathlib import Path
 
 import pytest
 
 from daemon.security.cors import OriginPolicy
-from daemon.security.host_check import allowed_host_names, host_name_of, is_loopback_address
+from daemon.security.host_check import host_name_of, is_local_host_name, is_loopback_address
 from daemon.security.keys import ApiKeyStore
-from daemon.server.redaction import redact_paths
+from daemon.server.redaction import PathRedactor, redact_paths
+from daemon.settings import Settings
 from model_registry.credentials import IN_FILE
 
 
@@ -48,10 +50,29 @@ def test_loopback_addresses(address, loopback):
     assert is_loopback_address(address) is loopback
 
 
-def test_the_machine_name_is_a_local_host_name():
+@pytest.mark.parametrize(
+    ("name", "local"),
+    [
+        ("localhost", True),
+        ("app.localhost", True),
+        ("127.0.0.2", True),
+        ("[::1]", True),
+        ("evil.example", False),
+        ("localhost.evil.example", False),
+        ("", False),
+    ],
+)
+def test_local_host_names(name, local):
+    assert is_local_host_name(name) is local
+
+
+def test_the_machine_name_is_not_a_loopback_host_name():
+    """``<hostname>`` and ``<hostname>.local`` resolve through the LAN: rebindable."""
     import socket
 
-    assert socket.gethostname().lower() in allowed_host_names()
+    hostname = socket.gethostname().lower()
+    for name in (hostname, f"{hostname}.local", hostname.split(".")[0]):
+        assert not is_local_host_name(name)
 
 
 @pytest.mark.parametrize(
@@ -102,8 +123,38 @@ def test_api_key_falls_back_to_a_private_file_without_a_keyring(tmp_path):
         ("see https://huggingface.co/Qwen/Qwen2.5-GGUF/resolve/main/x.gguf", "Qwen/Qwen2.5-GGUF"),
         ("invalid model name '../../etc/x'", "'../../etc/x'"),
         ("repo Qwen/Qwen2.5 not found; 3/4 done", "repo Qwen/Qwen2.5 not found; 3/4 done"),
+        ('"path": "/api/pull/resume"', '"path": "/api/pull/resume"'),  # our routes stay
+        ("POST /v1/models/library/qwen", "POST /v1/models/library/qwen"),
     ],
 )
 def test_error_texts_lose_their_directories(text, redacted):
     out = redact_paths(text)
     assert redacted in out and "ann" not in out
+
+
+def test_known_directories_are_replaced_whole_even_with_spaces():
+    home = "/home/Ann Smith"
+    settings = Settings(
+        models_dir=Path(f"{home}/My Models"),
+        data_dir=Path(f"{home}/.local/share/localllm"),
+        log_dir=Path(f"{home}/.local/state/localllm/log"),
+        config_dir=Path(f"{home}/.config/localllm"),
+    )
+    redact = PathRedactor.for_settings(settings, home=Path(home))
+    cases = {
+        f"loaded 25 tensors from {home}/My Models/blobs/sha256-1f": "from <models>/blobs/sha256-1f",
+        f"open '{home}/.local/share/localllm/tmp/x.part' failed": "open '<data>/tmp/x.part' failed",
+        f"see {home}/.local/state/localllm/log/daemon.log": "see <logs>/daemon.log",
+        f"bad {home}/.config/localllm/hf_token": "bad <config>/hf_token",
+        f'File "{home}/venv/lib/site.py", line 3': 'File "~/venv/lib/site.py", line 3',
+        f"no {home}": "no ~",
+    }
+    for text, redacted in cases.items():
+        out = redact(text)
+        assert redacted in out and "Ann" not in out and "Smith" not in out, (text, out)
+    assert redact("/home/Ann Smithers/notes/a.txt") != "~ers/notes/a.txt"  # not a prefix
+
+
+def test_the_root_or_a_relative_directory_is_never_a_known_prefix():
+    redact = PathRedactor.of([(Path("/"), "<root>"), (Path("models"), "<models>")])
+    assert redact("models/x and /etc/y/z") == "models/x and z"

@@ -22,6 +22,8 @@ from model_registry.errors import (
 from model_registry.store import BlobRef, Layer, LayerType, Manifest, Store
 from tests.support.store import assert_store_consistent, put_model
 
+SCALE = "org.localllm.adapter.scale"
+
 
 def blob_files(store: Store) -> list[str]:
     return sorted(p.name for p in store.layout.blobs_dir.iterdir())
@@ -189,6 +191,8 @@ def test_verify_reports_corrupt_and_missing_blobs_with_the_models_they_break(sto
         lambda m: m["layers"][0].__setitem__("size", -1),
         lambda m: m.__setitem__("layers", "nope"),
         lambda m: m.__setitem__("schemaVersion", 1),
+        lambda m: m["layers"][0].__setitem__("annotations", {SCALE: "nan"}),
+        lambda m: m["layers"][0].__setitem__("annotations", {SCALE: 2}),
     ],
 )
 def test_tampered_manifests_never_reach_a_path(store, mutate):
@@ -205,6 +209,18 @@ def test_tampered_manifests_never_reach_a_path(store, mutate):
     assert store.prune(grace_seconds=-1).skipped_reason
     assert store.remove("other").deleted_blobs == ()
     assert store.blobs.exists(sha256_of_bytes(b"weights"))
+
+
+def test_an_adapter_layer_keeps_its_scale_as_an_annotation(store):
+    digest = sha256_of_bytes(b"lora")
+    layers = (Layer(LayerType.ADAPTER, digest, 4, 0.5), Layer(LayerType.ADAPTER, digest, 4))
+    manifest = Manifest(BlobRef(digest, 4), layers)
+    document = json.loads(manifest.to_bytes())
+    assert document["layers"][0]["annotations"] == {SCALE: "0.5"}
+    assert "annotations" not in document["layers"][1]  # scale 1: as before adapters had one
+    assert Manifest.from_bytes(manifest.to_bytes()) == manifest
+    document["layers"][1]["annotations"] = {"org.opencontainers.image.title": "x"}
+    assert Manifest.from_bytes(json.dumps(document).encode()).layers[1].scale == 1.0
 
 
 @pytest.mark.parametrize(

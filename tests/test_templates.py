@@ -3,8 +3,6 @@ the sandbox holding against hostile templates (which come from untrusted model f
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from daemon.errors import (
@@ -21,13 +19,7 @@ from daemon.inference.templates import (
     assemble_messages,
     image_part,
 )
-from daemon.inference.tool_calls import (
-    ToolCallFilter,
-    ToolChoice,
-    forced_tool_schema,
-    parse_tool_calls,
-    tools_system_prompt,
-)
+from daemon.inference.tool_calls import ToolChoice, forced_tool_schema, tools_system_prompt
 
 USER = [{"role": "user", "content": "hi"}]
 
@@ -103,7 +95,7 @@ def test_image_parts_become_the_marker_in_string_content():
     messages = [{"role": "user", "content": [image_part(0), image_part(1), text]}]
     preset = [{"role": "user", "content": [image_part(0), {"type": "text", "text": "old"}]}]
     merged = assemble_messages(messages, preset=preset, image_marker="<IMG>")
-    assert merged[0]["content"] == "old"  # a model's own MESSAGE layers carry no pictures
+    assert merged[0]["content"] == "old"  # a model's own MESSAGE layers carry no images
     assert merged[1]["content"] == "<IMG><IMG>which?"
     go = ChatTemplate("{{ .Prompt }}!", "Modelfile")
     assert go.render(merged[1:]) == "<IMG><IMG>which?!"
@@ -205,41 +197,12 @@ def test_forced_tool_schemas():
         "get_weather",
         "get_time",
     ]
+    parallel = forced_tool_schema([WEATHER, TIME], ToolChoice("required", parallel=True))
+    assert parallel == {"type": "array", "items": anyone, "minItems": 1}
+    named_parallel = ToolChoice("function", "get_weather", parallel=True)
+    assert forced_tool_schema([WEATHER, TIME], named_parallel) == named  # one named call
     with pytest.raises(ValueError, match="not among the tools"):
         forced_tool_schema([WEATHER], ToolChoice("function", "nope"))
-
-
-def test_parse_hermes_and_bare_json_tool_calls():
-    hermes = 'ok <tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
-    (call,) = parse_tool_calls(hermes, ["get_weather"])
-    assert call.name == "get_weather" and json.loads(call.arguments) == {"city": "Oslo"}
-    assert call.id.startswith("call_")
-    bare = (
-        '[{"name": "get_time", "arguments": "{}"}, '
-        '{"name": "get_weather", "parameters": {"city": "x"}}]'
-    )
-    assert [c.name for c in parse_tool_calls(bare, ["get_time", "get_weather"])] == [
-        "get_time",
-        "get_weather",
-    ]
-    assert parse_tool_calls('{"name": "unknown", "arguments": {}}', ["get_time"]) == []
-    assert parse_tool_calls("just text", None) == []
-
-
-def test_tool_call_filter_streams_text_and_holds_calls():
-    text_filter = ToolCallFilter(["get_time"])
-    assert text_filter.feed("  ") == ""
-    assert text_filter.feed("Hello") == "  Hello"
-    assert text_filter.feed(" world") == " world"
-    assert text_filter.finish() == ("", [])
-    call_filter = ToolCallFilter(["get_time"])
-    assert call_filter.feed("<tool_") == "" and call_filter.feed('call>{"name": "get_time", ') == ""
-    assert call_filter.feed('"arguments": {}}</tool_call>') == ""
-    rest, calls = call_filter.finish()
-    assert rest == "" and calls[0].name == "get_time"
-    not_json = ToolCallFilter(["get_time"])
-    not_json.feed("{not json")
-    assert not_json.finish() == ("{not json", [])
 
 
 def test_tools_system_prompt_lists_every_tool():

@@ -7,6 +7,7 @@ import math
 import time
 from pathlib import Path
 
+import gguf
 import pytest
 
 from model_registry.gguf_info import read_gguf_info
@@ -15,7 +16,9 @@ from model_registry.tiny_gguf import (
     tiny_vocabulary,
     write_tiny_model,
 )
+from model_registry.tiny_lora import write_tiny_lora
 from model_registry.tiny_projector import write_tiny_projector
+from model_registry.tiny_thinking import HARMONY_TEMPLATE, QWEN3_TEMPLATE, style_tokens
 
 FILE_TYPES = ["F16", "Q8_0"]
 
@@ -91,9 +94,54 @@ def test_vocabulary_layout():
         assert word in vocab.tokens
 
 
+@pytest.mark.parametrize(
+    ("style", "markers", "kind"),
+    [
+        ("qwen3", ["<think>", "</think>"], gguf.TokenType.USER_DEFINED),
+        ("gpt-oss", ["<|start|>", "<|end|>", "<|message|>", "<|channel|>"], gguf.TokenType.CONTROL),
+    ],
+)
+def test_thinking_styles_add_their_markers_as_quiet_tokens(style, markers, kind):
+    vocab = tiny_vocabulary(thinking=style)
+    assert vocab.tokens[: vocab.eos_id + 1] == tiny_vocabulary().tokens[: vocab.eos_id + 1]
+    for marker in markers:
+        token = vocab.tokens.index(marker)
+        assert vocab.types[token] == kind and token in vocab.quiet_ids
+    with pytest.raises(ValueError, match="thinking"):
+        tiny_vocabulary(thinking="o1")
+
+
+def test_thinking_styles_bring_their_templates(tmp_path):
+    def template(**kwargs):
+        return read_gguf_info(write_tiny_model(tmp_path / "m.gguf", **kwargs)).chat_template
+
+    assert template(thinking="qwen3") == QWEN3_TEMPLATE
+    assert template(thinking="gpt-oss") == HARMONY_TEMPLATE
+    assert template(thinking="qwen3", chat_template="{{ x }}") == "{{ x }}"
+    assert template() == CHATML_TEMPLATE
+
+
 def test_projector_is_a_readable_clip_file(tmp_path):
     info = read_gguf_info(write_tiny_projector(tmp_path / "p.gguf"))
     assert info.is_projector and info.architecture == "clip"
+
+
+def test_lora_adapter_fits_its_base_model(tmp_path):
+    base = write_tiny_model(tmp_path / "m.gguf", n_layer=3, n_embd=96, n_head=6, n_head_kv=2)
+    a = write_tiny_lora(tmp_path / "a.gguf", base, rank=8)
+    assert digest(a) == digest(write_tiny_lora(tmp_path / "b.gguf", base, rank=8))
+    info = read_gguf_info(a)
+    assert info.architecture == "llama" and not info.is_projector
+    assert info.metadata["general.type"] == "adapter"
+    assert info.metadata["adapter.type"] == "lora"
+    assert info.metadata["adapter.lora.alpha"] == 8.0
+    assert info.tensor_count == 3 * 7 * 2  # q, k, v, output, gate, up, down: an A and a B each
+    reader = gguf.GGUFReader(a)
+    shapes = {t.name: tuple(t.data.shape) for t in reader.tensors}
+    assert shapes["blk.2.attn_k.weight.lora_a"] == (8, 96)
+    assert shapes["blk.2.attn_k.weight.lora_b"] == (32, 8)  # n_embd / n_head * n_head_kv
+    other = write_tiny_lora(tmp_path / "q.gguf", base, architecture="qwen2")
+    assert read_gguf_info(other).architecture == "qwen2"
 
 
 # --- real llama.cpp ---------------------------------------------------------------------------
@@ -196,6 +244,21 @@ def test_end_of_turn_immediately_stops_at_once(llama_cpp, tmp_path, file_type):
     chat = model.create_chat_completion([{"role": "user", "content": "Hi"}], max_tokens=16)
     assert chat["choices"][0]["finish_reason"] == "stop"
     assert chat["choices"][0]["message"]["content"] == ""
+
+
+@pytest.mark.parametrize("style", ["qwen3", "gpt-oss"])
+def test_thinking_models_tokenize_markers_whole_and_never_write_them(llama_cpp, tmp_path, style):
+    vocab = tiny_vocabulary(thinking=style)
+    path = write_tiny_model(tmp_path / "m.gguf", thinking=style, seed=2)
+    model = llama_cpp.Llama(model_path=str(path), n_ctx=512, verbose=False)
+    marker = "<think>" if style == "qwen3" else "<|channel|>"
+    assert model.tokenize(marker.encode(), add_bos=False, special=True) == [
+        vocab.tokens.index(marker)
+    ]
+    out = model.create_completion("Hello", max_tokens=64, seed=1)
+    text = out["choices"][0]["text"]
+    assert out["choices"][0]["finish_reason"] == "length" and is_plain_text(text)
+    assert not any(marker in text for marker in style_tokens(style)[0])
 
 
 @pytest.mark.slow

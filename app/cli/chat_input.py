@@ -17,6 +17,8 @@ __all__ = ["Command", "MultilineInput", "convert_parameter", "parse_command", "p
 QUOTES = '"""'
 _BOOLS = {"true": True, "t": True, "1": True, "yes": True}
 _BOOLS |= {"false": False, "f": False, "0": False, "no": False}
+# options a request may carry that a Modelfile's PARAMETER does not
+_REQUEST_ONLY = {"think_budget": int}
 
 
 class MultilineInput:
@@ -95,7 +97,7 @@ def parse_command(entry: str) -> Command | None:
 
 def convert_parameter(name: str, words: list[str] | tuple[str, ...]) -> object:
     """The typed value of ``/set parameter name words...`` (``stop`` takes several words)."""
-    kind = PARAMETER_TYPES.get(name)
+    kind = PARAMETER_TYPES.get(name) or _REQUEST_ONLY.get(name)
     if kind is None:
         raise ValueError(f"unknown parameter {name!r}")
     if not words:

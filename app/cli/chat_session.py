@@ -1,9 +1,11 @@
 """The interactive chat of ``localllm run MODEL`` on a terminal, with Ollama's slash commands.
 
 The conversation lives here (the messages so far, a system prompt and options set with
-``/set``) and is sent whole on each turn, as ``ollama run`` does, pictures of earlier turns
-included; for a model that sees pictures, the picture paths typed in a turn are attached
-(:mod:`app.cli.attachments`). Ctrl-C stops an answer and keeps the chat going; Ctrl-D or
+``/set``) and is sent whole on each turn, as ``ollama run`` does, images of earlier turns
+included; for a model that sees images, the image paths typed in a turn are attached
+(:mod:`app.cli.attachments`). A thinking model's thinking is shown dimmed before each answer
+(``/set hidethinking`` hides it) and goes back with the reply in the history, for templates that
+keep it. Ctrl-C stops an answer and keeps the chat going; Ctrl-D or
 ``/bye`` ends it. Lines go through readline, so arrow keys and history work; the history is
 kept in ``<data dir>/history``.
 """
@@ -16,11 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from app.cli.answer import stream_answer, timing_lines
-from app.cli.attachments import PictureError, model_sees_pictures, user_message
+from app.cli.attachments import ImageError, model_sees_images, user_message
 from app.cli.chat_input import Command, MultilineInput, convert_parameter, parse_command
 from app.cli.context import Context
 from app.cli.errors import error_lines
 from app.cli.show_view import parameter_lines, render_show
+from app.cli.thinking_output import EFFORTS, ThinkingOutput
+from daemon.api import ShowResponse
 from daemon.client import ClientError
 
 __all__ = ["ChatSession"]
@@ -44,7 +48,12 @@ HELP_SET = """Available Commands:
   /set verbose           Show timings and token rates after each answer
   /set quiet             Stop showing them
   /set format json       Answer in JSON
-  /set noformat          Answer in free text"""
+  /set noformat          Answer in free text
+  /set think             Think before answering (a thinking model)
+  /set think <level>     Think with an effort: low, medium or high
+  /set nothink           Answer without thinking
+  /set hidethinking      Think, but show only the answer
+  /set nohidethinking    Show the thinking again"""
 
 HELP_SHOW = """Available Commands:
   /show info         Show details for this model
@@ -81,7 +90,10 @@ class ChatSession:
         format: object = None,
         verbose: bool = False,
         system: str | None = None,
-        sees_pictures: bool = False,
+        sees_images: bool = False,
+        think: bool | str | None = None,
+        hide_thinking: bool = False,
+        thinks: bool = False,
         read_line: Callable[[str], str] | None = None,
     ):
         self.context = context
@@ -91,7 +103,10 @@ class ChatSession:
         self.format = format
         self.verbose = verbose
         self.system = system
-        self.sees_pictures = sees_pictures  # the model has the "vision" capability
+        self.sees_images = sees_images  # the model has the "vision" capability
+        self.think = think  # None: as the model does by default
+        self.hide_thinking = hide_thinking
+        self.thinks = thinks  # the model has the "thinking" capability
         self.messages: list[dict[str, Any]] = []
         self._read_line = read_line or input
         self._use_readline = read_line is None
@@ -122,8 +137,8 @@ class ChatSession:
     def send(self, text: str) -> None:
         """Send one message with the conversation so far and print the answer."""
         try:
-            message = user_message(text, self.sees_pictures, self.context.note)
-        except PictureError as error:
+            message = user_message(text, self.sees_images, self.context.note)
+        except ImageError as error:
             self.context.note(f"Error: {error}")
             return
         client = self.context.client()
@@ -135,8 +150,11 @@ class ChatSession:
                 options=self.options or None,
                 keep_alive=self.keep_alive,
                 format=self.format,
+                think=self.think,
             )
-            answer = stream_answer(chunks, self.context.out)
+            out, err = self.context.out, self.context.err
+            thinking = ThinkingOutput.choose(out, err, hidden=self.hide_thinking)
+            answer = stream_answer(chunks, out, thinking)
         except KeyboardInterrupt:
             self.messages.pop()
             self.context.print("\n")
@@ -147,7 +165,8 @@ class ChatSession:
             for line in error_lines(error):
                 self.context.note(line)
             return
-        self.messages.append({"role": "assistant", "content": answer.text})
+        reply = {"role": "assistant", "content": answer.text}
+        self.messages.append(reply | ({"thinking": answer.thinking} if answer.thinking else {}))
         self.context.print("\n" if not answer.text.endswith("\n") else "")
         if self.verbose and answer.final:
             for line in timing_lines(answer.final):
@@ -205,8 +224,27 @@ class ChatSession:
         elif what == "noformat":
             self.format = None
             self.context.print("Disabled format.")
+        elif what in ("think", "nothink"):
+            self._set_think(what, words[1:])
+        elif what in ("hidethinking", "nohidethinking"):
+            self.hide_thinking = what == "hidethinking"
+            self.context.print(f"Set '{what}' mode.")
         else:
             self.context.print(HELP_SET)
+
+    def _set_think(self, what: str, words: tuple[str, ...]) -> None:
+        if what == "nothink" or not words:
+            self.think = what == "think"
+        elif words[0].lower() in EFFORTS and len(words) == 1:
+            self.think = words[0].lower()
+        else:
+            efforts = ", ".join(EFFORTS)
+            self.context.print(f"Couldn't set think: the level is one of {efforts}")
+            return
+        level = f" to '{self.think}'" if isinstance(self.think, str) else ""
+        self.context.print(f"Set '{what}' mode{level}.")
+        if self.think is not False and not self.thinks:
+            self.context.note(f"warning: model '{self.model}' does not support thinking output")
 
     def _show(self, what: str) -> None:
         if what not in ("info", "license", "modelfile", "parameters", "system", "template"):
@@ -222,13 +260,11 @@ class ChatSession:
         elif what == "parameters":
             self._show_parameters(info)
         else:
-            value = self.system if what == "system" and self.system else info.get(what)
-            if isinstance(value, list):
-                value = "\n\n".join(str(item) for item in value)
-            self.context.print(str(value).rstrip() if value else _SHOW_MISSING[what])
+            value = self.system if what == "system" and self.system else getattr(info, what)
+            self.context.print(value.rstrip() if value else _SHOW_MISSING[what])
 
-    def _show_parameters(self, info: dict[str, Any]) -> None:
-        model_lines = parameter_lines(info.get("parameters"))
+    def _show_parameters(self, info: ShowResponse) -> None:
+        model_lines = parameter_lines(info.parameters)
         user_lines = parameter_lines(self.options)
         if user_lines:
             self.context.print("User defined parameters:\n" + "\n".join(user_lines) + "\n")
@@ -244,7 +280,8 @@ class ChatSession:
             self.context.note(error_lines(error)[0])
             return
         self.model = model
-        self.sees_pictures = model_sees_pictures(info)
+        self.sees_images = model_sees_images(info)
+        self.thinks = "thinking" in info.capabilities
         self.messages.clear()
         self.context.print(f"Loaded model '{model}' (new conversation).")
 

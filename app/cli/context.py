@@ -10,9 +10,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TextIO
 
-from daemon.client import Client
+from daemon.client import Client, DaemonClient
 from daemon.client.launcher import connect_url, ensure_daemon
 from daemon.settings import Settings
 
@@ -25,10 +25,10 @@ class Context:
     out: TextIO = field(default_factory=lambda: sys.stdout)
     err: TextIO = field(default_factory=lambda: sys.stderr)
     stdin: TextIO = field(default_factory=lambda: sys.stdin)
-    client_factory: Callable[[Settings], Any] | None = None
-    _client: Any = None
+    client_factory: Callable[[Settings], DaemonClient] | None = None
+    _client: DaemonClient | None = None
 
-    def client(self) -> Client:
+    def client(self) -> DaemonClient:
         """The daemon client, starting the daemon first if it is local and not running."""
         if self._client is None:
             if self.client_factory is not None:
@@ -39,7 +39,7 @@ class Context:
         return self._client
 
     def close(self) -> None:
-        if self._client is not None and hasattr(self._client, "close"):
+        if self._client is not None:
             self._client.close()
         self._client = None
 

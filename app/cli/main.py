@@ -43,6 +43,7 @@ environment:
   LOCALLLM_MAX_LOADED_MODELS  models kept in memory at once (default: by memory)
   LOCALLLM_MAX_QUEUE          requests waiting before "server busy" (default 512)
   LOCALLLM_NUM_PARALLEL       requests one model serves at once (default 4)
+  LOCALLLM_MAX_PULLS          pulls downloading at once; the rest wait queued (default 3)
   LOCALLLM_CONTEXT_LENGTH     default context length in tokens (default 4096)
   LOCALLLM_ORIGINS            extra browser origins allowed (comma-separated)
   LOCALLLM_API_KEY            API key clients must send (required off loopback)
@@ -91,8 +92,8 @@ def main(
     args, extra = parser.parse_known_args(argv)
     if getattr(args, "passes_through", False):
         args.extra = extra  # `localllm app ...`: the options belong to the app
-    elif extra:
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    elif unknown := _words_after_options(args, extra):
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     if getattr(args, "handler", None) is None:
         parser.print_help()
         return EXIT_USAGE
@@ -123,6 +124,18 @@ def main(
         return _fail(CliError(message), EXIT_ERROR)
     finally:
         context.close()
+
+
+def _words_after_options(args: argparse.Namespace, extra: list[str]) -> list[str]:
+    """argparse fills a trailing ``nargs="*"`` positional before the first option and leaves
+    the words after it over (``run MODEL --think "Why?"``); a command that names that
+    positional in ``trailing_words`` gets them back, in order. Returns what is still unknown."""
+    name = getattr(args, "trailing_words", None)
+    if name is None:
+        return extra
+    words = [word for word in extra if not word.startswith("-")]
+    setattr(args, name, [*getattr(args, name), *words])
+    return [word for word in extra if word.startswith("-")]
 
 
 def _fail(error: BaseException, status: int) -> int:

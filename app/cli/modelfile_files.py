@@ -4,6 +4,10 @@ The daemon never opens a path a client names (that is how Ollama's ``/api/create
 which files exist). Instead the CLI finds the files ``FROM`` and ``ADAPTER`` point at,
 relative to the Modelfile's folder, hashes each one while streaming it, uploads the blobs the
 daemon does not have yet, and passes ``{reference as written: digest}`` to ``create``.
+
+Before anything is hashed or sent, every ``ADAPTER`` file is checked to be a LoRA adapter GGUF
+for the base model's architecture (the daemon checks again), so a stray file such as a private
+key is refused here and never leaves the machine.
 """
 
 from __future__ import annotations
@@ -12,13 +16,21 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from app.cli.errors import CliError
 from app.cli.progress import ProgressBoard
-from model_registry.modelfile import from_is_path, parse_modelfile
+from daemon.api import ProgressResponse
+from daemon.client import DaemonClient
+from model_registry.adapters import model_architecture, read_lora_adapter, shown_name
+from model_registry.modelfile import Modelfile, from_is_path, parse_modelfile
 
-__all__ = ["ReferencedFile", "referenced_files", "sha256_file", "upload_referenced"]
+__all__ = [
+    "ReferencedFile",
+    "check_adapters",
+    "referenced_files",
+    "sha256_file",
+    "upload_referenced",
+]
 
 _CHUNK = 1 << 20
 
@@ -27,29 +39,70 @@ _CHUNK = 1 << 20
 class ReferencedFile:
     reference: str  # exactly as written after FROM or ADAPTER
     path: Path
+    instruction: str = "FROM"  # or "ADAPTER"
+    outside: bool = False  # the file (symlinks followed) is not under the Modelfile's folder
 
     @property
     def size(self) -> int:
         return self.path.stat().st_size
 
+    @property
+    def name(self) -> str:
+        return shown_name(self.reference)
+
 
 def referenced_files(modelfile_text: str, base_dir: Path) -> list[ReferencedFile]:
     """Each distinct file the Modelfile names, resolved against ``base_dir``."""
-    try:
-        modelfile = parse_modelfile(modelfile_text)
-    except ValueError as error:
-        raise CliError(str(error)) from None
+    modelfile = _parse(modelfile_text)
     found: dict[str, ReferencedFile] = {}
-    for reference in [modelfile.from_, *modelfile.adapters]:
+    named = [("FROM", modelfile.from_)] + [("ADAPTER", a.reference) for a in modelfile.adapters]
+    for instruction, reference in named:
         if reference in found or not from_is_path(reference):
             continue
         path = _resolve(reference, base_dir)
         if path.is_dir():
-            raise CliError(f"{reference} is a folder; point FROM at a .gguf file in it")
+            raise CliError(f"{reference} is a folder; point {instruction} at a .gguf file in it")
         if not path.is_file():
             raise CliError(f"{reference} does not exist (paths are relative to the Modelfile)")
-        found[reference] = ReferencedFile(reference, path)
+        outside = not path.resolve().is_relative_to(base_dir.resolve())
+        found[reference] = ReferencedFile(reference, path, instruction, outside)
     return list(found.values())
+
+
+def check_adapters(
+    modelfile_text: str,
+    files: list[ReferencedFile],
+    architecture_of: Callable[[str], str | None],
+) -> None:
+    """Refuse, before any upload, an ``ADAPTER`` file that is not a LoRA adapter GGUF for the
+    base model; ``architecture_of(name)`` asks the daemon about a ``FROM`` model in the store."""
+    modelfile = _parse(modelfile_text)
+    adapters = [file for file in files if file.instruction == "ADAPTER"]
+    if not adapters:
+        return
+    architecture = _base_architecture(modelfile, files, architecture_of)
+    for file in adapters:
+        try:
+            read_lora_adapter(file.path, architecture, file.name)
+        except ValueError as error:  # a GGUFError
+            raise CliError(f"ADAPTER {error}") from None
+
+
+def _base_architecture(
+    modelfile: Modelfile,
+    files: list[ReferencedFile],
+    architecture_of: Callable[[str], str | None],
+) -> str | None:
+    """The FROM model's architecture, or None when it cannot be told here (the daemon will)."""
+    base = next((f for f in files if f.reference == modelfile.from_), None)
+    return architecture_of(modelfile.from_) if base is None else model_architecture(base.path)
+
+
+def _parse(modelfile_text: str) -> Modelfile:
+    try:
+        return parse_modelfile(modelfile_text)
+    except ValueError as error:
+        raise CliError(str(error)) from None
 
 
 def _resolve(reference: str, base_dir: Path) -> Path:
@@ -70,7 +123,9 @@ def sha256_file(path: Path, on_progress: Callable[[int], None] | None = None) ->
     return f"sha256:{digest.hexdigest()}"
 
 
-def upload_referenced(client: Any, files: list[ReferencedFile], board: ProgressBoard) -> dict:
+def upload_referenced(
+    client: DaemonClient, files: list[ReferencedFile], board: ProgressBoard
+) -> dict[str, str]:
     """Hash and, where the daemon lacks it, upload each file; returns ``{reference: digest}``."""
     digests: dict[str, str] = {}
     for file in files:
@@ -91,6 +146,6 @@ def _reporter(board: ProgressBoard, status: str, total: int) -> Callable[..., No
     """A progress callback for one step; extra arguments (an upload's total) are ignored."""
 
     def report(done: int, *_: object) -> None:
-        board.update({"status": status, "total": total, "completed": done})
+        board.update(ProgressResponse(status=status, total=total, completed=done))
 
     return report

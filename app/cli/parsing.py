@@ -12,6 +12,8 @@ import textwrap
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from pydantic import BaseModel
+
 __all__ = ["Handler", "add_command", "add_json_flag", "dump_json"]
 
 Handler = Callable[[Any, argparse.Namespace], int]
@@ -51,6 +53,13 @@ def add_json_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def dump_json(value: object) -> str:
+    """Indented JSON; ``daemon.api`` models are written as the daemon sent them."""
     import json
 
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    return json.dumps(value, indent=2, ensure_ascii=False, default=_plain)
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    return str(value)

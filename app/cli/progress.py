@@ -1,10 +1,10 @@
 """Progress for pulls, uploads and creates: Ollama-style lines, one per step or per blob.
 
-Events come in Ollama's ``{status, digest, total, completed}`` shape. A status with ``total``
-is a bar (``pulling 8eeb52dfb3bb...  23% ▕███      ▏ 1.1 GB/4.7 GB  40 MB/s  1m30s``); one
-without is a plain line (``verifying sha256 digest``). On a terminal the block of lines is
-redrawn in place, a few times a second; anywhere else each line is printed once, when it
-appears (plain) or finishes (bars), so logs stay readable.
+Events are ``ProgressResponse`` models, Ollama's ``{status, digest, total, completed}``. A
+status with ``total`` is a bar (``pulling 8eeb52dfb3bb...  23% ▕███      ▏ 1.1 GB/4.7 GB
+40 MB/s  1m30s``); one without is a plain line (``verifying sha256 digest``). On a terminal
+the block of lines is redrawn in place, a few times a second; anywhere else each line is
+printed once, when it appears (plain) or finishes (bars), so logs stay readable.
 """
 
 from __future__ import annotations
@@ -12,11 +12,12 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TextIO
 
 from app.cli.formatting import format_clock, format_rate, format_size
+from daemon.api import ProgressResponse
 
 __all__ = ["ProgressBoard", "RateMeter", "Spinner", "render_bar"]
 
@@ -103,18 +104,18 @@ class ProgressBoard:
         self._drawn = 0
         self._last_draw = float("-inf")
 
-    def update(self, event: Mapping[str, object]) -> None:
-        status = str(event.get("status") or "").strip()
+    def update(self, event: ProgressResponse) -> None:
+        status = event.status.strip()
         if not status:
             return
         line = self._lines.get(status)
         is_new = line is None
         if line is None:
             line = self._lines[status] = _Line(status)
-        total, completed = event.get("total"), event.get("completed")
-        if isinstance(total, int) and total > 0:
+        total, completed = event.total, event.completed
+        if total is not None and total > 0:
             line.total = total
-            line.completed = completed if isinstance(completed, int) else line.completed
+            line.completed = completed if completed is not None else line.completed
             line.meter.add(self._clock(), line.completed)
         if self.tty:
             self._redraw(force=is_new or line.finished)

@@ -1,17 +1,25 @@
 """The human summary of a model (``localllm show`` and ``/show`` in a chat), from ``/api/show``.
 
-Laid out like ``ollama show``: sections Model, Capabilities, Parameters, System, License, with
-long text cut to its first lines (the full text is one flag away: ``--system``,
-``--license``).
+Laid out like ``ollama show``: sections Model, (Projector, Adapters,) Capabilities, Parameters,
+System, License, with long text cut to its first lines (the full text is one flag away:
+``--system``, ``--license``).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 
-__all__ = ["format_parameter_count", "model_facts", "parameter_lines", "render_show"]
+from app.cli.formatting import format_size, short_id
+from daemon.api import AdapterOut, ShowResponse
+
+__all__ = [
+    "adapter_lines",
+    "format_parameter_count",
+    "model_facts",
+    "parameter_lines",
+    "render_show",
+]
 
 _PREVIEW_LINES = 2
 
@@ -27,12 +35,11 @@ def format_parameter_count(count: int | float | None) -> str:
     return str(int(count))
 
 
-def model_facts(info: Mapping[str, Any]) -> list[tuple[str, str]]:
+def model_facts(info: ShowResponse) -> list[tuple[str, str]]:
     """(label, value) rows for the Model section; rows the daemon did not report are left out."""
-    details = info.get("details") or {}
-    model_info = info.get("model_info") or {}
-    arch = model_info.get("general.architecture") or details.get("family")
-    parameters = details.get("parameter_size") or format_parameter_count(
+    details, model_info = info.details, info.model_info
+    arch = model_info.get("general.architecture") or details.family
+    parameters = details.parameter_size or format_parameter_count(
         model_info.get("general.parameter_count")
     )
     rows = [
@@ -40,7 +47,7 @@ def model_facts(info: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("parameters", parameters if parameters != "-" else None),
         ("context length", model_info.get(f"{arch}.context_length")),
         ("embedding length", model_info.get(f"{arch}.embedding_length")),
-        ("quantization", details.get("quantization_level")),
+        ("quantization", details.quantization_level),
     ]
     return [(label, str(value)) for label, value in rows if value not in (None, "")]
 
@@ -58,19 +65,20 @@ def parameter_lines(parameters: object) -> list[str]:
     return []
 
 
-def render_show(info: Mapping[str, Any]) -> str:
+def render_show(info: ShowResponse) -> str:
     sections: list[tuple[str, list[str]]] = []
     facts = model_facts(info)
     width = max((len(label) for label, _ in facts), default=0) + 4
     sections.append(("Model", [f"{label:<{width}}{value}" for label, value in facts]))
-    projector = info.get("projector_info") or {}
+    projector = info.projector_info or {}
     if projector:
         arch = projector.get("general.architecture", "clip")
         sections.append(("Projector", [f"{'architecture':<{width}}{arch}"]))
-    sections.append(("Capabilities", [str(c) for c in info.get("capabilities") or []]))
-    sections.append(("Parameters", parameter_lines(info.get("parameters"))))
-    sections.append(("System", _preview(info.get("system"))))
-    sections.append(("License", _preview(info.get("license"))))
+    sections.append(("Adapters", adapter_lines(info.adapters)))
+    sections.append(("Capabilities", list(info.capabilities)))
+    sections.append(("Parameters", parameter_lines(info.parameters)))
+    sections.append(("System", _preview(info.system)))
+    sections.append(("License", _preview(info.license)))
     blocks = []
     for title, lines in sections:
         if lines:
@@ -78,9 +86,14 @@ def render_show(info: Mapping[str, Any]) -> str:
     return "\n\n".join(blocks) + "\n"
 
 
-def _preview(text: object) -> list[str]:
-    if isinstance(text, list):
-        text = "\n".join(str(part) for part in text)
-    lines = [line.rstrip() for line in str(text or "").strip().splitlines()]
+def adapter_lines(adapters: list[AdapterOut]) -> list[str]:
+    """One ``LoRA <id>  <size>  scale <s>`` line per adapter the model applies."""
+    return [
+        f"LoRA {short_id(a.digest)}    {format_size(a.size)}    scale {a.scale}" for a in adapters
+    ]
+
+
+def _preview(text: str) -> list[str]:
+    lines = [line.rstrip() for line in text.strip().splitlines()]
     lines = [line for line in lines if line]
     return lines[:_PREVIEW_LINES] + (["..."] if len(lines) > _PREVIEW_LINES else [])

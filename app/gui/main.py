@@ -10,6 +10,7 @@ environment. The "serve on the local network" choice is remembered in ``QSetting
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -22,6 +23,7 @@ from app.gui.icons import Icons
 from app.gui.services.bundle import build_services
 from app.gui.state.daemon_control import DaemonControl
 from app.gui.state.gateway import Gateway
+from app.gui.system_libraries import qt_platform_problem
 from app.gui.theme import Theme
 from app.gui.views.main_window import MainWindow
 from app.gui.views.tray import Tray
@@ -30,17 +32,22 @@ from daemon.settings import Settings, parse_host
 
 __all__ = [
     "LAN_KEY",
+    "PORT_KEY",
     "AppConfig",
     "lan_memory",
     "launch",
     "open_window",
     "parse_args",
+    "port_memory",
     "remembered_lan",
+    "remembered_port",
     "run_app",
+    "with_remembered_port",
 ]
 
 ORGANIZATION = "localllm"
 LAN_KEY = "server/lan"  # QSettings: serve on the local network at the next start
+PORT_KEY = "server/port"  # QSettings: the port chosen on the Server page
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +56,7 @@ class AppConfig:
     history_dir: Path | None = None  # where chats are kept; None: the daemon's data directory
     autostart: bool = True
     theme: str | None = None  # None follows the system
+    port_fixed: bool = False  # --host or LOCALLLM_HOST named the address: it wins
 
     @property
     def base_url(self) -> str:
@@ -67,7 +75,8 @@ def parse_args(argv: Sequence[str], env: Mapping[str, str] | None = None) -> App
     parser.add_argument("--no-start", action="store_true", help="never start the daemon")
     parser.add_argument("--theme", choices=("system", "light", "dark"), default="system")
     args, _qt_args = parser.parse_known_args(list(argv))
-    settings = Settings.from_env(env)
+    environ = os.environ if env is None else env
+    settings = Settings.from_env(environ)
     if args.host:
         host, port = parse_host(args.host)
         settings = replace(settings, host=host, port=port)
@@ -76,6 +85,7 @@ def parse_args(argv: Sequence[str], env: Mapping[str, str] | None = None) -> App
         history_dir=args.data_dir,
         autostart=not args.no_start,
         theme=None if args.theme == "system" else args.theme,
+        port_fixed=bool(args.host or environ.get("LOCALLLM_HOST")),
     )
 
 
@@ -86,9 +96,16 @@ def run_app(argv: Sequence[str] = ()) -> int:
     except ValueError as exc:
         print(f"localllm app: {exc}", file=sys.stderr)
         return 2
+    problem = qt_platform_problem(os.environ)
+    if problem is not None and QApplication.instance() is None:
+        print(f"localllm app: {problem}", file=sys.stderr)
+        return 1
     app = QApplication.instance() or QApplication(["localllm", *argv])
     prefs = QSettings(ORGANIZATION, "localllm")
-    control = DaemonControl(config.settings, lan=remembered_lan(prefs))
+    config = with_remembered_port(config, prefs)
+    control = DaemonControl(
+        config.settings, lan=remembered_lan(prefs), port_fixed=config.port_fixed
+    )
     return launch(app, Gateway.connect(control), config, prefs)
 
 
@@ -100,6 +117,25 @@ def remembered_lan(prefs: QSettings) -> bool:
 def lan_memory(prefs: QSettings) -> Callable[[bool], None]:
     """Remember the switch once the daemon runs with it."""
     return lambda on: prefs.setValue(LAN_KEY, "true" if on else "false")
+
+
+def remembered_port(prefs: QSettings) -> int | None:
+    """The port last chosen on the Server page, if any."""
+    text = str(prefs.value(PORT_KEY, "") or "")
+    return int(text) if text.isdigit() and 0 < int(text) < 65536 else None
+
+
+def port_memory(prefs: QSettings) -> Callable[[int], None]:
+    """Remember the port once the daemon runs on it."""
+    return lambda port: prefs.setValue(PORT_KEY, str(port))
+
+
+def with_remembered_port(config: AppConfig, prefs: QSettings) -> AppConfig:
+    """The daemon's port as last chosen in the app, unless the address was given."""
+    port = remembered_port(prefs)
+    if port is None or config.port_fixed:
+        return config
+    return replace(config, settings=replace(config.settings, port=port))
 
 
 def launch(app: QApplication, gateway: Gateway, config: AppConfig, settings: QSettings) -> int:
@@ -131,6 +167,7 @@ def open_window(
         app,
         autostart=config.autostart,
         remember_lan=lan_memory(settings),
+        remember_port=port_memory(settings),
     )
     window = MainWindow(services, settings, icons, config.base_url)
     theme.changed.connect(window.retheme)

@@ -2,7 +2,8 @@
 
 Field names, defaults and shapes follow Ollama's API so its official clients work unchanged:
 ``stream`` defaults to true, durations are integer nanoseconds, tool-call arguments are JSON
-objects (not strings, as in OpenAI's format). Unknown request fields are ignored.
+objects (not strings, as in OpenAI's format). Unknown request fields are ignored. ``think`` is
+true, false or an effort ("low", "medium", "high"); ``options.think_budget`` caps the thinking.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ class GenerateRequest(_Request):
     stream: bool = True
     think: bool | str | None = None
     logprobs: bool = False
-    top_logprobs: int | None = Field(default=None, ge=0, le=20)
+    top_logprobs: int | None = None  # 0-20, checked on translation
 
 
 class ChatRequest(_Request):
@@ -84,7 +85,7 @@ class ChatRequest(_Request):
     stream: bool = True
     think: bool | str | None = None
     logprobs: bool = False
-    top_logprobs: int | None = Field(default=None, ge=0, le=20)
+    top_logprobs: int | None = None  # 0-20, checked on translation
 
 
 class _Timings(BaseModel):
@@ -103,6 +104,7 @@ class GenerateChunk(_Timings):
     model: str
     created_at: str
     response: str = ""
+    thinking: str | None = None  # a thinking model's reasoning, never part of ``response``
     done: bool = False
     logprobs: list[dict[str, Any]] | None = None
 
@@ -110,6 +112,7 @@ class GenerateChunk(_Timings):
 class OllamaReply(BaseModel):
     role: Literal["assistant"] = "assistant"
     content: str = ""
+    thinking: str | None = None  # a thinking model's reasoning, never part of ``content``
     tool_calls: list[OllamaToolCall] | None = None
 
 

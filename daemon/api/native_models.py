@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
+    "AdapterOut",
     "CopyRequest",
     "CreateRequest",
     "ModelDetailsOut",
@@ -105,6 +106,14 @@ class TagsResponse(BaseModel):
     models: list[ModelSummary]
 
 
+class AdapterOut(BaseModel):
+    """One LoRA adapter a model applies on top of its weights (ours; Ollama lists none)."""
+
+    digest: str
+    size: int
+    scale: float
+
+
 class ShowResponse(BaseModel):
     modelfile: str
     parameters: str
@@ -117,6 +126,7 @@ class ShowResponse(BaseModel):
     modified_at: str
     messages: list[dict[str, str]] | None = None
     projector_info: dict[str, Any] | None = None
+    adapters: list[AdapterOut] = Field(default_factory=list)
 
 
 class RunningModel(BaseModel):
@@ -145,8 +155,8 @@ class ProgressResponse(BaseModel):
 
 class PullRecordOut(BaseModel):
     name: str
-    state: Literal["running", "paused", "failed"]
-    status: str  # the last progress status ("pulling 1a2b3c4d5e6f", "paused", ...)
+    state: Literal["queued", "running", "paused", "failed"]
+    status: str  # the last progress status ("queued", "pulling 1a2b3c4d5e6f", "paused", ...)
     total: int = 0
     completed: int = 0
     error: str | None = None

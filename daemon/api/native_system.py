@@ -1,4 +1,5 @@
-"""Our own native endpoints' wire format: version, the machine, the hub browser, the log."""
+"""Our own native endpoints' wire format: health, version, how the daemon is served, the
+machine, the hub browser, the log."""
 
 from __future__ import annotations
 
@@ -6,18 +7,36 @@ from pydantic import BaseModel
 
 __all__ = [
     "GpuInfo",
+    "HealthResponse",
     "HubFile",
     "HubFilesResponse",
     "HubRepo",
     "HubSearchResponse",
     "LogsResponse",
+    "ServerResponse",
     "SystemResponse",
     "VersionResponse",
 ]
 
 
+class HealthResponse(BaseModel):
+    status: str  # "ok"
+    version: str
+    models_loaded: int
+    requests_in_flight: int
+
+
 class VersionResponse(BaseModel):
     version: str
+
+
+class ServerResponse(BaseModel):
+    """Where the daemon listens, as its settings say (``GET /api/server``)."""
+
+    host: str
+    port: int
+    lan: bool  # reachable beyond this machine (not bound to a loopback address)
+    api_key_set: bool
 
 
 class GpuInfo(BaseModel):

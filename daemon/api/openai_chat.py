@@ -3,7 +3,9 @@
 Field names and shapes follow OpenAI's API reference so the official SDKs parse our answers.
 Unknown request fields are ignored (as OpenAI-compatible servers do); the few llama.cpp /
 Ollama extras we accept (``top_k``, ``min_p``, ``repeat_penalty``, ``keep_alive``,
-``options``) are listed explicitly.
+``options``, ``think_budget``) are listed explicitly. A thinking model's reasoning comes as
+``reasoning_content`` (on the message and in stream deltas, as DeepSeek's API and vLLM send it)
+and is taken back in assistant messages under the same name.
 """
 
 from __future__ import annotations
@@ -25,10 +27,12 @@ __all__ = [
     "ChatMessage",
     "ChatResponseMessage",
     "FunctionCall",
+    "FunctionCallChunk",
     "JsonSchemaFormat",
     "ResponseFormat",
     "StreamOptions",
     "Tool",
+    "ToolCallChunk",
     "ToolCallOut",
     "ToolFunction",
 ]
@@ -44,10 +48,24 @@ class FunctionCall(BaseModel):
 
 
 class ToolCallOut(BaseModel):
-    index: int | None = None  # only in stream chunks
     id: str
     type: Literal["function"] = "function"
     function: FunctionCall
+
+
+class FunctionCallChunk(BaseModel):
+    name: str | None = None  # on a call's first chunk only
+    arguments: str = ""  # the next piece of the arguments text
+
+
+class ToolCallChunk(BaseModel):
+    """A piece of a streamed tool call: the first has the id, type and name, the next ones
+    (same ``index``) the arguments text, a piece at a time."""
+
+    index: int
+    id: str | None = None
+    type: Literal["function"] | None = None
+    function: FunctionCallChunk
 
 
 class ChatMessage(_Request):
@@ -56,6 +74,7 @@ class ChatMessage(_Request):
     name: str | None = None
     tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | None = None
+    reasoning_content: str | None = None  # an earlier answer's thinking
 
 
 class ToolFunction(_Request):
@@ -88,15 +107,17 @@ class StreamOptions(_Request):
 
 class ChatCompletionRequest(SamplingFields):
     messages: list[ChatMessage] = Field(min_length=1)
-    max_tokens: int | None = Field(default=None, ge=0)
-    max_completion_tokens: int | None = Field(default=None, ge=0)
+    max_tokens: int | None = None
+    max_completion_tokens: int | None = None
     stream_options: StreamOptions | None = None
     logprobs: bool | None = None
-    top_logprobs: int | None = Field(default=None, ge=0, le=20)
+    top_logprobs: int | None = None
     response_format: ResponseFormat | None = None
     tools: list[Tool] | None = None
     tool_choice: Literal["none", "auto", "required"] | dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
+    reasoning_effort: str | None = None  # "none", "minimal", "low", "medium", "high"
+    think_budget: int | None = Field(default=None, ge=0)  # thinking tokens, then the answer
 
 
 class ChatLogprobs(BaseModel):
@@ -106,6 +127,7 @@ class ChatLogprobs(BaseModel):
 class ChatResponseMessage(BaseModel):
     role: Literal["assistant"] = "assistant"
     content: str | None = None
+    reasoning_content: str | None = None
     tool_calls: list[ToolCallOut] | None = None
 
 
@@ -129,7 +151,8 @@ class ChatCompletion(BaseModel):
 class ChatDelta(BaseModel):
     role: Literal["assistant"] | None = None
     content: str | None = None
-    tool_calls: list[ToolCallOut] | None = None
+    reasoning_content: str | None = None
+    tool_calls: list[ToolCallChunk] | None = None
 
 
 class ChatChunkChoice(BaseModel):

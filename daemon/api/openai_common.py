@@ -88,25 +88,27 @@ class EmbeddingResponse(BaseModel):
 
 
 class SamplingFields(BaseModel):
-    """The fields chat and legacy completions share, with the same bounds in both."""
+    """The fields chat and legacy completions share. Their ranges are checked on translation,
+    against the one table the native options and Modelfiles use too
+    (``model_registry.parameters``), so an out-of-range value is a 400 naming the range."""
 
     model_config = ConfigDict(extra="ignore")
 
     model: str
-    temperature: float | None = Field(default=None, ge=0, le=2)
-    top_p: float | None = Field(default=None, ge=0, le=1)
-    n: int | None = Field(default=None, ge=1)
+    temperature: float | None = None
+    top_p: float | None = None
+    n: int | None = None
     stream: bool = False
     stop: str | list[str] | None = None
-    presence_penalty: float | None = Field(default=None, ge=-2, le=2)
-    frequency_penalty: float | None = Field(default=None, ge=-2, le=2)
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
     logit_bias: dict[str, float] | None = None
     seed: int | None = None
     user: str | None = None
     # extras understood by llama.cpp / Ollama-flavoured clients
-    top_k: int | None = Field(default=None, ge=0)
-    min_p: float | None = Field(default=None, ge=0, le=1)
-    repeat_penalty: float | None = Field(default=None, ge=0)
+    top_k: int | None = None
+    min_p: float | None = None
+    repeat_penalty: float | None = None
     keep_alive: float | str | None = None
     options: dict[str, Any] | None = None
 
@@ -114,10 +116,10 @@ class SamplingFields(BaseModel):
 class CompletionRequest(SamplingFields):
     prompt: str | list[str] | list[int] | list[list[int]]
     suffix: str | None = None
-    max_tokens: int | None = Field(default=16, ge=0)  # OpenAI's default for this endpoint
-    best_of: int | None = Field(default=None, ge=1)
+    max_tokens: int | None = 16  # OpenAI's default for this endpoint
+    best_of: int | None = None
     stream_options: dict[str, Any] | None = None
-    logprobs: int | None = Field(default=None, ge=0, le=5)
+    logprobs: int | None = None
     echo: bool = False
 
 

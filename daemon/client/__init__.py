@@ -1,6 +1,7 @@
-"""The one HTTP client every front end uses, and the errors it raises.
+"""The one HTTP client every front end uses, its interface, and the errors it raises.
 
-``daemon.client.launcher`` finds or starts a daemon to talk to.
+``Client`` answers with ``daemon.api`` models; front ends annotate against ``DaemonClient``
+(the protocol it satisfies). ``daemon.client.launcher`` finds or starts a daemon to talk to.
 """
 
 from daemon.client.client import DEFAULT_BASE_URL, Client
@@ -14,12 +15,14 @@ from daemon.client.errors import (
     ServerError,
     Unauthorized,
 )
+from daemon.client.protocol import DaemonClient
 
 __all__ = [
     "DEFAULT_BASE_URL",
     "BadRequest",
     "Client",
     "ClientError",
+    "DaemonClient",
     "DaemonUnavailable",
     "Forbidden",
     "ModelNotFound",

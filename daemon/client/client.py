@@ -1,35 +1,68 @@
 """The one HTTP client front ends use to talk to the daemon (httpx, synchronous).
 
-Blocking by design: the CLI calls it directly and the GUI from worker threads. Methods speak
-Ollama's native shapes (plain dicts); ``openai_chat``/``chat_once`` speak OpenAI's. Streaming
-methods return lazy iterators: the request goes out on the first ``next()``, and closing the
-iterator closes the connection. Error responses, and ``{"error": ...}`` lines in the middle
-of a stream, come back as typed exceptions (``ModelNotFound``, ``BadRequest``, ``ServerBusy``,
-``Unauthorized``, ``Forbidden``, ``ServerError``; ``DaemonUnavailable`` when nothing answers).
-Pass ``transport=httpx.ASGITransport(app)`` or ``httpx.MockTransport`` to test without sockets.
+Blocking by design: the CLI calls it directly and the GUI from worker threads. Every answer
+comes back as the ``daemon.api`` model the server built it from (``ModelSummary``,
+``ShowResponse``, ``ChatChunk``, ``ProgressResponse``...), so both ends share one type;
+``openai_chat``/``chat_once`` speak OpenAI's. Streaming methods return lazy iterators: the
+request goes out on the first ``next()``, and closing the iterator closes the connection.
+Error responses, and ``{"error": ...}`` lines in the middle of a stream, come back as typed
+exceptions (``ModelNotFound``, ``BadRequest``, ``ServerBusy``, ``Unauthorized``,
+``Forbidden``, ``ServerError``; ``DaemonUnavailable`` when nothing answers).
+
+``DaemonClient`` (``daemon.client.protocol``) is this class's interface, for front ends to
+annotate against and test stand-ins to implement. To test without sockets pass
+``transport=httpx.MockTransport(handler)``; httpx's ``ASGITransport`` is async-only and does
+not fit this synchronous client, so to run it against a daemon app in-process, serve the app
+with uvicorn on 127.0.0.1 in a thread (``tests/support/in_process.py``).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from daemon.api import ChatCompletion, ChatCompletionChunk, Model, ModelList
-from daemon.client.errors import (
-    DaemonUnavailable,
-    raise_for_body,
+from daemon.api import (
+    CatalogModel,
+    CatalogResponse,
+    ChatChunk,
+    ChatCompletion,
+    ChatCompletionChunk,
+    EmbedResponse,
+    GenerateChunk,
+    HealthResponse,
+    HubFile,
+    HubFilesResponse,
+    HubRepo,
+    HubSearchResponse,
+    LogsResponse,
+    Model,
+    ModelList,
+    ModelSummary,
+    ProgressResponse,
+    PruneResponse,
+    PullListResponse,
+    PullRecordOut,
+    RunningModel,
+    RunningResponse,
+    ServerResponse,
+    ShowResponse,
+    SystemResponse,
+    TagsResponse,
+    VerifyResponse,
+    VersionResponse,
 )
+from daemon.client.answers import Answer, json_or_text, ndjson_objects, parsed, sse_objects
+from daemon.client.errors import DaemonUnavailable, raise_for_body
+from daemon.client.protocol import Progress
 
 __all__ = ["DEFAULT_BASE_URL", "Client"]
 
 DEFAULT_BASE_URL = "http://127.0.0.1:11435"
 _CHUNK = 1 << 20
-Progress = Callable[[int, int], None]  # (bytes done, bytes in all)
 
 
 class Client:
@@ -40,8 +73,11 @@ class Client:
         api_key: str | None = None,
         timeout: float | None = 600.0,
         transport: httpx.BaseTransport | None = None,
+        user_agent: str | None = None,
     ):
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        if user_agent:  # the daemon's request log names it (the app hides its own requests)
+            headers["User-Agent"] = user_agent
         self._http = httpx.Client(
             base_url=base_url, headers=headers, timeout=timeout, transport=transport
         )
@@ -56,38 +92,39 @@ class Client:
         self.close()
 
     # -- the daemon -------------------------------------------------------------------------
-    def health(self) -> dict[str, Any]:
-        return self._json("GET", "/health")
+    def health(self) -> HealthResponse:
+        return self._answer(HealthResponse, "GET", "/health")
 
     def version(self) -> str:
-        return str(self._json("GET", "/api/version")["version"])
+        return self._answer(VersionResponse, "GET", "/api/version").version
 
-    def system(self) -> dict[str, Any]:
-        return self._json("GET", "/api/system")
+    def system(self) -> SystemResponse:
+        return self._answer(SystemResponse, "GET", "/api/system")
 
     def logs(self, lines: int = 200) -> str:
-        return str(self._json("GET", "/api/logs", params={"lines": lines})["text"])
+        return self._answer(LogsResponse, "GET", "/api/logs", params={"lines": lines}).text
 
-    def server(self) -> dict[str, Any]:
+    def server(self) -> ServerResponse:
         """How the daemon is served: host, port, lan (beyond loopback), api_key_set."""
-        return self._json("GET", "/api/server")
+        return self._answer(ServerResponse, "GET", "/api/server")
 
     def shutdown(self) -> None:
         """Ask the daemon to exit gracefully (it accepts only from this machine)."""
         self._request("POST", "/api/shutdown")
 
     # -- models -----------------------------------------------------------------------------
-    def list_models(self) -> list[dict[str, Any]]:
-        return list(self._json("GET", "/api/tags")["models"])
+    def list_models(self) -> list[ModelSummary]:
+        return self._answer(TagsResponse, "GET", "/api/tags").models
 
     def list_openai_models(self) -> list[Model]:
-        return ModelList.model_validate(self._json("GET", "/v1/models")).data
+        return self._answer(ModelList, "GET", "/v1/models").data
 
-    def running(self) -> list[dict[str, Any]]:
-        return list(self._json("GET", "/api/ps")["models"])
+    def running(self) -> list[RunningModel]:
+        return self._answer(RunningResponse, "GET", "/api/ps").models
 
-    def show(self, name: str, verbose: bool = False) -> dict[str, Any]:
-        return self._json("POST", "/api/show", json={"model": name, "verbose": verbose})
+    def show(self, name: str, verbose: bool = False) -> ShowResponse:
+        body = {"model": name, "verbose": verbose}
+        return self._answer(ShowResponse, "POST", "/api/show", json=body)
 
     def delete(self, name: str) -> None:
         self._request("DELETE", "/api/delete", json={"model": name})
@@ -98,19 +135,21 @@ class Client:
     def unload(self, name: str) -> None:
         self._request("POST", "/api/generate", json={"model": name, "keep_alive": 0})
 
-    def prune(self) -> dict[str, Any]:
-        return self._json("POST", "/api/prune")
+    def prune(self) -> PruneResponse:
+        return self._answer(PruneResponse, "POST", "/api/prune")
 
-    def verify(self) -> dict[str, Any]:
-        return self._json("POST", "/api/verify")
+    def verify(self) -> VerifyResponse:
+        return self._answer(VerifyResponse, "POST", "/api/verify")
 
     # -- pulls ------------------------------------------------------------------------------
-    def pull(self, name: str) -> Iterator[dict[str, Any]]:
+    def pull(self, name: str) -> Iterator[ProgressResponse]:
         """Progress events; closing the iterator stops watching, not the pull."""
-        return self._ndjson("POST", "/api/pull", {"model": name, "stream": True})
+        body = {"model": name, "stream": True}
+        return self._ndjson(ProgressResponse, "/api/pull", body)
 
-    def resume_pull(self, name: str) -> Iterator[dict[str, Any]]:
-        return self._ndjson("POST", "/api/pull/resume", {"model": name, "stream": True})
+    def resume_pull(self, name: str) -> Iterator[ProgressResponse]:
+        body = {"model": name, "stream": True}
+        return self._ndjson(ProgressResponse, "/api/pull/resume", body)
 
     def pause_pull(self, name: str) -> None:
         self._request("POST", "/api/pull/pause", json={"model": name})
@@ -118,8 +157,8 @@ class Client:
     def cancel_pull(self, name: str) -> None:
         self._request("POST", "/api/pull/cancel", json={"model": name})
 
-    def pulls(self) -> list[dict[str, Any]]:
-        return list(self._json("GET", "/api/pulls")["pulls"])
+    def pulls(self) -> list[PullRecordOut]:
+        return self._answer(PullListResponse, "GET", "/api/pulls").pulls
 
     # -- generating -------------------------------------------------------------------------
     def chat(
@@ -131,7 +170,8 @@ class Client:
         format: str | Mapping[str, Any] | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
         stream: bool = True,
-    ) -> Iterator[dict[str, Any]]:
+        think: bool | str | None = None,
+    ) -> Iterator[ChatChunk]:
         body = _fields(
             model=model,
             messages=list(messages),
@@ -139,8 +179,9 @@ class Client:
             keep_alive=keep_alive,
             format=format,
             tools=tools,
+            think=think,
         )
-        return self._generating("/api/chat", body, stream)
+        return self._generating(ChatChunk, "/api/chat", body, stream)
 
     def generate(
         self,
@@ -151,7 +192,8 @@ class Client:
         format: str | Mapping[str, Any] | None = None,
         system: str | None = None,
         stream: bool = True,
-    ) -> Iterator[dict[str, Any]]:
+        think: bool | str | None = None,
+    ) -> Iterator[GenerateChunk]:
         body = _fields(
             model=model,
             prompt=prompt,
@@ -159,33 +201,36 @@ class Client:
             keep_alive=keep_alive,
             format=format,
             system=system,
+            think=think,
         )
-        return self._generating("/api/generate", body, stream)
+        return self._generating(GenerateChunk, "/api/generate", body, stream)
 
-    def embed(self, model: str, input: str | Sequence[str]) -> dict[str, Any]:
+    def embed(self, model: str, input: str | Sequence[str]) -> EmbedResponse:
         text = input if isinstance(input, str) else list(input)
-        return self._json("POST", "/api/embed", json={"model": model, "input": text})
+        body = {"model": model, "input": text}
+        return self._answer(EmbedResponse, "POST", "/api/embed", json=body)
 
     def openai_chat(
         self, model: str, messages: Sequence[Mapping[str, Any]], **fields: Any
     ) -> Iterator[ChatCompletionChunk]:
         """Stream an OpenAI chat completion chunk by chunk (``fields``: any request field)."""
         body = {**fields, "model": model, "messages": list(messages), "stream": True}
-        for data in self._lines("POST", "/v1/chat/completions", body, sse=True):
-            yield ChatCompletionChunk.model_validate(data)
+        return self._stream(ChatCompletionChunk, "/v1/chat/completions", body, sse=True)
 
     def chat_once(
         self, model: str, messages: Sequence[Mapping[str, Any]], **fields: Any
     ) -> ChatCompletion:
         body = {**fields, "model": model, "messages": list(messages), "stream": False}
-        return ChatCompletion.model_validate(self._json("POST", "/v1/chat/completions", json=body))
+        return self._answer(ChatCompletion, "POST", "/v1/chat/completions", json=body)
 
     # -- blobs and create -------------------------------------------------------------------
     def blob_exists(self, digest: str) -> bool:
         response = self._request("HEAD", f"/api/blobs/{digest}", allowed=(404,))
         return response.status_code == 200
 
-    def upload_blob(self, path: Path | str, digest: str, on_progress: Progress | None = None):
+    def upload_blob(
+        self, path: Path | str, digest: str, on_progress: Progress | None = None
+    ) -> None:
         """Stream a file to the daemon, which keeps it only if it hashes to ``digest``."""
         path = Path(path)
         total = path.stat().st_size
@@ -195,41 +240,51 @@ class Client:
 
     def create(
         self, name: str, modelfile: str, files: Mapping[str, str], quantize: str | None = None
-    ) -> Iterator[dict[str, Any]]:
+    ) -> Iterator[ProgressResponse]:
         """Create ``name`` from Modelfile text; ``files`` maps each FROM/ADAPTER reference
         to the digest of a blob already uploaded."""
         body = _fields(model=name, modelfile=modelfile, files=dict(files), quantize=quantize)
-        return self._ndjson("POST", "/api/create", {**body, "stream": True})
+        return self._ndjson(ProgressResponse, "/api/create", {**body, "stream": True})
 
     def create_from_file(
         self, name: str, path: Path | str, quantize: str | None = None
-    ) -> Iterator[dict[str, Any]]:
+    ) -> Iterator[ProgressResponse]:
         """Import one GGUF file as ``name``: hash it, upload it unless the daemon has it,
         create. Yields upload progress, then the create steps."""
         path = Path(path)
         total = path.stat().st_size
-        yield {"status": f"hashing {path.name}", "total": total, "completed": 0}
+        yield ProgressResponse(status=f"hashing {path.name}", total=total, completed=0)
         digest = _sha256(path)
         if not self.blob_exists(digest):
-            yield {"status": f"copying {path.name}", "total": total, "completed": 0}
+            yield ProgressResponse(status=f"copying {path.name}", total=total, completed=0)
             self.upload_blob(path, digest)
-            yield {"status": f"copying {path.name}", "total": total, "completed": total}
+            yield ProgressResponse(status=f"copying {path.name}", total=total, completed=total)
         reference = f"./{path.name}"
         yield from self.create(name, f"FROM {reference}\n", {reference: digest}, quantize)
 
     # -- the hub ----------------------------------------------------------------------------
-    def hub_search(self, query: str, limit: int = 20) -> list[dict[str, Any]]:
-        params = {"q": query, "limit": limit}
-        return list(self._json("GET", "/api/hub/search", params=params)["models"])
+    def hub_catalog(self) -> list[CatalogModel]:
+        """The curated short names (``GET /api/hub/catalog``); needs no internet."""
+        return self._answer(CatalogResponse, "GET", "/api/hub/catalog").models
 
-    def hub_files(self, repo: str) -> list[dict[str, Any]]:
-        return list(self._json("GET", "/api/hub/files", params={"repo": repo})["files"])
+    def hub_search(self, query: str, limit: int = 20) -> list[HubRepo]:
+        params = {"q": query, "limit": limit}
+        return self._answer(HubSearchResponse, "GET", "/api/hub/search", params=params).models
+
+    def hub_files(self, repo: str) -> list[HubFile]:
+        params = {"repo": repo}
+        return self._answer(HubFilesResponse, "GET", "/api/hub/files", params=params).files
 
     # -- plumbing ---------------------------------------------------------------------------
-    def _generating(self, path: str, body: dict, stream: bool) -> Iterator[dict[str, Any]]:
+    def _generating(
+        self, model: type[Answer], path: str, body: dict, stream: bool
+    ) -> Iterator[Answer]:
         if stream:
-            return self._ndjson("POST", path, {**body, "stream": True})
-        return iter([self._json("POST", path, json={**body, "stream": False})])
+            return self._ndjson(model, path, {**body, "stream": True})
+        return iter([self._answer(model, "POST", path, json={**body, "stream": False})])
+
+    def _answer(self, model: type[Answer], method: str, path: str, **kwargs: Any) -> Answer:
+        return parsed(model, self._json(method, path, **kwargs), path)
 
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
         return self._request(method, path, **kwargs).json()
@@ -242,22 +297,22 @@ class Client:
         except httpx.TransportError as error:
             raise self._unavailable(error) from None
         if response.status_code >= 400 and response.status_code not in allowed:
-            raise_for_body(response.status_code, _json_or_text(response))
+            raise_for_body(response.status_code, json_or_text(response))
         return response
 
-    def _ndjson(self, method: str, path: str, body: Mapping[str, Any]) -> Iterator[dict]:
-        return self._lines(method, path, body, sse=False)
+    def _ndjson(self, model: type[Answer], path: str, body: Mapping[str, Any]) -> Iterator[Answer]:
+        return self._stream(model, path, body, sse=False)
 
-    def _lines(self, method: str, path: str, body: Mapping[str, Any], sse: bool) -> Iterator[dict]:
+    def _stream(
+        self, model: type[Answer], path: str, body: Mapping[str, Any], sse: bool
+    ) -> Iterator[Answer]:
         try:
-            with self._http.stream(method, path, json=dict(body)) as response:
+            with self._http.stream("POST", path, json=dict(body)) as response:
                 if response.status_code >= 400:
                     response.read()
-                    raise_for_body(response.status_code, _json_or_text(response))
-                for data in (_sse_data if sse else _ndjson_data)(response):
-                    if isinstance(data, Mapping) and "error" in data:
-                        raise_for_body(None, data)
-                    yield data
+                    raise_for_body(response.status_code, json_or_text(response))
+                for data in (sse_objects if sse else ndjson_objects)(response):
+                    yield parsed(model, data, path)
         except httpx.TransportError as error:
             raise self._unavailable(error) from None
 
@@ -285,26 +340,3 @@ def _sha256(path: Path) -> str:
         while chunk := stream.read(_CHUNK):
             digest.update(chunk)
     return f"sha256:{digest.hexdigest()}"
-
-
-def _ndjson_data(response: httpx.Response) -> Iterator[Any]:
-    for line in response.iter_lines():
-        if line.strip():
-            yield json.loads(line)
-
-
-def _sse_data(response: httpx.Response) -> Iterator[Any]:
-    for line in response.iter_lines():
-        if not line.startswith("data:"):
-            continue
-        payload = line[5:].strip()
-        if payload == "[DONE]":
-            return
-        yield json.loads(payload)
-
-
-def _json_or_text(response: httpx.Response) -> object:
-    try:
-        return response.json()
-    except ValueError:
-        return response.text

@@ -8,7 +8,8 @@ behind the user's back: it has to be started on purpose (``network=True``, the d
 "serve on the local network" switch), and the daemon itself refuses to listen there without an
 API key. A lock file keeps two front ends starting at once from racing to start two daemons.
 The started process is reaped by a background thread, so a long-running front end (the
-desktop app) never collects zombies when the daemon it started exits.
+desktop app) never collects zombies when the daemon it started exits. The log may quote
+prompts and model names: it is readable by its user only (0600; new folders 0700).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import BinaryIO
 
 import httpx
 from filelock import FileLock, Timeout
@@ -95,7 +97,7 @@ def ensure_daemon(
             "loopback address, so start it there with `localllm serve`"
         )
     deadline = time.monotonic() + timeout
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
         with FileLock(str(settings.data_dir / "daemon-start.lock"), timeout=timeout):
             if daemon_answers(url):  # another front end started it while we waited
@@ -120,7 +122,7 @@ def _reap_when_done(process: subprocess.Popen) -> None:
 
 def _spawn(settings: Settings) -> subprocess.Popen:
     """``python -m daemon serve`` in its own session, outliving this process."""
-    settings.log_dir.mkdir(parents=True, exist_ok=True)
+    settings.log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     log_path = settings.log_dir / LOG_NAME
     _rotate(log_path)
     host = f"[{settings.host}]" if ":" in settings.host else settings.host
@@ -129,7 +131,7 @@ def _spawn(settings: Settings) -> subprocess.Popen:
     if os.name == "nt":
         flags = ("DETACHED_PROCESS", "CREATE_NEW_PROCESS_GROUP", "CREATE_NO_WINDOW")
         detach = {"creationflags": sum(getattr(subprocess, flag, 0) for flag in flags)}
-    with log_path.open("ab") as log:
+    with _open_private_log(log_path) as log:
         return subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
@@ -139,6 +141,15 @@ def _spawn(settings: Settings) -> subprocess.Popen:
             cwd=Path(__file__).resolve().parents[1],  # runs the daemon package this one is
             **detach,  # type: ignore[arg-type]
         )
+
+
+def _open_private_log(path: Path) -> BinaryIO:
+    """The log opened for appending, 0600 whatever the umask (and if an older version left
+    it readable to others)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags, 0o600)
+    os.chmod(path, 0o600)
+    return os.fdopen(fd, "ab")
 
 
 def _wait_until_up(url: str, process: subprocess.Popen, log_path: Path, deadline: float) -> None:

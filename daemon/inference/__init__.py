@@ -11,8 +11,10 @@ from daemon.inference.generation import (
     Finished,
     Generation,
     GenerationStats,
+    ToolCallDelta,
 )
-from daemon.inference.inference import Embeddings, EmbedJob, GenerationJob, Inference
+from daemon.inference.inference import Inference
+from daemon.inference.jobs import Embeddings, EmbedJob, GenerationJob
 
 __all__ = [
     "Collected",
@@ -24,4 +26,5 @@ __all__ = [
     "GenerationJob",
     "GenerationStats",
     "Inference",
+    "ToolCallDelta",
 ]

@@ -3,20 +3,27 @@
 It owns the scheduler lease for its whole life and gives it back the moment the runner is
 done, fails, or the caller closes it (a client that hung up): closing cancels the runner's
 sequence, so the slot is free for the next request at once.
+
+A thinking model's output is split into ``Delta.thinking`` and ``Delta.text`` (tool calls are
+parsed from the answer only). When the thinking is generated apart (a thinking budget, or a
+grammar meant for the answer), the answer part is a second runner generation under the same
+lease (see ``thinking_run``).
 """
 
 from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import AsyncGenerator, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, Callable, Sequence
+from dataclasses import dataclass, replace
 
-from daemon.inference.tool_calls import ToolCall, ToolCallFilter
+from daemon.inference.thinking_run import ThinkingRun, add_parts
+from daemon.inference.tool_call_parser import Piece, ToolCallParser
+from daemon.inference.tool_calls import ToolCall, ToolCallDelta
 from daemon.runners.types import DoneEvent, RunnerCrashed, TokenEvent
 from daemon.scheduler import Lease
 
-__all__ = ["Collected", "Delta", "Finished", "Generation", "GenerationStats"]
+__all__ = ["Collected", "Delta", "Finished", "Generation", "GenerationStats", "ToolCallDelta"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +46,8 @@ class GenerationStats:
 class Delta:
     text: str
     logprobs: tuple[dict, ...] = ()
+    thinking: str = ""  # the model's reasoning, never part of ``text``
+    tool_calls: tuple[ToolCallDelta, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +55,7 @@ class Finished:
     reason: str  # "stop", "length", "tool_calls", "cancelled", "error"
     usage: GenerationStats
     tool_calls: tuple[ToolCall, ...] = ()
+    stop_sequence: str | None = None  # the request's stop string that ended it, if one did
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +65,7 @@ class Collected:
     text: str
     logprobs: list[dict]
     finished: Finished
+    thinking: str = ""
 
 
 class Generation:
@@ -68,7 +79,8 @@ class Generation:
         *,
         started: float,
         loaded: float,
-        tool_filter: ToolCallFilter | None = None,
+        tool_filter: ToolCallParser | None = None,
+        thinking: ThinkingRun | None = None,
         on_finished: Callable[[str, Finished], None] | None = None,
     ):
         self.model = model
@@ -77,6 +89,7 @@ class Generation:
         self._started = started
         self._loaded = loaded
         self._filter = tool_filter
+        self._thinking = thinking
         self._on_finished = on_finished
         self._out: deque[Delta | Finished] = deque()
         self._held_logprobs: list[dict] = []
@@ -101,8 +114,22 @@ class Generation:
         while not self._out:
             if self.finished is not None or self._closed:
                 raise StopAsyncIteration
-            self._handle(await self._next_event())
+            event = await self._next_event()
+            if isinstance(event, DoneEvent) and await self._answer_part(event):
+                continue
+            self._handle(event)
         return self._out.popleft()
+
+    async def _answer_part(self, done: DoneEvent) -> bool:
+        """Start the answer part if the thinking part just ended (see ``thinking_run``)."""
+        after = self._thinking.next_call(done) if self._thinking is not None else None
+        if after is None:
+            return False
+        call, (thinking, text) = after
+        self._emit(thinking, text, ())
+        await self._stream.aclose()
+        self._stream = self._lease.runner.generate(call)
+        return True
 
     async def _next_event(self) -> TokenEvent | DoneEvent:
         try:
@@ -128,21 +155,50 @@ class Generation:
         if self._first_token is None:
             self._first_token = time.perf_counter()
         self._completion_tokens += len(event.token_ids)
-        text = self._filter.feed(event.text) if self._filter else event.text
         self._held_logprobs.extend(event.logprobs)
-        if text or (self._held_logprobs and self._filter is None):
-            self._out.append(Delta(text, tuple(self._held_logprobs)))
+        thinking, answer = self._thinking.feed(event.text) if self._thinking else ("", event.text)
+        self._emit_answer(thinking, answer)
+
+    def _emit_answer(self, thinking: str, answer: str) -> None:
+        """The thinking as is, the answer through the tool-call parser (calls are the answer's)."""
+        if self._filter is None:
+            self._emit([answer], flush=True, thinking=thinking)
+        else:
+            self._emit(self._filter.feed(answer), flush=False, thinking=thinking)
+
+    def _emit(self, pieces: Sequence[Piece], flush: bool, thinking: str = "") -> None:
+        """Queue ``pieces`` in order as deltas (within one, thinking comes before text and text
+        before tool-call pieces); the logprobs held so far ride on the first, or alone with
+        ``flush``."""
+        deltas: list[Delta] = [Delta("", thinking=thinking)] if thinking else []
+        for piece in pieces:
+            if isinstance(piece, ToolCallDelta):
+                last = deltas.pop() if deltas else Delta("")
+                deltas.append(replace(last, tool_calls=(*last.tool_calls, piece)))
+            elif deltas and not deltas[-1].tool_calls:
+                deltas[-1] = replace(deltas[-1], text=deltas[-1].text + piece)
+            elif piece:
+                deltas.append(Delta(piece))
+        if not deltas and flush and self._held_logprobs:
+            deltas.append(Delta(""))
+        if deltas:
+            deltas[0] = replace(deltas[0], logprobs=tuple(self._held_logprobs))
             self._held_logprobs.clear()
+        self._out.extend(deltas)
 
     def _finish(self, done: DoneEvent) -> None:
         self._lease.release()
+        if self._thinking is not None:
+            self._emit_answer(*self._thinking.finish())
+            if self._thinking.first_part is not None:
+                done = add_parts(self._thinking.first_part, done)
         calls: list[ToolCall] = []
         if self._filter is not None:
             rest, calls = self._filter.finish()
-            if rest or self._held_logprobs:
-                self._out.append(Delta(rest, tuple(self._held_logprobs)))
-        reason = "tool_calls" if calls else done.reason
-        self._end(Finished(reason, self._usage(done), tuple(calls)))
+            self._emit(rest, flush=True)
+        reason = "tool_calls" if calls and done.reason != "length" else done.reason
+        stop = None if calls else done.stop_sequence
+        self._end(Finished(reason, self._usage(done), tuple(calls), stop))
         self._out.append(self.finished)
 
     def _end(self, finished: Finished) -> None:
@@ -170,16 +226,18 @@ class Generation:
     async def collect(self) -> Collected:
         """Drain the generation: all text, all logprob entries and how it finished."""
         parts: list[str] = []
+        thoughts: list[str] = []
         entries: list[dict] = []
         finished: Finished | None = None
         async for item in self:
             if isinstance(item, Delta):
                 parts.append(item.text)
+                thoughts.append(item.thinking)
                 entries.extend(item.logprobs)
             else:
                 finished = item
         assert finished is not None, "a generation always ends with Finished"
-        return Collected("".join(parts), entries, finished)
+        return Collected("".join(parts), entries, finished, "".join(thoughts))
 
     async def aclose(self) -> None:
         """Stop generating (if still running) and give the slot back. Safe to call twice."""

@@ -1,9 +1,9 @@
-"""Pictures already prepared, so a chat does not re-read them every turn.
+"""Images already prepared, so a chat does not re-read them every turn.
 
-Clients resend a conversation's pictures with every new message; reading, turning and
+Clients resend a conversation's images with every new message; reading, turning and
 re-encoding a large photo costs up to a second of CPU. The daemon keeps the PNGs it made,
 keyed by the sha256 of the bytes the client sent, within a byte budget: the least recently
-used go first. Hashing a picture costs a few milliseconds.
+used go first. Hashing an image costs a few milliseconds.
 """
 
 from __future__ import annotations
@@ -29,13 +29,13 @@ class ImageCache:
 
     def prepared(self, source: bytes, prepare: Callable[[bytes], bytes]) -> bytes:
         """``prepare(source)``, or what it gave for the same bytes before. Failures (a
-        picture that cannot be read) are not kept: they raise every time."""
+        image that cannot be read) are not kept: they raise every time."""
         key = hashlib.sha256(source).digest()
         with self._lock:
             if (png := self._entries.get(key)) is not None:
                 self._entries.move_to_end(key)
                 return png
-        png = prepare(source)  # outside the lock: other pictures need not wait
+        png = prepare(source)  # outside the lock: other images need not wait
         self._keep(key, png)
         return png
 

@@ -1,10 +1,10 @@
-"""Pictures from clients -> the PNGs a runner gets.
+"""Images from clients -> the PNGs a runner gets.
 
-Pictures are numbered from 1 across a request, in the order they appear, in every message.
+Images are numbered from 1 across a request, in the order they appear, in every message.
 
-Pictures come from anyone who can reach the daemon, so they are untrusted files. Only Pillow
+Images come from anyone who can reach the daemon, so they are untrusted files. Only Pillow
 reads them, and only as PNG, JPEG, WEBP, GIF or BMP; the size in the header is checked before
-a pixel is decoded (a 100000x100000 PNG is a few hundred bytes); then each picture is turned
+a pixel is decoded (a 100000x100000 PNG is a few hundred bytes); then each image is turned
 upright (EXIF), flattened to RGB on white, shrunk to at most 2048 pixels a side and written
 again as a plain PNG. The runner's C decoder therefore only ever sees PNGs written here, never
 a client's bytes.
@@ -41,53 +41,53 @@ READABLE_FORMATS = ("PNG", "JPEG", "WEBP", "GIF", "BMP")
 MAX_PIXELS = 50_000_000  # a 50-megapixel photo decodes to 150 MB of RGB; more is refused
 MAX_SIDE = 16384
 LONGEST_SIDE = 2048  # more than any projector looks at (they tile or resize far below it)
-# The pictures travel to the runner base64-encoded in one frame: keep 4 MiB for the rest.
+# The images travel to the runner base64-encoded in one frame: keep 4 MiB for the rest.
 MAX_TOTAL_BYTES = (MAX_FRAME_BYTES - (4 << 20)) * 3 // 4
 _WHITE = (255, 255, 255)
 _NAMES = ", ".join(READABLE_FORMATS[:-1]) + " or " + READABLE_FORMATS[-1]
 
 
 def decode_base64(text: str, number: int, where: str = "", *, param: str = "images") -> bytes:
-    """A picture sent as base64 text. Line breaks are skipped (as Go's decoder, and so Ollama,
+    """An image sent as base64 text. Line breaks are skipped (as Go's decoder, and so Ollama,
     does); anything else that is not base64 is a 400."""
     try:
         return base64.b64decode(text.replace("\r", "").replace("\n", ""), validate=True)
     except (binascii.Error, ValueError):
         raise BadRequestError(
-            f"image {number}{where} is not valid base64 (send each picture's file, base64-encoded)",
+            f"image {number}{where} is not valid base64 (send each image's file, base64-encoded)",
             param=param,
         ) from None
 
 
-def prepare_images(pictures: Sequence[bytes], cache: ImageCache | None = None) -> tuple[bytes, ...]:
-    """Each picture as a PNG the runner may decode (from ``cache`` where it was prepared
-    before); BadRequestError names the 1-based picture that cannot be used, or says the
-    pictures are too large together."""
+def prepare_images(sources: Sequence[bytes], cache: ImageCache | None = None) -> tuple[bytes, ...]:
+    """Each image as a PNG the runner may decode (from ``cache`` where it was prepared
+    before); BadRequestError names the 1-based image that cannot be used, or says the
+    images are too large together."""
     prepared, total = [], 0
-    for number, data in enumerate(pictures, 1):
+    for number, data in enumerate(sources, 1):
         prepare = functools.partial(prepare_image, number=number)
         prepared.append(cache.prepared(data, prepare) if cache else prepare(data))
         total += len(prepared[-1])
         if total > MAX_TOTAL_BYTES:
             raise BadRequestError(
-                "the pictures are too large together; send fewer or smaller ones", param="images"
+                "the images are too large together; send fewer or smaller ones", param="images"
             )
     return tuple(prepared)
 
 
 def prepare_image(data: bytes, number: int = 1) -> bytes:
-    """One picture (``number`` counts from 1, for messages) as an upright RGB PNG."""
+    """One image (``number`` counts from 1, for messages) as an upright RGB PNG."""
     image = _open(data, number)
     _check_size(image.size, number)
     try:
-        picture = _shrunk(_upright_rgb(image))
+        upright = _shrunk(_upright_rgb(image))
     except MemoryError:
         raise
     except Exception:  # Pillow's decoders raise many kinds of errors on broken or hostile data
         raise _unreadable(number) from None
     finally:
         image.close()
-    return _png(picture)
+    return _png(upright)
 
 
 def _open(data: bytes, number: int) -> Image.Image:
@@ -147,7 +147,7 @@ def _png(image: Image.Image) -> bytes:
 
 def _unreadable(number: int) -> BadRequestError:
     return BadRequestError(
-        f"image {number} is not a picture localllm can read (send {_NAMES})", param="images"
+        f"image {number} is not an image localllm can read (send {_NAMES})", param="images"
     )
 
 

@@ -15,8 +15,10 @@ from daemon.errors import BadRequestError
 from daemon.runners.types import SamplingParams
 from daemon.scheduler import RunnerOptions
 from daemon.settings import Settings
+from model_registry.errors import InvalidParameterError
+from model_registry.parameters import OPTIONS, check_parameter
 
-__all__ = ["merge_options", "parse_keep_alive", "runner_options", "sampling_params"]
+__all__ = ["checked", "merge_options", "parse_keep_alive", "runner_options", "sampling_params"]
 
 _FLOATS = {
     "temperature": "temperature",
@@ -34,14 +36,6 @@ _INTS = {
     "num_predict": "max_tokens",
 }
 _RUNNER_INTS = ("num_ctx", "num_batch", "num_gpu", "num_thread", "num_parallel")
-# (lowest, highest) accepted; 0 means "the default" where Ollama says so, -1 GPU layers "all".
-_RUNNER_RANGES = {
-    "num_ctx": (0, 1 << 24),
-    "num_batch": (0, 1 << 16),
-    "num_gpu": (-1, 1 << 16),
-    "num_thread": (0, 1024),
-    "num_parallel": (0, 256),
-}
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -73,26 +67,34 @@ def parse_keep_alive(value: object) -> float | None:
 
 
 def merge_options(*layers: Mapping[str, object] | None) -> dict[str, object]:
-    """Later layers win; ``None`` values mean "not set" and never override."""
+    """Later layers win; ``None`` values mean "not set" and never override.
+
+    Every option the table knows is checked against its range (a 400 naming it); unknown
+    names pass through unused, as Ollama ignores them."""
     merged: dict[str, object] = {}
     for layer in layers:
         merged.update({k: v for k, v in (layer or {}).items() if v is not None})
-    return merged
+    return {k: checked(k, v) if k in OPTIONS else v for k, v in merged.items()}
+
+
+def checked(name: str, value: object, what: str = "option") -> object:
+    """``value`` checked against the range of option or field ``name``; a 400 naming both."""
+    try:
+        return check_parameter(name, value)
+    except InvalidParameterError as error:
+        raise BadRequestError(f"{what} {error}".lstrip(), param=name) from None
 
 
 def sampling_params(options: Mapping[str, object], **extra: object) -> SamplingParams:
     """Sampling parameters from merged options; ``extra`` sets fields directly (grammar...)."""
     values: dict[str, object] = {}
-    for key, field in _FLOATS.items():
+    for key, field in (_FLOATS | _INTS).items():
         if key in options:
-            values[field] = _number(options[key], key, float)
-    for key, field in _INTS.items():
-        if key in options:
-            values[field] = _number(options[key], key, int)
+            values[field] = checked(key, options[key])
     if values.get("max_tokens") is not None and values["max_tokens"] < 0:
-        values["max_tokens"] = None  # Ollama: num_predict -1 means "until done"
+        values["max_tokens"] = None  # Ollama: num_predict -1 "until done", -2 "fill the context"
     if "stop" in options:
-        values["stop"] = _stops(options["stop"])
+        values["stop"] = tuple(s for s in checked("stop", options["stop"]) if s)
     values.update({k: v for k, v in extra.items() if v is not None})
     return dataclasses.replace(SamplingParams(), **values)
 
@@ -101,11 +103,7 @@ def runner_options(
     options: Mapping[str, object], settings: Settings, n_ctx_train: int | None = None
 ) -> RunnerOptions:
     """How the runner must be started for these options (settings fill what is unset)."""
-    ints = {key: _number(options[key], key, int) for key in _RUNNER_INTS if key in options}
-    for key, value in ints.items():
-        low, high = _RUNNER_RANGES[key]
-        if not low <= value <= high:  # beyond these a runner aborts or allocates for ever
-            raise BadRequestError(f"option {key} must be between {low} and {high}", param=key)
+    ints = {key: checked(key, options[key]) for key in _RUNNER_INTS if key in options}
     num_ctx = ints.get("num_ctx") or settings.num_ctx
     if "num_ctx" not in ints and n_ctx_train:
         num_ctx = min(num_ctx, n_ctx_train)  # the default never exceeds what the model knows
@@ -118,19 +116,3 @@ def runner_options(
         num_threads=ints.get("num_thread") or settings.num_threads,
         num_batch=min(num_ctx, max(1, ints.get("num_batch") or 512)),  # never above the ctx
     )
-
-
-def _number(value: object, key: str, kind: type) -> float | int:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise BadRequestError(f"option {key} must be a number", param=key)
-    if kind is int and value != int(value):
-        raise BadRequestError(f"option {key} must be an integer", param=key)
-    return kind(value)
-
-
-def _stops(value: object) -> tuple[str, ...]:
-    if isinstance(value, str):
-        return (value,) if value else ()
-    if isinstance(value, list | tuple) and all(isinstance(s, str) for s in value):
-        return tuple(s for s in value if s)
-    raise BadRequestError("stop must be a string or a list of strings", param="stop")

@@ -10,14 +10,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from daemon.runners.types import LoraAdapter
 from daemon.scheduler import LoadTarget, ModelFootprint
 from model_registry.errors import ModelNotFoundError
 from model_registry.names import parse_name
 from model_registry.store import LayerType, Store
 
-__all__ = ["ResolvedModel", "resolve_model"]
+__all__ = ["FALLBACK_STOPS", "ResolvedModel", "resolve_model"]
 
 _EMBEDDING_ARCHITECTURES = ("bert", "nomic-bert", "jina-bert", "t5encoder", "modern-bert")
+# A model with no chat template of its own (a base model) is prompted in ChatML, the fallback
+# ``templates.TemplateCache`` picks. Its markers are no special tokens to such a model, so it
+# writes them out as text when it imitates the format: stop at the end of its turn, or where
+# it starts writing the next one.
+FALLBACK_STOPS = ("<|im_end|>", "<|im_start|>")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +43,16 @@ class ResolvedModel:
     def embedding_only(self) -> bool:
         return self.target.embedding_only
 
+    @property
+    def has_chat_template(self) -> bool:
+        """False for a base model: its chats are prompted with the fallback template."""
+        return self.template is not None
+
+    @property
+    def fallback_stops(self) -> tuple[str, ...]:
+        """Stop strings a chat with this model's template needs (the fallback's end marker)."""
+        return () if self.has_chat_template else FALLBACK_STOPS
+
 
 def resolve_model(store: Store, text: str) -> ResolvedModel:
     """The model named ``text``; ModelNotFoundError says how to get it."""
@@ -53,12 +69,18 @@ def resolve_model(store: Store, text: str) -> ResolvedModel:
     if not weights:
         raise ModelNotFoundError(f"model {name.display!r} has no weights; pull it again")
     projector = manifest.layers_of(LayerType.PROJECTOR)
+    adapters = manifest.layers_of(LayerType.ADAPTER)
     architecture = str(config.get("architecture") or gguf.get("architecture") or "")
     target = LoadTarget(
         name=name.display,
         model_paths=tuple(str(store.blobs.path(layer.digest)) for layer in weights),
-        footprint=_footprint(sum(layer.size for layer in (*weights, *projector[-1:])), gguf),
+        footprint=_footprint(
+            sum(layer.size for layer in (*weights, *projector[-1:], *adapters)), gguf
+        ),
         projector_path=str(store.blobs.path(projector[-1].digest)) if projector else None,
+        adapters=tuple(
+            LoraAdapter(str(store.blobs.path(layer.digest)), layer.scale) for layer in adapters
+        ),
         embedding_only=any(a in architecture for a in _EMBEDDING_ARCHITECTURES),
         n_ctx_train=_int(config.get("context_length") or gguf.get("context_length")),
     )

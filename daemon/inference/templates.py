@@ -14,6 +14,9 @@ The globals are the ones Hugging Face and llama.cpp give templates: ``messages``
 
 Which template: a Modelfile ``TEMPLATE`` wins over the model file's; with neither, ChatML.
 ``TEMPLATE`` may be Jinja or a small Go-template subset (see ``go_templates``).
+
+A conversation that ends with the assistant's own words is continued, as Ollama and
+llama-server do (``continued_reply``): the prompt ends inside that reply rather than after it.
 """
 
 from __future__ import annotations
@@ -36,7 +39,14 @@ from daemon.inference.go_templates import RESPONSE_MARK, is_go_template, split_t
 from daemon.inference.template_budget import MAX_SOURCE_CHARS, MAX_STRING_CHARS, Budget
 from daemon.inference.template_sandbox import Rejected, budget_hooks, sandbox
 
-__all__ = ["CHATML_TEMPLATE", "ChatTemplate", "TemplateCache", "assemble_messages", "image_part"]
+__all__ = [
+    "CHATML_TEMPLATE",
+    "ChatTemplate",
+    "TemplateCache",
+    "assemble_messages",
+    "continued_reply",
+    "image_part",
+]
 
 CHATML_TEMPLATE = (
     "{% for message in messages %}"
@@ -78,13 +88,16 @@ class ChatTemplate:
         add_generation_prompt: bool = True,
         bos_token: str = "",
         eos_token: str = "",
+        variables: Mapping[str, object] | None = None,
     ) -> str:
-        """The prompt; blocking (a render may take up to its budget's 2 s), so callers on an
-        event loop run it in a worker thread."""
+        """The prompt; ``variables`` are more globals for the template (``enable_thinking``...).
+        Blocking (a render may take up to its budget's 2 s): callers on an event loop run it in
+        a worker thread."""
         with Budget().active() as budget:
             if self.is_go:
                 return self._render_turns(messages)
             context = {
+                **(variables or {}),
                 "messages": [dict(m) for m in messages],
                 "tools": [dict(t) for t in tools] or None,
                 "add_generation_prompt": add_generation_prompt,
@@ -159,7 +172,7 @@ class TemplateCache:
 
 
 def image_part(index: int) -> dict[str, object]:
-    """The content part that stands for picture ``index`` (0-based) of a request."""
+    """The content part that stands for image ``index`` (0-based) of a request."""
     return {"type": "image", "index": index}
 
 
@@ -173,9 +186,9 @@ def assemble_messages(
     """The conversation the template sees: the model's SYSTEM (unless the request has a system
     message), then its MESSAGE layers, then the request's messages. Image parts become
     ``image_marker`` inside the content text, so templates only ever see string content (as
-    with llama-server) and the runner finds each picture's place in the prompt."""
+    with llama-server) and the runner finds each image's place in the prompt."""
     conversation = [_normalize(m, image_marker) for m in messages]
-    head = [_normalize(m, "") for m in preset]  # the model's own MESSAGEs carry no pictures
+    head = [_normalize(m, "") for m in preset]  # the model's own MESSAGEs carry no images
     if system and not any(m.get("role") == "system" for m in conversation):
         head.insert(0, {"role": "system", "content": system})
     return head + conversation
@@ -209,3 +222,17 @@ def _tool_call_for_template(call: Mapping[str, object]) -> dict[str, object]:
         with contextlib.suppress(ValueError):
             function["arguments"] = json.loads(arguments)
     return {**call, "function": function}
+
+
+def continued_reply(
+    conversation: Sequence[Mapping[str, object]],
+) -> tuple[list[Mapping[str, object]], str]:
+    """(the conversation before it, the text to continue) when the last message is a reply
+    in words (no tool calls); else (the conversation, ""). The prompt is then the template's
+    rendering of the rest, up to the assistant's turn, followed by that text."""
+    messages = list(conversation)
+    last = messages[-1] if messages else {}
+    content = last.get("content")
+    if last.get("role") != "assistant" or last.get("tool_calls") or not isinstance(content, str):
+        return messages, ""
+    return (messages[:-1], content) if content else (messages, "")

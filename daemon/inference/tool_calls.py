@@ -1,16 +1,15 @@
-"""Tool calls: the schema that forces one, the prompt that describes tools, and the parser.
+"""Tool calls: what one is, the schema that forces one, and the prompt that describes tools.
 
 ``tool_choice`` "required" or a named function is enforced by grammar: the model must write
-``{"name": ..., "arguments": {...}}`` matching the tool's parameter schema. With "auto" the
-template describes the tools (or, for templates that know nothing of tools, a Hermes-style
-system prompt does) and the output is parsed: ``<tool_call>{...}</tool_call>`` blocks
-(Hermes, Qwen) or a bare JSON object / list of objects with ``name`` and ``arguments``.
+``{"name": ..., "arguments": {...}}`` matching the tool's parameter schema (a list of such
+objects for "required" with ``parallel_tool_calls``). With "auto" the template describes the
+tools (or, for templates that know nothing of tools, a Hermes-style system prompt does) and
+``tool_call_parser`` finds the calls in the output as it streams.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -19,33 +18,44 @@ from daemon.errors import BadRequestError
 
 __all__ = [
     "ToolCall",
-    "ToolCallFilter",
+    "ToolCallDelta",
     "ToolChoice",
     "forced_tool_schema",
-    "parse_tool_calls",
+    "new_call_id",
     "tools_system_prompt",
+    "with_tool_prompt",
 ]
 
-_OPEN, _CLOSE = "<tool_call>", "</tool_call>"
-_BLOCK = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
+
+def new_call_id() -> str:
+    return f"call_{secrets.token_hex(12)}"
 
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     id: str
     name: str
-    arguments: str  # JSON text, as OpenAI sends it
+    arguments: str  # JSON text as the model wrote it, as OpenAI sends it
 
-    @classmethod
-    def new(cls, name: str, arguments: object) -> ToolCall:
-        text = arguments if isinstance(arguments, str) else json.dumps(arguments)
-        return cls(f"call_{secrets.token_hex(12)}", name, text)
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """The next piece of a tool call as it streams: parallel calls count from index 0, one
+    after the other (once call n+1 begins, call n is complete). A call's first piece carries
+    its id and name and no arguments; the next ones carry parts of its arguments text, which
+    together are exactly the arguments of the call in ``Finished.tool_calls``."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""  # the next part of the call's JSON arguments text
 
 
 @dataclass(frozen=True, slots=True)
 class ToolChoice:
     mode: str = "auto"  # "auto", "none", "required" or "function"
     name: str | None = None  # the function, for mode "function"
+    parallel: bool = False  # "required" may make several calls at once (a list of them)
 
     @property
     def forced(self) -> bool:
@@ -60,7 +70,8 @@ def _function(tool: Mapping[str, object]) -> Mapping[str, object]:
 
 
 def forced_tool_schema(tools: Sequence[Mapping[str, object]], choice: ToolChoice) -> dict:
-    """The JSON schema a forced tool call must match: one named tool, or any one of them."""
+    """The JSON schema a forced tool call must match: one named tool, or any one of them (or,
+    for "required" with ``parallel``, a list of one or more such calls)."""
     functions = [_function(tool) for tool in tools]
     if choice.mode == "function":
         functions = [f for f in functions if f["name"] == choice.name]
@@ -69,7 +80,10 @@ def forced_tool_schema(tools: Sequence[Mapping[str, object]], choice: ToolChoice
                 f"tool_choice names {choice.name!r}, not among the tools", "tool_choice"
             )
     options = [_call_schema(f) for f in functions]
-    return options[0] if len(options) == 1 else {"oneOf": options}
+    call = options[0] if len(options) == 1 else {"oneOf": options}
+    if choice.mode == "required" and choice.parallel:
+        return {"type": "array", "items": call, "minItems": 1}
+    return call
 
 
 def _call_schema(function: Mapping[str, object]) -> dict:
@@ -94,65 +108,12 @@ def tools_system_prompt(tools: Sequence[Mapping[str, object]]) -> str:
     )
 
 
-def parse_tool_calls(text: str, names: Sequence[str] | None = None) -> list[ToolCall]:
-    """Tool calls found in a model's output (empty when it is plain text)."""
-    stripped = text.strip()
-    candidates: list[object] = []
-    if _OPEN in stripped:
-        candidates = [_loads(block) for block in _BLOCK.findall(stripped)]
-    elif stripped[:1] in "{[":
-        value = _loads(stripped)
-        candidates = value if isinstance(value, list) else [value]
-    calls = [_as_call(c, names) for c in candidates]
-    return [] if not calls or None in calls else calls
-
-
-def _loads(text: str) -> object:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
-
-
-def _as_call(value: object, names: Sequence[str] | None) -> ToolCall | None:
-    if not isinstance(value, Mapping) or not isinstance(value.get("name"), str):
-        return None
-    arguments = value.get("arguments", value.get("parameters", {}))
-    if names is not None and value["name"] not in names:
-        return None
-    if isinstance(arguments, str):
-        arguments = _loads(arguments)
-    return None if not isinstance(arguments, Mapping) else ToolCall.new(value["name"], arguments)
-
-
-class ToolCallFilter:
-    """Streams text through, holding back output that may turn out to be a tool call.
-
-    Text that starts like a call (``<tool_call>``, ``{`` or ``[``) is held to the end and then
-    parsed; anything else is passed on as soon as it is clearly not a call. With ``hold_all``
-    (a grammar-forced call) everything is held.
-    """
-
-    def __init__(self, names: Sequence[str] | None, hold_all: bool = False):
-        self._names = names
-        self._held = ""
-        self._passing = False
-        self._hold_all = hold_all  # a grammar-forced call: nothing is content
-
-    def feed(self, text: str) -> str:
-        """The part of ``text`` that is content and can be sent now."""
-        if self._passing:
-            return text
-        self._held += text
-        head = self._held.lstrip()
-        if self._hold_all or not head or head[0] in "{[" or _OPEN.startswith(head[: len(_OPEN)]):
-            return ""
-        self._passing = True
-        held, self._held = self._held, ""
-        return held
-
-    def finish(self) -> tuple[str, list[ToolCall]]:
-        """At the end: (content still held back, tool calls)."""
-        held, self._held = self._held, ""
-        calls = parse_tool_calls(held, self._names) if held else []
-        return ("", calls) if calls else (held, [])
+def with_tool_prompt(
+    conversation: list[dict[str, object]], tools: Sequence[Mapping[str, object]]
+) -> list[dict[str, object]]:
+    """Describe the tools in the system message, for templates that cannot."""
+    prompt = tools_system_prompt(tools)
+    if conversation and conversation[0].get("role") == "system":
+        first = dict(conversation[0], content=f"{conversation[0].get('content', '')}\n\n{prompt}")
+        return [first, *conversation[1:]]
+    return [{"role": "system", "content": prompt}, *conversation]

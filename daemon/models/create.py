@@ -14,12 +14,13 @@ import logging
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Callable, Mapping
-from pathlib import Path, PurePath
+from pathlib import Path
 
 from anyio import to_thread
 
 from daemon.errors import BadRequestError, QuantizeError
 from daemon.runners.worker.quantize import QUANT_TYPES
+from model_registry.adapters import is_lora_adapter, read_lora_adapter, shown_name
 from model_registry.digests import Digest
 from model_registry.errors import (
     BlobNotFoundError,
@@ -29,7 +30,7 @@ from model_registry.errors import (
 )
 from model_registry.gguf_info import read_gguf_info
 from model_registry.importer import create_from_modelfile
-from model_registry.modelfile import Modelfile, from_is_path
+from model_registry.modelfile import Adapter, Modelfile, from_is_path
 from model_registry.names import ModelName
 from model_registry.store import LayerType, Store
 
@@ -61,7 +62,7 @@ def blob_resolver(store: Store, files: Mapping[str, Digest]) -> Resolver:
 
     def resolve(reference: str) -> Path:
         digest = files.get(reference)
-        shown = PurePath(reference.replace("\\", "/")).name or "the file"
+        shown = shown_name(reference)
         if digest is None:
             raise BadRequestError(
                 f"{shown} was not uploaded: the daemon never reads files by path; upload it "
@@ -83,18 +84,29 @@ def check_create(
     store: Store, modelfile: Modelfile, resolve: Resolver, quantize: str | None
 ) -> None:
     """Refuse a create that cannot work before any step runs (so it is a plain 400): a file
-    that was not uploaded, an upload that is not a GGUF model, a base model that is missing,
-    a quantization of weights that are already quantized."""
-    for adapter in modelfile.adapters:
-        resolve(adapter)
-    if from_is_path(modelfile.from_):
-        info = read_gguf_info(resolve(modelfile.from_))
-        if info.is_projector:
-            raise GGUFError("the FROM file is a vision projector (mmproj), not a model")
-    else:
-        _base(store, modelfile)
+    that was not uploaded, an upload that is not a GGUF model, an ADAPTER that is not a LoRA
+    adapter for the base model's architecture, a base model that is missing, a quantization
+    of weights that are already quantized."""
+    adapters = [resolve(adapter.reference) for adapter in modelfile.adapters]
+    architecture = _base_architecture(store, modelfile, resolve)
+    for adapter, path in zip(modelfile.adapters, adapters, strict=True):
+        read_lora_adapter(path, architecture, shown_name(adapter.reference))
     if quantize is not None:
         _quantizable(read_gguf_info(_weights(store, modelfile, resolve)).file_type)
+
+
+def _base_architecture(store: Store, modelfile: Modelfile, resolve: Resolver) -> str | None:
+    """The architecture of the model being created (checking the FROM file is a model)."""
+    if not from_is_path(modelfile.from_):
+        return str(store.read_config(_base(store, modelfile)).get("architecture") or "") or None
+    info = read_gguf_info(resolve(modelfile.from_))
+    if info.is_projector:
+        raise GGUFError("the FROM file is a vision projector (mmproj), not a model")
+    if is_lora_adapter(info):
+        raise GGUFError(
+            "the FROM file is a LoRA adapter; name it with ADAPTER, FROM its base model"
+        )
+    return info.architecture
 
 
 def _quantizable(file_type: str) -> None:
@@ -112,8 +124,10 @@ async def create_model(
     resolve: Resolver,
     quantize: str | None,
     work_dir: Path,
+    env: Mapping[str, str] | None = None,
 ) -> AsyncIterator[dict]:
-    """Create ``name``; yields Ollama-style ``{"status": ...}`` steps, ending in success."""
+    """Create ``name``; yields Ollama-style ``{"status": ...}`` steps, ending in success.
+    ``env`` is the quantizer's environment (``Settings.runner_env``); None inherits."""
     yield {"status": "parsing modelfile"}
     if quantize is not None:
         source = await to_thread.run_sync(_weights, store, modelfile, resolve)
@@ -123,7 +137,7 @@ async def create_model(
         work_dir.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=work_dir, prefix="quantize-") as temp:
             output = Path(temp) / "quantized.gguf"
-            await _quantize(source, output, quantize)
+            await _quantize(source, output, quantize, env)
             effective, resolver = await to_thread.run_sync(
                 _quantized_plan, store, modelfile, resolve, output
             )
@@ -177,8 +191,13 @@ def _inherit(store: Store, modelfile: Modelfile) -> tuple[Modelfile, dict[str, P
     params = store.read_json_layer(base, LayerType.PARAMS)
     messages = store.read_json_layer(base, LayerType.MESSAGES) or []
     licenses = store.read_text_layer(base, LayerType.LICENSE)
-    adapters = {f"./base-adapter-{i}": store.blobs.path(layer.digest)
-                for i, layer in enumerate(base.layers_of(LayerType.ADAPTER))}  # fmt: skip
+    layers = base.layers_of(LayerType.ADAPTER)
+    adapters = {
+        f"./base-adapter-{i}": store.blobs.path(layer.digest) for i, layer in enumerate(layers)
+    }
+    inherited = [
+        Adapter(reference, layer.scale) for reference, layer in zip(adapters, layers, strict=True)
+    ]
     merged = dataclasses.replace(
         modelfile,
         system=_first(modelfile.system, store.read_text_layer(base, LayerType.SYSTEM)),
@@ -187,7 +206,7 @@ def _inherit(store: Store, modelfile: Modelfile) -> tuple[Modelfile, dict[str, P
         messages=modelfile.messages
         or [(str(m.get("role")), str(m.get("content"))) for m in messages if isinstance(m, dict)],
         license=modelfile.license or ([licenses] if licenses else []),
-        adapters=[*adapters, *modelfile.adapters],
+        adapters=[*inherited, *modelfile.adapters],
     )
     return merged, adapters
 
@@ -196,7 +215,7 @@ def _first(value: str | None, fallback: str | None) -> str | None:
     return value if value is not None else fallback
 
 
-async def _quantize(source: Path, output: Path, quant: str) -> None:
+async def _quantize(source: Path, output: Path, quant: str, env: Mapping[str, str] | None) -> None:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -208,6 +227,7 @@ async def _quantize(source: Path, output: Path, quant: str) -> None:
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
         cwd=_PACKAGE_ROOT,
+        env=None if env is None else dict(env),
     )
     try:
         _, stderr = await process.communicate()

@@ -1,8 +1,13 @@
-"""A runner's stderr, kept so every error can say what the runner said before it failed."""
+"""A runner's stderr, kept so every error can say what the runner said before it failed.
+
+The log file may quote prompts and file names, so it is readable by its user only (0600, in
+a 0700 folder when the folder is new), whatever the umask.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections import deque
 from pathlib import Path
@@ -20,8 +25,7 @@ class RunnerLog:
         self.lines: deque[str] = deque(maxlen=_KEPT_LINES)
         self._file: BinaryIO | None = None
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = path.open("ab")
+            self._file = _open_private(path)
 
     def note(self, text: str) -> None:
         if self._file:
@@ -42,3 +46,12 @@ class RunnerLog:
                 self.lines.append(partial.decode(errors="replace").rstrip())
             if self._file:
                 self._file.close()
+
+
+def _open_private(path: Path) -> BinaryIO:
+    """``path`` opened for appending, 0600 (also a file an older version left readable)."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags, 0o600)
+    os.chmod(path, 0o600)
+    return os.fdopen(fd, "ab")

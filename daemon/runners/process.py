@@ -16,7 +16,7 @@ import itertools
 import signal
 import sys
 from array import array
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -87,8 +87,13 @@ class RunnerProcess:
         *,
         start_timeout: float = 300.0,
         verbose: bool = False,
+        env: Mapping[str, str] | None = None,
     ) -> RunnerProcess:
-        """Start a runner and wait until its model is loaded; RunnerError if it cannot load."""
+        """Start a runner and wait until its model is loaded; RunnerError if it cannot load.
+
+        ``env`` is the runner's whole environment (the daemon passes ``Settings.runner_env``,
+        which keeps its secrets out of a process that parses untrusted files); None inherits.
+        """
         spec = _absolute(spec)
         log = RunnerLog(log_path)
         log.note(f"starting runner for {spec.model_name}")
@@ -99,6 +104,7 @@ class RunnerProcess:
             stderr=asyncio.subprocess.PIPE,
             cwd=_PACKAGE_ROOT,
             limit=_STREAM_LIMIT,
+            env=None if env is None else dict(env),
         )
         runner = cls(spec, proc, log)
         try:

@@ -8,7 +8,7 @@ Daemon -> runner (``op``)::
 
     {"op": "spec", "spec": {...}}                         first frame: what to load
     {"op": "generate", "id": n, "req": {...}}             stream of "token", then "done"
-                                (pictures in "req" as base64, with the prompt's marker for them)
+                                (images in "req" as base64, with the prompt's marker for them)
     {"op": "cancel", "id": n}                             stop a generation, free its slot
     {"op": "embed", "id": n, "inputs": [...], "normalize": b, "truncate": b}
                                                           one "embedding" per input, then "result"
@@ -42,6 +42,7 @@ from .types import (
     DoneEvent,
     GenerateCall,
     InvalidRequestError,
+    LoraAdapter,
     RunnerError,
     RunnerInfo,
     RunnerSpec,
@@ -74,10 +75,19 @@ class ProtocolError(Exception):
 
 
 def encode_frame(message: dict[str, Any]) -> bytes:
-    body = json.dumps(message, separators=(",", ":")).encode()
+    """UTF-8 as it is: ASCII escapes made a 24 MB prompt in "é" a 72 MB frame. A lone
+    surrogate (JSON lets a client send ``"\\ud800"``) cannot be UTF-8 and becomes U+FFFD."""
+    body = _utf8(json.dumps(message, separators=(",", ":"), ensure_ascii=False))
     if len(body) > MAX_FRAME_BYTES:
         raise ProtocolError(f"frame of {len(body)} bytes exceeds {MAX_FRAME_BYTES}")
     return _HEADER.pack(len(body)) + body
+
+
+def _utf8(text: str) -> bytes:
+    try:
+        return text.encode()
+    except UnicodeEncodeError:  # lone surrogates: each becomes U+FFFD
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode()
 
 
 def _frame_size(header: bytes) -> int:
@@ -146,7 +156,8 @@ def spec_to_wire(spec: RunnerSpec) -> dict[str, Any]:
 
 
 def spec_from_wire(data: dict[str, Any]) -> RunnerSpec:
-    return RunnerSpec(**{**data, "model_paths": tuple(data["model_paths"])})
+    adapters = tuple(LoraAdapter(**adapter) for adapter in data.get("adapters", ()))
+    return RunnerSpec(**{**data, "model_paths": tuple(data["model_paths"]), "adapters": adapters})
 
 
 def generate_to_wire(req: GenerateCall) -> dict[str, Any]:
@@ -156,6 +167,8 @@ def generate_to_wire(req: GenerateCall) -> dict[str, Any]:
     if req.images:
         message["images"] = [base64.b64encode(image).decode() for image in req.images]
         message["image_marker"] = req.image_marker
+    if req.visible_tokens:
+        message["visible_tokens"] = list(req.visible_tokens)
     return message
 
 
@@ -174,6 +187,7 @@ def generate_from_wire(data: dict[str, Any]) -> GenerateCall:
         add_bos=data["add_bos"],
         images=tuple(base64.b64decode(image) for image in data.get("images", ())),
         image_marker=data.get("image_marker", ""),
+        visible_tokens=tuple(data.get("visible_tokens", ())),
     )
 
 
@@ -190,7 +204,7 @@ def error_to_wire(rid: int, exc: RunnerError) -> dict[str, Any]:
     message = {"ev": "error", "id": rid, "kind": "error", "message": str(exc)}
     if isinstance(exc, ContextOverflowError):
         message.update(kind="context_overflow", prompt_tokens=exc.prompt_tokens)
-        message["context"] = exc.context
+        message.update(context=exc.context, at_least=exc.at_least)
     elif isinstance(exc, InvalidRequestError):
         message["kind"] = "invalid_request"
     return message
@@ -198,7 +212,9 @@ def error_to_wire(rid: int, exc: RunnerError) -> dict[str, Any]:
 
 def error_from_wire(data: dict[str, Any]) -> RunnerError:
     if data.get("kind") == "context_overflow":
-        return ContextOverflowError(data["prompt_tokens"], data["context"])
+        return ContextOverflowError(
+            data["prompt_tokens"], data["context"], data.get("at_least", False)
+        )
     if data.get("kind") == "invalid_request":
         return InvalidRequestError(data["message"])
     return RunnerError(data["message"])

@@ -14,6 +14,7 @@ __all__ = [
     "EmbedCall",
     "GenerateCall",
     "InvalidRequestError",
+    "LoraAdapter",
     "RunnerCrashed",
     "RunnerError",
     "RunnerInfo",
@@ -24,12 +25,21 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True)
+class LoraAdapter:
+    """A LoRA adapter file applied on top of the model's weights, and how strongly."""
+
+    path: str
+    scale: float = 1.0  # llama.cpp multiplies it with the adapter's alpha / rank
+
+
+@dataclass(frozen=True, slots=True)
 class RunnerSpec:
     """Everything that decides how a model is loaded; a change in it means a reload."""
 
     model_name: str  # display name, used in error messages
     model_paths: tuple[str, ...]  # GGUF shards in order (one path for unsharded models)
     projector_path: str | None = None
+    adapters: tuple[LoraAdapter, ...] = ()  # applied in order to every context
     num_ctx: int = 4096  # context per sequence
     num_parallel: int = 4  # sequences that share one context (continuous batching)
     num_gpu_layers: int = 0  # -1 = all
@@ -83,10 +93,14 @@ class GenerateCall:
     prompt: str  # already templated; special tokens in it are parsed
     params: SamplingParams = field(default_factory=SamplingParams)
     add_bos: bool = True
-    # Pictures for models with a projector, in the order of ``image_marker`` in the prompt:
-    # each occurrence of the marker is where one picture's embeddings go.
-    images: tuple[bytes, ...] = ()  # encoded pictures (PNG, JPEG...), decoded by the runner
+    # Images for models with a projector, in the order of ``image_marker`` in the prompt:
+    # each occurrence of the marker is where one image's embeddings go.
+    images: tuple[bytes, ...] = ()  # encoded images (PNG, JPEG...), decoded by the runner
     image_marker: str = ""  # chosen per request, so no text a user sends can act as one
+    # Special tokens, by their text, that stay in the output text (the runner otherwise
+    # renders none of the control tokens): a thinking format's markers, such as harmony's
+    # ``<|channel|>``. A text that is not one token of the model is ignored.
+    visible_tokens: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +128,7 @@ class DoneEvent:
     prompt_seconds: float
     generation_seconds: float
     first_token_seconds: float  # from the request reaching the runner to its first token
+    stop_sequence: str | None = None  # the stop string that ended it (reason "stop")
 
 
 class RunnerError(Exception):
@@ -130,10 +145,14 @@ class InvalidRequestError(RunnerError):
 
 
 class ContextOverflowError(InvalidRequestError):
-    def __init__(self, prompt_tokens: int, context: int):
+    """``at_least``: too long to count exactly, the prompt holds ``prompt_tokens`` or more."""
+
+    def __init__(self, prompt_tokens: int, context: int, at_least: bool = False):
         self.prompt_tokens = prompt_tokens
         self.context = context
+        self.at_least = at_least
+        size = f"at least {prompt_tokens}" if at_least else str(prompt_tokens)
         super().__init__(
-            f"the prompt is {prompt_tokens} tokens but the model's context is {context} tokens; "
+            f"the prompt is {size} tokens but the model's context is {context} tokens; "
             "shorten the prompt or raise num_ctx"
         )

@@ -16,6 +16,7 @@ from daemon.runners.types import (
     DoneEvent,
     EmbedCall,
     GenerateCall,
+    LoraAdapter,
     RunnerInfo,
     RunnerSpec,
     TokenEvent,
@@ -64,6 +65,7 @@ class LoadTarget:
     model_paths: tuple[str, ...]
     footprint: ModelFootprint
     projector_path: str | None = None
+    adapters: tuple[LoraAdapter, ...] = ()  # a model's LoRA adapters load with its weights
     embedding_only: bool = False
     n_ctx_train: int | None = None
 

@@ -80,7 +80,7 @@ class RunnerLoader:
     def _log_path(self, name: str) -> Path | None:
         if self._log_dir is None:
             return None
-        self._log_dir.mkdir(parents=True, exist_ok=True)
+        self._log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # logs are private
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
         return self._log_dir / f"runner-{safe}.log"
 

@@ -138,6 +138,7 @@ class Scheduler:
             model_name=target.name,
             model_paths=target.model_paths,
             projector_path=target.projector_path,
+            adapters=target.adapters,
             num_ctx=options.num_ctx,
             num_parallel=options.num_parallel,
             num_gpu_layers=AUTO_GPU_LAYERS if options.num_gpu is None else options.num_gpu,

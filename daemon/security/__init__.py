@@ -1,4 +1,5 @@
-"""Safe-by-default HTTP guards: Host check (DNS rebinding), CORS allowlist, API key, body size.
+"""Safe-by-default HTTP guards: Host check (DNS rebinding), CORS allowlist, API key, body size,
+stalled bodies.
 
 Each guard is a small pure-ASGI middleware so it sees every request, streaming ones included,
 before any route runs.
@@ -6,6 +7,7 @@ before any route runs.
 
 from daemon.security.api_key import ApiKeyMiddleware
 from daemon.security.body_limit import BodyLimitMiddleware
+from daemon.security.body_timeout import BodyTimeoutMiddleware
 from daemon.security.cors import CorsMiddleware, OriginPolicy
 from daemon.security.host_check import HostCheckMiddleware, is_loopback_address
 from daemon.security.keys import ApiKeyStore
@@ -14,6 +16,7 @@ __all__ = [
     "ApiKeyMiddleware",
     "ApiKeyStore",
     "BodyLimitMiddleware",
+    "BodyTimeoutMiddleware",
     "CorsMiddleware",
     "HostCheckMiddleware",
     "OriginPolicy",

@@ -1,7 +1,10 @@
-"""Bearer-token authentication, required whenever an API key is configured.
+"""API-key authentication, required whenever a key is configured, on loopback too.
 
 ``localllm serve`` refuses to listen beyond loopback without a key, so anything reachable from
-the network is authenticated. Keys are compared in constant time.
+the network is authenticated. The key comes as ``Authorization: Bearer <key>`` (OpenAI's and
+Ollama's clients) or ``x-api-key: <key>`` (Anthropic's). Only ``/`` ("is it running?") is
+open; a browser's CORS preflight carries no key, but the CORS guard (outside this one) answers
+it before it gets here. Keys are compared in constant time.
 """
 
 from __future__ import annotations
@@ -20,23 +23,28 @@ _OPEN_PATHS = frozenset({"/"})  # "is it running?" reveals nothing
 class ApiKeyMiddleware:
     def __init__(self, app: ASGIApp, api_key: str | None):
         self.app = app
-        self.expected = f"Bearer {api_key}".encode() if api_key else None
+        self.key = api_key.encode() if api_key else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
-            self.expected is not None
+            self.key is not None
             and scope["type"] == "http"
-            and scope["method"] != "OPTIONS"
             and scope["path"] not in _OPEN_PATHS
+            and not _carries_key(dict(scope["headers"]), self.key)
         ):
-            given = dict(scope["headers"]).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
-                await send_error(
-                    send,
-                    401,
-                    "missing or wrong API key: send 'Authorization: Bearer <key>' "
-                    "(see `localllm key`)",
-                    [(b"www-authenticate", b"Bearer")],
-                )
-                return
+            await send_error(
+                scope,
+                send,
+                401,
+                "missing or wrong API key: send 'Authorization: Bearer <key>' or "
+                "'x-api-key: <key>' (see `localllm key`)",
+                [(b"www-authenticate", b"Bearer")],
+            )
+            return
         await self.app(scope, receive, send)
+
+
+def _carries_key(headers: dict[bytes, bytes], key: bytes) -> bool:
+    bearer = hmac.compare_digest(headers.get(b"authorization", b""), b"Bearer " + key)
+    header = hmac.compare_digest(headers.get(b"x-api-key", b""), key)
+    return bearer or header

@@ -23,9 +23,10 @@ class BodyLimitMiddleware:
             await self.app(scope, receive, send)
             return
         limit = self.blob_limit if scope["path"].startswith("/api/blobs/") else self.limit
+        too_large = f"request body is larger than {limit:,} bytes"
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > limit):
-            await send_error(send, 413, f"request body is larger than {limit:,} bytes")
+            await send_error(scope, send, 413, too_large)
             return
         received = 0
         refused = False
@@ -38,7 +39,7 @@ class BodyLimitMiddleware:
                 if received > limit and not refused:
                     # Answer now; the app then sees a disconnect and stops reading.
                     refused = True
-                    await send_error(send, 413, f"request body is larger than {limit:,} bytes")
+                    await send_error(scope, send, 413, too_large)
                     return {"type": "http.disconnect"}
             return message
 

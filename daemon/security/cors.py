@@ -3,6 +3,12 @@
 A request that carries an ``Origin`` we do not allow is refused outright (403), not merely
 left without CORS headers: a browser sends "simple" cross-site POSTs without a preflight, so
 withholding headers alone would still let a hostile page start pulls or delete models.
+
+A page may also load us without any ``Origin``: ``<script src>``, ``<img>`` and links send none,
+yet a status that differs (an installed model or not) still tells the page something. Browsers
+mark every request with ``Sec-Fetch-Site``, so one from another site that CORS did not approve
+is refused too; ``none`` (typed or bookmarked), ``same-origin`` and requests without the header
+(the CLI, SDKs, curl) go on.
 """
 
 from __future__ import annotations
@@ -21,7 +27,11 @@ __all__ = ["CorsMiddleware", "OriginPolicy"]
 
 _LOCAL_SCHEMES = ("http", "https", "app", "tauri", "vscode-webview")
 _ALLOW_METHODS = b"GET, POST, PUT, DELETE, HEAD, OPTIONS"
-_ALLOW_HEADERS = b"Authorization, Content-Type, User-Agent, Accept, X-Requested-With"
+_ALLOW_HEADERS = (
+    b"Authorization, Content-Type, User-Agent, Accept, X-Requested-With, X-Api-Key, "
+    b"Anthropic-Version"
+)
+_OTHER_SITES = frozenset({b"cross-site", b"same-site"})  # Sec-Fetch-Site from another origin
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,10 +69,19 @@ class CorsMiddleware:
         headers = dict(scope["headers"])
         origin = headers.get(b"origin")
         if origin is None:
+            if headers.get(b"sec-fetch-site", b"").strip().lower() in _OTHER_SITES:
+                await send_error(
+                    scope,
+                    send,
+                    403,
+                    "cross-site request refused: a web page must use CORS from an "
+                    "allowed origin (LOCALLLM_ORIGINS)",
+                )
+                return
             await self.app(scope, receive, send)
             return
         if not self.policy.allows(origin.decode("latin-1")):
-            await send_error(send, 403, "origin not allowed; add it to LOCALLLM_ORIGINS")
+            await send_error(scope, send, 403, "origin not allowed; add it to LOCALLLM_ORIGINS")
             return
         if scope["method"] == "OPTIONS" and b"access-control-request-method" in headers:
             await self._preflight(send, origin)

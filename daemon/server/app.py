@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Callable
 from importlib import metadata
 from pathlib import Path
@@ -21,13 +22,16 @@ from daemon.scheduler import MemoryInfo, Runner, RunnerFactory, Scheduler, Sched
 from daemon.security import (
     ApiKeyMiddleware,
     BodyLimitMiddleware,
+    BodyTimeoutMiddleware,
     CorsMiddleware,
     HostCheckMiddleware,
     OriginPolicy,
     is_loopback_address,
 )
 from daemon.server import health
+from daemon.server.anthropic import count_tokens, messages
 from daemon.server.errors import install_error_handlers
+from daemon.server.json_budget import JsonBudgetMiddleware
 from daemon.server.metrics import Metrics, RequestLogMiddleware
 from daemon.server.native import (
     blobs,
@@ -40,8 +44,10 @@ from daemon.server.native import (
     pulls,
 )
 from daemon.server.native import system as native_system
-from daemon.server.openai import chat, completions, embeddings
+from daemon.server.openai import chat, completions, embeddings, responses
 from daemon.server.openai import models as openai_models
+from daemon.server.openai.response_store import ResponseStore
+from daemon.server.redaction import PathRedactor
 from daemon.settings import Settings
 from model_registry.pull import Puller
 from model_registry.store import Store
@@ -64,7 +70,7 @@ def create_app(
     metrics = Metrics()
     scheduler = Scheduler(
         _scheduler_config(settings),
-        runner_factory or _start_runner_process,
+        runner_factory or functools.partial(_start_runner_process, env=dict(settings.runner_env)),
         on_load=metrics.on_load,
         **probes,
     )
@@ -75,22 +81,28 @@ def create_app(
         title="localllm", version=_version(), lifespan=_lifespan, docs_url=None, redoc_url=None
     )
     app.state.settings = settings
+    app.state.redactor = PathRedactor.for_settings(settings)
     app.state.store = store
     app.state.scheduler = scheduler
     app.state.inference = inference
     app.state.metrics = metrics
+    app.state.responses = ResponseStore()  # kept for previous_response_id, in memory only
     app.state.pulls = PullManager(
-        puller or _puller(settings, store), PullRecords(settings.data_dir / "pulls.json")
+        puller or _puller(settings, store),
+        PullRecords(settings.data_dir / "pulls.json"),
+        max_running=settings.max_pulls,
     )
-    for module in (health, *_OPENAI, *_NATIVE):
+    for module in (health, *_OPENAI, *_ANTHROPIC, *_NATIVE):
         app.include_router(module.router)
     install_error_handlers(app)
+    app.add_middleware(JsonBudgetMiddleware)  # inside the body limit: the body is bounded
     app.add_middleware(RequestLogMiddleware, metrics=metrics)
     _install_guards(app, settings)
     return app
 
 
-_OPENAI = (chat, completions, embeddings, openai_models)
+_OPENAI = (chat, completions, responses, embeddings, openai_models)
+_ANTHROPIC = (messages, count_tokens)
 _NATIVE = (models, generate, embed, pulls, blobs, create, hub, native_system, control)
 
 
@@ -105,7 +117,8 @@ def _puller(settings: Settings, store: Store) -> Puller:
 
 def _install_guards(app: FastAPI, settings: Settings) -> None:
     """Safe by default. Starlette wraps the last-added middleware outermost, so requests meet
-    the Host check first, then CORS, then the API key, then the body limit."""
+    the Host check first, then CORS, then the API key, then the body limit and timeout."""
+    app.add_middleware(BodyTimeoutMiddleware, timeout=settings.body_timeout)
     app.add_middleware(BodyLimitMiddleware)
     app.add_middleware(ApiKeyMiddleware, api_key=settings.api_key)
     app.add_middleware(CorsMiddleware, policy=OriginPolicy.from_settings(settings.origins))
@@ -134,10 +147,12 @@ def _scheduler_config(settings: Settings) -> SchedulerConfig:
     )
 
 
-async def _start_runner_process(spec: RunnerSpec, log_path: Path | None) -> Runner:
+async def _start_runner_process(
+    spec: RunnerSpec, log_path: Path | None, env: dict[str, str]
+) -> Runner:
     from daemon.runners.process import RunnerProcess
 
-    return await RunnerProcess.start(spec, log_path=log_path)
+    return await RunnerProcess.start(spec, log_path=log_path, env=env)
 
 
 def _version() -> str:

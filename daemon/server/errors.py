@@ -1,21 +1,25 @@
 """The one table that turns exceptions into HTTP responses.
 
-OpenAI routes (``/v1/...``) answer ``{"error": {message, type, param, code}}``; every other
-route answers Ollama's ``{"error": "message"}``. Request validation errors are 400s (not
-FastAPI's 422), as OpenAI and Ollama clients expect. Unexpected exceptions are logged with
-their traceback and answered with a generic 500; no message carries a file-system path.
+Each API answers in its own shape, chosen by path (``daemon.api.error_bodies``): Anthropic's
+on ``/v1/messages...``, OpenAI's on the other ``/v1/...`` routes, Ollama's everywhere else.
+Request validation errors are 400s (not FastAPI's 422), as OpenAI, Anthropic and Ollama
+clients expect. Unexpected exceptions are logged with
+their traceback and answered with a generic 500; no message carries a file-system path (each
+is passed through the app's ``PathRedactor``, built from its settings).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
+from daemon.api.error_bodies import Shape, shape_for, shaped_body
 from daemon.errors import (
     BadRequestError,
     InsufficientMemoryError,
@@ -33,7 +37,6 @@ from daemon.runners.types import (
     RunnerCrashed,
     RunnerError,
 )
-from daemon.server.redaction import redact_paths
 from model_registry.errors import (
     AuthenticationError,
     CorruptManifestError,
@@ -43,6 +46,7 @@ from model_registry.errors import (
     InsufficientSpaceError,
     InvalidDigestError,
     InvalidNameError,
+    InvalidParameterError,
     InvalidRepoError,
     ModelExistsError,
     ModelfileError,
@@ -56,7 +60,10 @@ from model_registry.errors import (
 
 __all__ = [
     "ERROR_TABLE",
+    "Redact",
+    "anthropic_stream_error",
     "error_body",
+    "error_detail",
     "error_status",
     "install_error_handlers",
     "ndjson_error",
@@ -64,6 +71,8 @@ __all__ = [
 ]
 
 log = logging.getLogger("localllm.server")
+
+Redact = Callable[[str], str]  # a text without file-system paths (``PathRedactor``)
 
 # (exception, HTTP status, OpenAI error type, OpenAI error code); the first match wins.
 ERROR_TABLE: tuple[tuple[type[BaseException], int, str, str | None], ...] = (
@@ -76,6 +85,7 @@ ERROR_TABLE: tuple[tuple[type[BaseException], int, str, str | None], ...] = (
     (InvalidRepoError, 400, "invalid_request_error", "invalid_repo"),
     (DigestMismatchError, 400, "invalid_request_error", "digest_mismatch"),
     (ModelfileError, 400, "invalid_request_error", "invalid_modelfile"),
+    (InvalidParameterError, 400, "invalid_request_error", "invalid_parameter"),
     (GGUFError, 400, "invalid_request_error", "invalid_gguf"),
     (ModelExistsError, 409, "invalid_request_error", "model_exists"),
     (AuthenticationError, 400, "invalid_request_error", "hub_auth_required"),
@@ -116,21 +126,23 @@ def error_status(error: BaseException) -> int:
     return _lookup(error)[0]
 
 
-def _message(error: BaseException) -> str:
+def _message(error: BaseException, redact: Redact) -> str:
     if isinstance(error, RequestValidationError):
         first = error.errors()[0] if error.errors() else {}
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
         return f"invalid request: {where + ': ' if where else ''}{first.get('msg', 'invalid')}"
     if isinstance(error, HTTPException):
-        return str(error.detail)
+        return redact(str(error.detail))
     if _lookup(error)[2] == "internal_error":
         return "internal server error; see the daemon log for details"
-    return redact_paths(str(error))
+    return redact(str(error))
 
 
 def _param(error: BaseException) -> str | None:
     if isinstance(error, BadRequestError):
         return error.param
+    if isinstance(error, InvalidParameterError):
+        return error.name
     if isinstance(error, RequestValidationError) and error.errors():
         loc = [str(p) for p in error.errors()[0].get("loc", ()) if p != "body"]
         return ".".join(loc) or None
@@ -141,36 +153,50 @@ def _param(error: BaseException) -> str | None:
     return None
 
 
-def error_body(error: BaseException, openai: bool) -> dict:
-    """The JSON body for ``error``, in OpenAI's shape or Ollama's."""
-    _, error_type, code = _lookup(error)
-    if not openai:
-        return {"error": _message(error)}
-    detail = {"message": _message(error), "type": error_type, "param": _param(error), "code": code}
-    return {"error": detail}
+def error_body(error: BaseException, shape: Shape, redact: Redact) -> dict:
+    """The JSON body for ``error``, in the shape of the API that answers it."""
+    status, error_type, code = _lookup(error)
+    return shaped_body(shape, status, _message(error, redact), error_type, _param(error), code)
 
 
-def stream_error(error: BaseException, openai: bool = True) -> bytes:
-    """An error after a stream has started, as its last server-sent event."""
+def _log_unexpected(error: BaseException) -> None:
     if _lookup(error)[2] == "internal_error":
         log.error("unhandled error in a stream", exc_info=error)
-    return b"data: " + json.dumps(error_body(error, openai)).encode() + b"\n\n"
 
 
-def ndjson_error(error: BaseException) -> bytes:
+def error_detail(error: BaseException, redact: Redact) -> dict:
+    """OpenAI's ``{message, type, param, code}`` for an error after a stream has started
+    (logged with its traceback when unexpected), for streams that frame errors their own way."""
+    _log_unexpected(error)
+    return error_body(error, "openai", redact)["error"]
+
+
+def stream_error(error: BaseException, redact: Redact) -> bytes:
+    """An error after an OpenAI stream has started, as its last server-sent event."""
+    _log_unexpected(error)
+    return b"data: " + json.dumps(error_body(error, "openai", redact)).encode() + b"\n\n"
+
+
+def anthropic_stream_error(error: BaseException, redact: Redact) -> bytes:
+    """An error after an Anthropic stream has started: its last event, ``event: error``."""
+    _log_unexpected(error)
+    body = error_body(error, "anthropic", redact)
+    return b"event: error\ndata: " + json.dumps(body).encode() + b"\n\n"
+
+
+def ndjson_error(error: BaseException, redact: Redact) -> bytes:
     """An error after an NDJSON stream has started, as its last line (Ollama's shape)."""
-    if _lookup(error)[2] == "internal_error":
-        log.error("unhandled error in a stream", exc_info=error)
-    return json.dumps(error_body(error, openai=False)).encode() + b"\n"
+    _log_unexpected(error)
+    return json.dumps(error_body(error, "native", redact)).encode() + b"\n"
 
 
 def _respond(request: Request, error: BaseException) -> JSONResponse:
     status = error_status(error)
     if status >= 500 and _lookup(error)[2] == "internal_error":
         log.error("unhandled error on %s", request.url.path, exc_info=error)
-    openai = request.url.path.startswith("/v1/")
     headers = {"Retry-After": "1"} if status == 503 else None
-    return JSONResponse(error_body(error, openai), status_code=status, headers=headers)
+    body = error_body(error, shape_for(request.url.path), request.app.state.redactor)
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import PlainTextResponse, Response
 
+from daemon.api.native_system import HealthResponse
 from daemon.server.metrics import CONTENT_TYPE, Metrics
 
 __all__ = ["router"]
@@ -18,14 +19,14 @@ async def root() -> str:
 
 
 @router.get("/health")
-async def health(request: Request) -> dict:
+async def health(request: Request) -> HealthResponse:
     scheduler = request.app.state.scheduler
-    return {
-        "status": "ok",
-        "version": request.app.version,
-        "models_loaded": len(scheduler.status()),
-        "requests_in_flight": scheduler.pending,
-    }
+    return HealthResponse(
+        status="ok",
+        version=request.app.version,
+        models_loaded=len(scheduler.status()),
+        requests_in_flight=scheduler.pending,
+    )
 
 
 @router.get("/metrics")

@@ -25,6 +25,7 @@ __all__ = ["CONTENT_TYPE", "Metrics", "RequestLogMiddleware", "log_generation"]
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 _GENERATION = "localllm.generation"  # where a request's generation waits for its log line
+_AGENT_CHARS = 100  # of a User-Agent header, in the log line
 _TOKEN_BUCKETS = (0.002, 0.005, 0.01, 0.02, 0.035, 0.05, 0.075, 0.1, 0.2, 0.5, 1)
 
 
@@ -164,8 +165,18 @@ class RequestLogMiddleware:
             "status": status,
             "duration_ms": round(seconds * 1000, 2),
         }
+        agent = _user_agent(scope)
+        if agent:  # who asked: the desktop app tags its own requests, so it can hide them
+            line["user_agent"] = agent
         line.update(_generation_fields(scope.get("state", {}).get(_GENERATION)))
         self.log.info("%s", json.dumps(line))
+
+
+def _user_agent(scope: Scope) -> str:
+    for name, value in scope.get("headers") or ():
+        if name == b"user-agent":
+            return value.decode("latin-1")[:_AGENT_CHARS]
+    return ""
 
 
 def log_generation(request: Request, generation: Generation) -> None:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import partial
 
 from pydantic import BaseModel
 
-from daemon.server.errors import ndjson_error
+from daemon.server.errors import Redact, ndjson_error
 from daemon.server.sse import EventStream, guarded
 
 __all__ = ["MEDIA_TYPE", "ndjson_line", "ndjson_stream"]
@@ -28,6 +29,10 @@ def ndjson_line(payload: BaseModel | dict) -> bytes:
 
 
 def ndjson_stream(
-    lines: AsyncIterator[bytes], on_close: Callable[[], Awaitable[None]] | None = None
+    lines: AsyncIterator[bytes],
+    redact: Redact,
+    on_close: Callable[[], Awaitable[None]] | None = None,
 ) -> EventStream:
-    return EventStream(guarded(lines, ndjson_error), on_close=on_close, media_type=MEDIA_TYPE)
+    """``lines``; an error (its text ``redact``-ed) becomes the last line instead."""
+    errors = partial(ndjson_error, redact=redact)
+    return EventStream(guarded(lines, errors), on_close=on_close, media_type=MEDIA_TYPE)

@@ -18,18 +18,19 @@ from pydantic import BaseModel
 from starlette.responses import Response
 
 from daemon.inference import Collected, Generation, GenerationJob, Inference
+from daemon.server.errors import Redact, anthropic_stream_error
 from daemon.server.metrics import log_generation
 from daemon.server.ndjson import ndjson_stream
 from daemon.server.sse import EventStream, sse_stream, until_disconnect
 
-__all__ = ["NDJSON", "SSE", "Wire", "respond"]
+__all__ = ["ANTHROPIC_SSE", "NDJSON", "SSE", "Wire", "respond"]
 
 
 @dataclass(frozen=True, slots=True)
 class Wire:
     """How an API frames a stream (errors included) and a whole answer."""
 
-    stream: Callable[[AsyncIterator[bytes], Generation], EventStream]
+    stream: Callable[[AsyncIterator[bytes], Generation, Redact], EventStream]
     whole: Callable[[BaseModel], Response | BaseModel]
 
 
@@ -38,11 +39,17 @@ def _ndjson_whole(answer: BaseModel) -> Response:
 
 
 SSE = Wire(
-    stream=lambda frames, generation: sse_stream(frames, on_close=generation.aclose),
+    stream=lambda frames, generation, redact: sse_stream(frames, redact, generation.aclose),
     whole=lambda answer: answer,  # FastAPI serializes it, nulls included, as OpenAI does
 )
+ANTHROPIC_SSE = Wire(  # named events, no [DONE] (message_stop ends it), errors as event: error
+    stream=lambda frames, generation, redact: sse_stream(
+        frames, redact, generation.aclose, error=anthropic_stream_error, end=b""
+    ),
+    whole=lambda answer: answer,  # nulls included (stop_sequence: null), as Anthropic sends
+)
 NDJSON = Wire(
-    stream=lambda frames, generation: ndjson_stream(frames, on_close=generation.aclose),
+    stream=lambda frames, generation, redact: ndjson_stream(frames, redact, generation.aclose),
     whole=_ndjson_whole,
 )
 
@@ -61,7 +68,7 @@ async def respond(
     generation = await until_disconnect(request, inference.generate(job))
     log_generation(request, generation)
     if stream:
-        return wire.stream(chunks(generation), generation)
+        return wire.stream(chunks(generation), generation, request.app.state.redactor)
     try:
         collected = await until_disconnect(request, generation.collect())
     finally:

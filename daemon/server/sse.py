@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import partial
 from typing import TypeVar
 
 import anyio
@@ -23,9 +24,17 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from daemon.server.errors import stream_error
+from daemon.server.errors import Redact, stream_error
 
-__all__ = ["DONE", "EventStream", "guarded", "sse_data", "sse_stream", "until_disconnect"]
+__all__ = [
+    "DONE",
+    "EventStream",
+    "guarded",
+    "sse_data",
+    "sse_event",
+    "sse_stream",
+    "until_disconnect",
+]
 
 DONE = b"data: [DONE]\n\n"
 T = TypeVar("T")
@@ -38,6 +47,13 @@ def sse_data(payload: BaseModel | dict) -> bytes:
     else:
         text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
     return b"data: " + text.encode() + b"\n\n"
+
+
+def sse_event(name: str, payload: BaseModel, *, nulls: bool = False) -> bytes:
+    """A named event (``event:`` line, then ``data:``), as OpenAI's Responses streams and
+    Anthropic's send; ``nulls`` keeps the fields that are None (Anthropic's events have them)."""
+    text = payload.model_dump_json(exclude_none=not nulls, by_alias=True)
+    return f"event: {name}\ndata: ".encode() + text.encode() + b"\n\n"
 
 
 class EventStream(StreamingResponse):
@@ -70,13 +86,16 @@ class EventStream(StreamingResponse):
 
 def sse_stream(
     events: AsyncIterator[bytes],
+    redact: Redact,
     on_close: Callable[[], Awaitable[None]] | None = None,
     *,
+    error: Callable[[BaseException, Redact], bytes] = stream_error,
     end: bytes = DONE,
-    error: Callable[[BaseException], bytes] = stream_error,
 ) -> EventStream:
-    """Server-sent ``events``, then ``end``; an error becomes the last event instead."""
-    return EventStream(guarded(events, error, end), on_close=on_close)
+    """Server-sent ``events``, then ``end``; an error (its text ``redact``-ed, framed by
+    ``error``) becomes the last event instead."""
+    errors = partial(error, redact=redact)
+    return EventStream(guarded(events, errors, end), on_close=on_close)
 
 
 async def guarded(

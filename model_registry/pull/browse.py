@@ -120,16 +120,15 @@ class HubBrowser:
         except (HfHubHTTPError, httpx.HTTPStatusError) as error:
             status = getattr(getattr(error, "response", None), "status_code", None)
             raise DownloadError(f"Hugging Face answered HTTP {status} for {what}") from None
-        except OSError as error:
-            raise DownloadError(
-                f"could not reach {self.endpoint} ({type(error).__name__}); check the connection"
-            ) from None
+        except OSError:
+            raise DownloadError(self._unreachable()) from None
         except Exception as error:
             if _is_transport_error(error):
-                raise DownloadError(
-                    f"could not reach {self.endpoint} ({type(error).__name__})"
-                ) from None
+                raise DownloadError(self._unreachable()) from None
             raise
+
+    def _unreachable(self) -> str:
+        return f"could not reach {self.endpoint}; check the internet connection"
 
 
 def _get_json(url: str, params: dict, headers: dict, timeout: float) -> object:

@@ -167,10 +167,10 @@ class Resolver:
                 f"Hugging Face answered HTTP {_status(error)} for hf.co/{repo}; "
                 "try the pull again later"
             ) from None
-        except _TRANSPORT_ERRORS as error:
+        except _TRANSPORT_ERRORS:
             raise DownloadError(
-                f"could not reach {self.endpoint} to look up hf.co/{repo} "
-                f"({type(error).__name__}); check the connection and run the pull again"
+                f"could not reach {self.endpoint} to look up hf.co/{repo}; "
+                "check the internet connection and run the pull again"
             ) from None
 
     def _planned(self, repo: str, revision: str, sibling: Any, kind: LayerType) -> PlannedFile:

@@ -7,6 +7,7 @@ contents choose which files the daemon opens; a tampered manifest must not reach
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -19,6 +20,7 @@ MANIFEST_MEDIA_TYPE = "application/vnd.docker.distribution.manifest.v2+json"
 CONFIG_MEDIA_TYPE = "application/vnd.docker.container.image.v1+json"
 _MAX_MANIFEST_BYTES = 1 << 20
 _MAX_LAYERS = 1024
+_SCALE = "org.localllm.adapter.scale"  # the annotation that holds an adapter layer's scale
 
 
 class LayerType(StrEnum):
@@ -51,9 +53,17 @@ class Layer:
     media_type: LayerType
     digest: Digest
     size: int
+    scale: float = 1.0  # an adapter's LoRA scale; kept as an OCI annotation when not 1
 
     def to_json(self) -> dict[str, object]:
-        return {"mediaType": self.media_type.value, "digest": self.digest.wire, "size": self.size}
+        data: dict[str, object] = {
+            "mediaType": self.media_type.value,
+            "digest": self.digest.wire,
+            "size": self.size,
+        }
+        if self.scale != 1.0:
+            data["annotations"] = {_SCALE: repr(float(self.scale))}
+        return data
 
     @classmethod
     def from_json(cls, data: object) -> Layer:
@@ -67,7 +77,7 @@ class Layer:
             raise CorruptManifestError(f"manifest layer is invalid: {error}") from None
         if not isinstance(size, int) or isinstance(size, bool) or size < 0:
             raise CorruptManifestError("manifest layer has an invalid size")
-        return cls(media_type, digest, size)
+        return cls(media_type, digest, size, _scale(data.get("annotations")))
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +139,20 @@ def _parse_config(data: object) -> BlobRef:
         return BlobRef(Digest.parse(data.get("digest")), _size(data.get("size")))
     except InvalidDigestError:
         raise CorruptManifestError("manifest config digest is invalid") from None
+
+
+def _scale(annotations: object) -> float:
+    """The adapter scale annotation (1 without one); other annotations are not ours to judge."""
+    if not isinstance(annotations, dict) or _SCALE not in annotations:
+        return 1.0
+    text = annotations[_SCALE]
+    try:
+        scale = float(text) if isinstance(text, str) else math.nan
+    except ValueError:
+        scale = math.nan
+    if not math.isfinite(scale):
+        raise CorruptManifestError("manifest layer has an invalid adapter scale")
+    return scale
 
 
 def _size(value: object) -> int:

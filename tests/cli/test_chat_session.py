@@ -8,11 +8,11 @@ import io
 
 import pytest
 
-from app.cli.chat_session import ChatSession
+from app.cli.chat_session import HELP_SET, ChatSession
 from app.cli.context import Context
 from daemon.client import BadRequest
 from daemon.settings import Settings
-from tests.support.cli import FakeClient, answer_chunks
+from tests.support.cli import FakeClient, answer_chunks, text_chunk, thinking_chunks
 
 
 class Script:
@@ -135,7 +135,7 @@ def test_ctrl_c_at_the_prompt_and_during_an_answer(chat):
 
     def interrupted(model, messages, **kwargs):
         fake.calls.append(("chat", model, messages, kwargs))
-        yield {"message": {"content": "partial"}, "done": False}
+        yield text_chunk("partial")
         raise KeyboardInterrupt
 
     fake.chat = interrupted
@@ -170,22 +170,22 @@ def test_load_switches_model(chat):
     assert "Loaded model 'other'" in out.getvalue()
 
 
-def picture(path, color="red"):
+def image(path, color="red"):
     from PIL import Image
 
     Image.new("RGB", (8, 8), color).save(path, "PNG")
     return base64.b64encode(path.read_bytes()).decode("ascii")
 
 
-def test_pictures_named_in_a_turn_are_attached_and_kept(chat, tmp_path, monkeypatch):
+def test_images_named_in_a_turn_are_attached_and_kept(chat, tmp_path, monkeypatch):
     fake, _, err, make = chat
     monkeypatch.chdir(tmp_path)
-    cat = picture(tmp_path / "cat.png")
-    session, _ = make("what is in ./cat.png?", "and 'cat.png'", "is it red", sees_pictures=True)
+    cat = image(tmp_path / "cat.png")
+    session, _ = make("what is in ./cat.png?", "and 'cat.png'", "is it red", sees_images=True)
     session.run()
     first, second, third = chats(fake)
     assert first[2] == [{"role": "user", "content": "what is in?", "images": [cat]}]
-    assert third[2][0] == first[2][0]  # earlier pictures go with every later turn
+    assert third[2][0] == first[2][0]  # earlier images go with every later turn
     assert second[2][2] == {"role": "user", "content": "and", "images": [cat]}
     assert third[2][-1] == {"role": "user", "content": "is it red"}
     assert err.getvalue().splitlines() == ["Added image './cat.png'", "Added image 'cat.png'"]
@@ -194,20 +194,20 @@ def test_pictures_named_in_a_turn_are_attached_and_kept(chat, tmp_path, monkeypa
 def test_a_model_that_does_not_see_gets_the_path_as_text(chat, tmp_path, monkeypatch):
     fake, _, err, make = chat
     monkeypatch.chdir(tmp_path)
-    picture(tmp_path / "cat.png")
+    image(tmp_path / "cat.png")
     session, _ = make("what is in ./cat.png")
     session.run()
     assert chats(fake)[0][2] == [{"role": "user", "content": "what is in ./cat.png"}]
     assert err.getvalue() == ""
 
 
-def test_a_picture_that_cannot_be_sent_skips_the_turn(chat, tmp_path, monkeypatch):
+def test_a_image_that_cannot_be_sent_skips_the_turn(chat, tmp_path, monkeypatch):
     fake, _, err, make = chat
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "notes.png").write_text("not a picture")
-    session, script = make("read notes.png", "hello", "/bye", sees_pictures=True)
+    (tmp_path / "notes.png").write_text("not an image")
+    session, script = make("read notes.png", "hello", "/bye", sees_images=True)
     assert session.run() == 0
-    assert err.getvalue().startswith("Error: cannot read picture 'notes.png': it is not a PNG")
+    assert err.getvalue().startswith("Error: cannot read image 'notes.png': it is not a PNG")
     assert [call[2] for call in chats(fake)] == [[{"role": "user", "content": "hello"}]]
     assert script.lines == []
 
@@ -215,9 +215,44 @@ def test_a_picture_that_cannot_be_sent_skips_the_turn(chat, tmp_path, monkeypatc
 def test_load_learns_whether_the_new_model_sees(chat, tmp_path, monkeypatch):
     fake, _, _, make = chat
     monkeypatch.chdir(tmp_path)
-    cat = picture(tmp_path / "cat.png")
-    fake.show_info = {**fake.show_info, "capabilities": ["completion", "vision"]}
+    cat = image(tmp_path / "cat.png")
+    fake.show_info = fake.show_info.model_copy(update={"capabilities": ["completion", "vision"]})
     session, _ = make("/load seer", "what is cat.png")
     session.run()
-    assert session.sees_pictures
+    assert session.sees_images
     assert chats(fake)[0][2] == [{"role": "user", "content": "what is", "images": [cat]}]
+
+
+def test_set_think_levels_and_nothink(chat):
+    fake, out, err, make = chat
+    lines = ["/set think", "a", "/set think high", "b", "/set nothink", "c", "/set think max", "d"]
+    session, _ = make(*lines, thinks=True)
+    session.run()
+    assert [call[3].get("think") for call in chats(fake)] == [True, "high", False, False]
+    text = out.getvalue()
+    assert "Set 'think' mode.\n" in text and "Set 'think' mode to 'high'.\n" in text
+    assert "Set 'nothink' mode.\n" in text
+    assert "Couldn't set think: the level is one of low, medium, high\n" in text
+    assert "warning" not in err.getvalue()
+    assert "/set think <level>" in HELP_SET and "/set hidethinking" in HELP_SET
+
+
+def test_set_think_on_a_model_that_does_not_think_warns(chat):
+    _, _, err, make = chat
+    session, _ = make("/set think")
+    session.run()
+    assert session.think is True
+    assert err.getvalue() == "warning: model 'tiny' does not support thinking output\n"
+
+
+def test_thinking_is_shown_apart_hidden_on_request_and_kept_in_the_history(chat):
+    fake, out, err, make = chat
+    fake.chat_chunks = thinking_chunks(["Hmm."], "Hi!")
+    session, _ = make("one", "/set hidethinking", "two", "/set nohidethinking", "three")
+    session.run()
+    assert out.getvalue().count("Hi!\n") == 3 and "Hmm." not in out.getvalue()
+    # stdout is not a terminal here: the thinking is on stderr, once hidden it is not
+    assert err.getvalue() == "Thinking...\nHmm.\n...done thinking.\n\n" * 2
+    assert "Set 'hidethinking' mode.\n" in out.getvalue()
+    reply = {"role": "assistant", "content": "Hi!", "thinking": "Hmm."}
+    assert chats(fake)[-1][2][1] == reply and chats(fake)[-1][2][3] == reply

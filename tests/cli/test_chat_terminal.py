@@ -15,13 +15,14 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminal
 SCRIPT = """
 import sys, time
 from app.cli.main import main
-from tests.support.cli import FakeClient, answer_chunks
+from tests.support.cli import FakeClient, answer_chunks, text_chunk
 
 class SlowClient(FakeClient):
-    def chat(self, model, messages, **kwargs):
+    def chat(self, model, messages, options=None, keep_alive=None, format=None, tools=None,
+             stream=True, think=None):
         last = messages[-1]["content"]
         if last == "slow":
-            yield {"message": {"content": "thinking..."}, "done": False}
+            yield text_chunk("thinking...")
             time.sleep(60)
         yield from answer_chunks("You said: ", last)
 

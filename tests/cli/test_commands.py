@@ -9,14 +9,15 @@ import types
 
 import pytest
 
+from daemon.api import ProgressResponse, VerifyProblem, VerifyResponse
 from daemon.client import DaemonUnavailable, ServerBusy
-from tests.support.cli import MODEL, SHOW, answer_chunks
+from tests.support.cli import MODEL, SHOW, answer_chunks, running_model, thinking_chunks
 
 DIGEST = "sha256:" + "8eeb52dfb3bb" + "0" * 52
 
 
 def test_list_table_json_and_filter(run_cli, fake):
-    fake.models = [dict(MODEL), {**MODEL, "name": "qwen2.5:0.5b", "size": 397_000_000}]
+    fake.models = [MODEL, MODEL.model_copy(update={"name": "qwen2.5:0.5b", "size": 397_000_000})]
     status, out, _ = run_cli("list")
     lines = out.splitlines()
     assert status == 0
@@ -32,16 +33,16 @@ def test_list_table_json_and_filter(run_cli, fake):
 
 def test_ps_table(run_cli, fake):
     fake.loaded = [
-        {
-            "name": "tiny:latest",
-            "digest": "sha256:" + "cd" * 32,
-            "size": 5_500_000_000,
-            "size_vram": 0,
-            "processor": "100% CPU",
-            "context_length": 4096,
-            "expires_at": "2999-01-01T00:00:00Z",
-        },
-        {"name": "gpu:latest", "size": 1000, "size_vram": 500, "expires_at": None},
+        running_model(
+            "tiny:latest",
+            digest="sha256:" + "cd" * 32,
+            size=5_500_000_000,
+            size_vram=0,
+            processor="100% CPU",
+            context_length=4096,
+            expires_at="2999-01-01T00:00:00Z",
+        ),
+        running_model("gpu:latest", size=1000, size_vram=500, expires_at=""),
     ]
     status, out, _ = run_cli("ps")
     header, first, second = out.splitlines()
@@ -72,7 +73,7 @@ def test_show_summary(run_cli):
         ("--template", "{{ .Prompt }}\n"),
         ("--system", "You are tiny.\n"),
         ("--license", "MIT License\nCopyright\nline three\n"),
-        ("--parameters", SHOW["parameters"] + "\n"),
+        ("--parameters", SHOW.parameters + "\n"),
     ],
 )
 def test_show_one_part(run_cli, flag, expected):
@@ -98,12 +99,18 @@ def test_cp_and_rm(run_cli, fake):
 
 
 def pull_events():
-    yield {"status": "pulling manifest"}
+    yield ProgressResponse(status="pulling manifest")
     for done in (0, 500, 1000):
-        yield {"status": "pulling 8eeb52dfb3bb", "digest": DIGEST, "total": 1000, "completed": done}
-    yield {"status": "verifying sha256 digest"}
-    yield {"status": "writing manifest"}
-    yield {"status": "success"}
+        yield pulling(done)
+    yield ProgressResponse(status="verifying sha256 digest")
+    yield ProgressResponse(status="writing manifest")
+    yield ProgressResponse(status="success")
+
+
+def pulling(done: int) -> ProgressResponse:
+    return ProgressResponse(
+        status="pulling 8eeb52dfb3bb", digest=DIGEST, total=1000, completed=done
+    )
 
 
 def test_pull_shows_progress_on_stderr(run_cli, fake):
@@ -120,12 +127,12 @@ def test_pull_json_prints_each_event(run_cli, fake):
     fake.pull_events = list(pull_events())
     _, out, _ = run_cli("pull", "tiny", "--json")
     events = [json.loads(line) for line in out.splitlines()]
-    assert events == fake.pull_events
+    assert events == [event.model_dump(exclude_none=True) for event in fake.pull_events]
 
 
 def test_ctrl_c_pauses_the_pull(run_cli, fake):
     def interrupted(name):
-        yield {"status": "pulling 8eeb52dfb3bb", "digest": DIGEST, "total": 1000, "completed": 10}
+        yield pulling(10)
         raise KeyboardInterrupt
 
     fake.pull = interrupted
@@ -136,7 +143,7 @@ def test_ctrl_c_pauses_the_pull(run_cli, fake):
 
 
 def test_a_cancelled_pull_is_an_error(run_cli, fake):
-    fake.pull_events = [{"status": "pulling manifest"}, {"status": "cancelled"}]
+    fake.pull_events = [ProgressResponse(status=s) for s in ("pulling manifest", "cancelled")]
     status, _, err = run_cli("pull", "big")
     assert status == 1 and err.endswith("Error: the pull of 'big' was cancelled\n")
 
@@ -193,7 +200,7 @@ def test_run_pulls_a_missing_model_first(run_cli, fake):
     fake.chat_chunks = answer_chunks("hi")
     status, out, err = run_cli("run", "new", "hello", stdin="")
     assert status == 0 and out == "hi\n" and "success" in err
-    # shown again after the pull: its capabilities say whether picture paths are attached
+    # shown again after the pull: its capabilities say whether image paths are attached
     assert [c[0] for c in fake.calls] == ["show", "pull", "show", "chat"]
 
 
@@ -231,7 +238,7 @@ def test_create_errors(run_cli, tmp_path):
 def test_stop(run_cli, fake):
     status, _, err = run_cli("stop", "tiny")
     assert status == 1 and err == "Error: model 'tiny' is not running (see `localllm ps`)\n"
-    fake.loaded = [{"name": "tiny:latest"}]
+    fake.loaded = [running_model("tiny:latest")]
     assert run_cli("stop", "tiny")[0] == 0
     assert ("unload", "tiny:latest") in fake.calls
 
@@ -240,7 +247,10 @@ def test_prune_and_verify(run_cli, fake):
     assert run_cli("prune")[1] == "removed 3 unused files, freed 1.5 MB\n"
     assert run_cli("verify") == (0, "verified 4 blobs: no problems\n", "")
     bad = "sha256:" + "ee" * 32
-    fake.verify = lambda: {"corrupt": [{"digest": bad, "models": ["tiny:latest"]}], "missing": []}
+    corrupt = [VerifyProblem(digest=bad, models=["tiny:latest"])]
+    fake.verify = lambda: VerifyResponse(
+        ok=False, checked=4, corrupt=corrupt, missing=[], unreadable_manifests=[]
+    )
     status, out, err = run_cli("verify")
     assert status == 1
     assert out.splitlines()[1].split() == ["eeeeeeeeeeee", "corrupt", "tiny:latest"]
@@ -294,8 +304,8 @@ def test_app_passes_its_options_through(run_cli, monkeypatch):
     monkeypatch.setitem(sys.modules, "app.gui.main", fake_gui)
     assert run_cli("app", "--theme", "dark")[0] == 0
     assert run_cli("app", "--host", "127.0.0.1:1", "--no-start")[0] == 0
-    assert seen == [
-        ["--host", "http://127.0.0.1:11435", "--theme", "dark"],
+    assert seen == [  # the app reads LOCALLLM_* (and the port chosen in it) by itself
+        ["--theme", "dark"],
         ["--host", "127.0.0.1:1", "--no-start"],
     ]
 
@@ -321,3 +331,69 @@ def test_a_bug_is_one_line_unless_debugging(run_cli, fake, cli_env):
     cli_env["LOCALLLM_DEBUG"] = "1"
     with pytest.raises(TypeError):
         run_cli("list")
+
+
+def test_run_think_flags_reach_the_daemon(run_cli, fake):
+    fake.chat_chunks = answer_chunks("ok")
+    cases = {
+        (): None,
+        ("--think",): True,
+        ("--think=true",): True,
+        ("--think=low",): "low",
+        ("--think=high",): "high",
+        ("--think=false",): False,
+        ("--nothink",): False,
+        ("--hidethinking",): None,
+    }
+    for flags, think in cases.items():
+        fake.calls.clear()
+        # flags after the model, then the prompt: the words after them are still the prompt
+        status, out, _ = run_cli("run", "tiny", *flags, "Is", "1009", "prime?", stdin="")
+        assert (status, out) == (0, "ok\n"), flags
+        _, _, messages, sent = next(call for call in fake.calls if call[0] == "chat")
+        assert sent.get("think") == think, flags
+        assert messages == [{"role": "user", "content": "Is 1009 prime?"}]
+
+
+def test_run_words_after_options_are_the_prompt(run_cli, fake):
+    fake.chat_chunks = answer_chunks("[1]")
+    argv = ["run", "tiny", "--format", "json", "Three", "--verbose", "colors"]
+    status, out, _ = run_cli(*argv, stdin="")
+    assert (status, out) == (0, "[1]\n")
+    messages, sent = next(call for call in fake.calls if call[0] == "chat")[2:]
+    assert messages == [{"role": "user", "content": "Three colors"}] and sent["format"] == "json"
+
+
+def test_run_shows_thinking_apart_from_the_answer(run_cli, fake):
+    """stdout is not a terminal here: it holds the answer alone; the thinking is on stderr."""
+    fake.chat_chunks = thinking_chunks(["Let me ", "see."], '{"ok": ', "true}")
+    status, out, err = run_cli("run", "tiny", "--think", "--format", "json", "Ok?", stdin="")
+    assert status == 0 and json.loads(out) == {"ok": True}
+    assert err == "Thinking...\nLet me see.\n...done thinking.\n\n"
+    status, out, err = run_cli("run", "tiny", "--hidethinking", "--verbose", "Ok?", stdin="")
+    assert status == 0 and out == '{"ok": true}\n'
+    assert "Thinking" not in err and "Let me" not in err
+    assert err.splitlines()[0] == "total duration:       1.5s"  # --verbose is as before
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--think=max"], "argument --think: ignored explicit argument 'max'"),
+        (["--think", "--nothink"], "argument --nothink: not allowed with argument --think"),
+    ],
+)
+def test_run_think_usage_errors(run_cli, capsys, argv, message):
+    with pytest.raises(SystemExit) as exit:
+        run_cli("run", "tiny", *argv, "hi", stdin="")
+    assert exit.value.code == 2 and capsys.readouterr().err.endswith(f"error: {message}\n")
+
+
+def test_run_think_budget_is_an_option(run_cli, fake):
+    fake.chat_chunks = answer_chunks("ok")
+    assert run_cli("run", "tiny", "-o", "think_budget", "64", "hi", stdin="")[0] == 0
+    assert next(call for call in fake.calls if call[0] == "chat")[3]["options"] == {
+        "think_budget": 64
+    }
+    status, _, err = run_cli("run", "tiny", "-o", "think_budget", "lots", "hi", stdin="")
+    assert status == 2 and "think_budget needs an integer" in err

@@ -1,4 +1,4 @@
-"""``localllm run`` against a real daemon: one answer, piped input, ``--verbose``, pictures
+"""``localllm run`` against a real daemon: one answer, piped input, ``--verbose``, images
 for a model with a vision projector, and the interactive chat driven through a
 pseudo-terminal."""
 
@@ -74,7 +74,7 @@ def test_json_format(env):
     assert result.returncode == 0, result.stderr
 
 
-def write_picture(path):
+def write_image(path):
     from PIL import Image
 
     Image.new("RGB", (40, 30), "orange").save(path, "PNG")
@@ -86,8 +86,8 @@ def prompt_tokens(stderr: str) -> int:
     return int(re.findall(r"prompt eval count:\s+(\d+) token", stderr)[-1])
 
 
-def test_a_picture_in_the_prompt_is_sent(env, tmp_path):
-    write_picture(tmp_path / "x.png")
+def test_a_image_in_the_prompt_is_sent(env, tmp_path):
+    write_image(tmp_path / "x.png")
     ask = ["--verbose", "-o", "seed", "1", "-o", "num_predict", "3"]
     seen = run_cli(["run", "seer", "what is this ./x.png", *ask], env, cwd=tmp_path)
     assert seen.returncode == 0, seen.stderr
@@ -100,7 +100,7 @@ def test_a_picture_in_the_prompt_is_sent(env, tmp_path):
 
 
 def test_a_model_without_a_projector_keeps_the_path_as_text(env, tmp_path):
-    write_picture(tmp_path / "x.png")
+    write_image(tmp_path / "x.png")
     ask = ["--verbose", "-o", "num_predict", "3"]
     with_path = run_cli(["run", "tiny", "what is this ./x.png", *ask], env, cwd=tmp_path)
     assert with_path.returncode == 0, with_path.stderr  # an image would be refused (400)
@@ -109,19 +109,19 @@ def test_a_model_without_a_projector_keeps_the_path_as_text(env, tmp_path):
     assert 0 < prompt_tokens(with_path.stderr) - prompt_tokens(without.stderr) < TINY_IMAGE_TOKENS
 
 
-def test_a_file_that_is_not_a_picture_is_not_sent(env, tmp_path):
+def test_a_file_that_is_not_a_image_is_not_sent(env, tmp_path):
     (tmp_path / "notes.png").write_text("just text")
     result = run_cli(["run", "seer", "what is ./notes.png"], env, cwd=tmp_path)
     assert result.returncode == 1
     assert result.stdout == ""
-    assert result.stderr.startswith("Error: cannot read picture './notes.png': it is not a PNG")
+    assert result.stderr.startswith("Error: cannot read image './notes.png': it is not a PNG")
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
-def test_pictures_in_the_interactive_chat(env, tmp_path):
-    """Two turns with a picture in the first, then the same two turns without it: each turn
-    with the picture counts its tokens more, the second too (the picture is sent again)."""
-    write_picture(tmp_path / "my picture.png")
+def test_images_in_the_interactive_chat(env, tmp_path):
+    """Two turns with an image in the first, then the same two turns without it: each turn
+    with the image counts its tokens more, the second too (the image is sent again)."""
+    write_image(tmp_path / "my image.png")
     child = pexpect.spawn(
         CLI[0],
         [*CLI[1:], "run", "seer"],
@@ -146,9 +146,9 @@ def test_pictures_in_the_interactive_chat(env, tmp_path):
         for line in ("/set verbose", "/set parameter num_predict 1"):  # one-token answers
             child.sendline(line)
             child.expect_exact(">>> ")
-        child.sendline("what is in 'my picture.png'?")
-        child.expect_exact("Added image 'my picture.png'")
-        with_picture = [counted(), turn("and now?")]
+        child.sendline("what is in 'my image.png'?")
+        child.expect_exact("Added image 'my image.png'")
+        with_image = [counted(), turn("and now?")]
         child.sendline("/clear")
         child.expect_exact(">>> ")
         words_only = [turn("what is in?"), turn("and now?")]
@@ -157,8 +157,8 @@ def test_pictures_in_the_interactive_chat(env, tmp_path):
     finally:
         child.close()
     assert child.exitstatus == 0
-    assert with_picture[0] - words_only[0] >= TINY_IMAGE_TOKENS
-    assert with_picture[1] - words_only[1] >= TINY_IMAGE_TOKENS - 2  # the answers may differ
+    assert with_image[0] - words_only[0] >= TINY_IMAGE_TOKENS
+    assert with_image[1] - words_only[1] >= TINY_IMAGE_TOKENS - 2  # the answers may differ
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")

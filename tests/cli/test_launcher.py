@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -12,6 +13,7 @@ from daemon.client import launcher
 from daemon.client.launcher import DaemonStartError, connect_url, ensure_daemon, is_loopback
 from daemon.settings import Settings
 from tests.support.daemon import free_port
+from tests.support.modes import mode_of, umask
 
 
 @pytest.mark.parametrize(
@@ -127,3 +129,26 @@ def test_a_daemon_that_cannot_start_reports_its_log(tmp_path, monkeypatch):
     assert "exited" in str(caught.value) and "daemon.log" in str(caught.value)
     assert any("address already in use" in line.lower() for line in caught.value.details)
     assert (tmp_path / "logs" / "daemon.log").exists()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
+def test_the_daemon_log_is_private_whatever_the_umask(tmp_path, monkeypatch):
+    """A daemon started in the background (here one that cannot bind: its port is taken)
+    logs into a 0600 file in a 0700 folder, even under umask 0; an older readable log is
+    tightened."""
+    logs, data, old = tmp_path / "logs", tmp_path / "data", tmp_path / "old-logs"
+    old.mkdir()
+    (old / "daemon.log").write_text("an older daemon's lines\n")
+    (old / "daemon.log").chmod(0o644)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))  # bound, not listening: the probe is refused at once
+        monkeypatch.setenv("LOCALLLM_HOST", f"127.0.0.1:{taken.getsockname()[1]}")
+        monkeypatch.setenv("LOCALLLM_MODELS", str(tmp_path / "models"))
+        monkeypatch.setenv("LOCALLLM_DATA", str(data))
+        for log_dir in (logs, old):
+            monkeypatch.setenv("LOCALLLM_LOGS", str(log_dir))
+            with umask(0), pytest.raises(DaemonStartError):
+                ensure_daemon(Settings.from_env(), timeout=60)
+    assert "address already in use" in (logs / "daemon.log").read_text().lower()
+    assert (mode_of(logs), mode_of(logs / "daemon.log"), mode_of(data)) == (0o700, 0o600, 0o700)
+    assert mode_of(old / "daemon.log") == 0o600

@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import hashlib
 import io
+import shutil
 
 import pytest
 
 from app.cli.errors import CliError
-from app.cli.modelfile_files import referenced_files, sha256_file, upload_referenced
+from app.cli.modelfile_files import (
+    check_adapters,
+    referenced_files,
+    sha256_file,
+    upload_referenced,
+)
 from app.cli.progress import ProgressBoard
+from model_registry.tiny_lora import write_tiny_lora
+from tests.support.adapters import NOT_ADAPTERS, not_an_adapter
 from tests.support.cli import FakeClient
 
 
@@ -76,3 +84,42 @@ def test_only_missing_blobs_are_uploaded(project):
     assert any(line.startswith("hashing model.gguf  100%") for line in lines)
     assert any(line.startswith("copying model.gguf  100%") for line in lines)
     assert not any(line.startswith("copying lora.gguf") for line in lines)
+
+
+def test_files_outside_the_modelfiles_folder_are_marked(project, tmp_path_factory):
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    (elsewhere / "key").write_bytes(b"secret")
+    (project / "link.gguf").symlink_to(elsewhere / "key")  # a link inside leads out
+    text = f"FROM ./weights/model.gguf\nADAPTER ./lora.gguf\nADAPTER {elsewhere}/key\n"
+    text += "ADAPTER ./link.gguf\n"
+    files = referenced_files(text, project)
+    assert [(f.instruction, f.name, f.outside) for f in files] == [
+        ("FROM", "model.gguf", False),
+        ("ADAPTER", "lora.gguf", False),
+        ("ADAPTER", "key", True),
+        ("ADAPTER", "link.gguf", True),
+    ]
+
+
+@pytest.mark.parametrize(("source", "asked"), [("FROM ./base.gguf", []), ("FROM tiny", ["tiny"])])
+def test_a_lora_adapter_for_the_base_passes(tmp_path, tiny_model_path, source, asked):
+    shutil.copy(tiny_model_path, tmp_path / "base.gguf")
+    write_tiny_lora(tmp_path / "lora.gguf", tiny_model_path)
+    text = f"{source}\nADAPTER ./lora.gguf 0.5\n"
+    seen: list[str] = []
+    check_adapters(text, referenced_files(text, tmp_path), lambda n: seen.append(n) or "llama")
+    assert seen == asked  # the daemon is asked about a store model only
+
+
+@pytest.mark.parametrize("kind", NOT_ADAPTERS)
+@pytest.mark.parametrize("source", ["FROM tiny", "FROM ./base.gguf"])
+def test_what_is_not_a_lora_adapter_for_the_base_is_refused(
+    tmp_path, tiny_model_path, kind, source
+):
+    shutil.copy(tiny_model_path, tmp_path / "base.gguf")
+    path, message = not_an_adapter(kind, tmp_path, tiny_model_path)
+    text = f"{source}\nADAPTER ./{path.name}\n"
+    with pytest.raises(CliError) as caught:
+        check_adapters(text, referenced_files(text, tmp_path), lambda name: "llama")
+    assert str(caught.value).startswith(f"ADAPTER {message}")
+    assert str(tmp_path) not in str(caught.value)

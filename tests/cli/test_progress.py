@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 
 from app.cli.progress import ProgressBoard, RateMeter, render_bar
+from daemon.api import ProgressResponse
 
 DIGEST = "sha256:" + "8eeb52dfb3bb" + "0" * 52
 PULLING = "pulling 8eeb52dfb3bb"
@@ -40,12 +41,12 @@ def test_rate_meter_uses_recent_samples():
 
 
 def pull_events(total=1000):
-    yield {"status": "pulling manifest"}
+    yield ProgressResponse(status="pulling manifest")
     for done in (0, 250, 500, 1000):
-        yield {"status": PULLING, "digest": DIGEST, "total": total, "completed": done}
-    yield {"status": "verifying sha256 digest", "digest": DIGEST, "total": total}
-    yield {"status": "writing manifest"}
-    yield {"status": "success"}
+        yield ProgressResponse(status=PULLING, digest=DIGEST, total=total, completed=done)
+    yield ProgressResponse(status="verifying sha256 digest", digest=DIGEST, total=total)
+    yield ProgressResponse(status="writing manifest")
+    yield ProgressResponse(status="success")
 
 
 def test_board_in_a_log_prints_each_line_once():
@@ -63,7 +64,7 @@ def test_board_in_a_log_prints_each_line_once():
 def test_board_in_a_log_writes_an_unfinished_bar_at_the_end():
     stream = io.StringIO()
     board = ProgressBoard(stream, tty=False)
-    board.update({"status": PULLING, "digest": DIGEST, "total": 100, "completed": 40})
+    board.update(ProgressResponse(status=PULLING, digest=DIGEST, total=100, completed=40))
     assert stream.getvalue() == ""
     board.finish()
     assert " 40% " in stream.getvalue()
@@ -87,10 +88,10 @@ def test_board_on_a_terminal_redraws_in_place():
 def test_board_on_a_terminal_throttles_redraws():
     stream = io.StringIO()
     board = ProgressBoard(stream, tty=True, width=lambda: 80, clock=lambda: 5.0)
-    board.update({"status": "copying x", "total": 10_000, "completed": 0})
+    board.update(ProgressResponse(status="copying x", total=10_000, completed=0))
     drawn = stream.getvalue()
     for done in range(1, 100):
-        board.update({"status": "copying x", "total": 10_000, "completed": done})
+        board.update(ProgressResponse(status="copying x", total=10_000, completed=done))
     assert stream.getvalue() == drawn  # same instant: no redraw until something settles
 
 

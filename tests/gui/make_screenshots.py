@@ -1,12 +1,15 @@
 """Screenshots of every page of the real app, for the README: ``assets/screenshots/*.png``.
 
 Runs the app as users do (``app.gui.main.open_window``, the xcb platform, a real X server)
-against a real daemon on a free port with a generated model (random weights: its replies are
-nonsense, which the README says) and a local stand-in for Hugging Face, so it needs no network
-and touches none of your own models or chats. Run it from the repository root:
+against a real daemon on a free port with generated models (random weights: their replies are
+nonsense, which the README says), the built-in catalog and a local stand-in for Hugging Face
+(stopped part way, for Discover offline), so it needs no network and touches none of your own
+models or chats. The scenes are in ``screenshot_scenes``. Run it from the repository root:
 
     .venv/bin/python -m tests.gui.make_screenshots            # starts Xvfb itself if needed
-    .venv/bin/python -m tests.gui.make_screenshots --out /tmp/shots --keep-open
+    .venv/bin/python -m tests.gui.make_screenshots --out /tmp/shots
+
+It takes a minute or two; on a busy machine the waits allow several.
 """
 
 from __future__ import annotations
@@ -20,11 +23,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SIZE = (1200, 760)
+SIZE = (1280, 800)
 GB = 1_000_000_000
+# the catalog models the Downloads picture pulls, served slowly enough to catch mid-download
+SLOW_REPOS = {"llama3.2:3b": "local/slow", "qwen2.5:7b": "local/slower"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,7 +87,6 @@ class Shooter:
         models.mkdir()
         small = write_tiny_model(models / "q8.gguf", file_type="Q8_0", seed=3).read_bytes()
         big = write_tiny_model(models / "big.gguf", n_embd=256, seed=4).read_bytes()
-        self.big_size = len(big)
         repos = {
             "bartowski/Llama-3.2-3B-Instruct-GGUF": ("Llama-3.2-3B-Instruct", 3.2),
             "unsloth/Qwen3-8B-GGUF": ("Qwen3-8B", 8.2),
@@ -98,18 +103,19 @@ class Shooter:
         # what the catalog names point at (slow, to catch them mid-download; not in a search)
         hub.add_repo("local/slow", {"Slow-Q4_K_M.gguf": big})
         hub.add_repo("local/slower", {"Slower-Q4_K_M.gguf": big})
-        hub.set_throttle("local/slow", "Slow-Q4_K_M.gguf", self.big_size / 40)
-        hub.set_throttle("local/slower", "Slower-Q4_K_M.gguf", self.big_size / 12)
+        hub.set_throttle("local/slow", "Slow-Q4_K_M.gguf", len(big) / 40)
+        hub.set_throttle("local/slower", "Slower-Q4_K_M.gguf", len(big) / 12)
 
     def _daemon(self, hub):
+        """The built-in catalog, but the models the Downloads picture pulls come from the
+        local hub's slow repositories."""
         from tests.support.gui_e2e import GuiDaemon
 
+        raw = json.loads(resources.files("model_registry").joinpath("catalog.json").read_text())
+        for entry in raw["models"]:
+            entry["repo"] = SLOW_REPOS.get(entry["name"], entry["repo"])
         catalog = self.folder / "catalog.json"
-        entries = [
-            _entry("llama3.2:3b", "local/slow"),
-            _entry("qwen:7b", "local/slower"),
-        ]
-        catalog.write_text(json.dumps({"version": 1, "models": entries}))
+        catalog.write_text(json.dumps(raw))
         env = {"HF_ENDPOINT": hub.endpoint, "LOCALLLM_CATALOG": str(catalog)}
         daemon = GuiDaemon(self.folder / "daemon", env=env)
         os.environ.update(daemon.env)  # a daemon the app restarts finds the same files
@@ -133,7 +139,7 @@ class Shooter:
 
         def tour() -> None:
             try:
-                self._tour()
+                self._tour(hub)
             except BaseException as error:  # reported after the event loop ends
                 failures.append(error)
             app.quit()  # as a user quits: the services shut down on the way out
@@ -146,7 +152,9 @@ class Shooter:
         if failures:
             raise failures[0]
 
-    def _tour(self) -> None:
+    def _tour(self, hub) -> None:
+        from tests.gui import screenshot_scenes as scenes
+
         window = self.window
         services = window.services
 
@@ -156,138 +164,49 @@ class Shooter:
 
         self._import_model()
         self.wait(lambda: window.chat_page.model_picker.currentText() == "tiny-demo:latest")
-        self._chat()
+        scenes.first_chat(self)
+        first = services.chat.session.conversation.id
         self.snap("chat")
-        self._picture_chat()
+        scenes.advanced_settings(self)
+        self.snap("chat-advanced")
+        scenes.long_chat(self)
+        self.snap("chat-long")
+        scenes.picture_chat(self)
         self.snap("chat-picture")
 
         window.show_page("Models")
         page = window.models_page
-        page.table.selectRow(0)
+        page.table.selectRow(scenes.row_of(page.table, "tiny-demo:latest"))
         self.wait(lambda: page.tabs.count() == 6)
         self.snap("models")
 
-        window.show_page("Discover")
-        discover = window.discover_page
-        discover.query.setText("gguf")
-        discover.search_now()
-        self.wait(lambda: services.hub.repos.rowCount() == 4)
-        discover.repos.selectRow(_row(discover.repos, "ggml-org/gemma-3-12b-it-GGUF"))
-        self.wait(lambda: services.hub.files.rowCount() == 4)
-        discover.files.selectRow(1)
+        scenes.discover_search(self)
         self.snap("discover")
-
-        self._downloads()
+        scenes.downloads(self)
         self.snap("downloads")
+        scenes.discover_offline(self, hub)
+        self.snap("discover-offline")
 
-        window.show_page("Server")
-        self.wait(lambda: services.server.running.rowCount() == 2)  # the demo, and its eyes
-        self.wait(lambda: "/api/chat" in window.server_page.log.toPlainText())
+        scenes.server(self)
         self.snap("server")
-
-        page = window.server_page
-        page.lan.click()  # restarts the daemon on every interface, with an API key
-        self.wait(lambda: page.api_key.text() != "", timeout=60)
-        page.show_key.setChecked(True)
+        scenes.server_lan(self)
         self.snap("server-lan")
 
-        self._dark()
-        window.show_page("Chat")
+        scenes.dark(self, first)
         self.snap("chat-dark")
-        services.downloads.cancel("qwen:7b")
-        services.downloads.cancel("llama3.2:3b")
-        self.pause(1.0)
-
-    def _dark(self) -> None:
-        """What the app does when the system switches to dark."""
-        from app.gui.theme import Theme
-
-        app, window = self.app, self.window
-        theme = Theme(app, "dark")
-        theme.changed.connect(lambda _d: window.icons.set_color(app.palette().windowText().color()))
-        theme.changed.connect(window.retheme)
-        theme.apply()
 
     def _import_model(self) -> None:
+        """As a first-time user does: Import a GGUF file."""
         from model_registry.tiny_gguf import write_tiny_model
 
         path = write_tiny_model(self.folder / "tiny-demo.gguf", n_embd=128, n_layer=4, seed=7)
         self.window.services.downloads.import_file("tiny-demo", path)
         self.wait(lambda: self.window.services.library.table.rowCount() == 1)
 
-    def _chat(self) -> None:
-        from PySide6.QtCore import Qt
-        from PySide6.QtTest import QTest
-
-        chat, page = self.window.services.chat, self.window.chat_page
-        page.settings_button.setChecked(True)
-        page.settings.system_prompt.setPlainText("You are a concise assistant.")
-        page.settings.temperature.setValue(0.7)
-        page.settings.max_tokens.setValue(60)
-        page.settings.flush()
-        for question in ("Write a haiku about running models at home.", "Now explain it."):
-            QTest.keyClicks(page.composer.editor, question)
-            QTest.keyClick(page.composer.editor, Qt.Key.Key_Return)
-            self.wait(lambda: chat.session.messages and not chat.session.streaming)
-            self.pause(0.3)
-
-    def _picture_chat(self) -> None:
-        """A model that sees (the tiny model with a tiny projector), asked about a picture."""
-        from PySide6.QtCore import Qt
-        from PySide6.QtGui import QColor, QImage, QPainter
-        from PySide6.QtTest import QTest
-
-        from model_registry.importer import import_gguf
-        from model_registry.store import Store
-        from model_registry.tiny_gguf import write_tiny_model
-        from model_registry.tiny_projector import write_tiny_projector
-
-        model = write_tiny_model(self.folder / "eyes.gguf", seed=9)
-        projector = write_tiny_projector(self.folder / "mmproj-eyes.gguf")
-        import_gguf(
-            Store(Path(os.environ["LOCALLLM_MODELS"])), "tiny-eyes", model, projector=projector
-        )
-        services, page = self.window.services, self.window.chat_page
-        services.library.refresh()
-        self.wait(lambda: services.library.table.row_of("tiny-eyes:latest") is not None)
-        services.chat.new_chat("tiny-eyes:latest")
-        self.wait(lambda: services.chat.session.conversation.model == "tiny-eyes:latest")
-        row = services.library.table.row_of("tiny-eyes:latest")
-        page.model_picker.setCurrentIndex(row)
-        page.model_picker.activated.emit(row)
-        self.wait(lambda: page.composer.attach.isVisible())
-        page.settings.max_tokens.setValue(40)
-        page.settings.flush()
-        picture = QImage(480, 320, QImage.Format.Format_RGB32)
-        picture.fill(QColor("#87ceeb"))  # a sky, a sun and a hill
-        painter = QPainter(picture)
-        painter.setBrush(QColor("#ffcc33"))
-        painter.drawEllipse(330, 40, 90, 90)
-        painter.setBrush(QColor("#4c9a2a"))
-        painter.drawEllipse(-120, 200, 720, 300)
-        painter.end()
-        path = self.folder / "hill.png"
-        picture.save(str(path))
-        page.composer.add_images([path])
-        QTest.keyClicks(page.composer.editor, "What is in this picture?")
-        QTest.keyClick(page.composer.editor, Qt.Key.Key_Return)
-        chat = services.chat
-        self.wait(lambda: len(chat.session.messages) == 2 and not chat.session.streaming)
-
-    def _downloads(self) -> None:
-        downloads, page = self.window.services.downloads, self.window.downloads_page
-        self.window.show_page("Downloads")
-        downloads.pull("llama3.2:3b")
-        downloads.pull("qwen:7b")
-        self.wait(lambda: _fraction(downloads, "llama3.2:3b") > 0.3, timeout=60)
-        downloads.pause("llama3.2:3b")
-        self.wait(lambda: _state(downloads, "llama3.2:3b") == "paused")
-        self.wait(lambda: _fraction(downloads, "qwen:7b") > 0.75, timeout=60)
-        page.table.selectRow(_row(page.table, "llama3.2:3b"))
-
     # helpers
 
-    def wait(self, predicate: Callable[[], object], timeout: float = 30.0) -> None:
+    def wait(self, predicate: Callable[[], object], timeout: float = 60.0) -> None:
+        """Generous: the daemon loads models and the machine may be busy."""
         deadline = time.monotonic() + timeout
         while not predicate():
             if time.monotonic() > deadline:
@@ -302,40 +221,14 @@ class Shooter:
 
     def snap(self, name: str) -> None:
         self.pause(0.6)  # coalesced redraws and debounced searches settle
-        screen = self.window.screen()
-        picture = screen.grabWindow(self.window.winId())
+        window, screen = self.window, self.window.screen()
+        if window.width() > SIZE[0] or not screen.geometry().contains(window.frameGeometry()):
+            print(f"warning: {name}: the window is {window.width()} px wide (asked {SIZE[0]})")
+        picture = screen.grabWindow(window.winId())
         path = self.out / f"{name}.png"
         if not picture.save(str(path), "PNG"):
             raise OSError(f"could not write {path}")
         print(f"{path} ({path.stat().st_size // 1024} KB)")
-
-
-def _entry(name: str, repo: str) -> dict:
-    return {
-        "name": name,
-        "aliases": [],
-        "repo": repo,
-        "quant": "Q4_K_M",
-        "kind": "chat",
-        "parameter_size": "1M",
-        "size": 1_000_000,
-        "description": "a test model",
-    }
-
-
-def _row(view, text: str) -> int:
-    model = view.model()
-    return next(r for r in range(model.rowCount()) if model.index(r, 0).data() == text)
-
-
-def _fraction(downloads, name: str) -> float:
-    item = downloads.state.get(name)
-    return item.fraction if item is not None else 0.0
-
-
-def _state(downloads, name: str) -> str:
-    item = downloads.state.get(name)
-    return item.state if item is not None else ""
 
 
 if __name__ == "__main__":

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import sqlite3
+import sys
 
 import pytest
 
 from app.gui.state.chat.migrations import MIGRATIONS, NewerSchemaError, migrate, schema_version
 from app.gui.state.chat.records import ChatOptions, Conversation, Message, ReplyStats
 from app.gui.state.chat.store import ConversationStore
+from tests.support.modes import mode_of, umask
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
@@ -21,8 +23,10 @@ def test_migrations_run_in_order_and_record_the_version(tmp_path):
     for number in range(1, len(MIGRATIONS) + 1):
         assert migrate(conn, MIGRATIONS[:number]) == number
         seen.append(set(_columns(conn, "conversations")) | set(_columns(conn, "messages")))
-    assert seen[0] < seen[1] < seen[2]  # each step only adds
-    assert "options" in seen[1] and "stats" in seen[2]
+    assert seen[0] < seen[1] < seen[2] < seen[3] < seen[4]  # each step only adds
+    assert "options" in seen[1] and "stats" in seen[2] and "version" in seen[3]
+    assert "thinking" in seen[4] and "think" in seen[4]
+    assert _columns(conn, "message_versions")
 
 
 def test_migrating_twice_changes_nothing(tmp_path):
@@ -133,3 +137,78 @@ def test_search_matches_titles_and_message_text_literally(store):
     assert store.search("list") == {"m"}
     assert store.search("PYTHON") == {"t"}
     assert store.search("%") == {"p"}  # wildcards are literal
+
+
+def test_a_reply_keeps_its_versions_and_which_one_is_shown(store):
+    store.save_conversation(Conversation("c", created_at=1, updated_at=1))
+    store.save_message("c", 0, Message("q", "user", "joke"))
+    first = Message("a1", "assistant", "bad joke", stats=ReplyStats(2, 9.0, 0.1, 0.3, 5))
+    store.save_message("c", 1, first)
+    second = Message("a2", "assistant", "better joke").with_versions(first.versions)
+    store.save_message("c", 1, second)  # regenerated: a new row at the same place
+    [_, reply] = store.messages("c")
+    assert reply == second and [v.content for v in reply.versions] == ["bad joke", "better joke"]
+    assert reply.others[0].stats == first.stats
+    store.save_message("c", 1, reply.showing(0))  # flipped back
+    [_, reply] = store.messages("c")
+    assert (reply.id, reply.content, reply.version) == ("a1", "bad joke", 0)
+    assert [v.id for v in reply.versions] == ["a1", "a2"]
+    assert store.search("better") == {"c"}  # a version that is not shown is still found
+    store.truncate("c", 1)  # edit and resend: the reply goes with all its versions
+    assert store.search("better") == set() and len(store.messages("c")) == 1
+
+
+def test_removing_a_message_moves_the_later_ones_up(store):
+    store.save_conversation(Conversation("c", created_at=1, updated_at=1))
+    for i, text in enumerate(["q1", "a1", "q2", "a2"]):
+        store.save_message("c", i, Message(f"m{i}", "user" if i % 2 == 0 else "assistant", text))
+    store.remove_message("c", 1)
+    store.save_message("c", 3, Message("m5", "user", "q3"))  # where the session puts it next
+    assert [m.content for m in store.messages("c")] == ["q1", "q2", "a2", "q3"]
+
+
+def test_upgrade_from_version_three_keeps_replies_and_their_stats(tmp_path):
+    path = tmp_path / "h.db"
+    conn = sqlite3.connect(path)
+    migrate(conn, MIGRATIONS[:3])
+    conn.execute(
+        "INSERT INTO conversations (id, title, created_at, updated_at) VALUES ('c', 't', 1, 1)"
+    )
+    old_stats = (
+        '{"tokens": 3, "tokens_per_second": 5.0, "first_token_seconds": 0.1, '
+        '"total_seconds": 1.0, "prompt_tokens": 4, "done_reason": "length"}'
+    )
+    conn.execute(
+        "INSERT INTO messages (id, conversation_id, position, role, content, created_at, stats)"
+        " VALUES ('r', 'c', 0, 'assistant', 'old reply', 1, ?)",
+        (old_stats,),
+    )
+    conn.commit()
+    conn.close()
+    [reply] = ConversationStore(path).messages("c")
+    assert (reply.content, reply.others, reply.version) == ("old reply", (), 0)
+    assert reply.stats.context_used == 7 and reply.can_continue
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
+def test_the_history_is_readable_by_its_user_only_whatever_the_umask(tmp_path):
+    folder = tmp_path / "data"
+    with umask(0):
+        store = ConversationStore(folder / "chats.db")
+        store.save_conversation(Conversation("c", "Secrets", "m", created_at=1, updated_at=1))
+        store.save_message("c", 0, Message("m1", "user", "my bank password is hunter2"))
+        files = [folder / name for name in ("chats.db", "chats.db-wal", "chats.db-shm")]
+        try:
+            assert [mode_of(path) for path in files] == [0o600] * 3
+            assert mode_of(folder) == 0o700
+        finally:
+            store.close()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
+def test_a_history_an_older_version_left_readable_is_made_private(tmp_path):
+    path = tmp_path / "chats.db"
+    sqlite3.connect(path).close()
+    path.chmod(0o644)
+    ConversationStore(path).close()
+    assert mode_of(path) == 0o600

@@ -7,6 +7,7 @@ own window over its own chat history.
 from __future__ import annotations
 
 import base64
+import re
 from dataclasses import replace
 
 import pytest
@@ -279,23 +280,23 @@ def test_attach_is_offered_only_for_models_that_see(qtbot, window, tmp_path):
     # test fail about once in 60 runs): it must not take Attach away from this one.
     library = window.services.library
     with qtbot.waitSignal(library.details_ready):
-        library.details(MODEL, window.chat_page._show_vision)
+        library.details(MODEL, window.chat_page._show_model)
     assert composer.attach.isVisibleTo(window)
-    picture = tmp_path / "cat.png"
+    path = tmp_path / "cat.png"
     image = QImage(40, 30, QImage.Format.Format_RGB32)
     image.fill(QColor("orange"))
-    assert image.save(str(picture))
+    assert image.save(str(path))
     chat = window.services.chat
     with qtbot.waitSignal(chat.reply_finished, timeout=30_000):
-        assert chat.send("what is this?", (picture,))  # read and encoded on the disk worker
+        assert chat.send("what is this?", (path,))  # read and encoded on the disk worker
     question, answer = chat.session.messages
-    assert base64.b64decode(question.images[0]) == picture.read_bytes()
+    assert base64.b64decode(question.images[0]) == path.read_bytes()
     assert answer.content and not answer.failed  # the model saw it (16 more prompt tokens)
     assert answer.stats.prompt_tokens > 16
     transcript = window.chat_page.transcript
-    thumbnail = transcript.loadResource(
-        QTextDocument.ResourceType.ImageResource, QUrl(f"picture:{question.id}/0")
-    )
+    qtbot.waitUntil(lambda: f'src="image:{question.id}/0"' in transcript.toHtml())  # drawn
+    source = re.search(r'<img src="([^"]+)"', transcript.toHtml()).group(1)  # as drawn
+    thumbnail = transcript.loadResource(QTextDocument.ResourceType.ImageResource, QUrl(source))
     assert (thumbnail.width(), thumbnail.height()) == (40, 30)  # shown in the message, decoded
     assert thumbnail.pixelColor(5, 5) == QColor("orange")
     broken = tmp_path / "broken.png"
@@ -303,7 +304,7 @@ def test_attach_is_offered_only_for_models_that_see(qtbot, window, tmp_path):
     with qtbot.waitSignal(chat.reply_finished, timeout=30_000):
         assert chat.send("and this?", (broken,))
     failed = chat.session.messages[-1]
-    assert failed.failed and "picture" in failed.error  # said in place, the chat goes on
+    assert failed.failed and "image" in failed.error  # said in place, the chat goes on
 
 
 def test_models_page_details_copy_and_delete(qtbot, window, daemon, monkeypatch):
@@ -315,17 +316,15 @@ def test_models_page_details_copy_and_delete(qtbot, window, daemon, monkeypatch)
     assert "context 2,048 tokens" in page.summary.text() and "llama" in page.summary.text()
     row = library.table.row_of(MODEL)
     qtbot.waitUntil(lambda: library.table.item(row).context_length == 2048)  # the column
-    monkeypatch.setattr(
-        "app.gui.views.models_page.QInputDialog.getText", lambda *a, **k: ("tiny-copy", True)
-    )
+    monkeypatch.setattr("app.gui.views.models_page.ask_text", lambda *a, **k: "tiny-copy")
     page.copy_button.click()
     qtbot.waitUntil(lambda: library.table.row_of("tiny-copy:latest") is not None, timeout=10_000)
     page.table.selectRow(_view_row(page.table, "tiny-copy:latest"))
-    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Yes)
+    monkeypatch.setattr(QMessageBox, "exec", lambda _box: QMessageBox.StandardButton.Yes)
     page.delete_button.click()
     qtbot.waitUntil(lambda: library.table.row_of("tiny-copy:latest") is None, timeout=10_000)
     with Client(daemon.url) as client:
-        assert "tiny-copy:latest" not in {m["name"] for m in client.list_models()}
+        assert "tiny-copy:latest" not in {m.name for m in client.list_models()}
 
 
 def _view_row(view, name: str) -> int:

@@ -215,3 +215,37 @@ def test_a_pull_without_internet_says_so_in_place(qtbot, tmp_path, cleanup):
         assert "internet" in state.text()
     finally:
         _close(services)
+
+
+def test_discover_offline_lists_the_catalog_and_keeps_the_window_on_screen(
+    qtbot, tmp_path, cleanup
+):
+    offline = {"HF_ENDPOINT": f"http://127.0.0.1:{free_port()}"}  # nothing listens there
+    daemon = GuiDaemon(tmp_path / "d", env=offline)
+    cleanup(daemon)
+    services, window = open_app(qtbot, daemon.gateway(), tmp_path)
+    window.resize(1000, 700)  # room for every page on a 1400 px screen, not much more
+    page, hub = window.discover_page, services.hub
+    try:
+        window.show_page("Discover")
+        qtbot.waitUntil(
+            lambda: hub.catalog.rowCount() > 0 and hub.system is not None, timeout=10_000
+        )
+        qtbot.keyClicks(page.query, "qwen")
+        qtbot.waitUntil(lambda: "could not reach Hugging Face" in page.state.text(), timeout=20_000)
+        qtbot.wait(50)  # the layout settles
+        assert window.width() == 1000 and window.minimumSizeHint().width() < 1000
+        assert page.state.minimumSizeHint().width() < 200  # it wraps: no width of its own
+        assert page.state.wordWrap() and "Error" not in page.state.text()
+        assert page.state.text().count("internet") == 1  # said once, in plain words
+        listed = {m.name: m for m in hub.catalog.items()}
+        assert "qwen2.5:0.5b" in listed and listed["qwen2.5:0.5b"].size > 0
+        assert page.catalog.isVisibleTo(window) and not page.repos.isVisibleTo(window)
+        row = hub.catalog.row_of("qwen2.5:0.5b")
+        badge = hub.catalog.index(row, 3).data()
+        assert badge in ("fits in VRAM", "fits in RAM", "too large")
+        assert hub.catalog.index(row, 4).data() == "needs internet to download"
+        page.catalog.selectRow(page.catalog.model().mapFromSource(hub.catalog.index(row, 0)).row())
+        assert page.pull_button.text() == "Download qwen2.5:0.5b (491.4 MB)"
+    finally:
+        _close(services)

@@ -74,9 +74,9 @@ def client(daemon):
     with Client(daemon.url) as client:
         yield client
         for pull in client.pulls():
-            client.cancel_pull(pull["name"])
+            client.cancel_pull(pull.name)
         for model in client.list_models():
-            client.delete(model["name"])
+            client.delete(model.name)
 
 
 @pytest.fixture
@@ -87,7 +87,7 @@ def window(qtbot, daemon, client, tmp_path):
 
 
 def _installed(client) -> set[str]:
-    return {m["name"] for m in client.list_models()}
+    return {m.name for m in client.list_models()}
 
 
 def test_first_run_offers_models_sized_for_this_machine_and_pulls_in_one_click(qtbot, window):
@@ -141,14 +141,15 @@ def test_a_pull_shows_progress_pauses_and_resumes(qtbot, window, client, hub, fi
     qtbot.waitUntil(lambda: downloads.table.item(0).completed > size // 5, timeout=30_000)
     row = downloads.table.item(0)
     assert row.state == "running" and row.total == size and row.speed > 0
+    assert downloads.poll_interval_ms == 10 * 200  # its own stream reports it: no need to poll
     assert row.eta is not None and "MB" in downloads.table.index(0, 1).data()
     page.table.selectRow(0)
     assert page.pause.isEnabled() and not page.resume.isEnabled()
     page.pause.click()
     qtbot.waitUntil(lambda: downloads.table.item(0).state == "paused", timeout=20_000)
-    assert wait_for(lambda: [p["state"] for p in client.pulls()] == ["paused"], timeout=10)
+    assert wait_for(lambda: [p.state for p in client.pulls()] == ["paused"], timeout=10)
     [paused] = client.pulls()
-    assert 0 < paused["completed"] < paused["total"]
+    assert 0 < paused.completed < paused.total
     qtbot.waitUntil(page.resume.isEnabled)
     hub.set_throttle(SLOW, "Slow-F16.gguf", None)
     with qtbot.waitSignal(downloads.finished, timeout=30_000):
@@ -160,14 +161,15 @@ def test_a_pull_shows_progress_pauses_and_resumes(qtbot, window, client, hub, fi
 def test_pulls_belong_to_the_daemon_and_outlive_the_window(qtbot, daemon, client, hub, tmp_path):
     hub.set_throttle(SLOW, "Slow-F16.gguf", RATE / 4)
     stream = client.pull("hf.co/local/Slow-GGUF:F16")  # started elsewhere (the CLI, say)
-    assert next(stream)["status"] == "pulling manifest"
+    assert next(stream).status == "pulling manifest"
     stream.close()  # hanging up only stops watching
     services, window = open_app(qtbot, daemon.gateway(), tmp_path)
     qtbot.waitUntil(lambda: services.downloads.table.rowCount() == 1, timeout=10_000)
     assert services.downloads.table.item(0).name == "hf.co/local/slow-gguf:f16"
+    assert services.downloads.poll_interval_ms == 200  # no stream of ours: the list tells
     window.close()
     services.shutdown()
-    assert [p["state"] for p in client.pulls()] == ["running"]
+    assert [p.state for p in client.pulls()] == ["running"]
 
     services, window = open_app(qtbot, daemon.gateway(), tmp_path)
     try:
@@ -178,7 +180,7 @@ def test_pulls_belong_to_the_daemon_and_outlive_the_window(qtbot, daemon, client
         qtbot.waitUntil(page.cancel.isEnabled)
         answer = QMessageBox.StandardButton.Yes
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(QMessageBox, "question", lambda *a, **k: answer)
+            patch.setattr(QMessageBox, "exec", lambda _box: answer)
             page.cancel.click()
         qtbot.waitUntil(lambda: services.downloads.table.rowCount() == 0, timeout=20_000)
         assert client.pulls() == []

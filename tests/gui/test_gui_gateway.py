@@ -1,4 +1,5 @@
-"""The gateway turns the client's Ollama-shaped JSON into records and its errors into hints.
+"""The gateway turns the client's answers (``daemon.api`` models) into records, and its errors
+into hints.
 
 The client here is a stand-in for the corner cases a tiny test model never produces
 (nanosecond timestamps, GPUs, long metadata arrays, a final chunk that carries text); the
@@ -7,41 +8,107 @@ The client here is a stand-in for the corner cases a tiny test model never produ
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
 from app.gui.state.gateway import ChatTurn, Gateway, GatewayError
 from app.gui.state.records import ChatDelta, ChatDone, PullProgress
-from daemon.client import DaemonUnavailable, ModelNotFound, ServerError
+from daemon.api import (
+    ChatChunk,
+    GpuInfo,
+    HubFile,
+    ModelDetailsOut,
+    ModelSummary,
+    OllamaReply,
+    ProgressResponse,
+    SystemResponse,
+)
+from daemon.client import DaemonUnavailable, ServerError
+from tests.support.cli import SHOW, WHEN, FakeClient, running_model, signature_drift, text_chunk
+
+QWEN = ModelSummary(
+    name="qwen:0.5b",
+    model="qwen:0.5b",
+    modified_at="2026-04-01T10:20:30.123456789+02:00",
+    size=491400032,
+    digest="abc",
+    details=ModelDetailsOut(
+        format="gguf", family="qwen2", parameter_size="494M", quantization_level="Q4_K_M"
+    ),
+)
 
 
-class Client:
+@dataclass
+class CornerCases(FakeClient):
     """Answers like the daemon's /api/* endpoints, through the client's method names."""
 
-    def __init__(self):
-        self.sent = {}
-        self.closed = False
+    sent: dict = field(default_factory=dict)
+    closed: bool = False
 
-    def list_models(self):
+    def chat(
+        self,
+        model: str,
+        messages: Sequence[Mapping[str, Any]],
+        options: Mapping[str, Any] | None = None,
+        keep_alive: str | float | None = None,
+        format: str | Mapping[str, Any] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        stream: bool = True,
+        think: bool | str | None = None,
+    ) -> Iterator[ChatChunk]:
+        self.sent = {"model": model, "messages": messages, "options": options}
+
+        def stream_chunks():
+            try:
+                yield text_chunk("Hi")
+                yield text_chunk("!")
+                yield ChatChunk(
+                    model=model,
+                    created_at=WHEN,
+                    message=OllamaReply(),
+                    done=True,
+                    done_reason="stop",
+                    eval_count=2,
+                    eval_duration=10**8,
+                    total_duration=2 * 10**8,
+                )
+            finally:
+                self.closed = True
+
+        return stream_chunks()
+
+    def pull(self, name: str) -> Iterator[ProgressResponse]:
+        yield ProgressResponse(status="pulling manifest")
+        yield ProgressResponse(status="pulling abc", digest="sha256:abc", total=10, completed=5)
+        raise ServerError("disk full")  # what the client does with an error line
+
+    def system(self) -> SystemResponse:
+        gpu = GpuInfo(name="RTX", vram_total=8, vram_free=6)
+        return SystemResponse(ram_total=16, ram_available=8, cpu_count=4, gpus=[gpu], backend="cpu")
+
+    def hub_files(self, repo: str) -> list[HubFile]:
         return [
-            {
-                "name": "qwen:0.5b",
-                "model": "qwen:0.5b",
-                "modified_at": "2026-04-01T10:20:30.123456789+02:00",
-                "size": 491400032,
-                "digest": "abc",
-                "details": {
-                    "format": "gguf",
-                    "family": "qwen2",
-                    "parameter_size": "494M",
-                    "quantization_level": "Q4_K_M",
-                },
-            }
+            HubFile(
+                file="m-Q4_K_M.gguf",
+                quant="Q4_K_M",
+                size=5,
+                shards=1,
+                name_to_pull=f"hf.co/{repo}:Q4_K_M",
+            )
         ]
 
-    def show(self, name):
-        return {
+    def version(self) -> str:
+        raise DaemonUnavailable("connection refused")
+
+
+@pytest.fixture
+def client():
+    show = SHOW.model_copy(
+        update={
             "template": "{{ .Prompt }}",
             "license": "Apache",
             "parameters": "stop <|im_end|>",
@@ -52,71 +119,20 @@ class Client:
             },
             "capabilities": ["completion", "vision"],
         }
-
-    def running(self):
-        return [
-            {
-                "name": "qwen:0.5b",
-                "size": 600,
-                "size_vram": 0,
-                "expires_at": "2026-04-01T10:25:00Z",
-                "context_length": 4096,
-                "processor": "100% CPU",
-            }
-        ]
-
-    def chat(self, model, messages, options=None, keep_alive=None):
-        self.sent = {"model": model, "messages": messages, "options": options}
-
-        def stream():
-            try:
-                yield {"message": {"role": "assistant", "content": "Hi"}, "done": False}
-                yield {"message": {"role": "assistant", "content": "!"}, "done": False}
-                yield {
-                    "done": True,
-                    "done_reason": "stop",
-                    "eval_count": 2,
-                    "eval_duration": 10**8,
-                    "total_duration": 2 * 10**8,
-                }
-            finally:
-                self.closed = True
-
-        return stream()
-
-    def pull(self, name):
-        yield {"status": "pulling manifest"}
-        yield {"status": "pulling abc", "digest": "sha256:abc", "total": 10, "completed": 5}
-        raise ServerError("disk full")  # what the client does with an error line
-
-    def system(self):
-        return {
-            "ram_total": 16,
-            "ram_available": 8,
-            "backend": "cpu",
-            "gpus": [{"name": "RTX", "vram_total": 8, "vram_free": 6}],
-        }
-
-    def hub_files(self, repo):
-        return [
-            {
-                "file": "m-Q4_K_M.gguf",
-                "quant": "Q4_K_M",
-                "size": 5,
-                "name_to_pull": f"hf.co/{repo}:Q4_K_M",
-            }
-        ]
-
-    def delete(self, name):
-        raise ModelNotFound(f"model '{name}' not found", 404)
-
-    def version(self):
-        raise DaemonUnavailable("connection refused")
+    )
+    running = running_model(
+        "qwen:0.5b",
+        size=600,
+        size_vram=0,
+        expires_at="2026-04-01T10:25:00Z",
+        context_length=4096,
+        processor="100% CPU",
+    )
+    return CornerCases(models=[QWEN], show_info=show, loaded=[running], missing={"nope"})
 
 
-@pytest.fixture
-def client():
-    return Client()
+def test_the_stand_in_has_the_clients_methods_and_signatures():
+    assert signature_drift(CornerCases) == []
 
 
 def test_installed_models_and_details_become_records(client):
@@ -186,9 +202,8 @@ def test_without_a_way_to_start_the_daemon_the_user_is_told_what_to_run():
 
 
 def test_a_final_chunk_that_still_carries_text_loses_none_of_it():
-    class Last:
-        def chat(self, model, messages, options=None, keep_alive=None):
-            return iter([{"message": {"content": "Bye"}, "done": True, "eval_count": 1}])
-
-    events = list(Gateway(Last()).chat("m", [ChatTurn("user", "hi")]))
+    last = ChatChunk(
+        model="m", created_at=WHEN, message=OllamaReply(content="Bye"), done=True, eval_count=1
+    )
+    events = list(Gateway(FakeClient(chat_chunks=[last])).chat("m", [ChatTurn("user", "hi")]))
     assert events == [ChatDelta("Bye"), ChatDone(eval_count=1)]

@@ -10,8 +10,18 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import QSettings
 
-from app.gui.main import lan_memory, parse_args, remembered_lan, run_app
+from app.gui.main import (
+    PORT_KEY,
+    lan_memory,
+    parse_args,
+    port_memory,
+    remembered_lan,
+    remembered_port,
+    run_app,
+    with_remembered_port,
+)
 from app.gui.state.daemon_control import DaemonControl
+from app.gui.system_libraries import SystemLibrary, missing_libraries, qt_platform_problem
 from daemon.client.launcher import DaemonStartError
 from daemon.security.keys import ApiKeyStore
 from daemon.settings import Settings
@@ -69,3 +79,41 @@ def test_the_api_key_is_made_once_and_only_when_asked(tmp_path):
     assert key and control.api_key() == key == control.stored_key() == keys.load()
     configured = DaemonControl(Settings(api_key="from-env", config_dir=tmp_path), keys=keys)
     assert configured.api_key() == configured.stored_key() == "from-env"
+
+
+def test_missing_x11_libraries_are_named_with_the_line_that_installs_them():
+    present = SystemLibrary("libc.so.6", "libc6")
+    missing = SystemLibrary("libxcb-localllm-nowhere.so.9", "libxcb-localllm-nowhere9")
+    also = SystemLibrary("libxkbcommon-localllm-nowhere.so.7", "libxkbcommon-localllm-nowhere7")
+    assert missing_libraries([present, missing, also]) == [missing, also]  # the real loader
+    xcb = {"QT_QPA_PLATFORM": "xcb"}
+    problem = qt_platform_problem(xcb, platform="linux", libraries=[present, missing, also])
+    assert "libxcb-localllm-nowhere.so.9" in problem and "libc.so.6" not in problem
+    [command] = [line.strip() for line in problem.splitlines() if "apt-get" in line]
+    assert command == (
+        "sudo apt-get install libxcb-localllm-nowhere9 libxkbcommon-localllm-nowhere7"
+    )
+    assert qt_platform_problem(xcb, platform="linux", libraries=[present]) is None
+    # only where Qt would use X11: not another platform, not macOS, not a Wayland session
+    offscreen = {"QT_QPA_PLATFORM": "offscreen"}
+    assert qt_platform_problem(offscreen, platform="linux", libraries=[missing]) is None
+    assert qt_platform_problem({}, platform="darwin", libraries=[missing]) is None
+    wayland = {"XDG_SESSION_TYPE": "wayland", "WAYLAND_DISPLAY": "wayland-0"}
+    assert qt_platform_problem(wayland, platform="linux", libraries=[missing]) is None
+    assert qt_platform_problem({}, platform="linux", libraries=[missing]) is not None
+
+
+def test_the_port_chosen_in_the_app_is_used_unless_the_address_was_given(tmp_path):
+    prefs = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    assert remembered_port(prefs) is None
+    port_memory(prefs)(7777)
+    prefs.sync()
+    again = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    assert remembered_port(again) == 7777
+    assert with_remembered_port(parse_args([], {}), again).base_url == "http://127.0.0.1:7777"
+    given = parse_args([], {"LOCALLLM_HOST": "127.0.0.1:7000"})  # the environment wins
+    assert given.port_fixed and with_remembered_port(given, again).base_url.endswith(":7000")
+    argued = parse_args(["--host", "127.0.0.1:9000"], {})  # and so does --host
+    assert with_remembered_port(argued, again).base_url.endswith(":9000")
+    again.setValue(PORT_KEY, "not a port")
+    assert remembered_port(again) is None

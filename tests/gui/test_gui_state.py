@@ -67,6 +67,16 @@ def test_downloads_adopt_the_daemons_list_and_track_pause():
     assert downloads.items() == ()
 
 
+def test_a_queued_pull_is_active_until_it_starts():
+    downloads = Downloads(Clock())
+    d = downloads.on_progress(PullProgress("m", "queued"))
+    assert (d.state, d.active, d.eta) == ("queued", True, None)
+    downloads.clear_finished()  # a queued pull is not finished
+    assert downloads.on_progress(PullProgress("m", "pulling manifest")).state == "running"
+    downloads.on_snapshot([PullStatus("n", "queued", 0, 0, "queued")])
+    assert downloads.get("n").active and downloads.on_snapshot([]) == ["n"]
+
+
 def test_daemon_health_starts_it_once_then_reports_deaths():
     health = DaemonHealth()
     assert health.no_answer() is True

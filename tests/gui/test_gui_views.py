@@ -5,14 +5,23 @@ window over a real daemon is in the ``test_gui_e2e_*`` modules.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
-from PySide6.QtGui import QDropEvent, QGuiApplication
+from pathlib import Path
 
-from app.gui.state.chat.records import Message
+from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
+from PySide6.QtGui import QDropEvent, QGuiApplication
+from PySide6.QtWidgets import QInputDialog, QLabel, QMessageBox
+
+from app.gui.item_models.conversations import CONVERSATION_ROLE, ConversationListModel
+from app.gui.item_models.daemon_tables import DownloadsModel
+from app.gui.state.chat.records import Conversation, Message
 from app.gui.state.downloads import Download
 from app.gui.state.records import GpuInfo, SystemInfo
+from app.gui.views.import_dialog import ask_import_name
+from app.gui.views.plain_text import confirm
+from app.gui.views.sidebar import ChatSidebar
 from app.gui.views.transcript import Transcript
 from app.gui.views.welcome import WelcomePage
+from tests.support.qt_text import LINK, links, shown
 
 GB = 1_000_000_000
 
@@ -63,3 +72,79 @@ def test_a_card_shows_its_download_and_a_failure_in_place(qtbot):
     assert page.problems["qwen:0.5b"].text() == "could not reach the hub"
     page.show_download(Download("qwen:0.5b", "success", 1000, 1000, "done"))
     assert page.problems["qwen:0.5b"].isHidden() and page.buttons["qwen:0.5b"].text() == "Ready"
+
+
+def _answering(monkeypatch, dialog_class, answer):
+    """Answer ``dialog_class``'s next dialog with ``answer``, keeping what its labels showed."""
+    seen = []
+
+    def exec_(dialog):
+        seen.extend(shown(label) for label in dialog.findChildren(QLabel) if label.text())
+        return answer(dialog)
+
+    monkeypatch.setattr(dialog_class, "exec", exec_)
+    return seen
+
+
+def test_confirmations_quote_names_as_text(qtbot, monkeypatch):
+    seen = _answering(monkeypatch, QMessageBox, lambda _box: QMessageBox.StandardButton.Yes)
+    assert confirm(None, "Delete chat", f"Delete “{LINK}” and all its messages?")
+    assert any(LINK in doc.toPlainText() and not links(doc) for doc in seen)
+
+
+def test_importing_a_file_named_like_a_link_names_it_as_text(qtbot, monkeypatch):
+    def accept(dialog):
+        dialog.setTextValue("mine")
+        return QInputDialog.DialogCode.Accepted
+
+    seen = _answering(monkeypatch, QInputDialog, accept)
+    file = Path('<a href="x">click to repair.gguf')  # a downloaded file may be named anything
+    assert ask_import_name(None, file) == "mine"
+    assert any(file.name in doc.toPlainText() and not links(doc) for doc in seen)
+
+
+def test_a_tooltip_with_the_daemons_words_is_never_markup(model_tester):
+    table = model_tester(DownloadsModel())
+    table.replace([Download("qwen:0.5b", status=LINK, state="failed", error="no")])
+    state = table.index(0, [c.title for c in table.columns].index("State"))
+    tip = table.data(state, Qt.ItemDataRole.ToolTipRole)
+    label = QLabel(tip)  # a tooltip is a label with Qt's guess of the format
+    assert LINK in shown(label).toPlainText() and links(shown(label)) == []
+    plain = Download("qwen:0.5b", status="pulling manifest")
+    table.replace([plain])
+    assert table.data(state, Qt.ItemDataRole.ToolTipRole) == "pulling manifest"
+
+
+def test_the_chat_list_highlights_the_chat_opened_elsewhere(qtbot):
+    """Opening a chat from outside the list (Chat with it, deleting the open chat) moves the
+    highlight to it on screen: the list once moved it with its signals blocked, so the view
+    was never told to redraw and kept showing the previous chat as the open one."""
+    chats = ConversationListModel()
+    for n in range(3):
+        chats.add(Conversation(f"c{n}", f"Chat {n}", updated_at=float(n)))
+    sidebar = ChatSidebar(chats)
+    qtbot.addWidget(sidebar)
+    sidebar.resize(240, 300)
+    sidebar.show()
+    qtbot.waitExposed(sidebar)
+    opened: list[str] = []
+    sidebar.open_requested.connect(opened.append)
+    rows = {chats.index(r, 0).data(CONVERSATION_ROLE).id: r for r in range(3)}
+    highlight = sidebar.list.palette().highlight().color().rgb()
+
+    def highlighted_on_screen() -> set[str]:
+        shot = sidebar.screen().grabWindow(sidebar.winId()).toImage()
+        offset = sidebar.list.viewport().mapTo(sidebar, QPoint(0, 0))
+        found = set()
+        for chat_id, row in rows.items():
+            centre = sidebar.list.visualRect(chats.index(row, 0)).center() + offset
+            if shot.pixel(centre.x() // 2, centre.y()) == highlight:
+                found.add(chat_id)
+        return found
+
+    sidebar.select("c0")
+    qtbot.waitUntil(lambda: highlighted_on_screen() == {"c0"})
+    sidebar.select("c2")
+    qtbot.wait(100)
+    assert highlighted_on_screen() == {"c2"}
+    assert opened == []  # selecting it did not ask to open it again

@@ -83,7 +83,8 @@ def test_install_serve_run_and_uninstall(bundle, tmp_path, tiny_model_path):
         work.mkdir()
         (work / "tiny.gguf").symlink_to(tiny_model_path)
         (work / "Modelfile").write_text("FROM ./tiny.gguf\nPARAMETER num_predict 8\n")
-        created = run([*cli, "create", "tiny", "-f", "Modelfile"], env, cwd=work)
+        # --yes: the link leads outside the Modelfile's folder, which create asks about
+        created = run([*cli, "create", "tiny", "-f", "Modelfile", "--yes"], env, cwd=work)
         assert created.returncode == 0, created.stderr
         answer = run([*cli, "run", "tiny", "Hello"], env, cwd=work)
         assert answer.returncode == 0, answer.stderr

@@ -1,65 +1,180 @@
-"""A stand-in for ``daemon.client.Client`` and canned daemon answers, for the CLI tests.
+"""A stand-in for ``daemon.client.Client`` and canned daemon answers, for the CLI and GUI tests.
 
-``FakeClient`` implements the methods the CLI calls, in Ollama's shapes, and records each
-call, so command tests check output and flows without a daemon.
+``FakeClient`` implements ``daemon.client.DaemonClient``: every method, with ``Client``'s
+signatures (``signature_drift`` lists any difference; ``tests/test_client_protocol.py`` and the
+GUI's gateway tests check it), answering with the same ``daemon.api`` models the real client
+returns. It records each call, so command tests check output and flows without a daemon.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import inspect
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from daemon.client import ModelNotFound
+from daemon.api import (
+    CatalogModel,
+    ChatChoice,
+    ChatChunk,
+    ChatChunkChoice,
+    ChatCompletion,
+    ChatCompletionChunk,
+    ChatDelta,
+    ChatResponseMessage,
+    EmbedResponse,
+    GenerateChunk,
+    HealthResponse,
+    HubFile,
+    HubRepo,
+    Model,
+    ModelDetailsOut,
+    ModelSummary,
+    OllamaReply,
+    ProgressResponse,
+    PruneResponse,
+    PullRecordOut,
+    RunningModel,
+    ServerResponse,
+    ShowResponse,
+    SystemResponse,
+    VerifyResponse,
+)
+from daemon.client import DaemonClient, ModelNotFound
+from daemon.client.protocol import Progress
 
-MODEL = {
-    "name": "tiny:latest",
-    "model": "tiny:latest",
-    "modified_at": "2020-01-01T00:00:00Z",
-    "size": 4_700_000_000,
-    "digest": "sha256:" + "ab" * 32,
-    "details": {"format": "gguf", "family": "llama", "parameter_size": "8.0B"},
-}
+WHEN = "2020-01-01T00:00:00Z"
 
-SHOW = {
-    "modelfile": "FROM tiny\nPARAMETER temperature 0.7\n",
-    "parameters": 'temperature                    0.7\nstop                           "<|im_end|>"',
-    "template": "{{ .Prompt }}",
-    "system": "You are tiny.",
-    "license": "MIT License\nCopyright\nline three",
-    "details": {"family": "llama", "parameter_size": "8.0B", "quantization_level": "Q4_K_M"},
-    "model_info": {
+MODEL = ModelSummary(
+    name="tiny:latest",
+    model="tiny:latest",
+    modified_at=WHEN,
+    size=4_700_000_000,
+    digest="sha256:" + "ab" * 32,
+    details=ModelDetailsOut(format="gguf", family="llama", parameter_size="8.0B"),
+)
+
+SHOW = ShowResponse(
+    modelfile="FROM tiny\nPARAMETER temperature 0.7\n",
+    parameters='temperature                    0.7\nstop                           "<|im_end|>"',
+    template="{{ .Prompt }}",
+    system="You are tiny.",
+    license="MIT License\nCopyright\nline three",
+    details=ModelDetailsOut(family="llama", parameter_size="8.0B", quantization_level="Q4_K_M"),
+    model_info={
         "general.architecture": "llama",
         "general.parameter_count": 8_030_261_248,
         "llama.context_length": 131072,
         "llama.embedding_length": 4096,
     },
-    "capabilities": ["completion", "tools"],
-}
+    capabilities=["completion", "tools"],
+    modified_at=WHEN,
+)
+
+
+def running_model(name: str, **fields: Any) -> RunningModel:
+    """``/api/ps``'s entry for ``name``; ``fields`` replace the defaults (a small CPU model)."""
+    defaults: dict[str, Any] = {
+        "model": name,
+        "size": 1000,
+        "digest": "",
+        "details": ModelDetailsOut(),
+        "expires_at": "",
+        "size_vram": 0,
+        "context_length": 0,
+        "processor": "",
+        "active_requests": 0,
+    }
+    return RunningModel(name=name, **{**defaults, **fields})
+
+
+def text_chunk(text: str, model: str = "tiny:latest") -> ChatChunk:
+    """A ``/api/chat`` stream chunk carrying ``text``, not the last."""
+    return ChatChunk(model=model, created_at=WHEN, message=OllamaReply(content=text))
+
+
+def thought_chunk(text: str, model: str = "tiny:latest") -> ChatChunk:
+    """A thinking model's ``/api/chat`` chunk: a piece of its thinking, no content."""
+    return ChatChunk(model=model, created_at=WHEN, message=OllamaReply(thinking=text))
+
+
+def thinking_chunks(thoughts: Sequence[str], *pieces: str) -> list[ChatChunk]:
+    """A thinking model's stream: the ``thoughts`` first, then ``answer_chunks(*pieces)``."""
+    return [*map(thought_chunk, thoughts), *answer_chunks(*pieces)]
+
+
+def answer_chunks(*pieces: str) -> list[ChatChunk]:
+    """``/api/chat`` stream chunks for an answer made of ``pieces``, with a final timing chunk."""
+    final = ChatChunk(
+        model="tiny:latest",
+        created_at=WHEN,
+        message=OllamaReply(content=""),
+        done=True,
+        done_reason="stop",
+        total_duration=1_500_000_000,
+        load_duration=20_000_000,
+        prompt_eval_count=10,
+        prompt_eval_duration=100_000_000,
+        eval_count=50,
+        eval_duration=1_000_000_000,
+    )
+    return [*map(text_chunk, pieces), final]
 
 
 @dataclass
 class FakeClient:
-    models: list[dict] = field(default_factory=lambda: [dict(MODEL)])
-    loaded: list[dict] = field(default_factory=list)
-    show_info: dict = field(default_factory=lambda: dict(SHOW))
-    pull_events: list[dict] = field(default_factory=list)
-    chat_chunks: list[dict] = field(default_factory=list)
+    models: list[ModelSummary] = field(default_factory=lambda: [MODEL.model_copy()])
+    loaded: list[RunningModel] = field(default_factory=list)
+    show_info: ShowResponse = field(default_factory=lambda: SHOW.model_copy())
+    pull_events: list[ProgressResponse] = field(default_factory=list)
+    chat_chunks: list[ChatChunk] = field(default_factory=list)
     blobs: set[str] = field(default_factory=set)
-    create_events: list[dict] = field(default_factory=lambda: [{"status": "success"}])
+    create_events: list[ProgressResponse] = field(
+        default_factory=lambda: [ProgressResponse(status="success")]
+    )
     calls: list[tuple] = field(default_factory=list)
     missing: set[str] = field(default_factory=set)  # names show() reports as not found
 
-    def list_models(self) -> list[dict]:
+    def close(self) -> None:
+        pass
+
+    # -- the daemon -------------------------------------------------------------------------
+    def health(self) -> HealthResponse:
+        loaded = len(self.loaded)
+        return HealthResponse(
+            status="ok", version=self.version(), models_loaded=loaded, requests_in_flight=0
+        )
+
+    def version(self) -> str:
+        return "0.0.0-fake"
+
+    def system(self) -> SystemResponse:
+        memory = {"ram_total": 16_000_000_000, "ram_available": 8_000_000_000}
+        return SystemResponse(**memory, cpu_count=8, gpus=[], backend="cpu")
+
+    def logs(self, lines: int = 200) -> str:
+        return ""
+
+    def server(self) -> ServerResponse:
+        return ServerResponse(host="127.0.0.1", port=11435, lan=False, api_key_set=False)
+
+    def shutdown(self) -> None:
+        self.calls.append(("shutdown",))
+
+    # -- models -----------------------------------------------------------------------------
+    def list_models(self) -> list[ModelSummary]:
         self.calls.append(("list_models",))
         return self.models
 
-    def running(self) -> list[dict]:
+    def list_openai_models(self) -> list[Model]:
+        return [Model(id=m.name, created=0, owned_by="library") for m in self.models]
+
+    def running(self) -> list[RunningModel]:
         self.calls.append(("running",))
         return self.loaded
 
-    def show(self, name: str, verbose: bool = False) -> dict:
+    def show(self, name: str, verbose: bool = False) -> ShowResponse:
         self.calls.append(("show", name))
         if name in self.missing:
             raise ModelNotFound(f"model '{name}' not found", 404)
@@ -73,9 +188,23 @@ class FakeClient:
     def copy(self, source: str, destination: str) -> None:
         self.calls.append(("copy", source, destination))
 
-    def pull(self, name: str) -> Iterator[dict]:
+    def unload(self, name: str) -> None:
+        self.calls.append(("unload", name))
+
+    def prune(self) -> PruneResponse:
+        return PruneResponse(removed=["sha256:" + c * 64 for c in "123"], freed=1_500_000)
+
+    def verify(self) -> VerifyResponse:
+        return VerifyResponse(ok=True, checked=4, corrupt=[], missing=[], unreadable_manifests=[])
+
+    # -- pulls ------------------------------------------------------------------------------
+    def pull(self, name: str) -> Iterator[ProgressResponse]:
         self.calls.append(("pull", name))
         self.missing.discard(name)
+        yield from self.pull_events
+
+    def resume_pull(self, name: str) -> Iterator[ProgressResponse]:
+        self.calls.append(("resume_pull", name))
         yield from self.pull_events
 
     def pause_pull(self, name: str) -> None:
@@ -84,54 +213,148 @@ class FakeClient:
     def cancel_pull(self, name: str) -> None:
         self.calls.append(("cancel_pull", name))
 
-    def pulls(self) -> list[dict]:
-        return [{"name": "big:latest", "status": "paused", "total": 200, "completed": 50}]
+    def pulls(self) -> list[PullRecordOut]:
+        return [
+            PullRecordOut(
+                name="big:latest", state="paused", status="paused", total=200, completed=50
+            )
+        ]
 
-    def chat(self, model: str, messages: list[dict], **kwargs: Any) -> Iterator[dict]:
-        self.calls.append(("chat", model, [dict(m) for m in messages], kwargs))
+    # -- generating -------------------------------------------------------------------------
+    def chat(
+        self,
+        model: str,
+        messages: Sequence[Mapping[str, Any]],
+        options: Mapping[str, Any] | None = None,
+        keep_alive: str | float | None = None,
+        format: str | Mapping[str, Any] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        stream: bool = True,
+        think: bool | str | None = None,
+    ) -> Iterator[ChatChunk]:
+        sent: dict[str, Any] = {"options": options, "keep_alive": keep_alive, "format": format}
+        sent |= {"tools": tools} if tools is not None else {}
+        sent |= {"think": think} if think is not None else {}
+        sent |= {"stream": stream} if not stream else {}
+        self.calls.append(("chat", model, [dict(m) for m in messages], sent))
         yield from self.chat_chunks
 
-    def unload(self, name: str) -> None:
-        self.calls.append(("unload", name))
+    def generate(
+        self,
+        model: str,
+        prompt: str,
+        options: Mapping[str, Any] | None = None,
+        keep_alive: str | float | None = None,
+        format: str | Mapping[str, Any] | None = None,
+        system: str | None = None,
+        stream: bool = True,
+        think: bool | str | None = None,
+    ) -> Iterator[GenerateChunk]:
+        self.calls.append(("generate", model, prompt))
+        for chunk in self.chat_chunks:
+            fields = chunk.model_dump(exclude={"message"})
+            reply = chunk.message
+            yield GenerateChunk(**fields, response=reply.content, thinking=reply.thinking)
 
+    def embed(self, model: str, input: str | Sequence[str]) -> EmbedResponse:
+        texts = [input] if isinstance(input, str) else list(input)
+        return EmbedResponse(
+            model=model,
+            embeddings=[[1.0, 0.0] for _ in texts],
+            total_duration=0,
+            load_duration=0,
+            prompt_eval_count=len(texts),
+        )
+
+    def openai_chat(
+        self, model: str, messages: Sequence[Mapping[str, Any]], **fields: Any
+    ) -> Iterator[ChatCompletionChunk]:
+        for chunk in self.chat(model, messages):
+            delta = ChatDelta(content=chunk.message.content or None)
+            finish = chunk.done_reason if chunk.done else None
+            choice = ChatChunkChoice(delta=delta, finish_reason=finish)
+            yield ChatCompletionChunk(id="chatcmpl-fake", created=0, model=model, choices=[choice])
+
+    def chat_once(
+        self, model: str, messages: Sequence[Mapping[str, Any]], **fields: Any
+    ) -> ChatCompletion:
+        text = "".join(chunk.message.content for chunk in self.chat(model, messages))
+        choice = ChatChoice(message=ChatResponseMessage(content=text), finish_reason="stop")
+        return ChatCompletion(id="chatcmpl-fake", created=0, model=model, choices=[choice])
+
+    # -- blobs and create -------------------------------------------------------------------
     def blob_exists(self, digest: str) -> bool:
         self.calls.append(("blob_exists", digest))
         return digest in self.blobs
 
-    def upload_blob(self, path: Path, digest: str, on_progress=None) -> None:
+    def upload_blob(
+        self, path: Path | str, digest: str, on_progress: Progress | None = None
+    ) -> None:
         self.calls.append(("upload_blob", Path(path).name, digest))
         if on_progress:
-            on_progress(Path(path).stat().st_size)
+            size = Path(path).stat().st_size
+            on_progress(size, size)
         self.blobs.add(digest)
 
-    def create(self, name: str, modelfile: str, files: dict, quantize=None) -> Iterator[dict]:
+    def create(
+        self, name: str, modelfile: str, files: Mapping[str, str], quantize: str | None = None
+    ) -> Iterator[ProgressResponse]:
         self.calls.append(("create", name, modelfile, dict(files), quantize))
         yield from self.create_events
 
-    def prune(self) -> dict:
-        return {"removed": 3, "freed": 1_500_000}
+    def create_from_file(
+        self, name: str, path: Path | str, quantize: str | None = None
+    ) -> Iterator[ProgressResponse]:
+        self.calls.append(("create_from_file", name, Path(path).name, quantize))
+        yield from self.create_events
 
-    def verify(self) -> dict:
-        return {"checked": 4, "corrupt": [], "missing": []}
+    # -- the hub ----------------------------------------------------------------------------
+    def hub_catalog(self) -> list[CatalogModel]:
+        return [
+            CatalogModel(
+                name="tiny:1m",
+                repo="org/tiny-GGUF",
+                quant="Q4_K_M",
+                kind="chat",
+                parameter_size="1M",
+                size=1000,
+                description="A tiny chat model.",
+            )
+        ]
 
-    def close(self) -> None:
-        pass
+    def hub_search(self, query: str, limit: int = 20) -> list[HubRepo]:
+        return [HubRepo(repo=f"org/{query or 'model'}-GGUF")][:limit]
+
+    def hub_files(self, repo: str) -> list[HubFile]:
+        return [
+            HubFile(
+                file="model-Q4_K_M.gguf",
+                quant="Q4_K_M",
+                size=1000,
+                shards=1,
+                name_to_pull=f"hf.co/{repo}:Q4_K_M",
+                recommended=True,
+            )
+        ]
 
 
-def answer_chunks(*pieces: str) -> list[dict]:
-    """``/api/chat`` stream chunks for an answer made of ``pieces``, with a final timing chunk."""
-    chunks = [{"message": {"role": "assistant", "content": p}, "done": False} for p in pieces]
-    chunks.append(
-        {
-            "message": {"role": "assistant", "content": ""},
-            "done": True,
-            "done_reason": "stop",
-            "total_duration": 1_500_000_000,
-            "load_duration": 20_000_000,
-            "prompt_eval_count": 10,
-            "prompt_eval_duration": 100_000_000,
-            "eval_count": 50,
-            "eval_duration": 1_000_000_000,
-        }
-    )
-    return chunks
+def signature_drift(fake: type) -> list[str]:
+    """How ``fake``'s methods differ from ``DaemonClient``'s (and so ``Client``'s): a method
+    missing or extra, or one whose parameters, defaults or annotations differ. Empty when
+    they match."""
+    wanted, found = _public_methods(DaemonClient), _public_methods(fake)
+    drift = [f"{fake.__name__} lacks {name}" for name in sorted(wanted.keys() - found.keys())]
+    drift += [f"{fake.__name__}.{name} is not a client method" for name in found.keys() - wanted]
+    for name in sorted(wanted.keys() & found.keys()):
+        if found[name] != wanted[name]:
+            drift.append(f"{fake.__name__}.{name}{found[name]} != {name}{wanted[name]}")
+    return drift
+
+
+def _public_methods(cls: type) -> dict[str, inspect.Signature]:
+    """The signature of each public method ``cls`` has (its own or inherited, not object's)."""
+    return {
+        name: inspect.signature(member, eval_str=True)
+        for name, member in inspect.getmembers(cls, inspect.isfunction)
+        if not name.startswith("_")
+    }

@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 
 from tests.support.polling import wait_for
+from tests.support.processes import child_pids
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,7 +55,7 @@ class Daemon:
             "PYTHONUNBUFFERED": "1",
             **(env or {}),
         }
-        self._log = self.log_path.open("wb")
+        self._log = self.log_path.open("ab")  # O_APPEND: a test may add lines too
         self.process = subprocess.Popen(
             [sys.executable, "-m", "daemon", "serve", "--host", f"127.0.0.1:{self.port}"],
             cwd=ROOT,
@@ -90,15 +91,7 @@ class Daemon:
 
     def runner_pids(self) -> list[int]:
         """Child processes of the daemon (its runners), from /proc."""
-        children = []
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                fields = stat.read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == self.process.pid:
-                children.append(int(stat.parent.name))
-        return children
+        return child_pids(self.process.pid)
 
     def stop(self) -> None:
         if self.process.poll() is None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings
 
-from app.gui.main import lan_memory
+from app.gui.main import lan_memory, port_memory
 from app.gui.services.bundle import Services, build_services
 from app.gui.state.daemon_control import DaemonControl
 from app.gui.state.gateway import Gateway
@@ -121,7 +121,13 @@ def open_app(
     """Services (and the window) as ``localllm app`` builds them, over ``gateway``, keeping
     chats and window settings (``settings.ini``) in ``folder``; started, not waited for."""
     prefs = prefs_in(folder)
-    services = build_services(gateway, folder, poll_ms=poll_ms, remember_lan=lan_memory(prefs))
+    services = build_services(
+        gateway,
+        folder,
+        poll_ms=poll_ms,
+        remember_lan=lan_memory(prefs),
+        remember_port=port_memory(prefs),
+    )
     shown = None
     if window:
         shown = MainWindow(services, prefs, base_url=gateway.control.url)

@@ -15,7 +15,8 @@ Repos are registered in-process (``hub.add_repo("org/repo", {"m.gguf": data_or_p
 Per file, :class:`Fault` injects a dropped connection, a stall, corrupt bytes, a 200 answer to
 a Range request or an error status; ``set_throttle`` limits each response of a file,
 ``set_link_rate`` all responses together (one shared link); ``bytes_served`` and
-``blob_requests`` count what went out, so tests can assert how much was (re-)fetched.
+``blob_requests`` count what went out, so tests can assert how much was (re-)fetched, and
+``peak_files_sending`` how many distinct files were being sent at the same moment.
 """
 
 from __future__ import annotations
@@ -98,6 +99,8 @@ class LocalHub:
         self._servers: list[_Server] = []
         self.cdn_saw_token = False  # set if a request to the CDN carried an Authorization
         self._sending = 0  # response bodies being sent right now
+        self._files_sending: dict[int, int] = {}  # id(file) -> bodies of it being sent
+        self.peak_files_sending = 0  # the most distinct files ever sent at the same moment
         self.link_rate: float | None = None  # bytes/s shared by all responses (a "link")
         self._link_free_at = 0.0
 
@@ -472,13 +475,19 @@ class _Body:
         self._file: BinaryIO | None = None
 
     def send(self, start: int, end: int) -> None:
-        with self.hub._lock:
-            self.hub._sending += 1
+        hub, key = self.hub, id(self.entry)
+        with hub._lock:
+            hub._sending += 1
+            hub._files_sending[key] = hub._files_sending.get(key, 0) + 1
+            hub.peak_files_sending = max(hub.peak_files_sending, len(hub._files_sending))
         try:
             self._send(start, end)
         finally:
-            with self.hub._lock:
-                self.hub._sending -= 1
+            with hub._lock:
+                hub._sending -= 1
+                hub._files_sending[key] -= 1
+                if not hub._files_sending[key]:
+                    del hub._files_sending[key]
 
     def _send(self, start: int, end: int) -> None:
         plain = self.fault is None and self.entry.throttle is None and not self.hub.link_rate

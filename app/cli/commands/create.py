@@ -2,7 +2,9 @@
 
 Files the Modelfile names are hashed and uploaded as blobs first (see
 :mod:`app.cli.modelfile_files`); the daemon then builds the model from the Modelfile text and
-those digests, streaming its steps, which are shown like pull progress.
+those digests, streaming its steps, which are shown like pull progress. A file outside the
+Modelfile's folder is uploaded only once the person says yes (or passes ``--yes``): a
+Modelfile from elsewhere must not be able to send ``~/.ssh/id_rsa`` off quietly.
 """
 
 from __future__ import annotations
@@ -12,9 +14,15 @@ from pathlib import Path
 
 from app.cli.context import Context
 from app.cli.errors import CliError
-from app.cli.modelfile_files import referenced_files, upload_referenced
+from app.cli.modelfile_files import (
+    ReferencedFile,
+    check_adapters,
+    referenced_files,
+    upload_referenced,
+)
 from app.cli.parsing import add_command
 from app.cli.progress import ProgressBoard
+from daemon.client import ClientError
 
 __all__ = ["register"]
 
@@ -47,8 +55,10 @@ def register(commands: argparse._SubParsersAction) -> None:
         description="""
             Create a model from a Modelfile. FROM names a model in the store or a local .gguf
             file (paths are relative to the Modelfile); PARAMETER, TEMPLATE, SYSTEM, ADAPTER,
-            LICENSE and MESSAGE work as in Ollama. Local files are copied into the store once
-            (identical files are stored once). --quantize converts an F16/F32 model.
+            LICENSE and MESSAGE work as in Ollama. ADAPTER names a LoRA adapter GGUF and an
+            optional scale (ADAPTER ./lora.gguf 0.5). Local files are copied into the store once
+            (identical files are stored once); a file outside the Modelfile's folder is sent
+            only after you confirm it (or with --yes). --quantize converts an F16/F32 model.
             """,
         examples=[
             "localllm create my-assistant -f Modelfile",
@@ -57,6 +67,7 @@ def register(commands: argparse._SubParsersAction) -> None:
             "a Modelfile:",
             "  FROM ./Llama-3.2-3B-Instruct-Q4_K_M.gguf",
             "  PARAMETER temperature 0.4",
+            "  ADAPTER ./my-lora.gguf 0.8",
             '  SYSTEM """You answer in one short paragraph."""',
         ],
     )
@@ -75,6 +86,12 @@ def register(commands: argparse._SubParsersAction) -> None:
         metavar="TYPE",
         type=_quant,
         help=f"quantize the model, e.g. q4_K_M ({', '.join(QUANTS)})",
+    )
+    parser.add_argument(
+        "-y",
+        "--yes",
+        action="store_true",
+        help="upload files outside the Modelfile's folder without asking",
     )
 
 
@@ -97,6 +114,9 @@ def _create(context: Context, args: argparse.Namespace) -> int:
         raise CliError(f"cannot read {path}: {getattr(error, 'strerror', None) or error}") from None
     files = referenced_files(text, path.resolve().parent)
     client = context.client()
+    check_adapters(text, files, lambda name: _architecture(client, name))
+    if not args.yes:
+        _confirm_outside(context, [file for file in files if file.outside])
     board = ProgressBoard(context.err)
     digests = upload_referenced(client, files, board)
     events = client.create(args.name, text, files=digests, quantize=args.quantize)
@@ -109,3 +129,33 @@ def _create(context: Context, args: argparse.Namespace) -> int:
             close()
     board.finish()
     return 0
+
+
+def _architecture(client, name: str) -> str | None:
+    """A store model's architecture, from the daemon (None if it cannot say: create will)."""
+    try:
+        info = client.show(name)
+    except ClientError:
+        return None
+    architecture = info.model_info.get("general.architecture")
+    return architecture if isinstance(architecture, str) and architecture else None
+
+
+def _confirm_outside(context: Context, outside: list[ReferencedFile]) -> None:
+    """Ask before sending each file outside the Modelfile's folder; refuse without a terminal."""
+    if not outside:
+        return
+    if not context.stdin_is_tty():
+        named = ", ".join(f"{file.instruction} {file.name}" for file in outside)
+        raise CliError(
+            f"the Modelfile names files outside its folder ({named}); nothing was uploaded. "
+            "Pass --yes to upload them anyway"
+        )
+    for file in outside:
+        context.err.write(
+            f"{file.instruction} {file.reference} is outside the Modelfile's folder: "
+            f"{file.path.resolve()}\nUpload it to the localllm daemon? [y/N] "
+        )
+        context.err.flush()
+        if context.stdin.readline().strip().lower() not in ("y", "yes"):
+            raise CliError(f"{file.name} was not uploaded; nothing was created")

@@ -7,16 +7,13 @@ anything is wrong so scripts and cron jobs notice.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
-from typing import Any
 
 from app.cli.context import Context
 from app.cli.formatting import format_size, short_id, table
 from app.cli.parsing import add_command, add_json_flag, dump_json
+from daemon.api import VerifyResponse
 
 __all__ = ["problems", "register"]
-
-_PROBLEM_KEYS = ("corrupt", "missing", "problems", "broken")
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -54,14 +51,9 @@ def _prune(context: Context, args: argparse.Namespace) -> int:
     if args.json:
         context.print(dump_json(result))
         return 0
-    removed = _first(result, "removed", "blobs_removed", "deleted", "files")
-    count = len(removed) if isinstance(removed, list) else removed
-    freed = _first(result, "freed", "bytes_freed", "reclaimed", "size")
-    if count is None and freed is None:
-        context.print(dump_json(result))
-        return 0
-    text = f"removed {count or 0} unused file{'' if count == 1 else 's'}"
-    context.print(text + (f", freed {format_size(freed)}" if isinstance(freed, int) else ""))
+    count = len(result.removed)
+    text = f"removed {count} unused file{'' if count == 1 else 's'}"
+    context.print(f"{text}, freed {format_size(result.freed)}")
     return 0
 
 
@@ -72,32 +64,20 @@ def _verify(context: Context, args: argparse.Namespace) -> int:
         context.print(dump_json(result))
         return 1 if found else 0
     if not found:
-        checked = _first(result, "checked", "blobs", "verified")
-        count = len(checked) if isinstance(checked, list) else checked
+        count = result.checked
         context.print(f"verified {count} blobs: no problems" if count else "no problems found")
         return 0
-    rows = [[short_id(p["digest"]), p["problem"], ", ".join(p["models"]) or "-"] for p in found]
+    rows = [
+        [short_id(digest), problem, ", ".join(models) or "-"] for digest, problem, models in found
+    ]
     context.print(table(["BLOB", "PROBLEM", "MODELS"], rows))
-    broken = sorted({model for p in found for model in p["models"]})
+    broken = sorted({model for _, _, models in found for model in models})
     if broken:
         context.note(f"broken models: {', '.join(broken)} (pull or create them again)")
     return 1
 
 
-def problems(result: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Every corrupt or missing blob in a verify report as ``{digest, problem, models}``."""
-    found = []
-    for key in _PROBLEM_KEYS:
-        for entry in result.get(key) or []:
-            if isinstance(entry, Mapping):
-                digest = str(entry.get("digest") or entry.get("blob") or "?")
-                problem = str(entry.get("problem") or entry.get("reason") or key)
-                models = entry.get("models") or entry.get("affects") or []
-            else:
-                digest, problem, models = str(entry), key, []
-            found.append({"digest": digest, "problem": problem, "models": [str(m) for m in models]})
-    return found
-
-
-def _first(result: Mapping[str, Any], *keys: str) -> Any:
-    return next((result[key] for key in keys if result.get(key) is not None), None)
+def problems(result: VerifyResponse) -> list[tuple[str, str, list[str]]]:
+    """Every corrupt or missing blob in a verify report as ``(digest, problem, models)``."""
+    found = [(p.digest, "corrupt", p.models) for p in result.corrupt]
+    return found + [(p.digest, "missing", p.models) for p in result.missing]

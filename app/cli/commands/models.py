@@ -87,17 +87,17 @@ def register(commands: argparse._SubParsersAction) -> None:
 def _list(context: Context, args: argparse.Namespace) -> int:
     models = context.client().list_models()
     if args.filter:
-        models = [m for m in models if args.filter.lower() in str(m.get("name", "")).lower()]
+        models = [m for m in models if args.filter.lower() in m.name.lower()]
     if args.json:
         context.print(dump_json(models))
         return 0
     now = datetime.now(UTC)
     rows = [
         [
-            m.get("name") or m.get("model", "?"),
-            short_id(m.get("digest")),
-            format_size(m.get("size")),
-            relative_time(parse_time(m.get("modified_at")), now),
+            m.name or m.model,
+            short_id(m.digest),
+            format_size(m.size),
+            relative_time(parse_time(m.modified_at), now),
         ]
         for m in models
     ]
@@ -114,9 +114,9 @@ def _show(context: Context, args: argparse.Namespace) -> int:
     if part is None:
         context.out.write(render_show(info))
     elif part == "parameters":
-        context.print("\n".join(parameter_lines(info.get("parameters"))))
+        context.print("\n".join(parameter_lines(info.parameters)))
     else:
-        context.print(_text(info.get(part)))
+        context.print(_text(getattr(info, part)))
     return 0
 
 

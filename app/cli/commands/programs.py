@@ -16,7 +16,7 @@ import sys
 from app.cli.context import Context
 from app.cli.errors import CliError
 from app.cli.parsing import add_command
-from daemon.client.launcher import connect_url
+from app.gui.system_libraries import qt_platform_problem
 
 __all__ = ["register"]
 
@@ -76,11 +76,12 @@ def _serve(context: Context, args: argparse.Namespace) -> int:
 
 
 def _app(context: Context, args: argparse.Namespace) -> int:
-    app_args = list(args.extra)
-    if not any(arg == "--host" or arg.startswith("--host=") for arg in app_args):
-        app_args = ["--host", connect_url(context.settings), *app_args]
+    """The app reads the same ``LOCALLLM_*`` settings itself (and the port chosen in it)."""
+    problem = qt_platform_problem(os.environ)  # before Qt loads: it would abort instead
+    if problem is not None:
+        raise CliError(problem)
     try:
         from app.gui.main import run_app
     except ImportError as error:
         raise CliError(f"the desktop app cannot start: {error} (is PySide6 installed?)") from None
-    return run_app(app_args)
+    return run_app(list(args.extra))

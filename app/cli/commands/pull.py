@@ -16,7 +16,8 @@ from app.cli.errors import EXIT_INTERRUPTED, CliError
 from app.cli.formatting import format_size, table
 from app.cli.parsing import add_command, add_json_flag, dump_json
 from app.cli.progress import ProgressBoard
-from daemon.client import ClientError
+from daemon.api import PullRecordOut
+from daemon.client import ClientError, DaemonClient
 
 __all__ = ["pull_model", "register"]
 
@@ -81,9 +82,9 @@ def pull_model(context: Context, name: str, *, as_json: bool = False) -> str:
     status = ""
     try:
         for event in events:
-            status = str(event.get("status") or status)
+            status = event.status or status
             if as_json:
-                context.print(json.dumps(event))
+                context.print(json.dumps(event.model_dump(exclude_none=True)))
             else:
                 board.update(event)
     except KeyboardInterrupt:
@@ -103,7 +104,7 @@ def pull_model(context: Context, name: str, *, as_json: bool = False) -> str:
     return "success"
 
 
-def _pause(client, name: str) -> None:
+def _pause(client: DaemonClient, name: str) -> None:
     """Ask the daemon to pause (dropping the stream alone may already have done it)."""
     with contextlib.suppress(ClientError):
         client.pause_pull(name)
@@ -125,10 +126,10 @@ def _pulls(context: Context, args: argparse.Namespace) -> int:
     return 0
 
 
-def _pull_row(pull: dict) -> list[str]:
-    total, completed = pull.get("total"), pull.get("completed") or 0
-    if isinstance(total, int) and total > 0:
+def _pull_row(pull: PullRecordOut) -> list[str]:
+    total, completed = pull.total, pull.completed
+    if total > 0:
         done = f"{int(completed * 100 / total)}% ({format_size(completed)}/{format_size(total)})"
     else:
         done = format_size(completed) if completed else "-"
-    return [str(pull.get("name") or pull.get("model") or "?"), str(pull.get("status", "-")), done]
+    return [pull.name, pull.status, done]

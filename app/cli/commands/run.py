@@ -2,23 +2,25 @@
 
 Piped input becomes the prompt (``cat notes.txt | localllm run qwen "summarize"``); with no
 prompt on a terminal the chat opens. A model that is not in the store is pulled first. For a
-model that sees pictures, picture files named in the prompt are attached.
+model that sees images, image files named in the prompt are attached. A thinking model's
+reasoning is shown apart from the answer (:mod:`app.cli.thinking_output`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
 
 from app.cli.answer import stream_answer, timing_lines
-from app.cli.attachments import PictureError, model_sees_pictures, user_message
+from app.cli.attachments import ImageError, model_sees_images, user_message
 from app.cli.chat_input import parse_options
 from app.cli.chat_session import ChatSession
 from app.cli.commands.pull import pull_model
 from app.cli.context import Context
 from app.cli.errors import EXIT_INTERRUPTED, EXIT_USAGE, CliError
 from app.cli.parsing import add_command
+from app.cli.thinking_output import THINK_VALUES, ThinkingOutput
+from daemon.api import ShowResponse
 from daemon.client import ModelNotFound
 
 __all__ = ["build_prompt", "register"]
@@ -35,7 +37,7 @@ def register(commands: argparse._SubParsersAction) -> None:
             it for commands, \"\"\" for several lines, Ctrl-D or /bye to leave). Text piped in
             is read as the prompt, followed by PROMPT if given. A model not in the store is
             pulled first. For a model with the vision capability, a path in the prompt to a
-            picture file (.png, .jpg, .jpeg, .webp, .gif, .bmp) attaches that picture.
+            image file (.png, .jpg, .jpeg, .webp, .gif, .bmp) attaches that image.
             """,
         examples=[
             "localllm run qwen2.5:0.5b",
@@ -44,11 +46,14 @@ def register(commands: argparse._SubParsersAction) -> None:
             'localllm run qwen2.5:0.5b --format json "Three colors as a JSON list"',
             'localllm run qwen2.5:0.5b -o temperature 0 -o num_predict 64 "Hi"',
             "localllm run qwen2.5:0.5b --verbose --keepalive 30m",
-            'localllm run llava:7b "What is in this picture? ./cat.png"',
+            'localllm run llava:7b "What is in this image? ./cat.png"',
+            'localllm run qwen3:0.6b --think=low -o think_budget 256 "Is 1009 a prime?"',
+            'localllm run qwen3:0.6b --hidethinking "Is 1009 a prime?"',
         ],
     )
     parser.add_argument("model", metavar="MODEL", help="model to run")
     parser.add_argument("prompt", nargs="*", metavar="PROMPT", help="the prompt (words are joined)")
+    parser.set_defaults(trailing_words="prompt")  # `run MODEL --verbose Why?` keeps "Why?"
     parser.add_argument(
         "--format", metavar="FORMAT", help='answer format: "json", or a JSON schema as text'
     )
@@ -67,7 +72,43 @@ def register(commands: argparse._SubParsersAction) -> None:
         nargs=2,
         action="append",
         metavar=("NAME", "VALUE"),
-        help="a model parameter, e.g. -o temperature 0.2 (repeatable)",
+        help="a model parameter, e.g. -o temperature 0.2 (repeatable); -o think_budget N caps "
+        "a thinking model's thinking at N tokens",
+    )
+    _add_think_flags(parser)
+
+
+def _add_think_flags(parser: argparse.ArgumentParser) -> None:
+    """``--think``, ``--think=VALUE`` (a value only after "=", as in Ollama, so the flag never
+    swallows the model or the prompt), ``--nothink`` and ``--hidethinking``."""
+    think = parser.add_mutually_exclusive_group()
+    think.add_argument(
+        "--think",
+        dest="think",
+        action="store_const",
+        const=True,
+        help="think before answering (a thinking model); --think=low, =medium or =high sets "
+        "the effort (gpt-oss), --think=false is --nothink",
+    )
+    for word, value in THINK_VALUES.items():
+        think.add_argument(
+            f"--think={word}",
+            dest="think",
+            action="store_const",
+            const=value,
+            help=argparse.SUPPRESS,
+        )
+    think.add_argument(
+        "--nothink",
+        dest="think",
+        action="store_const",
+        const=False,
+        help="answer without thinking",
+    )
+    parser.add_argument(
+        "--hidethinking",
+        action="store_true",
+        help="let the model think, but print only the answer",
     )
 
 
@@ -92,22 +133,24 @@ def _run(context: Context, args: argparse.Namespace) -> int:
     info = _ensure_model(context, args.model)
     if info is None:
         return EXIT_INTERRUPTED
-    sees_pictures = model_sees_pictures(info)
+    sees_images = model_sees_images(info)
     settings = {"options": options, "keep_alive": args.keepalive, "format": answer_format}
+    settings |= {"think": args.think, "hide_thinking": args.hidethinking}
     if interactive:
         session = ChatSession(
             context,
             args.model,
             verbose=args.verbose,
             system=args.system,
-            sees_pictures=sees_pictures,
+            sees_images=sees_images,
+            thinks="thinking" in info.capabilities,
             **settings,
         )
         return session.run()
     messages = [{"role": "system", "content": args.system}] if args.system else []
     try:
-        messages.append(user_message(prompt, sees_pictures, context.note))
-    except PictureError as error:
+        messages.append(user_message(prompt, sees_images, context.note))
+    except ImageError as error:
         raise CliError(str(error)) from None
     chunks = context.client().chat(
         args.model,
@@ -115,8 +158,10 @@ def _run(context: Context, args: argparse.Namespace) -> int:
         options=options or None,
         keep_alive=args.keepalive,
         format=answer_format,
+        think=args.think,
     )
-    answer = stream_answer(chunks, context.out)
+    thinking = ThinkingOutput.choose(context.out, context.err, hidden=args.hidethinking)
+    answer = stream_answer(chunks, context.out, thinking)
     if not answer.text.endswith("\n"):
         context.print()
     if args.verbose and answer.final:
@@ -137,7 +182,7 @@ def _answer_format(text: str | None) -> object:
     return schema
 
 
-def _ensure_model(context: Context, model: str) -> dict[str, Any] | None:
+def _ensure_model(context: Context, model: str) -> ShowResponse | None:
     """The model's ``show`` details, pulling it first if the store lacks it; None if the user
     interrupted the pull."""
     try:

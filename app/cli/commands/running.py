@@ -9,6 +9,7 @@ from app.cli.context import Context
 from app.cli.errors import CliError
 from app.cli.formatting import format_size, format_until, short_id, table
 from app.cli.parsing import add_command, add_json_flag, dump_json
+from daemon.api import RunningModel
 
 __all__ = ["register", "same_model"]
 
@@ -46,12 +47,12 @@ def _ps(context: Context, args: argparse.Namespace) -> int:
     now = datetime.now(UTC)
     rows = [
         [
-            model.get("name") or model.get("model", "?"),
-            short_id(model.get("digest")),
-            format_size(model.get("size")),
-            model.get("processor") or _processor(model),
-            model.get("context_length") or "-",
-            format_until(model.get("expires_at"), now),
+            model.name or model.model,
+            short_id(model.digest),
+            format_size(model.size),
+            model.processor or _processor(model),
+            model.context_length or "-",
+            format_until(model.expires_at, now),
         ]
         for model in running
     ]
@@ -59,9 +60,9 @@ def _ps(context: Context, args: argparse.Namespace) -> int:
     return 0
 
 
-def _processor(model: dict) -> str:
+def _processor(model: RunningModel) -> str:
     """``100% GPU``, ``100% CPU`` or ``48%/52% CPU/GPU`` from size and size_vram."""
-    size, vram = model.get("size") or 0, model.get("size_vram") or 0
+    size, vram = model.size, model.size_vram
     if not size:
         return "-"
     gpu = round(vram * 100 / size)
@@ -83,7 +84,7 @@ def same_model(wanted: str, name: str) -> bool:
 def _stop(context: Context, args: argparse.Namespace) -> int:
     client = context.client()
     running = client.running()
-    names = [m.get("name") or m.get("model") or "" for m in running]
+    names = [m.name or m.model for m in running]
     match = next((name for name in names if same_model(args.name, name)), None)
     if match is None:
         raise CliError(f"model '{args.name}' is not running (see `localllm ps`)")

@@ -7,11 +7,11 @@ the version from ``/health`` and the store as unknown.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
+from typing import TypeVar
 
 from app.cli.doctor.report import DaemonState
-from daemon.client import Client, ClientError, Unauthorized
+from daemon.client import Client, ClientError, DaemonClient, Unauthorized
 from daemon.client.launcher import DaemonStartError, connect_url, daemon_answers, is_loopback
 from daemon.settings import Settings
 
@@ -20,6 +20,7 @@ __all__ = ["daemon_state"]
 _TIMEOUT = 10.0
 _MISSING = (404, 405)  # the daemon predates the endpoint
 _WILDCARDS = ("0.0.0.0", "::", "")  # listening on every address, this one included
+T = TypeVar("T")
 
 
 def daemon_state(settings: Settings) -> DaemonState:
@@ -33,7 +34,7 @@ def daemon_state(settings: Settings) -> DaemonState:
     client = Client(url, api_key=settings.api_key, timeout=_TIMEOUT)
     try:
         version = _version(client)
-        system = _optional(client.system) or {}
+        system = _optional(client.system)
     except Unauthorized:
         message = "the daemon wants an API key: set LOCALLLM_API_KEY to the one it uses"
         return DaemonState(url, running=True, local=local, error=message)
@@ -41,18 +42,19 @@ def daemon_state(settings: Settings) -> DaemonState:
         return DaemonState(url, running=True, local=local, error=f"the daemon failed: {error}")
     finally:
         client.close()
-    models_dir = system.get("models_dir") if isinstance(system, Mapping) else None
-    return DaemonState(url, True, local, version, str(models_dir) if models_dir else None)
+    models_dir = system.models_dir if system is not None else None
+    return DaemonState(url, True, local, version, models_dir or None)
 
 
-def _version(client: Any) -> str | None:
+def _version(client: DaemonClient) -> str | None:
     version = _optional(client.version)
     if version is None:
-        version = (_optional(client.health) or {}).get("version")
-    return str(version) if version else None
+        health = _optional(client.health)
+        version = health.version if health is not None else None
+    return version or None
 
 
-def _optional(call: Callable[[], Any]) -> Any:
+def _optional(call: Callable[[], T]) -> T | None:
     try:
         return call()
     except ClientError as error:

@@ -11,10 +11,11 @@ from datetime import UTC, datetime
 from app.gui.item_models.table import Column, RecordTableModel
 from app.gui.state.downloads import Download
 from app.gui.state.fit import Fit, fit_for
-from app.gui.state.records import HubFile, RunningModel, SystemInfo
+from app.gui.state.records import CatalogModel, HubFile, RunningModel, SystemInfo
 from app.gui.state.units import ago, bytes_text, duration_text, rate_text
 
 __all__ = [
+    "CatalogTableModel",
     "DownloadsModel",
     "HubFilesModel",
     "HubReposModel",
@@ -43,8 +44,8 @@ class InstalledModelsModel(RecordTableModel):
         Column("Parameters", lambda m: m.parameter_size),
         Column("Quantization", lambda m: m.quantization),
         Column("Size", lambda m: bytes_text(m.size), lambda m: m.size, numeric=True),
-        Column(
-            "Context",
+        Column(  # what the model was trained for; the details say what chats run at
+            "Trained context",
             lambda m: _context(m.context_length),
             lambda m: m.context_length or 0,
             numeric=True,
@@ -141,6 +142,42 @@ class HubFilesModel(RecordTableModel):
 
 
 _RECOMMENDED = "The best quality that fits in this machine's free memory"
+NEEDS_INTERNET = "needs internet to download"
+
+
+class CatalogTableModel(RecordTableModel):
+    """The curated models (known without the internet), each with its fit badge; marked when
+    the hub cannot be reached."""
+
+    def __init__(self, parent=None):
+        super().__init__(lambda m: m.name, parent)
+        self._system: SystemInfo | None = None
+        self.offline = False
+        self.columns = (
+            Column("Model", lambda m: m.name, tooltip=lambda m: m.repo),
+            Column("Parameters", lambda m: m.parameter_size),
+            Column("Size", lambda m: bytes_text(m.size), lambda m: m.size, numeric=True),
+            Column("Fits", lambda m: self.fit(m).label, color=lambda m: self.fit(m).colour),
+            Column("Download", lambda _m: NEEDS_INTERNET if self.offline else ""),
+            Column("About", lambda m: m.description, tooltip=lambda m: m.description),
+        )
+
+    def set_system(self, system: SystemInfo | None) -> None:
+        self._system = system
+        self._changed(3)
+
+    def set_offline(self, offline: bool) -> None:
+        if offline != self.offline:
+            self.offline = offline
+            self._changed(4)
+
+    def fit(self, m: CatalogModel) -> Fit:
+        return fit_for(m.size, self._system)
+
+    def _changed(self, column: int) -> None:
+        if self.rowCount():
+            last = self.rowCount() - 1
+            self.dataChanged.emit(self.index(0, column), self.index(last, column))
 
 
 def _progress(d: Download) -> str:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from PySide6 import QtGui
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QColor
 
@@ -67,7 +68,7 @@ class RecordTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.TextAlignmentRole and column.numeric:
             return int(_RIGHT.value)
         if role == Qt.ItemDataRole.ToolTipRole and column.tooltip:
-            return column.tooltip(item)
+            return _never_markup(column.tooltip(item))
         if role == Qt.ItemDataRole.ForegroundRole and column.color:
             colour = column.color(item)
             return QColor(colour) if colour else None
@@ -129,3 +130,9 @@ class RecordTableModel(QAbstractTableModel):
 
     def _changed(self, row: int) -> None:
         self.dataChanged.emit(self.index(row, 0), self.index(row, len(self.columns) - 1))
+
+
+def _never_markup(tip: str) -> str:
+    """A tooltip as text: Qt renders one that looks like HTML (a pull's status is the
+    daemon's text), so such a one goes as escaped HTML."""
+    return QtGui.Qt.convertFromPlainText(tip) if QtGui.Qt.mightBeRichText(tip) else tip

@@ -18,6 +18,7 @@ from app.gui.services.daemon_monitor import DaemonMonitor
 from app.gui.services.downloads import DownloadService
 from app.gui.services.hub import HubService
 from app.gui.services.library import ModelLibrary
+from app.gui.services.presets import PresetService
 from app.gui.services.server import ServerService
 from app.gui.state.gateway import Gateway
 from app.gui.workers import Workers
@@ -25,6 +26,7 @@ from app.gui.workers import Workers
 __all__ = ["Services", "build_services"]
 
 HISTORY_FILE = "chats.sqlite3"
+PRESETS_FILE = "presets.json"
 
 
 @dataclass(eq=False)
@@ -38,11 +40,13 @@ class Services:
     hub: HubService
     server: ServerService
     chat: ChatController
+    presets: PresetService
     _held: list[str] = field(default_factory=list)  # pulls to resume after a restart
 
     def start(self) -> None:
         """Read the chat list and begin watching the daemon; returns at once."""
         self.chat.load()
+        self.presets.load()
         self.monitor.start()
 
     def shutdown(self) -> None:
@@ -56,7 +60,8 @@ class Services:
         """A local-network switch restarts the daemon, which pauses its pulls on the way
         down: resume the ones that were running once it is back."""
         if switching:
-            self._held = [d.name for d in self.downloads.state.items() if d.state == "running"]
+            held = ("queued", "running")
+            self._held = [d.name for d in self.downloads.state.items() if d.state in held]
             return
         self.downloads.resume_paused(self._held)
         self._held = []
@@ -65,6 +70,7 @@ class Services:
         self.library.refresh()
         self.downloads.start()
         self.hub.load_system()
+        self.hub.load_catalog()
         self.server.refresh()
 
 
@@ -76,6 +82,7 @@ def build_services(
     autostart: bool = True,
     poll_ms: int = 3000,
     remember_lan: Callable[[bool], None] | None = None,
+    remember_port: Callable[[int], None] | None = None,
 ) -> Services:
     net = Workers(max_threads=12, parent=parent)
     disk = Workers(max_threads=1, parent=parent)
@@ -88,8 +95,9 @@ def build_services(
         library=ModelLibrary(gateway, net, parent),
         downloads=DownloadService(gateway, net, poll_ms=min(poll_ms, 1500), parent=parent),
         hub=HubService(gateway, net, parent),
-        server=ServerService(gateway, net, monitor, remember_lan, parent),
+        server=ServerService(gateway, net, monitor, remember_lan, parent, remember_port),
         chat=ChatController(gateway, net, disk, Path(data_dir) / HISTORY_FILE, parent),
+        presets=PresetService(Path(data_dir) / PRESETS_FILE, disk, parent),
     )
     services.monitor.came_up.connect(services._daemon_up)
     services.server.switching.connect(services._hold_pulls)

@@ -23,8 +23,10 @@ from app.gui.item_models.conversations import (
     ConversationListModel,
 )
 from app.gui.services.chat_history import ChatHistory
-from app.gui.state.chat.records import Conversation, Message, new_id
+from app.gui.state.chat.errors import explain
+from app.gui.state.chat.records import ChatOptions, Conversation, Message, new_id
 from app.gui.state.chat.session import ChatSession, Persist
+from app.gui.state.chat.thinking import think_request
 from app.gui.state.gateway import Gateway
 from app.gui.state.records import ChatDelta, ChatDone
 from app.gui.workers import Job, Workers
@@ -103,6 +105,19 @@ class ChatController(QObject):
         """A new model, system prompt or parameters for a chat."""
         self._apply(conversation)
 
+    def apply_settings(self, conversation_id: str, system_prompt: str, options: ChatOptions):
+        """The settings panel's edit, merged into the chat as it is now: the panel's copy of
+        the chat may be older than its title (given by the first reply) or its model."""
+        current = self._current(conversation_id)
+        if current is not None:
+            self._apply(replace(current, system_prompt=system_prompt, options=options))
+
+    def set_think(self, conversation_id: str, think: str) -> None:
+        """A chat's Think setting (``thinking.THINK_CHOICES``), for the replies to come."""
+        current = self._current(conversation_id)
+        if current is not None and current.think != think:
+            self._apply(replace(current, think=think))
+
     def delete(self, conversation_id: str) -> None:
         live = self._live.pop(conversation_id, None)
         if live is not None:
@@ -139,7 +154,18 @@ class ChatController(QObject):
         return True
 
     def regenerate(self) -> bool:
+        """A new version of the last reply (the earlier ones stay, "< 1/2 >")."""
         return self._ask(lambda s: s.regenerate())
+
+    def continue_reply(self, message_id: str) -> bool:
+        """Write more of a reply that the token limit or Stop cut off."""
+        return self._ask(lambda s: s.continue_reply(message_id))
+
+    def delete_message(self, message_id: str) -> bool:
+        return self._change(lambda s: s.delete(message_id))
+
+    def show_version(self, message_id: str, version: int) -> bool:
+        return self._change(lambda s: s.show_version(message_id, version))
 
     def edit(self, message_id: str, text: str) -> bool:
         return self._ask(lambda s: s.edit(message_id, text))
@@ -187,14 +213,32 @@ class ChatController(QObject):
         self._stream(session)
         return True
 
+    def _change(self, change: Callable[[ChatSession], Persist]) -> bool:
+        """A change that asks the model nothing (delete, flip versions)."""
+        session = self.session
+        if session is None:
+            return False
+        if session.streaming:
+            self.error.emit("A reply is still coming; stop it first (Esc).")
+            return False
+        try:
+            persist = change(session)
+        except ValueError as exc:
+            self.error.emit(str(exc))
+            return False
+        self._write(persist)
+        self.transcript_changed.emit()
+        return True
+
     def _stream(self, session: ChatSession) -> None:
         reply_id, c = session.reply_id, session.conversation
         turns = session.turns()
+        think = think_request(c.think)
         job = self._net.stream(
-            lambda: self._gateway.chat(c.model, turns, c.options.to_options()),
+            lambda: self._gateway.chat(c.model, turns, c.options.to_options(), think=think),
             lambda event: self._event(session, reply_id, event),
             lambda _: self._ended(session, reply_id),
-            lambda exc: self._finished(session, session.fail(reply_id, exc)),
+            lambda exc: self._failed(session, reply_id, exc),
         )
         self._live[c.id] = (session, job)
         self.transcript_changed.emit()
@@ -206,6 +250,14 @@ class ChatController(QObject):
             self._finished(session, persist)
         elif session is self.session:
             self.transcript_changed.emit()
+
+    def _failed(self, session: ChatSession, reply_id: str, error: Exception) -> None:
+        """In place where the reply would have been; a failed continuation leaves the reply
+        as it was, so the status line says why."""
+        continuing = session.continuing and session.reply_id == reply_id
+        self._finished(session, session.fail(reply_id, error))
+        if continuing and session is self.session:
+            self.error.emit("Could not continue: " + " ".join(explain(error)).strip())
 
     def _ended(self, session: ChatSession, reply_id: str) -> None:
         if session.reply_id == reply_id:  # the stream ended without its final chunk
@@ -236,6 +288,14 @@ class ChatController(QObject):
         else:
             self.conversations.update(conversation)
             self._history.save_conversation(conversation)
+
+    def _current(self, conversation_id: str) -> Conversation | None:
+        """A chat as it is now: its streaming or open session knows best."""
+        live = self._live.get(conversation_id)
+        session = live[0] if live else self.session
+        if session is not None and session.conversation.id == conversation_id:
+            return session.conversation
+        return self.conversations.conversation(conversation_id)
 
     def _listed(self, conversations: list[Conversation]) -> None:
         self.conversations.reset(conversations)

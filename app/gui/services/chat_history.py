@@ -40,7 +40,8 @@ class ChatHistory:
         self._run(lambda s: s.delete_conversation(conversation_id))
 
     def save(self, persist: Persist) -> None:
-        """Write one change: the chat, then the cut, then the messages, in one job."""
+        """Write one change: the chat, then the cut or the removal, then the messages, in one
+        job."""
         conversation = persist.conversation
         if conversation is None:
             return
@@ -49,6 +50,8 @@ class ChatHistory:
             store.save_conversation(conversation)
             if persist.truncate_from is not None:
                 store.truncate(conversation.id, persist.truncate_from)
+            if persist.removed is not None:
+                store.remove_message(conversation.id, persist.removed)
             for position, message in persist.messages:
                 store.save_message(conversation.id, position, message)
 

@@ -1,8 +1,10 @@
 """Pulls and imports, watched from the window; the daemon does the work and owns the pulls.
 
 A pull this window starts is followed through its progress stream; every pull the daemon
-knows about (including ones started before the window opened) is picked up by polling
-``pulls()``. Closing the window only stops the watching.
+knows about (including ones started before the window opened, or from the command line) is
+picked up by polling ``pulls()``. The list is polled often only while a pull runs that no
+stream of ours follows; otherwise now and then (``quiet_ms``), to find pulls started
+elsewhere. Closing the window only stops the watching.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from app.gui.workers import Job, Workers
 
 __all__ = ["DownloadService"]
 
+_QUIET_FACTOR = 10  # quiet_ms defaults to ten times poll_ms
+
 
 class DownloadService(QObject):
     finished = Signal(str)  # a model name, now installed
@@ -32,6 +36,7 @@ class DownloadService(QObject):
         workers: Workers,
         poll_ms: int = 1500,
         parent: QObject | None = None,
+        quiet_ms: int | None = None,
     ):
         super().__init__(parent)
         self._gateway, self._workers = gateway, workers
@@ -39,9 +44,15 @@ class DownloadService(QObject):
         self.table = DownloadsModel(self)
         self._streams: dict[str, Job] = {}
         self._polling: Job | None = None
+        self._poll_ms = poll_ms
+        self._quiet_ms = quiet_ms if quiet_ms is not None else poll_ms * _QUIET_FACTOR
         self._timer = QTimer(self)
-        self._timer.setInterval(poll_ms)
+        self._timer.setInterval(self._quiet_ms)
         self._timer.timeout.connect(self.poll)
+
+    @property
+    def poll_interval_ms(self) -> int:
+        return self._timer.interval()
 
     def start(self) -> None:
         self.poll()
@@ -109,6 +120,7 @@ class DownloadService(QObject):
             lambda _: self._ended(name),
             lambda exc: self._failed(name, exc),
         )
+        self._pace()
 
     def _progress(self, event: PullProgress) -> None:
         self.state.on_progress(event)
@@ -116,6 +128,7 @@ class DownloadService(QObject):
 
     def _ended(self, name: str) -> None:
         self._streams.pop(download_key(name), None)
+        self._pace()
         current = self.state.get(name)
         if current is not None and current.state == "done":
             self.finished.emit(current.name)
@@ -147,6 +160,17 @@ class DownloadService(QObject):
     def _sync(self) -> None:
         self.table.replace(self.state.items())
         self.active_changed.emit(sum(1 for d in self.state.items() if d.active))
+        self._pace()
+
+    def _pace(self) -> None:
+        """Poll often only while a pull runs that no stream of ours reports."""
+        unwatched = any(
+            d.state == "running" and download_key(d.name) not in self._streams
+            for d in self.state.items()
+        )
+        wanted = self._poll_ms if unwatched else self._quiet_ms
+        if self._timer.interval() != wanted:  # setting it restarts the timer
+            self._timer.setInterval(wanted)
 
     def _report(self, error: Exception) -> None:
         self.error.emit(str(error))

@@ -2,6 +2,8 @@
 
 Owns the Models page's table model. Details (metadata, template, capabilities) cost a request
 each, so they are fetched once per digest and kept; the context column is filled from them.
+What a chat gets by default (``defaults``) also needs the context length the daemon starts
+models with, which comes from the same settings the daemon reads.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from PySide6.QtCore import QObject, Signal
 
 from app.gui.item_models.daemon_tables import InstalledModelsModel
 from app.gui.state.gateway import Gateway
+from app.gui.state.model_defaults import ModelDefaults
 from app.gui.state.records import InstalledModel, ModelDetails
 from app.gui.workers import Workers
+from daemon.settings import Settings
 
 __all__ = ["ModelLibrary"]
 
@@ -24,9 +28,18 @@ class ModelLibrary(QObject):
     details_ready = Signal(object)  # ModelDetails
     error = Signal(str)
 
-    def __init__(self, gateway: Gateway, workers: Workers, parent: QObject | None = None):
+    def __init__(
+        self,
+        gateway: Gateway,
+        workers: Workers,
+        parent: QObject | None = None,
+        *,
+        daemon_context: int | None = None,
+    ):
         super().__init__(parent)
         self._gateway, self._workers = gateway, workers
+        settings = gateway.control.settings if gateway.control is not None else Settings()
+        self.daemon_context = daemon_context or settings.num_ctx
         self.table = InstalledModelsModel(self)
         self.loaded = False  # becomes True after the first successful list
         self._details: dict[str, tuple[str, ModelDetails]] = {}  # name -> (digest, details)
@@ -44,6 +57,10 @@ class ModelLibrary(QObject):
             self._deliver(cached, then)
         else:
             self._fetch(name, lambda d: self._deliver(d, then), self._report)
+
+    def defaults(self, details: ModelDetails) -> ModelDefaults:
+        """What a chat with this model gets for each setting it leaves to the model."""
+        return ModelDefaults.of(details, self.daemon_context)
 
     def cached_details(self, name: str) -> ModelDetails | None:
         entry = self._details.get(name)

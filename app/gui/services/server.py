@@ -1,9 +1,10 @@
-"""The Server page's data: address, loaded models, local-network switch, API key, log.
+"""The Server page's data: address and port, loaded models, local-network switch, API key,
+starting and stopping the daemon, its log.
 
 Everything is a worker call; results arrive as signals the page binds to. Switching the local
-network on or off restarts the daemon, so it goes through the monitor (the status bar says
-"starting" meanwhile, and the pages reload when it is back); the choice is remembered only once
-the daemon runs with it.
+network on or off, or moving the daemon to another port, restarts it, so it goes through the
+monitor (the status bar says "starting" meanwhile, and the pages reload when it is back); the
+choice is remembered only once the daemon runs with it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class ServerService(QObject):
     switching = Signal(bool)  # a local-network switch is under way
     api_key_ready = Signal(str)
     log_ready = Signal(str)
+    log_failed = Signal(str)  # apart from ``error``: the next log that comes makes it stale
     error = Signal(str)
 
     def __init__(
@@ -35,10 +37,12 @@ class ServerService(QObject):
         monitor: DaemonMonitor,
         remember_lan: Callable[[bool], None] | None = None,
         parent: QObject | None = None,
+        remember_port: Callable[[int], None] | None = None,
     ):
         super().__init__(parent)
         self._gateway, self._workers, self._monitor = gateway, workers, monitor
         self._remember = remember_lan
+        self._remember_port = remember_port
         self.running = RunningModelsModel(self)
         self.info: ServerInfo | None = None
         self._running_job = None
@@ -58,18 +62,48 @@ class ServerService(QObject):
             lambda: self._gateway.unload(name), lambda _: self.refresh_running(), self._report
         )
 
+    @property
+    def remote(self) -> bool:
+        """The daemon runs on another computer: this window can neither start nor stop it."""
+        control = self._gateway.control
+        return control is None or control.remote
+
+    @property
+    def port_movable(self) -> bool:
+        """Whether this window may move the daemon to another port (it is local, and no
+        --host or LOCALLLM_HOST named the address)."""
+        control = self._gateway.control
+        return control is not None and not control.remote and not control.port_fixed
+
     def set_lan(self, enabled: bool) -> None:
         """Restart the daemon on every interface (with the API key) or on this machine only."""
         self.switching.emit(True)
         self._monitor.restart(
-            lambda: self._gateway.set_lan(enabled), self._lan_switched, self._lan_failed
+            lambda: self._gateway.set_lan(enabled), self._lan_switched, self._switch_failed
         )
+
+    def set_port(self, port: int) -> None:
+        """Restart the daemon on ``port``, remembered for the next start once it runs there."""
+        self.switching.emit(True)
+        self._monitor.restart(
+            lambda: self._gateway.move_daemon(port), self._port_moved, self._switch_failed
+        )
+
+    def stop_daemon(self) -> None:
+        self._monitor.stop_daemon(self._report)
+
+    def start_daemon(self) -> None:
+        self._monitor.restart()
 
     def fetch_api_key(self) -> None:
         self._workers.call(self._gateway.api_key, self.api_key_ready.emit, self._report)
 
-    def fetch_log(self, lines: int = 400) -> None:
-        self._workers.call(lambda: self._gateway.logs(lines), self.log_ready.emit, self._report)
+    def fetch_log(self, lines: int = 2000) -> None:
+        self._workers.call(
+            lambda: self._gateway.logs(lines),
+            self.log_ready.emit,
+            lambda error: self.log_failed.emit(str(error)),
+        )
 
     def _lan_switched(self, info: ServerInfo) -> None:
         self.switching.emit(False)
@@ -77,7 +111,13 @@ class ServerService(QObject):
             self._remember(info.lan)
         self._got_info(info)
 
-    def _lan_failed(self, error: Exception) -> None:
+    def _port_moved(self, info: ServerInfo) -> None:
+        self.switching.emit(False)
+        if self._remember_port is not None:
+            self._remember_port(info.port)
+        self._got_info(info)
+
+    def _switch_failed(self, error: Exception) -> None:
         self.switching.emit(False)
         self._report(error)
         if self.info is not None:

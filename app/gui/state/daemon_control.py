@@ -38,6 +38,17 @@ def lan_address() -> str:
             return _LOCAL_ADDRESS
 
 
+def _port_free(host: str, port: int) -> bool:
+    """Whether a daemon could listen on ``port`` (nothing else holds it)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the daemon's server
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
 class DaemonControl:
     """The local daemon's lifecycle as the app sees it: start, stop, switch the binding."""
 
@@ -48,11 +59,13 @@ class DaemonControl:
         lan: bool = False,
         keys: ApiKeyStore | None = None,
         start_timeout: float = 30.0,
+        port_fixed: bool = False,
     ):
         self.settings = settings
         host = settings.host
         # another computer's address: that daemon is used, never started or stopped from here
         self.remote = not (_is_loopback(host) or host in _WILDCARDS)
+        self.port_fixed = port_fixed  # --host or LOCALLLM_HOST named the port: not ours to move
         self.lan = (lan or host in _WILDCARDS) and not self.remote
         self.process: subprocess.Popen | None = None  # the last daemon this app started
         self._keys = keys or ApiKeyStore(settings.config_dir)
@@ -91,16 +104,43 @@ class DaemonControl:
     def switch(self, lan: bool, stop: Callable[[], None]) -> str | None:
         """Restart the daemon for (or off) the local network; ``stop`` asks the running one
         to exit. Returns the API key clients need from now on, if any."""
-        if self.remote:
-            raise DaemonStartError(
-                f"the daemon at {self.url} runs on another computer: change how it is served there"
-            )
+        self._ensure_local("change how it is served there")
         key = self.api_key() if lan else self.stored_key()
         stop()
         self.wait_stopped()
         self.lan = lan
         self.start()
         return key
+
+    def move(self, port: int, stop: Callable[[], None]) -> str | None:
+        """Restart the daemon on ``port`` (``stop`` asks the running one to exit); back on
+        the old port if it cannot start there. Returns the API key clients need, if any."""
+        self._ensure_local("change its port there")
+        if not 1 <= port <= 65535:
+            raise DaemonStartError(f"a port is a number from 1 to 65535, not {port}")
+        if port != self.settings.port and not _port_free(self.bind_settings().host, port):
+            raise DaemonStartError(f"port {port} is in use by another program; pick another")
+        old = self.settings
+        stop()
+        self.wait_stopped()
+        self.settings = replace(old, port=port)
+        try:
+            self.start()
+        except DaemonStartError:
+            self.settings = old
+            self.start()
+            raise
+        return self.api_key() if self.lan else self.stored_key()
+
+    def stop(self, stop: Callable[[], None]) -> None:
+        """Ask the daemon to exit (``stop``) and wait until it no longer answers."""
+        self._ensure_local("stop it there")
+        stop()
+        self.wait_stopped()
+
+    def _ensure_local(self, what: str) -> None:
+        if self.remote:
+            raise DaemonStartError(f"the daemon at {self.url} runs on another computer: {what}")
 
     def wait_stopped(self, timeout: float = _STOP_TIMEOUT) -> None:
         deadline = time.monotonic() + timeout

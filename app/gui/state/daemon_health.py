@@ -16,6 +16,7 @@ __all__ = ["DaemonHealth", "DaemonState", "DaemonStatus"]
 class DaemonState(Enum):
     CONNECTING = "connecting"
     STARTING = "starting"
+    STOPPING = "stopping"
     RUNNING = "running"
     STOPPED = "stopped"
     FAILED = "failed"
@@ -41,6 +42,7 @@ class DaemonStatus:
         default = {
             DaemonState.CONNECTING: "Connecting to the daemon…",
             DaemonState.STARTING: "Starting the daemon…",
+            DaemonState.STOPPING: "Stopping the daemon…",
             DaemonState.STOPPED: "The daemon stopped.",
             DaemonState.FAILED: "The daemon could not start.",
         }[self.state]
@@ -82,4 +84,15 @@ class DaemonHealth:
 
     def restarting(self) -> DaemonStatus:
         self.status = DaemonStatus(DaemonState.STARTING)
+        return self.status
+
+    def stopping(self) -> DaemonStatus:
+        self.status = DaemonStatus(DaemonState.STOPPING)
+        return self.status
+
+    def stopped(self) -> DaemonStatus:
+        """Stopped on purpose: said plainly, and never started again behind the user's back."""
+        self.status = DaemonStatus(
+            DaemonState.STOPPED, message="The daemon is stopped. Start it to chat."
+        )
         return self.status

@@ -19,7 +19,12 @@ __all__ = ["Download", "Downloads", "download_key"]
 
 _SMOOTHING = 0.3  # weight of the newest speed sample
 _MIN_INTERVAL = 0.5  # seconds between speed samples, so bursts do not jitter the ETA
-_END_STATES = {"success": "done", "paused": "paused", "cancelled": "cancelled"}
+_STATES_BY_STATUS = {
+    "queued": "queued",  # waiting for the daemon to start it (it runs a few pulls at once)
+    "success": "done",
+    "paused": "paused",
+    "cancelled": "cancelled",
+}
 
 
 def download_key(name: str) -> str:
@@ -33,7 +38,7 @@ class Download:
     status: str = ""
     total: int = 0
     completed: int = 0
-    state: str = "running"  # running | paused | failed | done | cancelled
+    state: str = "running"  # queued | running | paused | failed | done | cancelled
     speed: float = 0.0  # bytes per second
     error: str = ""
 
@@ -49,7 +54,7 @@ class Download:
 
     @property
     def active(self) -> bool:
-        return self.state in ("running", "paused")
+        return self.state in ("queued", "running", "paused")
 
 
 class Downloads:
@@ -73,7 +78,7 @@ class Downloads:
             layers[p.digest] = (p.total, p.completed)
         total = sum(t for t, _ in layers.values())
         completed = sum(c for _, c in layers.values())
-        state = _END_STATES.get(p.status, "running")
+        state = _STATES_BY_STATUS.get(p.status, "running")
         if state == "done" and total:
             completed = total
         return self._set(name, p.status, total, completed, state)

@@ -7,16 +7,18 @@ surveys recommend (engines crash near 95% of GPU memory).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import Enum
 
 from app.gui.state.records import SystemInfo
 
-__all__ = ["Fit", "fit_for", "needed_memory"]
+__all__ = ["Fit", "GpuLayers", "fit_for", "gpu_layers", "needed_memory"]
 
 _OVERHEAD = 1.2  # context and compute buffers on top of the weights
 _FIXED = 300_000_000
 _VRAM_USABLE = 0.9
 _RAM_USABLE = 0.8  # leave the system and other programs room
+_COMPUTE_MARGIN = 96 << 20  # the daemon's placement keeps this for llama.cpp's buffers
 
 
 class Fit(Enum):
@@ -48,3 +50,23 @@ def fit_for(file_size: int, system: SystemInfo | None) -> Fit:
     if needed <= system.ram_total * _RAM_USABLE:
         return Fit.RAM
     return Fit.TOO_LARGE
+
+
+@dataclass(frozen=True, slots=True)
+class GpuLayers:
+    fit: int  # about how many layers fit in the largest GPU's free memory
+    total: int  # all of them, as llama.cpp counts (the repeating layers and the output)
+
+
+def gpu_layers(
+    model_size: int, block_count: int | None, system: SystemInfo | None
+) -> GpuLayers | None:
+    """How many of a model's layers fit on the GPU, estimated the way the daemon places them
+    (largest GPU's free memory less a margin, weights spread evenly over the layers); None
+    without a GPU or without the model's layer count."""
+    if system is None or not system.gpus or not block_count or model_size <= 0:
+        return None
+    total = block_count + 1
+    usable = max(g.vram_free for g in system.gpus) * _VRAM_USABLE - _COMPUTE_MARGIN
+    per_layer = model_size / total
+    return GpuLayers(max(0, min(total, int(usable // per_layer))), total)

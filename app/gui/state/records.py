@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 __all__ = [
+    "CatalogModel",
     "ChatDelta",
     "ChatDone",
     "GpuInfo",
@@ -54,6 +55,22 @@ class ModelDetails:
     def has_vision(self) -> bool:
         return "vision" in self.capabilities
 
+    @property
+    def has_thinking(self) -> bool:
+        """It reasons before it answers, and its template lets a chat turn that on or off."""
+        return "thinking" in self.capabilities
+
+    @property
+    def has_chat_template(self) -> bool:
+        """False for a base model: the daemon chats with it through a fallback template."""
+        return "chat" in self.capabilities or bool(self.template)
+
+    @property
+    def block_count(self) -> int | None:
+        """Its repeating layers (what GPU offload counts), from the GGUF metadata."""
+        value = next((v for k, v in self.metadata if k.endswith(".block_count")), "")
+        return int(value) if value.isdigit() else None
+
 
 @dataclass(frozen=True, slots=True)
 class RunningModel:
@@ -84,8 +101,20 @@ class PullStatus:
     status: str
     total: int
     completed: int
-    state: str  # "running" | "paused" | "failed"
+    state: str  # "queued" | "running" | "paused" | "failed"
     error: str = ""  # why it failed, in the daemon's words
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogModel:
+    """A curated short name: what it is and how big, known without the internet."""
+
+    name: str
+    parameter_size: str
+    size: int
+    description: str
+    kind: str = "chat"
+    repo: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,9 +171,11 @@ class ServerInfo:
 
 @dataclass(frozen=True, slots=True)
 class ChatDelta:
-    """A piece of the reply as it streams in."""
+    """A piece of the reply as it streams in: of the answer, or of a thinking model's
+    reasoning (which never becomes part of the answer)."""
 
     content: str
+    thinking: str = ""
 
 
 @dataclass(frozen=True, slots=True)

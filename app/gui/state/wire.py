@@ -1,17 +1,20 @@
-"""The daemon's JSON, as ``daemon.client`` returns it, turned into the app's frozen records.
+"""The daemon's answers, as ``daemon.client`` returns them (``daemon.api`` models), turned into
+the app's frozen records.
 
-Only the gateway uses this; when a field moves on the wire, this is the one module to change.
-Every reader tolerates a missing field (older daemons, Ollama itself) rather than failing.
+Only the gateway uses this; when a field moves on the wire, the shared ``daemon.api`` model
+and this module are what change. Fields the daemon may leave empty (a pull event's digest and
+sizes, a chunk's timings before the last) become the records' zero values.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from app.gui.state.records import (
+    CatalogModel,
     ChatDelta,
     ChatDone,
     GpuInfo,
@@ -25,8 +28,10 @@ from app.gui.state.records import (
     ServerInfo,
     SystemInfo,
 )
+from daemon import api
 
 __all__ = [
+    "catalog_model",
     "chat_events",
     "hub_file",
     "hub_repo",
@@ -43,26 +48,26 @@ __all__ = [
 _FRACTION = re.compile(r"(\.\d{6})\d+")  # fromisoformat takes microseconds, not nanoseconds
 
 
-def timestamp(value: Any) -> datetime | None:
+def timestamp(value: str | None) -> datetime | None:
     if not value:
         return None
     try:
-        return datetime.fromisoformat(_FRACTION.sub(r"\1", str(value)).replace("Z", "+00:00"))
+        return datetime.fromisoformat(_FRACTION.sub(r"\1", value).replace("Z", "+00:00"))
     except ValueError:
         return None
 
 
-def installed(item: Mapping[str, Any]) -> InstalledModel:
-    details = item.get("details") or {}
+def installed(item: api.ModelSummary) -> InstalledModel:
+    details = item.details
     return InstalledModel(
-        name=item.get("name") or item.get("model", ""),
-        size=int(item.get("size") or 0),
-        modified_at=timestamp(item.get("modified_at")),
-        digest=item.get("digest", ""),
-        family=details.get("family", ""),
-        parameter_size=details.get("parameter_size", ""),
-        quantization=details.get("quantization_level", ""),
-        format=details.get("format", ""),
+        name=item.name or item.model,
+        size=item.size,
+        modified_at=timestamp(item.modified_at),
+        digest=item.digest,
+        family=details.family,
+        parameter_size=details.parameter_size,
+        quantization=details.quantization_level,
+        format=details.format,
     )
 
 
@@ -73,104 +78,100 @@ def _metadata_value(value: Any) -> str:
     return str(value)
 
 
-def model_details(name: str, data: Mapping[str, Any]) -> ModelDetails:
-    info = data.get("model_info") or {}
+def model_details(name: str, data: api.ShowResponse) -> ModelDetails:
+    info = data.model_info
     context = next((v for k, v in info.items() if k.endswith(".context_length")), None)
     return ModelDetails(
         name=name,
-        modelfile=data.get("modelfile", ""),
-        parameters=data.get("parameters", ""),
-        template=data.get("template", ""),
-        system=data.get("system", ""),
-        license=data.get("license", ""),
+        modelfile=data.modelfile,
+        parameters=data.parameters,
+        template=data.template,
+        system=data.system,
+        license=data.license,
         metadata=tuple(sorted((k, _metadata_value(v)) for k, v in info.items())),
-        capabilities=frozenset(data.get("capabilities") or ()),
+        capabilities=frozenset(data.capabilities),
         context_length=int(context) if context else None,
     )
 
 
-def running(item: Mapping[str, Any]) -> RunningModel:
+def running(item: api.RunningModel) -> RunningModel:
     return RunningModel(
-        name=item.get("name") or item.get("model", ""),
-        size=int(item.get("size") or 0),
-        size_vram=int(item.get("size_vram") or 0),
-        expires_at=timestamp(item.get("expires_at")),
-        context_length=item.get("context_length"),
-        processor=item.get("processor", ""),
+        name=item.name or item.model,
+        size=item.size,
+        size_vram=item.size_vram,
+        expires_at=timestamp(item.expires_at),
+        context_length=item.context_length,
+        processor=item.processor,
     )
 
 
-def progress(name: str) -> Callable[[Mapping[str, Any]], PullProgress]:
-    def convert(chunk: Mapping[str, Any]) -> PullProgress:
+def progress(name: str) -> Callable[[api.ProgressResponse], PullProgress]:
+    def convert(chunk: api.ProgressResponse) -> PullProgress:
         return PullProgress(
             name=name,
-            status=chunk.get("status", ""),
-            digest=chunk.get("digest") or "",
-            total=int(chunk.get("total") or 0),
-            completed=int(chunk.get("completed") or 0),
+            status=chunk.status,
+            digest=chunk.digest or "",
+            total=chunk.total or 0,
+            completed=chunk.completed or 0,
         )
 
     return convert
 
 
-def pull_status(item: Mapping[str, Any]) -> PullStatus:
+def pull_status(item: api.PullRecordOut) -> PullStatus:
     return PullStatus(
-        name=item.get("name", ""),
-        status=item.get("status", ""),
-        total=int(item.get("total") or 0),
-        completed=int(item.get("completed") or 0),
-        state=item.get("state", "running"),
-        error=item.get("error") or "",
+        name=item.name,
+        status=item.status,
+        total=item.total,
+        completed=item.completed,
+        state=item.state,
+        error=item.error or "",
     )
 
 
-def chat_events(chunk: Mapping[str, Any]) -> tuple[ChatDelta | ChatDone, ...]:
-    """A chunk is text, the end, or both (a final chunk may still carry text)."""
-    content = (chunk.get("message") or {}).get("content", "")
-    delta = (ChatDelta(content),) if content or not chunk.get("done") else ()
-    if not chunk.get("done"):
+_DONE_FIELDS = tuple(ChatDone.__dataclass_fields__)
+
+
+def chat_events(chunk: api.ChatChunk) -> tuple[ChatDelta | ChatDone, ...]:
+    """A chunk is text (of the answer, or thinking), the end, or both (a final chunk may
+    still carry text)."""
+    content, thinking = chunk.message.content, chunk.message.thinking or ""
+    delta = (ChatDelta(content, thinking),) if content or thinking or not chunk.done else ()
+    if not chunk.done:
         return delta
-    fields = ChatDone.__dataclass_fields__
-    return (*delta, ChatDone(**{k: v for k, v in chunk.items() if k in fields and v is not None}))
+    numbers = {name: getattr(chunk, name) for name in _DONE_FIELDS}
+    return (*delta, ChatDone(**{k: v for k, v in numbers.items() if v is not None}))
 
 
-def hub_repo(item: Mapping[str, Any]) -> HubRepo:
-    return HubRepo(
-        item["repo"],
-        int(item.get("downloads") or 0),
-        int(item.get("likes") or 0),
-        timestamp(item.get("updated")),
+def catalog_model(item: api.CatalogModel) -> CatalogModel:
+    return CatalogModel(
+        item.name, item.parameter_size, item.size, item.description, item.kind, item.repo
     )
 
 
-def hub_file(item: Mapping[str, Any]) -> HubFile:
-    return HubFile(
-        item["file"],
-        item.get("quant", ""),
-        int(item.get("size") or 0),
-        item["name_to_pull"],
-        bool(item.get("recommended")),
-    )
+def hub_repo(item: api.HubRepo) -> HubRepo:
+    return HubRepo(item.repo, item.downloads, item.likes, timestamp(item.updated))
 
 
-def system_info(data: Mapping[str, Any]) -> SystemInfo:
-    gpus = tuple(
-        GpuInfo(g.get("name", "GPU"), int(g.get("vram_total") or 0), int(g.get("vram_free") or 0))
-        for g in data.get("gpus") or ()
-    )
+def hub_file(item: api.HubFile) -> HubFile:
+    return HubFile(item.file, item.quant, item.size, item.name_to_pull, item.recommended)
+
+
+def system_info(data: api.SystemResponse) -> SystemInfo:
+    gpus = tuple(GpuInfo(g.name, g.vram_total, g.vram_free) for g in data.gpus)
     return SystemInfo(
-        ram_total=int(data.get("ram_total") or 0),
-        ram_available=int(data.get("ram_available") or 0),
+        ram_total=data.ram_total,
+        ram_available=data.ram_available,
         gpus=gpus,
-        backend=data.get("backend", ""),
+        backend=data.backend,
     )
 
 
-def server_info(data: Mapping[str, Any], lan_url: str = "") -> ServerInfo:
+def server_info(data: api.ServerResponse, lan_url: str = "") -> ServerInfo:
     return ServerInfo(
-        host=data.get("host", "127.0.0.1"),
-        port=int(data.get("port") or 0),
-        lan=bool(data.get("lan")),
-        api_key_set=bool(data.get("api_key_set")),
-        lan_url=lan_url if data.get("lan") else "",
+        host=data.host,
+        port=data.port,
+        lan=data.lan,
+        api_key_set=data.api_key_set,
+        lan_url=lan_url if data.lan else "",
     )

@@ -1,8 +1,9 @@
 """The Chat page: chat list, the conversation, the composer, the per-chat settings.
 
 Wiring only. The controller owns chats and streams, the library knows models and their
-capabilities; this page forwards what the user does and draws what they report. When no model
-is installed it shows the first-run page instead.
+capabilities; this page forwards what the user does and draws what they report: the transcript,
+the reply's numbers (live while it streams), how full the context is, and what "model default"
+means in the settings. When no model is installed it shows the first-run page instead.
 """
 
 from __future__ import annotations
@@ -24,11 +25,15 @@ from PySide6.QtWidgets import (
 
 from app.gui.services.chat import ChatController
 from app.gui.services.library import ModelLibrary
+from app.gui.state.chat.context_use import ContextUse
 from app.gui.state.chat.records import Message
 from app.gui.state.chat.session import ChatSession
+from app.gui.state.model_defaults import ModelDefaults
 from app.gui.state.records import ModelDetails
 from app.gui.views.chat_settings import ChatSettingsPanel
 from app.gui.views.composer import Composer
+from app.gui.views.context_meter import ContextMeter
+from app.gui.views.plain_text import plain_label
 from app.gui.views.sidebar import ChatSidebar
 from app.gui.views.transcript import Transcript
 
@@ -57,10 +62,12 @@ class ChatPage(QStackedWidget):
         self.vision_badge = QLabel("sees images", objectName="muted")
         self.vision_badge.hide()
         self._vision_for = ""  # the model the Attach button is shown for, "" when hidden
+        self._defaults: ModelDefaults | None = None  # of the chat's model, once known
+        self.context_meter = ContextMeter()
         self.settings_button = QToolButton(
             text="Settings", checkable=True, toolTip="System prompt and parameters"
         )
-        self.status = QLabel(objectName="muted", wordWrap=True)
+        self.status = plain_label(objectName="muted", wordWrap=True)  # errors, stats
         if icons is not None:
             self.settings_button.setIcon(icons.get("settings"))
         self._icons = icons
@@ -85,11 +92,13 @@ class ChatPage(QStackedWidget):
         header.addWidget(self.model_picker)
         header.addWidget(self.vision_badge)
         header.addStretch(1)
+        header.addWidget(self.context_meter)
         header.addWidget(self.settings_button)
         center = QWidget()
         column = QVBoxLayout(center)
         column.addLayout(header)
         column.addWidget(self.transcript, 1)
+        column.addWidget(self.settings.model_notice)  # a model without a chat template
         column.addWidget(self.status)
         column.addWidget(self.composer)
         splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -115,9 +124,16 @@ class ChatPage(QStackedWidget):
         self.composer.edit_requested.connect(self._edit)
         self.composer.stop_requested.connect(chat.stop)
         self.transcript.edit_requested.connect(self.composer.begin_edit)
-        self.transcript.regenerate_requested.connect(chat.regenerate)
+        self.transcript.regenerate_requested.connect(lambda: self._asked(chat.regenerate()))
+        self.transcript.continue_requested.connect(
+            lambda message_id: self._asked(chat.continue_reply(message_id))
+        )
+        self.transcript.delete_requested.connect(chat.delete_message)
+        self.transcript.version_requested.connect(chat.show_version)
         self.transcript.copied.connect(self.status.setText)
-        self.settings.changed.connect(chat.update_settings)
+        self.settings.changed.connect(chat.apply_settings)
+        self.settings.think_changed.connect(chat.set_think)
+        self.settings.changed.connect(lambda *_: self._show_context())
         self.settings_button.toggled.connect(self.settings.setVisible)
         self.model_picker.activated.connect(self._model_picked)
         self.library.changed.connect(lambda _models: self._select_model())
@@ -140,18 +156,26 @@ class ChatPage(QStackedWidget):
         self.status.clear()
         if self.chat.send(text, images):
             self.composer.clear_sent()
+            self.transcript.follow_end()
 
     def _edit(self, message_id: str, text: str) -> None:
         self.settings.flush()
         self.status.clear()
         if self.chat.edit(message_id, text):
             self.composer.clear_sent()
+            self.transcript.follow_end()
+
+    def _asked(self, asked: bool) -> None:
+        """A new reply was asked for from the transcript (Regenerate, Continue): show it."""
+        if asked:
+            self.transcript.follow_end()
 
     def _opened(self, session: ChatSession | None) -> None:
         self.composer.cancel_edit()
         self.settings.show_conversation(session.conversation if session else None)
         self.sidebar.select(session.conversation.id if session else None)
         self.status.clear()
+        self.transcript.follow_end()  # a chat opens at its end
         self._select_model()
         self._redraw()
 
@@ -159,9 +183,24 @@ class ChatPage(QStackedWidget):
         session = self.chat.session
         if session is None:
             self.transcript.show_messages((), "", False)
+            self._show_context()
             return
         name = session.conversation.model or "Assistant"
         self.transcript.show_messages(session.messages, name, session.streaming)
+        live = session.live_stats()
+        if live is not None:  # the reply in progress, never the previous one's numbers
+            self.status.setText(live.summary())
+        self._show_context()
+
+    def _show_context(self) -> None:
+        session = self.chat.session
+        if session is None:
+            return self.context_meter.show_use(None)
+        own = session.conversation.options.num_ctx
+        available = own or (self._defaults.context if self._defaults else None)
+        live = session.live_stats()
+        streamed = live.tokens if live is not None else 0
+        self.context_meter.show_use(ContextUse.of(session.messages, available, streamed))
 
     def _finished(self, message: Message) -> None:
         if message.stats is not None:
@@ -185,16 +224,17 @@ class ChatPage(QStackedWidget):
         self._check_vision(name)
 
     def _check_vision(self, name: str) -> None:
-        """Attach stays hidden until the daemon confirms that this model sees: a picture must
+        """Attach stays hidden until the daemon confirms that this model sees: an image must
         never be offered to a model that cannot take it, not even while its details load."""
         if self._vision_for != name:
-            self._show_vision(None)
+            self._show_model(None)
         if name and self.library.table.row_of(name) is not None:
-            self.library.details(name, self._show_vision)
+            self.library.details(name, self._show_model)
 
-    def _show_vision(self, details: ModelDetails | None) -> None:
-        """``None`` hides Attach; details show it if their model sees. Details of a model that
-        is no longer picked (a late answer, after a quick switch) change nothing."""
+    def _show_model(self, details: ModelDetails | None) -> None:
+        """``None`` hides Attach; details show it if their model sees, and say what its
+        defaults are. Details of a model that is no longer picked (a late answer, after a
+        quick switch) change nothing."""
         session = self.chat.session
         current = session.conversation.model if session else self.chat.default_model
         if details is not None and details.name != current:
@@ -203,3 +243,6 @@ class ChatPage(QStackedWidget):
         self._vision_for = current if vision else ""
         self.vision_badge.setVisible(vision)
         self.composer.set_vision(vision)
+        self._defaults = self.library.defaults(details) if details is not None else None
+        self.settings.set_defaults(self._defaults)
+        self._show_context()

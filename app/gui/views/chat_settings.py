@@ -1,7 +1,14 @@
-"""Per-chat settings: system prompt, temperature, context length, max tokens.
+"""Per-chat settings: a preset, the system prompt, temperature, context length, max tokens,
+and the Advanced section (sampling, seed, GPU offload).
 
 Zero (or "default") means "leave it to the model", so a chat never pins a value the user did
-not choose. Edits are reported once the user pauses, not on every keystroke.
+not choose; each says what the model's default is (``set_defaults``). Edits are reported once
+the user pauses, not on every keystroke, as the settings alone: the chat they belong to may have
+been renamed or given a title since the panel showed it. A preset is a named copy of these
+settings: picking one fills them in at once; the list shows which preset the chat's settings
+match, if any. The panel also knows the chat's model, for the GPU layers that fit, for the
+notice shown in the chat when the model has no chat template, and for the Think setting, offered
+only for a model that thinks (a chat moved to one that does not drops its setting).
 """
 
 from __future__ import annotations
@@ -10,58 +17,122 @@ from dataclasses import replace
 
 from PySide6.QtCore import QTimer, Signal
 from PySide6.QtWidgets import (
+    QComboBox,
     QDoubleSpinBox,
     QFormLayout,
+    QHBoxLayout,
+    QInputDialog,
     QLabel,
     QPlainTextEdit,
+    QPushButton,
     QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
 from app.gui.state.chat.records import ChatOptions, Conversation
+from app.gui.state.chat.thinking import THINK_CHOICES
+from app.gui.state.fit import gpu_layers
+from app.gui.state.model_defaults import ModelDefaults
+from app.gui.state.presets import Preset, PresetError, Presets, preset_name
+from app.gui.state.records import ModelDetails, SystemInfo
+from app.gui.views.advanced_settings import AdvancedSettings
+from app.gui.views.plain_text import plain_label
 
-__all__ = ["ChatSettingsPanel"]
+__all__ = ["ChatSettingsPanel", "no_template_notice"]
+
+NO_PRESET = "No preset"
+_DEFAULT = "model default"
 
 
 def _spin(maximum: int, step: int, suffix: str) -> QSpinBox:
     box = QSpinBox(maximum=maximum, singleStep=step, suffix=suffix)
-    box.setSpecialValueText("model default")
+    box.setSpecialValueText(_DEFAULT)
     return box
 
 
+def no_template_notice(model: str) -> str:
+    return (
+        f"{model} has no chat template: it is a completion (base) model, made to continue "
+        "text rather than to chat. It gets a generic chat format, so replies may wander; an "
+        "instruct or chat version of it answers better."
+    )
+
+
 class ChatSettingsPanel(QWidget):
-    changed = Signal(object)  # Conversation with the new settings
+    changed = Signal(str, str, object)  # conversation id, system prompt, ChatOptions
+    preset_saved = Signal(object)  # Preset
+    preset_deleted = Signal(str)
+    think_changed = Signal(str, str)  # conversation id, its Think setting (THINK_CHOICES)
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self._conversation: Conversation | None = None
         self._loading = False
+        self._presets = Presets()
+        self._system: SystemInfo | None = None
+        self._model: tuple[ModelDetails | None, int] = (None, 0)
+        self.preset = QComboBox(toolTip="Named settings to use in any chat")
+        self.save_preset = QPushButton("Save as…", toolTip="Keep these settings as a preset")
+        self.delete_preset = QPushButton("Delete", toolTip="Forget the chosen preset")
         self.system_prompt = QPlainTextEdit(placeholderText="e.g. You are a concise assistant.")
         self.temperature = QDoubleSpinBox(minimum=-0.1, maximum=2.0, singleStep=0.1, decimals=2)
-        self.temperature.setSpecialValueText("model default")
+        self.temperature.setSpecialValueText(_DEFAULT)
         self.context = _spin(1_048_576, 1024, " tokens")
         self.max_tokens = _spin(131_072, 256, " tokens")
+        self.think = QComboBox(
+            toolTip="Whether the model reasons before it answers. Low, medium and high set "
+            "the effort of a model that has one (gpt-oss); others just think."
+        )
+        for value, label in THINK_CHOICES:
+            self.think.addItem(label, value)
+        self.advanced = AdvancedSettings()
+        self.problem = plain_label(objectName="problem", wordWrap=True)
+        self.problem.hide()
+        # shown in the chat itself (the chat page places it), not in this panel
+        self.model_notice = plain_label(objectName="problem", wordWrap=True)  # names the model
+        self.model_notice.hide()
         self._debounce = QTimer(self, singleShot=True, interval=400)
         self._debounce.timeout.connect(self._emit)
         self.system_prompt.textChanged.connect(self._edited)
         for box in (self.temperature, self.context, self.max_tokens):
             box.valueChanged.connect(self._edited)
+        self.advanced.edited.connect(self._edited)
+        self.think.activated.connect(self._think_picked)
+        self.preset.activated.connect(self._pick)
+        self.save_preset.clicked.connect(self._ask_preset_name)
+        self.delete_preset.clicked.connect(self._delete_preset)
+        self._build()
+        self.set_presets(Presets())
 
+    def _build(self) -> None:
+        presets = QHBoxLayout()
+        presets.addWidget(self.preset, 1)
+        presets.addWidget(self.save_preset)
+        presets.addWidget(self.delete_preset)
         form = QFormLayout()
         form.addRow("Temperature", self.temperature)
         form.addRow("Context length", self.context)
         form.addRow("Max reply tokens", self.max_tokens)
+        form.addRow("Think", self.think)
+        form.setRowVisible(self.think, False)  # until the model is known to think
+        self._form = form
         layout = QVBoxLayout(self)
+        layout.addWidget(QLabel("<b>Preset</b>"))
+        layout.addLayout(presets)
+        layout.addWidget(self.problem)
         layout.addWidget(QLabel("<b>System prompt</b>"))
         layout.addWidget(self.system_prompt, 1)
         layout.addLayout(form)
+        layout.addWidget(self.advanced)
         hint = QLabel(
-            "Longer context uses more memory; the model reloads when it changes.",
+            "Longer context and GPU layers take memory; the model reloads when they change.",
             objectName="muted",
             wordWrap=True,
         )
         layout.addWidget(hint)
+
+    # what the window tells it
 
     def show_conversation(self, conversation: Conversation | None) -> None:
         self._debounce.stop()
@@ -69,11 +140,67 @@ class ChatSettingsPanel(QWidget):
         self._loading = True
         options = conversation.options if conversation else ChatOptions()
         self.system_prompt.setPlainText(conversation.system_prompt if conversation else "")
-        self.temperature.setValue(-0.1 if options.temperature is None else options.temperature)
-        self.context.setValue(options.num_ctx or 0)
-        self.max_tokens.setValue(options.num_predict or 0)
+        self._show_options(options)
+        self._show_think(conversation.think if conversation else "")
         self._loading = False
         self.setEnabled(conversation is not None)
+        self._mark_preset()
+        self.show_model(None)
+
+    def follow(self, conversation: Conversation) -> None:
+        """The open chat changed elsewhere (its model, its title): keep the edits under way;
+        a new model's facts (GPU layers, chat template) are unknown until its details come."""
+        if self._conversation is None or conversation.id != self._conversation.id:
+            return
+        if conversation.model != self._conversation.model:
+            self.show_model(None)
+        self._conversation = conversation
+
+    def set_presets(self, presets: Presets) -> None:
+        self._presets = presets
+        self.preset.clear()
+        self.preset.addItem(NO_PRESET)
+        self.preset.addItems(presets.names())
+        self._mark_preset()
+
+    def set_system(self, system: SystemInfo | None) -> None:
+        self._system = system
+        self.show_model(*self._model)
+
+    def show_model(self, details: ModelDetails | None, size: int = 0) -> None:
+        """The chat's model, once its details are known (None: not known yet)."""
+        model = self._conversation.model if self._conversation else ""
+        if details is not None and details.name != model:
+            return  # a late answer about a model this chat no longer uses
+        self._model = (details, size)
+        has_gpu = self._system is not None and bool(self._system.gpus)
+        layers = gpu_layers(size, details.block_count, self._system) if details else None
+        self.advanced.show_gpu(layers, has_gpu=has_gpu)
+        notice = details is not None and not details.has_chat_template
+        self.model_notice.setText(no_template_notice(model) if notice else "")
+        self.model_notice.setVisible(notice)
+        thinks = details is not None and details.has_thinking
+        self._form.setRowVisible(self.think, thinks)
+        if details is not None and not thinks and self.think.currentData():
+            self._show_think("")
+            self._think_picked()
+
+    # what it reports
+
+    def set_defaults(self, defaults: ModelDefaults | None) -> None:
+        """Say what "model default" means for the chat's model (None: not known yet)."""
+        if defaults is None:
+            texts = (_DEFAULT,) * 3
+        else:
+            limit = f"{defaults.reply_limit:,}" if defaults.reply_limit else "no limit"
+            texts = (
+                f"{_DEFAULT} ({defaults.temperature:g})",
+                f"{_DEFAULT} ({defaults.context:,})",
+                f"{_DEFAULT} ({limit})",
+            )
+        for box, text in zip((self.temperature, self.context, self.max_tokens), texts, strict=True):
+            box.setSpecialValueText(text)
+            box.updateGeometry()  # Qt does not: the layout would cut "model default (2,048)"
 
     def options(self) -> ChatOptions:
         temperature = self.temperature.value()
@@ -81,6 +208,7 @@ class ChatSettingsPanel(QWidget):
             temperature=None if temperature < 0 else round(temperature, 2),
             num_ctx=self.context.value() or None,
             num_predict=self.max_tokens.value() or None,
+            **self.advanced.values(),
         )
 
     def flush(self) -> None:
@@ -89,11 +217,29 @@ class ChatSettingsPanel(QWidget):
             self._debounce.stop()
             self._emit()
 
+    # internals
+
+    def _show_options(self, options: ChatOptions) -> None:
+        self.temperature.setValue(-0.1 if options.temperature is None else options.temperature)
+        self.context.setValue(options.num_ctx or 0)
+        self.max_tokens.setValue(options.num_predict or 0)
+        self.advanced.load(options)
+
+    def _show_think(self, value: str) -> None:
+        self.think.setCurrentIndex(max(0, self.think.findData(value)))
+
+    def _think_picked(self, _row: int = 0) -> None:
+        value = self.think.currentData()
+        if self._conversation is not None and value != self._conversation.think:
+            self._conversation = replace(self._conversation, think=value)
+            self.think_changed.emit(self._conversation.id, value)
+
     def _edited(self) -> None:
         if not self._loading and self._conversation is not None:
             self._debounce.start()
 
     def _emit(self) -> None:
+        self._mark_preset()
         if self._conversation is None:
             return
         updated = replace(
@@ -103,4 +249,43 @@ class ChatSettingsPanel(QWidget):
         )
         if updated != self._conversation:
             self._conversation = updated
-            self.changed.emit(updated)
+            self.changed.emit(updated.id, updated.system_prompt, updated.options)
+
+    def _mark_preset(self) -> None:
+        """Show the preset these settings are, or "No preset"."""
+        used = self._presets.matching(self.system_prompt.toPlainText(), self.options())
+        self.preset.setCurrentIndex(self.preset.findText(used.name) if used else 0)
+        self.delete_preset.setEnabled(used is not None)
+
+    def _pick(self, row: int) -> None:
+        preset = self._presets.get(self.preset.itemText(row)) if row > 0 else None
+        if preset is None:
+            return self._mark_preset()
+        self._debounce.stop()
+        self._loading = True
+        self.system_prompt.setPlainText(preset.system_prompt)
+        self._show_options(preset.options)
+        self._loading = False
+        self._emit()
+
+    def _ask_preset_name(self) -> None:
+        current = self.preset.currentText() if self.preset.currentIndex() > 0 else ""
+        name, ok = QInputDialog.getText(self, "Save as a preset", "Preset name:", text=current)
+        if ok:
+            self.save_as_preset(name)
+
+    def save_as_preset(self, name: str) -> bool:
+        """Keep the settings shown as a preset called ``name`` (replacing one so named)."""
+        try:
+            preset = Preset(preset_name(name), self.system_prompt.toPlainText(), self.options())
+        except PresetError as error:
+            self.problem.setText(str(error).capitalize() + ".")
+            self.problem.show()
+            return False
+        self.problem.hide()
+        self.preset_saved.emit(preset)
+        return True
+
+    def _delete_preset(self) -> None:
+        if self.preset.currentIndex() > 0:
+            self.preset_deleted.emit(self.preset.currentText())

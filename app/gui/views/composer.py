@@ -22,6 +22,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.gui.views.plain_text import plain_label
+
 __all__ = ["Composer"]
 
 _IMAGES = "Images (*.png *.jpg *.jpeg *.webp *.gif *.bmp)"
@@ -49,7 +51,7 @@ class Composer(QWidget):
         self.attach.setText("Attach")
         self.attach.clicked.connect(self._pick_images)
         self.attach.hide()
-        self.attachments = QLabel(objectName="muted")
+        self.attachments = plain_label(objectName="muted")  # file names may hold anything
         self.button = QPushButton("Send")
         self.button.setDefault(True)
         self.button.clicked.connect(self._primary)

@@ -1,8 +1,10 @@
-"""Discover: search Hugging Face for GGUF models, see each quant's size and whether it fits
-this machine, and pull it.
+"""Discover: the curated catalog, a Hugging Face search for GGUF models, each quant's size and
+whether it fits this machine, and a pull.
 
-Typing searches after a short pause; picking a repository lists its files, smallest first,
-each with its badge ("fits in VRAM", "fits in RAM", "too large").
+With the search box empty (or Hugging Face out of reach) the page lists the catalog's models
+with their fit badges; typing searches after a short pause, and picking a repository lists its
+files, smallest first, each with its badge ("fits in VRAM", "fits in RAM", "too large"). What
+goes wrong is said in one wrapped line, so no message can widen the window.
 """
 
 from __future__ import annotations
@@ -13,22 +15,34 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QSizePolicy,
     QSplitter,
+    QStackedWidget,
     QVBoxLayout,
     QWidget,
 )
 
-from app.gui.services.hub import HubService
-from app.gui.state.records import HubFile, SystemInfo
+from app.gui.services.hub import OFFLINE, HubService
+from app.gui.state.records import CatalogModel, HubFile, SystemInfo
 from app.gui.state.units import bytes_text
+from app.gui.views.plain_text import plain_label
 from app.gui.views.record_table import selected_record, table_view
 
 __all__ = ["DiscoverPage"]
+
+CATALOG, SEARCH = 0, 1
 
 
 def _machine(system: SystemInfo) -> str:
     gpus = ", ".join(f"{g.name} {bytes_text(g.vram_total)}" for g in system.gpus) or "no GPU"
     return f"This computer: {bytes_text(system.ram_total)} RAM · {gpus}"
+
+
+def _wrapped(text: str = "") -> QLabel:
+    """A plain-text label that wraps instead of asking for the width of its longest line."""
+    label = plain_label(text, objectName="muted", wordWrap=True)
+    label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+    return label
 
 
 class DiscoverPage(QWidget):
@@ -41,63 +55,122 @@ class DiscoverPage(QWidget):
             placeholderText="Search Hugging Face for GGUF models, e.g. qwen",
             clearButtonEnabled=True,
         )
-        self.machine = QLabel("", objectName="muted")
-        self.state = QLabel("", objectName="muted")
+        self.machine = _wrapped()  # GPU names, as the daemon reports them
+        self.state = _wrapped()  # the hub's errors
+        self.catalog = table_view(hub.catalog, self, stretch=5)
+        self.catalog.sortByColumn(2, Qt.SortOrder.AscendingOrder)
         self.repos = table_view(hub.repos, self, stretch=0)
         self.files = table_view(hub.files, self)
         self.files.sortByColumn(1, Qt.SortOrder.AscendingOrder)
+        self.views = QStackedWidget()
         self.pull_button = QPushButton("Download")
         self.pull_button.setEnabled(False)
         self._debounce = QTimer(self, singleShot=True, interval=400)
         self._debounce.timeout.connect(self.search_now)
-        self.query.textChanged.connect(self._debounce.start)
+        self.query.textChanged.connect(self._typed)
         self.query.returnPressed.connect(self.search_now)
+        self.catalog.selectionModel().selectionChanged.connect(lambda *_: self._selected())
         self.repos.selectionModel().selectionChanged.connect(lambda *_: self._open_repo())
-        self.files.selectionModel().selectionChanged.connect(lambda *_: self._file_selected())
-        self.files.doubleClicked.connect(lambda _i: self._pull())
+        self.files.selectionModel().selectionChanged.connect(lambda *_: self._selected())
+        for view in (self.catalog, self.files):
+            view.doubleClicked.connect(lambda _i: self._pull())
         self.pull_button.clicked.connect(self._pull)
-        hub.searching.connect(lambda busy: self.state.setText("Searching…" if busy else ""))
-        hub.error.connect(self.state.setText)
+        hub.searching.connect(self._searching)
+        hub.error.connect(self._problem)
+        hub.offline_changed.connect(self._offline)
         hub.system_changed.connect(lambda s: self.machine.setText(_machine(s)))
+        self._build()
 
-        right = QWidget()
-        column = QVBoxLayout(right)
+    def _build(self) -> None:
+        catalog = QWidget()
+        column = QVBoxLayout(catalog)
         column.setContentsMargins(0, 0, 0, 0)
-        column.addWidget(self.files, 1)
+        column.addWidget(_wrapped("Popular models, ready to download by name."))
+        column.addWidget(self.catalog, 1)
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(self.repos)
+        splitter.addWidget(self.files)
+        splitter.setSizes([520, 480])
+        self.views.addWidget(catalog)
+        self.views.addWidget(splitter)
         row = QHBoxLayout()
         row.addStretch(1)
         row.addWidget(self.pull_button)
-        column.addLayout(row)
-        splitter = QSplitter(Qt.Orientation.Horizontal)
-        splitter.addWidget(self.repos)
-        splitter.addWidget(right)
-        splitter.setSizes([520, 480])
         layout = QVBoxLayout(self)
         layout.addWidget(QLabel("Discover", objectName="pageTitle"))
         layout.addWidget(self.query)
         layout.addWidget(self.machine)
         layout.addWidget(self.state)
-        layout.addWidget(splitter, 1)
+        layout.addWidget(self.views, 1)
+        layout.addLayout(row)
 
     def search_now(self) -> None:
         self._debounce.stop()
         self.hub.search(self.query.text())
 
+    def selected(self) -> CatalogModel | HubFile | None:
+        """The model the Download button pulls: a catalog row or a repository's file."""
+        return selected_record(self.catalog if self._showing_catalog else self.files)
+
     def selected_file(self) -> HubFile | None:
-        return selected_record(self.files)
+        return None if self._showing_catalog else selected_record(self.files)
+
+    @property
+    def _showing_catalog(self) -> bool:
+        return self.views.currentIndex() == CATALOG
+
+    def _typed(self, text: str) -> None:
+        if text.strip():
+            self._debounce.start()
+        else:
+            self._debounce.stop()
+            self.hub.search("")
+            self._show(CATALOG)
+            if not self.hub.offline:
+                self.state.clear()
+
+    def _searching(self, busy: bool) -> None:
+        if busy:
+            self._show(SEARCH)
+            self.state.setText("Searching…")
+        elif self.state.text() == "Searching…":
+            self.state.clear()
+
+    def _problem(self, text: str) -> None:
+        self.state.setText(text)
+        if self.hub.offline:
+            self._show(CATALOG)
+
+    def _offline(self, offline: bool) -> None:
+        self._show(CATALOG if offline or not self.query.text().strip() else SEARCH)
+        if not offline and self.state.text() == OFFLINE:
+            self.state.clear()
+
+    def _show(self, view: int) -> None:
+        if view != self.views.currentIndex():
+            self.views.setCurrentIndex(view)
+            self._selected()
 
     def _open_repo(self) -> None:
         repo = selected_record(self.repos)
         if repo is not None:
             self.hub.open_repo(repo.repo)
 
-    def _file_selected(self) -> None:
-        f = self.selected_file()
-        self.pull_button.setEnabled(f is not None)
-        if f is not None:
-            self.pull_button.setText(f"Download {f.quant or f.file} ({bytes_text(f.size)})")
+    def _selected(self) -> None:
+        chosen = self.selected()
+        self.pull_button.setEnabled(chosen is not None)
+        if isinstance(chosen, HubFile):
+            self.pull_button.setText(
+                f"Download {chosen.quant or chosen.file} ({bytes_text(chosen.size)})"
+            )
+        elif chosen is not None:
+            self.pull_button.setText(f"Download {chosen.name} ({bytes_text(chosen.size)})")
+        else:
+            self.pull_button.setText("Download")
 
     def _pull(self) -> None:
-        f = self.selected_file()
-        if f is not None:
-            self.pull_requested.emit(f.name_to_pull)
+        chosen = self.selected()
+        if isinstance(chosen, HubFile):
+            self.pull_requested.emit(chosen.name_to_pull)
+        elif chosen is not None:
+            self.pull_requested.emit(chosen.name)

@@ -12,7 +12,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
-    QMessageBox,
     QPushButton,
     QStyle,
     QStyledItemDelegate,
@@ -24,6 +23,7 @@ from PySide6.QtWidgets import (
 from app.gui.item_models.table import ITEM_ROLE
 from app.gui.services.downloads import DownloadService
 from app.gui.state.downloads import Download
+from app.gui.views.plain_text import confirm, plain_label
 from app.gui.views.record_table import selected_record, table_view
 
 __all__ = ["DownloadsPage", "ProgressDelegate"]
@@ -58,7 +58,7 @@ class DownloadsPage(QWidget):
         self.resume = QPushButton("Resume")
         self.cancel = QPushButton("Cancel")
         clear = QPushButton("Clear finished")
-        self.message = QLabel("", objectName="muted", wordWrap=True)
+        self.message = plain_label(objectName="muted", wordWrap=True)  # the daemon's errors
         self.pause.clicked.connect(lambda: self._act(downloads.pause))
         self.resume.clicked.connect(lambda: self._act(downloads.resume))
         self.cancel.clicked.connect(self._cancel)
@@ -91,7 +91,7 @@ class DownloadsPage(QWidget):
 
     def _update_buttons(self) -> None:
         d = self.selected()
-        self.pause.setEnabled(d is not None and d.state == "running")
+        self.pause.setEnabled(d is not None and d.state in ("queued", "running"))
         self.resume.setEnabled(d is not None and d.state in ("paused", "failed"))
         self.cancel.setEnabled(d is not None and d.active)
 
@@ -104,8 +104,6 @@ class DownloadsPage(QWidget):
         d = self.selected()
         if d is None:
             return
-        answer = QMessageBox.question(
-            self, "Cancel download", f"Stop downloading {d.name} and delete what was fetched?"
-        )
-        if answer == QMessageBox.StandardButton.Yes:
+        question = f"Stop downloading {d.name} and delete what was fetched?"
+        if confirm(self, "Cancel download", question):
             self.downloads.cancel(d.name)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from PySide6.QtWidgets import QInputDialog, QWidget
+from PySide6.QtWidgets import QWidget
+
+from app.gui.views.plain_text import ask_text
 
 __all__ = ["ask_import_name", "suggested_name"]
 
@@ -23,7 +25,5 @@ def suggested_name(path: Path) -> str:
 
 
 def ask_import_name(parent: QWidget, path: Path) -> str | None:
-    name, ok = QInputDialog.getText(
-        parent, "Import a GGUF model", f"Name for {Path(path).name}:", text=suggested_name(path)
-    )
-    return name.strip() if ok and name.strip() else None
+    prompt = f"Name for {Path(path).name}:"  # a file name may be anything, markup included
+    return ask_text(parent, "Import a GGUF model", prompt, suggested_name(path))

@@ -110,7 +110,7 @@ class MainWindow(QMainWindow):
     def _connect(self) -> None:
         s = self.services
         s.monitor.status_changed.connect(self.indicator.show_status)
-        s.monitor.status_changed.connect(lambda st: self.server_page.show_status(st.text()))
+        s.monitor.status_changed.connect(self.server_page.show_status)
         self.indicator.restart_requested.connect(s.monitor.restart)
         s.library.changed.connect(self._models_changed)
         s.hub.system_changed.connect(self.welcome.set_system)
@@ -129,6 +129,17 @@ class MainWindow(QMainWindow):
         self.chat_page.model_picker.activated.connect(  # after the page took the choice
             lambda _row: self.server_page.set_model(s.chat.default_model)
         )
+        self._connect_chat_settings()
+
+    def _connect_chat_settings(self) -> None:
+        s, panel = self.services, self.chat_page.settings
+        panel.preset_saved.connect(s.presets.save)
+        panel.preset_deleted.connect(s.presets.delete)
+        s.presets.changed.connect(panel.set_presets)
+        s.presets.error.connect(self.message)
+        s.hub.system_changed.connect(panel.set_system)
+        s.library.details_ready.connect(self._model_details)
+        s.chat.conversations.dataChanged.connect(self._chat_changed)
 
     def _shortcuts(self) -> None:
         keys = (
@@ -166,9 +177,21 @@ class MainWindow(QMainWindow):
         if names:
             self.server_page.set_model(chat.default_model)
 
+    def _model_details(self, details) -> None:
+        """Details of the open chat's model reach its settings (GPU layers, no template)."""
+        row = self.services.library.table.row_of(details.name)
+        size = self.services.library.table.item(row).size if row is not None else 0
+        self.chat_page.settings.show_model(details, size)
+
+    def _chat_changed(self, *_range) -> None:
+        session = self.services.chat.session
+        if session is not None:
+            self.chat_page.settings.follow(session.conversation)
+
     def _downloads_changed(self, _active: int) -> None:
         states = [d.state for d in self.services.downloads.state.items()]
-        parts = [f"{states.count(s)} {s}" for s in ("running", "paused") if s in states]
+        kinds = ("running", "queued", "paused")
+        parts = [f"{states.count(s)} {s}" for s in kinds if s in states]
         self.downloads_label.setText(("Downloads: " + ", ".join(parts)) if parts else "")
         for download in self.services.downloads.state.items():
             self.welcome.show_download(download)

@@ -1,17 +1,18 @@
 """The Models page: what is installed, each model's details, delete, copy, import.
 
 Details (metadata, template, system prompt, license, parameters) are fetched when a row is
-selected and shown in tabs; GGUF files can be imported with the button or by dropping them.
+selected and shown in tabs, with the context length chats run at next to the one the model was
+trained for; GGUF files can be imported with the button or by dropping them.
 """
 
 from __future__ import annotations
 
+import html
+
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QHBoxLayout,
-    QInputDialog,
     QLabel,
-    QMessageBox,
     QPlainTextEdit,
     QPushButton,
     QSplitter,
@@ -24,6 +25,7 @@ from PySide6.QtWidgets import (
 
 from app.gui.services.library import ModelLibrary
 from app.gui.state.records import InstalledModel, ModelDetails
+from app.gui.views.plain_text import ask_text, confirm, rich_label
 from app.gui.views.record_table import selected_record, table_view
 from app.gui.views.welcome import gguf_paths
 
@@ -48,7 +50,7 @@ class ModelsPage(QWidget):
         self.table.sortByColumn(0, Qt.SortOrder.AscendingOrder)
         self.table.selectionModel().selectionChanged.connect(lambda *_: self._selected())
         self.tabs = QTabWidget()
-        self.summary = QLabel("Select a model to see its details.", wordWrap=True)
+        self.summary = rich_label("Select a model to see its details.", wordWrap=True)
         self.chat_button = QPushButton("Chat with it")
         self.copy_button = QPushButton("Copy…")
         self.delete_button = QPushButton("Delete…")
@@ -92,7 +94,7 @@ class ModelsPage(QWidget):
         model = self.selected()
         self._enable(model is not None)
         if model is not None:
-            self.summary.setText(f"<b>{model.name}</b> · loading details…")
+            self.summary.setText(f"<b>{html.escape(model.name)}</b> · loading details…")
             self.library.details(model.name)
 
     def _show_details(self, d: ModelDetails) -> None:
@@ -100,11 +102,12 @@ class ModelsPage(QWidget):
         if model is None or model.name != d.name:
             return
         abilities = ", ".join(sorted(d.capabilities)) or "completion"
-        context = f"{d.context_length:,} tokens" if d.context_length else "unknown"
-        self.summary.setText(
-            f"<b>{d.name}</b> · {model.family or 'unknown family'} · {model.parameter_size} · "
+        context = self.library.defaults(d).context_text()  # "runs at 4,096 of 32,768 tokens"
+        facts = (  # from the GGUF file: anyone's text, never markup
+            f"{model.family or 'unknown family'} · {model.parameter_size} · "
             f"{model.quantization} · context {context} · can: {abilities}"
         )
+        self.summary.setText(f"<b>{html.escape(d.name)}</b> · {html.escape(facts)}")
         self.tabs.clear()
         metadata = QTableWidget(len(d.metadata), 2)
         metadata.setHorizontalHeaderLabels(["Key", "Value"])
@@ -132,26 +135,21 @@ class ModelsPage(QWidget):
         model = self.selected()
         if model is None:
             return
-        name, ok = QInputDialog.getText(
-            self,
-            "Copy model",
-            f"New name for {model.name}:",
-            text=f"{model.name.split(':')[0]}-copy",
+        name = ask_text(
+            self, "Copy model", f"New name for {model.name}:", f"{model.name.split(':')[0]}-copy"
         )
-        if ok and name.strip():
-            self.library.copy(model.name, name.strip())
+        if name:
+            self.library.copy(model.name, name)
 
     def _delete(self) -> None:
         model = self.selected()
         if model is None:
             return
-        answer = QMessageBox.question(
-            self,
-            "Delete model",
+        question = (
             f"Delete {model.name}? Its files are removed unless another "
-            "model shares them; chats that use it stay.",
+            "model shares them; chats that use it stay."
         )
-        if answer == QMessageBox.StandardButton.Yes:
+        if confirm(self, "Delete model", question):
             self.library.delete(model.name)
 
     def dragEnterEvent(self, event) -> None:

@@ -1,11 +1,14 @@
-"""The Server page: where the API lives, code to call it, what is loaded, who may connect,
-and the daemon's log.
+"""The Server page: the daemon (running or not, its port, start and stop), where the API
+lives, code to call it, what is loaded, who may connect, and the daemon's log.
 
 Serving on the local network needs the API key, so the switch shows the key (hidden until
-asked) with a copy button, and the snippets include it.
+asked) with a copy button, and the snippets include it. The log leaves out the app's own
+requests (its checks would bury everything else) unless asked to show them.
 """
 
 from __future__ import annotations
+
+import html
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QFontDatabase, QGuiApplication
@@ -16,15 +19,19 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
+    QSpinBox,
     QTabWidget,
     QVBoxLayout,
     QWidget,
 )
 
 from app.gui.services.server import ServerService
+from app.gui.state.daemon_health import DaemonState, DaemonStatus
+from app.gui.state.daemon_log import visible_log
 from app.gui.state.gateway import DEFAULT_BASE_URL
 from app.gui.state.records import ServerInfo
 from app.gui.state.snippets import snippets
+from app.gui.views.plain_text import plain_label, rich_label
 from app.gui.views.record_table import selected_record, table_view
 
 __all__ = ["ServerPage"]
@@ -49,8 +56,8 @@ class ServerPage(QWidget):
         self._base_url = base_url
         self._api_key = ""
         self._model = ""
-        self.address = QLabel()
-        self.status = QLabel("", objectName="muted")
+        self.address = rich_label()
+        self.status = plain_label(objectName="muted")
         self.address.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.snippet_tabs = QTabWidget()
         self.running = table_view(server.running, self)
@@ -59,11 +66,27 @@ class ServerPage(QWidget):
         self.api_key = QLineEdit(readOnly=True, echoMode=QLineEdit.EchoMode.Password)
         self.show_key = QPushButton("Show", checkable=True)
         self.log = _mono()
-        self.message = QLabel("", objectName="muted", wordWrap=True)
+        self._log_text = ""
+        self._log_problem = ""  # why the log could not be fetched, while the page says it
+        self.show_own = QCheckBox("Show the app's own requests")
+        self.show_own.setToolTip(
+            "This window's checks on the daemon (is it up, downloads, loaded models, this "
+            "log), hidden by default; its chats always show"
+        )
+        self.port = QSpinBox(minimum=1, maximum=65535, toolTip="The port the daemon listens on")
+        self.move_port = QPushButton("Use this port", enabled=False)
+        self.start_stop = QPushButton("Stop the daemon")
+        self._port = 0  # the port the daemon runs on
+        self.message = plain_label(objectName="muted", wordWrap=True)  # the daemon's errors
         self._log_timer = QTimer(self, interval=3000)
         self._log_timer.timeout.connect(self._tick)
 
         self.unload.clicked.connect(self._unload)
+        self.show_own.toggled.connect(lambda _on: self._refilter())
+        self.port.valueChanged.connect(lambda value: self.move_port.setEnabled(value != self._port))
+        self.move_port.clicked.connect(lambda: server.set_port(self.port.value()))
+        self.start_stop.clicked.connect(self._start_or_stop)
+        self._allow_port_change(server.port_movable)
         self.lan.clicked.connect(server.set_lan)
         self.show_key.toggled.connect(
             lambda on: self.api_key.setEchoMode(
@@ -74,6 +97,7 @@ class ServerPage(QWidget):
         server.switching.connect(self._switching)
         server.api_key_ready.connect(self._key)
         server.log_ready.connect(self._show_log)
+        server.log_failed.connect(self._log_failed)
         server.error.connect(self.message.setText)
         self._build()
         self._fill_snippets()
@@ -113,10 +137,17 @@ class ServerPage(QWidget):
         log_title = QHBoxLayout()
         log_title.addWidget(QLabel("<b>Daemon log</b>"))
         log_title.addStretch(1)
+        log_title.addWidget(self.show_own)
         log_title.addWidget(refresh_log)
+        daemon = QHBoxLayout()
+        daemon.addWidget(self.status, 1)
+        daemon.addWidget(QLabel("Port"))
+        daemon.addWidget(self.port)
+        daemon.addWidget(self.move_port)
+        daemon.addWidget(self.start_stop)
         layout = QVBoxLayout(self)
         layout.addWidget(QLabel("Server", objectName="pageTitle"))
-        layout.addWidget(self.status)
+        layout.addLayout(daemon)
         layout.addLayout(address)
         layout.addLayout(middle, 3)
         layout.addLayout(log_title)
@@ -127,8 +158,26 @@ class ServerPage(QWidget):
     def _v1(self) -> str:
         return self._base_url.rstrip("/") + "/v1"
 
-    def show_status(self, text: str) -> None:
-        self.status.setText(text)
+    def show_status(self, status: DaemonStatus) -> None:
+        """The daemon's state, and Start or Stop to match."""
+        self.status.setText(status.text())
+        busy = status.state in (DaemonState.CONNECTING, DaemonState.STARTING, DaemonState.STOPPING)
+        self.start_stop.setText("Stop the daemon" if status.up or busy else "Start the daemon")
+        self.start_stop.setEnabled(not busy and not self.server.remote)
+        self.move_port.setEnabled(status.up and self.port.value() != self._port)
+
+    def _start_or_stop(self) -> None:
+        if self.start_stop.text().startswith("Stop"):
+            self.server.stop_daemon()
+        else:
+            self.server.start_daemon()
+
+    def _allow_port_change(self, allowed: bool) -> None:
+        self.port.setEnabled(allowed)
+        if not allowed:
+            self.port.setToolTip(
+                "Set by --host or LOCALLLM_HOST (or the daemon runs on another computer)"
+            )
 
     def set_model(self, name: str) -> None:
         """Use a model the user has in the snippets."""
@@ -156,13 +205,17 @@ class ServerPage(QWidget):
             where = "on the local network; other devices need the API key"
         else:
             where = "on this computer only"
-        self.address.setText(f"OpenAI-compatible API at <b>{self._v1}</b> ({where})")
+        self.address.setText(f"OpenAI-compatible API at <b>{html.escape(self._v1)}</b> ({where})")
         self.lan.setChecked(info.lan)
+        self._port = info.port
+        self.port.setValue(info.port)
+        self.move_port.setEnabled(False)
         self.key_row.setVisible(info.api_key_set or info.lan)
         self._fill_snippets()
 
     def _switching(self, busy: bool) -> None:
         self.lan.setEnabled(not busy)
+        self._allow_port_change(not busy and self.server.port_movable)
         if busy:
             self.message.setText("Restarting the daemon with the new setting…")
         elif self.message.text().startswith("Restarting"):
@@ -173,7 +226,19 @@ class ServerPage(QWidget):
         self.api_key.setText(key)
         self._fill_snippets()
 
+    def _log_failed(self, problem: str) -> None:
+        self._log_problem = problem
+        self.message.setText(problem)
+
     def _show_log(self, text: str) -> None:
+        if self._log_problem and self.message.text() == self._log_problem:
+            self.message.clear()  # the daemon answers again: "not answering" is stale
+        self._log_problem = ""
+        self._log_text = text
+        self._refilter()
+
+    def _refilter(self) -> None:
+        text = visible_log(self._log_text, self.show_own.isChecked())
         bar = self.log.verticalScrollBar()
         pinned = bar.value() >= bar.maximum() - 4
         if text != self.log.toPlainText():
@@ -195,7 +260,7 @@ class ServerPage(QWidget):
             self.snippet_tabs.addTab(page, snippet.title)
         self.snippet_tabs.setCurrentIndex(max(current, 0))
         if not self.address.text():
-            self.address.setText(f"OpenAI-compatible API at <b>{self._v1}</b>")
+            self.address.setText(f"OpenAI-compatible API at <b>{html.escape(self._v1)}</b>")
 
     def _unload(self) -> None:
         model = selected_record(self.running)

@@ -13,13 +13,13 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QListView,
     QMenu,
-    QMessageBox,
     QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 from app.gui.item_models.conversations import CONVERSATION_ROLE
+from app.gui.views.plain_text import confirm
 
 __all__ = ["ChatSidebar"]
 
@@ -47,6 +47,7 @@ class ChatSidebar(QWidget):
         self.list.customContextMenuRequested.connect(self._menu)
         self.list.selectionModel().currentChanged.connect(self._current)
         self._icons = icons
+        self._selecting = False  # highlighting the open chat, not a click to open one
         self._search_icon = self.search.addAction(QIcon(), QLineEdit.ActionPosition.LeadingPosition)
         self.retheme()
         self._debounce = QTimer(self, singleShot=True, interval=250)
@@ -74,9 +75,10 @@ class ChatSidebar(QWidget):
         for row in range(model.rowCount()):
             index = model.index(row, 0)
             if index.data(CONVERSATION_ROLE).id == conversation_id:
-                self.list.selectionModel().blockSignals(True)
+                # not by blocking the selection's signals: the view redraws on them
+                self._selecting = True
                 self.list.setCurrentIndex(index)
-                self.list.selectionModel().blockSignals(False)
+                self._selecting = False
                 return
         self.list.clearSelection()
 
@@ -85,7 +87,7 @@ class ChatSidebar(QWidget):
         self.search.selectAll()
 
     def _current(self, index: QModelIndex, _previous: QModelIndex) -> None:
-        if index.isValid():
+        if index.isValid() and not self._selecting:
             self.open_requested.emit(index.data(CONVERSATION_ROLE).id)
 
     def _menu(self, point: QPoint) -> None:
@@ -99,8 +101,6 @@ class ChatSidebar(QWidget):
 
     def _confirm_delete(self, index: QModelIndex) -> None:
         conversation = index.data(CONVERSATION_ROLE)
-        answer = QMessageBox.question(
-            self, "Delete chat", f"Delete “{conversation.title}” and all its messages?"
-        )
-        if answer == QMessageBox.StandardButton.Yes:
+        question = f"Delete “{conversation.title}” and all its messages?"
+        if confirm(self, "Delete chat", question):
             self.delete_requested.emit(conversation.id)

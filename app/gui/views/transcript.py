@@ -1,16 +1,17 @@
 """The conversation as one scrolling document: Markdown replies, code with copy links,
-per-message actions, stats under each reply, errors in place with what to do next.
+per-message actions, stats under each reply, errors in place with what to do next, and a
+thinking model's reasoning folded into one line above its reply until it is clicked open.
 
 Redrawing on every streamed token would be wasteful, so changes are coalesced (about 25 frames
-a second) and each finished message's HTML is cached; the view stays pinned to the bottom
-while a reply streams unless the user has scrolled up to read.
+a second) and each finished message's HTML is cached. The view follows new content while the
+user is at the end and stays where they are when they have scrolled up to read
+(``BottomFollower``); very long messages are folded until "Show all" is clicked.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
-import html
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QGuiApplication, QImage
@@ -18,21 +19,22 @@ from PySide6.QtWidgets import QTextBrowser
 
 from app.gui.markdown_html import MarkdownRenderer, copy_target
 from app.gui.state.chat.records import Message
+from app.gui.views.scroll_follow import BottomFollower
+from app.gui.views.transcript_html import EMPTY, BlockStyle, message_block
 
 __all__ = ["Transcript"]
 
 _FRAME_MS = 40
-_THUMBNAIL = 160  # pixels, the longest side of a picture shown in a message
+_THUMBNAIL = 160  # pixels, the longest side of an image shown in a message
 _BUBBLES = {False: "#eef0ff", True: "#2a2d45"}  # the user's messages
-_EMPTY = (
-    "<div style='color:gray; margin-top:40px;' align='center'><h3>Ask anything</h3>"
-    "<p>Enter sends · Shift+Enter adds a line · Esc stops a reply</p></div>"
-)
 
 
 class Transcript(QTextBrowser):
     edit_requested = Signal(str, str)  # message id, its text
     regenerate_requested = Signal()
+    continue_requested = Signal(str)  # the id of a cut-off reply
+    delete_requested = Signal(str)  # message id
+    version_requested = Signal(str, int)  # reply id, the version to show
     copied = Signal(str)  # what was copied, for a status message
 
     def __init__(self, parent=None):
@@ -46,8 +48,11 @@ class Transcript(QTextBrowser):
         self._cache: dict[str, tuple[str, str, tuple[str, ...]]] = {}
         self._thumbnails: dict[str, QImage] = {}  # by "message id/index"
         self._messages: tuple[Message, ...] = ()
+        self._expanded: set[str] = set()  # folded messages the user opened with "Show all"
+        self._thinking_open: set[str] = set()  # replies whose reasoning the user opened
         self._assistant = "Assistant"
         self._streaming = False
+        self.follower = BottomFollower(self.verticalScrollBar(), self)
         self._timer = QTimer(self, singleShot=True, interval=_FRAME_MS)
         self._timer.timeout.connect(self._render)
         self._render()
@@ -68,41 +73,35 @@ class Transcript(QTextBrowser):
             self._timer.stop()
             self._render()
 
+    def follow_end(self) -> None:
+        """Go to the end and follow new content (a chat opened, a message sent)."""
+        self.follower.to_end()
+
     def message_text(self, message_id: str) -> str:
         return next((m.content for m in self._messages if m.id == message_id), "")
 
     # drawing
 
     def _render(self) -> None:
-        bar = self.verticalScrollBar()
-        pinned = bar.value() >= bar.maximum() - 4
-        kept = bar.value()
-        last_reply = next((m.id for m in reversed(self._messages) if m.role == "assistant"), "")
-        blocks = [self._block(m, m.id == last_reply) for m in self._messages]
-        self.setHtml("".join(blocks) or _EMPTY)
-        bar.setValue(bar.maximum() if pinned else kept)
-
-    def _block(self, m: Message, last_reply: bool) -> str:
-        streaming = self._streaming and last_reply and m is self._messages[-1]
-        who = "You" if m.role == "user" else html.escape(self._assistant)
-        head = f"<p style='margin-bottom:2px;'><b>{who}</b></p>"
-        if m.role == "user":
-            text = html.escape(m.content).replace("\n", "<br>")
-            pictures = "".join(f"<img src='picture:{m.id}/{i}'> " for i in range(len(m.images)))
-            body = (
-                f"<table width='100%' cellpadding='8' bgcolor='{self._bubble}'><tr><td>"
-                f"{pictures + '<br>' if pictures else ''}{text}</td></tr></table>"
+        style = BlockStyle(self._assistant, self._bubble, self._markdown)
+        count = len(self._messages)
+        blocks = [
+            message_block(
+                m,
+                style,
+                last=i == count - 1,
+                streaming=self._streaming and i == count - 1,
+                expanded=m.id in self._expanded,
+                thinking_open=m.id in self._thinking_open,
             )
-        else:
-            body = self._markdown(m) if m.content else ("<p><i>…</i></p>" if streaming else "")
-        if m.failed:
-            body += self._error(m)
-        footer = self._footer(m, last_reply, streaming)
-        return f"<div style='margin-bottom:14px;'>{head}{body}{footer}</div>"
+            for i, m in enumerate(self._messages)
+        ]
+        with self.follower.redrawing():
+            self.setHtml("".join(blocks) or EMPTY)
 
     def loadResource(self, kind: int, url: QUrl):
-        """Pictures attached to messages, as thumbnails (decoded once, then cached)."""
-        if url.scheme() != "picture":
+        """Images attached to messages, as thumbnails (decoded once, then cached)."""
+        if url.scheme() != "image":
             return super().loadResource(kind, url)
         key = url.path()
         if key not in self._thumbnails:
@@ -116,7 +115,7 @@ class Transcript(QTextBrowser):
         if message is not None and index.isdigit() and int(index) < len(message.images):
             with contextlib.suppress(ValueError):  # not base64
                 image.loadFromData(base64.b64decode(message.images[int(index)]))
-        if image.isNull():  # not a picture Qt can read: a grey square says so
+        if image.isNull():  # not an image Qt can read: a grey square says so
             image = QImage(_THUMBNAIL // 2, _THUMBNAIL // 2, QImage.Format.Format_RGB32)
             image.fill(Qt.GlobalColor.lightGray)
             return image
@@ -125,37 +124,13 @@ class Transcript(QTextBrowser):
         smooth = Qt.TransformationMode.SmoothTransformation
         return image.scaled(_THUMBNAIL, _THUMBNAIL, Qt.AspectRatioMode.KeepAspectRatio, smooth)
 
-    def _markdown(self, m: Message) -> str:
+    def _markdown(self, m: Message, text: str) -> str:
         cached = self._cache.get(m.id)
-        if cached is None or cached[0] != m.content:
-            rendered = self._renderer.render(m.content, key=m.id)
-            cached = (m.content, rendered.html, rendered.code_blocks)
+        if cached is None or cached[0] != text:
+            rendered = self._renderer.render(text, key=m.id)
+            cached = (text, rendered.html, rendered.code_blocks)
             self._cache[m.id] = cached
         return cached[1]
-
-    @staticmethod
-    def _error(m: Message) -> str:
-        hint = f"<br>{html.escape(m.hint)}" if m.hint else ""
-        return (
-            "<table width='100%' cellpadding='8' bgcolor='#fdecea'><tr><td>"
-            f"<span style='color:#b42318;'><b>{html.escape(m.error)}</b>{hint}</span><br>"
-            "<a href='action:regenerate'>Try again</a></td></tr></table>"
-        )
-
-    @staticmethod
-    def _footer(m: Message, last_reply: bool, streaming: bool) -> str:
-        if streaming:
-            return ""
-        links = [f"<a href='action:copy:{m.id}'>Copy</a>"]
-        if m.role == "user":
-            links.append(f"<a href='action:edit:{m.id}'>Edit</a>")
-        elif last_reply and not m.failed:
-            links.append("<a href='action:regenerate'>Regenerate</a>")
-        stats = m.stats.summary() if m.stats else ""
-        muted = (
-            f"<span style='color:gray;'>{html.escape(stats)}</span>&nbsp;&nbsp;" if stats else ""
-        )
-        return f"<p style='font-size:small; margin-top:2px;'>{muted}{' · '.join(links)}</p>"
 
     # links
 
@@ -168,16 +143,36 @@ class Transcript(QTextBrowser):
             if number < len(blocks):
                 self._copy(blocks[number], "Code copied")
             return
-        kind, _, arg = href.removeprefix("action:").partition(":")
         if not href.startswith("action:"):
             if url.scheme() in ("http", "https", "mailto"):
                 QDesktopServices.openUrl(url)
-        elif kind == "copy":
+            return
+        kind, _, arg = href.removeprefix("action:").partition(":")
+        if kind == "copy":
             self._copy(self.message_text(arg), "Message copied")
         elif kind == "edit":
             self.edit_requested.emit(arg, self.message_text(arg))
         elif kind == "regenerate":
             self.regenerate_requested.emit()
+        elif kind == "continue":
+            self.continue_requested.emit(arg)
+        elif kind == "delete":
+            self.delete_requested.emit(arg)
+        elif kind == "version":
+            message_id, _, number = arg.partition(":")
+            if number.isdigit():
+                self.version_requested.emit(message_id, int(number))
+        elif kind == "unfold":
+            self._expanded.add(arg)
+            self.follower.hold()  # read it from here, not from its end
+            self._render()
+        elif kind == "fold":
+            self._expanded.discard(arg)
+            self._render()
+        elif kind == "thinking":
+            self._thinking_open ^= {arg}
+            self.follower.hold()  # read it from here, not from its end
+            self._render()
 
     def _copy(self, text: str, what: str) -> None:
         QGuiApplication.clipboard().setText(text)

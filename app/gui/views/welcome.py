@@ -27,6 +27,7 @@ from app.gui.state.fit import Fit
 from app.gui.state.records import SystemInfo
 from app.gui.state.starter_models import Suggestion, suggest
 from app.gui.state.units import bytes_text, duration_text
+from app.gui.views.plain_text import plain_label
 
 __all__ = ["WelcomePage", "gguf_paths"]
 
@@ -55,7 +56,7 @@ class WelcomePage(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setAcceptDrops(True)
-        self.machine = QLabel(_machine(None), objectName="muted")
+        self.machine = plain_label(_machine(None), objectName="muted")
         self.cards = QGridLayout()
         self.buttons: dict[str, QPushButton] = {}
         self.problems: dict[str, QLabel] = {}  # a failed download's reason, on its card
@@ -132,7 +133,7 @@ class WelcomePage(QWidget):
         button.clicked.connect(lambda: self._pull(s.model.name))
         self.buttons[s.model.name] = button
         layout.addWidget(button, 0, Qt.AlignmentFlag.AlignLeft)
-        problem = QLabel(wordWrap=True, objectName="problem")
+        problem = plain_label(wordWrap=True, objectName="problem")  # the daemon's error
         problem.hide()
         self.problems[s.model.name] = problem
         layout.addWidget(problem)

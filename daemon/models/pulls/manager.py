@@ -1,9 +1,12 @@
 """Pulls as daemon tasks: an HTTP stream only watches a pull, so hanging up never stops it.
 
 ``PullManager.start`` runs one task per model (a second request for the same model joins the
-running pull); each task drives the registry's ``Puller`` and publishes its events to every
-watcher, and keeps the persistent pull list (``records``) up to date. Pause and cancel go
-to the puller; the running task then ends with a ``paused`` or ``cancelled`` event.
+running or queued pull); each task drives the registry's ``Puller`` and publishes its events
+to every watcher, and keeps the persistent pull list (``records``) up to date. At most
+``max_running`` pulls run at once (each costs threads, connections and open files); the
+others wait in order, listed and streamed as ``queued``, and cost nothing until they start.
+Pause and cancel go to the puller; the running task then ends with a ``paused`` or
+``cancelled`` event. A queued pull is paused or cancelled without ever starting.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import deque
 from collections.abc import AsyncIterator
 
 from anyio import to_thread
@@ -19,13 +23,14 @@ from daemon.errors import NotFoundError
 from daemon.models.pulls.records import PullRecord, PullRecords
 from model_registry.names import ModelName, parse_name
 from model_registry.pull import Puller, PullEvent
+from model_registry.pull.events import CANCELLED, PAUSED, PULLING_MANIFEST
 
 __all__ = ["PullJob", "PullManager"]
 
 log = logging.getLogger("localllm.pulls")
 
 _END = object()
-_MANIFEST = "pulling manifest"
+QUEUED = "queued"
 _STOP_WAIT = 10.0  # seconds a pause or cancel waits for the pull to wind down
 
 
@@ -70,22 +75,36 @@ class PullJob:
 
 
 class PullManager:
-    def __init__(self, puller: Puller, records: PullRecords):
+    def __init__(self, puller: Puller, records: PullRecords, max_running: int = 3):
         self.puller = puller
         self.records = records
+        self.max_running = max(1, max_running)
         self._jobs: dict[str, PullJob] = {}
+        self._active: set[PullJob] = set()
+        self._queue: deque[PullJob] = deque()
+        self._closing = False
 
     # -- operations -------------------------------------------------------------------------
     def start(self, text: str) -> PullJob:
-        """The running pull of ``text``, or a new one (which resumes any partial download)."""
+        """The running (or queued) pull of ``text``, or a new one, which resumes any partial
+        download; it starts now if fewer than ``max_running`` pulls run, else it queues."""
         name = parse_name(text)
-        job = self._jobs.get(name.full)
-        if job is not None and not job.ended.is_set():
+        job = self._running(name)
+        if job is not None:
             return job
         job = PullJob(name)
         self._jobs[name.full] = job
-        self.records.put(name.full, PullRecord(name.display))
-        job.task = asyncio.get_running_loop().create_task(self._run(job))
+        earlier = self.records.get(name.full)
+        blobs = dict(earlier.blobs) if earlier is not None else {}  # a resume shows its bytes
+        if len(self._active) < self.max_running and not self._closing:
+            self.records.put(name.full, PullRecord(name.display, blobs=blobs))
+            self._launch(job)
+        else:
+            self.records.put(
+                name.full, PullRecord(name.display, state=QUEUED, status=QUEUED, blobs=blobs)
+            )
+            self._queue.append(job)
+            job.publish({"status": QUEUED})
         return job
 
     def resume(self, text: str) -> PullJob:
@@ -101,13 +120,18 @@ class PullManager:
             if self.records.get(name.full) is None:
                 raise NotFoundError(f"no pull of {name.display!r} is running")
             return  # already paused or failed: nothing runs
+        if job in self._queue:
+            self._unqueue(job, PAUSED)
+            return
         await self._stop(job, self.puller.pause)
 
     async def cancel(self, text: str) -> None:
-        """Stop the pull (if running), delete its partial download and forget it."""
+        """Stop the pull (if running or queued), delete its partial download and forget it."""
         name = parse_name(text)
         job = self._running(name)
-        if job is not None:
+        if job in self._queue:
+            self._unqueue(job, CANCELLED)
+        elif job is not None:
             await self._stop(job, self.puller.cancel)
         known = job is not None or self.records.get(name.full) is not None
         removed = await to_thread.run_sync(self.puller.cancel, name)
@@ -119,7 +143,11 @@ class PullManager:
         return self.records.all()
 
     async def shutdown(self) -> None:
-        """Pause every running pull (keeping its partial download), then close the puller."""
+        """Pause every running or queued pull (keeping partial downloads), then close the
+        puller."""
+        self._closing = True
+        while self._queue:
+            self._unqueue(self._queue[0], PAUSED)
         running = [job for job in self._jobs.values() if not job.ended.is_set()]
         for job in running:
             with contextlib.suppress(Exception):
@@ -128,8 +156,34 @@ class PullManager:
                 job.task.cancel()
         await to_thread.run_sync(self.puller.close)
 
-    # -- the task ---------------------------------------------------------------------------
+    # -- the queue and the task -------------------------------------------------------------
+    def _launch(self, job: PullJob) -> None:
+        self._active.add(job)
+        job.task = asyncio.get_running_loop().create_task(self._run(job))
+
+    def _unqueue(self, job: PullJob, status: str) -> None:
+        """End a pull that never started: paused stays listed, cancelled is forgotten."""
+        self._queue.remove(job)
+        if status == PAUSED:
+            self._set_state(job, PAUSED, PAUSED)
+        job.publish({"status": status})
+        job.end()
+
+    def _next(self) -> None:
+        """A running pull ended: start queued ones while there is room."""
+        while self._queue and len(self._active) < self.max_running and not self._closing:
+            job = self._queue.popleft()
+            self._set_state(job, "running", PULLING_MANIFEST)
+            self._launch(job)
+
     async def _run(self, job: PullJob) -> None:
+        try:
+            await self._drive(job)
+        finally:
+            self._active.discard(job)
+            self._next()
+
+    async def _drive(self, job: PullJob) -> None:
         try:
             async for event in self.puller.apull(job.name):
                 self._record(job, event)
@@ -146,7 +200,7 @@ class PullManager:
 
     def _record(self, job: PullJob, event: PullEvent) -> None:
         record = self.records.get(job.name.full) or PullRecord(job.name.display)
-        if event.status != _MANIFEST:
+        if event.status != PULLING_MANIFEST:
             job.resolved = True
         if event.digest and event.total is not None:
             record.blobs[event.digest] = [event.total, event.completed or 0]

@@ -1,9 +1,9 @@
 """The pull list, kept in ``<data dir>/pulls.json`` so it survives the daemon restarting.
 
-Each record says which model, its state (running, paused, failed) and its byte totals. The
-file is replaced atomically, so a crash leaves the old list or the new one, never half of one.
-A record still "running" when the daemon starts belonged to a daemon that died mid-pull: it
-is listed as paused (interrupted), and resuming it picks up its partial download.
+Each record says which model, its state (queued, running, paused, failed) and its byte totals.
+The file is replaced atomically, so a crash leaves the old list or the new one, never half of
+one. A record still "running" or "queued" when the daemon starts belonged to a daemon that
+died: it is listed as paused (interrupted), and resuming it picks up its partial download.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ __all__ = ["PullRecord", "PullRecords"]
 log = logging.getLogger("localllm.pulls")
 
 _VERSION = 1
-_STATES = ("running", "paused", "failed")
+_STATES = ("queued", "running", "paused", "failed")
 
 
 @dataclass
@@ -56,7 +56,7 @@ class PullRecord:
             updated=float(data.get("updated") or 0.0),
             blobs={str(k): _pair(v) for k, v in blobs.items()},
         )
-        if record.state == "running":  # its daemon died: nothing is running it now
+        if record.state in ("running", "queued"):  # its daemon died: nothing runs it now
             record.state, record.status, record.interrupted = "paused", "paused", True
         return record
 
@@ -119,7 +119,8 @@ class PullRecords:
             "pulls": {key: asdict(record) for key, record in self._records.items()},
         }
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            # private: a temp file is made 0600 (mkstemp), then renamed into place
             atomic_write_bytes(self.path, json.dumps(document, indent=1).encode())
         except OSError as error:  # the list is a convenience: never fail a pull over it
             log.warning("could not save the pull list: %s", error.strerror or error)

@@ -67,7 +67,10 @@ class Embedder:
     def submit(self, rid: int, inputs: list[str], normalize: bool, truncate: bool) -> None:
         tokenized = []
         for text in inputs:
-            tokens = self.model.tokenize(text, add_bos=True, special=True)
+            if truncate:  # only the start counts: never tokenize more than it
+                text = self.model.head(text, self.n_ctx)
+            most = None if truncate else self.n_ctx
+            tokens = self.model.tokenize(text, add_bos=True, special=True, most=most)
             if len(tokens) > self.n_ctx:
                 if not truncate:
                     raise ContextOverflowError(len(tokens), self.n_ctx)

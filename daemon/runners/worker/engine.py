@@ -6,7 +6,7 @@ spread over several steps and never stalls the streams already running. Requests
 number of slots wait in a FIFO until a slot frees. A step of only the streams' next tokens is
 decoded one token at a time instead where that has been measured to be cheaper (``decode_plan``).
 
-A prompt with pictures is fed the same way up to each picture; the picture itself is encoded
+A prompt with images is fed the same way up to each image; the image itself is encoded
 and decoded into its sequence on its own (see ``vision``) once the text before it is in, which
 holds the other streams for that long.
 """
@@ -33,7 +33,7 @@ from .model import ContextConfig, Model
 from .sampling import SequenceSampler, token_logprobs
 from .slots import Slot, pick_slot
 from .text import TextStream
-from .vision import Picture, PicturePrompt, Vision
+from .vision import ImagePrompt, ImageSpan, Vision
 
 __all__ = ["Engine"]
 
@@ -41,13 +41,14 @@ __all__ = ["Engine"]
 @dataclass(eq=False)
 class _Job:
     rid: int
-    prompt: list[int]  # pictures are runs of negative placeholder ids (see ``vision``)
-    pictures: dict[int, Picture]  # by start index in ``prompt``
+    prompt: list[int]  # images are runs of negative placeholder ids (see ``vision``)
+    images: dict[int, ImageSpan]  # by start index in ``prompt``
     sampler: SequenceSampler
     text: TextStream
     max_tokens: int | None
     logprobs: int | None
     arrived: float
+    visible: frozenset[int] = frozenset()  # special tokens whose text this request keeps
     slot: Slot | None = None
     fed: int = 0  # prompt tokens in the slot's cache
     evaluated: int = 0  # prompt tokens this request decoded itself
@@ -108,16 +109,17 @@ class Engine:
             return
         self.waiting.append(job)
 
-    def _tokenize(self, req: GenerateCall) -> PicturePrompt:
+    def _tokenize(self, req: GenerateCall) -> ImagePrompt:
         if not req.images:
-            return PicturePrompt(self.model.tokenize(req.prompt, req.add_bos, special=True))
+            tokens = self.model.tokenize(req.prompt, req.add_bos, special=True, most=self.n_ctx)
+            return ImagePrompt(tokens)
         if self.vision is None:
             raise InvalidRequestError(
-                f"{self.model.spec.model_name} has no vision projector; it cannot take pictures"
+                f"{self.model.spec.model_name} has no vision projector; it cannot take images"
             )
         return self.vision.tokenize(req.prompt, req.image_marker, req.images, req.add_bos)
 
-    def _job(self, rid: int, req: GenerateCall, parsed: PicturePrompt) -> _Job:
+    def _job(self, rid: int, req: GenerateCall, parsed: ImagePrompt) -> _Job:
         prompt = parsed.tokens
         if not prompt:
             raise InvalidRequestError("the prompt is empty")
@@ -127,12 +129,13 @@ class Engine:
         return _Job(
             rid=rid,
             prompt=prompt,
-            pictures=parsed.pictures,
+            images=parsed.images,
             sampler=SequenceSampler(self.model, params, [t for t in prompt if t >= 0]),
             text=TextStream(params.stop),
             max_tokens=params.max_tokens,
             logprobs=params.logprobs,
             arrived=time.perf_counter(),
+            visible=self.model.special_tokens(req.visible_tokens),
         )
 
     def cancel(self, rid: int) -> None:
@@ -197,7 +200,7 @@ class Engine:
             busy = {s.seq_id for s in self.slots if s.job is not None}
             slot, common = pick_slot(free, job.prompt, busy)
             common = self._reusable(job, min(common, len(job.prompt) - 1))
-            slot.shift = 0  # what is kept of the cache holds no M-RoPE picture (``_reusable``)
+            slot.shift = 0  # what is kept of the cache holds no M-RoPE image (``_reusable``)
             if common < len(slot.cached):
                 if not lc.llama_memory_seq_rm(self.memory, slot.seq_id, common, -1):
                     lc.llama_memory_seq_rm(self.memory, slot.seq_id, -1, -1)
@@ -208,10 +211,10 @@ class Engine:
             self.active.append(job)
 
     def _reusable(self, job: _Job, common: int) -> int:
-        """How much of a cached prefix may be kept: never part of a picture, and with M-RoPE
-        (where positions stop matching indices after a picture) nothing from the first on."""
-        for start, picture in job.pictures.items():
-            if start < common < start + picture.n_tokens or (self.vision.mrope and start < common):
+        """How much of a cached prefix may be kept: never part of an image, and with M-RoPE
+        (where positions stop matching indices after an image) nothing from the first on."""
+        for start, image in job.images.items():
+            if start < common < start + image.n_tokens or (self.vision.mrope and start < common):
                 common = start
         return common
 
@@ -230,18 +233,18 @@ class Engine:
                 return
 
     def _feed_prompt(self, job: _Job) -> bool:
-        """Put ``job``'s next prompt tokens into the batch, up to its next picture (decoded
+        """Put ``job``'s next prompt tokens into the batch, up to its next image (decoded
         here once the text before it is in); False when the batch is full."""
         queued = False  # this job has tokens in the batch, not yet decoded
         while job.fed < len(job.prompt):
-            picture = job.pictures.get(job.fed)
-            if picture is not None:
-                if queued or not self._decode_picture(job, picture):
+            image = job.images.get(job.fed)
+            if image is not None:
+                if queued or not self._decode_image(job, image):
                     return True
                 continue
             if self.batch.free <= 0:
                 return False
-            end = min((s for s in job.pictures if s > job.fed), default=len(job.prompt))
+            end = min((s for s in job.images if s > job.fed), default=len(job.prompt))
             take = min(end - job.fed, self.batch.free)
             chunk = job.prompt[job.fed : job.fed + take]
             done = job.fed + take == len(job.prompt)
@@ -255,21 +258,21 @@ class Engine:
                 job.row = row
         return True
 
-    def _decode_picture(self, job: _Job, picture: Picture) -> bool:
-        """Encode one picture into ``job``'s sequence; False if that failed (job ended)."""
+    def _decode_image(self, job: _Job, image: ImageSpan) -> bool:
+        """Encode one image into ``job``'s sequence; False if that failed (job ended)."""
         slot = job.slot
         position = job.fed + slot.shift
         try:
             after = self.vision.evaluate(
-                self.ctx, picture, position, slot.seq_id, self.batch.capacity
+                self.ctx, image, position, slot.seq_id, self.batch.capacity
             )
         except RunnerError as exc:
             self._fail(job, exc)
             return False
-        slot.cached.extend(job.prompt[job.fed : job.fed + picture.n_tokens])
-        slot.shift += (after - position) - picture.n_tokens
-        job.fed += picture.n_tokens
-        job.evaluated += picture.n_tokens
+        slot.cached.extend(job.prompt[job.fed : job.fed + image.n_tokens])
+        slot.shift += (after - position) - image.n_tokens
+        job.fed += image.n_tokens
+        job.evaluated += image.n_tokens
         return True
 
     def _advance(self, job: _Job) -> None:
@@ -284,7 +287,8 @@ class Engine:
         if job.logprobs is not None:
             logprobs = [token_logprobs(self.model, self.ctx, job.row, token, job.logprobs)]
         job.completion += 1
-        text = job.text.push(self.model.piece(token))
+        piece = self.model.token_bytes(token) if token in job.visible else self.model.piece(token)
+        text = job.text.push(piece)
         reason = "stop" if job.text.stopped else None
         if reason is None and job.max_tokens is not None and job.completion >= job.max_tokens:
             reason = "length"
@@ -314,6 +318,7 @@ class Engine:
                 "ev": "done",
                 "id": job.rid,
                 "reason": reason,
+                "stop_sequence": job.text.matched,
                 "prompt_tokens": len(job.prompt),
                 "prompt_evaluated": job.evaluated,
                 "completion_tokens": job.completion,
@@ -335,8 +340,8 @@ class Engine:
 
     def _release(self, job: _Job, now: float) -> None:
         job.sampler.close()
-        for picture in job.pictures.values():
-            picture.free()
+        for image in job.images.values():
+            image.free()
         if job.slot is not None:
             job.slot.job = None
             job.slot.last_used = now

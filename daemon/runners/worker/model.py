@@ -1,7 +1,9 @@
-"""A loaded llama.cpp model: loading (one file or shards), contexts, and the vocabulary.
+"""A loaded llama.cpp model: loading (one file or shards, and its LoRA adapters), contexts,
+and the vocabulary.
 
 Everything else in the worker asks this object for tokens and pieces, so the ctypes details of
-tokenizing live in one place.
+tokenizing live in one place. Every context it makes has the spec's adapters applied with
+their scales, so generation and embeddings see the same adapted model.
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ from pathlib import Path
 
 import llama_cpp as lc
 
-from ..types import RunnerSpec
+from ..types import ContextOverflowError, RunnerSpec
 
 __all__ = ["ContextConfig", "LoadError", "Model"]
 
 _GGUF_MAGIC = b"GGUF"
+_CHEAP_BYTES_PER_TOKEN = 4  # a text of up to this many bytes per allowed token is tokenized
+_HEAD_MARGIN = 16  # tokens kept past a cut, so the cut cannot change the tokens before it
 
 
 class LoadError(Exception):
@@ -57,6 +61,8 @@ class Model:
         )
         self._pieces: dict[int, bytes] = {}
         self._eog: list[int] | None = None
+        self._adapters: list = []  # llama_adapter_lora pointers, in spec.adapters order
+        self._longest: int | None = None
 
     @classmethod
     def load(cls, spec: RunnerSpec) -> Model:
@@ -72,7 +78,24 @@ class Model:
             handle = lc.llama_model_load_from_splits(array, len(paths), params)
         if not handle:
             raise LoadError(f"llama.cpp rejected {paths[0].name} (see the log lines below)")
-        return cls(handle, spec)
+        model = cls(handle, spec)
+        try:
+            model._load_adapters()
+        except LoadError:
+            model.close()
+            raise
+        return model
+
+    def _load_adapters(self) -> None:
+        for adapter in self.spec.adapters:
+            path = Path(adapter.path)
+            handle = lc.llama_adapter_lora_init(self.handle, os.fsencode(path))
+            if not handle:
+                raise LoadError(
+                    f"llama.cpp rejected the LoRA adapter {path.name} for "
+                    f"{self.spec.model_name} (see the log lines below)"
+                )
+            self._adapters.append(handle)
 
     def new_context(self, config: ContextConfig):
         params = lc.llama_context_default_params()
@@ -89,10 +112,31 @@ class Model:
         ctx = lc.llama_init_from_model(self.handle, params)
         if not ctx:
             raise LoadError(f"llama.cpp could not create a context of {config.n_ctx} tokens")
+        if self._adapters and not self._apply_adapters(ctx):
+            lc.llama_free(ctx)
+            raise LoadError(
+                f"llama.cpp could not apply the LoRA adapters of {self.spec.model_name}"
+            )
         return ctx
 
-    def tokenize(self, text: str, add_bos: bool = True, special: bool = True) -> list[int]:
+    def _apply_adapters(self, ctx) -> bool:
+        count = len(self._adapters)
+        handles = (lc.llama_adapter_lora_p_ctypes * count)(*self._adapters)
+        scales = (ctypes.c_float * count)(*(adapter.scale for adapter in self.spec.adapters))
+        return lc.llama_set_adapters_lora(ctx, handles, count, scales) == 0
+
+    def tokenize(
+        self, text: str, add_bos: bool = True, special: bool = True, most: int | None = None
+    ) -> list[int]:
+        """The tokens of ``text``. With ``most`` (a context size), a text that certainly takes
+        more tokens is refused without tokenizing it (:class:`ContextOverflowError` with a
+        floor): llama.cpp's tokenizer is quadratic on long runs of byte-fallback characters
+        (minutes for a few MB)."""
         data = text.encode()
+        if most is not None and len(data) > most * _CHEAP_BYTES_PER_TOKEN:
+            floor = len(data) // self.longest_token_bytes()
+            if floor > most:
+                raise ContextOverflowError(floor, most, at_least=True)
         size = len(data) + 8
         while True:
             out = (lc.llama_token * size)()
@@ -100,6 +144,20 @@ class Model:
             if n >= 0:
                 return out[:n]
             size = -n
+
+    def longest_token_bytes(self) -> int:
+        """The most text one token stands for (special tokens included); found once, on the
+        first prompt long enough to ask."""
+        if self._longest is None:
+            lengths = (len(self._render(t, special=True)) for t in range(self.n_vocab))
+            self._longest = max(lengths, default=1) or 1
+        return self._longest
+
+    def head(self, text: str, tokens: int) -> str:
+        """A start of ``text`` that holds at least its first ``tokens`` tokens (and a margin),
+        so truncating a long text never needs tokenizing all of it."""
+        keep = (tokens + _HEAD_MARGIN) * self.longest_token_bytes()
+        return text[:keep] if len(text) > keep else text
 
     def piece(self, token: int) -> bytes:
         """The bytes a token adds to generated text (control tokens add none); cached."""
@@ -120,6 +178,11 @@ class Model:
             n = lc.llama_token_to_piece(self.vocab, token, buf, -n, 0, special)
         return buf.raw[:n]
 
+    def special_tokens(self, texts: tuple[str, ...]) -> frozenset[int]:
+        """The ids of those ``texts`` that are one token each (the others are not tokens)."""
+        ids = (self.tokenize(text, add_bos=False, special=True) for text in texts)
+        return frozenset(one[0] for one in ids if len(one) == 1)
+
     def is_eog(self, token: int) -> bool:
         return lc.llama_vocab_is_eog(self.vocab, token)
 
@@ -129,7 +192,9 @@ class Model:
         return self._eog
 
     def close(self) -> None:
+        """Free the model; llama.cpp frees its adapters with it."""
         if self.handle:
+            self._adapters.clear()
             lc.llama_model_free(self.handle)
             self.handle = None
 

@@ -12,9 +12,9 @@ import random
 
 import llama_cpp as lc
 import numpy as np
-from llama_cpp.llama_grammar import json_schema_to_gbnf
 
 from ..types import InvalidRequestError, SamplingParams
+from .json_grammar import schema_grammar
 from .model import Model
 
 __all__ = ["SequenceSampler", "token_logprobs"]
@@ -24,7 +24,8 @@ class SequenceSampler:
     """Owns one ``llama_sampler`` chain; :meth:`close` frees it."""
 
     def __init__(self, model: Model, params: SamplingParams, prompt: list[int]):
-        self.seed = params.seed if params.seed is not None else random.getrandbits(32)
+        # llama.cpp seeds are 32-bit; any 64-bit seed maps onto one (-1: 0xFFFFFFFF, "random").
+        self.seed = params.seed % (1 << 32) if params.seed is not None else random.getrandbits(32)
         self._chain = lc.llama_sampler_chain_init(lc.llama_sampler_chain_default_params())
         try:
             self._build(model, params, prompt)
@@ -39,7 +40,10 @@ class SequenceSampler:
         if bias:
             self._add_logit_bias(model, bias)
         if _has_penalties(params):
-            last_n = params.repeat_last_n if params.repeat_last_n >= 0 else model.spec.num_ctx
+            # A window past the context holds nothing more, yet llama.cpp allocates all of it.
+            last_n = model.spec.num_ctx
+            if 0 <= params.repeat_last_n < last_n:
+                last_n = params.repeat_last_n
             penalties = lc.llama_sampler_init_penalties(
                 model.n_vocab,
                 last_n,
@@ -106,7 +110,7 @@ def _grammar_text(params: SamplingParams) -> str | None:
     if not params.json_schema:
         return None
     try:
-        return json_schema_to_gbnf(params.json_schema)
+        return schema_grammar(params.json_schema)
     except Exception as exc:  # the converter raises plain exceptions of several kinds
         raise InvalidRequestError(f"cannot turn the JSON schema into a grammar: {exc}") from None
 

@@ -25,7 +25,7 @@ class Slot:
     seq_id: int
     cached: list[int] = field(default_factory=list)  # tokens whose KV this sequence holds
     job: Any = None  # the generation using it, None when free
-    shift: int = 0  # next position minus len(cached): negative after an M-RoPE picture
+    shift: int = 0  # next position minus len(cached): negative after an M-RoPE image
     last_used: float = 0.0
 
 

@@ -17,17 +17,21 @@ class TextStream:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._stops = tuple(s for s in stops if s)
         self._held = ""
-        self.stopped = False
+        self.matched: str | None = None  # the stop string that ended the text, once one has
+
+    @property
+    def stopped(self) -> bool:
+        return self.matched is not None
 
     def push(self, data: bytes) -> str:
-        """Text that is now safe to emit; sets :attr:`stopped` when a stop string appears."""
+        """Text that is now safe to emit; sets :attr:`matched` when a stop string appears."""
         text = self._decoder.decode(data)
         if not self._stops:
             return text
         text = self._held + text
-        cut = min((i for i in (text.find(s) for s in self._stops) if i >= 0), default=-1)
-        if cut >= 0:
-            self.stopped = True
+        found = [(i, stop) for stop in self._stops if (i := text.find(stop)) >= 0]
+        if found:
+            cut, self.matched = min(found)
             self._held = ""
             return text[:cut]
         keep = self._partial_stop(text)

@@ -1,11 +1,11 @@
-"""Pictures into a sequence's KV cache, with llama.cpp's multimodal library (mtmd).
+"""Images into a sequence's KV cache, with llama.cpp's multimodal library (mtmd).
 
-A prompt with pictures becomes one list of token ids in which each picture is a run of
+A prompt with images becomes one list of token ids in which each image is a run of
 placeholder ids, plus the mtmd chunk that fills each run. Placeholders are negative (no real
-token has one) and derived from a hash of the picture, so the prefix cache reuses the picture a
-slot already holds (the next turn of the same chat) and never mistakes one picture for another.
+token has one) and derived from a hash of the image, so the prefix cache reuses the image a
+slot already holds (the next turn of the same chat) and never mistakes one image for another.
 The engine feeds the text as usual and calls :meth:`Vision.evaluate` when a sequence reaches a
-picture; mtmd encodes it and decodes its embeddings into that sequence.
+image; mtmd encodes it and decodes its embeddings into that sequence.
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from llama_cpp import mtmd_cpp as mtmd
 from ..types import InvalidRequestError, RunnerError
 from .model import LoadError, Model
 
-__all__ = ["Picture", "PicturePrompt", "Vision"]
+__all__ = ["ImagePrompt", "ImageSpan", "Vision"]
 
 
 @dataclass(eq=False)
-class Picture:
-    """One picture's place in a prompt: ``n_tokens`` embeddings from ``start`` on."""
+class ImageSpan:
+    """One image's place in a prompt: ``n_tokens`` embeddings from ``start`` on."""
 
     start: int
     n_tokens: int
@@ -41,13 +41,13 @@ class Picture:
 
 
 @dataclass
-class PicturePrompt:
+class ImagePrompt:
     tokens: list[int]
-    pictures: dict[int, Picture] = field(default_factory=dict)  # by start index
+    images: dict[int, ImageSpan] = field(default_factory=dict)  # by start index
 
     def free(self) -> None:
-        for picture in self.pictures.values():
-            picture.free()
+        for image in self.images.values():
+            image.free()
 
 
 class Vision:
@@ -71,12 +71,12 @@ class Vision:
 
     def tokenize(
         self, prompt: str, marker: str, images: tuple[bytes, ...], add_bos: bool
-    ) -> PicturePrompt:
-        """The prompt as tokens and placeholder runs, one picture at each ``marker``."""
+    ) -> ImagePrompt:
+        """The prompt as tokens and placeholder runs, one image at each ``marker``."""
         texts = prompt.split(marker) if marker else [prompt]
         if len(texts) - 1 != len(images):
             raise InvalidRequestError(
-                f"the prompt has {len(texts) - 1} places for pictures but {len(images)} came"
+                f"the prompt has {len(texts) - 1} places for images but {len(images)} came"
             )
         bitmaps: list[int] = []
         chunks = mtmd.mtmd_input_chunks_init()
@@ -91,17 +91,17 @@ class Vision:
                 mtmd.mtmd_bitmap_free(bitmap)
         if result.tokens and result.tokens[-1] < 0:
             result.free()
-            raise InvalidRequestError("the prompt must go on after its last picture")
+            raise InvalidRequestError("the prompt must go on after its last image")
         return result
 
-    def evaluate(self, lctx, picture: Picture, pos: int, seq_id: int, n_batch: int) -> int:
-        """Encode ``picture`` and decode it into ``seq_id`` from ``pos``; the next position."""
+    def evaluate(self, lctx, image: ImageSpan, pos: int, seq_id: int, n_batch: int) -> int:
+        """Encode ``image`` and decode it into ``seq_id`` from ``pos``; the next position."""
         after = lc.llama_pos(0)
         status = mtmd.mtmd_helper_eval_chunk_single(
-            self._ctx, lctx, picture.chunk, pos, seq_id, n_batch, False, ctypes.byref(after)
+            self._ctx, lctx, image.chunk, pos, seq_id, n_batch, False, ctypes.byref(after)
         )
         if status != 0:
-            raise RunnerError(f"llama.cpp could not encode a picture (status {status})")
+            raise RunnerError(f"llama.cpp could not encode an image (status {status})")
         return after.value
 
     def close(self) -> None:
@@ -113,7 +113,7 @@ class Vision:
         buffer = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
         bitmap = mtmd.mtmd_helper_bitmap_init_from_buf(self._ctx, buffer, len(data), False)
         if not bitmap:
-            raise InvalidRequestError(f"picture {index} could not be decoded")
+            raise InvalidRequestError(f"image {index} could not be decoded")
         mtmd.mtmd_bitmap_set_id(bitmap, hashlib.sha256(data).hexdigest().encode())
         return bitmap
 
@@ -133,11 +133,11 @@ class Vision:
         )
         status = mtmd.mtmd_tokenize_from_parts(self._ctx, chunks, array, len(parts), add_bos)
         if status != 0:
-            raise InvalidRequestError(f"the pictures could not be prepared (mtmd status {status})")
+            raise InvalidRequestError(f"the images could not be prepared (mtmd status {status})")
 
-    def _collect(self, chunks) -> PicturePrompt:
-        result = PicturePrompt([])
-        seen: dict[bytes, int] = {}  # image chunks so far per picture (some models slice one)
+    def _collect(self, chunks) -> ImagePrompt:
+        result = ImagePrompt([])
+        seen: dict[bytes, int] = {}  # image chunks so far per image (some models slice one)
         for i in range(mtmd.mtmd_input_chunks_size(chunks)):
             chunk = mtmd.mtmd_input_chunks_get(chunks, i)
             if mtmd.mtmd_input_chunk_get_type(chunk) == mtmd.MTMD_INPUT_CHUNK_TYPE_TEXT:
@@ -152,11 +152,11 @@ class Vision:
             result.tokens.extend(_placeholders(b"%s/%d" % (digest, seen[digest]), n_tokens))
             n_pos = mtmd.mtmd_input_chunk_get_n_pos(chunk)
             copy = mtmd.mtmd_input_chunk_copy(chunk)
-            result.pictures[start] = Picture(start, n_tokens, n_pos, copy)
+            result.images[start] = ImageSpan(start, n_tokens, n_pos, copy)
         return result
 
 
 def _placeholders(key: bytes, count: int) -> list[int]:
-    """``count`` negative ids that only this picture (slice) produces."""
+    """``count`` negative ids that only this image (slice) produces."""
     seed = int.from_bytes(hashlib.sha256(key).digest()[:16], "little")
     return (-np.random.default_rng(seed).integers(1, 2**31 - 1, count)).tolist()

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
+from daemon.api.native_system import ServerResponse
 from daemon.security import is_loopback_address
 from daemon.settings import Settings
 
@@ -30,14 +31,14 @@ _STOP_DELAY = 0.05  # seconds: the answer goes out before the server starts clos
 
 
 @router.get("/api/server")
-async def server(request: Request) -> dict:
+async def server(request: Request) -> ServerResponse:
     settings: Settings = request.app.state.settings
-    return {
-        "host": settings.host,
-        "port": settings.port,
-        "lan": not is_loopback_address(settings.host),
-        "api_key_set": bool(settings.api_key),
-    }
+    return ServerResponse(
+        host=settings.host,
+        port=settings.port,
+        lan=not is_loopback_address(settings.host),
+        api_key_set=bool(settings.api_key),
+    )
 
 
 @router.post("/api/shutdown")

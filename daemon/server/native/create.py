@@ -14,14 +14,22 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from starlette.responses import Response
 
-from daemon.api.native_models import CreateRequest
+from daemon.api.native_models import CreateRequest, ProgressResponse
 from daemon.errors import BadRequestError
 from daemon.models.create import blob_resolver, check_create, create_model, normalize_quant
 from daemon.server.ndjson import ndjson_line, ndjson_stream
 from daemon.settings import Settings
 from model_registry.digests import Digest
-from model_registry.modelfile import PARAMETER_TYPES, Modelfile, from_is_path, parse_modelfile
+from model_registry.errors import InvalidParameterError
+from model_registry.modelfile import (
+    PARAMETER_TYPES,
+    Adapter,
+    Modelfile,
+    from_is_path,
+    parse_modelfile,
+)
 from model_registry.names import parse_name
+from model_registry.parameters import check_parameter
 from model_registry.store import Store
 
 __all__ = ["router"]
@@ -39,13 +47,15 @@ async def create(body: CreateRequest, request: Request) -> Response:
     quant = normalize_quant(body.quantize)
     resolve = blob_resolver(store, files)
     await to_thread.run_sync(check_create, store, modelfile, resolve, quant)
-    steps = create_model(store, name, modelfile, resolve, quant, settings.data_dir / "tmp")
+    work_dir, env = settings.data_dir / "tmp", settings.runner_env
+    steps = create_model(store, name, modelfile, resolve, quant, work_dir, dict(env))
     if body.stream:
-        return ndjson_stream(ndjson_line(step) async for step in steps)
+        lines = (ndjson_line(ProgressResponse.model_validate(step)) async for step in steps)
+        return ndjson_stream(lines, request.app.state.redactor)
     last: dict = {}
     async for step in steps:
         last = step
-    return JSONResponse(last)
+    return JSONResponse(ProgressResponse.model_validate(last).model_dump(exclude_none=True))
 
 
 def _digests(files: Mapping[str, str] | None) -> dict[str, Digest]:
@@ -69,7 +79,8 @@ def _modelfile(body: CreateRequest, files: dict[str, Digest]) -> Modelfile:
     if body.messages is not None:
         fields["messages"] = [(m.role, m.content) for m in body.messages]
     if body.adapters:
-        fields["adapters"] = [*base.adapters, *(_as_reference(r, files) for r in body.adapters)]
+        added = [Adapter(_as_reference(r, files)) for r in body.adapters]
+        fields["adapters"] = [*base.adapters, *added]
     return dataclasses.replace(base, **fields)
 
 
@@ -90,22 +101,13 @@ def _as_reference(reference: str, files: dict[str, Digest]) -> str:
 
 
 def _parameters(values: Mapping[str, Any]) -> dict[str, object]:
-    """Structured ``parameters``, checked against the Modelfile's parameter types."""
+    """Structured ``parameters``, checked against the table every other path uses."""
     checked: dict[str, object] = {}
     for key, value in values.items():
-        kind = PARAMETER_TYPES.get(key)
-        if kind is None:
-            raise BadRequestError(f"unknown parameter {key!r}", param="parameters")
-        items = value if key == "stop" and isinstance(value, list) else [value]
-        if not all(_is(item, kind) for item in items):
-            raise BadRequestError(f"parameter {key} must be {kind.__name__}", param="parameters")
-        checked[key] = [*items] if key == "stop" else value
+        if key not in PARAMETER_TYPES:
+            raise BadRequestError(f"unknown parameter {key[:40]!r}", param="parameters")
+        try:
+            checked[key] = check_parameter(key, value)
+        except InvalidParameterError as error:
+            raise BadRequestError(f"parameter {error}", param="parameters") from None
     return checked
-
-
-def _is(value: object, kind: type) -> bool:
-    if kind is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if kind is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, kind)

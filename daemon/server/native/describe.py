@@ -9,10 +9,11 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from daemon.api.native_models import ModelDetailsOut, ModelSummary, ShowResponse
+from daemon.api.native_models import AdapterOut, ModelDetailsOut, ModelSummary, ShowResponse
 from daemon.errors import TemplateError
 from daemon.inference.resolve import ResolvedModel
 from daemon.inference.templates import ChatTemplate
+from daemon.inference.thinking import detect_format
 from model_registry.errors import GGUFError, ModelfileError
 from model_registry.gguf_info import read_gguf_info
 from model_registry.modelfile import Modelfile, render_modelfile
@@ -86,6 +87,10 @@ def show_response(
         modified_at=iso_time(modified),
         messages=details.messages or None,
         projector_info=projector if isinstance(projector, dict) else None,
+        adapters=[
+            AdapterOut(digest=layer.digest.wire, size=layer.size, scale=layer.scale)
+            for layer in details.manifest.layers_of(LayerType.ADAPTER)
+        ],
     )
 
 
@@ -139,10 +144,14 @@ def _capabilities(model: ResolvedModel) -> list[str]:
     if model.embedding_only:
         return ["embedding"]
     capabilities = ["completion"]
+    if model.has_chat_template:  # not one of Ollama's: a base model has none and says so
+        capabilities.append("chat")
     if _supports_tools(model.template):
         capabilities.append("tools")
     if model.target.projector_path:
         capabilities.append("vision")
+    if detect_format(model.template) is not None:
+        capabilities.append("thinking")
     return capabilities
 
 

@@ -1,14 +1,16 @@
 """``POST /api/generate`` and ``POST /api/chat``: Ollama's native generation routes (text,
-and pictures as base64 ``images`` for models with a vision projector).
+and images as base64 ``images`` for models with a vision projector).
 
 Both translate onto the one inference path and stream NDJSON chunks (one object with
-``stream: false``). A request with nothing to say only loads the model, or unloads it when
+``stream: false``); a thinking model's reasoning comes in ``thinking``, apart from the
+answer. A request with nothing to say only loads the model, or unloads it when
 ``keep_alive`` is 0, and answers ``done_reason: "load"`` / ``"unload"`` as Ollama does.
+A chat's tool calls stream as Ollama's do: each whole, in the chunk where it completes.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -25,7 +27,9 @@ from daemon.api.native_chat import (
 )
 from daemon.inference import Collected, Delta, Finished, Generation, GenerationJob, Inference
 from daemon.inference.options import parse_keep_alive
+from daemon.inference.tool_calls import ToolCall
 from daemon.server.native.translate import (
+    CallAssembler,
     chat_job,
     created_at,
     done_reason,
@@ -41,8 +45,10 @@ __all__ = ["router"]
 
 router = APIRouter()
 
-# Builds one chunk from (model, text, logprobs, finished-or-None).
-ChunkMaker = Callable[[str, str, list[dict] | None, Finished | None], BaseModel]
+# Builds one chunk from (model, text, thinking, logprobs, finished-or-None, tool calls).
+ChunkMaker = Callable[
+    [str, str, str, list[dict] | None, Finished | None, Sequence[ToolCall]], BaseModel
+]
 
 
 @router.post("/api/generate", response_model=None)
@@ -67,25 +73,37 @@ def _final_fields(finished: Finished | None) -> dict[str, Any]:
 
 
 def _generate_chunk(
-    model: str, text: str, logprobs: list[dict] | None, finished: Finished | None
+    model: str,
+    text: str,
+    thinking: str,
+    logprobs: list[dict] | None,
+    finished: Finished | None,
+    calls: Sequence[ToolCall] = (),  # /api/generate takes no tools
 ) -> GenerateChunk:
     return GenerateChunk(
         model=model,
         created_at=created_at(),
         response=text,
+        thinking=thinking or None,
         logprobs=logprobs,
         **_final_fields(finished),
     )
 
 
 def _chat_chunk(
-    model: str, text: str, logprobs: list[dict] | None, finished: Finished | None
+    model: str,
+    text: str,
+    thinking: str,
+    logprobs: list[dict] | None,
+    finished: Finished | None,
+    calls: Sequence[ToolCall] = (),
 ) -> ChatChunk:
-    calls = tool_calls_out(finished.tool_calls) if finished else None
     return ChatChunk(
         model=model,
         created_at=created_at(),
-        message=OllamaReply(content=text, tool_calls=calls),
+        message=OllamaReply(
+            content=text, thinking=thinking or None, tool_calls=tool_calls_out(calls)
+        ),
         logprobs=logprobs,
         **_final_fields(finished),
     )
@@ -96,17 +114,28 @@ async def _run(request: Request, job: GenerationJob, stream: bool, make: ChunkMa
     logprobs = job.logprobs is not None
 
     async def lines(generation: Generation) -> AsyncIterator[bytes]:
+        calls = CallAssembler()  # each call goes out whole, in the chunk that completes it
         async for item in generation:
             if isinstance(item, Delta):
                 entries = list(item.logprobs) if logprobs and item.logprobs else None
-                if item.text or entries:
-                    yield ndjson_line(make(generation.model, item.text, entries, None))
+                done = calls.add(item.tool_calls)
+                if item.text or item.thinking or entries or done:
+                    chunk = make(generation.model, item.text, item.thinking, entries, None, done)
+                    yield ndjson_line(chunk)
             else:
-                yield ndjson_line(make(generation.model, "", None, item))
+                yield ndjson_line(make(generation.model, "", "", None, item, ()))
 
     def whole(generation: Generation, result: Collected) -> BaseModel:
         entries = result.logprobs if logprobs else None
-        return make(generation.model, result.text, entries, result.finished)
+        finished = result.finished
+        return make(
+            generation.model,
+            result.text,
+            result.thinking,
+            entries,
+            finished,
+            finished.tool_calls,
+        )
 
     return await respond(request, job, stream=stream, chunks=lines, whole=whole, wire=NDJSON)
 
@@ -127,5 +156,5 @@ async def _load_or_unload(
         name = await until_disconnect(request, inference.load(model, options or {}, seconds))
         reason = "load"
     fields = {"model": name, "created_at": created_at(), "done": True, "done_reason": reason}
-    reply = {"message": {"role": "assistant", "content": ""}} if chat else {"response": ""}
-    return JSONResponse({**fields, **reply})
+    answer = ChatChunk(message=OllamaReply(), **fields) if chat else GenerateChunk(**fields)
+    return JSONResponse(answer.model_dump(exclude_none=True))

@@ -1,4 +1,5 @@
-"""``/api/hub/*``: browsing Hugging Face for GGUF models (search, a repository's quants)."""
+"""``/api/hub/*``: browsing Hugging Face for GGUF models (search, a repository's quants) and
+the curated catalog of short names (no network needed)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ from dataclasses import asdict
 from anyio import to_thread
 from fastapi import APIRouter, Query, Request
 
+from daemon.api.native_catalog import CatalogModel, CatalogResponse
 from daemon.api.native_system import HubFile, HubFilesResponse, HubRepo, HubSearchResponse
 from daemon.scheduler import system_memory
 from daemon.settings import Settings
 from model_registry.pull.browse import HubBrowser
+from model_registry.pull.catalog import Catalog
 
 __all__ = ["router"]
 
@@ -38,3 +41,10 @@ async def hub_files(request: Request, repo: str = Query(..., max_length=200)) ->
     listing = await to_thread.run_sync(_hub(request).files, repo, available)
     files = [HubFile(**asdict(file)) for file in listing.files]
     return HubFilesResponse(repo=listing.repo, files=files, projector=listing.projector)
+
+
+@router.get("/api/hub/catalog")
+async def hub_catalog(request: Request) -> CatalogResponse:
+    settings: Settings = request.app.state.settings
+    catalog = await to_thread.run_sync(Catalog.load, settings.catalog_path)
+    return CatalogResponse(models=[CatalogModel(**entry.to_json()) for entry in catalog])

@@ -2,7 +2,8 @@
 
 A pull runs as a daemon task (``daemon.models.pulls``); these routes start or steer it and stream
 its progress. The first response waits until the name has been looked up, so an unknown
-model is a plain 404 rather than an error inside a stream.
+model is a plain 404 rather than an error inside a stream; a pull that has to wait for a free
+slot answers at once with ``{"status": "queued"}`` (its name is looked up when it starts).
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ from starlette.responses import Response
 
 from daemon.api.native_models import (
     ModelRequest,
+    ProgressResponse,
     PullListResponse,
     PullRecordOut,
     PullRequest,
 )
 from daemon.models.pulls import PullJob, PullManager, PullRecord
+from daemon.server.errors import Redact
 from daemon.server.native.describe import iso_time
 from daemon.server.ndjson import ndjson_line, ndjson_stream
 
@@ -34,14 +37,18 @@ def _manager(request: Request) -> PullManager:
     return request.app.state.pulls
 
 
+def _redactor(request: Request) -> Redact:
+    return request.app.state.redactor
+
+
 @router.post("/api/pull", response_model=None)
 async def pull(body: PullRequest, request: Request) -> Response:
-    return await _answer(_manager(request).start(body.model), body.stream)
+    return await _answer(_manager(request).start(body.model), body.stream, _redactor(request))
 
 
 @router.post("/api/pull/resume", response_model=None)
 async def resume(body: PullRequest, request: Request) -> Response:
-    return await _answer(_manager(request).resume(body.model), body.stream)
+    return await _answer(_manager(request).resume(body.model), body.stream, _redactor(request))
 
 
 @router.post("/api/pull/pause")
@@ -58,23 +65,24 @@ async def cancel(body: ModelRequest, request: Request) -> JSONResponse:
 
 @router.get("/api/pulls")
 async def pulls(request: Request) -> PullListResponse:
-    return PullListResponse(pulls=[_out(record) for record in _manager(request).list()])
+    redact = _redactor(request)
+    return PullListResponse(pulls=[_out(record, redact) for record in _manager(request).list()])
 
 
-def _out(record: PullRecord) -> PullRecordOut:
+def _out(record: PullRecord, redact: Redact) -> PullRecordOut:
     return PullRecordOut(
         name=record.name,
         state=record.state,
         status=record.status,
         total=record.total,
         completed=record.completed,
-        error=record.error,
+        error=redact(record.error) if record.error else record.error,
         interrupted=record.interrupted,
         updated_at=iso_time(record.updated),
     )
 
 
-async def _answer(job: PullJob, stream: bool) -> Response:
+async def _answer(job: PullJob, stream: bool, redact: Redact) -> Response:
     events = job.events()
     try:
         head = await _until_resolved(events)  # errors here become the HTTP status
@@ -82,11 +90,16 @@ async def _answer(job: PullJob, stream: bool) -> Response:
         await events.aclose()
         raise
     if stream:
-        return ndjson_stream(_lines(head, events))  # closing it only stops watching
+        return ndjson_stream(_lines(head, events), redact)  # closing it only stops watching
     last = head[-1] if head else {"status": "success"}
     async for event in events:
         last = event
-    return JSONResponse(last)
+    return JSONResponse(_progress(last).model_dump(exclude_none=True))
+
+
+def _progress(event: dict) -> ProgressResponse:
+    """A pull event as the shared wire model (what ``daemon.client`` parses it into)."""
+    return ProgressResponse.model_validate(event)
 
 
 async def _until_resolved(events: AsyncIterator[dict]) -> list[dict]:
@@ -101,8 +114,8 @@ async def _until_resolved(events: AsyncIterator[dict]) -> list[dict]:
 async def _lines(head: list[dict], events: AsyncGenerator[dict]) -> AsyncIterator[bytes]:
     try:
         for event in head:
-            yield ndjson_line(event)
+            yield ndjson_line(_progress(event))
         async for event in events:
-            yield ndjson_line(event)
+            yield ndjson_line(_progress(event))
     finally:
         await events.aclose()

@@ -1,4 +1,5 @@
-"""Our own native endpoints for front ends: the version, the machine, the daemon's log."""
+"""Our own native endpoints for front ends: the version, the machine, the daemon's log (its
+paths redacted)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from daemon.api.native_system import (
 from daemon.scheduler import Scheduler
 from daemon.scheduler.system_report import system_report
 from daemon.security import is_loopback_address
+from daemon.server.redaction import PathRedactor
 from daemon.settings import Settings
 
 __all__ = ["LOG_NAME", "router"]
@@ -57,9 +59,12 @@ def _local(request: Request) -> bool:
 
 @router.get("/api/logs")
 async def logs(request: Request, lines: int = Query(200, ge=1, le=10_000)) -> LogsResponse:
+    """The log's end, paths redacted for every client: a local proxy (``tailscale serve``,
+    nginx) makes remote clients look local, and the file keeps the whole paths anyway."""
     settings: Settings = request.app.state.settings
+    redact: PathRedactor = request.app.state.redactor
     text = await to_thread.run_sync(tail, settings.log_dir / LOG_NAME, lines)
-    return LogsResponse(text=text)
+    return LogsResponse(text=await to_thread.run_sync(redact, text))
 
 
 def tail(path: Path, lines: int) -> str:

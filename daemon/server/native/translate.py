@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from daemon.api.native_chat import (
@@ -22,11 +23,12 @@ from daemon.errors import BadRequestError
 from daemon.inference import GenerationJob
 from daemon.inference.generation import GenerationStats
 from daemon.inference.images import decode_base64
-from daemon.inference.options import parse_keep_alive
+from daemon.inference.options import checked, parse_keep_alive
 from daemon.inference.templates import image_part
-from daemon.inference.tool_calls import ToolCall, ToolChoice
+from daemon.inference.tool_calls import ToolCall, ToolCallDelta, ToolChoice
 
 __all__ = [
+    "CallAssembler",
     "chat_job",
     "created_at",
     "done_reason",
@@ -54,6 +56,7 @@ def generate_job(req: GenerateRequest) -> GenerationJob:
             param="context",
         )
     common = _common(req.format, req.options, req.keep_alive, req.logprobs, req.top_logprobs)
+    common["think"] = req.think
     images = _decoded(req.images)
     if req.raw or req.system is None:
         return GenerationJob(
@@ -76,15 +79,16 @@ def chat_job(req: ChatRequest) -> GenerationJob:
     messages: list[dict[str, object]] = []
     images: list[bytes] = []
     for number, message in enumerate(req.messages, 1):
-        pictures = _decoded(message.images, len(images), f" (in message {number})")
-        messages.append(_message(message, range(len(images), len(images) + len(pictures))))
-        images += pictures
+        decoded = _decoded(message.images, len(images), f" (in message {number})")
+        messages.append(_message(message, range(len(images), len(images) + len(decoded))))
+        images += decoded
     return GenerationJob(
         model=req.model,
         messages=messages,
         images=images,
         tools=tools,
         tool_choice=ToolChoice("auto" if tools else "none"),
+        think=req.think,
         **_common(req.format, req.options, req.keep_alive, req.logprobs, req.top_logprobs),
     )
 
@@ -96,6 +100,8 @@ def _common(
     logprobs: bool,
     top_logprobs: int | None,
 ) -> dict:
+    if top_logprobs is not None:
+        checked("top_logprobs", top_logprobs, what="")
     return {
         "options": dict(options or {}),
         "json_schema": _schema(fmt),
@@ -114,10 +120,10 @@ def _schema(fmt: Format) -> Mapping[str, object] | None:
     return fmt
 
 
-def _message(message: OllamaMessage, pictures: range) -> dict[str, object]:
-    """Ollama's message as the templates read it (tool calls as objects, ``pictures`` as image
+def _message(message: OllamaMessage, places: range) -> dict[str, object]:
+    """Ollama's message as the templates read it (tool calls as objects, ``places`` as image
     parts before the text, where Ollama puts a message's images)."""
-    out: dict[str, object] = {"role": message.role, "content": _content(message.content, pictures)}
+    out: dict[str, object] = {"role": message.role, "content": _content(message.content, places)}
     if message.tool_calls:
         out["tool_calls"] = [
             {"type": "function", "function": _arguments_object(call.function)}
@@ -125,6 +131,8 @@ def _message(message: OllamaMessage, pictures: range) -> dict[str, object]:
         ]
     if message.tool_name:
         out["name"] = message.tool_name
+    if message.thinking:
+        out["thinking"] = message.thinking  # the template decides whether it is kept
     return out
 
 
@@ -140,14 +148,14 @@ def _arguments_object(function: OllamaFunctionCall) -> dict[str, object]:
     return {"name": function.name, "arguments": arguments}
 
 
-def _content(text: str, pictures: range) -> str | list[dict[str, object]]:
-    if not pictures:
+def _content(text: str, places: range) -> str | list[dict[str, object]]:
+    if not places:
         return text
-    return [*(image_part(i) for i in pictures), {"type": "text", "text": text}]
+    return [*(image_part(i) for i in places), {"type": "text", "text": text}]
 
 
 def _decoded(images: Sequence[str] | None, first: int = 0, where: str = "") -> list[bytes]:
-    """Ollama's base64 pictures as bytes, numbered across the request from ``first + 1``."""
+    """Ollama's base64 images as bytes, numbered across the request from ``first + 1``."""
     return [
         decode_base64(text, number, where) for number, text in enumerate(images or (), first + 1)
     ]
@@ -172,17 +180,39 @@ def done_reason(reason: str) -> str:
 
 
 def tool_calls_out(calls: Sequence[ToolCall]) -> list[OllamaToolCall] | None:
-    if not calls:
-        return None
-    return [
-        OllamaToolCall(function=OllamaFunctionCall(name=call.name, arguments=_object(call)))
+    """Ollama's calls carry their arguments as an object: a call whose arguments never became
+    one (cut off, or not JSON) is left out, streamed or not."""
+    out = [
+        OllamaToolCall(function=OllamaFunctionCall(name=call.name, arguments=arguments))
         for call in calls
+        if (arguments := _object(call.arguments)) is not None
     ]
+    return out or None
 
 
-def _object(call: ToolCall) -> dict[str, object]:
+def _object(text: str) -> dict[str, object] | None:
     try:
-        value = json.loads(call.arguments or "{}")
+        value = json.loads(text)
     except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {"value": value}
+        return None
+    return value if isinstance(value, dict) else None
+
+
+class CallAssembler:
+    """Ollama streams each tool call whole, in the chunk where it is complete: this gathers a
+    call's streamed pieces until its arguments are a whole JSON object."""
+
+    def __init__(self) -> None:
+        self._calls: dict[int, ToolCall] = {}
+
+    def add(self, pieces: Sequence[ToolCallDelta]) -> list[ToolCall]:
+        """The calls these pieces complete."""
+        complete = []
+        for piece in pieces:
+            call = self._calls.get(piece.index) or ToolCall(piece.id or "", piece.name or "", "")
+            call = self._calls[piece.index] = replace(
+                call, arguments=call.arguments + piece.arguments
+            )
+            if piece.arguments.rstrip().endswith("}") and _object(call.arguments) is not None:
+                complete.append(call)
+        return complete

@@ -20,7 +20,13 @@ from daemon.api import (
     ChatResponseMessage,
 )
 from daemon.inference import Collected, Delta, Finished, Generation
-from daemon.server.openai.translate import chat_job, chat_logprobs, tool_calls_out, usage_out
+from daemon.server.openai.translate import (
+    chat_job,
+    chat_logprobs,
+    tool_call_chunks,
+    tool_calls_out,
+    usage_out,
+)
 from daemon.server.respond import SSE, respond
 from daemon.server.sse import sse_data
 
@@ -66,7 +72,10 @@ class _Shape:
     def whole(self, generation: Generation, result: Collected) -> ChatCompletion:
         finished = result.finished
         calls = tool_calls_out(finished.tool_calls) or None
-        message = ChatResponseMessage(content=None if calls else result.text, tool_calls=calls)
+        content = (result.text or None) if calls else result.text
+        message = ChatResponseMessage(
+            content=content, reasoning_content=result.thinking or None, tool_calls=calls
+        )
         choice = ChatChoice(
             message=message,
             finish_reason=finished.reason,
@@ -85,17 +94,27 @@ class _Shape:
         yield sse_data(self.chunk(model, delta=ChatDelta(role="assistant", content="")))
         async for item in generation:
             if isinstance(item, Delta):
-                if item.text or (self.logprobs and item.logprobs):
-                    lp = chat_logprobs(item.logprobs) if self.logprobs else None
-                    delta = ChatDelta(content=item.text)
-                    yield sse_data(self.chunk(model, delta=delta, logprobs=lp))
+                for chunk in self._delta_chunks(model, item):
+                    yield sse_data(chunk)
                 continue
-            if item.tool_calls:
-                calls = tool_calls_out(item.tool_calls, stream=True)
-                yield sse_data(self.chunk(model, delta=ChatDelta(tool_calls=calls)))
             yield sse_data(self.chunk(model, delta=ChatDelta(), finish_reason=item.reason))
             if self.include_usage:
                 yield sse_data(self._usage_chunk(model, item))
+
+    def _delta_chunks(self, model: str, item: Delta) -> list[ChatCompletionChunk]:
+        """Reasoning and content (with its logprobs, if asked for) first, then each tool-call
+        piece in a chunk of its own, as OpenAI sends them."""
+        logprobs = chat_logprobs(item.logprobs) if self.logprobs else None
+        chunks = []
+        if item.text or item.thinking or logprobs:
+            delta = ChatDelta(
+                content=item.text if item.text or not item.thinking else None,
+                reasoning_content=item.thinking or None,
+            )
+            chunks.append(self.chunk(model, delta=delta, logprobs=logprobs))
+        for call in tool_call_chunks(item.tool_calls):
+            chunks.append(self.chunk(model, delta=ChatDelta(tool_calls=[call])))
+        return chunks
 
     def _usage_chunk(self, model: str, finished: Finished) -> ChatCompletionChunk:
         usage = usage_out(finished.usage)

@@ -1,13 +1,14 @@
 """OpenAI requests -> inference jobs, and inference results -> OpenAI response pieces.
 
 This is the whole of the OpenAI compatibility layer's logic; the routes only wire it up.
-Pictures come as ``image_url`` content parts holding ``data:`` URLs; a remote URL is refused,
+Images come as ``image_url`` content parts holding ``data:`` URLs; a remote URL is refused,
 never fetched (the daemon downloading whatever a request names would be a server-side request
 forgery hole, reaching hosts only the daemon's machine can see).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from daemon.api import (
@@ -15,7 +16,9 @@ from daemon.api import (
     ChatLogprobs,
     CompletionRequest,
     FunctionCall,
+    FunctionCallChunk,
     PromptTokensDetails,
+    ToolCallChunk,
     ToolCallOut,
     Usage,
 )
@@ -23,23 +26,29 @@ from daemon.errors import BadRequestError
 from daemon.inference import GenerationJob
 from daemon.inference.generation import GenerationStats
 from daemon.inference.images import decode_base64
-from daemon.inference.options import parse_keep_alive
+from daemon.inference.options import checked, parse_keep_alive
 from daemon.inference.templates import image_part
-from daemon.inference.tool_calls import ToolCall, ToolChoice
+from daemon.inference.tool_calls import ToolCall, ToolCallDelta, ToolChoice
+from model_registry.parameters import LOGIT_BIAS_ENTRIES, MAX_TOKEN_ID
 
 __all__ = [
     "chat_job",
     "chat_logprobs",
     "completion_job",
     "completion_logprobs",
+    "image_from_url",
+    "tool_call_chunks",
     "tool_calls_out",
     "usage_out",
 ]
 
 _JSON_OBJECT = {"type": "object"}
+_EFFORTS = {"none": False, "minimal": "low", "low": "low", "medium": "medium", "high": "high"}
+_TOKEN_ID = re.compile(r"[0-9]{1,10}")  # ASCII digits only: "²".isdigit() is true
 
 
 def chat_job(req: ChatCompletionRequest) -> GenerationJob:
+    _check_fields(req, "n", "max_tokens", "max_completion_tokens", "top_logprobs")
     _only_one(req.n)
     images: list[bytes] = []
     messages = [_message(m.model_dump(exclude_none=True), images) for m in req.messages]
@@ -51,15 +60,18 @@ def chat_job(req: ChatCompletionRequest) -> GenerationJob:
         images=images,
         options=_options(req, limit),
         tools=[t.model_dump(exclude_none=True) for t in req.tools or ()],
-        tool_choice=_tool_choice(req.tool_choice, bool(req.tools)),
+        tool_choice=_tool_choice(req.tool_choice, bool(req.tools), req.parallel_tool_calls),
         json_schema=_schema(req),
         logit_bias=_logit_bias(req.logit_bias),
         logprobs=top if req.logprobs else None,
         keep_alive=parse_keep_alive(req.keep_alive),
+        think=_think(req.reasoning_effort),
+        think_budget=req.think_budget,
     )
 
 
 def completion_job(req: CompletionRequest) -> GenerationJob:
+    _check_fields(req, "n", "max_tokens", "best_of", "logprobs")
     _only_one(req.n)
     if req.best_of is not None and req.best_of > 1:
         raise BadRequestError("best_of > 1 is not supported", param="best_of")
@@ -74,6 +86,25 @@ def completion_job(req: CompletionRequest) -> GenerationJob:
         logprobs=req.logprobs,
         keep_alive=parse_keep_alive(req.keep_alive),
     )
+
+
+def _think(effort: str | None) -> bool | str | None:
+    """OpenAI's ``reasoning_effort`` as ``think``: "none" turns thinking off, "minimal" is the
+    least effort the templates know ("low")."""
+    if effort is None:
+        return None
+    if effort not in _EFFORTS:
+        allowed = ", ".join(f'"{e}"' for e in _EFFORTS)
+        raise BadRequestError(f"reasoning_effort must be one of {allowed}", "reasoning_effort")
+    return _EFFORTS[effort]
+
+
+def _check_fields(req: ChatCompletionRequest | CompletionRequest, *names: str) -> None:
+    """OpenAI's own numeric fields, against the one table of ranges (a 400 naming the field)."""
+    for name in names:
+        value = getattr(req, name)
+        if value is not None:
+            checked(name, value, what="")
 
 
 def _only_one(n: int | None) -> None:
@@ -93,14 +124,18 @@ def _options(req: ChatCompletionRequest | CompletionRequest, limit: int | None) 
         "frequency_penalty": req.frequency_penalty,
         "seed": req.seed,
         "stop": req.stop,
-        "num_predict": limit,
     }
-    options.update({k: v for k, v in fields.items() if v is not None})
+    for name, value in fields.items():
+        if value is not None:
+            checked(name, value, what="")  # named as the client sent it
+            options[name] = value
+    if limit is not None:
+        options["num_predict"] = limit  # max_tokens, checked with its own name
     return options
 
 
 def _message(message: dict, images: list[bytes]) -> dict:
-    """The message for the templates; its pictures are added to ``images``, in order."""
+    """The message for the templates; its images are added to ``images``, in order."""
     if message.get("role") == "developer":
         message["role"] = "system"
     content = message.get("content")
@@ -114,7 +149,7 @@ def _part(part: dict, images: list[bytes]) -> dict:
     if kind in ("text", "input_text"):
         return part
     if kind == "image_url":
-        images.append(_picture(part.get("image_url"), len(images) + 1))
+        images.append(image_from_url(part.get("image_url"), len(images) + 1))
         return image_part(len(images) - 1)
     raise BadRequestError(
         f"content part type {kind!r} is not supported (text and image_url only)",
@@ -122,22 +157,21 @@ def _part(part: dict, images: list[bytes]) -> dict:
     )
 
 
-def _picture(image_url: object, number: int) -> bytes:
-    """``{"url": "data:image/png;base64,..."}`` (or the bare URL) -> the picture's bytes."""
+def image_from_url(image_url: object, number: int, param: str = "messages") -> bytes:
+    """``{"url": "data:image/png;base64,..."}`` (or the bare URL) -> the image's bytes."""
     url = image_url.get("url") if isinstance(image_url, Mapping) else image_url
     if not isinstance(url, str) or not url:
         raise BadRequestError(
             'an image_url content part needs {"url": "data:image/...;base64,..."}',
-            param="messages",
+            param=param,
         )
     header, comma, data = url.partition(",")
     if not (header[:5].lower() == "data:" and header.lower().endswith(";base64") and comma):
         raise BadRequestError(
-            "image_url must be a data: URL with base64 content; "
-            "localllm does not download pictures",
-            param="messages",
+            "image_url must be a data: URL with base64 content; localllm does not download images",
+            param=param,
         )
-    return decode_base64(data, number, param="messages")
+    return decode_base64(data, number, param=param)
 
 
 def _prompt_text(prompt: str | list) -> str:
@@ -150,11 +184,11 @@ def _prompt_text(prompt: str | list) -> str:
     raise BadRequestError("token-array prompts are not supported; send text", param="prompt")
 
 
-def _tool_choice(value: str | Mapping | None, has_tools: bool) -> ToolChoice:
+def _tool_choice(value: str | Mapping | None, has_tools: bool, parallel: bool | None) -> ToolChoice:
     if value is None:
         return ToolChoice("auto" if has_tools else "none")
     if isinstance(value, str):
-        return ToolChoice(value)
+        return ToolChoice(value, parallel=bool(parallel))
     function = value.get("function") if value.get("type") == "function" else None
     if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
         raise BadRequestError(
@@ -177,10 +211,19 @@ def _schema(req: ChatCompletionRequest) -> dict | None:
 
 
 def _logit_bias(bias: Mapping[str, float] | None) -> dict[int, float]:
+    """OpenAI's token id -> bias map: at most 300 entries (as OpenAI allows), keys decimal."""
+    bias = bias or {}
+    if len(bias) > LOGIT_BIAS_ENTRIES:
+        raise BadRequestError(
+            f"logit_bias takes at most {LOGIT_BIAS_ENTRIES} entries, got {len(bias)}", "logit_bias"
+        )
     result = {}
-    for key, value in (bias or {}).items():
-        if not str(key).lstrip("-").isdigit() or int(key) < 0:
-            raise BadRequestError(f"logit_bias keys must be token ids, got {key!r}", "logit_bias")
+    for key, value in bias.items():
+        if not _TOKEN_ID.fullmatch(key) or int(key) > MAX_TOKEN_ID:
+            raise BadRequestError(
+                f"logit_bias keys must be token ids (0 to {MAX_TOKEN_ID}), got {key[:24]!r}",
+                "logit_bias",
+            )
         if not -100 <= value <= 100:
             raise BadRequestError("logit_bias values must be between -100 and 100", "logit_bias")
         result[int(key)] = float(value)
@@ -197,15 +240,27 @@ def usage_out(usage: GenerationStats) -> Usage:
     )
 
 
-def tool_calls_out(calls: Sequence[ToolCall], stream: bool = False) -> list[ToolCallOut]:
+def tool_calls_out(calls: Sequence[ToolCall]) -> list[ToolCallOut]:
     return [
-        ToolCallOut(
-            index=i if stream else None,
-            id=call.id,
-            function=FunctionCall(name=call.name, arguments=call.arguments),
-        )
-        for i, call in enumerate(calls)
+        ToolCallOut(id=call.id, function=FunctionCall(name=call.name, arguments=call.arguments))
+        for call in calls
     ]
+
+
+def tool_call_chunks(pieces: Sequence[ToolCallDelta]) -> list[ToolCallChunk]:
+    """Streamed calls as OpenAI streams them: a call's first piece has its id, type, name and
+    empty arguments; its arguments follow in pieces of their own."""
+    chunks: list[ToolCallChunk] = []
+    for piece in pieces:
+        if piece.id is not None:
+            function = FunctionCallChunk(name=piece.name)
+            chunks.append(
+                ToolCallChunk(index=piece.index, id=piece.id, type="function", function=function)
+            )
+        if piece.arguments:
+            function = FunctionCallChunk(arguments=piece.arguments)
+            chunks.append(ToolCallChunk(index=piece.index, function=function))
+    return chunks
 
 
 def chat_logprobs(entries: Sequence[Mapping]) -> ChatLogprobs | None:

@@ -44,6 +44,30 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE messages ADD COLUMN hint TEXT NOT NULL DEFAULT '';
     CREATE INDEX conversations_by_update ON conversations(updated_at);
     """,
+    # 4: a regenerated reply keeps its earlier versions; the row in messages is the one shown
+    """
+    ALTER TABLE messages ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE message_versions (
+        message_id TEXT NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+        number INTEGER NOT NULL,
+        id TEXT NOT NULL,
+        content TEXT NOT NULL,
+        stats TEXT,
+        error TEXT NOT NULL DEFAULT '',
+        hint TEXT NOT NULL DEFAULT '',
+        created_at REAL NOT NULL,
+        PRIMARY KEY (message_id, number)
+    );
+    """,
+    # 5: a thinking model's reasoning beside each reply (and each version), how long it took,
+    # and a chat's Think setting
+    """
+    ALTER TABLE messages ADD COLUMN thinking TEXT NOT NULL DEFAULT '';
+    ALTER TABLE messages ADD COLUMN thinking_seconds REAL;
+    ALTER TABLE message_versions ADD COLUMN thinking TEXT NOT NULL DEFAULT '';
+    ALTER TABLE message_versions ADD COLUMN thinking_seconds REAL;
+    ALTER TABLE conversations ADD COLUMN think TEXT NOT NULL DEFAULT '';
+    """,
 )
 
 

@@ -7,10 +7,10 @@ the disk write can happen later on a worker thread.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from app.gui.state.records import ChatDone
+from app.gui.state.chat.stats import ReplyStats
 
 __all__ = ["DEFAULT_TITLE", "ChatOptions", "Conversation", "Message", "ReplyStats", "new_id"]
 
@@ -23,26 +23,28 @@ def new_id() -> str:
 
 @dataclass(frozen=True, slots=True)
 class ChatOptions:
-    """Per-chat sampling parameters; None means "the model's default"."""
+    """Per-chat parameters by their Ollama option names; None means "the model's default"."""
 
     temperature: float | None = None
     num_ctx: int | None = None
     num_predict: int | None = None
+    top_k: int | None = None
+    top_p: float | None = None
+    min_p: float | None = None
+    repeat_penalty: float | None = None
+    seed: int | None = None
+    num_gpu: int | None = None  # layers on the GPU; -1 all of them
 
     def to_options(self) -> dict[str, Any]:
         return {k: v for k, v in self.to_json().items() if v is not None}
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "temperature": self.temperature,
-            "num_ctx": self.num_ctx,
-            "num_predict": self.num_predict,
-        }
+        return {key: getattr(self, key) for key in self.__slots__}
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> ChatOptions:
         data = data or {}
-        return cls(**{k: data.get(k) for k in ("temperature", "num_ctx", "num_predict")})
+        return cls(**{key: data.get(key) for key in cls.__slots__})
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,63 +56,7 @@ class Conversation:
     options: ChatOptions = field(default_factory=ChatOptions)
     created_at: float = 0.0
     updated_at: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class ReplyStats:
-    """What users read after each reply: speed, time to first token, why it stopped."""
-
-    tokens: int
-    tokens_per_second: float | None
-    first_token_seconds: float | None
-    total_seconds: float
-    prompt_tokens: int = 0
-    done_reason: str = "stop"
-
-    @classmethod
-    def measure(
-        cls, done: ChatDone | None, started: float, first_token: float | None, finished: float
-    ) -> ReplyStats:
-        """Speed from the daemon's own eval timings; latency from our clock."""
-        done = done or ChatDone(done_reason="stopped")
-        speed = done.eval_count / (done.eval_duration / 1e9) if done.eval_duration > 0 else None
-        ttft = first_token - started if first_token is not None else None
-        return cls(
-            done.eval_count,
-            speed,
-            ttft,
-            finished - started,
-            done.prompt_eval_count,
-            done.done_reason or "stop",
-        )
-
-    def summary(self) -> str:
-        parts = []
-        if self.tokens_per_second is not None:
-            parts.append(f"{self.tokens_per_second:.1f} tok/s")
-        if self.tokens:
-            parts.append(f"{self.tokens} token{'s' if self.tokens != 1 else ''}")
-        if self.first_token_seconds is not None:
-            parts.append(f"first token {self.first_token_seconds * 1000:.0f} ms")
-        if self.done_reason == "length":
-            parts.append("stopped at the token limit")
-        elif self.done_reason == "stopped":
-            parts.append("stopped")
-        return " · ".join(parts)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "tokens": self.tokens,
-            "tokens_per_second": self.tokens_per_second,
-            "first_token_seconds": self.first_token_seconds,
-            "total_seconds": self.total_seconds,
-            "prompt_tokens": self.prompt_tokens,
-            "done_reason": self.done_reason,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any] | None) -> ReplyStats | None:
-        return cls(**data) if data else None
+    think: str = ""  # a thinking model's Think setting (``thinking.THINK_CHOICES``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +69,47 @@ class Message:
     error: str = ""
     hint: str = ""
     created_at: float = 0.0
+    # A regenerated reply keeps its earlier versions (LM Studio's and ChatGPT's < 1/2 >): this
+    # message is the one shown, ``others`` the rest in order, ``version`` its place among all.
+    others: tuple[Message, ...] = ()
+    version: int = 0
+    # a thinking model's reasoning before this reply, apart from ``content``, and how long it
+    # took (None while it goes on, or when there was none)
+    thinking: str = ""
+    thinking_seconds: float | None = None
 
     @property
     def failed(self) -> bool:
         return bool(self.error)
+
+    @property
+    def can_continue(self) -> bool:
+        """A reply cut off by the token limit or by Stop: "Continue" can write more of it."""
+        return (
+            self.role == "assistant" and not self.failed and bool(self.stats and self.stats.cut_off)
+        )
+
+    @property
+    def versions(self) -> tuple[Message, ...]:
+        """Every version of this reply, in order, each without versions of its own."""
+        alone = replace(self, others=(), version=0)
+        return (*self.others[: self.version], alone, *self.others[self.version :])
+
+    def showing(self, index: int) -> Message:
+        """The same reply with version ``index`` (clamped) shown."""
+        every = self.versions
+        index = max(0, min(index, len(every) - 1))
+        return replace(every[index], others=every[:index] + every[index + 1 :], version=index)
+
+    def with_versions(self, earlier: tuple[Message, ...]) -> Message:
+        """This message as the newest version after ``earlier`` ones."""
+        return replace(self, others=earlier, version=len(earlier))
+
+    def without_shown_version(self) -> Message | None:
+        """The reply once the shown version is deleted (its neighbour shown); None if it was
+        the only one."""
+        if not self.others:
+            return None
+        rest = self.others
+        first = replace(rest[0], others=rest[1:], version=0)
+        return first.showing(min(self.version, len(rest) - 1))

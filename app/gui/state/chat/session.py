@@ -1,8 +1,10 @@
-"""One conversation in progress: send, stream, stop, regenerate, edit and resend.
+"""One conversation in progress: send, stream, stop, regenerate (keeping every version),
+continue a cut-off reply, edit and resend, delete.
 
 Qt-free and synchronous: the controller feeds it stream events and writes the ``Persist`` it
 returns to disk on the disk worker. Each reply has an id, and events for any other reply are
-ignored, so a stream that was stopped but still trickles in can never corrupt the next one.
+ignored, so a stream that was stopped but still trickles in can never corrupt the next one. A
+thinking model's reasoning is kept apart from the reply's text, with how long it took.
 """
 
 from __future__ import annotations
@@ -11,8 +13,11 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
-from app.gui.state.chat.records import DEFAULT_TITLE, Conversation, Message, ReplyStats, new_id
-from app.gui.state.gateway import ChatTurn, GatewayError
+from app.gui.state.chat.errors import explain
+from app.gui.state.chat.records import DEFAULT_TITLE, Conversation, Message, new_id
+from app.gui.state.chat.stats import ReplyMeter, ReplyStats
+from app.gui.state.chat.thinking import ThinkingClock
+from app.gui.state.gateway import ChatTurn
 from app.gui.state.records import ChatDelta, ChatDone
 
 __all__ = ["ChatBusy", "ChatSession", "Persist", "title_from"]
@@ -26,11 +31,13 @@ class ChatBusy(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class Persist:
-    """What to write after a change: the conversation, a cut, and messages by position."""
+    """What to write after a change: the conversation, a cut, a removed message, and messages
+    by position."""
 
     conversation: Conversation | None = None
     truncate_from: int | None = None
     messages: tuple[tuple[int, Message], ...] = ()
+    removed: int | None = None  # the position of a deleted message (later ones move up)
 
 
 def title_from(text: str) -> str:
@@ -51,8 +58,13 @@ class ChatSession:
         self._clock, self._wall = clock, wall
         self._reply_id: str | None = None
         self._parts: list[str] = []
-        self._started = 0.0
-        self._first_token: float | None = None
+        self._thoughts: list[str] = []
+        self._meter = ReplyMeter(clock)
+        self._thinking = ThinkingClock(clock)
+        # what the reply in progress builds on: the reply it is a new version of, or the
+        # cut-off reply it continues (``_continuing``); None for a plain answer
+        self._previous: Message | None = None
+        self._continuing = False
 
     @property
     def conversation(self) -> Conversation:
@@ -67,19 +79,36 @@ class ChatSession:
         return self._reply_id
 
     @property
+    def continuing(self) -> bool:
+        """The reply in progress continues a cut-off one (rather than answering anew)."""
+        return self.streaming and self._continuing
+
+    @property
     def messages(self) -> tuple[Message, ...]:
         """The conversation as shown, the reply in progress last."""
         if self._reply_id is None:
             return tuple(self._messages)
-        pending = Message(self._reply_id, "assistant", "".join(self._parts))
-        return (*self._messages, pending)
+        return (*self._messages, self._reply("".join(self._parts)))
+
+    def live_stats(self) -> ReplyStats | None:
+        """The reply in progress measured so far (None when nothing streams)."""
+        return self._meter.live() if self.streaming else None
 
     def turns(self) -> tuple[ChatTurn, ...]:
-        """What the model gets: the system prompt and every reply that did not fail."""
+        """What the model gets: the system prompt and every reply that did not fail; when
+        continuing, the cut-off reply last, for the model to carry on from."""
         system = self._conversation.system_prompt.strip()
         head = (ChatTurn("system", system),) if system else ()
-        body = tuple(ChatTurn(m.role, m.content, m.images) for m in self._messages if not m.failed)
-        return head + body
+        body = tuple(
+            ChatTurn(m.role, m.content, m.images, m.thinking)
+            for m in self._messages
+            if not m.failed
+        )
+        previous = self._previous
+        tail = ()
+        if self.continuing and previous is not None:
+            tail = (ChatTurn("assistant", previous.content, (), previous.thinking),)
+        return head + body + tail
 
     def update(self, conversation: Conversation, touch: bool = True) -> Persist:
         """New settings (model, system prompt, parameters, title) for this chat; ``touch``
@@ -90,29 +119,42 @@ class ChatSession:
 
     def send(self, text: str, images: tuple[str, ...] = ()) -> Persist:
         self._ensure_idle()
+        first = not any(m.role == "user" for m in self._messages)
         user = Message(new_id(), "user", text, images, created_at=self._wall())
         self._messages.append(user)
-        if self._conversation.title == DEFAULT_TITLE and text.strip():
+        if first and self._conversation.title == DEFAULT_TITLE and text.strip():
             self._conversation = replace(self._conversation, title=title_from(text))
         self._begin()
         return Persist(self._conversation, None, ((len(self._messages) - 1, user),))
 
     def regenerate(self) -> Persist:
-        """Replace the last reply with a new one."""
+        """A new version of the last reply; the earlier ones stay (failed ones go)."""
         self._ensure_idle()
-        cut = len(self._messages)
-        while cut and self._messages[cut - 1].role == "assistant":
-            cut -= 1
-        if cut == 0:
+        if not self._messages:
             raise ValueError("there is no message to answer")
-        del self._messages[cut:]
-        self._begin()
-        return Persist(self._conversation, cut)
+        previous = None
+        if self._messages[-1].role == "assistant":
+            previous = self._messages.pop()
+            if not self._messages:
+                self._messages.append(previous)
+                raise ValueError("there is no message to answer")
+        self._begin(previous)
+        return Persist(self._conversation)
+
+    def continue_reply(self, message_id: str) -> Persist:
+        """Write more of a reply that the token limit or Stop cut off, appended to it."""
+        self._ensure_idle()
+        last = self._messages[-1] if self._messages else None
+        if last is None or last.id != message_id or not last.can_continue:
+            raise ValueError("only the last reply can be continued, once it has been cut off")
+        self._messages.pop()
+        self._begin(last, continuing=True)
+        return Persist(self._conversation)
 
     def edit(self, message_id: str, text: str) -> Persist:
         """Change one of the user's messages and ask again from there."""
         self._ensure_idle()
-        index = next(i for i, m in enumerate(self._messages) if m.id == message_id)
+        index = self._index(message_id)
         if self._messages[index].role != "user":
             raise ValueError("only your own messages can be edited")
         edited = replace(self._messages[index], content=text)
@@ -120,24 +162,49 @@ class ChatSession:
         self._begin()
         return Persist(self._conversation, index + 1, ((index, edited),))
 
+    def delete(self, message_id: str) -> Persist:
+        """Forget one message; of a reply with versions, only the version shown."""
+        self._ensure_idle()
+        index = self._index(message_id)
+        rest = self._messages[index].without_shown_version()
+        if rest is not None:
+            self._messages[index] = rest
+            return Persist(self._conversation, None, ((index, rest),))
+        del self._messages[index]
+        return Persist(self._conversation, removed=index)
+
+    def show_version(self, message_id: str, version: int) -> Persist:
+        """Flip a reply to another of its versions (the model then sees that one)."""
+        self._ensure_idle()
+        index = self._index(message_id)
+        shown = self._messages[index].showing(version)
+        self._messages[index] = shown
+        return Persist(self._conversation, None, ((index, shown),))
+
     def add(self, reply_id: str, event: ChatDelta | ChatDone) -> Persist | None:
         """Take one stream event; returns what to save once the reply is complete."""
         if reply_id != self._reply_id:
             return None
         if isinstance(event, ChatDone):
             return self._finish(event)
-        if event.content and self._first_token is None:
-            self._first_token = self._clock()
-        self._parts.append(event.content)
+        if event.thinking:
+            self._thinking.thought()
+            self._thoughts.append(event.thinking)
+        if event.content:
+            self._thinking.answered()
+            self._parts.append(event.content)
+        self._meter.piece(event.content or event.thinking)
         return None
 
     def fail(self, reply_id: str, error: Exception) -> Persist | None:
-        """Show the error where the reply would have been, with what to do next."""
+        """Show the error where the reply would have been, with what to do next. A failed
+        continuation keeps the reply as it was (plus what came): the controller reports it."""
         if reply_id != self._reply_id:
             return None
-        message = error.message if isinstance(error, GatewayError) else str(error)
-        hint = error.hint if isinstance(error, GatewayError) else ""
-        return self._finish(None, error=message or type(error).__name__, hint=hint)
+        if self._continuing:
+            return self._finish(None, keep_stats=True)
+        message, hint = explain(error)
+        return self._finish(None, error=message, hint=hint)
 
     def stop(self) -> Persist | None:
         """Keep what has streamed so far and mark it stopped."""
@@ -145,27 +212,66 @@ class ChatSession:
             return None
         return self._finish(None)
 
+    def _index(self, message_id: str) -> int:
+        index = next((i for i, m in enumerate(self._messages) if m.id == message_id), None)
+        if index is None:
+            raise ValueError("that message is no longer in this chat")
+        return index
+
     def _ensure_idle(self) -> None:
         if self._reply_id is not None:
             raise ChatBusy("a reply is still streaming; stop it first")
 
-    def _begin(self) -> None:
-        self._reply_id, self._parts = new_id(), []
-        self._started, self._first_token = self._clock(), None
+    def _begin(self, previous: Message | None = None, continuing: bool = False) -> None:
+        self._reply_id, self._parts, self._thoughts = new_id(), [], []
+        self._meter = ReplyMeter(self._clock)
+        earlier = previous.thinking_seconds if continuing and previous is not None else None
+        self._thinking = ThinkingClock(self._clock, earlier or 0.0)
+        self._previous, self._continuing = previous, continuing
 
-    def _finish(self, done: ChatDone | None, error: str = "", hint: str = "") -> Persist:
-        now = self._clock()
-        stats = None if error else ReplyStats.measure(done, self._started, self._first_token, now)
+    def _reply(self, text: str, stats=None, error: str = "", hint: str = "") -> Message:
+        """The reply in progress (or just finished) as a message."""
+        previous = self._previous
+        thinking = "".join(self._thoughts)
+        seconds = self._thinking.seconds()
+        if self._continuing and previous is not None:  # its numbers so far until new ones
+            return replace(
+                previous,
+                content=previous.content + text,
+                stats=stats or previous.stats,
+                error=error,
+                hint=hint,
+                thinking=previous.thinking + thinking,
+                thinking_seconds=seconds,
+            )
         reply = Message(
             self._reply_id or new_id(),
             "assistant",
-            "".join(self._parts),
+            text,
             stats=stats,
             error=error,
             hint=hint,
             created_at=self._wall(),
+            thinking=thinking,
+            thinking_seconds=seconds,
         )
+        if previous is None:
+            return reply
+        return reply.with_versions(tuple(v for v in previous.versions if not v.failed))
+
+    def _finish(
+        self, done: ChatDone | None, error: str = "", hint: str = "", keep_stats: bool = False
+    ) -> Persist:
+        earlier = self._previous.stats if self._continuing and self._previous else None
+        if keep_stats:
+            stats = earlier
+        elif error:
+            stats = None
+        else:
+            stats = self._meter.finish(done).after(earlier)
+        reply = self._reply("".join(self._parts), stats, error, hint)
         self._messages.append(reply)
-        self._reply_id, self._parts = None, []
+        self._reply_id, self._parts, self._thoughts = None, [], []
+        self._previous, self._continuing = None, False
         self._conversation = replace(self._conversation, updated_at=self._wall())
         return Persist(self._conversation, None, ((len(self._messages) - 1, reply),))

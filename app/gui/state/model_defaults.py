@@ -1,0 +1,68 @@
+"""What a chat gets for each setting it leaves to "model default", as the daemon decides it.
+
+The daemon takes a request's options over the model's Modelfile parameters over its own
+defaults; the context length it starts a model with is the daemon's (``LOCALLLM_CONTEXT_LENGTH``,
+which the app reads from the same settings) but never more than the model was trained for.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from app.gui.state.records import ModelDetails
+
+__all__ = ["DAEMON_TEMPERATURE", "ModelDefaults", "modelfile_parameters"]
+
+DAEMON_TEMPERATURE = 0.8  # the daemon's sampling default (Ollama's), when a model sets none
+
+
+def modelfile_parameters(text: str) -> dict[str, object]:
+    """``/api/show``'s parameters text (``key   value`` lines, JSON values) as a dict; a key
+    given on several lines (``stop``) keeps its last value."""
+    found: dict[str, object] = {}
+    for line in text.splitlines():
+        key, _, value = line.strip().partition(" ")
+        if not key or not value.strip():
+            continue
+        try:
+            found[key] = json.loads(value.strip())
+        except ValueError:
+            found[key] = value.strip()
+    return found
+
+
+def _number(value: object) -> float | None:
+    is_number = isinstance(value, int | float) and not isinstance(value, bool)
+    return float(value) if is_number else None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelDefaults:
+    temperature: float
+    context: int  # the context length a chat runs at when it does not set one
+    trained_context: int | None  # what the model was trained for (its GGUF says)
+    reply_limit: int | None  # None: until the model stops or the context is full
+
+    @classmethod
+    def of(cls, details: ModelDetails, daemon_context: int) -> ModelDefaults:
+        parameters = modelfile_parameters(details.parameters)
+        trained = details.context_length
+        own_context = _number(parameters.get("num_ctx"))
+        context = int(own_context) if own_context else daemon_context
+        if not own_context and trained:
+            context = min(context, trained)
+        temperature = _number(parameters.get("temperature"))
+        limit = _number(parameters.get("num_predict"))
+        return cls(
+            DAEMON_TEMPERATURE if temperature is None else temperature,
+            context,
+            trained,
+            int(limit) if limit is not None and limit > 0 else None,
+        )
+
+    def context_text(self) -> str:
+        """'runs at 4,096 of 32,768 tokens' (or just the length when training is unknown)."""
+        if self.trained_context and self.trained_context != self.context:
+            return f"runs at {self.context:,} of {self.trained_context:,} tokens"
+        return f"{self.context:,} tokens"

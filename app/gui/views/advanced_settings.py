@@ -1,0 +1,134 @@
+"""The chat settings' "Advanced" section: top-k, top-p, min-p, repeat penalty, seed and GPU
+offload, folded away until asked for.
+
+Every box starts at its special value ("model default", "random", "auto"), which sends
+nothing, so the model's own parameters apply until the user picks a value. The GPU box says how
+many layers fit in free GPU memory, or that there is no GPU (then it is off).
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractSpinBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QLabel,
+    QSpinBox,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.gui.state.chat.records import ChatOptions
+from app.gui.state.fit import GpuLayers
+
+__all__ = ["AdvancedSettings"]
+
+DEFAULT = "model default"
+_SEED_MAX = 2**31 - 1  # what a spin box holds; the daemon takes any integer
+_LAYERS_MAX = 1024
+
+
+def _int_box(low: int, high: int, special: str = DEFAULT) -> QSpinBox:
+    box = QSpinBox(minimum=low - 1, maximum=high)
+    box.setSpecialValueText(special)  # shown at the minimum, which means "not set"
+    return box
+
+
+def _float_box(low: float, high: float, step: float) -> QDoubleSpinBox:
+    box = QDoubleSpinBox(minimum=low - step, maximum=high, singleStep=step, decimals=2)
+    box.setSpecialValueText(DEFAULT)
+    return box
+
+
+def _value(box: QSpinBox | QDoubleSpinBox):
+    if box.value() == box.minimum():
+        return None
+    return round(box.value(), 2) if isinstance(box, QDoubleSpinBox) else box.value()
+
+
+def _show(box: QSpinBox | QDoubleSpinBox, value) -> None:
+    box.setValue(box.minimum() if value is None else value)
+
+
+class AdvancedSettings(QWidget):
+    edited = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.toggle = QToolButton(text="Advanced", checkable=True)
+        self.toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.toggle.setArrowType(Qt.ArrowType.RightArrow)
+        self.top_k = _int_box(0, 1000)
+        self.top_p = _float_box(0.0, 1.0, 0.05)
+        self.min_p = _float_box(0.0, 1.0, 0.01)
+        self.repeat_penalty = _float_box(0.0, 2.0, 0.05)
+        self.seed = _int_box(0, _SEED_MAX, "random")
+        self.gpu_layers = _int_box(0, _LAYERS_MAX, "auto")
+        self.gpu_hint = QLabel("", objectName="muted", wordWrap=True)
+        self.top_k.setToolTip("Sample from the k likeliest tokens only (0: all of them)")
+        self.top_p.setToolTip("Sample from the likeliest tokens that make up this probability")
+        self.min_p.setToolTip("Drop tokens less likely than this share of the likeliest one")
+        self.repeat_penalty.setToolTip("Above 1 discourages repeating recent tokens; 1 is off")
+        self.seed.setToolTip("The same seed and settings give the same reply")
+        self.gpu_layers.setToolTip("Layers to put on the GPU; auto fills free GPU memory")
+        self.boxes: dict[str, QSpinBox | QDoubleSpinBox] = {
+            "top_k": self.top_k,
+            "top_p": self.top_p,
+            "min_p": self.min_p,
+            "repeat_penalty": self.repeat_penalty,
+            "seed": self.seed,
+            "num_gpu": self.gpu_layers,
+        }
+        for box in self.boxes.values():
+            box.setCorrectionMode(QAbstractSpinBox.CorrectionMode.CorrectToNearestValue)
+            box.valueChanged.connect(self.edited)
+
+        self.body = QWidget()
+        form = QFormLayout(self.body)
+        form.setContentsMargins(0, 0, 0, 0)
+        form.addRow("Top-k", self.top_k)
+        form.addRow("Top-p", self.top_p)
+        form.addRow("Min-p", self.min_p)
+        form.addRow("Repeat penalty", self.repeat_penalty)
+        form.addRow("Seed", self.seed)
+        form.addRow("GPU layers", self.gpu_layers)
+        form.addRow(self.gpu_hint)
+        self.body.hide()
+        self.toggle.toggled.connect(self._fold)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.toggle)
+        layout.addWidget(self.body)
+        self.show_gpu(None, has_gpu=False)
+
+    def load(self, options: ChatOptions) -> None:
+        for key, box in self.boxes.items():
+            box.blockSignals(True)
+            _show(box, getattr(options, key))
+            box.blockSignals(False)
+
+    def values(self) -> dict[str, int | float | None]:
+        values = {key: _value(box) for key, box in self.boxes.items()}
+        if not self.gpu_layers.isEnabled():
+            values["num_gpu"] = None  # no GPU: nothing to offload, whatever a preset says
+        return values
+
+    def show_gpu(self, layers: GpuLayers | None, *, has_gpu: bool) -> None:
+        """What offloading can do here: nothing without a GPU, else how many layers fit."""
+        self.gpu_layers.setEnabled(has_gpu)
+        if not has_gpu:
+            self.gpu_hint.setText("No GPU found: the model runs on the CPU.")
+        elif layers is None:
+            self.gpu_hint.setText("Auto puts as many layers on the GPU as fit in its memory.")
+        else:
+            self.gpu_layers.setMaximum(layers.total)
+            self.gpu_hint.setText(
+                f"About {layers.fit} of its {layers.total} layers fit in free GPU memory; "
+                "auto puts that many there."
+            )
+
+    def _fold(self, open_: bool) -> None:
+        self.body.setVisible(open_)
+        self.toggle.setArrowType(Qt.ArrowType.DownArrow if open_ else Qt.ArrowType.RightArrow)

@@ -1,0 +1,117 @@
+"""``DaemonClient``: the interface of ``daemon.client.Client``, as a ``typing.Protocol``.
+
+Front ends annotate against it, so a stand-in can take the real client's place in tests: the
+stand-ins in ``tests/`` implement it, and a test compares their methods' signatures with
+``Client``'s so they cannot drift apart. Every answer is a ``daemon.api`` model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from daemon.api import (
+    CatalogModel,
+    ChatChunk,
+    ChatCompletion,
+    ChatCompletionChunk,
+    EmbedResponse,
+    GenerateChunk,
+    HealthResponse,
+    HubFile,
+    HubRepo,
+    Model,
+    ModelSummary,
+    ProgressResponse,
+    PruneResponse,
+    PullRecordOut,
+    RunningModel,
+    ServerResponse,
+    ShowResponse,
+    SystemResponse,
+    VerifyResponse,
+)
+
+__all__ = ["DaemonClient", "Progress"]
+
+Progress = Callable[[int, int], None]  # an upload's (bytes done, bytes in all)
+
+
+@runtime_checkable
+class DaemonClient(Protocol):
+    def close(self) -> None: ...
+
+    # the daemon
+    def health(self) -> HealthResponse: ...
+    def version(self) -> str: ...
+    def system(self) -> SystemResponse: ...
+    def logs(self, lines: int = 200) -> str: ...
+    def server(self) -> ServerResponse: ...
+    def shutdown(self) -> None: ...
+
+    # models
+    def list_models(self) -> list[ModelSummary]: ...
+    def list_openai_models(self) -> list[Model]: ...
+    def running(self) -> list[RunningModel]: ...
+    def show(self, name: str, verbose: bool = False) -> ShowResponse: ...
+    def delete(self, name: str) -> None: ...
+    def copy(self, source: str, destination: str) -> None: ...
+    def unload(self, name: str) -> None: ...
+    def prune(self) -> PruneResponse: ...
+    def verify(self) -> VerifyResponse: ...
+
+    # pulls
+    def pull(self, name: str) -> Iterator[ProgressResponse]: ...
+    def resume_pull(self, name: str) -> Iterator[ProgressResponse]: ...
+    def pause_pull(self, name: str) -> None: ...
+    def cancel_pull(self, name: str) -> None: ...
+    def pulls(self) -> list[PullRecordOut]: ...
+
+    # generating
+    def chat(
+        self,
+        model: str,
+        messages: Sequence[Mapping[str, Any]],
+        options: Mapping[str, Any] | None = None,
+        keep_alive: str | float | None = None,
+        format: str | Mapping[str, Any] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        stream: bool = True,
+        think: bool | str | None = None,
+    ) -> Iterator[ChatChunk]: ...
+    def generate(
+        self,
+        model: str,
+        prompt: str,
+        options: Mapping[str, Any] | None = None,
+        keep_alive: str | float | None = None,
+        format: str | Mapping[str, Any] | None = None,
+        system: str | None = None,
+        stream: bool = True,
+        think: bool | str | None = None,
+    ) -> Iterator[GenerateChunk]: ...
+    def embed(self, model: str, input: str | Sequence[str]) -> EmbedResponse: ...
+    def openai_chat(
+        self, model: str, messages: Sequence[Mapping[str, Any]], **fields: Any
+    ) -> Iterator[ChatCompletionChunk]: ...
+    def chat_once(
+        self, model: str, messages: Sequence[Mapping[str, Any]], **fields: Any
+    ) -> ChatCompletion: ...
+
+    # blobs and create
+    def blob_exists(self, digest: str) -> bool: ...
+    def upload_blob(
+        self, path: Path | str, digest: str, on_progress: Progress | None = None
+    ) -> None: ...
+    def create(
+        self, name: str, modelfile: str, files: Mapping[str, str], quantize: str | None = None
+    ) -> Iterator[ProgressResponse]: ...
+    def create_from_file(
+        self, name: str, path: Path | str, quantize: str | None = None
+    ) -> Iterator[ProgressResponse]: ...
+
+    # the hub
+    def hub_catalog(self) -> list[CatalogModel]: ...
+    def hub_search(self, query: str, limit: int = 20) -> list[HubRepo]: ...
+    def hub_files(self, repo: str) -> list[HubFile]: ...

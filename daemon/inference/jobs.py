@@ -1,0 +1,56 @@
+"""What inference is asked to do: a generation or an embedding, in neutral terms.
+
+Routes translate their wire format into these; ``Inference`` runs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from daemon.inference.tool_calls import ToolChoice
+
+__all__ = ["EmbedJob", "Embeddings", "GenerationJob"]
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationJob:
+    """What to generate. Exactly one of ``messages`` (chat) or ``prompt`` is set.
+
+    ``images`` are the images as the client sent them (PNG, JPEG... bytes), in the order the
+    messages' image parts (``templates.image_part``) name them; with a ``prompt`` they come
+    before its text."""
+
+    model: str
+    messages: Sequence[Mapping[str, object]] | None = None
+    prompt: str | None = None
+    raw: bool = False  # the prompt goes to the model as is (no template)
+    options: Mapping[str, object] = field(default_factory=dict)  # Ollama option names
+    tools: Sequence[Mapping[str, object]] = ()
+    tool_choice: ToolChoice = field(default_factory=ToolChoice)
+    json_schema: Mapping[str, object] | None = None  # output must match (grammar-enforced)
+    logit_bias: Mapping[int, float] = field(default_factory=dict)
+    logprobs: int | None = None  # None: off; n: top n alternatives per token
+    keep_alive: float | None = None  # seconds; None: the daemon's default
+    template: str | None = None  # replaces the model's chat template (Ollama's per-request one)
+    images: Sequence[bytes] = ()
+    # True/False, or an effort ("low", "medium", "high") for templates that take one; None:
+    # the model's own default. Thinking never reaches ``Delta.text``.
+    think: bool | str | None = None
+    think_budget: int | None = None  # thinking tokens before the model is made to answer
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedJob:
+    model: str
+    inputs: Sequence[str]
+    options: Mapping[str, object] = field(default_factory=dict)
+    truncate: bool = False
+    keep_alive: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Embeddings:
+    model: str
+    vectors: list[list[float]]
+    prompt_tokens: int

@@ -1,0 +1,269 @@
+"""Anthropic Messages requests -> inference jobs (the answers go back through ``answers``).
+
+A conversation becomes the messages the chat templates read (OpenAI's shape): ``system`` a
+system message; ``tool_use`` blocks an assistant's ``tool_calls``; ``tool_result`` blocks
+``tool`` messages (named after their call); ``thinking`` blocks the assistant's
+``reasoning_content`` (templates that show earlier reasoning read it); ``image`` blocks image
+parts, their base64 images the job's ``images``. An image given by URL is refused, never
+fetched (the daemon downloading whatever a request names would be a server-side request
+forgery hole).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from daemon.api.anthropic import CountTokensRequest, MessageParam, MessagesRequest, ToolParam
+from daemon.errors import BadRequestError
+from daemon.inference import GenerationJob
+from daemon.inference.images import decode_base64
+from daemon.inference.options import parse_keep_alive
+from daemon.inference.templates import image_part
+from daemon.inference.tool_calls import ToolChoice
+
+__all__ = ["count_job", "messages_job"]
+
+_THINKING = ("thinking", "redacted_thinking")
+
+
+def messages_job(req: MessagesRequest) -> GenerationJob:
+    sampling = {
+        "num_predict": req.max_tokens,
+        "temperature": req.temperature,
+        "top_p": req.top_p,
+        "top_k": req.top_k,
+        "stop": req.stop_sequences,
+    }
+    sampling = {k: v for k, v in sampling.items() if v is not None}
+    return _job(req, sampling, _output_schema(req.output_config))
+
+
+def count_job(req: CountTokensRequest) -> GenerationJob:
+    """The job whose prompt ``count_tokens`` counts: exactly the one ``messages_job`` renders."""
+    return _job(req, {}, None)
+
+
+def _job(
+    req: CountTokensRequest, sampling: Mapping[str, object], schema: Mapping | None
+) -> GenerationJob:
+    images: list[bytes] = []
+    messages = _conversation(req.system, req.messages, images)
+    tools = [_tool(tool) for tool in req.tools or ()]
+    think, budget = _thinking(req.thinking)
+    return GenerationJob(
+        model=req.model,
+        messages=messages,
+        images=images,
+        options={**(req.options or {}), **sampling},
+        tools=tools,
+        tool_choice=_tool_choice(req.tool_choice, bool(tools)),
+        json_schema=schema,
+        keep_alive=parse_keep_alive(req.keep_alive),
+        think=think,
+        think_budget=budget,
+    )
+
+
+# -- the conversation -----------------------------------------------------------------------
+def _conversation(
+    system: str | list[dict] | None, messages: Sequence[MessageParam], images: list[bytes]
+) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
+    if system:
+        out.append({"role": "system", "content": _system_text(system)})
+    tool_names: dict[str, str] = {}  # tool_use id -> name, for the results that answer them
+    for number, message in enumerate(messages):
+        where = f"messages[{number}]"
+        if isinstance(message.content, str):
+            out.append({"role": message.role, "content": message.content})
+        elif message.role == "assistant":
+            out.append(_assistant(message.content, where, tool_names))
+        else:
+            out.extend(_user(message.content, where, images, tool_names))
+    return out
+
+
+def _system_text(system: str | list[dict]) -> str:
+    if isinstance(system, str):
+        return system
+    return "\n\n".join(_text(block, f"system[{i}]") for i, block in enumerate(system))
+
+
+def _assistant(blocks: list[dict], where: str, tool_names: dict[str, str]) -> dict[str, object]:
+    texts, thoughts, calls = [], [], []
+    for i, block in enumerate(blocks):
+        kind, at = block.get("type"), f"{where}.content[{i}]"
+        if kind == "text":
+            texts.append(_text(block, at))
+        elif kind in _THINKING:
+            thoughts.append(str(block.get("thinking") or ""))  # redacted ones carry none
+        elif kind == "tool_use":
+            calls.append(_tool_call(block, at))
+            tool_names[calls[-1]["id"]] = calls[-1]["function"]["name"]
+        else:
+            raise _unsupported(kind, at, "text, thinking and tool_use")
+    message: dict[str, object] = {"role": "assistant", "content": "".join(texts)}
+    if calls:
+        message["tool_calls"] = calls
+    if any(thoughts):
+        message["reasoning_content"] = "".join(thoughts)
+    return message
+
+
+def _user(
+    blocks: list[dict], where: str, images: list[bytes], tool_names: Mapping[str, str]
+) -> list[dict[str, object]]:
+    """Tool results (each a ``tool`` message), then the user's own text and images."""
+    results: list[dict[str, object]] = []
+    parts: list[dict[str, object]] = []
+    for i, block in enumerate(blocks):
+        kind, at = block.get("type"), f"{where}.content[{i}]"
+        if kind == "tool_result":
+            results.append(_tool_result(block, at, images, tool_names))
+        elif kind in ("text", "image"):
+            parts.append(_part(block, at, images))
+        else:
+            raise _unsupported(kind, at, "text, image and tool_result")
+    return [*results, {"role": "user", "content": parts}] if parts else results
+
+
+def _part(block: Mapping, at: str, images: list[bytes]) -> dict[str, object]:
+    if block.get("type") == "text":
+        return {"type": "text", "text": _text(block, at)}
+    images.append(_image(block.get("source"), len(images) + 1, at))
+    return image_part(len(images) - 1)
+
+
+def _tool_result(
+    block: Mapping, at: str, images: list[bytes], tool_names: Mapping[str, str]
+) -> dict[str, object]:
+    call_id = _string(block, "tool_use_id", at)
+    content = block.get("content", "")
+    if isinstance(content, list):
+        content = [
+            _result_part(part, f"{at}.content[{i}]", images) for i, part in enumerate(content)
+        ]
+    elif not isinstance(content, str):
+        raise BadRequestError(f"{at}.content must be a string or a list of blocks", "messages")
+    name = tool_names.get(call_id)
+    return {"role": "tool", "tool_call_id": call_id, "name": name, "content": content}
+
+
+def _result_part(part: object, at: str, images: list[bytes]) -> dict[str, object]:
+    kind = part.get("type") if isinstance(part, Mapping) else None
+    if kind not in ("text", "image"):
+        raise _unsupported(kind, at, "text and image")
+    return _part(part, at, images)
+
+
+def _image(source: object, number: int, at: str) -> bytes:
+    kind = source.get("type") if isinstance(source, Mapping) else None
+    if kind == "base64" and isinstance(source.get("data"), str):
+        return decode_base64(source["data"], number, f" ({at})", param="messages")
+    refused = (
+        f"source type {kind!r} is not supported (localllm never downloads images); " if kind else ""
+    )
+    raise BadRequestError(
+        f'{at}: {refused}send the image as source {{"type": "base64", "data": ...}}',
+        param="messages",
+    )
+
+
+def _tool_call(block: Mapping, at: str) -> dict[str, object]:
+    arguments = block.get("input", {})
+    if not isinstance(arguments, Mapping):
+        raise BadRequestError(f"{at}.input must be an object", param="messages")
+    name = _string(block, "name", at)
+    return {
+        "id": _string(block, "id", at),
+        "type": "function",
+        "function": {"name": name, "arguments": dict(arguments)},
+    }
+
+
+def _text(block: Mapping, at: str) -> str:
+    if block.get("type") != "text":
+        raise _unsupported(block.get("type"), at, "text")
+    return _string(block, "text", at)
+
+
+def _string(block: Mapping, key: str, at: str) -> str:
+    value = block.get(key)
+    if not isinstance(value, str):
+        raise BadRequestError(f"{at}.{key} must be a string", param="messages")
+    return value
+
+
+def _unsupported(kind: object, at: str, allowed: str) -> BadRequestError:
+    return BadRequestError(
+        f"{at}: content block type {kind!r} is not supported here (only {allowed})",
+        param="messages",
+    )
+
+
+# -- tools and thinking ---------------------------------------------------------------------
+def _tool(tool: ToolParam) -> dict[str, object]:
+    """A client tool as the templates read tools (OpenAI's function shape)."""
+    if tool.type not in (None, "custom"):
+        raise BadRequestError(
+            f"tool {tool.name!r} has type {tool.type!r}: only client tools (name, description, "
+            "input_schema) are supported; localllm runs no server tools",
+            param="tools",
+        )
+    if tool.input_schema is None:
+        raise BadRequestError(f"tool {tool.name!r} needs an input_schema", param="tools")
+    function = {"name": tool.name, "description": tool.description, "parameters": tool.input_schema}
+    return {"type": "function", "function": {k: v for k, v in function.items() if v is not None}}
+
+
+def _tool_choice(choice: Mapping | None, has_tools: bool) -> ToolChoice:
+    kind = (choice or {}).get("type", "auto" if has_tools else "none")
+    if kind == "tool" and isinstance(choice.get("name"), str):
+        return ToolChoice("function", choice["name"])
+    modes = {"auto": "auto", "any": "required", "none": "none"}
+    if kind not in modes:
+        raise BadRequestError(
+            'tool_choice must be {"type": "auto"}, {"type": "any"}, {"type": "none"} or '
+            '{"type": "tool", "name": ...}',
+            param="tool_choice",
+        )
+    return ToolChoice(modes[kind])  # a forced call without tools is inference's 400
+
+
+def _thinking(thinking: Mapping | None) -> tuple[bool | None, int | None]:
+    if thinking is None:
+        return None, None
+    kind, budget = thinking.get("type"), thinking.get("budget_tokens")
+    if kind == "disabled":
+        return False, None
+    if kind == "adaptive" and budget is None:
+        return True, None
+    if (
+        kind == "enabled"
+        and isinstance(budget, int)
+        and not isinstance(budget, bool)
+        and budget > 0
+    ):
+        return True, budget
+    raise BadRequestError(
+        'thinking must be {"type": "enabled", "budget_tokens": N} (N > 0), '
+        '{"type": "adaptive"} or {"type": "disabled"}',
+        param="thinking",
+    )
+
+
+def _output_schema(config: Mapping | None) -> Mapping[str, object] | None:
+    """Structured outputs: ``output_config.format`` is a JSON schema the answer must match."""
+    fmt = (config or {}).get("format")
+    if fmt is None:
+        return None
+    if (
+        not isinstance(fmt, Mapping)
+        or fmt.get("type") != "json_schema"
+        or not isinstance(fmt.get("schema"), Mapping)
+    ):
+        raise BadRequestError(
+            'output_config.format must be {"type": "json_schema", "schema": {...}}',
+            param="output_config",
+        )
+    return fmt["schema"]

@@ -1,0 +1,50 @@
+"""``/v1/responses``: OpenAI's Responses API onto the one inference path.
+
+``POST`` creates a response (streamed or whole), continuing a stored one named by
+``previous_response_id``; ``GET`` and ``DELETE`` read and remove a stored response. The store
+is the app's (``app.state.responses``, see ``response_store``).
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from daemon.api.openai_responses import ResponseDeleted, ResponseObject, ResponsesRequest
+from daemon.server.openai.response_store import ResponseStore
+from daemon.server.openai.responses_output import ResponseShape
+from daemon.server.openai.responses_stream import ResponseStream
+from daemon.server.openai.responses_translate import responses_turn
+from daemon.server.respond import respond
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+
+@router.post("/v1/responses", response_model=None)
+async def create_response(body: ResponsesRequest, request: Request) -> Response | ResponseObject:
+    store: ResponseStore = request.app.state.responses
+    previous = store.get(body.previous_response_id) if body.previous_response_id else None
+    turn = responses_turn(body, previous)
+    shape = ResponseShape(body, turn, store)
+    stream = ResponseStream(shape)
+    return await respond(
+        request,
+        turn.job,
+        stream=body.stream,
+        chunks=stream.events,
+        whole=shape.whole,
+        wire=stream.wire,
+    )
+
+
+@router.get("/v1/responses/{response_id}")
+async def retrieve_response(response_id: str, request: Request) -> ResponseObject:
+    return request.app.state.responses.get(response_id).response
+
+
+@router.delete("/v1/responses/{response_id}")
+async def delete_response(response_id: str, request: Request) -> ResponseDeleted:
+    request.app.state.responses.delete(response_id)
+    return ResponseDeleted(id=response_id)

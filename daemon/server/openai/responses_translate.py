@@ -1,0 +1,258 @@
+"""A Responses API request -> one ``GenerationJob``, its conversation in the shape chat
+templates read (as chat completions' messages become, see ``translate``).
+
+``input`` items become messages: ``message`` items as they are (``developer`` is ``system``),
+``function_call`` items the assistant's ``tool_calls`` (consecutive calls in one message),
+``function_call_output`` items ``tool`` messages, and a ``reasoning`` item the ``thinking``
+of the assistant message after it. ``instructions`` are the system message, for this request
+only: a follow-up (``previous_response_id``) starts from the stored conversation without them,
+as OpenAI does. Images are ``input_image`` parts holding ``data:`` URLs, never fetched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from daemon.api.openai_responses import (
+    FunctionCallItem,
+    FunctionCallOutputItem,
+    FunctionToolIn,
+    InputMessage,
+    ReasoningItem,
+    ResponsesRequest,
+)
+from daemon.errors import BadRequestError
+from daemon.inference import GenerationJob
+from daemon.inference.options import parse_keep_alive
+from daemon.inference.templates import image_part
+from daemon.inference.tool_calls import ToolChoice
+from daemon.server.openai.response_store import StoredResponse
+from daemon.server.openai.translate import image_from_url
+
+__all__ = ["Turn", "responses_turn"]
+
+M = TypeVar("M", bound=BaseModel)
+_ITEMS = "message, function_call, function_call_output and reasoning"
+_EFFORTS = {"none": False, "minimal": "low", "xhigh": "high"}  # the rest are taken as they are
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    job: GenerationJob
+    history: list[dict[str, object]]  # the conversation without the instructions
+    tools: list[dict]  # the function tools, as the response echoes them
+
+
+def responses_turn(req: ResponsesRequest, previous: StoredResponse | None) -> Turn:
+    """The job for ``req``, continuing ``previous`` (its conversation and images) if given."""
+    _refuse_unsupported(req)
+    images = list(previous.images) if previous else []
+    history = [dict(m) for m in previous.messages] if previous else []
+    history += _Transcript(images).messages(req.input)
+    if not history:
+        raise BadRequestError("input is empty: send text or at least one item", param="input")
+    system = [{"role": "system", "content": req.instructions}] if req.instructions else []
+    echoed = _echoed_tools(req.tools)
+    tools = [_chat_tool(tool) for tool in echoed]
+    job = GenerationJob(
+        model=req.model,
+        messages=system + history,
+        images=images,
+        options=_options(req),
+        tools=tools,
+        tool_choice=_tool_choice(req.tool_choice, bool(tools)),
+        json_schema=_schema(req),
+        keep_alive=parse_keep_alive(req.keep_alive),
+        think=_think(req),
+    )
+    return Turn(job, history, echoed)
+
+
+def _refuse_unsupported(req: ResponsesRequest) -> None:
+    if req.background:
+        raise BadRequestError("background responses are not supported", param="background")
+    if req.conversation is not None:
+        raise BadRequestError(
+            "conversations are not supported; chain responses with previous_response_id",
+            param="conversation",
+        )
+
+
+def _options(req: ResponsesRequest) -> dict:
+    options = dict(req.options or {})
+    fields = {
+        "temperature": req.temperature,
+        "top_p": req.top_p,
+        "top_k": req.top_k,
+        "min_p": req.min_p,
+        "repeat_penalty": req.repeat_penalty,
+        "presence_penalty": req.presence_penalty,
+        "frequency_penalty": req.frequency_penalty,
+        "seed": req.seed,
+        "stop": req.stop,
+        "num_predict": req.max_output_tokens,
+    }
+    options.update({k: v for k, v in fields.items() if v is not None})
+    return options
+
+
+def _think(req: ResponsesRequest) -> bool | str | None:
+    effort = req.reasoning.effort if req.reasoning else None
+    return None if effort is None else _EFFORTS.get(effort, effort)
+
+
+def _schema(req: ResponsesRequest) -> dict | None:
+    fmt = req.text.format if req.text else None
+    if fmt is None or fmt.type == "text":
+        return None
+    if fmt.type == "json_object":
+        return {"type": "object"}
+    if fmt.schema_ is None:
+        raise BadRequestError("text.format json_schema needs a schema", param="text.format")
+    return fmt.schema_
+
+
+def _echoed_tools(tools: Sequence[Mapping] | None) -> list[dict]:
+    """The function tools as a response echoes them; other tool types are a 400."""
+    checked = []
+    for number, tool in enumerate(tools or ()):
+        kind = tool.get("type")
+        if kind != "function":
+            raise BadRequestError(
+                f"tool type {kind!r} is not supported; only function tools are (tools[{number}])",
+                param="tools",
+            )
+        checked.append(_valid(FunctionToolIn, tool, f"tools[{number}]").model_dump())
+    return checked
+
+
+def _chat_tool(tool: Mapping) -> dict:
+    """A flat Responses tool in the chat shape templates and the tool-call grammar read."""
+    function = {k: tool[k] for k in ("name", "description", "parameters") if tool.get(k)}
+    return {"type": "function", "function": function}
+
+
+def _tool_choice(value: str | Mapping | None, has_tools: bool) -> ToolChoice:
+    if value is None:
+        return ToolChoice("auto" if has_tools else "none")
+    if isinstance(value, str):
+        return ToolChoice(value)
+    if value.get("type") != "function" or not isinstance(value.get("name"), str):
+        raise BadRequestError(
+            'tool_choice must be "none", "auto", "required" or {"type": "function", "name": ...}',
+            param="tool_choice",
+        )
+    return ToolChoice("function", value["name"])
+
+
+def _valid(model: type[M], value: Mapping, where: str) -> M:
+    try:
+        return model.model_validate(value)
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise BadRequestError(
+            f"{where}.{field}: {first['msg']}", param=f"{where}.{field}"
+        ) from None
+
+
+class _Transcript:
+    """Builds the template messages from ``input``, collecting images into ``images``."""
+
+    def __init__(self, images: list[bytes]):
+        self._images = images
+        self._out: list[dict[str, object]] = []
+        self._thinking = ""  # from a reasoning item, for the next assistant message
+        self._call_names: dict[str, str] = {}
+
+    def messages(self, given: str | list[Mapping]) -> list[dict[str, object]]:
+        if isinstance(given, str):
+            return [{"role": "user", "content": given}]
+        for number, item in enumerate(given):
+            self._add(item, f"input[{number}]")
+        return self._out
+
+    def _add(self, item: Mapping, where: str) -> None:
+        kind = item.get("type", "message")
+        if kind == "message":
+            self._message(_valid(InputMessage, item, where), where)
+        elif kind == "function_call":
+            self._call(_valid(FunctionCallItem, item, where))
+        elif kind == "function_call_output":
+            self._call_output(_valid(FunctionCallOutputItem, item, where), where)
+        elif kind == "reasoning":
+            self._thinking += _reasoning_text(_valid(ReasoningItem, item, where))
+        else:
+            raise BadRequestError(
+                f"{where}: input item type {kind!r} is not supported ({_ITEMS} are)",
+                param="input",
+            )
+
+    def _message(self, item: InputMessage, where: str) -> None:
+        role = "system" if item.role == "developer" else item.role
+        content = item.content
+        if isinstance(content, list):
+            content = [self._part(part, where) for part in content]
+        message: dict[str, object] = {"role": role, "content": content}
+        if role == "assistant":
+            self._take_thinking(message)
+        self._out.append(message)
+
+    def _call(self, item: FunctionCallItem) -> None:
+        self._call_names[item.call_id] = item.name
+        call = {
+            "id": item.call_id,
+            "type": "function",
+            "function": {"name": item.name, "arguments": item.arguments},
+        }
+        last = self._out[-1] if self._out else {}
+        if last.get("role") == "assistant" and not self._thinking:
+            last["tool_calls"] = [*last.get("tool_calls", ()), call]  # one turn, several calls
+            return
+        message: dict[str, object] = {"role": "assistant", "content": "", "tool_calls": [call]}
+        self._take_thinking(message)
+        self._out.append(message)
+
+    def _call_output(self, item: FunctionCallOutputItem, where: str) -> None:
+        output = item.output
+        content = output if isinstance(output, str) else [self._part(p, where) for p in output]
+        message: dict[str, object] = {"role": "tool", "tool_call_id": item.call_id}
+        if item.call_id in self._call_names:
+            message["name"] = self._call_names[item.call_id]
+        self._out.append({**message, "content": content})
+
+    def _take_thinking(self, message: dict[str, object]) -> None:
+        if self._thinking:
+            message["thinking"] = self._thinking
+            self._thinking = ""
+
+    def _part(self, part: Mapping, where: str) -> dict[str, object]:
+        kind = part.get("type")
+        if kind in ("input_text", "output_text", "text"):
+            return {"type": "text", "text": str(part.get("text", ""))}
+        if kind == "refusal":
+            return {"type": "text", "text": str(part.get("refusal", ""))}
+        if kind == "input_image":
+            if not part.get("image_url"):
+                raise BadRequestError(
+                    f"{where}: an input_image needs image_url, a data:image/...;base64,... URL "
+                    "(file_id is not supported)",
+                    param="input",
+                )
+            number = len(self._images) + 1
+            self._images.append(image_from_url(part.get("image_url"), number, param="input"))
+            return image_part(len(self._images) - 1)
+        raise BadRequestError(
+            f"{where}: content part type {kind!r} is not supported "
+            "(input_text, output_text, refusal and input_image are)",
+            param="input",
+        )
+
+
+def _reasoning_text(item: ReasoningItem) -> str:
+    parts = item.content if item.content else item.summary
+    return "".join(str(part.get("text", "")) for part in parts)

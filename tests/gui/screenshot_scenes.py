@@ -1,0 +1,225 @@
+"""The scenes ``make_screenshots`` sets up before each picture: what a user would do to get
+there (type, click, pick), done through the app's own widgets and services.
+
+Each scene takes the ``Shooter``, for its window, its scratch folder and its ``wait``/``pause``;
+none takes a picture itself, so the tour in ``make_screenshots`` reads as the list of pictures.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+LONG_CHAT = (
+    "What should I check before running a model at home?",
+    "How much memory does a 7B model need?",
+    "And what does quantization change?",
+    "Which context length should I pick?",
+    "Summarise all that in a sentence.",
+    "One more tip?",
+    "Thanks. Anything else?",
+    "Last question: GPU or CPU?",
+)
+
+
+def add_model(shot, name: str, *, projector: bool = False, **shape) -> None:
+    """A generated model put straight into the daemon's store (as ``localllm create`` would),
+    then the library refreshed: no Downloads row, unlike an import through the window."""
+    from model_registry.importer import import_gguf
+    from model_registry.store import Store
+    from model_registry.tiny_gguf import write_tiny_model
+    from model_registry.tiny_projector import write_tiny_projector
+
+    path = write_tiny_model(shot.folder / f"{name}.gguf", **shape)
+    eyes = write_tiny_projector(shot.folder / f"mmproj-{name}.gguf") if projector else None
+    import_gguf(Store(Path(os.environ["LOCALLLM_MODELS"])), name, path, projector=eyes)
+    library = shot.window.services.library
+    library.refresh()
+    shot.wait(lambda: library.table.row_of(f"{name}:latest") is not None)
+
+
+def open_new_chat(shot, model: str) -> None:
+    """A new chat with ``model``, picked in the header as a user picks it."""
+    services, page = shot.window.services, shot.window.chat_page
+    services.chat.new_chat(model)
+    shot.wait(lambda: services.chat.session.conversation.model == model)
+    row = services.library.table.row_of(model)
+    page.model_picker.setCurrentIndex(row)
+    page.model_picker.activated.emit(row)
+
+
+def ask(shot, question: str) -> None:
+    """Type a question, press Enter and wait for the whole reply."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    chat, page = shot.window.services.chat, shot.window.chat_page
+    before = len(chat.session.messages)
+    QTest.keyClicks(page.composer.editor, question)
+    QTest.keyClick(page.composer.editor, Qt.Key.Key_Return)
+    shot.wait(lambda: len(chat.session.messages) == before + 2 and not chat.session.streaming)
+    shot.pause(0.3)
+
+
+def first_chat(shot) -> None:
+    """Two questions with the settings open, then Regenerate: the last reply shows < 2/2 >,
+    Continue (it stopped at the reply limit) and its numbers."""
+    chat, page = shot.window.services.chat, shot.window.chat_page
+    page.settings_button.setChecked(True)
+    page.settings.system_prompt.setPlainText("You are a concise assistant.")
+    page.settings.temperature.setValue(0.7)
+    page.settings.max_tokens.setValue(60)
+    page.settings.flush()
+    ask(shot, "Write a haiku about running models at home.")
+    ask(shot, "Now explain it.")
+    page.transcript.regenerate_requested.emit()  # the Regenerate link
+    shot.wait(lambda: chat.session.streaming)
+    shot.wait(lambda: not chat.session.streaming and chat.session.messages[-1].version == 1)
+
+
+def advanced_settings(shot) -> None:
+    """The same chat with Advanced open, a few values set and kept as a preset."""
+    settings = shot.window.chat_page.settings
+    settings.advanced.toggle.setChecked(True)
+    settings.advanced.top_k.setValue(40)
+    settings.advanced.top_p.setValue(0.9)
+    settings.advanced.seed.setValue(42)
+    settings.flush()
+    assert settings.save_as_preset("Repeatable")
+    shot.wait(lambda: settings.preset.currentText() == "Repeatable")
+
+
+def long_chat(shot) -> None:
+    """A base model (no chat template: the notice shows) at a 1,024-token context, asked until
+    the meter in the header is about three quarters full; the settings closed, for a wide
+    transcript."""
+    add_model(shot, "tiny-base", n_embd=128, n_layer=4, seed=11, chat_template=None)
+    open_new_chat(shot, "tiny-base:latest")
+    page = shot.window.chat_page
+    shot.wait(lambda: page.settings.model_notice.text() != "")
+    page.settings.advanced.toggle.setChecked(False)
+    page.settings.context.setValue(1024)
+    page.settings.max_tokens.setValue(80)
+    page.settings.flush()
+    page.settings_button.setChecked(False)
+    for question in LONG_CHAT:
+        ask(shot, question)
+        if page.context_meter.bar.value() >= 700:  # of 1000
+            break
+    shot.wait(lambda: page.context_meter.bar.value() >= 700)
+
+
+def picture_chat(shot) -> None:
+    """A model that sees (the tiny model with a tiny projector), asked about a picture."""
+    from PySide6.QtGui import QColor, QImage, QPainter
+
+    add_model(shot, "tiny-eyes", seed=9, projector=True)
+    open_new_chat(shot, "tiny-eyes:latest")
+    page = shot.window.chat_page
+    shot.wait(lambda: page.composer.attach.isVisible())
+    page.settings.max_tokens.setValue(40)
+    page.settings.flush()
+    picture = QImage(480, 320, QImage.Format.Format_RGB32)
+    picture.fill(QColor("#87ceeb"))  # a sky, a sun and a hill
+    painter = QPainter(picture)
+    painter.setBrush(QColor("#ffcc33"))
+    painter.drawEllipse(330, 40, 90, 90)
+    painter.setBrush(QColor("#4c9a2a"))
+    painter.drawEllipse(-120, 200, 720, 300)
+    painter.end()
+    path = shot.folder / "hill.png"
+    picture.save(str(path))
+    page.composer.add_images([path])
+    ask(shot, "What is in this picture?")
+
+
+def discover_search(shot) -> None:
+    """A search, a repository picked, one of its quantizations selected."""
+    hub, discover = shot.window.services.hub, shot.window.discover_page
+    shot.window.show_page("Discover")
+    discover.query.setText("gguf")
+    discover.search_now()
+    shot.wait(lambda: hub.repos.rowCount() == 4)
+    discover.repos.selectRow(row_of(discover.repos, "ggml-org/gemma-3-12b-it-GGUF"))
+    shot.wait(lambda: hub.files.rowCount() == 4)
+    discover.files.selectRow(1)
+
+
+def downloads(shot) -> None:
+    """Two catalog models pulled: one paused part way, one running."""
+    downloads, page = shot.window.services.downloads, shot.window.downloads_page
+    shot.window.show_page("Downloads")
+    downloads.pull("llama3.2:3b")
+    downloads.pull("qwen:7b")
+    shot.wait(lambda: _fraction(downloads, "llama3.2:3b") > 0.3, timeout=90)
+    downloads.pause("llama3.2:3b")
+    shot.wait(lambda: _state(downloads, "llama3.2:3b") == "paused")
+    shot.wait(lambda: _fraction(downloads, "qwen:7b") > 0.75, timeout=90)
+    page.table.selectRow(row_of(page.table, "llama3.2:3b"))
+
+
+def discover_offline(shot, local_hub) -> None:
+    """Hugging Face out of reach (the local hub stopped): a search fails and the page falls
+    back to the catalog, each row marked "needs internet to download"."""
+    downloads = shot.window.services.downloads
+    shot.wait(lambda: _state(downloads, "qwen:7b") == "done", timeout=90)
+    downloads.cancel("llama3.2:3b")
+    shot.wait(lambda: downloads.state.get("llama3.2:3b") is None, timeout=30)
+    local_hub.stop()
+    hub, discover = shot.window.services.hub, shot.window.discover_page
+    shot.window.show_page("Discover")
+    discover.query.setText("qwen")
+    discover.search_now()
+    shot.wait(lambda: hub.offline, timeout=60)
+    discover.catalog.selectRow(row_of(discover.catalog, "llama3.2:3b"))
+
+
+def server(shot) -> None:
+    window = shot.window
+    window.show_page("Server")
+    page = window.server_page
+    shot.wait(lambda: window.services.server.running.rowCount() >= 2)  # the chats' models
+    shot.wait(lambda: "/api/chat" in page.log.toPlainText())
+    page.log.verticalScrollBar().setValue(page.log.verticalScrollBar().maximum())
+
+
+def server_lan(shot) -> None:
+    """The local-network switch: the daemon restarts on every interface, with an API key."""
+    page = shot.window.server_page
+    page.lan.click()
+    shot.wait(lambda: page.api_key.text() != "", timeout=90)
+    shot.wait(lambda: shot.window.services.monitor.status.up, timeout=60)
+    page.show_key.setChecked(True)
+    page.server.fetch_log()
+    shot.wait(lambda: page.message.text() == "", timeout=30)
+
+
+def dark(shot, first_chat_id: str) -> None:
+    """What the app does when the system switches to dark, on the first chat."""
+    from app.gui.theme import Theme
+
+    app, window = shot.app, shot.window
+    theme = Theme(app, "dark")
+    theme.changed.connect(lambda _d: window.icons.set_color(app.palette().windowText().color()))
+    theme.changed.connect(window.retheme)
+    theme.apply()
+    window.show_page("Chat")
+    chat = window.services.chat
+    chat.open(first_chat_id)
+    shot.wait(lambda: chat.session.conversation.id == first_chat_id and chat.session.messages)
+    window.chat_page.settings_button.setChecked(False)
+
+
+def row_of(view, text: str) -> int:
+    model = view.model()
+    return next(r for r in range(model.rowCount()) if model.index(r, 0).data() == text)
+
+
+def _fraction(downloads, name: str) -> float:
+    item = downloads.state.get(name)
+    return item.fraction if item is not None else 0.0
+
+
+def _state(downloads, name: str) -> str:
+    item = downloads.state.get(name)
+    return item.state if item is not None else ""

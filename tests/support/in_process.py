@@ -1,0 +1,43 @@
+"""A daemon app served in this process, for tests that run the real ``daemon.client.Client``
+against the real app without starting ``python -m daemon``.
+
+Uvicorn serves the app on a free 127.0.0.1 port in a thread: a real socket and the server the
+shipped daemon runs, through public API only. (httpx's ``ASGITransport`` is async-only, so the
+synchronous client cannot take it; starlette's ``TestClient`` would have to lend the client
+its private ``_transport``.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+from collections.abc import Callable, Iterator
+
+import uvicorn
+
+from tests.support.polling import wait_for
+
+__all__ = ["serve_in_thread"]
+
+
+@contextlib.contextmanager
+def serve_in_thread(make_app: Callable[[int], object]) -> Iterator[str]:
+    """Serve ``make_app(port)`` until the block ends; yields its base URL. The app is built
+    once the port is known, so its settings can tell the truth about where it listens."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        config = uvicorn.Config(make_app(port), log_level="warning", lifespan="on")
+        server = uvicorn.Server(config)
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+        thread.start()
+        try:
+            if not wait_for(lambda: server.started or not thread.is_alive(), timeout=60):
+                raise RuntimeError("the in-process daemon did not start")
+            if not server.started:
+                raise RuntimeError("the in-process daemon failed to start (see the log above)")
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            server.should_exit = True
+            thread.join(30)
