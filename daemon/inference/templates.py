@@ -36,7 +36,12 @@ from daemon.errors import (
     TemplateSecurityError,
 )
 from daemon.inference.go_templates import RESPONSE_MARK, is_go_template, split_turns, to_jinja
-from daemon.inference.template_budget import MAX_SOURCE_CHARS, MAX_STRING_CHARS, Budget
+from daemon.inference.template_budget import (
+    MAX_SOURCE_CHARS,
+    MAX_STRING_CHARS,
+    Budget,
+    current_budget,
+)
 from daemon.inference.template_sandbox import Rejected, budget_hooks, sandbox
 
 __all__ = [
@@ -93,7 +98,7 @@ class ChatTemplate:
         """The prompt; ``variables`` are more globals for the template (``enable_thinking``...).
         Blocking (a render may take up to its budget's 2 s): callers on an event loop run it in
         a worker thread."""
-        with Budget().active() as budget:
+        with Budget().active():
             if self.is_go:
                 return self._render_turns(messages)
             context = {
@@ -104,7 +109,6 @@ class ChatTemplate:
                 "bos_token": bos_token,
                 "eos_token": eos_token,
             }
-            budget.add_inputs(context["messages"], context["tools"])
             return self._run(context)
 
     def _render_turns(self, messages: Sequence[Mapping[str, object]]) -> str:
@@ -114,6 +118,7 @@ class ChatTemplate:
     def _run(self, context: Mapping[str, object]) -> str:
         parts, size = [], 0
         try:
+            current_budget().add_inputs(context.get("messages"), context.get("tools"))
             for part in self._template.generate(context):
                 size += len(part)
                 if size > MAX_OUTPUT_CHARS:
