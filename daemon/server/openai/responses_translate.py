@@ -31,7 +31,7 @@ from daemon.inference.options import parse_keep_alive
 from daemon.inference.templates import image_part
 from daemon.inference.tool_calls import ToolChoice
 from daemon.server.openai.response_store import StoredResponse
-from daemon.server.openai.translate import image_from_url
+from daemon.server.openai.translate import image_from_url, sampling_options
 
 __all__ = ["Turn", "responses_turn"]
 
@@ -62,7 +62,7 @@ def responses_turn(req: ResponsesRequest, previous: StoredResponse | None) -> Tu
         model=req.model,
         messages=system + history,
         images=images,
-        options=_options(req),
+        options=sampling_options(req, req.max_output_tokens),
         tools=tools,
         tool_choice=_tool_choice(req.tool_choice, bool(tools)),
         json_schema=_schema(req),
@@ -80,24 +80,6 @@ def _refuse_unsupported(req: ResponsesRequest) -> None:
             "conversations are not supported; chain responses with previous_response_id",
             param="conversation",
         )
-
-
-def _options(req: ResponsesRequest) -> dict:
-    options = dict(req.options or {})
-    fields = {
-        "temperature": req.temperature,
-        "top_p": req.top_p,
-        "top_k": req.top_k,
-        "min_p": req.min_p,
-        "repeat_penalty": req.repeat_penalty,
-        "presence_penalty": req.presence_penalty,
-        "frequency_penalty": req.frequency_penalty,
-        "seed": req.seed,
-        "stop": req.stop,
-        "num_predict": req.max_output_tokens,
-    }
-    options.update({k: v for k, v in fields.items() if v is not None})
-    return options
 
 
 def _think(req: ResponsesRequest) -> bool | str | None:

@@ -18,6 +18,7 @@ from daemon.api import (
     FunctionCall,
     FunctionCallChunk,
     PromptTokensDetails,
+    ResponsesRequest,
     ToolCallChunk,
     ToolCallOut,
     Usage,
@@ -37,6 +38,7 @@ __all__ = [
     "completion_job",
     "completion_logprobs",
     "image_from_url",
+    "sampling_options",
     "tool_call_chunks",
     "tool_calls_out",
     "usage_out",
@@ -58,7 +60,7 @@ def chat_job(req: ChatCompletionRequest) -> GenerationJob:
         model=req.model,
         messages=messages,
         images=images,
-        options=_options(req, limit),
+        options=sampling_options(req, limit),
         tools=[t.model_dump(exclude_none=True) for t in req.tools or ()],
         tool_choice=_tool_choice(req.tool_choice, bool(req.tools), req.parallel_tool_calls),
         json_schema=_schema(req),
@@ -81,7 +83,7 @@ def completion_job(req: CompletionRequest) -> GenerationJob:
         model=req.model,
         prompt=_prompt_text(req.prompt),
         raw=True,
-        options=_options(req, req.max_tokens),
+        options=sampling_options(req, req.max_tokens),
         logit_bias=_logit_bias(req.logit_bias),
         logprobs=req.logprobs,
         keep_alive=parse_keep_alive(req.keep_alive),
@@ -112,7 +114,11 @@ def _only_one(n: int | None) -> None:
         raise BadRequestError("n > 1 is not supported; send n requests instead", param="n")
 
 
-def _options(req: ChatCompletionRequest | CompletionRequest, limit: int | None) -> dict:
+def sampling_options(
+    req: ChatCompletionRequest | CompletionRequest | ResponsesRequest, limit: int | None
+) -> dict:
+    """Ollama options from OpenAI's sampling fields (each checked under the name the client
+    sent) on top of the request's own ``options``; ``limit`` becomes ``num_predict``."""
     options = dict(req.options or {})
     fields = {
         "temperature": req.temperature,
