@@ -4,7 +4,6 @@ resume and cancel, and a pull list that survives the daemon being killed mid-pul
 from __future__ import annotations
 
 import json
-import threading
 
 import httpx
 import pytest
@@ -15,6 +14,8 @@ from model_registry.tiny_gguf import write_tiny_model
 from tests.support.daemon import Daemon
 from tests.support.local_hub import LocalHub
 from tests.support.polling import wait_for
+from tests.support.pulls import StreamWatcher
+from tests.support.pulls import publish as publish_repo
 
 pytestmark = pytest.mark.slow
 
@@ -53,35 +54,7 @@ def client(daemon):
 
 def publish(hub, files, index: int, rate: float | None = RATE) -> tuple[str, str, str]:
     """A throttled repo with model ``index``; returns (repo, file, name to pull)."""
-    repo, file = f"local/Pull{index}-GGUF", f"Pull{index}-F16.gguf"
-    hub.add_repo(repo, {file: files[index]})
-    hub.set_throttle(repo, file, rate)
-    return repo, file, f"hf.co/{repo}:F16"
-
-
-class Watcher(threading.Thread):
-    """Consumes a client stream in the background, keeping every event (or the error)."""
-
-    def __init__(self, events):
-        super().__init__(daemon=True)
-        self.stream, self.events, self.error = events, [], None
-        self.start()
-
-    def run(self) -> None:
-        try:
-            for event in self.stream:
-                self.events.append(event)
-        except Exception as error:
-            self.error = error
-
-    @property
-    def completed(self) -> int:
-        return max((e.completed or 0 for e in list(self.events)), default=0)
-
-    def last(self, timeout: float = 20) -> str:
-        self.join(timeout)
-        assert not self.is_alive() and self.error is None, self.error
-        return self.events[-1].status
+    return publish_repo(hub, files[index], f"local/Pull{index}-GGUF", rate)
 
 
 def names(client) -> set[str]:
@@ -107,7 +80,7 @@ def test_progress_events_and_hanging_up_does_not_cancel(daemon, client, hub, fil
 
 def test_pause_then_resume_continues_the_partial_download(client, hub, files):
     repo, file, name = publish(hub, files, 1)
-    watcher = Watcher(client.pull(name))
+    watcher = StreamWatcher(client.pull(name))
     assert wait_for(lambda: watcher.completed >= MIB, timeout=20)
     client.pause_pull(name)
     assert watcher.last() == "paused"
@@ -123,7 +96,7 @@ def test_pause_then_resume_continues_the_partial_download(client, hub, files):
 
 def test_cancel_stops_the_pull_and_deletes_its_partial(daemon, client, hub, files):
     repo, _, name = publish(hub, files, 2)
-    watcher = Watcher(client.pull(name))
+    watcher = StreamWatcher(client.pull(name))
     assert wait_for(lambda: watcher.completed >= MIB, timeout=20)
     client.cancel_pull(name)
     assert watcher.last() == "cancelled"
@@ -169,7 +142,7 @@ def test_the_pull_list_survives_a_killed_daemon_and_resumes(tmp_path, hub, files
     first = Daemon(tmp_path / "store", tmp_path / "logs1", env=env)
     try:
         with Client(first.url) as client:
-            watcher = Watcher(client.pull(name))
+            watcher = StreamWatcher(client.pull(name))
             assert wait_for(lambda: saved_progress() >= MIB, timeout=20)
             first.process.kill()  # no goodbye: the pull list still says "running"
             first.process.wait()

@@ -16,6 +16,8 @@ from model_registry.tiny_gguf import write_tiny_model
 from tests.support.daemon import Daemon
 from tests.support.local_hub import LocalHub
 from tests.support.polling import wait_for
+from tests.support.pulls import StreamWatcher
+from tests.support.pulls import publish as publish_repo
 
 pytestmark = [
     pytest.mark.slow,
@@ -57,32 +59,7 @@ def client(daemon):
 
 
 def publish(hub, files, index: int, rate: float | None = RATE) -> tuple[str, str, str]:
-    repo, file = f"local/Queue{index}-GGUF", f"Queue{index}-F16.gguf"
-    hub.add_repo(repo, {file: files[index]})
-    hub.set_throttle(repo, file, rate)
-    return repo, file, f"hf.co/{repo}:F16"
-
-
-class Watcher(threading.Thread):
-    """Consumes a pull's progress stream in the background, keeping every status."""
-
-    def __init__(self, stream):
-        super().__init__(daemon=True)
-        self.stream, self.statuses, self.error = stream, [], None
-        self.start()
-
-    def run(self) -> None:
-        try:
-            for event in self.stream:
-                status = event["status"] if isinstance(event, dict) else event.status
-                self.statuses.append(status)
-        except Exception as error:
-            self.error = error
-
-    def last(self, timeout: float = 60) -> str:
-        self.join(timeout)
-        assert not self.is_alive() and self.error is None, self.error
-        return self.statuses[-1]
+    return publish_repo(hub, files[index], f"local/Queue{index}-GGUF", rate)
 
 
 class Peaks(threading.Thread):
@@ -124,9 +101,9 @@ def test_many_pulls_download_a_bounded_number_at_once(daemon, client, hub, files
     before = threads(pid), open_files(pid)
     peaks = Peaks(pid)
     try:
-        watchers = [Watcher(client.pull(name)) for name in names[:-1]]
+        watchers = [StreamWatcher(client.pull(name)) for name in names[:-1]]
         ollama_client = ollama.Client(host=daemon.url)
-        watchers.append(Watcher(ollama_client.pull(names[-1], stream=True)))
+        watchers.append(StreamWatcher(ollama_client.pull(names[-1], stream=True)))
         assert wait_for(lambda: len(client.pulls()) == COUNT, timeout=20), client.pulls()
         listed = states(client)
         assert list(listed.values()).count("queued") >= COUNT - MAX_PULLS - 1, listed
@@ -148,12 +125,12 @@ def test_many_pulls_download_a_bounded_number_at_once(daemon, client, hub, files
 
 def test_queued_pulls_pause_cancel_and_resume(daemon, client, hub, files):
     running = [publish(hub, files, COUNT + i, rate=100_000) for i in range(MAX_PULLS)]
-    watchers = [Watcher(client.pull(name)) for _, _, name in running]
+    watchers = [StreamWatcher(client.pull(name)) for _, _, name in running]
     assert wait_for(lambda: len(client.pulls()) == MAX_PULLS, timeout=20)
     _, _, paused = publish(hub, files, COUNT + MAX_PULLS, rate=None)
     _, _, cancelled = publish(hub, files, 0, rate=None)
-    paused_watch = Watcher(client.pull(paused))
-    cancelled_watch = Watcher(client.pull(cancelled))
+    paused_watch = StreamWatcher(client.pull(paused))
+    cancelled_watch = StreamWatcher(client.pull(cancelled))
     assert wait_for(lambda: states(client).get(paused.lower()) == "queued", timeout=10)
     assert wait_for(lambda: states(client).get(cancelled.lower()) == "queued", timeout=10)
 

@@ -68,3 +68,43 @@ class PullThread(threading.Thread):
         if self.error is not None:
             raise self.error
         return self.events[-1].status
+
+
+def publish(hub, data: Path | bytes, repo: str, rate: float | None) -> tuple[str, str, str]:
+    """A repository on the local hub holding ``data`` as its F16 GGUF, sent at ``rate`` bytes/s
+    per connection (None: unthrottled); returns (repo, file, name to pull)."""
+    file = f"{repo.split('/')[-1].removesuffix('-GGUF')}-F16.gguf"
+    hub.add_repo(repo, {file: data})
+    hub.set_throttle(repo, file, rate)
+    return repo, file, f"hf.co/{repo}:F16"
+
+
+class StreamWatcher(threading.Thread):
+    """Consumes a pull's progress stream (the client's or ollama's) in the background, keeping
+    every event, or the error that ended it."""
+
+    def __init__(self, stream):
+        super().__init__(daemon=True)
+        self.stream, self.events, self.error = stream, [], None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            for event in self.stream:
+                self.events.append(event)
+        except Exception as error:
+            self.error = error
+
+    @property
+    def statuses(self) -> list[str]:
+        return [event.status for event in list(self.events)]
+
+    @property
+    def completed(self) -> int:
+        return max((e.completed or 0 for e in list(self.events)), default=0)
+
+    def last(self, timeout: float = 60) -> str:
+        """The final status, once the stream ended without an error."""
+        self.join(timeout)
+        assert not self.is_alive() and self.error is None, self.error
+        return self.events[-1].status
