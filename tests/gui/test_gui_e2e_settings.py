@@ -5,31 +5,16 @@ outlive the app, and a model without a chat template is named as such in the cha
 
 from __future__ import annotations
 
-import json
-
-import httpx
 import pytest
 from PySide6.QtCore import Qt
 
 from app.gui.state.gateway import Gateway
 from daemon.client import Client
 from tests.support.gui_e2e import MODEL, GuiDaemon, open_app, tiny_models
+from tests.support.wire_log import WireLog
 
 pytestmark = pytest.mark.slow
 BASE = "base:latest"
-
-
-class WireLog(httpx.HTTPTransport):
-    """The real transport, keeping the body of every chat request it sends to the daemon."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.chats: list[dict] = []
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        if request.url.path == "/api/chat":
-            self.chats.append(json.loads(request.read()))
-        return super().handle_request(request)
 
 
 @pytest.fixture(scope="module")

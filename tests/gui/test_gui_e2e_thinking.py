@@ -8,9 +8,6 @@ it a ``think_budget``, so each reply thinks a few tokens and then answers.
 
 from __future__ import annotations
 
-import json
-
-import httpx
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
@@ -21,22 +18,10 @@ from app.gui.state.gateway import Gateway
 from daemon.client import Client
 from tests.support.gui_e2e import GuiDaemon, open_app, wait_idle
 from tests.support.qt_text import click_link
+from tests.support.wire_log import WireLog
 
 pytestmark = pytest.mark.slow
 THINKER = "thinker:latest"
-
-
-class WireLog(httpx.HTTPTransport):
-    """The real transport, keeping the body of every chat request it sends to the daemon."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.chats: list[dict] = []
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        if request.url.path == "/api/chat":
-            self.chats.append(json.loads(request.read()))
-        return super().handle_request(request)
 
 
 @pytest.fixture(scope="module")
