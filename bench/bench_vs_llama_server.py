@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -36,7 +37,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 from bench_serving import describe, free_port, machine, stop, wait_http  # noqa: E402
 from llama_server_build import build, pinned_version  # noqa: E402
 
-HTTP = httpx.Client(timeout=600, limits=httpx.Limits(max_connections=16))
+# One client (building one costs ~30 ms), but a new loopback connection per request: a kept-alive
+# one that llama-server closes after 5 s idle races the next request ("Server disconnected").
+HTTP = httpx.Client(timeout=600, limits=httpx.Limits(max_keepalive_connections=0))
 PROMPT = "Once upon a time, in a small village by the sea, there lived an old fisherman who"
 SAMPLING = {
     "temperature": 0.8,
@@ -47,6 +50,8 @@ SAMPLING = {
     "presence_penalty": 0.0,
     "frequency_penalty": 0.0,
 }
+# the generated model: the shape bench/bench_serving.py uses
+TINY_MODEL = {"n_layer": 16, "n_embd": 1024, "n_head": 16, "n_ff": 2816, "vocab_size": 32000}
 CONCURRENCY = (1, 4)
 SERVERS = ("ours", "llama-server")
 SECTION = "Against llama-server"
@@ -57,7 +62,6 @@ class Stream:
     ttft: float
     tokens: int
     prompt_tokens: int | None
-    finish: str | None
     started: float
     ended: float
 
@@ -104,7 +108,7 @@ def body(prompt: str, tokens: int, seed: int, eog: list[int]) -> dict:
 
 def stream(url: str, request: dict) -> Stream:
     """One streaming completion: time to the first text, completion tokens from ``usage``."""
-    first, finish, usage, chunks = None, None, {}, 0
+    first, usage, chunks = None, {}, 0
     started = time.perf_counter()
     with HTTP.stream("POST", url + "/v1/completions", json=request) as response:
         response.raise_for_status()
@@ -115,15 +119,13 @@ def stream(url: str, request: dict) -> Stream:
             if "error" in data:
                 raise RuntimeError(f"{url}: {data['error']}")
             usage = data.get("usage") or usage
-            for choice in data.get("choices") or ():
-                if choice.get("text"):
-                    chunks += 1
-                    first = first or time.perf_counter()
-                finish = choice.get("finish_reason") or finish
+            if any(choice.get("text") for choice in data.get("choices") or ()):
+                chunks += 1
+                first = first or time.perf_counter()
     ended = time.perf_counter()
     tokens = usage.get("completion_tokens", chunks)
     ttft = (first or ended) - started
-    return Stream(ttft, tokens, usage.get("prompt_tokens"), finish, started, ended)
+    return Stream(ttft, tokens, usage.get("prompt_tokens"), started, ended)
 
 
 def run_cell(url: str, requests: list[dict]) -> tuple[float, float, list[Stream]]:
@@ -189,43 +191,48 @@ def per_stream_ctx(model: Path, wanted: int) -> int:
 
 
 # -- one model --------------------------------------------------------------------------------
+def run_rounds(urls: dict[str, str], eog: list[int], args: argparse.Namespace) -> dict:
+    """``args.rounds`` rounds; in each, both servers (alternating which goes first) serve
+    1 stream and then 4, with the same prompts and seeds."""
+    cells = {(s, n): Cell([], []) for s in SERVERS for n in CONCURRENCY}
+    for r in range(args.rounds):
+        for server in SERVERS if r % 2 == 0 else SERVERS[::-1]:
+            for n in CONCURRENCY:
+                prompts = [f"{r}-{n}-{i}. {PROMPT}" for i in range(n)]
+                requests = [body(p, args.tokens, 1000 * r + i, eog) for i, p in enumerate(prompts)]
+                rate, ttft, streams = run_cell(urls[server], requests)
+                cell = cells[server, n]
+                cell.rates.append(rate)
+                cell.ttfts.append(ttft)
+                cell.complete &= all(s.tokens == args.tokens for s in streams)
+                cell.prompt_tokens = streams[0].prompt_tokens
+                print(f"round {r} {server:12} {n} stream(s): {rate:6.1f} tok/s, ", end="")
+                print(f"ttft {ttft * 1e3:6.1f} ms", flush=True)
+    return cells
+
+
 def bench_model(model: Path, binary: Path, args: argparse.Namespace) -> dict:
     work = Path(tempfile.mkdtemp(prefix="bench-vs-llama-server-"))
     ctx = per_stream_ctx(model, args.ctx)
     eog = eog_tokens(model)
     command = llama_server_command(binary, model, args.threads, ctx, free_port())
-    cells = {(s, n): Cell([], []) for s in SERVERS for n in CONCURRENCY}
-    procs = []
+    procs, urls, done = [], {}, False
     try:
-        ours, ours_url = start_ours(work, model, args.threads, ctx)
-        procs.append(ours)
-        theirs, theirs_url = start_llama_server(work, command)
-        procs.append(theirs)
-        urls = {"ours": ours_url, "llama-server": theirs_url}
+        ours = start_ours(work, model, args.threads, ctx)
+        procs.append(ours[0])
+        theirs = start_llama_server(work, command)
+        procs.append(theirs[0])
+        urls = {"ours": ours[1], "llama-server": theirs[1]}
         for url in urls.values():  # load the model, page the weights in, fill all 4 slots
             run_cell(url, [body(f"warm {i}", 8, i, eog) for i in range(4)])
-        for r in range(args.rounds):
-            order = SERVERS if r % 2 == 0 else SERVERS[::-1]
-            for server in order:
-                for n in CONCURRENCY:
-                    prompts = [f"{r}-{n}-{i}. {PROMPT}" for i in range(n)]
-                    requests = [
-                        body(p, args.tokens, 1000 * r + i, eog) for i, p in enumerate(prompts)
-                    ]
-                    rate, ttft, streams = run_cell(urls[server], requests)
-                    cell = cells[server, n]
-                    cell.rates.append(rate)
-                    cell.ttfts.append(ttft)
-                    cell.complete &= all(s.tokens == args.tokens for s in streams)
-                    cell.prompt_tokens = streams[0].prompt_tokens
-                    print(
-                        f"round {r} {server:12} {n} stream(s): {rate:6.1f} tok/s, "
-                        f"ttft {ttft * 1e3:6.1f} ms",
-                        flush=True,
-                    )
+        cells, done = run_rounds(urls, eog, args), True
     finally:
         for proc in procs:
             stop(proc)
+        if done:
+            shutil.rmtree(work)
+        else:
+            print(f"the servers' logs are in {work}", file=sys.stderr)
     return {"model": model, "ctx": ctx, "eog": eog, "command": command, "cells": cells}
 
 
@@ -254,7 +261,7 @@ def table(results: list[tuple[str, dict]]) -> str:
             ours, theirs = result["cells"]["ours", n], result["cells"]["llama-server", n]
             flag = "" if ours.complete and theirs.complete else " (INCOMPLETE)"
             lines.append(row(label, n, "tokens/s" + flag, ours.rates, theirs.rates, False))
-            lines.append(row(label, n, "TTFT ms", ours.ttfts, theirs.ttfts, True))
+            lines.append(row(label, n, "TTFT ms (lower wins)", ours.ttfts, theirs.ttfts, True))
     return "\n".join(lines)
 
 
@@ -279,22 +286,15 @@ def model_path(name: str, work: Path) -> Path:
     if name == "tiny":
         from model_registry.tiny_gguf import write_tiny_model
 
-        return write_tiny_model(  # the size bench/bench_serving.py uses
-            work / "bench-250m-q8.gguf",
-            n_layer=16,
-            n_embd=1024,
-            n_head=16,
-            n_ff=2816,
-            vocab_size=32000,
-            file_type="Q8_0",
-        )
+        return write_tiny_model(work / "bench-250m-q8.gguf", **TINY_MODEL, file_type="Q8_0")
     raise SystemExit(f"unknown model {name!r}: use gemma, tiny")
 
 
 def report(results: list[tuple[str, dict]], args, loads: tuple[str, str], binary: Path) -> str:
     info = json.loads((binary.parents[2] / "build-info.json").read_text())
     lines = [
-        f"Machine: {machine()}. Load average (1/5/15 min) before: {loads[0]}; after: {loads[1]}.  ",
+        f"Machine: {machine()}. Load average (1/5/15 min) before: {loads[0]}; after: {loads[1]} "
+        f"(the run's own {args.threads} threads count there).  ",
         f"llama-server: built from llama-cpp-python {info['version']}'s vendored llama.cpp "
         f"(sdist sha256 `{info['sdist_sha256'][:16]}...`), `{' '.join(info['cmake_flags'])}`.  ",
         f"{args.threads} threads and 4 slots on both; {args.tokens} tokens per stream (EOS "
@@ -304,6 +304,7 @@ def report(results: list[tuple[str, dict]], args, loads: tuple[str, str], binary
     for label, result in results:
         model = result["model"]
         command = " ".join(Path(c).name if c.startswith("/") else c for c in result["command"])
+        command = command.rsplit(" ", 1)[0] + " PORT"  # the port is free_port()'s pick
         prompts = {s: result["cells"][s, 1].prompt_tokens for s in SERVERS}
         lines.append(
             f"{label}: {describe(model)} ({model.stat().st_size / 1e6:.0f} MB), "
@@ -333,6 +334,7 @@ def main() -> None:
         print(f"== {name}: {model.name}", flush=True)
         results.append((name.strip(), bench_model(model, binary, args)))
     text = report(results, args, (before, load()), binary)
+    shutil.rmtree(work)
     print("\n" + text)
     if args.write:
         write_results(text)
