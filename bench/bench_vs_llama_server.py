@@ -50,6 +50,8 @@ SAMPLING = {
     "presence_penalty": 0.0,
     "frequency_penalty": 0.0,
 }
+# the generated model: the shape bench/bench_serving.py uses
+TINY_MODEL = {"n_layer": 16, "n_embd": 1024, "n_head": 16, "n_ff": 2816, "vocab_size": 32000}
 CONCURRENCY = (1, 4)
 SERVERS = ("ours", "llama-server")
 SECTION = "Against llama-server"
@@ -259,7 +261,7 @@ def table(results: list[tuple[str, dict]]) -> str:
             ours, theirs = result["cells"]["ours", n], result["cells"]["llama-server", n]
             flag = "" if ours.complete and theirs.complete else " (INCOMPLETE)"
             lines.append(row(label, n, "tokens/s" + flag, ours.rates, theirs.rates, False))
-            lines.append(row(label, n, "TTFT ms", ours.ttfts, theirs.ttfts, True))
+            lines.append(row(label, n, "TTFT ms (lower wins)", ours.ttfts, theirs.ttfts, True))
     return "\n".join(lines)
 
 
@@ -284,22 +286,15 @@ def model_path(name: str, work: Path) -> Path:
     if name == "tiny":
         from model_registry.tiny_gguf import write_tiny_model
 
-        return write_tiny_model(  # the size bench/bench_serving.py uses
-            work / "bench-250m-q8.gguf",
-            n_layer=16,
-            n_embd=1024,
-            n_head=16,
-            n_ff=2816,
-            vocab_size=32000,
-            file_type="Q8_0",
-        )
+        return write_tiny_model(work / "bench-250m-q8.gguf", **TINY_MODEL, file_type="Q8_0")
     raise SystemExit(f"unknown model {name!r}: use gemma, tiny")
 
 
 def report(results: list[tuple[str, dict]], args, loads: tuple[str, str], binary: Path) -> str:
     info = json.loads((binary.parents[2] / "build-info.json").read_text())
     lines = [
-        f"Machine: {machine()}. Load average (1/5/15 min) before: {loads[0]}; after: {loads[1]}.  ",
+        f"Machine: {machine()}. Load average (1/5/15 min) before: {loads[0]}; after: {loads[1]} "
+        f"(the run's own {args.threads} threads count there).  ",
         f"llama-server: built from llama-cpp-python {info['version']}'s vendored llama.cpp "
         f"(sdist sha256 `{info['sdist_sha256'][:16]}...`), `{' '.join(info['cmake_flags'])}`.  ",
         f"{args.threads} threads and 4 slots on both; {args.tokens} tokens per stream (EOS "
