@@ -20,6 +20,8 @@ from pathlib import Path
 import gguf
 import numpy as np
 
+from model_registry.tiny_projector import save_gguf
+
 __all__ = ["write_tiny_lora"]
 
 _TARGETS = ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")
@@ -52,14 +54,7 @@ def write_tiny_lora(
                 lora_b[0, :] = 0.0  # never write to the bias channel
             writer.add_tensor(f"{tensor.name}.lora_a", lora_a)
             writer.add_tensor(f"{tensor.name}.lora_b", lora_b)
-    path = Path(path)
-    try:
-        writer.write_header_to_file(path)
-        writer.write_kv_data_to_file()
-        writer.write_tensors_to_file()
-    finally:
-        writer.close()
-    return path
+    return save_gguf(writer, path)
 
 
 def _architecture(reader: gguf.GGUFReader) -> str:

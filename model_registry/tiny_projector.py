@@ -16,7 +16,7 @@ from pathlib import Path
 import gguf
 import numpy as np
 
-__all__ = ["TINY_IMAGE_TOKENS", "write_tiny_projector"]
+__all__ = ["TINY_IMAGE_TOKENS", "save_gguf", "write_tiny_projector"]
 
 _IMAGE_SIZE = 32
 _PATCH_SIZE = 8
@@ -35,14 +35,7 @@ def write_tiny_projector(
     rng = np.random.default_rng(seed)
     for name, shape, fill in _tensor_plan(text_embedding_length):
         writer.add_tensor(name, _values(fill, shape, rng).astype(np.float32))
-    path = Path(path)
-    try:
-        writer.write_header_to_file(path)
-        writer.write_kv_data_to_file()
-        writer.write_tensors_to_file()
-    finally:
-        writer.close()
-    return path
+    return save_gguf(writer, path)
 
 
 def _add_hyperparameters(writer: gguf.GGUFWriter, text_width: int) -> None:
@@ -99,3 +92,15 @@ def _tensor_plan(text_width: int) -> list[tuple[str, tuple[int, ...], str]]:
         ("mm.2.bias", (text_width,), "zero"),
     ]
     return plan
+
+
+def save_gguf(writer: gguf.GGUFWriter, path: str | os.PathLike) -> Path:
+    """Write a writer whose tensors are all added (in memory) to ``path``, and close it."""
+    path = Path(path)
+    try:
+        writer.write_header_to_file(path)
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+    finally:
+        writer.close()
+    return path
