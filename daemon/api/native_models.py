@@ -100,6 +100,7 @@ class ModelSummary(BaseModel):
     size: int
     digest: str  # the model id, 64 hex digits (no prefix), as Ollama lists it
     details: ModelDetailsOut
+    remote: str | None = None  # the remote serving it (ours); None: in this store
 
 
 class TagsResponse(BaseModel):
@@ -140,6 +141,7 @@ class RunningModel(BaseModel):
     context_length: int
     processor: str  # "100% GPU", "100% CPU", "25%/75% CPU/GPU"
     active_requests: int
+    remote: str | None = None  # the remote serving it (ours); None: a local runner
 
 
 class RunningResponse(BaseModel):
