@@ -19,6 +19,7 @@ from daemon.inference.generation import Finished, Generation
 from daemon.inference.jobs import Embeddings, EmbedJob, GenerationJob
 from daemon.inference.options import merge_options, runner_options, sampling_params
 from daemon.inference.prompts import Prompts
+from daemon.inference.recommended import RecommendedSampling
 from daemon.inference.resolve import ResolvedModel, resolve_model
 from daemon.inference.thinking import ThinkingFormat, VocabularyFormats, parse_think
 from daemon.inference.thinking_run import ThinkingRun, thinking_run
@@ -53,6 +54,7 @@ class Inference:
         self._on_finished = on_finished
         self._prompts = Prompts()
         self._vocabularies = VocabularyFormats()
+        self._recommended = RecommendedSampling()
 
     def close(self) -> None:
         self._prompts.close()
@@ -64,7 +66,8 @@ class Inference:
         """Start generating; returns once the first token (or an error) is there."""
         started = time.perf_counter()
         model = self._generator(job)
-        options = merge_options(model.params, job.options)
+        recommended = await self._recommended.of(model)
+        options = merge_options(recommended, model.params, job.options)
         params = self._sampling(job, options, _template_stops(model, job))
         request, fmt = await self._prompts.call(model, job, params)
         lease = await self._lease(model, options, job.keep_alive)
