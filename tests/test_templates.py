@@ -129,7 +129,7 @@ def test_go_template_trim_markers_and_comments():
         "{% raw %}",
         "{% endraw %}{% if true %}x{% endif %}{% raw %}",
         "{# not a comment #}",
-        '{% "quoted" %} \\ back\\slash \u00e9t\u00e9 \U0001F600 \n\t',
+        '{% "quoted" %} \\ back\\slash \u00e9t\u00e9 \U0001f600 \n\t',
     ],
 )
 def test_go_template_text_that_looks_like_jinja_is_printed_as_is(text):
