@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QUrl
 
 from app.gui.services.bundle import HISTORY_FILE
 from app.gui.state.chat.memory import DIVIDER_TEXT
@@ -148,3 +148,37 @@ def test_stop_and_tell_me_stops_with_what_to_do(qtbot, window):
     assert _memory(window).overflow == "drop" and _memory(window).starts_at
     assert settings.overflow.currentData() == "drop"
     assert not notice.drop.isVisible()
+
+
+def test_summarize_the_oldest_keeps_a_note_of_what_the_model_no_longer_sees(
+    qtbot, window, tmp_path
+):
+    _small_chat(qtbot, window)
+    settings = window.chat_page.settings
+    settings.overflow.setCurrentIndex(settings.overflow.findData("summarize"))
+    settings.overflow.activated.emit(settings.overflow.currentIndex())
+    number = 0
+    while not _memory(window).starts_at:
+        assert not _send(qtbot, window, number).failed
+        number += 1
+        assert number < 20, "the chat never went past its context"
+    # the model is asked for the summary once the reply is in
+    qtbot.waitUntil(lambda: _memory(window).summary != "", timeout=30_000)
+    memory = _memory(window)
+    assert memory.summary_through == memory.starts_at
+    assert window.services.chat.session.turns()[1].content.endswith(memory.summary)
+
+    transcript = window.chat_page.transcript
+    assert "Summary of the earlier messages \u25b8" in transcript.toPlainText()
+    assert not _send(qtbot, window, number).failed  # sent with the summary, still answering
+    transcript.anchorClicked.emit(QUrl("action:summary"))
+    assert "Summary of the earlier messages \u25be" in transcript.toPlainText()
+
+    wait_idle(qtbot, window.services)
+    store = ConversationStore(tmp_path / HISTORY_FILE)
+    try:
+        chat_id = window.services.chat.session.conversation.id
+        [kept] = [c for c in store.conversations() if c.id == chat_id]
+        assert kept.memory.overflow == "summarize" and kept.memory.summary
+    finally:
+        store.close()

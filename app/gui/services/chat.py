@@ -128,6 +128,8 @@ class ChatController(QObject):
         current = self._current(conversation_id)
         if current is not None:
             self._apply(replace(current, memory=change(current.memory)), touch=False)
+            if self.session is not None and self.session.conversation.id == conversation_id:
+                self.transcript_changed.emit()  # a new summary shows at once
 
     def delete(self, conversation_id: str) -> None:
         live = self._live.pop(conversation_id, None)

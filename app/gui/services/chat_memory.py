@@ -43,7 +43,9 @@ class ChatMemoryKeeper(QObject):
             return
         through = conversation.memory.starts_at
         turns = summary_request(dropped, conversation.memory)
-        options = {**conversation.options.to_options(), "num_predict": _SUMMARY_TOKENS}
+        context = conversation.options.num_ctx
+        room = min(_SUMMARY_TOKENS, context // 4) if context else _SUMMARY_TOKENS
+        options = {**conversation.options.to_options(), "num_predict": room}
 
         def write() -> str:
             pieces = self._gateway.chat(conversation.model, turns, options)
