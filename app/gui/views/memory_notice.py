@@ -12,6 +12,8 @@ from app.gui.views.plain_text import plain_label
 
 __all__ = ["MemoryNoticeBar"]
 
+_INFO = "color: #b45309;"  # the divider's amber
+
 
 class MemoryNoticeBar(QWidget):
     drop_requested = Signal()
@@ -41,6 +43,8 @@ class MemoryNoticeBar(QWidget):
         if notice is None:
             return
         self.label.setText(notice.text)
+        # a reply that failed is a problem (red); a chat that goes on is only worth knowing
+        self.label.setStyleSheet("" if notice.offer_drop else _INFO)
         self.drop.setVisible(notice.offer_drop)
         self._larger = notice.larger or 0
         self.larger.setText(notice.larger_label)
