@@ -9,7 +9,7 @@ import asyncio
 
 import pytest
 
-from daemon.inference.history_fit import fit_history, reply_room
+from daemon.inference.history_fit import certainly_fits, fit_history, reply_room
 from daemon.inference.jobs import GenerationJob
 from daemon.inference.templates import image_part
 from daemon.runners.types import ContextOverflowError
@@ -104,3 +104,10 @@ def test_the_room_left_for_the_reply():
     assert reply_room({"num_predict": 4000}, 4096) == 2048  # at most half the context
     assert reply_room({}, 32768) == 1024
     assert reply_room({"num_predict": -1}, 256) == 64  # a quarter of a small context
+
+
+def test_a_prompt_of_fewer_bytes_than_its_room_needs_no_count():
+    assert certainly_fits("x" * 800, False, 1000, 100)
+    assert not certainly_fits("x" * 895, False, 1000, 100)  # could take 903 tokens
+    assert not certainly_fits("é" * 450, False, 1000, 100)  # 450 characters, 900 bytes
+    assert not certainly_fits("x", True, 1000, 100)  # an image takes tokens of its own

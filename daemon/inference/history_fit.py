@@ -15,9 +15,10 @@ from dataclasses import dataclass, replace
 from daemon.inference.jobs import GenerationJob
 from daemon.runners.types import ContextOverflowError
 
-__all__ = ["Truncation", "fit_history", "reply_room"]
+__all__ = ["Truncation", "certainly_fits", "fit_history", "reply_room"]
 
 _DEFAULT_REPLY_ROOM = 1024  # tokens left for the answer when the request sets no num_predict
+_ADDED_TOKENS = 8  # tokens a tokenizer may add beyond the text's own (BOS, a dummy prefix)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +44,13 @@ def reply_room(options: Mapping[str, object], context: int) -> int:
     if isinstance(wanted, int) and wanted > 0:
         return min(wanted, context // 2)
     return min(_DEFAULT_REPLY_ROOM, context // 4)
+
+
+def certainly_fits(prompt: str, has_images: bool, context: int, room: int) -> bool:
+    """Whether ``prompt`` fits without counting it: every token stands for at least one byte
+    of text, so a prompt of fewer bytes than the room it has cannot take more tokens (an image
+    takes tokens of its own, so a prompt with images is counted)."""
+    return not has_images and len(prompt.encode()) + _ADDED_TOKENS <= context - room
 
 
 async def fit_history(

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 
 from daemon.errors import BadRequestError
 from daemon.inference.generation import Finished, Generation
-from daemon.inference.history_fit import fit_history, reply_room
+from daemon.inference.history_fit import certainly_fits, fit_history, reply_room
 from daemon.inference.jobs import Embeddings, EmbedJob, GenerationJob
 from daemon.inference.options import merge_options, runner_options, sampling_params
 from daemon.inference.prompts import Prompts
@@ -72,10 +72,12 @@ class Inference:
         lease = await self._lease(model, options, job.keep_alive)
         truncation = None
         try:
-            if job.truncate and job.messages:
-                room = reply_room(options, lease.info.n_ctx)
+            context = lease.info.n_ctx
+            room = reply_room(options, context)
+            fits = certainly_fits(request.prompt, bool(request.images), context, room)
+            if job.truncate and job.messages and not fits:
                 count = functools.partial(self._count_on, model, lease)
-                job, truncation = await fit_history(job, lease.info.n_ctx, room, count)
+                job, truncation = await fit_history(job, context, room, count)
                 if truncation is not None:
                     request, fmt = await self._prompts.call(model, job, params)
             thinking = await self._thinking(model, job, fmt, options, request, lease)

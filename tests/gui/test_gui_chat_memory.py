@@ -77,6 +77,8 @@ def test_the_summary_goes_after_the_system_prompt_only_when_summarizing():
         ),
     )
     assert _chat(summarized).turns()[1].content.endswith("They counted to two.")
+    seen_again = ChatMemory("summarize", "", "They counted to two.", "")  # a larger context
+    assert system_turns("Be brief.", seen_again) == (ChatTurn("system", "Be brief."),)
     dropping = ChatMemory("drop", "u3", "They counted to two.", "")
     assert system_turns("Be brief.", dropping) == (ChatTurn("system", "Be brief."),)
 

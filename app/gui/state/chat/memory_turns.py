@@ -20,11 +20,12 @@ _ASK = (
 
 
 def system_turns(system_prompt: str, memory: ChatMemory) -> tuple[ChatTurn, ...]:
-    """The system prompt, then the summary (when the chat keeps one)."""
+    """The system prompt, then the summary (when the chat keeps one and the model no longer
+    sees the whole chat)."""
     turns = []
     if system_prompt.strip():
         turns.append(ChatTurn("system", system_prompt.strip()))
-    if memory.overflow == "summarize" and memory.summary:
+    if memory.overflow == "summarize" and memory.summary and memory.starts_at:
         turns.append(ChatTurn("system", f"{_SUMMARY_HEAD}\n{memory.summary}"))
     return tuple(turns)
 
