@@ -23,7 +23,9 @@ from app.gui.item_models.conversations import (
     ConversationListModel,
 )
 from app.gui.services.chat_history import ChatHistory
+from app.gui.services.chat_memory import ChatMemoryKeeper
 from app.gui.state.chat.errors import explain
+from app.gui.state.chat.memory import ChatMemory
 from app.gui.state.chat.records import ChatOptions, Conversation, Message, new_id
 from app.gui.state.chat.session import ChatSession, Persist
 from app.gui.state.chat.thinking import think_request
@@ -62,6 +64,7 @@ class ChatController(QObject):
         self._live: dict[str, tuple[ChatSession, Job]] = {}
         self._opening = ""
         self._search = ""
+        self.memory = ChatMemoryKeeper(gateway, net, self.change_memory, self)
 
     # the list
 
@@ -117,6 +120,16 @@ class ChatController(QObject):
         current = self._current(conversation_id)
         if current is not None and current.think != think:
             self._apply(replace(current, think=think))
+
+    def change_memory(
+        self, conversation_id: str, change: Callable[[ChatMemory], ChatMemory]
+    ) -> None:
+        """A long chat's choice or state (``memory.ChatMemory``), for the replies to come."""
+        current = self._current(conversation_id)
+        if current is not None:
+            self._apply(replace(current, memory=change(current.memory)), touch=False)
+            if self.session is not None and self.session.conversation.id == conversation_id:
+                self.transcript_changed.emit()  # a new summary shows at once
 
     def delete(self, conversation_id: str) -> None:
         live = self._live.pop(conversation_id, None)
@@ -233,9 +246,11 @@ class ChatController(QObject):
     def _stream(self, session: ChatSession) -> None:
         reply_id, c = session.reply_id, session.conversation
         turns = session.turns()
-        think = think_request(c.think)
+        think, truncate = think_request(c.think), c.memory.truncates
         job = self._net.stream(
-            lambda: self._gateway.chat(c.model, turns, c.options.to_options(), think=think),
+            lambda: self._gateway.chat(
+                c.model, turns, c.options.to_options(), think=think, truncate=truncate
+            ),
             lambda event: self._event(session, reply_id, event),
             lambda _: self._ended(session, reply_id),
             lambda exc: self._failed(session, reply_id, exc),
@@ -268,6 +283,7 @@ class ChatController(QObject):
         if persist is None:
             return
         self._write(persist)
+        self.memory.after_reply(session)
         if session is self.session:
             self.transcript_changed.emit()
             self.streaming_changed.emit(False)

@@ -221,7 +221,10 @@ class Gateway:
         options: Mapping[str, Any] | None = None,
         keep_alive: str | None = None,
         think: bool | str | None = None,
+        truncate: bool = True,
     ) -> Iterator[ChatDelta | ChatDone]:
+        """``truncate``: the daemon drops the oldest turns that do not fit the context (and
+        says so in ``ChatDone``); False: such a chat is an error."""
         # Images travel inside each message (the Ollama shape), so earlier images stay in context.
         messages = [
             {
@@ -234,7 +237,12 @@ class Gateway:
         ]
         chunks = stream(
             lambda: self._long().chat(
-                model, messages, options=options or None, keep_alive=keep_alive, think=think
+                model,
+                messages,
+                options=options or None,
+                keep_alive=keep_alive,
+                think=think,
+                truncate=None if truncate else False,
             ),
             wire.chat_events,
         )

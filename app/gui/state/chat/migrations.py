@@ -68,6 +68,11 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE message_versions ADD COLUMN thinking_seconds REAL;
     ALTER TABLE conversations ADD COLUMN think TEXT NOT NULL DEFAULT '';
     """,
+    # 6: a long chat's state: what to do past the context, where the model's memory starts,
+    # and the summary of what it no longer sees (``memory.ChatMemory``, as JSON)
+    """
+    ALTER TABLE conversations ADD COLUMN memory TEXT NOT NULL DEFAULT '{}';
+    """,
 )
 
 

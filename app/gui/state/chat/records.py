@@ -10,6 +10,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from app.gui.state.chat.memory import ChatMemory
 from app.gui.state.chat.stats import ReplyStats
 
 __all__ = ["DEFAULT_TITLE", "ChatOptions", "Conversation", "Message", "ReplyStats", "new_id"]
@@ -57,6 +58,7 @@ class Conversation:
     created_at: float = 0.0
     updated_at: float = 0.0
     think: str = ""  # a thinking model's Think setting (``thinking.THINK_CHOICES``)
+    memory: ChatMemory = field(default_factory=ChatMemory)  # past the context (``memory``)
 
 
 @dataclass(frozen=True, slots=True)
