@@ -24,6 +24,7 @@ from typing import Any
 from app.gui.state import wire
 from app.gui.state.daemon_control import DaemonControl, lan_address
 from app.gui.state.daemon_log import app_user_agent
+from app.gui.state.found_models import FoundModel, ImportStep, found_model, import_step
 from app.gui.state.gateway_calls import PULL_HINTS, GatewayError, call, flatten, stream
 from app.gui.state.records import (
     CatalogModel,
@@ -211,6 +212,13 @@ class Gateway:
 
     def import_gguf(self, name: str, path: Path) -> Iterator[PullProgress]:
         return stream(lambda: self._long().create_from_file(name, path), wire.progress(name))
+
+    def local_models(self) -> tuple[FoundModel, ...]:
+        """Models the daemon found in other apps' folders (a scan: seconds at most)."""
+        return tuple(map(found_model, call(lambda: self._long().local_models().models)))
+
+    def import_found(self, path: str, name: str, mode: str = "auto") -> Iterator[ImportStep]:
+        return stream(lambda: self._long().import_file(path, name=name, mode=mode), import_step)
 
     # chat
 
