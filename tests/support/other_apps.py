@@ -12,13 +12,13 @@ from pathlib import Path
 from model_registry.tiny_gguf import write_tiny_model
 
 
-def hf_cache_model(hub: Path, repo: str, file_name: str, seed: int = 0) -> Path:
+def hf_cache_model(hub: Path, repo: str, file_name: str, seed: int = 0, **shape) -> Path:
     """``hub/models--org--name/snapshots/<rev>/file`` -> ``../../blobs/<sha256>``, as
     huggingface_hub stores an LFS file; returns the snapshot path."""
     repo_dir = hub / f"models--{repo.replace('/', '--')}"
     staging = repo_dir / "staging.gguf"
     staging.parent.mkdir(parents=True, exist_ok=True)
-    write_tiny_model(staging, seed=seed)
+    write_tiny_model(staging, seed=seed, **shape)
     digest = hashlib.sha256(staging.read_bytes()).hexdigest()
     blob = repo_dir / "blobs" / digest
     blob.parent.mkdir(parents=True, exist_ok=True)
