@@ -74,3 +74,25 @@ def test_a_model_in_the_hugging_face_cache_is_linked_in_and_chats(qtbot, daemon,
         assert reply.role == "assistant" and reply.content and not reply.error
     finally:
         services.shutdown()
+
+
+def test_import_gguf_links_the_chosen_file_too(qtbot, daemon, tmp_path):
+    """The Import GGUF… button and a dropped file: the local daemon links the file in rather
+    than taking an uploaded copy."""
+    from model_registry.tiny_gguf import write_tiny_model
+
+    source = write_tiny_model(daemon.root / "Chosen-Q8_0.gguf", seed=8)
+    services, _window = open_app(qtbot, daemon.gateway(), tmp_path, window=False)
+    try:
+        qtbot.waitUntil(lambda: services.library.loaded, timeout=20_000)
+        with qtbot.waitSignal(services.downloads.finished, timeout=60_000):
+            services.downloads.import_file("chosen", source)
+        download = services.downloads.state.get("chosen")
+        assert download.state == "done" and download.completed == source.stat().st_size
+        store = Store(daemon.root / "store")
+        [layer] = [
+            x for x in store.read_manifest("chosen").layers if x.media_type is LayerType.MODEL
+        ]
+        assert os.stat(store.layout.blob_path(layer.digest)).st_ino == os.stat(source).st_ino
+    finally:
+        services.shutdown()

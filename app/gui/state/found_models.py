@@ -6,12 +6,14 @@ copy takes its size, which the page asks about before copying.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from app.gui.state.records import PullProgress
 from app.gui.state.units import bytes_text
 from daemon.api.local_models import ImportProgress, LocalModelOut
 
-__all__ = ["FoundModel", "ImportStep", "found_model", "import_step"]
+__all__ = ["FoundModel", "ImportStep", "as_pull_progress", "found_model", "import_step"]
 
 _SOURCES = {
     "huggingface": "Hugging Face cache",
@@ -87,3 +89,14 @@ def import_step(chunk: ImportProgress) -> ImportStep:
         chunk.completed / chunk.total if chunk.total and chunk.completed is not None else None
     )
     return ImportStep(chunk.status, fraction)
+
+
+def as_pull_progress(name: str) -> Callable[[ImportProgress], PullProgress]:
+    """An import's steps as the Downloads page follows a pull: one bar summed over files."""
+
+    def convert(chunk: ImportProgress) -> PullProgress:
+        total = chunk.total or 0 if chunk.file else 0  # the first line's total is the sum
+        done = total if chunk.status == "added" else chunk.completed or 0
+        return PullProgress(name, chunk.status, chunk.file or "", total, done)
+
+    return convert
