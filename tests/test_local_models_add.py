@@ -117,3 +117,19 @@ def test_an_existing_name_is_never_overwritten(tmp_path, store):
         add_found_model(store, describe_file(other, store))
     add_found_model(store, describe_file(other, store), name="same-two", mode="copy")
     assert {e.name.display for e in store.list_models()} == {"same", "same-two"}
+
+
+def test_a_refused_hard_link_falls_back_to_a_clone_or_a_copy(tmp_path, store, monkeypatch):
+    """Linux refuses to hard-link a file another user owns (protected_hardlinks): the file
+    is then cloned where the file system can, else copied, and checked all the same."""
+    source = write_tiny_model(tmp_path / "Theirs.gguf")
+
+    def refuse(*_args, **_kwargs):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", refuse)
+    report = add_found_model(store, describe_file(source, store))
+    [added] = report.files
+    assert added.placement in (Placement.CLONED, Placement.COPIED)
+    assert os.stat(_weights_blob(store, "theirs")).st_ino != os.stat(source).st_ino
+    assert_store_consistent(store)

@@ -53,7 +53,7 @@ def hard_link(source: Path, directory: Path) -> Path | None:
     (another device, a file system without links, a file another user owns)."""
     temp = _temp_name(directory)
     try:
-        os.link(source, temp, follow_symlinks=False)
+        os.link(source, temp)  # ``source`` is resolved already: no link is followed
     except OSError as error:
         if error.errno in _CANNOT_SHARE:
             return None
