@@ -75,6 +75,9 @@ def test_a_found_model_is_linked_in_and_chats(client, root):
     assert reply[-1].done and reply[-1].eval_count
     again = next(m for m in client.local_models().models if m.source == "huggingface")
     assert again.in_store
+    with pytest.raises(BadRequest) as taken:  # the name is taken: refused before any work
+        list(client.import_file(tiny.path, name="tiny-hf"))
+    assert taken.value.status == 409 and "already exists" in str(taken.value)
 
 
 def test_bad_input_is_a_clear_400_without_directories(client, root):
@@ -112,3 +115,24 @@ def test_a_caller_beyond_loopback_without_a_key_may_not_import(tmp_path):
     response = asyncio.run(post())
     assert response.status_code == 403
     assert "loopback" in response.json()["error"]
+
+
+def test_the_places_scanned_come_from_the_environment_as_those_apps_read_it(tmp_path):
+    from daemon.server.native.local_models import scan_roots
+
+    env = {
+        "HOME": str(tmp_path),
+        "HF_HOME": str(tmp_path / "hf-home"),
+        "LOCALLLM_IMPORT_DIRS": os.pathsep.join([str(tmp_path / "a"), "", str(tmp_path / "b")]),
+    }
+    roots = scan_roots(Settings.from_env(env))
+    assert roots.hugging_face == (tmp_path / "hf-home" / "hub",)
+    assert roots.ollama == (tmp_path / ".ollama" / "models",)
+    assert roots.lm_studio == (
+        tmp_path / ".lmstudio" / "models",
+        tmp_path / ".cache" / "lm-studio" / "models",
+    )
+    assert roots.folders == (tmp_path / "a", tmp_path / "b")
+    env |= {"HF_HUB_CACHE": str(tmp_path / "hub"), "OLLAMA_MODELS": str(tmp_path / "o")}
+    roots = scan_roots(Settings.from_env(env))
+    assert (roots.hugging_face, roots.ollama) == ((tmp_path / "hub",), (tmp_path / "o",))

@@ -122,3 +122,16 @@ def test_describe_file_checks_the_header(tmp_path, store):
         describe_file(projector, store)
     model = describe_file(write_tiny_model(tmp_path / "Gamma-Q8_0.gguf"), store)
     assert model.name == "gamma:q8_0" and model.source == "file"
+
+
+def test_the_walk_itself_never_leaves_its_root(tmp_path):
+    from model_registry.local_models.walk import Budget, walk_ggufs
+
+    folder = tmp_path / "root"
+    folder.mkdir()
+    os.symlink(write_tiny_model(tmp_path / "out" / "Out.gguf"), folder / "Out.gguf")
+    os.symlink(tmp_path / "out", folder / "dir-link")
+    inner = write_tiny_model(folder / "In.gguf")
+    os.symlink(inner, folder / "Again.gguf")  # a link that stays inside is fine
+    found = sorted(p.name for p in walk_ggufs(folder, Budget()))
+    assert found == ["Again.gguf", "In.gguf"]

@@ -28,7 +28,7 @@ from daemon.models.local_import import import_steps
 from daemon.security import is_loopback_address
 from daemon.server.ndjson import ndjson_line, ndjson_stream
 from daemon.settings import Settings
-from model_registry.errors import NotLinkableError
+from model_registry.errors import ModelExistsError, NotLinkableError
 from model_registry.local_models import FoundModel, ScanRoots, describe_file, scan
 from model_registry.names import parse_name
 from model_registry.store import Store
@@ -59,6 +59,9 @@ async def import_model(body: ImportRequest, request: Request) -> Response:
         parse_name(body.name)  # a bad name is a 400 before any file is read
     path = _checked_path(body.path)
     model = await to_thread.run_sync(describe_file, path, request.app.state.store)
+    target = parse_name(body.name or model.name)
+    if request.app.state.store.exists(target):  # a 409 now, not an error line mid-stream
+        raise ModelExistsError(f"{target.display} already exists: choose another name")
     if body.mode == "link" and not model.linkable:
         raise NotLinkableError(
             f"{path.name} is on another file system than the store: it can only be copied "
