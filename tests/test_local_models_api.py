@@ -107,13 +107,14 @@ def test_a_caller_beyond_loopback_without_a_key_may_not_import(tmp_path):
     app = create_app(Settings(models_dir=tmp_path / "store", data_dir=tmp_path))
     model = write_tiny_model(tmp_path / "m.gguf")
 
-    async def post() -> httpx.Response:
+    async def post() -> tuple[httpx.Response, httpx.Response]:
         transport = httpx.ASGITransport(app=app, client=("192.0.2.7", 4000))
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
-            return await http.post("/api/import", json={"path": str(model), "stream": False})
+            body = {"path": str(model), "stream": False}
+            return await http.post("/api/import", json=body), await http.get("/api/local-models")
 
-    response = asyncio.run(post())
-    assert response.status_code == 403
+    response, listing = asyncio.run(post())
+    assert response.status_code == 403 and listing.status_code == 403
     assert "loopback" in response.json()["error"]
 
 

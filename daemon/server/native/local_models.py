@@ -1,7 +1,7 @@
 """``GET /api/local-models`` and ``POST /api/import``: models already on this computer.
 
-The scan looks only where the daemon's settings say (never a path from a request). An import
-names a file on the daemon's machine, so it is taken only from a caller on loopback or one
+The scan looks only where the daemon's settings say (never a path from a request). Both
+routes deal in files on the daemon's machine, so they serve only a caller on loopback or one
 holding the API key: with a key configured every route already requires it, and without one
 the daemon listens on loopback only; the check here holds even if that ever changed. The
 file must be a GGUF model (its header is read first, nothing else), and errors name files,
@@ -46,6 +46,7 @@ def scan_roots(settings: Settings) -> ScanRoots:
 
 @router.get("/api/local-models", response_model=LocalModelsResponse)
 async def local_models(request: Request) -> LocalModelsResponse:
+    _check_caller(request)  # the answer names paths on the daemon's machine
     store: Store = request.app.state.store
     roots = scan_roots(request.app.state.settings)
     result = await to_thread.run_sync(scan, roots, store)
@@ -82,7 +83,7 @@ def _check_caller(request: Request) -> None:
     client = request.client.host if request.client else ""
     if settings.api_key is None and not is_loopback_address(client):
         raise ForbiddenError(
-            "importing a file on the daemon's machine needs a caller on loopback or the API key"
+            "the files on the daemon's machine are for a caller on loopback or with the API key"
         )
 
 
