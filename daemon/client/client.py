@@ -57,6 +57,7 @@ from daemon.api import (
 )
 from daemon.client.answers import Answer, json_or_text, ndjson_objects, parsed, sse_objects
 from daemon.client.errors import DaemonUnavailable, raise_for_body
+from daemon.client.local_models import LocalModelCalls
 from daemon.client.protocol import Progress
 
 __all__ = ["DEFAULT_BASE_URL", "Client"]
@@ -65,7 +66,7 @@ DEFAULT_BASE_URL = "http://127.0.0.1:11435"
 _CHUNK = 1 << 20
 
 
-class Client:
+class Client(LocalModelCalls):
     def __init__(
         self,
         base_url: str = DEFAULT_BASE_URL,

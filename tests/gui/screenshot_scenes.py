@@ -38,6 +38,48 @@ def add_model(shot, name: str, *, projector: bool = False, **shape) -> None:
     shot.wait(lambda: library.table.row_of(f"{name}:latest") is not None)
 
 
+def other_apps(folder: Path) -> dict[str, str]:
+    """Models other apps downloaded, for "Found on this computer", under a home of its own: a
+    Hugging Face cache (one file the same as ``tiny-demo``, so it shows as already added),
+    LM Studio's folder, an Ollama store, and a folder on another file system (``/dev/shm``,
+    where there is one) that must be copied. Returns the daemon's environment naming them."""
+    from model_registry.tiny_gguf import write_tiny_model
+    from tests.support.other_apps import hf_cache_model, lmstudio_model, ollama_model
+
+    home = folder / "home"
+    hub = home / ".cache" / "huggingface" / "hub"
+    llama = "Llama-3.2-1B-Instruct-Q4_K_M.gguf"
+    hf_cache_model(hub, "bartowski/Llama-3.2-1B-Instruct-GGUF", llama, seed=21)
+    hf_cache_model(hub, "someone/tiny-demo-GGUF", "tiny-demo.gguf", seed=7, n_embd=128, n_layer=4)
+    lmstudio = home / ".lmstudio" / "models"
+    lmstudio_model(
+        lmstudio, "lmstudio-community", "gemma-3-4b-it-GGUF", "gemma-3-4b-it-Q4_K_M.gguf"
+    )
+    ollama_model(home / ".ollama" / "models", "qwen2.5", "0.5b", seed=22, template="{{ .Prompt }}")
+    far = Path("/dev/shm") if Path("/dev/shm").is_dir() else folder
+    mine = far / f"{folder.name}-my-models"
+    mine.mkdir(exist_ok=True)
+    write_tiny_model(mine / "Mistral-7B-Instruct-v0.3-Q5_K_M.gguf", seed=23, n_embd=128)
+    return {
+        "HOME": str(home),  # the daemon's only: make_screenshots gives the app its own back
+        "HF_HUB_CACHE": str(hub),
+        "OLLAMA_MODELS": str(home / ".ollama" / "models"),
+        "LOCALLLM_IMPORT_DIRS": str(mine),
+    }
+
+
+def found_models(shot) -> None:
+    """The Models page with the list of models found on this computer filled in."""
+    window = shot.window
+    window.show_page("Models")
+    found = window.services.found
+    found.refresh()
+    shot.wait(lambda: len(found.models) == 5 and not found.scanning)
+    page = window.models_page
+    page.table.clearSelection()
+    page.splitter.setSizes([150, 330, 220])
+
+
 def open_new_chat(shot, model: str) -> None:
     """A new chat with ``model``, picked in the header as a user picks it."""
     services, page = shot.window.services, shot.window.chat_page

@@ -41,6 +41,7 @@ from daemon.api import (
     SystemResponse,
     VerifyResponse,
 )
+from daemon.api.local_models import ImportProgress, LocalModelOut, LocalModelsResponse
 from daemon.client import DaemonClient, ModelNotFound
 from daemon.client.protocol import Progress
 
@@ -130,6 +131,7 @@ class FakeClient:
     pull_events: list[ProgressResponse] = field(default_factory=list)
     chat_chunks: list[ChatChunk] = field(default_factory=list)
     blobs: set[str] = field(default_factory=set)
+    found: list[LocalModelOut] = field(default_factory=list)  # models "already on disk"
     create_events: list[ProgressResponse] = field(
         default_factory=lambda: [ProgressResponse(status="success")]
     )
@@ -309,6 +311,17 @@ class FakeClient:
     ) -> Iterator[ProgressResponse]:
         self.calls.append(("create_from_file", name, Path(path).name, quantize))
         yield from self.create_events
+
+    # -- models already on this computer --------------------------------------------------
+    def local_models(self) -> LocalModelsResponse:
+        self.calls.append(("local_models",))
+        return LocalModelsResponse(models=list(self.found), truncated=False)
+
+    def import_file(
+        self, path: Path | str, name: str | None = None, mode: str = "auto"
+    ) -> Iterator[ImportProgress]:
+        self.calls.append(("import_file", Path(path).name, name, mode))
+        yield ImportProgress(status="success", model=name or Path(path).stem, copied_bytes=0)
 
     # -- the hub ----------------------------------------------------------------------------
     def hub_catalog(self) -> list[CatalogModel]:

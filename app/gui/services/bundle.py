@@ -16,6 +16,7 @@ from PySide6.QtCore import QObject
 from app.gui.services.chat import ChatController
 from app.gui.services.daemon_monitor import DaemonMonitor
 from app.gui.services.downloads import DownloadService
+from app.gui.services.found_models import FoundModels
 from app.gui.services.hub import HubService
 from app.gui.services.library import ModelLibrary
 from app.gui.services.presets import PresetService
@@ -41,6 +42,7 @@ class Services:
     server: ServerService
     chat: ChatController
     presets: PresetService
+    found: FoundModels  # models already on this computer, in other apps' folders
     _held: list[str] = field(default_factory=list)  # pulls to resume after a restart
 
     def start(self) -> None:
@@ -98,7 +100,9 @@ def build_services(
         server=ServerService(gateway, net, monitor, remember_lan, parent, remember_port),
         chat=ChatController(gateway, net, disk, Path(data_dir) / HISTORY_FILE, parent),
         presets=PresetService(Path(data_dir) / PRESETS_FILE, disk, parent),
+        found=FoundModels(gateway, net, parent),
     )
+    services.found.added.connect(lambda _name: services.library.refresh())
     services.monitor.came_up.connect(services._daemon_up)
     services.server.switching.connect(services._hold_pulls)
     services.downloads.finished.connect(lambda _name: services.library.refresh())

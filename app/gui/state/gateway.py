@@ -24,6 +24,13 @@ from typing import Any
 from app.gui.state import wire
 from app.gui.state.daemon_control import DaemonControl, lan_address
 from app.gui.state.daemon_log import app_user_agent
+from app.gui.state.found_models import (
+    FoundModel,
+    ImportStep,
+    as_pull_progress,
+    found_model,
+    import_step,
+)
 from app.gui.state.gateway_calls import PULL_HINTS, GatewayError, call, flatten, stream
 from app.gui.state.records import (
     CatalogModel,
@@ -210,7 +217,18 @@ class Gateway:
         return tuple(map(wire.pull_status, call(lambda: self._short().pulls())))
 
     def import_gguf(self, name: str, path: Path) -> Iterator[PullProgress]:
+        """A daemon on this machine reads the file itself and links it into the store where
+        the file system allows; one elsewhere gets it uploaded (a copy)."""
+        if self.control is not None and not self.control.remote:
+            return stream(lambda: self._long().import_file(path, name=name), as_pull_progress(name))
         return stream(lambda: self._long().create_from_file(name, path), wire.progress(name))
+
+    def local_models(self) -> tuple[FoundModel, ...]:
+        """Models the daemon found in other apps' folders (a scan: seconds at most)."""
+        return tuple(map(found_model, call(lambda: self._long().local_models().models)))
+
+    def import_found(self, path: str, name: str, mode: str = "auto") -> Iterator[ImportStep]:
+        return stream(lambda: self._long().import_file(path, name=name, mode=mode), import_step)
 
     # chat
 

@@ -26,6 +26,7 @@ from app.gui.state.chat.session import ChatSession
 from app.gui.views.chat_page import ChatPage
 from app.gui.views.discover_page import DiscoverPage
 from app.gui.views.downloads_page import DownloadsPage
+from app.gui.views.found_panel import FoundPanel
 from app.gui.views.import_dialog import ask_import_name
 from app.gui.views.models_page import ModelsPage
 from app.gui.views.server_page import ServerPage
@@ -62,6 +63,8 @@ class MainWindow(QMainWindow):
         self.welcome = WelcomePage()
         self.chat_page = ChatPage(s.chat, s.library, self.welcome, self.icons)
         self.models_page = ModelsPage(s.library)
+        self.found_panel = FoundPanel(s.found)
+        self.models_page.add_panel(self.found_panel)
         self.discover_page = DiscoverPage(s.hub)
         self.downloads_page = DownloadsPage(s.downloads)
         self.server_page = ServerPage(s.server, base_url) if base_url else ServerPage(s.server)
@@ -120,6 +123,7 @@ class MainWindow(QMainWindow):
         s.chat.opened.connect(self._remember_chat)
         for source in (s.library.error, s.downloads.error, s.server.error):
             source.connect(self.message)
+        s.found.added.connect(lambda name: self.message(f"{name} is ready."))
         self.welcome.pull_requested.connect(self._pull)
         self.welcome.import_requested.connect(self._import)
         self.discover_page.pull_requested.connect(self._pull)
