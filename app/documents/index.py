@@ -17,7 +17,7 @@ from pathlib import Path
 from app.documents.chunking import Chunk
 from app.documents.vectors import VectorSearch
 
-__all__ = ["DocumentIndex", "FileRecord", "Passage"]
+__all__ = ["DocumentIndex", "FileRecord", "Passage", "location"]
 
 SCHEMA = """
 PRAGMA foreign_keys = ON;
@@ -113,13 +113,13 @@ class Passage:
 
     @property
     def where(self) -> str:
-        """ "page 3, lines 4-9" / "lines 4-9": where the passage is in its file."""
-        lines = (
-            f"line {self.line_start}"
-            if self.line_start == self.line_end
-            else f"lines {self.line_start}-{self.line_end}"
-        )
-        return f"page {self.page}, {lines}" if self.page is not None else lines
+        return location(self.page, self.line_start, self.line_end)
+
+
+def location(page: int | None, line_start: int, line_end: int) -> str:
+    """Where a passage is in its file: "page 3, lines 4-9", or "lines 4-9"."""
+    lines = f"line {line_start}" if line_start == line_end else f"lines {line_start}-{line_end}"
+    return f"page {page}, {lines}" if page is not None else lines
 
 
 class DocumentIndex:
