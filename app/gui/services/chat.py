@@ -23,6 +23,7 @@ from app.gui.item_models.conversations import (
     ConversationListModel,
 )
 from app.gui.services.chat_history import ChatHistory
+from app.gui.state.chat.context_turns import with_context
 from app.gui.state.chat.errors import explain
 from app.gui.state.chat.records import ChatOptions, Conversation, Message, new_id
 from app.gui.state.chat.session import ChatSession, Persist
@@ -40,6 +41,7 @@ class ChatController(QObject):
     transcript_changed = Signal()  # the open chat's messages changed
     streaming_changed = Signal(bool)
     reply_finished = Signal(object)  # Message (stats, or an error with a hint)
+    reply_started = Signal(str, str)  # chat id, the new reply's id
     error = Signal(str)
 
     def __init__(
@@ -136,19 +138,20 @@ class ChatController(QObject):
 
     # the conversation
 
-    def send(self, text: str, images: tuple[Path, ...] = ()) -> bool:
+    def send(self, text: str, images: tuple[Path, ...] = (), context: str = "") -> bool:
         """Ask in the open chat; False (with ``error``) when it cannot be sent now.
-        Image files are read and encoded on the disk worker."""
+        Image files are read and encoded on the disk worker. ``context`` (passages from the
+        chat's documents) goes with this question only, in the system prompt."""
         if self.session is None:
             self.new_chat()
         session = self.session
         if not images:
-            return self._ask(lambda s: s.send(text), session)
+            return self._ask(lambda s: s.send(text), session, context)
         if not self._can_ask(session):
             return False
         self._disk.call(
             lambda: tuple(base64.b64encode(Path(p).read_bytes()).decode() for p in images),
-            lambda encoded: self._ask(lambda s: s.send(text, encoded), session),
+            lambda encoded: self._ask(lambda s: s.send(text, encoded), session, context),
             self._report,
         )
         return True
@@ -200,7 +203,9 @@ class ChatController(QObject):
             return False
         return True
 
-    def _ask(self, change: Callable[[ChatSession], Persist], session=None) -> bool:
+    def _ask(
+        self, change: Callable[[ChatSession], Persist], session=None, context: str = ""
+    ) -> bool:
         session = session or self.session
         if not self._can_ask(session):
             return False
@@ -210,7 +215,7 @@ class ChatController(QObject):
             self.error.emit(str(exc))
             return False
         self._write(persist)
-        self._stream(session)
+        self._stream(session, context)
         return True
 
     def _change(self, change: Callable[[ChatSession], Persist]) -> bool:
@@ -230,9 +235,9 @@ class ChatController(QObject):
         self.transcript_changed.emit()
         return True
 
-    def _stream(self, session: ChatSession) -> None:
+    def _stream(self, session: ChatSession, context: str = "") -> None:
         reply_id, c = session.reply_id, session.conversation
-        turns = session.turns()
+        turns = with_context(session.turns(), context)
         think = think_request(c.think)
         job = self._net.stream(
             lambda: self._gateway.chat(c.model, turns, c.options.to_options(), think=think),
@@ -241,6 +246,7 @@ class ChatController(QObject):
             lambda exc: self._failed(session, reply_id, exc),
         )
         self._live[c.id] = (session, job)
+        self.reply_started.emit(c.id, reply_id)
         self.transcript_changed.emit()
         self.streaming_changed.emit(True)
 

@@ -33,6 +33,7 @@ from app.gui.state.records import ModelDetails
 from app.gui.views.chat_settings import ChatSettingsPanel
 from app.gui.views.composer import Composer
 from app.gui.views.context_meter import ContextMeter
+from app.gui.views.documents_bar import DocumentsBar
 from app.gui.views.plain_text import plain_label
 from app.gui.views.sidebar import ChatSidebar
 from app.gui.views.transcript import Transcript
@@ -48,9 +49,11 @@ class ChatPage(QStackedWidget):
         welcome: QWidget,
         icons=None,
         parent=None,
+        documents: DocumentsBar | None = None,
     ):
         super().__init__(parent)
         self.chat, self.library = chat, library
+        self.documents = documents
         self.sidebar = ChatSidebar(chat.filter, icons)
         self.transcript = Transcript()
         self.composer = Composer(icons)
@@ -100,6 +103,8 @@ class ChatPage(QStackedWidget):
         column.addWidget(self.transcript, 1)
         column.addWidget(self.settings.model_notice)  # a model without a chat template
         column.addWidget(self.status)
+        if self.documents is not None:
+            column.addWidget(self.documents)
         column.addWidget(self.composer)
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(self.sidebar)
@@ -137,6 +142,11 @@ class ChatPage(QStackedWidget):
         self.settings_button.toggled.connect(self.settings.setVisible)
         self.model_picker.activated.connect(self._model_picked)
         self.library.changed.connect(lambda _models: self._select_model())
+        if self.documents is not None:
+            self.transcript.annotate = lambda m: self.documents.citations(m.id)
+            self.transcript.source_requested.connect(self.documents.show_source)
+            self.documents.service.sources_changed.connect(lambda _chat: self._redraw())
+            self.documents.watch_drops(self.transcript.viewport())
         QShortcut(
             QKeySequence(Qt.Key.Key_Escape),
             self,
@@ -154,9 +164,30 @@ class ChatPage(QStackedWidget):
     def _send(self, text: str, images) -> None:
         self.settings.flush()
         self.status.clear()
-        if self.chat.send(text, images):
+        if self.documents is not None and self.documents.has_documents():
+            chat_id = self.documents.chat_id
+            self.status.setText("Looking in your documents…")
+            self.documents.context_for(
+                text, self._document_budget(), lambda c: self._send_now(text, images, c, chat_id)
+            )
+            return
+        self._send_now(text, images)
+
+    def _send_now(self, text: str, images, context=None, chat_id=None) -> None:
+        session = self.chat.session
+        if chat_id is not None and (session is None or session.conversation.id != chat_id):
+            return  # the user moved to another chat while the passages were found
+        self.status.clear()
+        if self.chat.send(text, images, context.text if context else ""):
             self.composer.clear_sent()
             self.transcript.follow_end()
+
+    def _document_budget(self) -> int:
+        """Tokens for document passages: a third of the context, within sensible bounds."""
+        session = self.chat.session
+        own = session.conversation.options.num_ctx if session else None
+        available = own or (self._defaults.context if self._defaults else None) or 2048
+        return max(256, min(available // 3, 4096))
 
     def _edit(self, message_id: str, text: str) -> None:
         self.settings.flush()
@@ -174,6 +205,8 @@ class ChatPage(QStackedWidget):
         self.composer.cancel_edit()
         self.settings.show_conversation(session.conversation if session else None)
         self.sidebar.select(session.conversation.id if session else None)
+        if self.documents is not None:
+            self.documents.set_chat(session.conversation.id if session else None)
         self.status.clear()
         self.transcript.follow_end()  # a chat opens at its end
         self._select_model()

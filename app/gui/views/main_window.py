@@ -25,6 +25,7 @@ from app.gui.services.bundle import Services
 from app.gui.state.chat.session import ChatSession
 from app.gui.views.chat_page import ChatPage
 from app.gui.views.discover_page import DiscoverPage
+from app.gui.views.documents_bar import DocumentsBar
 from app.gui.views.downloads_page import DownloadsPage
 from app.gui.views.import_dialog import ask_import_name
 from app.gui.views.models_page import ModelsPage
@@ -60,7 +61,8 @@ class MainWindow(QMainWindow):
         self.setWindowIcon(self.icons.app_icon())
         s = services
         self.welcome = WelcomePage()
-        self.chat_page = ChatPage(s.chat, s.library, self.welcome, self.icons)
+        documents = DocumentsBar(s.documents, s.downloads.pull)
+        self.chat_page = ChatPage(s.chat, s.library, self.welcome, self.icons, documents=documents)
         self.models_page = ModelsPage(s.library)
         self.discover_page = DiscoverPage(s.hub)
         self.downloads_page = DownloadsPage(s.downloads)
