@@ -173,6 +173,8 @@ class Shooter:
         self.snap("chat-long")
         scenes.picture_chat(self)
         self.snap("chat-picture")
+        scenes.documents_chat(self)
+        self.snap("chat-documents")
 
         window.show_page("Models")
         page = window.models_page

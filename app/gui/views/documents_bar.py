@@ -81,6 +81,7 @@ class DocumentsBar(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(row)
         layout.addWidget(self.errors)
+        self.errors.hide()
         self.setAcceptDrops(True)
         service.attachments_changed.connect(self._attachments)
         service.progress.connect(self._progress)
@@ -95,7 +96,7 @@ class DocumentsBar(QWidget):
         if chat_id == self.chat_id:
             return
         self.chat_id, self._report = chat_id, None
-        self.errors.clear()
+        self._show_error("")
         if chat_id is not None:
             self.service.load(chat_id)
         self._refresh()
@@ -169,7 +170,7 @@ class DocumentsBar(QWidget):
 
     def _failed(self, chat_id: str, message: str) -> None:
         if chat_id == self.chat_id:
-            self.errors.setText(message)
+            self._show_error(message)
             self._refresh()
 
     def _refresh(self) -> None:
@@ -188,12 +189,15 @@ class DocumentsBar(QWidget):
         report = self._report
         if report is not None and report.errors:
             count = len(report.errors)
-            self.errors.setText(
-                f"{count} file{'s' * (count > 1)} could not be read: {report.errors[0]}"
-            )
-            self.errors.setToolTip(plain_tooltip("\n".join(report.errors)))
+            first = f"{count} file{'s' * (count > 1)} could not be read: {report.errors[0]}"
+            self._show_error(first, "\n".join(report.errors))
         elif report is not None:
-            self.errors.clear()
+            self._show_error("")
+
+    def _show_error(self, text: str, details: str = "") -> None:
+        self.errors.setText(text)
+        self.errors.setToolTip(plain_tooltip(details) if details else "")
+        self.errors.setVisible(bool(text))
 
     def _summary(self, attached: tuple[str, ...]) -> str:
         if not attached:
