@@ -106,6 +106,23 @@ def test_a_folder_is_indexed_and_a_reply_cites_the_right_file(qtbot, daemon, tmp
     assert services.chat.session.conversation.id == chat_id
     qtbot.waitUntil(lambda: services.documents.attached(chat_id) == (str(folder.resolve()),))
     qtbot.waitUntil(lambda: "[1] turbines.pdf" in window.chat_page.transcript.toPlainText())
+    index = tmp_path / "app" / "documents" / f"{chat_id}.sqlite3"
+    assert index.exists()
+    services.chat.delete(chat_id)  # the chat's index goes with it
+    qtbot.waitUntil(lambda: not index.exists(), timeout=30_000)
+    services.shutdown()
+
+
+def test_without_an_embedding_model_the_bar_offers_one(qtbot, daemon, tmp_path):
+    folder = write_corpus(tmp_path / "notes")
+    services, window = open_app(qtbot, daemon.gateway(), tmp_path / "app")
+    _ready(qtbot, window)
+    bar = window.chat_page.documents
+    with qtbot.waitSignal(services.documents.indexed, timeout=60_000):
+        bar.attach([folder])
+    assert services.documents.embed_model == "" and bar.offer.isVisible()
+    bar.offer.click()  # a pull of the catalog's nomic-embed-text (it fails here: offline)
+    qtbot.waitUntil(lambda: services.downloads.state.get(OFFERED_MODEL) is not None, timeout=30_000)
     services.shutdown()
 
 

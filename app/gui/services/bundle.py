@@ -116,4 +116,5 @@ def build_services(
     services.downloads.finished.connect(lambda _name: services.library.refresh())
     services.library.changed.connect(lambda _models: services.documents.models_changed())
     services.chat.reply_started.connect(services.documents.reply_started)
+    services.chat.deleted.connect(services.documents.forget)
     return services

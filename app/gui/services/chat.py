@@ -42,6 +42,7 @@ class ChatController(QObject):
     streaming_changed = Signal(bool)
     reply_finished = Signal(object)  # Message (stats, or an error with a hint)
     reply_started = Signal(str, str)  # chat id, the new reply's id
+    deleted = Signal(str)  # chat id: what else belongs to it can go too
     error = Signal(str)
 
     def __init__(
@@ -126,6 +127,7 @@ class ChatController(QObject):
             live[1].cancel()
         self.conversations.remove(conversation_id)
         self._history.delete(conversation_id)
+        self.deleted.emit(conversation_id)
         if self.session is not None and self.session.conversation.id == conversation_id:
             self.session = None
             self.open_first()

@@ -97,6 +97,15 @@ class DocumentsService(QObject):
             lambda exc: self._index_failed(chat_id, exc),
         )
 
+    def forget(self, chat_id: str) -> None:
+        """A deleted chat's index goes with it (its rows in the history go by cascade); after
+        any indexing run already queued, which would otherwise write it again."""
+        self._attached.pop(chat_id, None)
+        self._sources.pop(chat_id, None)
+        self._pending.pop(chat_id, None)
+        path = self._index_path(chat_id)
+        self._indexing.call(lambda: _remove_index(path))
+
     def models_changed(self) -> None:
         """Models were added or removed: look for an embedding model again next time."""
         self._embedders.clear()
@@ -205,3 +214,8 @@ class DocumentsService(QObject):
     def _index_failed(self, chat_id: str, error: Exception) -> None:
         self.busy.discard(chat_id)
         self.failed.emit(chat_id, f"Indexing stopped: {error}")
+
+
+def _remove_index(path: Path) -> None:
+    for file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        file.unlink(missing_ok=True)
