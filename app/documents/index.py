@@ -205,6 +205,7 @@ class DocumentIndex:
             (path,),
         )
         self._conn.execute("DELETE FROM files WHERE path = ?", (path,))
+        self.vectors.changed()
 
     # search
 

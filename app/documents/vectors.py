@@ -57,6 +57,10 @@ class VectorSearch:
         """Store each passage's vector (normalized, so a dot product is the cosine)."""
         rows = [(i, _blob(v)) for i, v in zip(ids, vectors, strict=True)]
         self._conn.executemany("INSERT OR REPLACE INTO chunk_vectors VALUES (?, ?)", rows)
+        self.changed()
+
+    def changed(self) -> None:
+        """Vectors were added or deleted (deleted by cascade with their passages)."""
         self._mirror_ready = False
 
     def nearest(self, vector: Sequence[float], k: int) -> list[int]:

@@ -4,10 +4,16 @@ error for that file alone, and a new embedding model rebuilds the index."""
 from __future__ import annotations
 
 import os
+import sqlite3
 
+import numpy as np
+import pytest
+
+from app.documents.chunking import Chunk
 from app.documents.embedder import DaemonEmbedder
-from app.documents.index import DocumentIndex
+from app.documents.index import DocumentIndex, FileRecord
 from app.documents.indexer import Indexer, IndexProgress, IndexReport, scan
+from app.documents.vectors import load_sqlite_vec
 from tests.documents.files import write_corpus, write_pdf
 
 
@@ -84,3 +90,34 @@ def test_a_new_embedding_model_rebuilds_the_index(tmp_path):
     assert index.embed_model == "embedder" and max(calls) <= 4
     _, report = _run(index, folder, DaemonEmbedder("embedder", fake_vectors))
     assert report.indexed == 0
+
+
+def _vector_index(tmp_path, vectors) -> DocumentIndex:
+    index = DocumentIndex(tmp_path / "vectors.sqlite3")
+    chunks = [Chunk(f"passage {i}", None, 1, 1, 0, 9) for i in range(len(vectors))]
+    index.replace_file(FileRecord("/a.txt", 1, 1.0, "x"), chunks, vectors)
+    return index
+
+
+def test_vectors_are_searched_with_numpy_where_sqlite_cannot_load_extensions(tmp_path):
+    can_load = load_sqlite_vec(sqlite3.connect(":memory:"))
+    vectors = np.random.default_rng(0).normal(size=(40, 16)).tolist()
+    index = _vector_index(tmp_path, vectors)
+    assert index.vectors.backend == ("sqlite-vec" if can_load else "numpy")
+    for number, vector in enumerate(vectors, start=1):
+        assert index.nearest(vector, 1) == [number]
+    index.remove("/a.txt")
+    assert index.nearest(vectors[0], 3) == []
+
+
+@pytest.mark.skipif(
+    not load_sqlite_vec(sqlite3.connect(":memory:")),
+    reason="this Python's sqlite3 cannot load extensions (the numpy search is used)",
+)
+def test_sqlite_vec_and_numpy_rank_alike(tmp_path):
+    rng = np.random.default_rng(1)
+    index = _vector_index(tmp_path, rng.normal(size=(60, 16)).tolist())
+    query = rng.normal(size=16).tolist()
+    with_extension = index.nearest(query, 5)
+    index.vectors.backend = "numpy"
+    assert index.nearest(query, 5) == with_extension
