@@ -135,3 +135,28 @@ def test_a_question_in_a_chat_without_documents_has_no_sources(qtbot, daemon, tm
     assert services.documents.sources(services.chat.session.conversation.id, reply.id) == ()
     assert "Sources:" not in window.chat_page.transcript.toPlainText()
     services.shutdown()
+
+
+def test_searching_with_a_picked_model_embeds_through_the_daemon(qtbot, daemon, tmp_path):
+    folder = write_corpus(tmp_path / "notes")
+    write_pdf(
+        folder / "turbines.pdf", ["Wind turbine overview", "Blade inspection every 400 hours"]
+    )
+    services, window = open_app(qtbot, daemon.gateway(), tmp_path / "app")
+    _ready(qtbot, window)
+    bar, documents = window.chat_page.documents, services.documents
+    with qtbot.waitSignal(documents.indexed, timeout=60_000):
+        bar.attach([folder])
+    bar.embed_menu.aboutToShow.emit()  # as opening Documents > Search with fills it
+    labels = [a.text() for a in bar.embed_menu.actions()]
+    assert labels[:2] == ["An embedding model, if one is installed", "Words only"]
+    (pick,) = [a for a in bar.embed_menu.actions() if a.text() == "Words and tiny:latest"]
+    with qtbot.waitSignal(documents.indexed, timeout=120_000) as indexed:
+        pick.trigger()
+    assert indexed.args[1].embed_model == "tiny:latest" and indexed.args[1].indexed == 13
+    assert "embedded with tiny:latest" in bar.summary.text() and not bar.offer.isVisible()
+    _type_and_send(qtbot, window, "How often is each blade inspected?", timeout=60_000)
+    reply = services.chat.session.messages[-1]
+    names = [s.name for s in documents.sources(services.chat.session.conversation.id, reply.id)]
+    assert "turbines.pdf" in names
+    services.shutdown()

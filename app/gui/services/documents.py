@@ -58,6 +58,7 @@ class DocumentsService(QObject):
         self._pending: dict[str, tuple[SourceRef, ...]] = {}  # for the reply about to start
         self._embedders: dict[str, bool] = {}  # model name -> whether it is an embedding model
         self.embed_model = ""
+        self.preferred: str | None = None  # the user's pick: None automatic, "" words only
         self.busy: set[str] = set()  # chats being indexed
 
     # attachments
@@ -105,6 +106,13 @@ class DocumentsService(QObject):
         self._pending.pop(chat_id, None)
         path = self._index_path(chat_id)
         self._indexing.call(lambda: _remove_index(path))
+
+    def prefer(self, model: str | None, chat_id: str | None = None) -> None:
+        """Embed with ``model`` ("" for words only, None to pick automatically) from now on;
+        ``chat_id``'s index is rebuilt with it."""
+        self.preferred = model
+        if chat_id is not None and self.attached(chat_id):
+            self.index(chat_id)
 
     def models_changed(self) -> None:
         """Models were added or removed: look for an embedding model again next time."""
@@ -169,8 +177,12 @@ class DocumentsService(QObject):
             self.index(chat_id)
 
     def _choose_embedder(self) -> str:
-        """The first installed model whose capabilities say it embeds ("" for none)."""
-        for model in self._gateway.models():
+        """The user's pick while it is installed, else the first installed model whose
+        capabilities say it embeds ("" for none)."""
+        models = self._gateway.models()
+        if self.preferred == "" or self.preferred in {m.name for m in models}:
+            return self.preferred
+        for model in models:
             if model.name not in self._embedders:
                 details = self._gateway.details(model.name)
                 self._embedders[model.name] = "embedding" in details.capabilities

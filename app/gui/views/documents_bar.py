@@ -48,9 +48,15 @@ def citations_html(message_id: str, sources) -> str:
 
 
 class DocumentsBar(QWidget):
-    def __init__(self, service: DocumentsService, pull: Callable[[str], None], parent=None):
+    def __init__(
+        self,
+        service: DocumentsService,
+        pull: Callable[[str], None],
+        models: Callable[[], list[str]] = list,
+        parent=None,
+    ):
         super().__init__(parent)
-        self.service, self._pull = service, pull
+        self.service, self._pull, self._models = service, pull, models
         self.chat_id: str | None = None
         self.dialog: SourceDialog | None = None
         self._report: IndexReport | None = None
@@ -59,6 +65,8 @@ class DocumentsBar(QWidget):
         menu = QMenu(self.button)
         menu.addAction("Attach files…", self._pick_files)
         menu.addAction("Attach a folder…", self._pick_folder)
+        self.embed_menu = menu.addMenu("Search with")
+        self.embed_menu.aboutToShow.connect(self._fill_embed_menu)
         menu.addSeparator()
         self.reindex_action = menu.addAction("Index again", self._reindex)
         self.detach_action = menu.addAction("Detach all", self._detach)
@@ -117,6 +125,11 @@ class DocumentsBar(QWidget):
         if number.isdigit() and 1 <= int(number) <= len(sources):
             self.dialog = SourceDialog(int(number), sources[int(number) - 1], self)
             self.dialog.show()
+
+    def choose_embedder(self, model: str | None) -> None:
+        """Search by ``model``'s embeddings and words ("" words only, None automatic)."""
+        self.service.prefer(model, self.chat_id)
+        self._refresh()
 
     def attach(self, paths: list[Path]) -> None:
         if self.chat_id is not None and paths:
@@ -181,7 +194,8 @@ class DocumentsBar(QWidget):
         self.detach_action.setEnabled(bool(attached))
         indexing = chat in service.busy
         self.progress.setVisible(indexing)
-        self.offer.setVisible(bool(attached) and not service.embed_model)
+        offer = not service.embed_model and service.preferred is None
+        self.offer.setVisible(bool(attached) and offer)
         if indexing:
             return
         self.summary.setText(self._summary(attached))
@@ -210,6 +224,16 @@ class DocumentsBar(QWidget):
         return f"{names}{counted} · {search}"
 
     # the menu
+
+    def _fill_embed_menu(self) -> None:
+        menu, preferred = self.embed_menu, self.service.preferred
+        menu.clear()
+        choices = [("An embedding model, if one is installed", None), ("Words only", "")]
+        choices += [(f"Words and {name}", name) for name in self._models()]
+        for label, model in choices:
+            action = menu.addAction(label, lambda m=model: self.choose_embedder(m))
+            action.setCheckable(True)
+            action.setChecked(model == preferred)
 
     def _pick_files(self) -> None:
         paths, _ = QFileDialog.getOpenFileNames(self, "Attach documents", "", _FILTER)

@@ -61,7 +61,9 @@ class MainWindow(QMainWindow):
         self.setWindowIcon(self.icons.app_icon())
         s = services
         self.welcome = WelcomePage()
-        documents = DocumentsBar(s.documents, s.downloads.pull)
+        documents = DocumentsBar(
+            s.documents, s.downloads.pull, lambda: [m.name for m in s.library.models()]
+        )
         self.chat_page = ChatPage(s.chat, s.library, self.welcome, self.icons, documents=documents)
         self.models_page = ModelsPage(s.library)
         self.discover_page = DiscoverPage(s.hub)
