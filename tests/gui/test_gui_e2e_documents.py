@@ -96,6 +96,13 @@ def test_a_folder_is_indexed_and_a_reply_cites_the_right_file(qtbot, daemon, tmp
     assert "turbines.pdf" in dialog.heading.text() and "page 2" in dialog.heading.text()
     assert "Blade inspection every 400 hours" in dialog.passage.toPlainText()
     dialog.close()
+
+    with qtbot.waitSignal(services.chat.reply_finished, timeout=60_000):
+        page.transcript.anchorClicked.emit(QUrl("action:regenerate"))
+    again = services.chat.session.messages[-1]
+    assert again.id != reply.id and len(again.versions) == 2
+    regenerated = documents.sources(services.chat.session.conversation.id, again.id)
+    assert regenerated[0].name == "turbines.pdf"  # searched again for the same question
     wait_idle(qtbot, services)
     chat_id = services.chat.session.conversation.id
     services.shutdown()

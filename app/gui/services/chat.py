@@ -158,13 +158,13 @@ class ChatController(QObject):
         )
         return True
 
-    def regenerate(self) -> bool:
+    def regenerate(self, context: str = "") -> bool:
         """A new version of the last reply (the earlier ones stay, "< 1/2 >")."""
-        return self._ask(lambda s: s.regenerate())
+        return self._ask(lambda s: s.regenerate(), context=context)
 
-    def continue_reply(self, message_id: str) -> bool:
+    def continue_reply(self, message_id: str, context: str = "") -> bool:
         """Write more of a reply that the token limit or Stop cut off."""
-        return self._ask(lambda s: s.continue_reply(message_id))
+        return self._ask(lambda s: s.continue_reply(message_id), context=context)
 
     def delete_message(self, message_id: str) -> bool:
         return self._change(lambda s: s.delete(message_id))
@@ -172,8 +172,8 @@ class ChatController(QObject):
     def show_version(self, message_id: str, version: int) -> bool:
         return self._change(lambda s: s.show_version(message_id, version))
 
-    def edit(self, message_id: str, text: str) -> bool:
-        return self._ask(lambda s: s.edit(message_id, text))
+    def edit(self, message_id: str, text: str, context: str = "") -> bool:
+        return self._ask(lambda s: s.edit(message_id, text), context=context)
 
     def stop(self) -> None:
         session = self.session

@@ -8,6 +8,7 @@ means in the settings. When no model is installed it shows the first-run page in
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from PySide6.QtCore import Qt
@@ -23,6 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.documents.context import DocumentContext
 from app.gui.services.chat import ChatController
 from app.gui.services.library import ModelLibrary
 from app.gui.state.chat.context_use import ContextUse
@@ -129,10 +131,8 @@ class ChatPage(QStackedWidget):
         self.composer.edit_requested.connect(self._edit)
         self.composer.stop_requested.connect(chat.stop)
         self.transcript.edit_requested.connect(self.composer.begin_edit)
-        self.transcript.regenerate_requested.connect(lambda: self._asked(chat.regenerate()))
-        self.transcript.continue_requested.connect(
-            lambda message_id: self._asked(chat.continue_reply(message_id))
-        )
+        self.transcript.regenerate_requested.connect(self._regenerate)
+        self.transcript.continue_requested.connect(self._continue)
         self.transcript.delete_requested.connect(chat.delete_message)
         self.transcript.version_requested.connect(chat.show_version)
         self.transcript.copied.connect(self.status.setText)
@@ -164,23 +164,48 @@ class ChatPage(QStackedWidget):
     def _send(self, text: str, images) -> None:
         self.settings.flush()
         self.status.clear()
-        if self.documents is not None and self.documents.has_documents():
-            chat_id = self.documents.chat_id
-            self.status.setText("Looking in your documents…")
-            self.documents.context_for(
-                text, self._document_budget(), lambda c: self._send_now(text, images, c, chat_id)
-            )
-            return
-        self._send_now(text, images)
+        self._ask(text, lambda c: self.chat.send(text, images, c), self._sent)
 
-    def _send_now(self, text: str, images, context=None, chat_id=None) -> None:
-        session = self.chat.session
-        if chat_id is not None and (session is None or session.conversation.id != chat_id):
-            return  # the user moved to another chat while the passages were found
+    def _edit(self, message_id: str, text: str) -> None:
+        self.settings.flush()
         self.status.clear()
-        if self.chat.send(text, images, context.text if context else ""):
-            self.composer.clear_sent()
-            self.transcript.follow_end()
+        self._ask(text, lambda c: self.chat.edit(message_id, text, c), self._sent)
+
+    def _regenerate(self) -> None:
+        self._ask(self._last_question(), self.chat.regenerate, self.transcript.follow_end)
+
+    def _continue(self, message_id: str) -> None:
+        ask = lambda c: self.chat.continue_reply(message_id, c)  # noqa: E731
+        self._ask(self._last_question(), ask, self.transcript.follow_end)
+
+    def _sent(self) -> None:
+        self.composer.clear_sent()
+        self.transcript.follow_end()
+
+    def _ask(self, question: str, ask: Callable[[str], bool], then: Callable[[], None]) -> None:
+        """``ask`` with the passages of the chat's documents for ``question`` (found off the
+        UI thread), or with none when it has no documents; ``then`` if it was asked."""
+        if self.documents is None or not self.documents.has_documents():
+            if ask(""):
+                then()
+            return
+        chat_id = self.documents.chat_id
+        self.status.setText("Looking in your documents…")
+
+        def found(context: DocumentContext) -> None:
+            session = self.chat.session
+            if session is None or session.conversation.id != chat_id:
+                return  # the user moved to another chat meanwhile
+            self.status.clear()
+            if ask(context.text):
+                then()
+
+        self.documents.context_for(question, self._document_budget(), found)
+
+    def _last_question(self) -> str:
+        session = self.chat.session
+        users = [m.content for m in session.messages if m.role == "user"] if session else []
+        return users[-1] if users else ""
 
     def _document_budget(self) -> int:
         """Tokens for document passages: a third of the context, within sensible bounds."""
@@ -188,18 +213,6 @@ class ChatPage(QStackedWidget):
         own = session.conversation.options.num_ctx if session else None
         available = own or (self._defaults.context if self._defaults else None) or 2048
         return max(256, min(available // 3, 4096))
-
-    def _edit(self, message_id: str, text: str) -> None:
-        self.settings.flush()
-        self.status.clear()
-        if self.chat.edit(message_id, text):
-            self.composer.clear_sent()
-            self.transcript.follow_end()
-
-    def _asked(self, asked: bool) -> None:
-        """A new reply was asked for from the transcript (Regenerate, Continue): show it."""
-        if asked:
-            self.transcript.follow_end()
 
     def _opened(self, session: ChatSession | None) -> None:
         self.composer.cancel_edit()
