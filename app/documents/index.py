@@ -8,6 +8,7 @@ transaction, so an interrupted indexing run never leaves half a file behind.
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 from collections.abc import Sequence
@@ -123,9 +124,17 @@ def location(page: int | None, line_start: int, line_end: int) -> str:
     return f"page {page}, {lines}" if page is not None else lines
 
 
+def _make_private(path: Path) -> None:
+    """The index holds the documents' text: readable by its user only (0600 in a 0700 folder
+    when the folder is new), whatever the umask; SQLite gives -wal and -shm the same mode."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    path.chmod(0o600)
+
+
 class DocumentIndex:
     def __init__(self, path: Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _make_private(path)
         self.path = path
         self._conn = sqlite3.connect(path, check_same_thread=False)
         self._conn.executescript(SCHEMA)

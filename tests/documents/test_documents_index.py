@@ -121,3 +121,16 @@ def test_sqlite_vec_and_numpy_rank_alike(tmp_path):
     with_extension = index.nearest(query, 5)
     index.vectors.backend = "numpy"
     assert index.nearest(query, 5) == with_extension
+
+
+def test_the_index_is_readable_by_its_user_only(tmp_path):
+    old = os.umask(0o022)
+    try:
+        index = DocumentIndex(tmp_path / "documents" / "chat.sqlite3")
+        for _ in Indexer(index).run([write_corpus(tmp_path / "docs")]):
+            pass
+    finally:
+        os.umask(old)
+    files = list((tmp_path / "documents").iterdir())
+    assert files and all(f.stat().st_mode & 0o777 == 0o600 for f in files)
+    assert (tmp_path / "documents").stat().st_mode & 0o777 == 0o700

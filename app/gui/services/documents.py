@@ -136,10 +136,12 @@ class DocumentsService(QObject):
             self._pending[chat_id] = tuple(SourceRef.of(p) for p in context.sources)
             then(context)
 
+        def failed(error: Exception) -> None:  # say why, and ask without passages
+            self.failed.emit(chat_id, f"Could not search the documents: {error}")
+            then(DocumentContext("", ()))
+
         self._net.call(
-            lambda: build_context(self._search(chat_id, question), budget_tokens),
-            found,
-            lambda exc: (self.failed.emit(chat_id, str(exc)), then(DocumentContext("", ()))),
+            lambda: build_context(self._search(chat_id, question), budget_tokens), found, failed
         )
 
     def reply_started(self, chat_id: str, reply_id: str) -> None:
@@ -156,6 +158,12 @@ class DocumentsService(QObject):
 
     def shutdown(self) -> None:
         self._indexing.shutdown(wait_ms=500)
+        self._disk.call(self._close_db)  # after the writes already queued
+
+    def _close_db(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
 
     # internals (the ones named _run or _search run on worker threads)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence, QShortcut
@@ -175,7 +176,7 @@ class ChatPage(QStackedWidget):
         self._ask(self._last_question(), self.chat.regenerate, self.transcript.follow_end)
 
     def _continue(self, message_id: str) -> None:
-        ask = lambda c: self.chat.continue_reply(message_id, c)  # noqa: E731
+        ask = partial(self.chat.continue_reply, message_id)
         self._ask(self._last_question(), ask, self.transcript.follow_end)
 
     def _sent(self) -> None:
