@@ -184,6 +184,8 @@ class Shooter:
         self.snap("chat-memory")
         scenes.picture_chat(self)
         self.snap("chat-picture")
+        scenes.documents_chat(self)
+        self.snap("chat-documents")
 
         window.show_page("Models")
         page = window.models_page

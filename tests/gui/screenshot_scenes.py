@@ -201,6 +201,41 @@ def picture_chat(shot) -> None:
     ask(shot, "What is in this picture?")
 
 
+DOCUMENTS = {
+    "turbine-manual.md": "# Turbine T-200 manual\n\nInspect each blade every 400 operating "
+    "hours.\nReplace the pitch bearing grease every 2,000 hours.\nStop the rotor before any "
+    "inspection; lock it with the rotor pin.",
+    "site-visit-2024.txt": "Site visit, March 2024: tower 3 shows light erosion on blade B. "
+    "Next visit planned for September.",
+    "safety.html": "<h1>Safety</h1><p>Two people on every climb. Wind above 15 m/s: no climbing."
+    "</p>",
+}
+
+
+def documents_chat(shot) -> None:
+    """A folder of notes attached to a new chat, indexed, and a question whose reply cites
+    the manual."""
+    from tests.documents.files import write_pdf
+
+    open_new_chat(shot, "tiny-demo:latest")
+    page = shot.window.chat_page
+    page.settings_button.setChecked(False)
+    page.settings.max_tokens.setValue(40)
+    page.settings.flush()
+    folder = shot.folder / "Wind farm notes"
+    folder.mkdir()
+    for name, text in DOCUMENTS.items():
+        (folder / name).write_text(text)
+    write_pdf(folder / "maintenance-log.pdf", ["Maintenance log", "Blade B resealed in May."])
+    documents = shot.window.services.documents
+    page.documents.attach([folder])
+    chat_id = shot.window.services.chat.session.conversation.id
+    shot.wait(lambda: page.documents.chat_id == chat_id and chat_id not in documents.busy)
+    shot.wait(lambda: "passages" in page.documents.summary.text())
+    ask(shot, "How often should each blade be inspected?")
+    shot.wait(lambda: "Sources:" in page.transcript.toPlainText())
+
+
 def discover_search(shot) -> None:
     """A search, a repository picked, one of its quantizations selected."""
     hub, discover = shot.window.services.hub, shot.window.discover_page

@@ -15,6 +15,7 @@ from PySide6.QtCore import QObject
 
 from app.gui.services.chat import ChatController
 from app.gui.services.daemon_monitor import DaemonMonitor
+from app.gui.services.documents import DocumentsService
 from app.gui.services.downloads import DownloadService
 from app.gui.services.found_models import FoundModels
 from app.gui.services.hub import HubService
@@ -28,6 +29,7 @@ __all__ = ["Services", "build_services"]
 
 HISTORY_FILE = "chats.sqlite3"
 PRESETS_FILE = "presets.json"
+DOCUMENTS_FOLDER = "documents"  # one index per chat with documents
 
 
 @dataclass(eq=False)
@@ -43,6 +45,7 @@ class Services:
     chat: ChatController
     presets: PresetService
     found: FoundModels  # models already on this computer, in other apps' folders
+    documents: DocumentsService
     _held: list[str] = field(default_factory=list)  # pulls to resume after a restart
 
     def start(self) -> None:
@@ -55,6 +58,7 @@ class Services:
         self.monitor.stop()
         self.downloads.stop()
         self.chat.shutdown()
+        self.documents.shutdown()
         self.net.shutdown(wait_ms=200)
         self.disk.shutdown(wait_ms=3000, drop_queued=False)  # the last history writes land
 
@@ -101,9 +105,20 @@ def build_services(
         chat=ChatController(gateway, net, disk, Path(data_dir) / HISTORY_FILE, parent),
         presets=PresetService(Path(data_dir) / PRESETS_FILE, disk, parent),
         found=FoundModels(gateway, net, parent),
+        documents=DocumentsService(
+            gateway,
+            net,
+            disk,
+            Path(data_dir) / HISTORY_FILE,
+            Path(data_dir) / DOCUMENTS_FOLDER,
+            parent,
+        ),
     )
     services.found.added.connect(lambda _name: services.library.refresh())
     services.monitor.came_up.connect(services._daemon_up)
     services.server.switching.connect(services._hold_pulls)
     services.downloads.finished.connect(lambda _name: services.library.refresh())
+    services.library.changed.connect(lambda _models: services.documents.models_changed())
+    services.chat.reply_started.connect(services.documents.reply_started)
+    services.chat.deleted.connect(services.documents.forget)
     return services

@@ -42,6 +42,8 @@ class ChatController(QObject):
     transcript_changed = Signal()  # the open chat's messages changed
     streaming_changed = Signal(bool)
     reply_finished = Signal(object)  # Message (stats, or an error with a hint)
+    reply_started = Signal(str, str)  # chat id, the new reply's id
+    deleted = Signal(str)  # chat id: what else belongs to it can go too
     error = Signal(str)
 
     def __init__(
@@ -137,6 +139,7 @@ class ChatController(QObject):
             live[1].cancel()
         self.conversations.remove(conversation_id)
         self._history.delete(conversation_id)
+        self.deleted.emit(conversation_id)
         if self.session is not None and self.session.conversation.id == conversation_id:
             self.session = None
             self.open_first()
@@ -149,30 +152,31 @@ class ChatController(QObject):
 
     # the conversation
 
-    def send(self, text: str, images: tuple[Path, ...] = ()) -> bool:
+    def send(self, text: str, images: tuple[Path, ...] = (), context: str = "") -> bool:
         """Ask in the open chat; False (with ``error``) when it cannot be sent now.
-        Image files are read and encoded on the disk worker."""
+        Image files are read and encoded on the disk worker. ``context`` (passages from the
+        chat's documents) goes with this question only, in the system prompt."""
         if self.session is None:
             self.new_chat()
         session = self.session
         if not images:
-            return self._ask(lambda s: s.send(text), session)
+            return self._ask(lambda s: s.send(text), session, context)
         if not self._can_ask(session):
             return False
         self._disk.call(
             lambda: tuple(base64.b64encode(Path(p).read_bytes()).decode() for p in images),
-            lambda encoded: self._ask(lambda s: s.send(text, encoded), session),
+            lambda encoded: self._ask(lambda s: s.send(text, encoded), session, context),
             self._report,
         )
         return True
 
-    def regenerate(self) -> bool:
+    def regenerate(self, context: str = "") -> bool:
         """A new version of the last reply (the earlier ones stay, "< 1/2 >")."""
-        return self._ask(lambda s: s.regenerate())
+        return self._ask(lambda s: s.regenerate(), context=context)
 
-    def continue_reply(self, message_id: str) -> bool:
+    def continue_reply(self, message_id: str, context: str = "") -> bool:
         """Write more of a reply that the token limit or Stop cut off."""
-        return self._ask(lambda s: s.continue_reply(message_id))
+        return self._ask(lambda s: s.continue_reply(message_id), context=context)
 
     def delete_message(self, message_id: str) -> bool:
         return self._change(lambda s: s.delete(message_id))
@@ -180,8 +184,8 @@ class ChatController(QObject):
     def show_version(self, message_id: str, version: int) -> bool:
         return self._change(lambda s: s.show_version(message_id, version))
 
-    def edit(self, message_id: str, text: str) -> bool:
-        return self._ask(lambda s: s.edit(message_id, text))
+    def edit(self, message_id: str, text: str, context: str = "") -> bool:
+        return self._ask(lambda s: s.edit(message_id, text), context=context)
 
     def stop(self) -> None:
         session = self.session
@@ -213,7 +217,9 @@ class ChatController(QObject):
             return False
         return True
 
-    def _ask(self, change: Callable[[ChatSession], Persist], session=None) -> bool:
+    def _ask(
+        self, change: Callable[[ChatSession], Persist], session=None, context: str = ""
+    ) -> bool:
         session = session or self.session
         if not self._can_ask(session):
             return False
@@ -223,7 +229,7 @@ class ChatController(QObject):
             self.error.emit(str(exc))
             return False
         self._write(persist)
-        self._stream(session)
+        self._stream(session, context)
         return True
 
     def _change(self, change: Callable[[ChatSession], Persist]) -> bool:
@@ -243,9 +249,9 @@ class ChatController(QObject):
         self.transcript_changed.emit()
         return True
 
-    def _stream(self, session: ChatSession) -> None:
+    def _stream(self, session: ChatSession, context: str = "") -> None:
         reply_id, c = session.reply_id, session.conversation
-        turns = session.turns()
+        turns = session.turns(context)
         think, truncate = think_request(c.think), c.memory.truncates
         job = self._net.stream(
             lambda: self._gateway.chat(
@@ -256,6 +262,7 @@ class ChatController(QObject):
             lambda exc: self._failed(session, reply_id, exc),
         )
         self._live[c.id] = (session, job)
+        self.reply_started.emit(c.id, reply_id)
         self.transcript_changed.emit()
         self.streaming_changed.emit(True)
 

@@ -266,6 +266,10 @@ class Gateway:
         )
         return flatten(chunks)
 
+    def embed(self, model: str, texts: Sequence[str]) -> list[list[float]]:
+        """``model``'s vectors for ``texts`` (``/api/embed``), for document search."""
+        return call(lambda: self._long().embed(model, list(texts)).embeddings)
+
     # the hub
 
     def hub_catalog(self) -> tuple[CatalogModel, ...]:

@@ -25,6 +25,7 @@ from app.gui.services.bundle import Services
 from app.gui.state.chat.session import ChatSession
 from app.gui.views.chat_page import ChatPage
 from app.gui.views.discover_page import DiscoverPage
+from app.gui.views.documents_bar import DocumentsBar
 from app.gui.views.downloads_page import DownloadsPage
 from app.gui.views.found_panel import FoundPanel
 from app.gui.views.import_dialog import ask_import_name
@@ -61,7 +62,10 @@ class MainWindow(QMainWindow):
         self.setWindowIcon(self.icons.app_icon())
         s = services
         self.welcome = WelcomePage()
-        self.chat_page = ChatPage(s.chat, s.library, self.welcome, self.icons)
+        documents = DocumentsBar(
+            s.documents, s.downloads.pull, lambda: [m.name for m in s.library.models()]
+        )
+        self.chat_page = ChatPage(s.chat, s.library, self.welcome, self.icons, documents=documents)
         self.models_page = ModelsPage(s.library)
         self.found_panel = FoundPanel(s.found)
         self.models_page.add_panel(self.found_panel)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+from collections.abc import Callable
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QGuiApplication, QImage
@@ -38,6 +39,7 @@ class Transcript(QTextBrowser):
     delete_requested = Signal(str)  # message id
     version_requested = Signal(str, int)  # reply id, the version to show
     copied = Signal(str)  # what was copied, for a status message
+    source_requested = Signal(str)  # "<reply id>:<number>": a citation was clicked
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -56,6 +58,7 @@ class Transcript(QTextBrowser):
         self._streaming = False
         self._memory = ChatMemory()  # where the model's memory starts (a long chat)
         self._summary_open = False
+        self.annotate: Callable[[Message], str] | None = None  # HTML under a message (citations)
         self.follower = BottomFollower(self.verticalScrollBar(), self)
         self._timer = QTimer(self, singleShot=True, interval=_FRAME_MS)
         self._timer.timeout.connect(self._render)
@@ -106,6 +109,8 @@ class Transcript(QTextBrowser):
             )
             for i, m in enumerate(self._messages)
         ]
+        if self.annotate is not None:
+            blocks = [b + self.annotate(m) for b, m in zip(blocks, self._messages, strict=True)]
         with self.follower.redrawing():
             self.setHtml("".join(blocks) or EMPTY)
 
@@ -183,6 +188,8 @@ class Transcript(QTextBrowser):
             self._summary_open = not self._summary_open
             self.follower.hold()
             self._render()
+        elif kind == "source":
+            self.source_requested.emit(arg)
         elif kind == "thinking":
             self._thinking_open ^= {arg}
             self.follower.hold()  # read it from here, not from its end

@@ -73,6 +73,21 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE conversations ADD COLUMN memory TEXT NOT NULL DEFAULT '{}';
     """,
+    # 7: documents attached to a chat (files and folders), and the numbered sources each reply
+    # was given (its citations); both go with their chat or message
+    """
+    CREATE TABLE conversation_documents (
+        conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+        path TEXT NOT NULL,
+        added_at REAL NOT NULL,
+        PRIMARY KEY (conversation_id, path)
+    );
+    CREATE TABLE message_sources (
+        message_id TEXT PRIMARY KEY,
+        conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+        sources TEXT NOT NULL
+    );
+    """,
 )
 
 

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
+from app.gui.state.chat.context_turns import with_context
 from app.gui.state.chat.errors import explain
 from app.gui.state.chat.memory import memory_start
 from app.gui.state.chat.memory_turns import system_turns
@@ -67,6 +68,7 @@ class ChatSession:
         # cut-off reply it continues (``_continuing``); None for a plain answer
         self._previous: Message | None = None
         self._continuing = False
+        self._context = ""  # the documents' passages the reply in progress was given
 
     @property
     def conversation(self) -> Conversation:
@@ -96,16 +98,18 @@ class ChatSession:
         """The reply in progress measured so far (None when nothing streams)."""
         return self._meter.live() if self.streaming else None
 
-    def turns(self) -> tuple[ChatTurn, ...]:
-        """What the model gets: the system prompt (and the summary of what it no longer sees)
-        and every reply that did not fail; when continuing, the cut-off reply last, for the
-        model to carry on from."""
+    def turns(self, context: str = "") -> tuple[ChatTurn, ...]:
+        """What the model gets: the system prompt (with ``context``, the documents' passages
+        for this reply, and the summary of what it no longer sees) and every reply that did
+        not fail; when continuing, the cut-off reply last, for the model to carry on from."""
+        self._context = context
         return tuple(turn for turn, _ in self._sent())
 
     def _sent(self) -> list[tuple[ChatTurn, str]]:
-        """The turns sent, each with its message's id ("" for the system prompt)."""
+        """The turns sent, each with its message's id ("" for the system prompt): the daemon
+        says where the model's memory starts by an index into these."""
         head = system_turns(self._conversation.system_prompt, self._conversation.memory)
-        sent = [(turn, "") for turn in head]
+        sent = [(turn, "") for turn in with_context(head, self._context)]
         sent += [
             (ChatTurn(m.role, m.content, m.images, m.thinking), m.id)
             for m in self._messages
