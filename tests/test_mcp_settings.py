@@ -38,7 +38,7 @@ WEB = ServerConfig("web", url="http://127.0.0.1:9000/mcp", enabled=False)
 def test_servers_round_trip_with_the_token_in_the_keyring_not_the_file(tmp_path):
     keyring = DictKeyring()
     store = McpSettingsStore(tmp_path, keyring_backend=keyring)
-    settings = McpSettings((GITHUB, WEB)).allowing("github", "search")
+    settings = McpSettings((GITHUB, WEB), require_call=True).allowing("github", "search")
     store.save(settings)
 
     text = (tmp_path / FILE_NAME).read_text()
@@ -49,7 +49,7 @@ def test_servers_round_trip_with_the_token_in_the_keyring_not_the_file(tmp_path)
 
     store.save(settings.with_servers([WEB]))  # removing a server forgets its secret and trust
     assert keyring.secrets == {}
-    assert store.load() == McpSettings((WEB,))
+    assert store.load() == McpSettings((WEB,), require_call=True)
 
 
 def test_without_a_keyring_the_token_goes_to_a_private_file_of_its_own(tmp_path):

@@ -12,7 +12,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,9 @@ _VERSION = 1
 class McpSettings:
     servers: tuple[ServerConfig, ...] = ()
     allowed: frozenset[tuple[str, str]] = field(default_factory=frozenset)  # (server, tool)
+    # ask models to call a tool first in every answer (the daemon's grammar makes them): for
+    # small models that do not call tools on their own
+    require_call: bool = False
 
     def server(self, name: str) -> ServerConfig | None:
         return next((s for s in self.servers if s.name == name), None)
@@ -40,14 +43,15 @@ class McpSettings:
         return (server, tool) in self.allowed
 
     def allowing(self, server: str, tool: str) -> McpSettings:
-        return McpSettings(self.servers, self.allowed | {(server, tool)})
+        return replace(self, allowed=self.allowed | {(server, tool)})
 
     def with_servers(self, servers: Iterable[ServerConfig]) -> McpSettings:
         servers = tuple(servers)
         names = {s.name for s in servers}
         if len(names) != len(servers):
             raise ValueError("two servers cannot have the same name")
-        return McpSettings(servers, frozenset(a for a in self.allowed if a[0] in names))
+        allowed = frozenset(a for a in self.allowed if a[0] in names)
+        return replace(self, servers=servers, allowed=allowed)
 
 
 def _secret(name: str) -> Credential:
@@ -73,7 +77,7 @@ class McpSettingsStore:
             allowed = frozenset((str(a[0]), str(a[1])) for a in document.get("allowed", ()))
         except (KeyError, TypeError, ValueError, IndexError):
             return self._set_aside()
-        return McpSettings(servers, allowed)
+        return McpSettings(servers, allowed, bool(document.get("require_call", False)))
 
     def save(self, settings: McpSettings) -> None:
         before = self._names()
@@ -90,6 +94,7 @@ class McpSettingsStore:
             "version": _VERSION,
             "servers": [s.to_json() for s in settings.servers],
             "allowed": sorted(list(a) for a in settings.allowed),
+            "require_call": settings.require_call,
         }
         self._write(json.dumps(document, indent=2, ensure_ascii=False))
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject
 
 from app.gui.services.chat import ChatController
+from app.gui.services.chat_tools import ChatTools
 from app.gui.services.daemon_monitor import DaemonMonitor
 from app.gui.services.downloads import DownloadService
 from app.gui.services.hub import HubService
@@ -41,18 +42,21 @@ class Services:
     server: ServerService
     chat: ChatController
     presets: PresetService
+    tools: ChatTools
     _held: list[str] = field(default_factory=list)  # pulls to resume after a restart
 
     def start(self) -> None:
         """Read the chat list and begin watching the daemon; returns at once."""
         self.chat.load()
         self.presets.load()
+        self.tools.load()
         self.monitor.start()
 
     def shutdown(self) -> None:
         self.monitor.stop()
         self.downloads.stop()
         self.chat.shutdown()
+        self.tools.shutdown()
         self.net.shutdown(wait_ms=200)
         self.disk.shutdown(wait_ms=3000, drop_queued=False)  # the last history writes land
 
@@ -86,6 +90,7 @@ def build_services(
 ) -> Services:
     net = Workers(max_threads=12, parent=parent)
     disk = Workers(max_threads=1, parent=parent)
+    tools = ChatTools(gateway, net, Path(data_dir), parent)
     monitor = DaemonMonitor(gateway, net, interval_ms=poll_ms, autostart=autostart, parent=parent)
     services = Services(
         gateway=gateway,
@@ -96,8 +101,9 @@ def build_services(
         downloads=DownloadService(gateway, net, poll_ms=min(poll_ms, 1500), parent=parent),
         hub=HubService(gateway, net, parent),
         server=ServerService(gateway, net, monitor, remember_lan, parent, remember_port),
-        chat=ChatController(gateway, net, disk, Path(data_dir) / HISTORY_FILE, parent),
+        chat=ChatController(gateway, net, disk, Path(data_dir) / HISTORY_FILE, parent, tools),
         presets=PresetService(Path(data_dir) / PRESETS_FILE, disk, parent),
+        tools=tools,
     )
     services.monitor.came_up.connect(services._daemon_up)
     services.server.switching.connect(services._hold_pulls)

@@ -23,10 +23,12 @@ from app.gui.item_models.conversations import (
     ConversationListModel,
 )
 from app.gui.services.chat_history import ChatHistory
+from app.gui.services.chat_tools import ChatTools
 from app.gui.state.chat.errors import explain
 from app.gui.state.chat.records import ChatOptions, Conversation, Message, new_id
 from app.gui.state.chat.session import ChatSession, Persist
 from app.gui.state.chat.thinking import think_request
+from app.gui.state.chat.tool_calls import rounds_so_far
 from app.gui.state.gateway import Gateway
 from app.gui.state.records import ChatDelta, ChatDone
 from app.gui.workers import Job, Workers
@@ -49,9 +51,11 @@ class ChatController(QObject):
         disk: Workers,
         db_path: Path,
         parent: QObject | None = None,
+        tools: ChatTools | None = None,
     ):
         super().__init__(parent)
         self._gateway, self._net, self._disk = gateway, net, disk
+        self.tools = tools  # MCP tools offered to models that call tools (``chat_tools.py``)
         self._history = ChatHistory(disk, db_path, self._report)
         self.conversations = ConversationListModel(parent=self)
         self.conversations.edited.connect(lambda c: self._apply(c, touch=False))
@@ -170,6 +174,11 @@ class ChatController(QObject):
     def edit(self, message_id: str, text: str) -> bool:
         return self._ask(lambda s: s.edit(message_id, text))
 
+    def decide_tool(self, call_id: str, choice: str) -> None:
+        """The user's answer to a tool call of the open chat: approve, always, deny."""
+        if self.session is not None and self.tools is not None:
+            self.tools.decide(self.session, call_id, choice, self._show_write, self._resume)
+
     def stop(self) -> None:
         session = self.session
         if session is None or not session.streaming:
@@ -234,8 +243,12 @@ class ChatController(QObject):
         reply_id, c = session.reply_id, session.conversation
         turns = session.turns()
         think = think_request(c.think)
+        tools, rounds = self.tools, rounds_so_far(session.messages[:-1])
+        offer = (lambda: tools.request(c.model, rounds)) if tools is not None else dict
         job = self._net.stream(
-            lambda: self._gateway.chat(c.model, turns, c.options.to_options(), think=think),
+            lambda: self._gateway.chat(
+                c.model, turns, c.options.to_options(), think=think, **offer()
+            ),
             lambda event: self._event(session, reply_id, event),
             lambda _: self._ended(session, reply_id),
             lambda exc: self._failed(session, reply_id, exc),
@@ -272,6 +285,16 @@ class ChatController(QObject):
             self.transcript_changed.emit()
             self.streaming_changed.emit(False)
             self.reply_finished.emit(session.messages[-1])
+        if self.tools is not None and session.pending_calls:
+            self.tools.review(session, self._show_write, self._resume)
+
+    def _show_write(self, persist: Persist) -> None:
+        self._write(persist)
+        self.transcript_changed.emit()
+
+    def _resume(self, session: ChatSession) -> None:
+        """Every tool call has its answer: the model goes on."""
+        self._ask(lambda s: s.resume(), session)
 
     def _write(self, persist: Persist) -> None:
         if persist.conversation is not None:

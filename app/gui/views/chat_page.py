@@ -130,6 +130,7 @@ class ChatPage(QStackedWidget):
         )
         self.transcript.delete_requested.connect(chat.delete_message)
         self.transcript.version_requested.connect(chat.show_version)
+        self.transcript.tool_decided.connect(chat.decide_tool)
         self.transcript.copied.connect(self.status.setText)
         self.settings.changed.connect(chat.apply_settings)
         self.settings.think_changed.connect(chat.set_think)

@@ -36,6 +36,7 @@ class Transcript(QTextBrowser):
     delete_requested = Signal(str)  # message id
     version_requested = Signal(str, int)  # reply id, the version to show
     copied = Signal(str)  # what was copied, for a status message
+    tool_decided = Signal(str, str)  # a tool call's id, "approve" | "always" | "deny"
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -93,6 +94,7 @@ class Transcript(QTextBrowser):
                 streaming=self._streaming and i == count - 1,
                 expanded=m.id in self._expanded,
                 thinking_open=m.id in self._thinking_open,
+                open_results=self._expanded,
             )
             for i, m in enumerate(self._messages)
         ]
@@ -162,6 +164,9 @@ class Transcript(QTextBrowser):
             message_id, _, number = arg.partition(":")
             if number.isdigit():
                 self.version_requested.emit(message_id, int(number))
+        elif kind == "tool":
+            call_id, _, choice = arg.partition(":")
+            self.tool_decided.emit(call_id, choice)
         elif kind == "unfold":
             self._expanded.add(arg)
             self.follower.hold()  # read it from here, not from its end

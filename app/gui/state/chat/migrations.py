@@ -68,6 +68,10 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE message_versions ADD COLUMN thinking_seconds REAL;
     ALTER TABLE conversations ADD COLUMN think TEXT NOT NULL DEFAULT '';
     """,
+    # 6: the tools a reply called through MCP: each call's arguments, approval and result
+    """
+    ALTER TABLE messages ADD COLUMN tool_calls TEXT NOT NULL DEFAULT '[]';
+    """,
 )
 
 

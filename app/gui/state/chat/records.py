@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.gui.state.chat.stats import ReplyStats
+from app.gui.state.chat.tool_calls import ToolCall
 
 __all__ = ["DEFAULT_TITLE", "ChatOptions", "Conversation", "Message", "ReplyStats", "new_id"]
 
@@ -77,6 +78,7 @@ class Message:
     # took (None while it goes on, or when there was none)
     thinking: str = ""
     thinking_seconds: float | None = None
+    tool_calls: tuple[ToolCall, ...] = ()  # the tools this reply called (``tool_calls.py``)
 
     @property
     def failed(self) -> bool:

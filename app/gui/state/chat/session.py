@@ -17,6 +17,7 @@ from app.gui.state.chat.errors import explain
 from app.gui.state.chat.records import DEFAULT_TITLE, Conversation, Message, new_id
 from app.gui.state.chat.stats import ReplyMeter, ReplyStats
 from app.gui.state.chat.thinking import ThinkingClock
+from app.gui.state.chat.tool_calls import ToolCall, tool_turns
 from app.gui.state.gateway import ChatTurn
 from app.gui.state.records import ChatDelta, ChatDone
 
@@ -59,6 +60,7 @@ class ChatSession:
         self._reply_id: str | None = None
         self._parts: list[str] = []
         self._thoughts: list[str] = []
+        self._calls: list[ToolCall] = []
         self._meter = ReplyMeter(clock)
         self._thinking = ThinkingClock(clock)
         # what the reply in progress builds on: the reply it is a new version of, or the
@@ -100,9 +102,14 @@ class ChatSession:
         system = self._conversation.system_prompt.strip()
         head = (ChatTurn("system", system),) if system else ()
         body = tuple(
-            ChatTurn(m.role, m.content, m.images, m.thinking)
+            turn
             for m in self._messages
             if not m.failed
+            for turn in (
+                tool_turns(m.role, m.content, m.thinking, m.tool_calls)
+                if m.tool_calls
+                else (ChatTurn(m.role, m.content, m.images, m.thinking),)
+            )
         )
         previous = self._previous
         tail = ()
@@ -193,6 +200,8 @@ class ChatSession:
         if event.content:
             self._thinking.answered()
             self._parts.append(event.content)
+        for name, arguments in event.tool_calls:
+            self._calls.append(ToolCall(new_id(), name, arguments))
         self._meter.piece(event.content or event.thinking)
         return None
 
@@ -212,6 +221,30 @@ class ChatSession:
             return None
         return self._finish(None)
 
+    @property
+    def pending_calls(self) -> tuple[ToolCall, ...]:
+        """The last reply's tool calls that wait for the user's approval."""
+        last = self._messages[-1] if self._messages and not self.streaming else None
+        return tuple(c for c in last.tool_calls if c.status == "pending") if last else ()
+
+    def settle(self, call_id: str, status: str, result: str = "") -> Persist:
+        """A tool call of the last reply approved (``running``), answered, failed or denied."""
+        last = self._messages[-1] if self._messages else None
+        if last is None or not any(c.id == call_id for c in last.tool_calls):
+            raise ValueError("that tool call is no longer waiting")
+        calls = tuple(c.settle(status, result) if c.id == call_id else c for c in last.tool_calls)
+        self._messages[-1] = replace(last, tool_calls=calls)
+        return Persist(self._conversation, None, ((len(self._messages) - 1, self._messages[-1]),))
+
+    def resume(self) -> Persist:
+        """Let the model go on once every tool call of the last reply has its answer."""
+        self._ensure_idle()
+        last = self._messages[-1] if self._messages else None
+        if last is None or not last.tool_calls or not all(c.settled for c in last.tool_calls):
+            raise ValueError("the last reply's tool calls are not all answered yet")
+        self._begin()
+        return Persist(self._conversation)
+
     def _index(self, message_id: str) -> int:
         index = next((i for i, m in enumerate(self._messages) if m.id == message_id), None)
         if index is None:
@@ -224,6 +257,7 @@ class ChatSession:
 
     def _begin(self, previous: Message | None = None, continuing: bool = False) -> None:
         self._reply_id, self._parts, self._thoughts = new_id(), [], []
+        self._calls = []
         self._meter = ReplyMeter(self._clock)
         earlier = previous.thinking_seconds if continuing and previous is not None else None
         self._thinking = ThinkingClock(self._clock, earlier or 0.0)
@@ -254,6 +288,7 @@ class ChatSession:
             created_at=self._wall(),
             thinking=thinking,
             thinking_seconds=seconds,
+            tool_calls=tuple(self._calls),
         )
         if previous is None:
             return reply

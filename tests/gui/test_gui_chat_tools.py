@@ -1,0 +1,68 @@
+"""Tool calls in a chat's state: collected from the stream, approved or denied one by one,
+sent back to the model as "tool" messages, and kept in the history (schema step 6)."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.gui.state.chat.records import Conversation
+from app.gui.state.chat.session import ChatSession
+from app.gui.state.chat.store import ConversationStore
+from app.gui.state.chat.tool_calls import DENIED, DONE, RUNNING, ToolCall, rounds_so_far
+from app.gui.state.records import ChatDelta, ChatDone
+
+
+def _called(session: ChatSession):
+    session.send("note this")
+    reply = session.reply_id
+    session.add(reply, ChatDelta("", "", (("notes__note", {"text": "milk"}),)))
+    session.add(reply, ChatDelta("", "", (("notes__big", {"size": 3}),)))
+    return session.add(reply, ChatDone("stop"))
+
+
+def test_calls_wait_for_approval_then_go_back_to_the_model_as_tool_messages():
+    session = ChatSession(Conversation("c1", model="tiny"))
+    _called(session)
+    first, second = session.pending_calls
+    assert (first.name, first.arguments) == ("notes__note", {"text": "milk"})
+    with pytest.raises(ValueError, match="not all answered"):
+        session.resume()
+
+    session.settle(first.id, RUNNING)
+    session.settle(first.id, DONE, "noted: milk")
+    session.settle(second.id, DENIED)
+    assert session.pending_calls == ()
+    session.resume()
+    turns = session.turns()
+    assert [t.role for t in turns] == ["user", "assistant", "tool", "tool"]
+    assert turns[1].tool_calls == (("notes__note", {"text": "milk"}), ("notes__big", {"size": 3}))
+    assert (turns[2].tool_name, turns[2].content) == ("notes__note", "noted: milk")
+    assert turns[3].content == "The user did not allow this tool call."
+    assert rounds_so_far(session.messages[:-1]) == 1
+
+
+def test_tool_calls_and_their_results_are_kept_with_the_chat(tmp_path):
+    store = ConversationStore(tmp_path / "history.db")
+    conversation = Conversation("c1", model="tiny")
+    store.save_conversation(conversation)
+    session = ChatSession(conversation)
+    for persist in (session.send("note this"),):
+        store.save_message("c1", *persist.messages[0])
+    reply = session.reply_id
+    session.add(reply, ChatDelta("", "", (("notes__note", {"text": "milk"}),)))
+    position, message = session.add(reply, ChatDone()).messages[0]
+    store.save_message("c1", position, message)
+    call = session.pending_calls[0]
+    store.save_message("c1", *session.settle(call.id, DONE, "noted: milk").messages[0])
+    store.close()
+
+    again = ConversationStore(tmp_path / "history.db")
+    saved = again.messages("c1")[-1].tool_calls
+    again.close()
+    assert saved == (ToolCall(call.id, "notes__note", {"text": "milk"}, DONE, "noted: milk"),)
+
+
+def test_a_call_running_when_the_app_closed_comes_back_failed():
+    data = ToolCall("1", "notes__note", {}, RUNNING).to_json()
+    restored = ToolCall.from_json(data)
+    assert restored.status == "failed" and "closed" in restored.result
