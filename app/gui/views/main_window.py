@@ -30,6 +30,7 @@ from app.gui.views.import_dialog import ask_import_name
 from app.gui.views.models_page import ModelsPage
 from app.gui.views.server_page import ServerPage
 from app.gui.views.status import DaemonIndicator
+from app.gui.views.tools_page import ToolsPage
 from app.gui.views.welcome import WelcomePage
 
 __all__ = ["PAGES", "MainWindow"]
@@ -40,6 +41,7 @@ PAGES = (
     ("Discover", "discover"),
     ("Downloads", "downloads"),
     ("Server", "server"),
+    ("Tools", "tools"),
 )
 _MESSAGE_MS = 8000
 
@@ -65,6 +67,7 @@ class MainWindow(QMainWindow):
         self.discover_page = DiscoverPage(s.hub)
         self.downloads_page = DownloadsPage(s.downloads)
         self.server_page = ServerPage(s.server, base_url) if base_url else ServerPage(s.server)
+        self.tools_page = ToolsPage(s.tools)
         self.pages = QStackedWidget()
         for page in (
             self.chat_page,
@@ -72,6 +75,7 @@ class MainWindow(QMainWindow):
             self.discover_page,
             self.downloads_page,
             self.server_page,
+            self.tools_page,
         ):
             self.pages.addWidget(page)
         self.nav = QListWidget(objectName="nav")
@@ -118,7 +122,7 @@ class MainWindow(QMainWindow):
         s.downloads.finished.connect(self._download_finished)
         s.chat.loaded.connect(self._open_last_chat)
         s.chat.opened.connect(self._remember_chat)
-        for source in (s.library.error, s.downloads.error, s.server.error):
+        for source in (s.library.error, s.downloads.error, s.server.error, s.tools.error):
             source.connect(self.message)
         self.welcome.pull_requested.connect(self._pull)
         self.welcome.import_requested.connect(self._import)
