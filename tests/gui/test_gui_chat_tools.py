@@ -66,3 +66,31 @@ def test_a_call_running_when_the_app_closed_comes_back_failed():
     data = ToolCall("1", "notes__note", {}, RUNNING).to_json()
     restored = ToolCall.from_json(data)
     assert restored.status == "failed" and "closed" in restored.result
+
+
+def _block(message):
+    from app.gui.views.transcript_html import BlockStyle, message_block
+
+    style = BlockStyle("tiny", "#eeeeee", lambda _m, text: text)
+    return message_block(message, style, last=True, streaming=False, expanded=False)
+
+
+def test_a_waiting_call_offers_approve_always_and_deny_and_shows_its_arguments_as_text():
+    from app.gui.state.chat.records import Message
+
+    call = ToolCall("c1", "files__read", {"path": "<b>notes</b>"})
+    shown = _block(Message("m1", "assistant", "", tool_calls=(call,)))
+    for choice in ("approve", "always", "deny"):
+        assert f"action:tool:c1:{choice}" in shown
+    assert "&lt;b&gt;notes&lt;/b&gt;" in shown and "<b>notes</b>" not in shown
+
+
+def test_a_long_result_is_folded_and_untrusted_text_stays_text():
+    from app.gui.state.chat.records import Message
+
+    result = "<script>x</script>\n" + "\n".join(f"line {n}" for n in range(400))
+    call = ToolCall("c1", "files__read", {}, DONE, result)
+    shown = _block(Message("m1", "assistant", "", tool_calls=(call,)))
+    assert "action:tool:" not in shown  # answered: nothing to approve
+    assert "<script>" not in shown and "&lt;script&gt;" in shown
+    assert "line 399" not in shown and "action:unfold:c1" in shown

@@ -43,7 +43,7 @@ def _result(call: ToolCall, expanded: bool) -> str:
     return f"<br><span style='color:gray;'>Result:</span><br><tt>{_plain(shown)}</tt>{link}"
 
 
-def _one(call: ToolCall, expanded: bool) -> str:
+def _one(call: ToolCall, expanded: bool, background: str) -> str:
     color, status = _STATUS.get(call.status, ("#067647", "Done"))
     head = (
         f"<b>🔧 {html.escape(call.name)}</b> "
@@ -58,10 +58,11 @@ def _one(call: ToolCall, expanded: bool) -> str:
             f"<a href='action:tool:{call.id}:deny'>Deny</a>"
         )
     return (
-        "<table width='100%' cellpadding='8' bgcolor='#f2f4f7' style='margin-bottom:4px;'>"
+        f"<table width='100%' cellpadding='8' bgcolor='{background}' style='margin-bottom:4px;'>"
         f"<tr><td>{head}{arguments}{_result(call, expanded)}{actions}</td></tr></table>"
     )
 
 
-def tool_calls_block(calls: tuple[ToolCall, ...], expanded: set[str]) -> str:
-    return "".join(_one(call, call.id in expanded) for call in calls)
+def tool_calls_block(calls: tuple[ToolCall, ...], expanded: set[str], background: str) -> str:
+    """``background``: the theme's colour for boxes (the user's bubble)."""
+    return "".join(_one(call, call.id in expanded, background) for call in calls)

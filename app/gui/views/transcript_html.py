@@ -60,7 +60,7 @@ def message_block(
         waiting = "<p><i>…</i></p>" if streaming and not m.thinking else ""
         body = _thinking(m, streaming, thinking_open)
         body += style.markdown(m, shown) if shown else ("" if m.tool_calls else waiting)
-        body += tool_calls_block(m.tool_calls, open_results or set())
+        body += tool_calls_block(m.tool_calls, open_results or set(), style.bubble)
     if folded.folded and not streaming:
         body += _fold_link(m.id, expanded, folded.hidden_lines)
     if m.failed:
