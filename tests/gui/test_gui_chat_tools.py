@@ -94,3 +94,13 @@ def test_a_long_result_is_folded_and_untrusted_text_stays_text():
     assert "action:tool:" not in shown  # answered: nothing to approve
     assert "<script>" not in shown and "&lt;script&gt;" in shown
     assert "line 399" not in shown and "action:unfold:c1" in shown
+
+
+def test_a_reply_that_called_tools_offers_no_continue():
+    from app.gui.state.chat.records import Message, ReplyStats
+
+    cut = ReplyStats(60, None, None, 1.0, done_reason="length")
+    assert Message("m1", "assistant", "text", stats=cut).can_continue
+    called = Message("m1", "assistant", "", stats=cut, tool_calls=(ToolCall("c1", "a__b"),))
+    assert not called.can_continue
+    assert "action:continue" not in _block(called)

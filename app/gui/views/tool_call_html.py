@@ -46,7 +46,7 @@ def _result(call: ToolCall, expanded: bool) -> str:
 def _one(call: ToolCall, expanded: bool, background: str) -> str:
     color, status = _STATUS.get(call.status, ("#067647", "Done"))
     head = (
-        f"<b>🔧 {html.escape(call.name)}</b> "
+        f"Tool call: <b>{html.escape(call.name)}</b> "
         f"<span style='color:{color};'>· {html.escape(status)}</span>"
     )
     arguments = f"<br><tt>{_plain(call.arguments_text())}</tt>"

@@ -86,10 +86,10 @@ class Message:
 
     @property
     def can_continue(self) -> bool:
-        """A reply cut off by the token limit or by Stop: "Continue" can write more of it."""
-        return (
-            self.role == "assistant" and not self.failed and bool(self.stats and self.stats.cut_off)
-        )
+        """A reply cut off by the token limit or by Stop: "Continue" can write more of it (not
+        one that called tools: its calls are its answer)."""
+        cut = bool(self.stats and self.stats.cut_off)
+        return self.role == "assistant" and not self.failed and cut and not self.tool_calls
 
     @property
     def versions(self) -> tuple[Message, ...]:

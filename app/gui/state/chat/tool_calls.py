@@ -58,7 +58,7 @@ class ToolCall:
         return self.result
 
     def arguments_text(self) -> str:
-        return json.dumps(self.arguments, ensure_ascii=False, indent=1)
+        return json.dumps(self.arguments, ensure_ascii=False)
 
     def settle(self, status: str, result: str = "") -> ToolCall:
         return replace(self, status=status, result=result)
