@@ -54,6 +54,13 @@ def test_http_server_tools_are_listed_and_called(host, script):
     assert calls(script) == [{"tool": "note", "text": "over http"}]
 
 
+def test_an_sse_server_is_reached_at_its_sse_url(host, script):
+    with http_server(script, "sse") as url:
+        server = ServerConfig("old web", url=url)
+        assert host.call(server, "note", {"text": "over sse"}).text == "noted: over sse"
+    assert calls(script) == [{"tool": "note", "text": "over sse"}]
+
+
 def test_a_tool_error_is_a_result_marked_as_an_error(host, script):
     result = host.call(stdio(script), "fail", {"reason": "testing"})
     assert result.is_error and "Error executing tool fail" in result.text

@@ -16,8 +16,10 @@ import threading
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TextIO
+from urllib.parse import urlparse
 
 from mcp.client.client import Client
+from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from app.tools.catalog import ToolSpec
@@ -192,7 +194,11 @@ class McpHost:
 
 
 def _transport(config: ServerConfig, errlog: TextIO) -> Any:
+    """Streamable HTTP for a URL, the older SSE transport for one whose path ends in /sse,
+    else the command over stdio."""
     if config.url:
+        if urlparse(config.url).path.rstrip("/").endswith("/sse"):
+            return sse_client(config.url)
         return config.url
     params = StdioServerParameters(
         command=config.command,

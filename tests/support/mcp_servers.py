@@ -64,6 +64,8 @@ def hang() -> str:
 
 if len(sys.argv) > 2 and sys.argv[1] == "http":
     server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+elif len(sys.argv) > 2 and sys.argv[1] == "sse":
+    server.run("sse", host="127.0.0.1", port=int(sys.argv[2]))
 else:
     server.run()
 '''
@@ -84,22 +86,25 @@ def calls(script: Path) -> list[dict]:
 
 
 @contextmanager
-def http_server(script: Path) -> Iterator[str]:
-    """The script serving streamable HTTP on a free 127.0.0.1 port; yields its URL."""
+def http_server(script: Path, transport: str = "http") -> Iterator[str]:
+    """The script serving streamable HTTP (or ``"sse"``) on a free 127.0.0.1 port; yields
+    its URL."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, str(script), "http", str(port)],
+        [sys.executable, str(script), transport, str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    url = f"http://127.0.0.1:{port}/mcp"
+    url = f"http://127.0.0.1:{port}/{'sse' if transport == 'sse' else 'mcp'}"
     try:
 
         def up() -> bool:
             try:
                 httpx.get(url, timeout=1.0)
-            except httpx.TransportError:
+            except httpx.ConnectError:
                 return process.poll() is not None
+            except httpx.TimeoutException:  # an SSE stream opened and stays open: it is up
+                return True
             return True
 
         assert wait_for(up, timeout=60, interval=0.2), "the MCP HTTP server did not start"
