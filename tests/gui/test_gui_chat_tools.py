@@ -104,3 +104,18 @@ def test_a_reply_that_called_tools_offers_no_continue():
     called = Message("m1", "assistant", "", stats=cut, tool_calls=(ToolCall("c1", "a__b"),))
     assert not called.can_continue
     assert "action:continue" not in _block(called)
+
+
+def test_writing_again_denies_the_calls_still_waiting_but_not_one_that_runs():
+    session = ChatSession(Conversation("c1", model="tiny"))
+    _called(session)
+    first = session.pending_calls[0]
+    session.settle(first.id, RUNNING)
+    with pytest.raises(ValueError, match="still running"):
+        session.send("never mind")
+    session.settle(first.id, DONE, "noted: milk")
+    persist = session.send("never mind")
+    saved = dict(persist.messages)[1]
+    assert [c.status for c in saved.tool_calls] == [DONE, DENIED]
+    roles = [t.role for t in session.turns()]
+    assert roles == ["user", "assistant", "tool", "tool", "user"]

@@ -161,15 +161,18 @@ class ChatTools(QObject):
             self.save(self.settings.allowing(spec.server, spec.name))
         write(session.settle(call_id, RUNNING))
 
-        def answered(result: ToolResult) -> None:
-            write(session.settle(call_id, FAILED if result.is_error else DONE, result.text))
+        def settle(status: str, text: str) -> None:
+            try:
+                write(session.settle(call_id, status, text))
+            except ValueError:  # the reply was deleted meanwhile: nobody waits for it
+                return
             self._maybe_resume(session, resume)
 
-        def failed(error: Exception) -> None:
-            write(session.settle(call_id, FAILED, str(error)))
-            self._maybe_resume(session, resume)
-
-        self._net.call(lambda: self._run(call), answered, failed)
+        self._net.call(
+            lambda: self._run(call),
+            lambda result: settle(FAILED if result.is_error else DONE, result.text),
+            lambda error: settle(FAILED, str(error)),
+        )
 
     def _maybe_resume(self, session: ChatSession, resume) -> None:
         last = session.messages[-1] if session.messages else None

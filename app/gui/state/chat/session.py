@@ -17,7 +17,7 @@ from app.gui.state.chat.errors import explain
 from app.gui.state.chat.records import DEFAULT_TITLE, Conversation, Message, new_id
 from app.gui.state.chat.stats import ReplyMeter, ReplyStats
 from app.gui.state.chat.thinking import ThinkingClock
-from app.gui.state.chat.tool_calls import ToolCall, tool_turns
+from app.gui.state.chat.tool_calls import ToolCall, close_waiting, tool_turns
 from app.gui.state.gateway import ChatTurn
 from app.gui.state.records import ChatDelta, ChatDone
 
@@ -125,14 +125,16 @@ class ChatSession:
         return Persist(self._conversation)
 
     def send(self, text: str, images: tuple[str, ...] = ()) -> Persist:
+        """Ask; tool calls still waiting for approval count as denied (the model is told)."""
         self._ensure_idle()
+        closed = close_waiting(self._messages)
         first = not any(m.role == "user" for m in self._messages)
         user = Message(new_id(), "user", text, images, created_at=self._wall())
         self._messages.append(user)
         if first and self._conversation.title == DEFAULT_TITLE and text.strip():
             self._conversation = replace(self._conversation, title=title_from(text))
         self._begin()
-        return Persist(self._conversation, None, ((len(self._messages) - 1, user),))
+        return Persist(self._conversation, None, (*closed, (len(self._messages) - 1, user)))
 
     def regenerate(self) -> Persist:
         """A new version of the last reply; the earlier ones stay (failed ones go)."""

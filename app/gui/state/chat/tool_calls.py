@@ -27,6 +27,7 @@ __all__ = [
     "ToolCall",
     "calls_from_json",
     "calls_json",
+    "close_waiting",
     "rounds_so_far",
     "tool_turns",
 ]
@@ -104,6 +105,21 @@ def tool_turns(role: str, content: str, thinking: str, calls: tuple[ToolCall, ..
     head = ChatTurn(role, content, (), thinking, tool_calls=made)
     answers = tuple(ChatTurn("tool", c.answer, tool_name=c.name) for c in calls if c.settled)
     return (head, *answers)
+
+
+def close_waiting(messages: list[Any]) -> tuple[tuple[int, Any], ...]:
+    """Before the user writes again: the last reply's calls still waiting count as denied
+    (changed in ``messages``; returned by position, to save). A call still running refuses."""
+    last = messages[-1] if messages else None
+    if last is None or not last.tool_calls:
+        return ()
+    if any(c.status == RUNNING for c in last.tool_calls):
+        raise ValueError("a tool is still running; its answer comes first (up to a minute)")
+    if all(c.settled for c in last.tool_calls):
+        return ()
+    calls = tuple(c if c.settled else c.settle(DENIED) for c in last.tool_calls)
+    messages[-1] = replace(last, tool_calls=calls)
+    return ((len(messages) - 1, messages[-1]),)
 
 
 def rounds_so_far(messages: Iterable[Any]) -> int:
