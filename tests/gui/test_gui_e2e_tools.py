@@ -170,3 +170,28 @@ def test_a_server_that_crashes_is_an_error_on_the_call(qtbot, daemon, tmp_path, 
     assert chat.session.messages[-1].role == "assistant"  # the chat goes on
     window.close()
     services.shutdown()
+
+
+def test_always_allow_runs_that_tool_without_asking_from_then_on(
+    qtbot, daemon, tmp_path, monkeypatch
+):
+    folder = tmp_path / "server"
+    services, window = _open(qtbot, daemon, tmp_path, _server(folder), monkeypatch)
+    _ask(qtbot, window, "Put milk on my list")
+    chat = services.chat
+    (call,) = chat.session.pending_calls
+    with qtbot.waitSignal(chat.reply_finished, timeout=120_000):
+        _click(window, call.id, "always")
+    assert len(_ran(folder)) == 1
+    qtbot.waitUntil(lambda: services.tools.settings.is_allowed("pantry", "shop"))
+    saved = McpSettingsStore(tmp_path, keyring_backend=NO_KEYRING)
+    qtbot.waitUntil(lambda: saved.load().is_allowed("pantry", "shop"), timeout=5000)
+
+    answers = len(chat.session.messages) + 3  # the question, the call, the answer after it
+    _ask(qtbot, window, "And eggs")  # the call's reply: it runs at once, then the model goes on
+    qtbot.waitUntil(lambda: len(chat.session.messages) == answers, timeout=120_000)
+    qtbot.waitUntil(lambda: not chat.session.streaming, timeout=120_000)
+    assert len(_ran(folder)) == 2
+    assert chat.session.messages[-2].tool_calls[0].status == "done"
+    window.close()
+    services.shutdown()
