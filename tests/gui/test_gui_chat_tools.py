@@ -119,3 +119,40 @@ def test_writing_again_denies_the_calls_still_waiting_but_not_one_that_runs():
     assert [c.status for c in saved.tool_calls] == [DONE, DENIED]
     roles = [t.role for t in session.turns()]
     assert roles == ["user", "assistant", "tool", "tool", "user"]
+
+
+def test_rounds_of_calls_are_counted_since_the_user_wrote_and_capped(qtbot, tmp_path):
+    from app.gui.services.chat_tools import ChatTools
+    from app.gui.state.chat.records import Message
+    from app.gui.state.chat.tool_calls import MAX_ROUNDS
+    from app.gui.state.gateway import Gateway
+    from app.gui.workers import Workers
+    from app.tools.catalog import ToolSpec
+    from app.tools.config_store import McpSettings
+    from app.tools.servers import ServerConfig
+    from model_registry.credentials import NO_KEYRING
+
+    call = (ToolCall("c", "a__b", {}, DONE, "x"),)
+    messages = [
+        Message("1", "assistant", "", tool_calls=call),  # before the user wrote: not counted
+        Message("2", "user", "go"),
+        Message("3", "assistant", "", tool_calls=call),
+        Message("4", "assistant", "", tool_calls=call),
+    ]
+    assert rounds_so_far(messages) == 2
+
+    net = Workers(max_threads=1)
+    tools = ChatTools(Gateway(), net, tmp_path, keyring_backend=NO_KEYRING)
+    tools.settings = McpSettings((ServerConfig("s", command="never-started"),), require_call=True)
+    tools._capable["tiny"] = True  # as the daemon's show would say
+    tools._listed["s"] = [ToolSpec("s", "look", "Look it up.", {"type": "object"})]
+    try:
+        first = tools.request("tiny", 0)
+        assert [t["function"]["name"] for t in first["tools"]] == ["s__look"]
+        assert first["format"]["properties"]["name"] == {"const": "s__look"}
+        later = tools.request("tiny", 1)
+        assert "tools" in later and "format" not in later  # a call is asked for once only
+        assert tools.request("tiny", MAX_ROUNDS) == {}  # the last round must answer
+    finally:
+        tools.shutdown()
+        net.shutdown()
