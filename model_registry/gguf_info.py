@@ -19,6 +19,7 @@ import gguf
 
 from model_registry.errors import GGUFError
 from model_registry.gguf_header import OMITTED, GGUFHeader, parse_header
+from model_registry.recommended_sampling import recommended_sampling
 
 __all__ = ["GGUFInfo", "format_parameter_count", "read_gguf_info"]
 
@@ -47,6 +48,8 @@ class GGUFInfo:
     kv_count: int
     tensor_count: int
     version: int
+    # Option name -> value: the authors' recommended sampling (``recommended_sampling``).
+    sampling: Mapping[str, object] = field(default_factory=dict, compare=False)
     # Every key/value kept (scalars, strings up to 1 MiB, arrays up to 256 items).
     metadata: Mapping[str, object] = field(
         default_factory=lambda: MappingProxyType({}), repr=False, compare=False
@@ -110,6 +113,7 @@ def _interpret(header: GGUFHeader) -> GGUFInfo:
         kv_count=header.kv_count,
         tensor_count=header.tensor_count,
         version=header.version,
+        sampling=recommended_sampling(values),
         metadata=MappingProxyType({k: v for k, v in values.items() if v is not OMITTED}),
     )
 

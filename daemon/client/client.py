@@ -171,6 +171,7 @@ class Client:
         tools: Sequence[Mapping[str, Any]] | None = None,
         stream: bool = True,
         think: bool | str | None = None,
+        truncate: bool | None = None,
     ) -> Iterator[ChatChunk]:
         body = _fields(
             model=model,
@@ -180,6 +181,7 @@ class Client:
             format=format,
             tools=tools,
             think=think,
+            truncate=truncate,
         )
         return self._generating(ChatChunk, "/api/chat", body, stream)
 

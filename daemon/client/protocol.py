@@ -79,6 +79,7 @@ class DaemonClient(Protocol):
         tools: Sequence[Mapping[str, Any]] | None = None,
         stream: bool = True,
         think: bool | str | None = None,
+        truncate: bool | None = None,
     ) -> Iterator[ChatChunk]: ...
     def generate(
         self,

@@ -171,6 +171,8 @@ class Shooter:
         self.snap("chat-advanced")
         scenes.long_chat(self)
         self.snap("chat-long")
+        scenes.chat_memory(self)
+        self.snap("chat-memory")
         scenes.picture_chat(self)
         self.snap("chat-picture")
 

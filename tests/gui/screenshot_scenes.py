@@ -109,6 +109,32 @@ def long_chat(shot) -> None:
     shot.wait(lambda: page.context_meter.bar.value() >= 700)
 
 
+def chat_memory(shot) -> None:
+    """A chat model at a 512-token context, asked until the model no longer sees the first
+    questions: the transcript scrolled to the divider where its memory starts, and the offer
+    of a larger context above the message box."""
+    from app.gui.state.chat.memory import DIVIDER_TEXT
+
+    open_new_chat(shot, "tiny-demo:latest")
+    chat, page = shot.window.services.chat, shot.window.chat_page
+    page.settings.system_prompt.setPlainText("You are a concise assistant.")
+    page.settings.context.setValue(512)
+    page.settings.max_tokens.setValue(40)
+    page.settings.flush()
+    page.settings_button.setChecked(False)
+    for question in LONG_CHAT:
+        ask(shot, question)
+        if chat.session.conversation.memory.starts_at:
+            break
+    ask(shot, "And which model should I start with?")
+    shot.wait(lambda: page.memory_notice.isVisible())
+    transcript = page.transcript
+    transcript.follower.hold()  # read from the divider, as a user scrolled there
+    cursor = transcript.document().find(DIVIDER_TEXT)
+    bar = transcript.verticalScrollBar()
+    bar.setValue(bar.value() + transcript.cursorRect(cursor).top() - 140)
+
+
 def picture_chat(shot) -> None:
     """A model that sees (the tiny model with a tiny projector), asked about a picture."""
     from PySide6.QtGui import QColor, QImage, QPainter

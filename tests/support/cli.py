@@ -231,11 +231,13 @@ class FakeClient:
         tools: Sequence[Mapping[str, Any]] | None = None,
         stream: bool = True,
         think: bool | str | None = None,
+        truncate: bool | None = None,
     ) -> Iterator[ChatChunk]:
         sent: dict[str, Any] = {"options": options, "keep_alive": keep_alive, "format": format}
         sent |= {"tools": tools} if tools is not None else {}
         sent |= {"think": think} if think is not None else {}
         sent |= {"stream": stream} if not stream else {}
+        sent |= {"truncate": truncate} if truncate is not None else {}
         self.calls.append(("chat", model, [dict(m) for m in messages], sent))
         yield from self.chat_chunks
 

@@ -23,12 +23,13 @@ from app.gui.item_models.conversations import (
     ConversationListModel,
 )
 from app.gui.services.chat_history import ChatHistory
+from app.gui.services.chat_memory import ChatMemoryKeeper
 from app.gui.services.chat_tools import ChatTools
 from app.gui.state.chat.errors import explain
+from app.gui.state.chat.memory import ChatMemory
 from app.gui.state.chat.records import ChatOptions, Conversation, Message, new_id
 from app.gui.state.chat.session import ChatSession, Persist
 from app.gui.state.chat.thinking import think_request
-from app.gui.state.chat.tool_calls import rounds_so_far
 from app.gui.state.gateway import Gateway
 from app.gui.state.records import ChatDelta, ChatDone
 from app.gui.workers import Job, Workers
@@ -56,6 +57,8 @@ class ChatController(QObject):
         super().__init__(parent)
         self._gateway, self._net, self._disk = gateway, net, disk
         self.tools = tools  # MCP tools offered to models that call tools (``chat_tools.py``)
+        if tools is not None:
+            tools.bind(self._ask, self._change, lambda: self.session)
         self._history = ChatHistory(disk, db_path, self._report)
         self.conversations = ConversationListModel(parent=self)
         self.conversations.edited.connect(lambda c: self._apply(c, touch=False))
@@ -66,6 +69,7 @@ class ChatController(QObject):
         self._live: dict[str, tuple[ChatSession, Job]] = {}
         self._opening = ""
         self._search = ""
+        self.memory = ChatMemoryKeeper(gateway, net, self.change_memory, self)
 
     # the list
 
@@ -122,6 +126,16 @@ class ChatController(QObject):
         if current is not None and current.think != think:
             self._apply(replace(current, think=think))
 
+    def change_memory(
+        self, conversation_id: str, change: Callable[[ChatMemory], ChatMemory]
+    ) -> None:
+        """A long chat's choice or state (``memory.ChatMemory``), for the replies to come."""
+        current = self._current(conversation_id)
+        if current is not None:
+            self._apply(replace(current, memory=change(current.memory)), touch=False)
+            if self.session is not None and self.session.conversation.id == conversation_id:
+                self.transcript_changed.emit()  # a new summary shows at once
+
     def delete(self, conversation_id: str) -> None:
         live = self._live.pop(conversation_id, None)
         if live is not None:
@@ -174,11 +188,6 @@ class ChatController(QObject):
     def edit(self, message_id: str, text: str) -> bool:
         return self._ask(lambda s: s.edit(message_id, text))
 
-    def decide_tool(self, call_id: str, choice: str) -> None:
-        """The user's answer to a tool call of the open chat: approve, always, deny."""
-        if self.session is not None and self.tools is not None:
-            self.tools.decide(self.session, call_id, choice, self._show_write, self._resume)
-
     def stop(self) -> None:
         session = self.session
         if session is None or not session.streaming:
@@ -222,9 +231,9 @@ class ChatController(QObject):
         self._stream(session)
         return True
 
-    def _change(self, change: Callable[[ChatSession], Persist]) -> bool:
-        """A change that asks the model nothing (delete, flip versions)."""
-        session = self.session
+    def _change(self, change: Callable[[ChatSession], Persist], session=None) -> bool:
+        """A change that asks the model nothing (delete, flip versions, a tool's answer)."""
+        session = session or self.session
         if session is None:
             return False
         if session.streaming:
@@ -242,12 +251,11 @@ class ChatController(QObject):
     def _stream(self, session: ChatSession) -> None:
         reply_id, c = session.reply_id, session.conversation
         turns = session.turns()
-        think = think_request(c.think)
-        tools, rounds = self.tools, rounds_so_far(session.messages[:-1])
-        offer = (lambda: tools.request(c.model, rounds)) if tools is not None else dict
+        think, truncate = think_request(c.think), c.memory.truncates
+        offer = self.tools.offer(c.model, session) if self.tools is not None else dict
         job = self._net.stream(
             lambda: self._gateway.chat(
-                c.model, turns, c.options.to_options(), think=think, **offer()
+                c.model, turns, c.options.to_options(), think=think, truncate=truncate, **offer()
             ),
             lambda event: self._event(session, reply_id, event),
             lambda _: self._ended(session, reply_id),
@@ -281,20 +289,13 @@ class ChatController(QObject):
         if persist is None:
             return
         self._write(persist)
+        self.memory.after_reply(session)
         if session is self.session:
             self.transcript_changed.emit()
             self.streaming_changed.emit(False)
             self.reply_finished.emit(session.messages[-1])
-        if self.tools is not None and session.pending_calls:
-            self.tools.review(session, self._show_write, self._resume)
-
-    def _show_write(self, persist: Persist) -> None:
-        self._write(persist)
-        self.transcript_changed.emit()
-
-    def _resume(self, session: ChatSession) -> None:
-        """Every tool call has its answer: the model goes on."""
-        self._ask(lambda s: s.resume(), session)
+        if self.tools is not None:
+            self.tools.after_reply(session)
 
     def _write(self, persist: Persist) -> None:
         if persist.conversation is not None:

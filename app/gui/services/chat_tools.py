@@ -16,8 +16,16 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
-from app.gui.state.chat.session import ChatSession, Persist
-from app.gui.state.chat.tool_calls import DENIED, DONE, FAILED, MAX_ROUNDS, RUNNING, ToolCall
+from app.gui.state.chat.session import ChatSession
+from app.gui.state.chat.tool_calls import (
+    DENIED,
+    DONE,
+    FAILED,
+    MAX_ROUNDS,
+    RUNNING,
+    ToolCall,
+    rounds_so_far,
+)
 from app.gui.state.gateway import Gateway, GatewayError
 from app.gui.workers import Workers
 from app.tools.catalog import ToolCatalog, ToolSpec, required_call_format
@@ -28,6 +36,8 @@ from app.tools.results import ToolResult
 from app.tools.servers import ServerConfig
 
 __all__ = ["ChatTools"]
+
+Change = Callable[..., bool]  # (a change of a ChatSession, the session) -> done
 
 
 class ChatTools(QObject):
@@ -52,6 +62,9 @@ class ChatTools(QObject):
         self._listed: dict[str, list[ToolSpec]] = {}  # server name -> its tools
         self.status: dict[str, str] = {}  # server name -> a line for the settings page
         self._capable: dict[str, bool] = {}  # model -> it can call tools
+        self._ask: Change = lambda _change, _session: False  # until the controller binds
+        self._change: Change = lambda _change, _session: False
+        self._open: Callable[[], Any] = lambda: None
 
     # settings (UI thread)
 
@@ -140,33 +153,46 @@ class ChatTools(QObject):
 
     # the user's answers (UI thread)
 
-    def review(self, session: ChatSession, write: Callable[[Persist], None], resume) -> None:
+    def bind(self, ask: Change, change: Change, open_session: Callable[[], Any]) -> None:
+        """The chat controller's ways to change a chat: ``ask`` (then the model goes on),
+        ``change`` (saved and shown, nothing asked), and the chat on screen."""
+        self._ask, self._change, self._open = ask, change, open_session
+
+    def offer(self, model: str, session: ChatSession) -> Callable[[], dict[str, Any]]:
+        """What to add to a request of ``session`` (to call on a worker: it may block)."""
+        rounds = rounds_so_far(session.messages[:-1])
+        return lambda: self.request(model, rounds)
+
+    def after_reply(self, session: ChatSession) -> None:
         """A reply just made tool calls: run those the user always allows."""
         for call in session.pending_calls:
             spec = self._spec(call.name)
             if spec is not None and self.settings.is_allowed(spec.server, spec.name):
-                self.decide(session, call.id, "approve", write, resume)
+                self._decide(session, call.id, "approve")
 
-    def decide(self, session: ChatSession, call_id: str, choice: str, write, resume) -> None:
-        """``choice``: "approve", "always" (approve, and never ask for this tool again) or
-        "deny". ``resume(session)`` lets the model go on once every call has its answer."""
+    def decide(self, call_id: str, choice: str) -> None:
+        """The user's answer to a tool call of the open chat: "approve", "always" (approve,
+        and never ask for this tool again) or "deny"."""
+        session = self._open()
+        if session is not None:
+            self._decide(session, call_id, choice)
+
+    def _decide(self, session: ChatSession, call_id: str, choice: str) -> None:
         call = next((c for c in session.pending_calls if c.id == call_id), None)
         if call is None:
             return
         if choice == "deny":
-            write(session.settle(call_id, DENIED))
-            return self._maybe_resume(session, resume)
+            self._change(lambda s: s.settle(call_id, DENIED), session)
+            return self._maybe_resume(session)
         spec = self._spec(call.name)
         if choice == "always" and spec is not None:
             self.save(self.settings.allowing(spec.server, spec.name))
-        write(session.settle(call_id, RUNNING))
+        self._change(lambda s: s.settle(call_id, RUNNING), session)
 
         def settle(status: str, text: str) -> None:
-            try:
-                write(session.settle(call_id, status, text))
-            except ValueError:  # the reply was deleted meanwhile: nobody waits for it
-                return
-            self._maybe_resume(session, resume)
+            # False: the reply was deleted meanwhile, and nobody waits for this answer
+            if self._change(lambda s: s.settle(call_id, status, text), session):
+                self._maybe_resume(session)
 
         self._net.call(
             lambda: self._run(call),
@@ -174,10 +200,10 @@ class ChatTools(QObject):
             lambda error: settle(FAILED, str(error)),
         )
 
-    def _maybe_resume(self, session: ChatSession, resume) -> None:
+    def _maybe_resume(self, session: ChatSession) -> None:
         last = session.messages[-1] if session.messages else None
         if last is not None and last.tool_calls and all(c.settled for c in last.tool_calls):
-            resume(session)
+            self._ask(lambda s: s.resume(), session)
 
     def _spec(self, name: str) -> ToolSpec | None:
         """A tool by the name the model used, among those listed (named as ``_catalog``)."""

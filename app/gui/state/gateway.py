@@ -237,11 +237,14 @@ class Gateway:
         options: Mapping[str, Any] | None = None,
         keep_alive: str | None = None,
         think: bool | str | None = None,
+        truncate: bool = True,
         tools: Sequence[Mapping[str, Any]] | None = None,
         format: Mapping[str, Any] | None = None,
     ) -> Iterator[ChatDelta | ChatDone]:
-        """``tools`` on offer (the OpenAI function shape); ``format`` a JSON schema the answer
-        must match (a schema of tool calls makes the model call one)."""
+        """``truncate``: the daemon drops the oldest turns that do not fit the context (and
+        says so in ``ChatDone``); False: such a chat is an error. ``tools`` on offer (the
+        OpenAI function shape); ``format`` a JSON schema the answer must match (a schema of
+        tool calls makes the model call one)."""
         messages = [_message(t) for t in turns]
         chunks = stream(
             lambda: self._long().chat(
@@ -250,6 +253,7 @@ class Gateway:
                 options=options or None,
                 keep_alive=keep_alive,
                 think=think,
+                truncate=None if truncate else False,
                 tools=tools or None,
                 format=format,
             ),

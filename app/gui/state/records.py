@@ -191,3 +191,7 @@ class ChatDone:
     prompt_eval_duration: int = 0
     eval_count: int = 0
     eval_duration: int = 0
+    # the daemon dropped the chat's oldest turns to fit: how many, and the index (in the
+    # messages sent) of the first one kept after the system prompt
+    dropped_messages: int = 0
+    kept_from: int | None = None

@@ -130,7 +130,9 @@ def pull_status(item: api.PullRecordOut) -> PullStatus:
     )
 
 
-_DONE_FIELDS = tuple(ChatDone.__dataclass_fields__)
+_DONE_FIELDS = tuple(
+    f for f in ChatDone.__dataclass_fields__ if f not in ("dropped_messages", "kept_from")
+)
 
 
 def chat_events(chunk: api.ChatChunk) -> tuple[ChatDelta | ChatDone, ...]:
@@ -146,6 +148,8 @@ def chat_events(chunk: api.ChatChunk) -> tuple[ChatDelta | ChatDone, ...]:
     if not chunk.done:
         return delta
     numbers = {name: getattr(chunk, name) for name in _DONE_FIELDS}
+    if chunk.truncated is not None:
+        numbers.update(chunk.truncated.model_dump())
     return (*delta, ChatDone(**{k: v for k, v in numbers.items() if v is not None}))
 
 

@@ -25,14 +25,17 @@ from PySide6.QtWidgets import (
 
 from app.gui.services.chat import ChatController
 from app.gui.services.library import ModelLibrary
+from app.gui.state.chat.context_offer import larger_context
 from app.gui.state.chat.context_use import ContextUse
+from app.gui.state.chat.memory_notice import memory_notice
 from app.gui.state.chat.records import Message
 from app.gui.state.chat.session import ChatSession
 from app.gui.state.model_defaults import ModelDefaults
-from app.gui.state.records import ModelDetails
+from app.gui.state.records import ModelDetails, SystemInfo
 from app.gui.views.chat_settings import ChatSettingsPanel
 from app.gui.views.composer import Composer
 from app.gui.views.context_meter import ContextMeter
+from app.gui.views.memory_notice import MemoryNoticeBar
 from app.gui.views.plain_text import plain_label
 from app.gui.views.sidebar import ChatSidebar
 from app.gui.views.transcript import Transcript
@@ -64,6 +67,9 @@ class ChatPage(QStackedWidget):
         self._vision_for = ""  # the model the Attach button is shown for, "" when hidden
         self._defaults: ModelDefaults | None = None  # of the chat's model, once known
         self.context_meter = ContextMeter()
+        self.memory_notice = MemoryNoticeBar()  # a chat past its context: what to do
+        self._details: ModelDetails | None = None
+        self._system: SystemInfo | None = None
         self.settings_button = QToolButton(
             text="Settings", checkable=True, toolTip="System prompt and parameters"
         )
@@ -99,6 +105,7 @@ class ChatPage(QStackedWidget):
         column.addLayout(header)
         column.addWidget(self.transcript, 1)
         column.addWidget(self.settings.model_notice)  # a model without a chat template
+        column.addWidget(self.memory_notice)
         column.addWidget(self.status)
         column.addWidget(self.composer)
         splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -130,10 +137,14 @@ class ChatPage(QStackedWidget):
         )
         self.transcript.delete_requested.connect(chat.delete_message)
         self.transcript.version_requested.connect(chat.show_version)
-        self.transcript.tool_decided.connect(chat.decide_tool)
+        if chat.tools is not None:
+            self.transcript.tool_decided.connect(chat.tools.decide)
         self.transcript.copied.connect(self.status.setText)
         self.settings.changed.connect(chat.apply_settings)
         self.settings.think_changed.connect(chat.set_think)
+        self.settings.overflow_changed.connect(self._overflow_picked)
+        self.memory_notice.drop_requested.connect(self._drop_oldest)
+        self.memory_notice.context_requested.connect(self._use_context)
         self.settings.changed.connect(lambda *_: self._show_context())
         self.settings_button.toggled.connect(self.settings.setVisible)
         self.model_picker.activated.connect(self._model_picked)
@@ -187,6 +198,7 @@ class ChatPage(QStackedWidget):
             self._show_context()
             return
         name = session.conversation.model or "Assistant"
+        self.transcript.show_memory(session.conversation.memory)
         self.transcript.show_messages(session.messages, name, session.streaming)
         live = session.live_stats()
         if live is not None:  # the reply in progress, never the previous one's numbers
@@ -202,6 +214,46 @@ class ChatPage(QStackedWidget):
         live = session.live_stats()
         streamed = live.tokens if live is not None else 0
         self.context_meter.show_use(ContextUse.of(session.messages, available, streamed))
+        self._show_memory_notice(session, available)
+
+    # a chat past its context
+
+    def set_system(self, system: SystemInfo | None) -> None:
+        """This machine's memory, for offering a larger context."""
+        self._system = system
+        self._show_context()
+
+    def _show_memory_notice(self, session: ChatSession, available: int | None) -> None:
+        details, memory = self._details, session.conversation.memory
+        larger = None
+        if available and details is not None and not session.streaming:
+            trained = details.context_length
+            larger = larger_context(available, trained, details.metadata, self._system)
+        notice = memory_notice(session.messages, memory, available, larger)
+        self.memory_notice.show_notice(None if session.streaming else notice)
+
+    def _overflow_picked(self, conversation_id: str, mode: str) -> None:
+        self.chat.change_memory(conversation_id, lambda m: replace(m, overflow=mode))
+        self._show_context()
+
+    def _drop_oldest(self) -> None:
+        """A chat that stopped: drop its oldest messages from now on, and answer again."""
+        session = self.chat.session
+        if session is not None:
+            self._overflow_picked(session.conversation.id, "drop")
+            self.settings.show_conversation(session.conversation)
+            self._asked(self.chat.regenerate())
+
+    def _use_context(self, tokens: int) -> None:
+        session = self.chat.session
+        if session is None:
+            return
+        c = session.conversation
+        self.chat.update_settings(replace(c, options=replace(c.options, num_ctx=tokens)))
+        self.settings.show_conversation(session.conversation)
+        if session.messages and session.messages[-1].failed:
+            self._asked(self.chat.regenerate())
+        self._show_context()
 
     def _finished(self, message: Message) -> None:
         if message.stats is not None:
@@ -245,5 +297,6 @@ class ChatPage(QStackedWidget):
         self.vision_badge.setVisible(vision)
         self.composer.set_vision(vision)
         self._defaults = self.library.defaults(details) if details is not None else None
+        self._details = details
         self.settings.set_defaults(self._defaults)
         self._show_context()

@@ -142,6 +142,7 @@ class MainWindow(QMainWindow):
         s.presets.changed.connect(panel.set_presets)
         s.presets.error.connect(self.message)
         s.hub.system_changed.connect(panel.set_system)
+        s.hub.system_changed.connect(self.chat_page.set_system)
         s.library.details_ready.connect(self._model_details)
         s.chat.conversations.dataChanged.connect(self._chat_changed)
 

@@ -18,9 +18,11 @@ from PySide6.QtGui import QDesktopServices, QGuiApplication, QImage
 from PySide6.QtWidgets import QTextBrowser
 
 from app.gui.markdown_html import MarkdownRenderer, copy_target
+from app.gui.state.chat.memory import ChatMemory
 from app.gui.state.chat.records import Message
 from app.gui.views.scroll_follow import BottomFollower
 from app.gui.views.transcript_html import EMPTY, BlockStyle, message_block
+from app.gui.views.transcript_memory import memory_divider
 
 __all__ = ["Transcript"]
 
@@ -53,6 +55,8 @@ class Transcript(QTextBrowser):
         self._thinking_open: set[str] = set()  # replies whose reasoning the user opened
         self._assistant = "Assistant"
         self._streaming = False
+        self._memory = ChatMemory()  # where the model's memory starts (a long chat)
+        self._summary_open = False
         self.follower = BottomFollower(self.verticalScrollBar(), self)
         self._timer = QTimer(self, singleShot=True, interval=_FRAME_MS)
         self._timer.timeout.connect(self._render)
@@ -74,6 +78,10 @@ class Transcript(QTextBrowser):
             self._timer.stop()
             self._render()
 
+    def show_memory(self, memory: ChatMemory) -> None:
+        """Mark where the model's memory starts (``transcript_memory``), from the next draw."""
+        self._memory = memory
+
     def follow_end(self) -> None:
         """Go to the end and follow new content (a chat opened, a message sent)."""
         self.follower.to_end()
@@ -86,8 +94,10 @@ class Transcript(QTextBrowser):
     def _render(self) -> None:
         style = BlockStyle(self._assistant, self._bubble, self._markdown)
         count = len(self._messages)
+        divider = memory_divider(self._memory, self._summary_open)
         blocks = [
-            message_block(
+            (divider if m.id == self._memory.starts_at else "")
+            + message_block(
                 m,
                 style,
                 last=i == count - 1,
@@ -173,6 +183,10 @@ class Transcript(QTextBrowser):
             self._render()
         elif kind == "fold":
             self._expanded.discard(arg)
+            self._render()
+        elif kind == "summary":
+            self._summary_open = not self._summary_open
+            self.follower.hold()
             self._render()
         elif kind == "thinking":
             self._thinking_open ^= {arg}

@@ -68,7 +68,12 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE message_versions ADD COLUMN thinking_seconds REAL;
     ALTER TABLE conversations ADD COLUMN think TEXT NOT NULL DEFAULT '';
     """,
-    # 6: the tools a reply called through MCP: each call's arguments, approval and result
+    # 6: a long chat's state: what to do past the context, where the model's memory starts,
+    # and the summary of what it no longer sees (``memory.ChatMemory``, as JSON)
+    """
+    ALTER TABLE conversations ADD COLUMN memory TEXT NOT NULL DEFAULT '{}';
+    """,
+    # 7: the tools a reply called through MCP: each call's arguments, approval and result
     """
     ALTER TABLE messages ADD COLUMN tool_calls TEXT NOT NULL DEFAULT '[]';
     """,

@@ -10,6 +10,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from app.gui.state.chat.memory import ChatMemory
 from app.gui.state.chat.stats import ReplyStats
 from app.gui.state.chat.tool_calls import ToolCall
 
@@ -58,6 +59,7 @@ class Conversation:
     created_at: float = 0.0
     updated_at: float = 0.0
     think: str = ""  # a thinking model's Think setting (``thinking.THINK_CHOICES``)
+    memory: ChatMemory = field(default_factory=ChatMemory)  # past the context (``memory``)
 
 
 @dataclass(frozen=True, slots=True)

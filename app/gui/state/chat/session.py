@@ -14,10 +14,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from app.gui.state.chat.errors import explain
+from app.gui.state.chat.memory import memory_start
+from app.gui.state.chat.memory_turns import system_turns
 from app.gui.state.chat.records import DEFAULT_TITLE, Conversation, Message, new_id
 from app.gui.state.chat.stats import ReplyMeter, ReplyStats
 from app.gui.state.chat.thinking import ThinkingClock
-from app.gui.state.chat.tool_calls import ToolCall, close_waiting, tool_turns
+from app.gui.state.chat.tool_calls import ToolCall, close_waiting, message_turns
 from app.gui.state.gateway import ChatTurn
 from app.gui.state.records import ChatDelta, ChatDone
 
@@ -97,25 +99,21 @@ class ChatSession:
         return self._meter.live() if self.streaming else None
 
     def turns(self) -> tuple[ChatTurn, ...]:
-        """What the model gets: the system prompt and every reply that did not fail; when
-        continuing, the cut-off reply last, for the model to carry on from."""
-        system = self._conversation.system_prompt.strip()
-        head = (ChatTurn("system", system),) if system else ()
-        body = tuple(
-            turn
-            for m in self._messages
-            if not m.failed
-            for turn in (
-                tool_turns(m.role, m.content, m.thinking, m.tool_calls)
-                if m.tool_calls
-                else (ChatTurn(m.role, m.content, m.images, m.thinking),)
-            )
-        )
+        """What the model gets: the system prompt (and the summary of what it no longer sees)
+        and every reply that did not fail; when continuing, the cut-off reply last, for the
+        model to carry on from."""
+        return tuple(turn for turn, _ in self._sent())
+
+    def _sent(self) -> list[tuple[ChatTurn, str]]:
+        """The turns sent, each with its message's id ("" for the system prompt)."""
+        head = system_turns(self._conversation.system_prompt, self._conversation.memory)
+        sent = [(turn, "") for turn in head]
+        sent += [(turn, m.id) for m in self._messages if not m.failed for turn in message_turns(m)]
         previous = self._previous
-        tail = ()
         if self.continuing and previous is not None:
-            tail = (ChatTurn("assistant", previous.content, (), previous.thinking),)
-        return head + body + tail
+            turn = ChatTurn("assistant", previous.content, (), previous.thinking)
+            sent.append((turn, previous.id))
+        return sent
 
     def update(self, conversation: Conversation, touch: bool = True) -> Persist:
         """New settings (model, system prompt, parameters, title) for this chat; ``touch``
@@ -300,6 +298,10 @@ class ChatSession:
         self, done: ChatDone | None, error: str = "", hint: str = "", keep_stats: bool = False
     ) -> Persist:
         earlier = self._previous.stats if self._continuing and self._previous else None
+        if done is not None:  # where the model's memory started, for this request
+            start = memory_start([i for _, i in self._sent()], done.kept_from)
+            memory = self._conversation.memory.with_start(start)
+            self._conversation = replace(self._conversation, memory=memory)
         if keep_stats:
             stats = earlier
         elif error:

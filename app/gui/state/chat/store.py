@@ -18,13 +18,16 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
+from app.gui.state.chat.memory import ChatMemory
 from app.gui.state.chat.migrations import migrate
 from app.gui.state.chat.records import ChatOptions, Conversation, Message, ReplyStats
 from app.gui.state.chat.tool_calls import calls_from_json, calls_json
 
 __all__ = ["ConversationStore"]
 
-_CONVERSATION_COLUMNS = "id, title, model, system_prompt, options, created_at, updated_at, think"
+_CONVERSATION_COLUMNS = (
+    "id, title, model, system_prompt, options, created_at, updated_at, think, memory"
+)
 _MESSAGE_COLUMNS = (
     "id, role, content, images, stats, error, hint, created_at, version, thinking,"
     " thinking_seconds, tool_calls"
@@ -34,7 +37,7 @@ _IN_VERSIONS = ", ".join(f"v.{column}" for column in _VERSION_COLUMNS.split(", "
 
 
 def _conversation(row: tuple) -> Conversation:
-    id_, title, model, system_prompt, options, created, updated, think = row
+    id_, title, model, system_prompt, options, created, updated, think, memory = row
     return Conversation(
         id_,
         title,
@@ -44,6 +47,7 @@ def _conversation(row: tuple) -> Conversation:
         created,
         updated,
         think,
+        ChatMemory.from_json(json.loads(memory)),
     )
 
 
@@ -122,10 +126,10 @@ class ConversationStore:
     def save_conversation(self, c: Conversation) -> None:
         with self._lock, self._conn:
             self._conn.execute(
-                f"INSERT INTO conversations ({_CONVERSATION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?) "
+                f"INSERT INTO conversations ({_CONVERSATION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?) "
                 "ON CONFLICT(id) DO UPDATE SET title=excluded.title, model=excluded.model, "
                 "system_prompt=excluded.system_prompt, options=excluded.options, "
-                "updated_at=excluded.updated_at, think=excluded.think",
+                "updated_at=excluded.updated_at, think=excluded.think, memory=excluded.memory",
                 (
                     c.id,
                     c.title,
@@ -135,6 +139,7 @@ class ConversationStore:
                     c.created_at,
                     c.updated_at,
                     c.think,
+                    json.dumps(c.memory.to_json()),
                 ),
             )
 

@@ -28,6 +28,7 @@ __all__ = [
     "calls_from_json",
     "calls_json",
     "close_waiting",
+    "message_turns",
     "rounds_so_far",
     "tool_turns",
 ]
@@ -105,6 +106,13 @@ def tool_turns(role: str, content: str, thinking: str, calls: tuple[ToolCall, ..
     head = ChatTurn(role, content, (), thinking, tool_calls=made)
     answers = tuple(ChatTurn("tool", c.answer, tool_name=c.name) for c in calls if c.settled)
     return (head, *answers)
+
+
+def message_turns(m: Any) -> tuple[ChatTurn, ...]:
+    """A message as the daemon takes it: one turn, or a reply with its calls and answers."""
+    if m.tool_calls:
+        return tool_turns(m.role, m.content, m.thinking, m.tool_calls)
+    return (ChatTurn(m.role, m.content, m.images, m.thinking),)
 
 
 def close_waiting(messages: list[Any]) -> tuple[tuple[int, Any], ...]:
