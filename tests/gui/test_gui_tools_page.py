@@ -82,3 +82,16 @@ def test_a_bad_entry_is_refused_in_the_dialog(qtbot):
     dialog.env.setPlainText("just-a-word")
     dialog._accept()
     assert "NAME=value" in dialog.problem.text()
+
+
+def test_a_server_that_cannot_start_shows_its_error_in_its_row(qtbot, page, tmp_path):
+    from app.tools.servers import ServerConfig
+
+    page.add(ServerConfig("ghost", command=str(tmp_path / "no-such-program")))
+    qtbot.waitUntil(lambda: page.table.rowCount() == 1)
+    page.table.selectRow(0)
+    with qtbot.waitSignal(page._tools.error, timeout=60_000) as reported:
+        page._check()
+    assert "ghost could not start" in reported.args[0]
+    qtbot.waitUntil(lambda: page.table.item(0, 2).text().startswith("Error: ghost could not"))
+    assert page.tool_list.toPlainText() == ""
