@@ -206,6 +206,8 @@ class Shooter:
         self.snap("server")
         scenes.server_lan(self)
         self.snap("server-lan")
+        scenes.tools_chat(self)
+        self.snap("chat-tools")
 
         scenes.dark(self, first)
         self.snap("chat-dark")

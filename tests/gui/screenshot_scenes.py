@@ -297,6 +297,58 @@ def server_lan(shot) -> None:
     shot.wait(lambda: page.message.text() == "", timeout=30)
 
 
+WEATHER_SERVER = """
+from typing import Literal
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("weather")
+SKIES = {"Lisbon": "21 °C, sunny", "Oslo": "4 °C, light rain", "Tokyo": "16 °C, cloudy"}
+
+
+@server.tool()
+def forecast(city: Literal["Lisbon", "Oslo", "Tokyo"]) -> str:
+    \"\"\"Today's weather in a city.\"\"\"
+    return f"{city}: {SKIES[city]}"
+
+
+server.run()
+"""
+
+
+def tools_chat(shot) -> None:
+    """A model that can call tools, a stdio MCP server added in Settings (Tools), one call
+    approved (its result shown, the model went on) and the next one waiting for approval."""
+    import sys
+    from dataclasses import replace
+
+    from PySide6.QtCore import QUrl
+
+    from app.tools.servers import ServerConfig
+    from model_registry.tiny_gguf import CHATML_TEMPLATE
+
+    template = "{% if tools %}<tools>{{ tools | tojson }}</tools>{% endif %}" + CHATML_TEMPLATE
+    add_model(shot, "tiny-tools", n_embd=128, n_layer=4, seed=13, chat_template=template)
+    script = shot.folder / "weather_server.py"
+    script.write_text(WEATHER_SERVER, encoding="utf-8")
+    tools = shot.window.services.tools
+    server = ServerConfig("weather", command=sys.executable, args=(str(script),))
+    tools.save(replace(tools.settings.with_servers([server]), require_call=True))
+    shot.window.show_page("Chat")
+    open_new_chat(shot, "tiny-tools:latest")
+    page, chat = shot.window.chat_page, shot.window.services.chat
+    page.settings.max_tokens.setValue(60)
+    page.settings.flush()
+    page.settings_button.setChecked(False)
+    ask(shot, "What is the weather like in one of the cities you know?")
+    shot.wait(lambda: chat.session.pending_calls, timeout=120)
+    page.transcript.anchorClicked.emit(
+        QUrl(f"action:tool:{chat.session.pending_calls[0].id}:approve")
+    )
+    shot.wait(lambda: len(chat.session.messages) == 3 and not chat.session.streaming, timeout=120)
+    ask(shot, "And in another one?")
+    shot.wait(lambda: chat.session.pending_calls, timeout=120)
+
+
 def dark(shot, first_chat_id: str) -> None:
     """What the app does when the system switches to dark, on the first chat."""
     from app.gui.theme import Theme

@@ -14,6 +14,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject
 
 from app.gui.services.chat import ChatController
+from app.gui.services.chat_tools import ChatTools
 from app.gui.services.daemon_monitor import DaemonMonitor
 from app.gui.services.documents import DocumentsService
 from app.gui.services.downloads import DownloadService
@@ -46,12 +47,14 @@ class Services:
     presets: PresetService
     found: FoundModels  # models already on this computer, in other apps' folders
     documents: DocumentsService
+    tools: ChatTools
     _held: list[str] = field(default_factory=list)  # pulls to resume after a restart
 
     def start(self) -> None:
         """Read the chat list and begin watching the daemon; returns at once."""
         self.chat.load()
         self.presets.load()
+        self.tools.load()
         self.monitor.start()
 
     def shutdown(self) -> None:
@@ -59,6 +62,7 @@ class Services:
         self.downloads.stop()
         self.chat.shutdown()
         self.documents.shutdown()
+        self.tools.shutdown()
         self.net.shutdown(wait_ms=200)
         self.disk.shutdown(wait_ms=3000, drop_queued=False)  # the last history writes land
 
@@ -92,6 +96,7 @@ def build_services(
 ) -> Services:
     net = Workers(max_threads=12, parent=parent)
     disk = Workers(max_threads=1, parent=parent)
+    tools = ChatTools(gateway, net, Path(data_dir), parent)
     monitor = DaemonMonitor(gateway, net, interval_ms=poll_ms, autostart=autostart, parent=parent)
     services = Services(
         gateway=gateway,
@@ -102,7 +107,7 @@ def build_services(
         downloads=DownloadService(gateway, net, poll_ms=min(poll_ms, 1500), parent=parent),
         hub=HubService(gateway, net, parent),
         server=ServerService(gateway, net, monitor, remember_lan, parent, remember_port),
-        chat=ChatController(gateway, net, disk, Path(data_dir) / HISTORY_FILE, parent),
+        chat=ChatController(gateway, net, disk, Path(data_dir) / HISTORY_FILE, parent, tools),
         presets=PresetService(Path(data_dir) / PRESETS_FILE, disk, parent),
         found=FoundModels(gateway, net, parent),
         documents=DocumentsService(
@@ -113,6 +118,7 @@ def build_services(
             Path(data_dir) / DOCUMENTS_FOLDER,
             parent,
         ),
+        tools=tools,
     )
     services.found.added.connect(lambda _name: services.library.refresh())
     services.monitor.came_up.connect(services._daemon_up)

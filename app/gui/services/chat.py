@@ -22,11 +22,12 @@ from app.gui.item_models.conversations import (
     ConversationFilter,
     ConversationListModel,
 )
+from app.gui.services.chat_edits import ChatEdits
 from app.gui.services.chat_history import ChatHistory
 from app.gui.services.chat_memory import ChatMemoryKeeper
+from app.gui.services.chat_tools import ChatTools
 from app.gui.state.chat.errors import explain
-from app.gui.state.chat.memory import ChatMemory
-from app.gui.state.chat.records import ChatOptions, Conversation, Message, new_id
+from app.gui.state.chat.records import Conversation, Message, new_id
 from app.gui.state.chat.session import ChatSession, Persist
 from app.gui.state.chat.thinking import think_request
 from app.gui.state.gateway import Gateway
@@ -36,7 +37,7 @@ from app.gui.workers import Job, Workers
 __all__ = ["ChatController"]
 
 
-class ChatController(QObject):
+class ChatController(ChatEdits, QObject):
     loaded = Signal()  # the chat list has been read from disk
     opened = Signal(object)  # ChatSession | None: the chat on screen changed
     transcript_changed = Signal()  # the open chat's messages changed
@@ -53,9 +54,13 @@ class ChatController(QObject):
         disk: Workers,
         db_path: Path,
         parent: QObject | None = None,
+        tools: ChatTools | None = None,
     ):
         super().__init__(parent)
         self._gateway, self._net, self._disk = gateway, net, disk
+        self.tools = tools  # MCP tools offered to models that call tools (``chat_tools.py``)
+        if tools is not None:
+            tools.bind(self._ask, self._change, lambda: self.session)
         self._history = ChatHistory(disk, db_path, self._report)
         self.conversations = ConversationListModel(parent=self)
         self.conversations.edited.connect(lambda c: self._apply(c, touch=False))
@@ -100,38 +105,6 @@ class ChatController(QObject):
         self._history.messages(
             conversation_id, lambda messages: self._loaded_messages(conversation, messages)
         )
-
-    def rename(self, conversation_id: str, title: str) -> None:
-        conversation = self.conversations.conversation(conversation_id)
-        if conversation is not None and title.strip():
-            self._apply(replace(conversation, title=title.strip()), touch=False)
-
-    def update_settings(self, conversation: Conversation) -> None:
-        """A new model, system prompt or parameters for a chat."""
-        self._apply(conversation)
-
-    def apply_settings(self, conversation_id: str, system_prompt: str, options: ChatOptions):
-        """The settings panel's edit, merged into the chat as it is now: the panel's copy of
-        the chat may be older than its title (given by the first reply) or its model."""
-        current = self._current(conversation_id)
-        if current is not None:
-            self._apply(replace(current, system_prompt=system_prompt, options=options))
-
-    def set_think(self, conversation_id: str, think: str) -> None:
-        """A chat's Think setting (``thinking.THINK_CHOICES``), for the replies to come."""
-        current = self._current(conversation_id)
-        if current is not None and current.think != think:
-            self._apply(replace(current, think=think))
-
-    def change_memory(
-        self, conversation_id: str, change: Callable[[ChatMemory], ChatMemory]
-    ) -> None:
-        """A long chat's choice or state (``memory.ChatMemory``), for the replies to come."""
-        current = self._current(conversation_id)
-        if current is not None:
-            self._apply(replace(current, memory=change(current.memory)), touch=False)
-            if self.session is not None and self.session.conversation.id == conversation_id:
-                self.transcript_changed.emit()  # a new summary shows at once
 
     def delete(self, conversation_id: str) -> None:
         live = self._live.pop(conversation_id, None)
@@ -232,9 +205,9 @@ class ChatController(QObject):
         self._stream(session, context)
         return True
 
-    def _change(self, change: Callable[[ChatSession], Persist]) -> bool:
-        """A change that asks the model nothing (delete, flip versions)."""
-        session = self.session
+    def _change(self, change: Callable[[ChatSession], Persist], session=None) -> bool:
+        """A change that asks the model nothing (delete, flip versions, a tool's answer)."""
+        session = session or self.session
         if session is None:
             return False
         if session.streaming:
@@ -253,9 +226,10 @@ class ChatController(QObject):
         reply_id, c = session.reply_id, session.conversation
         turns = session.turns(context)
         think, truncate = think_request(c.think), c.memory.truncates
+        offer = self.tools.offer(c.model, session) if self.tools is not None else dict
         job = self._net.stream(
             lambda: self._gateway.chat(
-                c.model, turns, c.options.to_options(), think=think, truncate=truncate
+                c.model, turns, c.options.to_options(), think=think, truncate=truncate, **offer()
             ),
             lambda event: self._event(session, reply_id, event),
             lambda _: self._ended(session, reply_id),
@@ -295,30 +269,13 @@ class ChatController(QObject):
             self.transcript_changed.emit()
             self.streaming_changed.emit(False)
             self.reply_finished.emit(session.messages[-1])
+        if self.tools is not None:
+            self.tools.after_reply(session)
 
     def _write(self, persist: Persist) -> None:
         if persist.conversation is not None:
             self.conversations.update(persist.conversation)
             self._history.save(persist)
-
-    def _apply(self, conversation: Conversation, touch: bool = True) -> None:
-        """Settings or a title for a chat; an open or streaming session must hear of it too,
-        or its next save would put the old values back."""
-        live = self._live.get(conversation.id)
-        session = live[0] if live else self.session
-        if session is not None and session.conversation.id == conversation.id:
-            self._write(session.update(conversation, touch=touch))
-        else:
-            self.conversations.update(conversation)
-            self._history.save_conversation(conversation)
-
-    def _current(self, conversation_id: str) -> Conversation | None:
-        """A chat as it is now: its streaming or open session knows best."""
-        live = self._live.get(conversation_id)
-        session = live[0] if live else self.session
-        if session is not None and session.conversation.id == conversation_id:
-            return session.conversation
-        return self.conversations.conversation(conversation_id)
 
     def _listed(self, conversations: list[Conversation]) -> None:
         self.conversations.reset(conversations)

@@ -64,6 +64,22 @@ class ChatTurn:
     content: str
     images: tuple[str, ...] = ()
     thinking: str = ""  # a reply's reasoning, for templates that keep it
+    tool_calls: tuple[tuple[str, dict[str, Any]], ...] = ()  # a reply's calls: (name, arguments)
+    tool_name: str = ""  # for a "tool" message: the tool whose answer it is
+
+
+def _message(t: ChatTurn) -> dict[str, Any]:
+    """A turn in the Ollama shape: images inside each message, so earlier images stay in
+    context; a reply's tool calls and a tool's answer by the tool's name."""
+    calls = [{"function": {"name": name, "arguments": args}} for name, args in t.tool_calls]
+    return {
+        "role": t.role,
+        "content": t.content,
+        **({"images": list(t.images)} if t.images else {}),
+        **({"thinking": t.thinking} if t.thinking else {}),
+        **({"tool_calls": calls} if calls else {}),
+        **({"tool_name": t.tool_name} if t.tool_name else {}),
+    }
 
 
 class Gateway:
@@ -240,19 +256,14 @@ class Gateway:
         keep_alive: str | None = None,
         think: bool | str | None = None,
         truncate: bool = True,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        format: Mapping[str, Any] | None = None,
     ) -> Iterator[ChatDelta | ChatDone]:
         """``truncate``: the daemon drops the oldest turns that do not fit the context (and
-        says so in ``ChatDone``); False: such a chat is an error."""
-        # Images travel inside each message (the Ollama shape), so earlier images stay in context.
-        messages = [
-            {
-                "role": t.role,
-                "content": t.content,
-                **({"images": list(t.images)} if t.images else {}),
-                **({"thinking": t.thinking} if t.thinking else {}),
-            }
-            for t in turns
-        ]
+        says so in ``ChatDone``); False: such a chat is an error. ``tools`` on offer (the
+        OpenAI function shape); ``format`` a JSON schema the answer must match (a schema of
+        tool calls makes the model call one)."""
+        messages = [_message(t) for t in turns]
         chunks = stream(
             lambda: self._long().chat(
                 model,
@@ -261,6 +272,8 @@ class Gateway:
                 keep_alive=keep_alive,
                 think=think,
                 truncate=None if truncate else False,
+                tools=tools or None,
+                format=format,
             ),
             wire.chat_events,
         )

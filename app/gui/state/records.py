@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 __all__ = [
     "CatalogModel",
@@ -176,6 +177,7 @@ class ChatDelta:
 
     content: str
     thinking: str = ""
+    tool_calls: tuple[tuple[str, dict[str, Any]], ...] = ()  # calls the model made: (name, args)
 
 
 @dataclass(frozen=True, slots=True)

@@ -143,6 +143,8 @@ class ChatPage(QStackedWidget):
         self.transcript.continue_requested.connect(self._continue)
         self.transcript.delete_requested.connect(chat.delete_message)
         self.transcript.version_requested.connect(chat.show_version)
+        if chat.tools is not None:
+            self.transcript.tool_decided.connect(chat.tools.decide)
         self.transcript.copied.connect(self.status.setText)
         self.settings.changed.connect(chat.apply_settings)
         self.settings.think_changed.connect(chat.set_think)

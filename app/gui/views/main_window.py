@@ -32,6 +32,7 @@ from app.gui.views.import_dialog import ask_import_name
 from app.gui.views.models_page import ModelsPage
 from app.gui.views.server_page import ServerPage
 from app.gui.views.status import DaemonIndicator
+from app.gui.views.tools_page import ToolsPage
 from app.gui.views.welcome import WelcomePage
 
 __all__ = ["PAGES", "MainWindow"]
@@ -42,6 +43,7 @@ PAGES = (
     ("Discover", "discover"),
     ("Downloads", "downloads"),
     ("Server", "server"),
+    ("Tools", "tools"),
 )
 _MESSAGE_MS = 8000
 
@@ -72,6 +74,7 @@ class MainWindow(QMainWindow):
         self.discover_page = DiscoverPage(s.hub)
         self.downloads_page = DownloadsPage(s.downloads)
         self.server_page = ServerPage(s.server, base_url) if base_url else ServerPage(s.server)
+        self.tools_page = ToolsPage(s.tools)
         self.pages = QStackedWidget()
         for page in (
             self.chat_page,
@@ -79,6 +82,7 @@ class MainWindow(QMainWindow):
             self.discover_page,
             self.downloads_page,
             self.server_page,
+            self.tools_page,
         ):
             self.pages.addWidget(page)
         self.nav = QListWidget(objectName="nav")
@@ -125,7 +129,7 @@ class MainWindow(QMainWindow):
         s.downloads.finished.connect(self._download_finished)
         s.chat.loaded.connect(self._open_last_chat)
         s.chat.opened.connect(self._remember_chat)
-        for source in (s.library.error, s.downloads.error, s.server.error):
+        for source in (s.library.error, s.downloads.error, s.server.error, s.tools.error):
             source.connect(self.message)
         s.found.added.connect(lambda name: self.message(f"{name} is ready."))
         self.welcome.pull_requested.connect(self._pull)

@@ -40,6 +40,7 @@ class Transcript(QTextBrowser):
     version_requested = Signal(str, int)  # reply id, the version to show
     copied = Signal(str)  # what was copied, for a status message
     source_requested = Signal(str)  # "<reply id>:<number>": a citation was clicked
+    tool_decided = Signal(str, str)  # a tool call's id, "approve" | "always" | "deny"
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -106,6 +107,7 @@ class Transcript(QTextBrowser):
                 streaming=self._streaming and i == count - 1,
                 expanded=m.id in self._expanded,
                 thinking_open=m.id in self._thinking_open,
+                open_results=self._expanded,
             )
             for i, m in enumerate(self._messages)
         ]
@@ -177,6 +179,9 @@ class Transcript(QTextBrowser):
             message_id, _, number = arg.partition(":")
             if number.isdigit():
                 self.version_requested.emit(message_id, int(number))
+        elif kind == "tool":
+            call_id, _, choice = arg.partition(":")
+            self.tool_decided.emit(call_id, choice)
         elif kind == "unfold":
             self._expanded.add(arg)
             self.follower.hold()  # read it from here, not from its end

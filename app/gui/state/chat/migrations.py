@@ -88,6 +88,10 @@ MIGRATIONS: tuple[str, ...] = (
         sources TEXT NOT NULL
     );
     """,
+    # 8: the tools a reply called through MCP: each call's arguments, approval and result
+    """
+    ALTER TABLE messages ADD COLUMN tool_calls TEXT NOT NULL DEFAULT '[]';
+    """,
 )
 
 

@@ -20,6 +20,7 @@ from app.gui.state.chat.memory_turns import system_turns
 from app.gui.state.chat.records import DEFAULT_TITLE, Conversation, Message, new_id
 from app.gui.state.chat.stats import ReplyMeter, ReplyStats
 from app.gui.state.chat.thinking import ThinkingClock
+from app.gui.state.chat.tool_calls import ToolCall, close_waiting, message_turns
 from app.gui.state.gateway import ChatTurn
 from app.gui.state.records import ChatDelta, ChatDone
 
@@ -62,6 +63,7 @@ class ChatSession:
         self._reply_id: str | None = None
         self._parts: list[str] = []
         self._thoughts: list[str] = []
+        self._calls: list[ToolCall] = []
         self._meter = ReplyMeter(clock)
         self._thinking = ThinkingClock(clock)
         # what the reply in progress builds on: the reply it is a new version of, or the
@@ -110,11 +112,7 @@ class ChatSession:
         says where the model's memory starts by an index into these."""
         head = system_turns(self._conversation.system_prompt, self._conversation.memory)
         sent = [(turn, "") for turn in with_context(head, self._context)]
-        sent += [
-            (ChatTurn(m.role, m.content, m.images, m.thinking), m.id)
-            for m in self._messages
-            if not m.failed
-        ]
+        sent += [(turn, m.id) for m in self._messages if not m.failed for turn in message_turns(m)]
         previous = self._previous
         if self.continuing and previous is not None:
             turn = ChatTurn("assistant", previous.content, (), previous.thinking)
@@ -129,14 +127,16 @@ class ChatSession:
         return Persist(self._conversation)
 
     def send(self, text: str, images: tuple[str, ...] = ()) -> Persist:
+        """Ask; tool calls still waiting for approval count as denied (the model is told)."""
         self._ensure_idle()
+        closed = close_waiting(self._messages)
         first = not any(m.role == "user" for m in self._messages)
         user = Message(new_id(), "user", text, images, created_at=self._wall())
         self._messages.append(user)
         if first and self._conversation.title == DEFAULT_TITLE and text.strip():
             self._conversation = replace(self._conversation, title=title_from(text))
         self._begin()
-        return Persist(self._conversation, None, ((len(self._messages) - 1, user),))
+        return Persist(self._conversation, None, (*closed, (len(self._messages) - 1, user)))
 
     def regenerate(self) -> Persist:
         """A new version of the last reply; the earlier ones stay (failed ones go)."""
@@ -204,6 +204,8 @@ class ChatSession:
         if event.content:
             self._thinking.answered()
             self._parts.append(event.content)
+        for name, arguments in event.tool_calls:
+            self._calls.append(ToolCall(new_id(), name, arguments))
         self._meter.piece(event.content or event.thinking)
         return None
 
@@ -223,6 +225,30 @@ class ChatSession:
             return None
         return self._finish(None)
 
+    @property
+    def pending_calls(self) -> tuple[ToolCall, ...]:
+        """The last reply's tool calls that wait for the user's approval."""
+        last = self._messages[-1] if self._messages and not self.streaming else None
+        return tuple(c for c in last.tool_calls if c.status == "pending") if last else ()
+
+    def settle(self, call_id: str, status: str, result: str = "") -> Persist:
+        """A tool call of the last reply approved (``running``), answered, failed or denied."""
+        last = self._messages[-1] if self._messages else None
+        if last is None or not any(c.id == call_id for c in last.tool_calls):
+            raise ValueError("that tool call is no longer waiting")
+        calls = tuple(c.settle(status, result) if c.id == call_id else c for c in last.tool_calls)
+        self._messages[-1] = replace(last, tool_calls=calls)
+        return Persist(self._conversation, None, ((len(self._messages) - 1, self._messages[-1]),))
+
+    def resume(self) -> Persist:
+        """Let the model go on once every tool call of the last reply has its answer."""
+        self._ensure_idle()
+        last = self._messages[-1] if self._messages else None
+        if last is None or not last.tool_calls or not all(c.settled for c in last.tool_calls):
+            raise ValueError("the last reply's tool calls are not all answered yet")
+        self._begin()
+        return Persist(self._conversation)
+
     def _index(self, message_id: str) -> int:
         index = next((i for i, m in enumerate(self._messages) if m.id == message_id), None)
         if index is None:
@@ -235,6 +261,7 @@ class ChatSession:
 
     def _begin(self, previous: Message | None = None, continuing: bool = False) -> None:
         self._reply_id, self._parts, self._thoughts = new_id(), [], []
+        self._calls = []
         self._meter = ReplyMeter(self._clock)
         earlier = previous.thinking_seconds if continuing and previous is not None else None
         self._thinking = ThinkingClock(self._clock, earlier or 0.0)
@@ -265,6 +292,7 @@ class ChatSession:
             created_at=self._wall(),
             thinking=thinking,
             thinking_seconds=seconds,
+            tool_calls=tuple(self._calls),
         )
         if previous is None:
             return reply

@@ -21,6 +21,7 @@ from pathlib import Path
 from app.gui.state.chat.memory import ChatMemory
 from app.gui.state.chat.migrations import migrate
 from app.gui.state.chat.records import ChatOptions, Conversation, Message, ReplyStats
+from app.gui.state.chat.tool_calls import calls_from_json, calls_json
 
 __all__ = ["ConversationStore"]
 
@@ -28,7 +29,8 @@ _CONVERSATION_COLUMNS = (
     "id, title, model, system_prompt, options, created_at, updated_at, think, memory"
 )
 _MESSAGE_COLUMNS = (
-    "id, role, content, images, stats, error, hint, created_at, version, thinking, thinking_seconds"
+    "id, role, content, images, stats, error, hint, created_at, version, thinking,"
+    " thinking_seconds, tool_calls"
 )
 _VERSION_COLUMNS = "id, content, stats, error, hint, created_at, thinking, thinking_seconds"
 _IN_VERSIONS = ", ".join(f"v.{column}" for column in _VERSION_COLUMNS.split(", "))
@@ -54,7 +56,7 @@ def _stats(text: str | None) -> ReplyStats | None:
 
 
 def _message(row: tuple, others: tuple[Message, ...]) -> Message:
-    id_, role, content, images, stats, error, hint, created, version, thinking, seconds = row
+    id_, role, content, images, stats, error, hint, created, version, thinking, seconds, calls = row
     return Message(
         id_,
         role,
@@ -68,6 +70,7 @@ def _message(row: tuple, others: tuple[Message, ...]) -> Message:
         min(version, len(others)),
         thinking,
         seconds,
+        calls_from_json(calls),
     )
 
 
@@ -171,11 +174,11 @@ class ConversationStore:
             )
             self._conn.execute(
                 f"INSERT INTO messages (conversation_id, position, {_MESSAGE_COLUMNS}) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET "
                 "position=excluded.position, content=excluded.content, images=excluded.images,"
                 " stats=excluded.stats, error=excluded.error, hint=excluded.hint,"
                 " version=excluded.version, thinking=excluded.thinking,"
-                " thinking_seconds=excluded.thinking_seconds",
+                " thinking_seconds=excluded.thinking_seconds, tool_calls=excluded.tool_calls",
                 (
                     conversation_id,
                     position,
@@ -190,6 +193,7 @@ class ConversationStore:
                     m.version,
                     m.thinking,
                     m.thinking_seconds,
+                    calls_json(m.tool_calls),
                 ),
             )
             self._conn.execute("DELETE FROM message_versions WHERE message_id = ?", (m.id,))
