@@ -13,10 +13,22 @@ from app.cli.commands import (
     models,
     programs,
     pull,
+    remotes,
     run,
     running,
 )
 
 __all__ = ["COMMAND_MODULES"]
 
-COMMAND_MODULES = (run, pull, models, running, create, maintenance, accounts, programs, doctor)
+COMMAND_MODULES = (
+    run,
+    pull,
+    models,
+    running,
+    create,
+    remotes,
+    maintenance,
+    accounts,
+    programs,
+    doctor,
+)
