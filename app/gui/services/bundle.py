@@ -102,4 +102,5 @@ def build_services(
     services.monitor.came_up.connect(services._daemon_up)
     services.server.switching.connect(services._hold_pulls)
     services.downloads.finished.connect(lambda _name: services.library.refresh())
+    services.server.remotes.models_changed.connect(services.library.refresh)
     return services
