@@ -6,6 +6,7 @@ in one table (``daemon.server.errors``) and ``daemon.client`` turns them back.
 DaemonError
 ├── BadRequestError         the request asks for something invalid or unsupported (400)
 ├── NotFoundError           the request names a pull or blob that does not exist (404)
+├── ConflictError           the request would take a name already taken (409)
 ├── ServerBusyError         the request queue is full (503)
 ├── TemplateError           the chat template is broken or failed to render (500)
 │   ├── TemplateRejectedError  the template refused the conversation (raise_exception) (400)
@@ -13,6 +14,8 @@ DaemonError
 │   └── TemplateBudgetError    the render ran past its time, loop or size budget (400)
 ├── ModelLoadError          a runner could not start the model (500)
 ├── QuantizeError           llama.cpp could not quantize a model being created (500)
+├── RemoteError             a remote engine failed or answered something unusable (502)
+│   └── RemoteUnavailableError  no replica of the remote is healthy or answering (503)
 └── InsufficientMemoryError the model does not fit in free memory, even after evicting (507)
 """
 
@@ -20,11 +23,14 @@ from __future__ import annotations
 
 __all__ = [
     "BadRequestError",
+    "ConflictError",
     "DaemonError",
     "InsufficientMemoryError",
     "ModelLoadError",
     "NotFoundError",
     "QuantizeError",
+    "RemoteError",
+    "RemoteUnavailableError",
     "ServerBusyError",
     "TemplateBudgetError",
     "TemplateError",
@@ -44,6 +50,10 @@ class BadRequestError(DaemonError, ValueError):
 
 
 class NotFoundError(DaemonError, LookupError):
+    pass
+
+
+class ConflictError(DaemonError):
     pass
 
 
@@ -77,6 +87,15 @@ class ModelLoadError(DaemonError):
 
 
 class QuantizeError(DaemonError):
+    pass
+
+
+class RemoteError(DaemonError):
+    """A remote engine failed: unreachable, an error status, or a malformed or oversized
+    answer. The message names the remote, never its key."""
+
+
+class RemoteUnavailableError(RemoteError):
     pass
 
 

@@ -17,6 +17,7 @@ from fastapi import FastAPI
 
 from daemon.inference import Inference
 from daemon.models.pulls import PullManager, PullRecords
+from daemon.remotes import Remotes
 from daemon.runners.types import RunnerSpec
 from daemon.scheduler import MemoryInfo, Runner, RunnerFactory, Scheduler, SchedulerConfig
 from daemon.security import (
@@ -42,6 +43,7 @@ from daemon.server.native import (
     hub,
     models,
     pulls,
+    remotes,
 )
 from daemon.server.native import system as native_system
 from daemon.server.openai import chat, completions, embeddings, responses
@@ -75,7 +77,10 @@ def create_app(
         **probes,
     )
     metrics.watch(scheduler)
-    inference = Inference(store, scheduler, settings, on_finished=metrics.on_finished)
+    remote_models = Remotes(settings, metrics.registry)
+    inference = Inference(
+        store, scheduler, settings, on_finished=metrics.on_finished, remotes=remote_models
+    )
 
     app = FastAPI(
         title="localllm", version=_version(), lifespan=_lifespan, docs_url=None, redoc_url=None
@@ -85,6 +90,7 @@ def create_app(
     app.state.store = store
     app.state.scheduler = scheduler
     app.state.inference = inference
+    app.state.remotes = remote_models
     app.state.metrics = metrics
     app.state.responses = ResponseStore()  # kept for previous_response_id, in memory only
     app.state.pulls = PullManager(
@@ -103,7 +109,7 @@ def create_app(
 
 _OPENAI = (chat, completions, responses, embeddings, openai_models)
 _ANTHROPIC = (messages, count_tokens)
-_NATIVE = (models, generate, embed, pulls, blobs, create, hub, native_system, control)
+_NATIVE = (models, generate, embed, pulls, blobs, create, hub, native_system, control, remotes)
 
 
 def _puller(settings: Settings, store: Store) -> Puller:
@@ -128,11 +134,15 @@ def _install_guards(app: FastAPI, settings: Settings) -> None:
 @contextlib.asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     scheduler: Scheduler = app.state.scheduler
-    reaper = asyncio.get_running_loop().create_task(scheduler.run())
+    loop = asyncio.get_running_loop()
+    reaper = loop.create_task(scheduler.run())
+    checks = loop.create_task(app.state.remotes.run())
     try:
         yield
     finally:
         reaper.cancel()
+        checks.cancel()
+        await app.state.remotes.close()
         await app.state.pulls.shutdown()  # pauses running pulls: their partials stay
         await scheduler.shutdown()
         app.state.inference.close()
