@@ -100,7 +100,7 @@ def _list(context: Context, args: argparse.Namespace) -> int:
             m.name or m.model,
             "-" if m.remote else short_id(m.digest),
             "-" if m.remote else format_size(m.size),
-            relative_time(parse_time(m.modified_at), now),
+            "-" if m.remote else relative_time(parse_time(m.modified_at), now),
         ]
         for m in models
     ]
