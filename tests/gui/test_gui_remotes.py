@@ -156,3 +156,23 @@ def test_the_models_page_offers_only_chat_for_a_remote_model(qtbot, tmp_path):
     page.table.selectRow(1)
     assert page.delete_button.isEnabled() and page.copy_button.isEnabled()
     services.shutdown()
+
+
+def test_a_remote_model_in_use_is_shown_but_never_unloaded(qtbot, tmp_path):
+    from PySide6.QtGui import QIcon
+
+    from app.gui.views.tray import Tray
+
+    fake = FakeClient()
+    services = build_services(Gateway(fake), tmp_path, autostart=False)
+    records = [running_model("tiny:latest"), running_model("gpu/qwen3-8b", remote="gpu")]
+    services.server.running.replace([wire.running(m) for m in records])
+    tray = Tray(QIcon(), services.server)
+    tray.fill_models()
+    actions = {a.text(): a for a in tray.models_menu.actions()}
+    assert not actions["gpu/qwen3-8b · remote gpu"].isEnabled()
+    local = next(action for text, action in actions.items() if text.startswith("tiny:latest"))
+    local.trigger()
+    qtbot.waitUntil(lambda: ("unload", "tiny:latest") in fake.calls)
+    assert ("unload", "gpu/qwen3-8b") not in fake.calls
+    services.shutdown()

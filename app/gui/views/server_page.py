@@ -269,5 +269,9 @@ class ServerPage(QWidget):
 
     def _unload(self) -> None:
         model = selected_record(self.running)
-        if model is not None:
+        if model is not None and model.remote:
+            self.message.setText(
+                f"{model.name} runs on the remote {model.remote}: nothing to unload."
+            )
+        elif model is not None:
             self.server.unload(model.name)
