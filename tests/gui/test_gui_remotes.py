@@ -56,6 +56,9 @@ def test_health_reads_with_the_reason():
     )
     assert dead.health_text == "unreachable: connection refused"
     assert dead.latency_text == "" and remote_status(half).latency_text == "1.5 ms"
+    said = DOWN.model_copy(update={"error": "unreachable (ConnectError)"})
+    worded = remote_info("gone", [said.url], healthy=False, replicas=[said])
+    assert remote_status(worded).health_text == "unreachable (ConnectError)"
     keyed = remote_status(remote_info("k", two, api_key_env="VLLM_KEY"))
     assert keyed.key == "from $VLLM_KEY"
 
@@ -78,7 +81,7 @@ def _cells(service: RemotesService, row: int) -> list[str]:
 
 def test_the_table_shows_each_remote(section):
     _fake, service, _view = section
-    assert _cells(service, 0) == ["gpu", "http://a:1", "healthy", "1.5 ms", "0", "gpu/qwen3-8b"]
+    assert _cells(service, 0) == ["gpu", "http://a:1", "gpu/qwen3-8b", "1.5 ms", "0", "healthy"]
 
 
 def test_add_sends_the_key_to_the_daemon_and_closes(section, qtbot):

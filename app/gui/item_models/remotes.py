@@ -20,18 +20,18 @@ def _replicas_tip(remote: RemoteStatus) -> str:
 
 
 class RemotesModel(RecordTableModel):
-    columns = (
+    columns = (  # Health last: it takes the room left, for the reason when unreachable
         Column("Name", lambda r: r.name, tooltip=lambda r: f"{r.kind} API; key {r.key or 'none'}"),
         Column("URLs", lambda r: r.urls_text, tooltip=_replicas_tip),
+        Column("Models", lambda r: r.models_text, tooltip=lambda r: "\n".join(r.models)),
+        Column("Latency", lambda r: r.latency_text, numeric=True),
+        Column("In flight", lambda r: str(r.in_flight), lambda r: r.in_flight, numeric=True),
         Column(
             "Health",
             lambda r: r.health_text,
             tooltip=_replicas_tip,
             color=lambda r: _GOOD if r.healthy else _BAD,
         ),
-        Column("Latency", lambda r: r.latency_text, numeric=True),
-        Column("In flight", lambda r: str(r.in_flight), lambda r: r.in_flight, numeric=True),
-        Column("Models", lambda r: r.models_text, tooltip=lambda r: "\n".join(r.models)),
     )
 
     def __init__(self, parent=None):

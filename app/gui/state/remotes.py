@@ -57,6 +57,8 @@ class RemoteStatus:
         if self.healthy:
             return "healthy" if up == len(self.replicas) else f"healthy ({up} of {len(self)})"
         reason = next((replica.error for replica in self.replicas if replica.error), "")
+        if reason.lower().startswith("unreachable"):  # the daemon's words say it already
+            return reason
         return f"unreachable: {reason}" if reason else "unreachable"
 
     @property
