@@ -58,9 +58,7 @@ async def acquire(remote: RemoteState, exclude: set[str], deadline: float) -> Re
                 replica.in_flight += 1
                 return replica
             if not remote.replicas.busy(exclude):
-                raise RemoteUnavailableError(
-                    f"remote {remote.name!r} has no healthy replica; see `localllm remote ls`"
-                )
+                raise RemoteUnavailableError(_unavailable(remote))
             try:
                 async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
                     await remote.freed.wait()
@@ -68,6 +66,12 @@ async def acquire(remote: RemoteState, exclude: set[str], deadline: float) -> Re
                 raise RemoteUnavailableError(
                     f"remote {remote.name!r} stayed busy past its timeout"
                 ) from None
+
+
+def _unavailable(remote: RemoteState) -> str:
+    why = next((r.error for r in remote.replicas.replicas if r.error), None)
+    because = f" (last error: {why})" if why else ""
+    return f"remote {remote.name!r} has no healthy replica{because}; see `localllm remote ls`"
 
 
 async def release(remote: RemoteState, replica: Replica) -> None:

@@ -41,6 +41,8 @@ async def _check(client: httpx.AsyncClient, remote: RemoteState, replica: Replic
             request = client.build_request("GET", replica.url + path, headers=headers)
             response = await client.send(request, stream=True)
             try:
+                if response.status_code in (401, 403):
+                    raise RemoteError(f"refused its API key ({response.status_code})")
                 if response.status_code != 200:
                     raise RemoteError(f"its model list answered {response.status_code}")
                 data = await json_body(response, remote.name)
