@@ -146,7 +146,7 @@ async def remote_stream(
             ReplicaSet.failed(replica, _reason(error))
             stats.errors.labels(remote.name, "stream" if first else "start").inc()
             exclude.add(replica.url)
-            if first or time.monotonic() >= deadline or remote.replicas.pick(exclude) is None:
+            if first or time.monotonic() >= deadline or not remote.replicas.any_left(exclude):
                 raise _as_remote_error(error, remote.name) from None
         finally:
             await release(remote, replica)
