@@ -206,3 +206,23 @@ def test_metrics_per_remote(front):
     for back_url in httpx.get(front.url + "/api/remotes").json()["remotes"][0]["urls"]:
         healthy = metric_value(text, "localllm_remote_replica_healthy", remote="team", url=back_url)
         assert healthy == 1.0
+
+
+def test_an_ollama_speaking_remote_through_the_native_api(front, backs):
+    added = add_remote(front, "native", [backs[1].url], kind="ollama", api_key=KEY)
+    assert added.status_code == 200, added.text
+    try:
+        assert {"name": "native/tiny:latest", "remote_id": "tiny:latest"} in added.json()["models"]
+        client = front.openai()
+        chunks = list(
+            client.chat.completions.create(
+                model="native/tiny", messages=HI, max_tokens=5, stream=True
+            )
+        )
+        assert sum(1 for c in chunks if c.choices and c.choices[0].delta.content) >= 2
+        reply = client.chat.completions.create(model="native/tiny", messages=HI, max_tokens=5)
+        assert reply.usage.completion_tokens == 5 and reply.choices[0].finish_reason == "length"
+        vectors = client.embeddings.create(model="native/tiny", input=["a"]).data
+        assert len(vectors[0].embedding) > 0
+    finally:
+        httpx.delete(front.url + "/api/remotes/native", timeout=10)
