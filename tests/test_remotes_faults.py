@@ -247,3 +247,15 @@ def test_llama_cpp_server_as_a_remote(front, llama_cpp_server):
         assert reply.done and reply.message.content
     finally:
         httpx.delete(front.url + "/api/remotes/lcpp", timeout=10)
+
+
+def test_a_loop_of_remotes_is_refused_not_followed(front, tmp_path):
+    with front_daemon(tmp_path / "other") as other:
+        assert add_remote(other, "a", [front.url], aliases={"loop": "loop"}).status_code == 200
+        assert add_remote(front, "b", [other.url], aliases={"loop": "loop"}).status_code == 200
+        try:
+            r = _chat(front, "loop", timeout=60)
+            assert r.status_code == 508, r.text
+            assert "went round a loop of remotes" in r.json()["error"]["message"]
+        finally:
+            httpx.delete(front.url + "/api/remotes/b", timeout=10)

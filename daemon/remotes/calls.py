@@ -16,10 +16,17 @@ from collections.abc import AsyncGenerator, Callable
 
 import httpx
 
-from daemon.errors import BadRequestError, NotFoundError, RemoteError, RemoteUnavailableError
+from daemon.errors import (
+    BadRequestError,
+    NotFoundError,
+    RemoteError,
+    RemoteLoopError,
+    RemoteUnavailableError,
+)
 from daemon.inference.generation import Delta, Finished, GenerationStats
 from daemon.inference.jobs import GenerationJob
 from daemon.remotes import ollama_wire, openai_wire
+from daemon.remotes.hops import HEADER, MAX_HOPS, hops_so_far
 from daemon.remotes.replicas import Replica, ReplicaSet
 from daemon.remotes.state import RemoteState
 from daemon.remotes.stats import RemoteStats
@@ -46,7 +53,9 @@ def _request(remote: RemoteState, replica: Replica, job: GenerationJob, remote_i
     else:
         url, body = "/v1/chat/completions", openai_wire.chat_body(job, remote_id)
         reader = openai_wire.read_chunk
-    headers = {"authorization": f"Bearer {remote.key}"} if remote.key else {}
+    headers = {HEADER: str(hops_so_far() + 1)}
+    if remote.key:
+        headers["authorization"] = f"Bearer {remote.key}"
     return replica.url + url, body, headers, reader
 
 
@@ -107,6 +116,8 @@ async def remote_stream(
     job: GenerationJob,
     remote_id: str,
 ) -> AsyncGenerator[Delta | Finished]:
+    if hops_so_far() >= MAX_HOPS:
+        raise RemoteLoopError(hops_so_far())
     started = time.monotonic()
     deadline = started + remote.config.timeout_seconds
     exclude: set[str] = set()
@@ -121,6 +132,8 @@ async def remote_stream(
                 request = client.build_request("POST", url, json=body, headers=headers)
                 response = await client.send(request, stream=True)
             try:
+                if response.status_code == 508:  # a loop further on: retrying cannot help
+                    raise RemoteLoopError(MAX_HOPS)
                 if response.status_code >= 500 or response.status_code == 429:
                     raise RemoteError(f"remote {remote.name!r} answered {response.status_code}")
                 if response.status_code >= 400:
