@@ -187,13 +187,19 @@ def test_removing_an_unknown_remote_is_404(front):
         ("/api/delete", {"model": "team/tiny"}, "delete"),
         ("/api/copy", {"source": "team/tiny", "destination": "mine"}, "copy"),
         ("/api/create", {"model": "team/other", "from": "tiny"}, "create"),
-        ("/api/show", {"model": "team/tiny"}, "show"),
     ],
 )
 def test_store_work_on_a_remote_model_is_a_clear_400(front, path, body, what):
     r = httpx.request("DELETE" if what == "delete" else "POST", front.url + path, json=body)
     assert r.status_code == 400, r.text
     assert f"served by remote 'team'; {what} works on local models only" in r.json()["error"]
+
+
+def test_show_says_whose_model_it_is(front):
+    shown = ollama.Client(host=front.url).show("team/tiny")
+    assert shown.details.format == "remote"
+    assert shown.modelinfo["general.remote"] == "team"
+    assert shown.modelinfo["general.remote_id"] == "tiny"
 
 
 def test_metrics_per_remote(front):

@@ -35,7 +35,7 @@ from daemon.remotes.transport import check_content_type, lines
 
 __all__ = ["acquire", "release", "remote_stream"]
 
-_RETRYABLE = (httpx.TransportError, RemoteError, TimeoutError)
+_RETRYABLE = (httpx.RequestError, RemoteError, TimeoutError)
 _STREAM_TYPES = {
     "openai": ("text/event-stream",),
     "ollama": ("application/x-ndjson", "application/json"),
@@ -153,8 +153,8 @@ async def remote_stream(
                 await response.aclose()
             ReplicaSet.succeeded(replica)
             stats.seconds.labels(remote.name).observe(time.monotonic() - started)
-            yield _finished(state, started, first)
-            return
+            finished = _finished(state, started, first)
+            break
         except _RETRYABLE as error:
             ReplicaSet.failed(replica, _reason(error))
             stats.errors.labels(remote.name, "stream" if first else "start").inc()
@@ -163,6 +163,7 @@ async def remote_stream(
                 raise _as_remote_error(error, remote.name) from None
         finally:
             await release(remote, replica)
+    yield finished  # with the replica's slot already free
 
 
 def _reason(error: BaseException) -> str:
