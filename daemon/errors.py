@@ -16,6 +16,7 @@ DaemonError
 ├── QuantizeError           llama.cpp could not quantize a model being created (500)
 ├── RemoteError             a remote engine failed or answered something unusable (502)
 │   └── RemoteUnavailableError  no replica of the remote is healthy or answering (503)
+├── RemoteLoopError         the request went round a loop of remotes (508)
 └── InsufficientMemoryError the model does not fit in free memory, even after evicting (507)
 """
 
@@ -30,6 +31,7 @@ __all__ = [
     "NotFoundError",
     "QuantizeError",
     "RemoteError",
+    "RemoteLoopError",
     "RemoteUnavailableError",
     "ServerBusyError",
     "TemplateBudgetError",
@@ -97,6 +99,16 @@ class RemoteError(DaemonError):
 
 class RemoteUnavailableError(RemoteError):
     pass
+
+
+class RemoteLoopError(DaemonError):
+    """Not a ``RemoteError``: never retried on another replica (it would loop there too)."""
+
+    def __init__(self, hops: int):
+        super().__init__(
+            f"the request went round a loop of remotes ({hops} daemons deep); check that no "
+            "remote's URL or alias leads back to a daemon it came from"
+        )
 
 
 class InsufficientMemoryError(DaemonError, MemoryError):

@@ -16,10 +16,17 @@ from collections.abc import AsyncGenerator, Callable
 
 import httpx
 
-from daemon.errors import BadRequestError, NotFoundError, RemoteError, RemoteUnavailableError
+from daemon.errors import (
+    BadRequestError,
+    NotFoundError,
+    RemoteError,
+    RemoteLoopError,
+    RemoteUnavailableError,
+)
 from daemon.inference.generation import Delta, Finished, GenerationStats
 from daemon.inference.jobs import GenerationJob
 from daemon.remotes import ollama_wire, openai_wire
+from daemon.remotes.hops import HEADER, MAX_HOPS, hops_so_far
 from daemon.remotes.replicas import Replica, ReplicaSet
 from daemon.remotes.state import RemoteState
 from daemon.remotes.stats import RemoteStats
@@ -28,7 +35,7 @@ from daemon.remotes.transport import check_content_type, lines
 
 __all__ = ["acquire", "release", "remote_stream"]
 
-_RETRYABLE = (httpx.TransportError, RemoteError, TimeoutError)
+_RETRYABLE = (httpx.RequestError, RemoteError, TimeoutError)
 _STREAM_TYPES = {
     "openai": ("text/event-stream",),
     "ollama": ("application/x-ndjson", "application/json"),
@@ -46,7 +53,9 @@ def _request(remote: RemoteState, replica: Replica, job: GenerationJob, remote_i
     else:
         url, body = "/v1/chat/completions", openai_wire.chat_body(job, remote_id)
         reader = openai_wire.read_chunk
-    headers = {"authorization": f"Bearer {remote.key}"} if remote.key else {}
+    headers = {HEADER: str(hops_so_far() + 1)}
+    if remote.key:
+        headers["authorization"] = f"Bearer {remote.key}"
     return replica.url + url, body, headers, reader
 
 
@@ -58,9 +67,7 @@ async def acquire(remote: RemoteState, exclude: set[str], deadline: float) -> Re
                 replica.in_flight += 1
                 return replica
             if not remote.replicas.busy(exclude):
-                raise RemoteUnavailableError(
-                    f"remote {remote.name!r} has no healthy replica; see `localllm remote ls`"
-                )
+                raise RemoteUnavailableError(_unavailable(remote))
             try:
                 async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
                     await remote.freed.wait()
@@ -68,6 +75,12 @@ async def acquire(remote: RemoteState, exclude: set[str], deadline: float) -> Re
                 raise RemoteUnavailableError(
                     f"remote {remote.name!r} stayed busy past its timeout"
                 ) from None
+
+
+def _unavailable(remote: RemoteState) -> str:
+    why = next((r.error for r in remote.replicas.replicas if r.error), None)
+    because = f" (last error: {why})" if why else ""
+    return f"remote {remote.name!r} has no healthy replica{because}; see `localllm remote ls`"
 
 
 async def release(remote: RemoteState, replica: Replica) -> None:
@@ -103,6 +116,8 @@ async def remote_stream(
     job: GenerationJob,
     remote_id: str,
 ) -> AsyncGenerator[Delta | Finished]:
+    if hops_so_far() >= MAX_HOPS:
+        raise RemoteLoopError(hops_so_far())
     started = time.monotonic()
     deadline = started + remote.config.timeout_seconds
     exclude: set[str] = set()
@@ -117,6 +132,8 @@ async def remote_stream(
                 request = client.build_request("POST", url, json=body, headers=headers)
                 response = await client.send(request, stream=True)
             try:
+                if response.status_code == 508:  # a loop further on: retrying cannot help
+                    raise RemoteLoopError(MAX_HOPS)
                 if response.status_code >= 500 or response.status_code == 429:
                     raise RemoteError(f"remote {remote.name!r} answered {response.status_code}")
                 if response.status_code >= 400:
@@ -136,16 +153,17 @@ async def remote_stream(
                 await response.aclose()
             ReplicaSet.succeeded(replica)
             stats.seconds.labels(remote.name).observe(time.monotonic() - started)
-            yield _finished(state, started, first)
-            return
+            finished = _finished(state, started, first)
+            break
         except _RETRYABLE as error:
             ReplicaSet.failed(replica, _reason(error))
             stats.errors.labels(remote.name, "stream" if first else "start").inc()
             exclude.add(replica.url)
-            if first or time.monotonic() >= deadline or remote.replicas.pick(exclude) is None:
+            if first or time.monotonic() >= deadline or not remote.replicas.any_left(exclude):
                 raise _as_remote_error(error, remote.name) from None
         finally:
             await release(remote, replica)
+    yield finished  # with the replica's slot already free
 
 
 def _reason(error: BaseException) -> str:

@@ -1,7 +1,10 @@
 """Active health checks, which also refresh each remote's model list: ``GET /v1/models``
 (OpenAI kind) or ``GET /api/tags`` (Ollama kind) on every replica, its round trip timed.
 
-They run in the background, so a listing reads the cache and never waits on the network."""
+They run in the background, so a listing reads the cache and never waits on the network. A
+replica serving requests is not checked (its answers show it is alive, and a failure ejects
+it): some engines, llama-cpp-python's server among them, stop the stream they are serving
+when another request comes in."""
 
 from __future__ import annotations
 
@@ -24,7 +27,8 @@ _MAX_ID = 256
 
 async def refresh(client: httpx.AsyncClient, remote: RemoteState) -> None:
     """Check every replica at once; the first model list that comes back is kept."""
-    found = await asyncio.gather(*(_check(client, remote, r) for r in remote.replicas.replicas))
+    idle = [r for r in remote.replicas.replicas if not (r.healthy and r.in_flight)]
+    found = await asyncio.gather(*(_check(client, remote, r) for r in idle))
     ids = next((ids for ids in found if ids is not None), None)
     if ids is not None:
         remote.model_ids = ids
@@ -41,6 +45,8 @@ async def _check(client: httpx.AsyncClient, remote: RemoteState, replica: Replic
             request = client.build_request("GET", replica.url + path, headers=headers)
             response = await client.send(request, stream=True)
             try:
+                if response.status_code in (401, 403):
+                    raise RemoteError(f"refused its API key ({response.status_code})")
                 if response.status_code != 200:
                     raise RemoteError(f"its model list answered {response.status_code}")
                 data = await json_body(response, remote.name)

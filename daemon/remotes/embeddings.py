@@ -39,7 +39,7 @@ async def remote_embeddings(
                 data = await json_body(response, remote.name)
             finally:
                 await response.aclose()
-    except (httpx.TransportError, TimeoutError) as error:
+    except (httpx.RequestError, TimeoutError) as error:
         ReplicaSet.failed(replica, f"embeddings failed ({type(error).__name__})")
         raise RemoteError(f"remote {remote.name!r} failed ({type(error).__name__})") from None
     finally:

@@ -5,7 +5,8 @@ Active checks (``catalog``) mark a replica healthy or not; passive ejection take
 after a request to it fails and keeps it out for a backoff that doubles with each failure in a
 row (1 s, 2 s, 4 s ... at most a minute). Requests go to the healthy replica with the fewest
 requests in flight (least outstanding requests); each replica serves at most
-``max_concurrency`` at once.
+``max_concurrency`` at once. When every healthy replica is ejected, they are all tried
+again rather than none (as Envoy's panic threshold does).
 """
 
 from __future__ import annotations
@@ -32,9 +33,6 @@ class Replica:
     failures: int = 0  # in a row
     ejected_until: float = 0.0  # time.monotonic()
     checked: bool = field(default=False)
-
-    def available(self, now: float, limit: int) -> bool:
-        return self.healthy and now >= self.ejected_until and self.in_flight < limit
 
     def info(self) -> ReplicaInfo:
         now = time.monotonic()
@@ -66,25 +64,29 @@ class ReplicaSet:
         now = time.monotonic()
         return any(r.healthy and now >= r.ejected_until for r in self.replicas)
 
-    def pick(self, exclude: set[str]) -> Replica | None:
-        """The available replica with the fewest requests in flight, not one of ``exclude``."""
+    def _pool(self, exclude: set[str]) -> list[Replica]:
+        """The replicas a request may go to: the healthy ones not passively ejected; when
+        every healthy one is ejected, all of them (never eject a whole remote for a blip:
+        a single-replica remote stays usable)."""
         now = time.monotonic()
-        choices = [
-            r
-            for r in self.replicas
-            if r.url not in exclude and r.available(now, self.max_concurrency)
-        ]
+        live = [r for r in self.replicas if r.url not in exclude and r.healthy]
+        return [r for r in live if now >= r.ejected_until] or live
+
+    def any_left(self, exclude: set[str]) -> bool:
+        """Whether a request that failed on ``exclude`` has somewhere else to go (now, or
+        once a busy replica frees a slot)."""
+        return bool(self._pool(exclude))
+
+    def pick(self, exclude: set[str]) -> Replica | None:
+        """The replica with the fewest requests in flight (below its limit), not one of
+        ``exclude``; None when there is none, or all are busy."""
+        choices = [r for r in self._pool(exclude) if r.in_flight < self.max_concurrency]
         return min(choices, key=lambda r: r.in_flight) if choices else None
 
     def busy(self, exclude: set[str]) -> bool:
-        """True when every live replica is at its concurrency limit (wait, do not fail)."""
-        now = time.monotonic()
-        live = [
-            r
-            for r in self.replicas
-            if r.url not in exclude and r.healthy and now >= r.ejected_until
-        ]
-        return bool(live) and all(r.in_flight >= self.max_concurrency for r in live)
+        """True when every replica a request may go to is at its concurrency limit (wait)."""
+        pool = self._pool(exclude)
+        return bool(pool) and all(r.in_flight >= self.max_concurrency for r in pool)
 
     @staticmethod
     def failed(replica: Replica, why: str) -> None:

@@ -18,6 +18,7 @@ from fastapi import FastAPI
 from daemon.inference import Inference
 from daemon.models.pulls import PullManager, PullRecords
 from daemon.remotes import Remotes
+from daemon.remotes.hops import HopsMiddleware
 from daemon.runners.types import RunnerSpec
 from daemon.scheduler import MemoryInfo, Runner, RunnerFactory, Scheduler, SchedulerConfig
 from daemon.security import (
@@ -103,6 +104,7 @@ def create_app(
     install_error_handlers(app)
     app.add_middleware(JsonBudgetMiddleware)  # inside the body limit: the body is bounded
     app.add_middleware(RequestLogMiddleware, metrics=metrics)
+    app.add_middleware(HopsMiddleware)
     _install_guards(app, settings)
     return app
 

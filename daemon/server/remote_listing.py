@@ -6,11 +6,11 @@ from __future__ import annotations
 import time
 
 from daemon.api import Model
-from daemon.api.native_models import ModelDetailsOut, ModelSummary, RunningModel
+from daemon.api.native_models import ModelDetailsOut, ModelSummary, RunningModel, ShowResponse
 from daemon.remotes import Remotes
 from daemon.server.native.describe import iso_time
 
-__all__ = ["remote_openai_models", "remote_running", "remote_summaries"]
+__all__ = ["remote_openai_models", "remote_running", "remote_show", "remote_summaries"]
 
 
 def remote_summaries(remotes: Remotes) -> list[ModelSummary]:
@@ -27,6 +27,22 @@ def remote_summaries(remotes: Remotes) -> list[ModelSummary]:
         )
         for name, remote in remotes.models()
     ]
+
+
+def remote_show(name: str, remote: str, remote_id: str) -> ShowResponse:
+    """What ``/api/show`` can say of a remote's model without asking it: whose it is. Ollama
+    clients (Open WebUI) show a model before they chat with it."""
+    return ShowResponse(
+        modelfile=f"# served by remote {remote!r} as {remote_id!r}\n",
+        parameters="",
+        template="",
+        system="",
+        license="",
+        details=ModelDetailsOut(format="remote"),
+        model_info={"general.remote": remote, "general.remote_id": remote_id},
+        capabilities=["completion"],  # what else it can do is the remote's to say
+        modified_at=iso_time(time.time()),
+    )
 
 
 def remote_openai_models(remotes: Remotes) -> list[Model]:

@@ -32,7 +32,7 @@ from daemon.server.native.describe import (
     model_summary,
     show_response,
 )
-from daemon.server.remote_listing import remote_running, remote_summaries
+from daemon.server.remote_listing import remote_running, remote_show, remote_summaries
 from model_registry.errors import CorruptManifestError, ModelNotFoundError
 from model_registry.names import parse_name
 from model_registry.store import ModelEntry, Store, show_model
@@ -73,7 +73,9 @@ def _summaries(store: Store) -> list:
 async def show(body: ShowRequest, request: Request) -> ShowResponse:
     inference: Inference = request.app.state.inference
     store = _store(request)
-    _remotes(request).refuse_local_work(body.model, "show")
+    found = _remotes(request).match(body.model)
+    if found is not None:
+        return remote_show(body.model, found.remote.name, found.remote_id)
     model = inference.resolve(body.model)
 
     def build() -> ShowResponse:
