@@ -1,10 +1,9 @@
 """``localllm run MODEL [PROMPT]``: one answer, or an interactive chat on a terminal.
 
 Piped input becomes the prompt (``cat notes.txt | localllm run qwen "summarize"``); with no
-prompt on a terminal the chat opens. A model that is not in the store is pulled first (a
-remote engine's model, ``NAME/<model id>``, is used as it is). For a model that sees images,
-image files named in the prompt are attached. A thinking model's reasoning is shown apart
-from the answer (:mod:`app.cli.thinking_output`).
+prompt on a terminal the chat opens. A model that is not in the store is pulled first. For a
+model that sees images, image files named in the prompt are attached. A thinking model's
+reasoning is shown apart from the answer (:mod:`app.cli.thinking_output`).
 """
 
 from __future__ import annotations
@@ -21,8 +20,8 @@ from app.cli.context import Context
 from app.cli.errors import EXIT_INTERRUPTED, EXIT_USAGE, CliError
 from app.cli.parsing import add_command
 from app.cli.thinking_output import THINK_VALUES, ThinkingOutput
-from daemon.api import ModelDetailsOut, ShowResponse
-from daemon.client import BadRequest, ModelNotFound
+from daemon.api import ShowResponse
+from daemon.client import ModelNotFound
 
 __all__ = ["build_prompt", "register"]
 
@@ -188,26 +187,8 @@ def _ensure_model(context: Context, model: str) -> ShowResponse | None:
     interrupted the pull."""
     try:
         return context.client().show(model)
-    except BadRequest:  # the daemon refuses `show` for a remote engine's model
-        remote = _remote_model(context, model)
-        if remote is None:
-            raise
-        return remote
     except ModelNotFound:
         outcome = pull_model(context, model)
         if outcome == "paused":
             raise CliError(f"the pull of '{model}' was paused before it finished") from None
         return context.client().show(model) if outcome == "success" else None
-
-
-def _remote_model(context: Context, model: str) -> ShowResponse | None:
-    """What ``run`` needs of a remote engine's model (its engine keeps the details): text in,
-    text out. None when ``model`` is not one (the daemon's refusal stands)."""
-    listed = next((m for m in context.client().list_models() if m.name == model), None)
-    if listed is None or not listed.remote:
-        return None
-    return ShowResponse(
-        modelfile="", parameters="", template="", system="", license="",
-        details=ModelDetailsOut(format="remote"), model_info={}, capabilities=["completion"],
-        modified_at=listed.modified_at,
-    )  # fmt: skip
