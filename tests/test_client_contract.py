@@ -19,7 +19,8 @@ from daemon.client import (
     RemoteNotFound,
     ServerError,
 )
-from tests.support.cli import FakeClient, remote_info, signature_drift
+from tests.support.cli import FakeClient, signature_drift
+from tests.support.fake_remotes import remote_info
 
 SHOW_TYPE = "daemon.api.native_models.ShowResponse"
 

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from daemon.api.remotes import ReplicaInfo
-from tests.support.cli import MODEL, remote_info, running_model
+from tests.support.cli import MODEL, running_model
+from tests.support.fake_remotes import remote_info
 
 
 def test_add_sends_the_whole_request(run_cli, fake):
@@ -125,3 +126,15 @@ def test_ps_shows_remote_models_in_use(run_cli, fake):
     _, out, _ = run_cli("ps")
     row = ["gpu/qwen3-8b", "-", "-", "remote", "gpu", "-", "2", "in", "flight"]
     assert out.splitlines()[1].split() == row
+
+
+def test_no_daemon_is_one_clear_line(run_cli, fake, monkeypatch):
+    from daemon.client import DaemonUnavailable
+
+    def unreachable():
+        raise DaemonUnavailable("cannot reach the daemon at http://127.0.0.1:11435: refused")
+
+    monkeypatch.setattr(fake, "remotes", unreachable)
+    status, out, err = run_cli("remote", "ls")
+    assert (status, out) == (1, "")
+    assert err == "Error: cannot reach the daemon at http://127.0.0.1:11435: refused\n"

@@ -18,7 +18,8 @@ from app.gui.views.models_page import ModelsPage
 from app.gui.views.remotes_section import RemotesSection
 from app.gui.workers import Workers
 from daemon.api.remotes import ReplicaInfo
-from tests.support.cli import MODEL, FakeClient, remote_info, running_model
+from tests.support.cli import MODEL, FakeClient, running_model
+from tests.support.fake_remotes import remote_info
 
 DOWN = ReplicaInfo(url="http://127.0.0.1:9", healthy=False, error="connection refused")
 

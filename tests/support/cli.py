@@ -41,15 +41,9 @@ from daemon.api import (
     SystemResponse,
     VerifyResponse,
 )
-from daemon.api.remotes import (
-    RemoteAddRequest,
-    RemoteInfo,
-    RemoteList,
-    RemoteModelOut,
-    ReplicaInfo,
-)
-from daemon.client import Conflict, DaemonClient, ModelNotFound, RemoteNotFound
+from daemon.client import DaemonClient, ModelNotFound
 from daemon.client.protocol import Progress
+from tests.support.fake_remotes import FakeRemotes
 
 WHEN = "2020-01-01T00:00:00Z"
 
@@ -96,24 +90,6 @@ def running_model(name: str, **fields: Any) -> RunningModel:
     return RunningModel(name=name, **{**defaults, **fields})
 
 
-def remote_info(
-    name: str, urls: Sequence[str], models: Sequence[str] = (), **fields: Any
-) -> RemoteInfo:
-    """``/api/remotes``'s entry for a remote whose replicas all answer (1.5 ms) and which
-    lists ``models`` (its own ids); ``fields`` replace the defaults."""
-    replicas = [ReplicaInfo(url=url, healthy=True, latency_ms=1.5) for url in urls]
-    defaults: dict[str, Any] = {
-        "kind": "openai",
-        "has_api_key": False,
-        "timeout_seconds": 600.0,
-        "max_concurrency": 16,
-        "healthy": True,
-        "replicas": replicas,
-        "models": [RemoteModelOut(name=f"{name}/{m}", remote_id=m) for m in models],
-    }
-    return RemoteInfo(name=name, urls=list(urls), **{**defaults, **fields})
-
-
 def text_chunk(text: str, model: str = "tiny:latest") -> ChatChunk:
     """A ``/api/chat`` stream chunk carrying ``text``, not the last."""
     return ChatChunk(model=model, created_at=WHEN, message=OllamaReply(content=text))
@@ -148,7 +124,7 @@ def answer_chunks(*pieces: str) -> list[ChatChunk]:
 
 
 @dataclass
-class FakeClient:
+class FakeClient(FakeRemotes):
     models: list[ModelSummary] = field(default_factory=lambda: [MODEL.model_copy()])
     loaded: list[RunningModel] = field(default_factory=list)
     show_info: ShowResponse = field(default_factory=lambda: SHOW.model_copy())
@@ -160,7 +136,6 @@ class FakeClient:
     )
     calls: list[tuple] = field(default_factory=list)
     missing: set[str] = field(default_factory=set)  # names show() reports as not found
-    remote_infos: list[RemoteInfo] = field(default_factory=list)
 
     def close(self) -> None:
         pass
@@ -362,28 +337,6 @@ class FakeClient:
                 recommended=True,
             )
         ]
-
-    # -- remotes ----------------------------------------------------------------------------
-    def remotes(self) -> RemoteList:
-        self.calls.append(("remotes",))
-        return RemoteList(remotes=self.remote_infos)
-
-    def add_remote(self, request: RemoteAddRequest) -> RemoteInfo:
-        """Like the daemon: a taken name is a 409; the key itself never comes back."""
-        self.calls.append(("add_remote", request))
-        if any(r.name == request.name for r in self.remote_infos):
-            raise Conflict(f"a remote named '{request.name}' exists already", 409)
-        fields = request.model_dump(exclude={"name", "urls", "api_key"})
-        info = remote_info(request.name, request.urls, has_api_key=bool(request.api_key))
-        info = info.model_copy(update=fields)
-        self.remote_infos.append(info)
-        return info
-
-    def remove_remote(self, name: str) -> None:
-        self.calls.append(("remove_remote", name))
-        if not any(r.name == name for r in self.remote_infos):
-            raise RemoteNotFound(f"no remote named '{name}'", 404)
-        self.remote_infos = [r for r in self.remote_infos if r.name != name]
 
 
 def signature_drift(fake: type) -> list[str]:
