@@ -87,6 +87,8 @@ def _configure_logging(level: str) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    # httpx logs every request at INFO: remotes' health checks would fill the log
+    logging.getLogger("httpx").setLevel(max(logging.WARNING, root.level))
     request_log = logging.getLogger("localllm.requests")
     request_log.handlers[:] = [requests]
     request_log.propagate = False

@@ -7,6 +7,7 @@ DaemonError
 ├── BadRequestError         the request asks for something invalid or unsupported (400)
 ├── NotFoundError           the request names a pull or blob that does not exist (404)
 ├── ForbiddenError          the caller may not ask this (a daemon-side path from afar) (403)
+├── ConflictError           the request would take a name already taken (409)
 ├── ServerBusyError         the request queue is full (503)
 ├── TemplateError           the chat template is broken or failed to render (500)
 │   ├── TemplateRejectedError  the template refused the conversation (raise_exception) (400)
@@ -14,6 +15,9 @@ DaemonError
 │   └── TemplateBudgetError    the render ran past its time, loop or size budget (400)
 ├── ModelLoadError          a runner could not start the model (500)
 ├── QuantizeError           llama.cpp could not quantize a model being created (500)
+├── RemoteError             a remote engine failed or answered something unusable (502)
+│   └── RemoteUnavailableError  no replica of the remote is healthy or answering (503)
+├── RemoteLoopError         the request went round a loop of remotes (508)
 └── InsufficientMemoryError the model does not fit in free memory, even after evicting (507)
 """
 
@@ -21,12 +25,16 @@ from __future__ import annotations
 
 __all__ = [
     "BadRequestError",
+    "ConflictError",
     "DaemonError",
     "ForbiddenError",
     "InsufficientMemoryError",
     "ModelLoadError",
     "NotFoundError",
     "QuantizeError",
+    "RemoteError",
+    "RemoteLoopError",
+    "RemoteUnavailableError",
     "ServerBusyError",
     "TemplateBudgetError",
     "TemplateError",
@@ -50,6 +58,10 @@ class NotFoundError(DaemonError, LookupError):
 
 
 class ForbiddenError(DaemonError, PermissionError):
+    pass
+
+
+class ConflictError(DaemonError):
     pass
 
 
@@ -84,6 +96,25 @@ class ModelLoadError(DaemonError):
 
 class QuantizeError(DaemonError):
     pass
+
+
+class RemoteError(DaemonError):
+    """A remote engine failed: unreachable, an error status, or a malformed or oversized
+    answer. The message names the remote, never its key."""
+
+
+class RemoteUnavailableError(RemoteError):
+    pass
+
+
+class RemoteLoopError(DaemonError):
+    """Not a ``RemoteError``: never retried on another replica (it would loop there too)."""
+
+    def __init__(self, hops: int):
+        super().__init__(
+            f"the request went round a loop of remotes ({hops} daemons deep); check that no "
+            "remote's URL or alias leads back to a daemon it came from"
+        )
 
 
 class InsufficientMemoryError(DaemonError, MemoryError):

@@ -119,6 +119,9 @@ class Settings:
     max_pulls: int = 3  # pulls that download at once; the others wait, queued
     header_timeout: float = 30.0  # seconds a request's headers may take to arrive, in all
     body_timeout: float = 60.0  # seconds a request body may stall (not its whole upload)
+    remote_check_interval: float = 10.0  # seconds between health checks of remotes
+    # the daemon's environment, for the variables remotes name for their keys (never logged)
+    environment: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
     runner_env: tuple[tuple[str, str], ...] = field(
         default_factory=lambda: runner_environment(os.environ)
     )
@@ -166,6 +169,10 @@ class Settings:
             max_pulls=_positive(env, "LOCALLLM_MAX_PULLS", base.max_pulls),
             header_timeout=_seconds(env, "LOCALLLM_HEADER_TIMEOUT", base.header_timeout),
             body_timeout=_seconds(env, "LOCALLLM_BODY_TIMEOUT", base.body_timeout),
+            remote_check_interval=_seconds(
+                env, "LOCALLLM_REMOTE_CHECK_INTERVAL", base.remote_check_interval
+            ),
+            environment=dict(env),
             runner_env=runner_environment(env),
             home=Path(env["HOME"]) if env.get("HOME") else base.home,
             hf_hub_cache=_hf_hub_cache(env),

@@ -4,12 +4,23 @@ its ``daemon.api`` model is a ``ServerError`` that names the field, not a pydant
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
 
 from daemon.api import ModelSummary, ShowResponse
-from daemon.client import Client, DaemonClient, ServerError
+from daemon.api.remotes import RemoteAddRequest
+from daemon.client import (
+    BadRequest,
+    Client,
+    Conflict,
+    DaemonClient,
+    RemoteNotFound,
+    ServerError,
+)
 from tests.support.cli import FakeClient, signature_drift
+from tests.support.fake_remotes import remote_info
 
 SHOW_TYPE = "daemon.api.native_models.ShowResponse"
 
@@ -67,3 +78,45 @@ def test_an_answer_that_does_not_fit_its_model_is_a_server_error():
     assert next(events).status == "pulling manifest"
     with pytest.raises(ServerError, match=r"answer to /api/pull .*\(status: Field required\)"):
         next(events)
+
+
+def test_remote_calls_send_the_contract_and_type_the_errors():
+    """The remotes calls speak ``daemon.api.remotes``: the request as the daemon reads it (no
+    null fields), the answer parsed, and 400/404/409 as their own errors."""
+    seen: list[httpx.Request] = []
+    info = remote_info("gpu", ["http://a:1"], ["m"]).model_dump(mode="json")
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        if request.method == "GET":
+            return httpx.Response(200, json={"remotes": [info]})
+        if request.method == "DELETE":
+            return httpx.Response(404, json={"error": "no remote named 'x y'"})
+        body = json.loads(request.content)
+        if body["name"] == "taken":
+            return httpx.Response(409, json={"error": "a remote named 'taken' exists"})
+        if body["name"] == "Bad!":
+            return httpx.Response(400, json={"error": "names are lowercase letters..."})
+        return httpx.Response(200, json=info)
+
+    client = Client("http://daemon", transport=httpx.MockTransport(handler))
+    assert client.remotes().remotes[0].models[0].name == "gpu/m"
+    added = client.add_remote(RemoteAddRequest(name="gpu", urls=["http://a:1"], api_key="k"))
+    assert added.name == "gpu"
+    assert json.loads(seen[-1].content) == {
+        "name": "gpu",
+        "urls": ["http://a:1"],
+        "kind": "openai",
+        "api_key": "k",
+        "aliases": {},
+        "timeout_seconds": 600.0,
+        "max_concurrency": 16,
+    }
+    with pytest.raises(Conflict, match="exists"):
+        client.add_remote(RemoteAddRequest(name="taken", urls=["http://a:1"]))
+    with pytest.raises(BadRequest, match="lowercase") as bad:
+        client.add_remote(RemoteAddRequest(name="Bad!", urls=["http://a:1"]))
+    assert type(bad.value) is BadRequest
+    with pytest.raises(RemoteNotFound, match="no remote"):
+        client.remove_remote("x y")
+    assert seen[-1].url.raw_path == b"/api/remotes/x%20y"

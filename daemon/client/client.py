@@ -7,7 +7,8 @@ comes back as the ``daemon.api`` model the server built it from (``ModelSummary`
 request goes out on the first ``next()``, and closing the iterator closes the connection.
 Error responses, and ``{"error": ...}`` lines in the middle of a stream, come back as typed
 exceptions (``ModelNotFound``, ``BadRequest``, ``ServerBusy``, ``Unauthorized``,
-``Forbidden``, ``ServerError``; ``DaemonUnavailable`` when nothing answers).
+``Forbidden``, ``ServerError``; ``DaemonUnavailable`` when nothing answers). The remotes
+calls live in ``daemon.client.remotes``.
 
 ``DaemonClient`` (``daemon.client.protocol``) is this class's interface, for front ends to
 annotate against and test stand-ins to implement. To test without sockets pass
@@ -59,6 +60,7 @@ from daemon.client.answers import Answer, json_or_text, ndjson_objects, parsed, 
 from daemon.client.errors import DaemonUnavailable, raise_for_body
 from daemon.client.local_models import LocalModelCalls
 from daemon.client.protocol import Progress
+from daemon.client.remotes import RemoteCalls
 
 __all__ = ["DEFAULT_BASE_URL", "Client"]
 
@@ -66,7 +68,7 @@ DEFAULT_BASE_URL = "http://127.0.0.1:11435"
 _CHUNK = 1 << 20
 
 
-class Client(LocalModelCalls):
+class Client(LocalModelCalls, RemoteCalls):
     def __init__(
         self,
         base_url: str = DEFAULT_BASE_URL,

@@ -11,9 +11,11 @@ from collections.abc import Mapping
 __all__ = [
     "BadRequest",
     "ClientError",
+    "Conflict",
     "DaemonUnavailable",
     "Forbidden",
     "ModelNotFound",
+    "RemoteNotFound",
     "ServerBusy",
     "ServerError",
     "Unauthorized",
@@ -38,6 +40,10 @@ class BadRequest(ClientError):
     """The daemon refused the request as invalid (400, 409, 413...)."""
 
 
+class Conflict(BadRequest):
+    """409: the name is taken (a remote, a model being created)."""
+
+
 class Unauthorized(ClientError):
     """401: the daemon wants an API key (``LOCALLLM_API_KEY``) or a different one."""
 
@@ -48,6 +54,10 @@ class Forbidden(ClientError):
 
 class ModelNotFound(ClientError):
     """404: no such model (or pull, or blob)."""
+
+
+class RemoteNotFound(ModelNotFound):
+    """404 from ``/api/remotes/{name}``: no remote by that name."""
 
 
 class ServerBusy(ClientError):
@@ -62,6 +72,7 @@ _BY_STATUS: dict[int, type[ClientError]] = {
     401: Unauthorized,
     403: Forbidden,
     404: ModelNotFound,
+    409: Conflict,
     503: ServerBusy,
 }
 

@@ -14,6 +14,7 @@ import functools
 import json
 import time
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from daemon.errors import BadRequestError
 from daemon.inference.generation import Finished, Generation
@@ -38,6 +39,9 @@ from daemon.scheduler import Lease, Scheduler
 from daemon.settings import Settings
 from model_registry.store import Store
 
+if TYPE_CHECKING:  # remotes build on inference's types; the daemon passes them in
+    from daemon.remotes import Remotes
+
 __all__ = ["Inference"]
 
 
@@ -49,8 +53,10 @@ class Inference:
         settings: Settings,
         *,
         on_finished: Callable[[str, Finished], None] | None = None,
+        remotes: Remotes | None = None,
     ):
         self.store = store
+        self.remotes = remotes
         self.scheduler = scheduler
         self.settings = settings
         self._on_finished = on_finished
@@ -65,7 +71,11 @@ class Inference:
         return resolve_model(self.store, name)
 
     async def generate(self, job: GenerationJob) -> Generation:
-        """Start generating; returns once the first token (or an error) is there."""
+        """Start generating; returns once the first token (or an error) is there. A model
+        that names a remote is generated there, behind the same ``Generation`` face."""
+        remote = self.remotes.match(job.model) if self.remotes is not None else None
+        if remote is not None:
+            return await self.remotes.generate(remote, job.model, job, self._on_finished)
         started = time.perf_counter()
         model = self._generator(job)
         recommended = await self._recommended.of(model)
@@ -128,7 +138,10 @@ class Inference:
         return await _counted(model.name, lease, request)
 
     async def load(self, name: str, options: Mapping[str, object], keep_alive: float | None) -> str:
-        """Load ``name`` (or keep it loaded) without generating; returns its display name."""
+        """Load ``name`` (or keep it loaded) without generating; returns its display name.
+        A remote's model is always ready: nothing to load."""
+        if self.remotes is not None and self.remotes.match(name) is not None:
+            return name
         model = self.resolve(name)
         lease = await self._lease(model, merge_options(model.params, options), keep_alive)
         lease.release()
@@ -136,11 +149,16 @@ class Inference:
 
     async def unload(self, name: str) -> str:
         """Unload ``name`` now, or once its running requests finish; returns its name."""
+        if self.remotes is not None and self.remotes.match(name) is not None:
+            return name
         model = self.resolve(name)
         await self.scheduler.unload(model.name)
         return model.name
 
     async def embed(self, job: EmbedJob) -> Embeddings:
+        remote = self.remotes.match(job.model) if self.remotes is not None else None
+        if remote is not None:
+            return await self.remotes.embed(remote, job)
         model = self.resolve(job.model)
         options = merge_options(model.params, job.options)
         lease = await self._lease(model, options, job.keep_alive)
@@ -154,6 +172,10 @@ class Inference:
             lease.release(crashed=crashed)
         vectors = [list(vector) for vector in result.embeddings]
         return Embeddings(model.name, vectors, result.prompt_tokens)
+
+    def _local_only(self, model: str, what: str) -> None:
+        if self.remotes is not None:
+            self.remotes.refuse_local_work(model, what)
 
     def _generator(self, job: GenerationJob) -> ResolvedModel:
         """The job's model, if it can do what the job asks."""

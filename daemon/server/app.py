@@ -17,6 +17,8 @@ from fastapi import FastAPI
 
 from daemon.inference import Inference
 from daemon.models.pulls import PullManager, PullRecords
+from daemon.remotes import Remotes
+from daemon.remotes.hops import HopsMiddleware
 from daemon.runners.types import RunnerSpec
 from daemon.scheduler import MemoryInfo, Runner, RunnerFactory, Scheduler, SchedulerConfig
 from daemon.security import (
@@ -43,6 +45,7 @@ from daemon.server.native import (
     local_models,
     models,
     pulls,
+    remotes,
 )
 from daemon.server.native import system as native_system
 from daemon.server.openai import chat, completions, embeddings, responses
@@ -76,7 +79,10 @@ def create_app(
         **probes,
     )
     metrics.watch(scheduler)
-    inference = Inference(store, scheduler, settings, on_finished=metrics.on_finished)
+    remote_models = Remotes(settings, metrics.registry)
+    inference = Inference(
+        store, scheduler, settings, on_finished=metrics.on_finished, remotes=remote_models
+    )
 
     app = FastAPI(
         title="localllm", version=_version(), lifespan=_lifespan, docs_url=None, redoc_url=None
@@ -86,6 +92,7 @@ def create_app(
     app.state.store = store
     app.state.scheduler = scheduler
     app.state.inference = inference
+    app.state.remotes = remote_models
     app.state.metrics = metrics
     app.state.responses = ResponseStore()  # kept for previous_response_id, in memory only
     app.state.pulls = PullManager(
@@ -98,6 +105,7 @@ def create_app(
     install_error_handlers(app)
     app.add_middleware(JsonBudgetMiddleware)  # inside the body limit: the body is bounded
     app.add_middleware(RequestLogMiddleware, metrics=metrics)
+    app.add_middleware(HopsMiddleware)
     _install_guards(app, settings)
     return app
 
@@ -105,7 +113,7 @@ def create_app(
 _OPENAI = (chat, completions, responses, embeddings, openai_models)
 _ANTHROPIC = (messages, count_tokens)
 _NATIVE = (models, generate, embed, pulls, blobs, create, hub, native_system, control)
-_NATIVE += (local_models,)
+_NATIVE += (local_models, remotes)
 
 
 def _puller(settings: Settings, store: Store) -> Puller:
@@ -130,11 +138,15 @@ def _install_guards(app: FastAPI, settings: Settings) -> None:
 @contextlib.asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     scheduler: Scheduler = app.state.scheduler
-    reaper = asyncio.get_running_loop().create_task(scheduler.run())
+    loop = asyncio.get_running_loop()
+    reaper = loop.create_task(scheduler.run())
+    checks = loop.create_task(app.state.remotes.run())
     try:
         yield
     finally:
         reaper.cancel()
+        checks.cancel()
+        await app.state.remotes.close()
         await app.state.pulls.shutdown()  # pauses running pulls: their partials stay
         await scheduler.shutdown()
         app.state.inference.close()

@@ -204,6 +204,11 @@ class Shooter:
 
         scenes.server(self)
         self.snap("server")
+        remote = scenes.server_remotes(self)
+        try:
+            self.snap("server-remotes")
+        finally:
+            scenes.forget_remotes(self, remote)
         scenes.server_lan(self)
         self.snap("server-lan")
         scenes.tools_chat(self)

@@ -286,6 +286,42 @@ def server(shot) -> None:
     page.log.verticalScrollBar().setValue(page.log.verticalScrollBar().maximum())
 
 
+def server_remotes(shot):
+    """Two remotes added from the Server page: a second real daemon serving two models, and a
+    box that does not answer. Returns the second daemon, for the tour to stop."""
+    from model_registry.tiny_gguf import write_tiny_model
+    from tests.support.daemon import Daemon, free_port, make_store
+
+    models = {
+        name: write_tiny_model(shot.folder / f"remote-{name}.gguf", seed=seed)
+        for name, seed in (("qwen3-8b", 5), ("llama3.1-70b", 6))
+    }
+    isolated = {
+        "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",
+        "LOCALLLM_CONFIG": str(shot.folder / "remote-config"),
+    }
+    store = make_store(shot.folder / "remote-store", models)
+    remote = Daemon(store, shot.folder / "remote-logs", env=isolated)
+    page = shot.window.server_page
+    table = shot.window.services.server.remotes.table
+    for name, url in (("gpu-box", remote.url), ("lab", f"http://127.0.0.1:{free_port()}")):
+        dialog = page.remotes.open_add_dialog()
+        dialog.name.setText(name)
+        dialog.urls.setText(url)
+        dialog.submit()
+        shot.wait(lambda name=name: table.row_of(name) is not None, timeout=30)
+    shot.wait(lambda: table.rowCount() == 2 and any(r.healthy and r.models for r in table.items()))
+    page.log.verticalScrollBar().setValue(page.log.verticalScrollBar().maximum())
+    return remote
+
+
+def forget_remotes(shot, remote) -> None:
+    gateway = shot.window.services.gateway
+    for name in ("gpu-box", "lab"):
+        gateway.remove_remote(name)
+    remote.stop()
+
+
 def server_lan(shot) -> None:
     """The local-network switch: the daemon restarts on every interface, with an API key."""
     page = shot.window.server_page

@@ -44,6 +44,7 @@ from daemon.api import (
 from daemon.api.local_models import ImportProgress, LocalModelOut, LocalModelsResponse
 from daemon.client import DaemonClient, ModelNotFound
 from daemon.client.protocol import Progress
+from tests.support.fake_remotes import FakeRemotes
 
 WHEN = "2020-01-01T00:00:00Z"
 
@@ -124,7 +125,7 @@ def answer_chunks(*pieces: str) -> list[ChatChunk]:
 
 
 @dataclass
-class FakeClient:
+class FakeClient(FakeRemotes):
     models: list[ModelSummary] = field(default_factory=lambda: [MODEL.model_copy()])
     loaded: list[RunningModel] = field(default_factory=list)
     show_info: ShowResponse = field(default_factory=lambda: SHOW.model_copy())

@@ -14,11 +14,23 @@ from app.cli.commands import (
     models,
     programs,
     pull,
+    remotes,
     run,
     running,
 )
 
 __all__ = ["COMMAND_MODULES"]
 
-COMMAND_MODULES = (run, pull, models, running, create, local_import, maintenance, accounts)
-COMMAND_MODULES += (programs, doctor)
+COMMAND_MODULES = (
+    run,
+    pull,
+    models,
+    running,
+    create,
+    local_import,
+    remotes,
+    maintenance,
+    accounts,
+    programs,
+    doctor,
+)

@@ -23,7 +23,10 @@ def register(commands: argparse._SubParsersAction) -> None:
         _list,
         aliases=["ls"],
         summary="list the models in the store",
-        description="List downloaded and created models: name, id, size and when it changed.",
+        description="""
+            List downloaded and created models: name, id, size and when it changed. Models
+            served by a remote engine (`localllm remote`) say which in a REMOTE column.
+            """,
         examples=[
             "localllm list",
             "localllm ls qwen        # only names containing 'qwen'",
@@ -95,13 +98,17 @@ def _list(context: Context, args: argparse.Namespace) -> int:
     rows = [
         [
             m.name or m.model,
-            short_id(m.digest),
-            format_size(m.size),
-            relative_time(parse_time(m.modified_at), now),
+            "-" if m.remote else short_id(m.digest),
+            "-" if m.remote else format_size(m.size),
+            "-" if m.remote else relative_time(parse_time(m.modified_at), now),
         ]
         for m in models
     ]
-    context.print(table(["NAME", "ID", "SIZE", "MODIFIED"], rows))
+    headers = ["NAME", "ID", "SIZE", "MODIFIED"]
+    if any(m.remote for m in models):  # served by another engine (`localllm remote ls`)
+        headers.append("REMOTE")
+        rows = [[*row, m.remote or ""] for row, m in zip(rows, models, strict=True)]
+    context.print(table(headers, rows))
     return 0
 
 

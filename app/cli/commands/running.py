@@ -23,6 +23,8 @@ def register(commands: argparse._SubParsersAction) -> None:
         description="""
             List loaded models: memory used, where they run (CPU/GPU split), context length and
             when they will be unloaded (LOCALLLM_KEEP_ALIVE, or a request's keep_alive).
+            Models of a remote engine in use show as "remote NAME" with their requests in
+            flight.
             """,
         examples=["localllm ps", "localllm ps --json"],
     )
@@ -45,19 +47,26 @@ def _ps(context: Context, args: argparse.Namespace) -> int:
         context.print(dump_json(running))
         return 0
     now = datetime.now(UTC)
-    rows = [
-        [
-            model.name or model.model,
-            short_id(model.digest),
-            format_size(model.size),
-            model.processor or _processor(model),
-            model.context_length or "-",
-            format_until(model.expires_at, now),
-        ]
-        for model in running
-    ]
+    rows = [_remote_row(model) if model.remote else _local_row(model, now) for model in running]
     context.print(table(["NAME", "ID", "SIZE", "PROCESSOR", "CONTEXT", "UNTIL"], rows))
     return 0
+
+
+def _local_row(model: RunningModel, now: datetime) -> list[object]:
+    return [
+        model.name or model.model,
+        short_id(model.digest),
+        format_size(model.size),
+        model.processor or _processor(model),
+        model.context_length or "-",
+        format_until(model.expires_at, now),
+    ]
+
+
+def _remote_row(model: RunningModel) -> list[object]:
+    """A model another engine serves: nothing here to size or unload; how busy it is."""
+    busy = f"{model.active_requests} in flight"
+    return [model.name or model.model, "-", "-", f"remote {model.remote}", "-", busy]
 
 
 def _processor(model: RunningModel) -> str:

@@ -38,19 +38,37 @@ def _count(n: int) -> str:
     return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
 
 
+def _local(text):
+    """A column that has nothing to say about a remote model (its engine keeps the file)."""
+    return lambda m: "" if m.remote else text(m)
+
+
+def _model_name(m) -> str:
+    return f"{m.name}  · remote {m.remote}" if m.remote else m.name
+
+
+def _served_by(m) -> str:
+    if not m.remote:
+        return ""
+    return f"Served by the remote engine '{m.remote}' (Server page, Remotes)"
+
+
 class InstalledModelsModel(RecordTableModel):
+    """Installed models and remote ones, the latter marked with their remote's name (the chat's
+    model picker shows the same first column)."""
+
     columns = (
-        Column("Name", lambda m: m.name),
-        Column("Parameters", lambda m: m.parameter_size),
-        Column("Quantization", lambda m: m.quantization),
-        Column("Size", lambda m: bytes_text(m.size), lambda m: m.size, numeric=True),
+        Column("Name", _model_name, lambda m: m.name, tooltip=_served_by),
+        Column("Parameters", _local(lambda m: m.parameter_size)),
+        Column("Quantization", _local(lambda m: m.quantization)),
+        Column("Size", _local(lambda m: bytes_text(m.size)), lambda m: m.size, numeric=True),
         Column(  # what the model was trained for; the details say what chats run at
             "Trained context",
             lambda m: _context(m.context_length),
             lambda m: m.context_length or 0,
             numeric=True,
         ),
-        Column("Modified", lambda m: ago(m.modified_at), lambda m: _stamp(m.modified_at)),
+        Column("Modified", _local(lambda m: ago(m.modified_at)), lambda m: _stamp(m.modified_at)),
     )
 
     def __init__(self, parent=None):
@@ -72,8 +90,8 @@ def _expires(m: RunningModel) -> str:
 class RunningModelsModel(RecordTableModel):
     columns = (
         Column("Name", lambda m: m.name),
-        Column("Memory", lambda m: bytes_text(m.size), lambda m: m.size, numeric=True),
-        Column("Processor", lambda m: m.processor),
+        Column("Memory", _local(lambda m: bytes_text(m.size)), lambda m: m.size, numeric=True),
+        Column("Processor", lambda m: f"remote {m.remote}" if m.remote else m.processor),
         Column(
             "Context",
             lambda m: _context(m.context_length),

@@ -127,4 +127,5 @@ def build_services(
     services.library.changed.connect(lambda _models: services.documents.models_changed())
     services.chat.reply_started.connect(services.documents.reply_started)
     services.chat.deleted.connect(services.documents.forget)
+    services.server.remotes.models_changed.connect(services.library.refresh)
     return services

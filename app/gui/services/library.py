@@ -1,4 +1,5 @@
-"""The installed models: list, details, delete, copy, in workers.
+"""The installed models (and the remote engines' models, which have no details to fetch
+here): list, details, delete, copy, in workers.
 
 Owns the Models page's table model. Details (metadata, template, capabilities) cost a request
 each, so they are fetched once per digest and kept; the context column is filled from them.
@@ -53,10 +54,16 @@ class ModelLibrary(QObject):
     def details(self, name: str, then: Callable[[ModelDetails], None] | None = None) -> None:
         """Details from the cache when the digest is unchanged, else from the daemon."""
         cached = self.cached_details(name)
-        if cached is not None:
+        if self.is_remote(name):  # its engine knows its details; nothing here to ask
+            self._deliver(ModelDetails(name=name, capabilities=frozenset({"completion"})), then)
+        elif cached is not None:
             self._deliver(cached, then)
         else:
             self._fetch(name, lambda d: self._deliver(d, then), self._report)
+
+    def is_remote(self, name: str) -> bool:
+        row = self.table.row_of(name)
+        return row is not None and bool(self.table.item(row).remote)
 
     def defaults(self, details: ModelDetails) -> ModelDefaults:
         """What a chat with this model gets for each setting it leaves to the model."""
@@ -86,7 +93,7 @@ class ModelLibrary(QObject):
         self.table.replace(filled)
         self.changed.emit(self.table.items())
         for m in filled:
-            if m.context_length is None and m.name not in self._details:
+            if m.context_length is None and m.name not in self._details and not m.remote:
                 self._fetch(m.name, lambda _d: None, lambda _e: None)  # best effort
 
     def _fetch(self, name: str, then, on_error) -> None:

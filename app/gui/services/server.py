@@ -1,5 +1,5 @@
-"""The Server page's data: address and port, loaded models, local-network switch, API key,
-starting and stopping the daemon, its log.
+"""The Server page's data: address and port, loaded models, remotes (``RemotesService``),
+local-network switch, API key, starting and stopping the daemon, its log.
 
 Everything is a worker call; results arrive as signals the page binds to. Switching the local
 network on or off, or moving the daemon to another port, restarts it, so it goes through the
@@ -15,6 +15,7 @@ from PySide6.QtCore import QObject, Signal
 
 from app.gui.item_models.daemon_tables import RunningModelsModel
 from app.gui.services.daemon_monitor import DaemonMonitor
+from app.gui.services.remotes import RemotesService
 from app.gui.state.gateway import Gateway
 from app.gui.state.records import ServerInfo
 from app.gui.workers import Workers
@@ -44,12 +45,14 @@ class ServerService(QObject):
         self._remember = remember_lan
         self._remember_port = remember_port
         self.running = RunningModelsModel(self)
+        self.remotes = RemotesService(gateway, workers, self)
         self.info: ServerInfo | None = None
         self._running_job = None
 
     def refresh(self) -> None:
         self._workers.call(self._gateway.server_info, self._got_info, lambda _e: None)
         self.refresh_running()
+        self.remotes.refresh()
 
     def refresh_running(self) -> None:
         if self._running_job is None:

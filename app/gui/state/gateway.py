@@ -31,7 +31,14 @@ from app.gui.state.found_models import (
     found_model,
     import_step,
 )
-from app.gui.state.gateway_calls import PULL_HINTS, GatewayError, call, flatten, stream
+from app.gui.state.gateway_calls import (
+    PULL_HINTS,
+    REMOTE_HINTS,
+    GatewayError,
+    call,
+    flatten,
+    stream,
+)
 from app.gui.state.records import (
     CatalogModel,
     ChatDelta,
@@ -46,7 +53,9 @@ from app.gui.state.records import (
     ServerInfo,
     SystemInfo,
 )
+from app.gui.state.remotes import RemoteStatus, remote_status
 from daemon.api import ServerResponse
+from daemon.api.remotes import RemoteAddRequest
 from daemon.client import Client, DaemonClient, DaemonUnavailable
 
 __all__ = ["DEFAULT_BASE_URL", "ChatTurn", "Gateway", "GatewayError"]
@@ -214,6 +223,18 @@ class Gateway:
 
     def unload(self, name: str) -> None:
         call(lambda: self._long().unload(name))
+
+    # remotes: other engines whose models the daemon serves as its own
+
+    def remotes(self) -> tuple[RemoteStatus, ...]:
+        found = call(lambda: self._short().remotes(), REMOTE_HINTS)
+        return tuple(map(remote_status, found.remotes))
+
+    def add_remote(self, request: RemoteAddRequest) -> RemoteStatus:
+        return remote_status(call(lambda: self._short().add_remote(request), REMOTE_HINTS))
+
+    def remove_remote(self, name: str) -> None:
+        call(lambda: self._short().remove_remote(name), REMOTE_HINTS)
 
     # pulls and imports
 

@@ -14,7 +14,7 @@ from typing import TypeVar
 from daemon.client import ClientError, DaemonUnavailable
 from daemon.client.launcher import DaemonStartError
 
-__all__ = ["HINTS", "PULL_HINTS", "GatewayError", "call", "flatten", "stream"]
+__all__ = ["HINTS", "PULL_HINTS", "REMOTE_HINTS", "GatewayError", "call", "flatten", "stream"]
 
 T = TypeVar("T")
 Chunk = TypeVar("Chunk")
@@ -36,6 +36,13 @@ PULL_HINTS: Hints = {
     400: "Check the name: hf.co/<org>/<repo>:<quant>, or a name from the first-run page.",
     _STREAM_ERROR: "Resume it on the Downloads page once that is fixed; "
     "what was downloaded is kept.",
+}
+
+REMOTE_HINTS: Hints = {
+    **HINTS,
+    400: "Names are lowercase letters, digits, '-' and '_'; URLs start with http:// or https://.",
+    404: "It is gone already: the list is refreshed.",
+    409: "Pick another name, or remove that remote first.",
 }
 
 

@@ -38,6 +38,7 @@ class InstalledModel:
     quantization: str = ""
     format: str = ""
     context_length: int | None = None  # not in the list; filled in from details later
+    remote: str = ""  # the remote engine serving it; "" when it is in this store
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +82,7 @@ class RunningModel:
     expires_at: datetime | None
     context_length: int | None
     processor: str
+    remote: str = ""  # the remote engine serving it; "" for a model loaded here
 
 
 @dataclass(frozen=True, slots=True)

@@ -69,6 +69,7 @@ def installed(item: api.ModelSummary) -> InstalledModel:
         parameter_size=details.parameter_size,
         quantization=details.quantization_level,
         format=details.format,
+        remote=item.remote or "",
     )
 
 
@@ -103,6 +104,7 @@ def running(item: api.RunningModel) -> RunningModel:
         expires_at=timestamp(item.expires_at),
         context_length=item.context_length,
         processor=item.processor,
+        remote=item.remote or "",
     )
 
 

@@ -1,4 +1,5 @@
-"""The Models page: what is installed, each model's details, delete, copy, import.
+"""The Models page: what is installed, each model's details, delete, copy, import; the
+remote engines' models too, marked with their remote's name (chat only: no copy or delete).
 
 Details (metadata, template, system prompt, license, parameters) are fetched when a row is
 selected and shown in tabs, with the context length chats run at next to the one the model was
@@ -98,13 +99,26 @@ class ModelsPage(QWidget):
     def _selected(self) -> None:
         model = self.selected()
         self._enable(model is not None)
-        if model is not None:
+        if model is not None and model.remote:
+            self._show_remote(model)
+        elif model is not None:
             self.summary.setText(f"<b>{html.escape(model.name)}</b> · loading details…")
             self.library.details(model.name)
 
+    def _show_remote(self, model: InstalledModel) -> None:
+        """A remote engine's model: chat with it, nothing to copy or delete here."""
+        self.copy_button.setEnabled(False)
+        self.delete_button.setEnabled(False)
+        self.tabs.clear()
+        where = html.escape(model.remote)
+        self.summary.setText(
+            f"<b>{html.escape(model.name)}</b> · served by the remote <b>{where}</b>; its "
+            "engine holds the weights (its health is on the Server page)"
+        )
+
     def _show_details(self, d: ModelDetails) -> None:
         model = self.selected()
-        if model is None or model.name != d.name:
+        if model is None or model.name != d.name or model.remote:
             return
         abilities = ", ".join(sorted(d.capabilities)) or "completion"
         context = self.library.defaults(d).context_text()  # "runs at 4,096 of 32,768 tokens"

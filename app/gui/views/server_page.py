@@ -1,5 +1,6 @@
 """The Server page: the daemon (running or not, its port, start and stop), where the API
-lives, code to call it, what is loaded, who may connect, and the daemon's log.
+lives, code to call it, what is loaded, the remote engines it serves, who may connect, and
+the daemon's log.
 
 Serving on the local network needs the API key, so the switch shows the key (hidden until
 asked) with a copy button, and the snippets include it. The log leaves out the app's own
@@ -33,6 +34,7 @@ from app.gui.state.records import ServerInfo
 from app.gui.state.snippets import snippets
 from app.gui.views.plain_text import plain_label, rich_label
 from app.gui.views.record_table import selected_record, table_view
+from app.gui.views.remotes_section import RemotesSection
 
 __all__ = ["ServerPage"]
 
@@ -61,6 +63,7 @@ class ServerPage(QWidget):
         self.address.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.snippet_tabs = QTabWidget()
         self.running = table_view(server.running, self)
+        self.remotes = RemotesSection(server.remotes, self)
         self.unload = QPushButton("Unload")
         self.lan = QCheckBox("Serve on the local network")
         self.api_key = QLineEdit(readOnly=True, echoMode=QLineEdit.EchoMode.Password)
@@ -150,6 +153,7 @@ class ServerPage(QWidget):
         layout.addLayout(daemon)
         layout.addLayout(address)
         layout.addLayout(middle, 3)
+        layout.addWidget(self.remotes, 2)
         layout.addLayout(log_title)
         layout.addWidget(self.log, 2)
         layout.addWidget(self.message)
@@ -197,6 +201,7 @@ class ServerPage(QWidget):
 
     def _tick(self) -> None:
         self.server.refresh_running()
+        self.server.remotes.refresh()
         self.server.fetch_log()
 
     def _info(self, info: ServerInfo) -> None:
@@ -264,5 +269,9 @@ class ServerPage(QWidget):
 
     def _unload(self) -> None:
         model = selected_record(self.running)
-        if model is not None:
+        if model is not None and model.remote:
+            self.message.setText(
+                f"{model.name} runs on the remote {model.remote}: nothing to unload."
+            )
+        elif model is not None:
             self.server.unload(model.name)

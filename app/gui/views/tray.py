@@ -42,6 +42,11 @@ class Tray(QSystemTrayIcon):
             empty.setEnabled(False)
             self.models_menu.addAction(empty)
         for model in running:
+            if model.remote:  # its engine runs it: in use, nothing to unload from here
+                busy = QAction(f"{model.name} · remote {model.remote}", self.models_menu)
+                busy.setEnabled(False)
+                self.models_menu.addAction(busy)
+                continue
             label = f"{model.name} · {bytes_text(model.size)} · {model.processor}  (unload)"
             self.models_menu.addAction(label, lambda name=model.name: self.server.unload(name))
 

@@ -42,6 +42,7 @@ router = APIRouter()
 async def create(body: CreateRequest, request: Request) -> Response:
     store: Store = request.app.state.store
     settings: Settings = request.app.state.settings
+    request.app.state.remotes.refuse_local_work(body.model, "create")
     name = parse_name(body.model)
     files = _digests(body.files) | _digests(body.adapters)
     modelfile = _modelfile(body, files)

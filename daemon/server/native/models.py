@@ -23,6 +23,7 @@ from daemon.api.native_models import (
     VerifyResponse,
 )
 from daemon.inference import Inference
+from daemon.remotes import Remotes
 from daemon.scheduler import ModelStatus, Scheduler
 from daemon.server.native.describe import (
     details_out,
@@ -31,6 +32,7 @@ from daemon.server.native.describe import (
     model_summary,
     show_response,
 )
+from daemon.server.remote_listing import remote_running, remote_show, remote_summaries
 from model_registry.errors import CorruptManifestError, ModelNotFoundError
 from model_registry.names import parse_name
 from model_registry.store import ModelEntry, Store, show_model
@@ -49,7 +51,12 @@ def _store(request: Request) -> Store:
 @router.get("/api/tags")
 async def tags(request: Request) -> TagsResponse:
     store = _store(request)
-    return TagsResponse(models=await to_thread.run_sync(_summaries, store))
+    local = await to_thread.run_sync(_summaries, store)
+    return TagsResponse(models=local + remote_summaries(_remotes(request)))
+
+
+def _remotes(request: Request) -> Remotes:
+    return request.app.state.remotes
 
 
 def _summaries(store: Store) -> list:
@@ -66,6 +73,9 @@ def _summaries(store: Store) -> list:
 async def show(body: ShowRequest, request: Request) -> ShowResponse:
     inference: Inference = request.app.state.inference
     store = _store(request)
+    found = _remotes(request).match(body.model)
+    if found is not None:
+        return remote_show(body.model, found.remote.name, found.remote_id)
     model = inference.resolve(body.model)
 
     def build() -> ShowResponse:
@@ -88,7 +98,8 @@ def _entry(store: Store, text: str) -> ModelEntry:
 async def ps(request: Request) -> RunningResponse:
     scheduler: Scheduler = request.app.state.scheduler
     store = _store(request)
-    return RunningResponse(models=[_running(store, status) for status in scheduler.status()])
+    local = [_running(store, status) for status in scheduler.status()]
+    return RunningResponse(models=local + remote_running(_remotes(request)))
 
 
 def _running(store: Store, status: ModelStatus) -> RunningModel:
@@ -121,6 +132,7 @@ def _expires_at(seconds: float | None) -> str:
 @router.delete("/api/delete")
 async def delete(body: ModelRequest, request: Request) -> JSONResponse:
     inference: Inference = request.app.state.inference
+    _remotes(request).refuse_local_work(body.model, "delete")
     name = parse_name(body.model)
     store = _store(request)
     if not store.exists(name):
@@ -132,6 +144,8 @@ async def delete(body: ModelRequest, request: Request) -> JSONResponse:
 
 @router.post("/api/copy")
 async def copy(body: CopyRequest, request: Request) -> JSONResponse:
+    for model in (body.source, body.destination):
+        _remotes(request).refuse_local_work(model, "copy")
     source, destination = parse_name(body.source), parse_name(body.destination)
     await to_thread.run_sync(_store(request).copy, source, destination)
     return JSONResponse({"status": "success"})

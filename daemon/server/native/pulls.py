@@ -43,6 +43,7 @@ def _redactor(request: Request) -> Redact:
 
 @router.post("/api/pull", response_model=None)
 async def pull(body: PullRequest, request: Request) -> Response:
+    request.app.state.remotes.refuse_local_work(body.model, "pull")
     return await _answer(_manager(request).start(body.model), body.stream, _redactor(request))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from daemon.api import Model, ModelList
+from daemon.server.remote_listing import remote_openai_models
 from model_registry.errors import ModelNotFoundError
 from model_registry.names import DEFAULT_NAMESPACE, ModelName, parse_name
 from model_registry.store import ModelEntry, Store
@@ -17,12 +18,16 @@ router = APIRouter()
 @router.get("/v1/models")
 async def list_models(request: Request) -> ModelList:
     store: Store = request.app.state.store
-    return ModelList(data=[_model(entry.name, entry) for entry in store.list_models()])
+    local = [_model(entry.name, entry) for entry in store.list_models()]
+    return ModelList(data=local + remote_openai_models(request.app.state.remotes))
 
 
 @router.get("/v1/models/{model:path}")
 async def get_model(model: str, request: Request) -> Model:
     store: Store = request.app.state.store
+    for listed in remote_openai_models(request.app.state.remotes):
+        if listed.id == model:
+            return listed
     name = parse_name(model)
     for entry in store.list_models():
         if entry.name == name:

@@ -1,0 +1,177 @@
+"""``Remotes``: the daemon's remotes, from the remotes file to a generation.
+
+It loads the list at start, keeps it in step with ``/api/remotes``, runs the background checks
+(health and model lists), answers listings from the cache, and routes jobs whose model names a
+remote (``NAME/<id>`` or an alias) to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import httpx
+from prometheus_client import CollectorRegistry
+
+from daemon.api.remotes import RemoteAddRequest, RemoteInfo, RemoteList
+from daemon.errors import BadRequestError, ConflictError, NotFoundError
+from daemon.inference.generation import Finished
+from daemon.inference.jobs import Embeddings, EmbedJob, GenerationJob
+from daemon.remotes.calls import remote_stream
+from daemon.remotes.catalog import refresh
+from daemon.remotes.config import RemoteConfig, RemotesFile
+from daemon.remotes.embeddings import remote_embeddings
+from daemon.remotes.generation import RemoteGeneration
+from daemon.remotes.keys import RemoteKeys
+from daemon.remotes.loops import check_not_self, checked_config
+from daemon.remotes.state import RemoteState
+from daemon.remotes.stats import RemoteStats
+from daemon.settings import Settings
+
+__all__ = ["RemoteMatch", "Remotes"]
+
+log = logging.getLogger("localllm.remotes")
+_FIRST_CHECK_WAIT = 5.0  # seconds an add waits for the first model list
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteMatch:
+    remote: RemoteState
+    remote_id: str
+
+
+class Remotes:
+    def __init__(self, settings: Settings, registry: CollectorRegistry, use_keyring: bool = True):
+        self._settings = settings
+        self._file = RemotesFile(settings.config_dir)
+        self._keys = RemoteKeys(settings.config_dir, settings.environment, use_keyring)
+        self._remotes: dict[str, RemoteState] = {}
+        self._broken = False
+        self._client: httpx.AsyncClient | None = None
+        self.stats = RemoteStats(registry, lambda: list(self._remotes.values()))
+        self._load()
+
+    def _load(self) -> None:
+        try:
+            configs = self._file.load()
+        except (OSError, ValueError, TypeError, KeyError) as error:
+            log.error("the remotes file is unreadable (%s); remotes are off", type(error).__name__)
+            self._broken = True
+            return
+        for config in configs:
+            self._remotes[config.name] = RemoteState.of(config, self._key(config))
+
+    def _key(self, config: RemoteConfig) -> str | None:
+        return self._keys.key(config.name, config.api_key_env)
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:  # made in the event loop that uses it; never reads proxies
+            limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
+            self._client = httpx.AsyncClient(trust_env=False, limits=limits, timeout=None)
+        return self._client
+
+    # -- the background checks ---------------------------------------------------------------
+    async def run(self) -> None:
+        """Check every remote now and then, for as long as the daemon runs."""
+        while True:
+            await asyncio.gather(*(self._refresh(r) for r in list(self._remotes.values())))
+            await asyncio.sleep(self._settings.remote_check_interval)
+
+    async def _refresh(self, remote: RemoteState) -> None:
+        try:
+            await refresh(self.client, remote)
+        except Exception:  # a check must never stop the others
+            log.exception("checking remote %s failed", remote.name)
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+
+    # -- /api/remotes ------------------------------------------------------------------------
+    def list(self) -> RemoteList:
+        return RemoteList(remotes=[r.info() for r in self._remotes.values()])
+
+    async def add(self, request: RemoteAddRequest) -> RemoteInfo:
+        if self._broken:
+            raise BadRequestError("the remotes file is unreadable; fix or remove it first")
+        config = checked_config(request)
+        check_not_self(config.urls, self._settings)
+        if config.name in self._remotes:
+            raise ConflictError(f"a remote named {config.name!r} already exists")
+        if request.api_key:
+            self._keys.store(config.name, request.api_key)
+            config = replace(config, has_stored_key=True)
+        remote = RemoteState.of(config, self._key(config))
+        self._remotes[config.name] = remote
+        self._save()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self._refresh(remote)), _FIRST_CHECK_WAIT)
+        return remote.info()
+
+    def remove(self, name: str) -> None:
+        if name not in self._remotes:
+            raise NotFoundError(f"no remote named {name[:40]!r}")
+        remote = self._remotes.pop(name)
+        if remote.config.has_stored_key:
+            self._keys.forget(name)
+        self._save()
+
+    def _save(self) -> None:
+        self._file.save([r.config for r in self._remotes.values()])
+
+    # -- routing ----------------------------------------------------------------------------
+    def match(self, model: str) -> RemoteMatch | None:
+        for remote in self._remotes.values():
+            remote_id = remote.remote_id(model)
+            if remote_id is not None:
+                return RemoteMatch(remote, remote_id)
+        return None
+
+    def refuse_local_work(self, model: str, what: str) -> None:
+        """A clear 400 for store work (pull, delete, copy, create) on a remote's model."""
+        found = self.match(model)
+        if found is not None:
+            raise BadRequestError(
+                f"{model!r} is served by remote {found.remote.name!r}; {what} works on local "
+                "models only",
+                param="model",
+            )
+
+    async def generate(
+        self, found: RemoteMatch, model: str, job: GenerationJob,
+        on_finished: Callable[[str, Finished], None] | None,
+    ) -> RemoteGeneration:  # fmt: skip
+        remote = found.remote
+        items = remote_stream(self.client, self.stats, remote, job, found.remote_id)
+        remote.in_use[model] += 1
+        generation = RemoteGeneration(
+            model, remote.name, items, on_finished=on_finished,
+            on_closed=lambda: remote.in_use.subtract([model]),
+        )  # fmt: skip
+        try:
+            await generation.prime()
+        except BaseException:
+            await generation.aclose()
+            raise
+        return generation
+
+    async def embed(self, found: RemoteMatch, job: EmbedJob) -> Embeddings:
+        return await remote_embeddings(self.client, found.remote, job, found.remote_id, job.model)
+
+    # -- listings (from the cache, never the network) ---------------------------------------
+    def models(self) -> list[tuple[str, str]]:
+        """(listed name, remote name) of every remote model."""
+        return [(m.name, r.name) for r in self._remotes.values() for m in r.listed()]
+
+    def in_use(self) -> list[tuple[str, str, int]]:
+        """(model, remote, requests) of the remote models serving requests now."""
+        return [
+            (model, r.name, count)
+            for r in self._remotes.values()
+            for model, count in r.in_use.items()
+            if count > 0
+        ]

@@ -1,0 +1,34 @@
+"""``/api/remotes``: list, add and remove remotes (management: behind the same API key, Host
+and CORS guards as every route). Keys go in, never out."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from daemon.api.remotes import RemoteAddRequest, RemoteInfo, RemoteList
+from daemon.remotes import Remotes
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+
+def _remotes(request: Request) -> Remotes:
+    return request.app.state.remotes
+
+
+@router.get("/api/remotes")
+async def list_remotes(request: Request) -> RemoteList:
+    return _remotes(request).list()
+
+
+@router.post("/api/remotes")
+async def add_remote(body: RemoteAddRequest, request: Request) -> RemoteInfo:
+    return await _remotes(request).add(body)
+
+
+@router.delete("/api/remotes/{name}")
+async def remove_remote(name: str, request: Request) -> JSONResponse:
+    _remotes(request).remove(name)
+    return JSONResponse({"status": "success"})

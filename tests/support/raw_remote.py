@@ -1,0 +1,120 @@
+"""A tiny raw-socket HTTP server for the remotes tests: it answers the way the test scripts
+it, including the ways a hostile or broken engine would (a gigantic line, malformed events,
+the wrong content type, silence, a stream held open until the test says go)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+
+__all__ = ["RawRemote", "black_hole"]
+
+_MODELS = json.dumps({"object": "list", "data": [{"id": "m", "object": "model"}]}).encode()
+
+
+def _chunk(text: str) -> bytes:
+    body = {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}
+    return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+
+class RawRemote:
+    """Serves ``GET /v1/models`` properly and ``POST /v1/chat/completions`` as ``mode`` says.
+
+    Modes: "slow" (one chunk, then the rest once ``release`` is set), "huge_line",
+    "malformed", "html", "silent" (headers, then nothing), "broken_mid" (a chunk, then garbage).
+    """
+
+    def __init__(self, mode: str):
+        self.mode = mode
+        self.release = threading.Event()
+        self._sock = socket.socket()
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(64)
+        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+        self._closed = False
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while not self._closed:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        with conn:
+            try:
+                head = self._read_request(conn)
+                if head.startswith(b"GET /v1/models"):
+                    conn.sendall(_response("application/json", _MODELS))
+                else:
+                    self._chat(conn)
+            except OSError:
+                pass
+
+    @staticmethod
+    def _read_request(conn: socket.socket) -> bytes:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += conn.recv(65536) or b"\r\n\r\n"
+        head, _, body = data.partition(b"\r\n\r\n")
+        lines = head.lower().split(b"\r\n")
+        sizes = [int(line.split(b":")[1]) for line in lines if line.startswith(b"content-length")]
+        length = sizes[0] if sizes else 0
+        while len(body) < length:
+            body += conn.recv(65536) or b"x" * length
+        return head
+
+    def _chat(self, conn: socket.socket) -> None:
+        sse = "text/event-stream"
+        if self.mode == "html":
+            conn.sendall(_response("text/html", b"<html>login page</html>"))
+            return
+        conn.sendall(_stream_head("text/html" if self.mode == "html" else sse))
+        if self.mode == "silent":
+            self.release.wait(60)
+        elif self.mode == "huge_line":
+            for _ in range(12):
+                conn.sendall(b"data: " + b"x" * (1 << 20))
+            self.release.wait(60)
+        elif self.mode == "malformed":
+            conn.sendall(b"data: {not json\n\n")
+        elif self.mode == "broken_mid":
+            conn.sendall(_chunk("Hello") + b"data: {oops\n\n")
+        elif self.mode == "slow":
+            conn.sendall(_chunk("Hello"))
+            self.release.wait(60)
+            conn.sendall(_chunk(" world") + _finish() + b"data: [DONE]\n\n")
+
+    def close(self) -> None:
+        self._closed = True
+        self.release.set()
+        self._sock.close()
+
+
+def _finish() -> bytes:
+    body = {
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+    }
+    return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+
+def _response(kind: str, body: bytes) -> bytes:
+    head = f"HTTP/1.1 200 OK\r\nContent-Type: {kind}\r\nContent-Length: {len(body)}\r\n"
+    return head.encode() + b"Connection: close\r\n\r\n" + body
+
+
+def _stream_head(kind: str) -> bytes:
+    return f"HTTP/1.1 200 OK\r\nContent-Type: {kind}\r\nConnection: close\r\n\r\n".encode()
+
+
+def black_hole() -> socket.socket:
+    """A listening socket nobody accepts from: connections open (the kernel's backlog) and
+    then nothing ever answers."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    return sock
