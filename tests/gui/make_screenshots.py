@@ -36,7 +36,9 @@ SLOW_REPOS = {"llama3.2:3b": "local/slow", "qwen2.5:7b": "local/slower"}
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "assets" / "screenshots")
-    parser.add_argument("--display", default=":99", help="the Xvfb display to start if needed")
+    parser.add_argument(
+        "--display", help="the Xvfb display to start if needed (default: the first free from :99)"
+    )
     args = parser.parse_args(argv)
     xvfb = _ensure_display(args.display)
     try:
@@ -48,10 +50,11 @@ def main(argv: list[str] | None = None) -> int:
             xvfb.wait(10)
 
 
-def _ensure_display(display: str) -> subprocess.Popen | None:
+def _ensure_display(display: str | None) -> subprocess.Popen | None:
     os.environ["QT_QPA_PLATFORM"] = "xcb"
     if os.environ.get("DISPLAY"):
         return None
+    display = display or _free_display()
     if shutil.which("Xvfb") is None:
         raise SystemExit("no DISPLAY and no Xvfb: install xvfb (apt-get install xvfb)")
     screen = f"{SIZE[0] + 80}x{SIZE[1] + 40}x24"
@@ -59,6 +62,15 @@ def _ensure_display(display: str) -> subprocess.Popen | None:
     os.environ["DISPLAY"] = display
     time.sleep(1.0)
     return process
+
+
+def _free_display() -> str:
+    """The first display number no X server holds (its lock file), so a second run beside
+    another (or beside a test's Xvfb) never photographs someone else's windows."""
+    number = 99
+    while Path(f"/tmp/.X{number}-lock").exists() or Path(f"/tmp/.X11-unix/X{number}").exists():
+        number += 1
+    return f":{number}"
 
 
 class Shooter:
