@@ -142,6 +142,8 @@ class RunningModel(BaseModel):
     processor: str  # "100% GPU", "100% CPU", "25%/75% CPU/GPU"
     active_requests: int
     remote: str | None = None  # the remote serving it (ours); None: a local runner
+    kv_cache_type: str = "f16"  # ours: the K/V cache type it runs with
+    flash_attention: str = "auto"  # ours: "on", "off" or "auto" (llama.cpp decides)
 
 
 class RunningResponse(BaseModel):

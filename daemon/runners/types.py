@@ -46,6 +46,9 @@ class RunnerSpec:
     num_threads: int | None = None
     num_batch: int = 512  # prompt prefill chunk size
     embedding_only: bool = False  # an embedding model (no generation)
+    kv_cache_type: str = "f16"  # K and V cache: "f16", "q8_0" or "q4_0"
+    flash_attention: str = "auto"  # "auto", "on" or "off" (a quantized V cache needs it on)
+    host_cache_bytes: int = 0  # host-RAM prompt cache for sequences evicted from slots; 0: off
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,6 +79,9 @@ class RunnerOptions:
     num_gpu: int | None = None  # None: choose from free VRAM; -1: all layers
     num_threads: int | None = None
     num_batch: int = 512
+    kv_cache_type: str = "f16"
+    flash_attention: str = "auto"
+    host_cache_bytes: int = 0
 
 
 @dataclass(frozen=True, slots=True)

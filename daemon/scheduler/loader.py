@@ -57,9 +57,10 @@ class RunnerLoader:
         free_vram = await asyncio.to_thread(self._gpu_probe) if auto else []
         n_ctx_total = spec.num_ctx * spec.num_parallel
         requested = None if auto else spec.num_gpu_layers
-        placement = choose_gpu_layers(target.footprint, n_ctx_total, free_vram, requested)
+        kv_type = spec.kv_cache_type
+        placement = choose_gpu_layers(target.footprint, n_ctx_total, free_vram, requested, kv_type)
         spec = replace(spec, num_gpu_layers=placement.gpu_layers)
-        estimate = estimate_bytes(target.footprint, spec.num_ctx, spec.num_parallel)
+        estimate = estimate_bytes(target.footprint, spec.num_ctx, spec.num_parallel, kv_type)
         return LoadPlan(spec, placement, estimate)
 
     async def start(self, target: LoadTarget, plan: LoadPlan) -> tuple[Runner, str]:

@@ -145,6 +145,9 @@ class Scheduler:
             num_threads=options.num_threads,
             num_batch=options.num_batch,
             embedding_only=target.embedding_only,
+            kv_cache_type=options.kv_cache_type,
+            flash_attention=options.flash_attention,
+            host_cache_bytes=options.host_cache_bytes,
         )
 
     async def _get(self, target: LoadTarget, spec: RunnerSpec) -> LoadedModel:

@@ -52,11 +52,12 @@ def _ps(context: Context, args: argparse.Namespace) -> int:
             format_size(model.size),
             model.processor or _processor(model),
             model.context_length or "-",
+            f"{model.kv_cache_type}, flash {model.flash_attention}",
             format_until(model.expires_at, now),
         ]
         for model in running
     ]
-    context.print(table(["NAME", "ID", "SIZE", "PROCESSOR", "CONTEXT", "UNTIL"], rows))
+    context.print(table(["NAME", "ID", "SIZE", "PROCESSOR", "CONTEXT", "KV CACHE", "UNTIL"], rows))
     return 0
 
 

@@ -109,6 +109,8 @@ def _running(store: Store, status: ModelStatus) -> RunningModel:
         context_length=status.info.n_ctx,
         processor=status.processor,
         active_requests=status.active,
+        kv_cache_type=status.spec.kv_cache_type,
+        flash_attention=status.spec.flash_attention,
     )
 
 
