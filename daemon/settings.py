@@ -125,7 +125,8 @@ class Settings:
     max_loaded_models: int = 0  # 0: decided by memory
     max_queue: int = 512
     num_parallel: int = 4
-    num_ctx: int = 4096
+    num_ctx: int = 0  # 0: sized per model from its trained context and free memory
+    context_cap: int = 32768  # the most that sizing picks (a larger num_ctx may be asked)
     num_threads: int | None = None
     kv_cache_type: str = "f16"  # the K/V cache type of models that do not set kv_cache_type
     flash_attention: str = "auto"
@@ -171,6 +172,7 @@ class Settings:
             max_queue=_int(env, "LOCALLLM_MAX_QUEUE", base.max_queue),
             num_parallel=_int(env, "LOCALLLM_NUM_PARALLEL", base.num_parallel),
             num_ctx=_int(env, "LOCALLLM_CONTEXT_LENGTH", base.num_ctx),
+            context_cap=_positive(env, "LOCALLLM_CONTEXT_CAP", base.context_cap),
             num_threads=_int(env, "LOCALLLM_NUM_THREADS", 0) or None,
             kv_cache_type=_choice(env, "LOCALLLM_KV_CACHE_TYPE", "f16", KV_CACHE_TYPES),
             flash_attention=_choice(env, "LOCALLLM_FLASH_ATTENTION", "auto", FLASH_ATTENTION),

@@ -22,6 +22,7 @@ __all__ = [
     "PullListResponse",
     "PullRecordOut",
     "PullRequest",
+    "RunSettingsOut",
     "RunningModel",
     "RunningResponse",
     "ShowRequest",
@@ -115,6 +116,16 @@ class AdapterOut(BaseModel):
     scale: float
 
 
+class RunSettingsOut(BaseModel):
+    """How a request that sets no load options runs the model, and why (ours)."""
+
+    context_length: int  # tokens per slot
+    context_reason: str  # "num_ctx", "the model's trained context (...)", "loaded: ..."
+    num_parallel: int
+    kv_cache_type: str
+    flash_attention: str
+
+
 class ShowResponse(BaseModel):
     modelfile: str
     parameters: str
@@ -128,6 +139,7 @@ class ShowResponse(BaseModel):
     messages: list[dict[str, str]] | None = None
     projector_info: dict[str, Any] | None = None
     adapters: list[AdapterOut] = Field(default_factory=list)
+    runs_with: RunSettingsOut | None = None
 
 
 class RunningModel(BaseModel):

@@ -40,7 +40,7 @@ class RunnerSpec:
     model_paths: tuple[str, ...]  # GGUF shards in order (one path for unsharded models)
     projector_path: str | None = None
     adapters: tuple[LoraAdapter, ...] = ()  # applied in order to every context
-    num_ctx: int = 4096  # context per sequence
+    num_ctx: int = 4096  # context per sequence (0 only before the scheduler sizes it)
     num_parallel: int = 4  # sequences that share one context (continuous batching)
     num_gpu_layers: int = 0  # -1 = all
     num_threads: int | None = None
