@@ -182,3 +182,28 @@ def test_a_restored_state_gives_the_same_logits_and_a_bad_one_is_never_restored(
     lc.llama_memory_seq_rm(memory, 1, len(prompt) - 1, -1)
     assert batch.decode(ctx) == 0
     assert _logits(ctx, model.n_vocab) == pytest.approx(expected, abs=1e-3)
+
+
+def test_a_full_cache_restores_what_the_slot_asks_while_saving_what_it_held(llama):
+    """Saving the slot's own state may evict to make room: never the state being restored."""
+    import llama_cpp as lc
+
+    from daemon.runners.worker.host_cache import HostCache
+    from daemon.runners.worker.slots import Slot
+
+    model, context = llama
+    ctx = context()
+    memory = lc.llama_get_memory(ctx)
+    wanted, held = _tokens(80, 21, model.n_vocab), _tokens(80, 22, model.n_vocab)
+    slot = Slot(0)
+    _fill(ctx, slot, wanted)
+    one = lc.llama_state_seq_get_size(ctx, 0)
+    cache = HostCache(ctx, memory, limit_bytes=one + one // 2)  # room for one state only
+    assert cache.save(slot)
+    lc.llama_memory_seq_rm(memory, 0, -1, -1)
+    _fill(ctx, slot, held)
+    _, kept = cache.pick([slot], [*wanted, 5], set())
+    assert kept == len(wanted) and slot.cached == wanted and cache.restored == 1
+    assert len(cache) == 1 and cache.bytes <= cache.limit_bytes  # what the slot held, saved
+    _, kept = cache.pick([Slot(1)], [*held, 5], set())
+    assert kept == len(held)

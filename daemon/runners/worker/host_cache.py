@@ -59,8 +59,9 @@ class HostCache:
             if len(slot.cached) - common >= MIN_TOKENS:
                 self.save(slot)  # the slot is about to lose what the prompt does not share
             return slot, common
+        entry = self._drop(key)  # taken out first: saving the slot may evict to make room
         self.save(slot)
-        if not self._restore(key, slot):
+        if not self._restore(key, entry, slot):
             return slot, 0
         return slot, shared
 
@@ -98,9 +99,8 @@ class HostCache:
                 best, shared = key, n
         return best, shared
 
-    def _restore(self, key: tuple[int, ...], slot: Slot) -> bool:
-        """Move the state of ``key`` into ``slot``'s sequence (the slot now owns it)."""
-        entry = self._drop(key)
+    def _restore(self, key: tuple[int, ...], entry: _Entry, slot: Slot) -> bool:
+        """Load the state of ``key`` into ``slot``'s sequence (the slot now owns it)."""
         lc.llama_memory_seq_rm(self._memory, slot.seq_id, -1, -1)
         slot.cached.clear()
         slot.shift = 0
