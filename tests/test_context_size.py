@@ -111,3 +111,20 @@ def test_a_modelfile_num_ctx_is_kept_and_named(daemon):
     shown = _show(daemon, "fixed")
     assert shown["context_length"] == 1024
     assert shown["context_reason"] == "the model's num_ctx parameter"
+
+
+def test_an_embedding_model_is_sized_as_before_at_most_4096():
+    """Its context is one ubatch per input (compute buffers grow with it), so the sizing stays
+    at the old default for embedding models."""
+    import asyncio
+
+    from daemon.runners.types import RunnerSpec
+    from daemon.scheduler.loaded import LoadTarget
+    from daemon.scheduler.loader import AUTO_GPU_LAYERS, RunnerLoader
+
+    loader = RunnerLoader(None, lambda: [])
+    spec = RunnerSpec("e", ("e.gguf",), num_ctx=0, num_gpu_layers=AUTO_GPU_LAYERS)
+    embedder = LoadTarget("e", ("e.gguf",), LLAMA_8B, embedding_only=True, n_ctx_train=8192)
+    chat = LoadTarget("c", ("c.gguf",), LLAMA_8B, n_ctx_train=8192)
+    assert asyncio.run(loader.context(embedder, spec, 64 * GIB, 32768)).num_ctx == 4096
+    assert asyncio.run(loader.context(chat, spec, 64 * GIB, 32768)).num_ctx == 8192

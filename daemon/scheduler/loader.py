@@ -28,6 +28,7 @@ from daemon.scheduler.placement import (
 
 __all__ = ["AUTO_GPU_LAYERS", "LoadPlan", "RunnerLoader"]
 
+EMBEDDING_MAX_CONTEXT = 4096  # the sized context of an embedding model, at most
 AUTO_GPU_LAYERS = -2  # RunnerSpec.num_gpu_layers before placement: "choose from free VRAM"
 
 log = logging.getLogger("localllm.scheduler")
@@ -116,6 +117,8 @@ def _context_for(
     """The default context of ``target``: sized to the GPU when its weights fit there (and the
     layers are left to us), else to free RAM."""
     footprint = target.footprint
+    if target.embedding_only:  # one ubatch holds a whole input: keep it as it always was
+        cap = min(cap, EMBEDDING_MAX_CONTEXT)
     free = free_ram
     if free_vram and spec.num_gpu_layers == AUTO_GPU_LAYERS:
         vram = max(free_vram) * (1 - VRAM_MARGIN)
