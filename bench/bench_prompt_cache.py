@@ -116,6 +116,7 @@ def _footprint(path: Path) -> ModelFootprint:
         info.embedding_length or 0,
         info.head_count or 0,
         info.head_count_kv or 0,
+        info.key_length or 0,
     )
 
 

@@ -97,3 +97,18 @@ def test_invalid_cache_options_are_a_clear_400(daemon, options, message):
     response = _generate(daemon, "plain", **options)
     assert response.status_code == 400
     assert message in response.json()["error"]
+
+
+def test_the_head_size_of_the_gguf_sizes_the_cache():
+    """Gemma 3 and Qwen 3 have heads wider than n_embd / n_head: the cache follows the GGUF's
+    ``attention.key_length``, read by the store and used by the estimate."""
+    from daemon.inference.resolve import _footprint
+    from model_registry.gguf_info import read_gguf_info
+    from tests.support.real_model import gemma_path
+
+    info = read_gguf_info(gemma_path())
+    assert (info.embedding_length, info.head_count, info.key_length) == (640, 4, 256)
+    footprint = _footprint(1, info.to_summary())
+    assert footprint.n_embd_kv == 256 * info.head_count_kv  # not 640 / 4 = 160 per head
+    plain = ModelFootprint(1, n_layer=2, n_embd=64, n_head=4, n_head_kv=2)
+    assert plain.n_embd_kv == 32

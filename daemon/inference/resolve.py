@@ -119,6 +119,7 @@ def _footprint(weights_bytes: int, gguf: Mapping[str, object]) -> ModelFootprint
         n_embd=_int(gguf.get("embedding_length")) or 0,
         n_head=_int(gguf.get("head_count")) or 0,
         n_head_kv=_int(gguf.get("head_count_kv")) or 0,
+        head_size=_int(gguf.get("key_length")) or 0,
     )
 
 

@@ -42,13 +42,15 @@ class ModelFootprint:
     n_embd: int = 0
     n_head: int = 0
     n_head_kv: int = 0
+    head_size: int = 0  # values per head (``attention.key_length``); 0: n_embd / n_head
 
     @property
     def n_embd_kv(self) -> int:
         """Width of one layer's K (or V) cache per token: head size times KV heads."""
         if not self.n_head:
             return self.n_embd
-        return self.n_embd * (self.n_head_kv or self.n_head) // self.n_head
+        head_size = self.head_size or self.n_embd // self.n_head
+        return head_size * (self.n_head_kv or self.n_head)
 
 
 @dataclass(frozen=True, slots=True)
