@@ -6,6 +6,7 @@ in one table (``daemon.server.errors``) and ``daemon.client`` turns them back.
 DaemonError
 ├── BadRequestError         the request asks for something invalid or unsupported (400)
 ├── NotFoundError           the request names a pull or blob that does not exist (404)
+├── ForbiddenError          the caller may not ask this (a daemon-side path from afar) (403)
 ├── ServerBusyError         the request queue is full (503)
 ├── TemplateError           the chat template is broken or failed to render (500)
 │   ├── TemplateRejectedError  the template refused the conversation (raise_exception) (400)
@@ -21,6 +22,7 @@ from __future__ import annotations
 __all__ = [
     "BadRequestError",
     "DaemonError",
+    "ForbiddenError",
     "InsufficientMemoryError",
     "ModelLoadError",
     "NotFoundError",
@@ -44,6 +46,10 @@ class BadRequestError(DaemonError, ValueError):
 
 
 class NotFoundError(DaemonError, LookupError):
+    pass
+
+
+class ForbiddenError(DaemonError, PermissionError):
     pass
 
 

@@ -137,6 +137,11 @@ class Settings:
     runner_env: tuple[tuple[str, str], ...] = field(
         default_factory=lambda: runner_environment(os.environ)
     )
+    # Where other apps keep models (scanned for "already on this computer"); never a request's.
+    home: Path = field(default_factory=Path.home)
+    hf_hub_cache: Path | None = None  # HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/...
+    ollama_models: Path | None = None  # OLLAMA_MODELS, else ~/.ollama/models
+    import_dirs: tuple[Path, ...] = ()  # LOCALLLM_IMPORT_DIRS, separated by os.pathsep
 
     @property
     def base_url(self) -> str:
@@ -181,4 +186,21 @@ class Settings:
             header_timeout=_seconds(env, "LOCALLLM_HEADER_TIMEOUT", base.header_timeout),
             body_timeout=_seconds(env, "LOCALLLM_BODY_TIMEOUT", base.body_timeout),
             runner_env=runner_environment(env),
+            home=Path(env["HOME"]) if env.get("HOME") else base.home,
+            hf_hub_cache=_hf_hub_cache(env),
+            ollama_models=Path(env["OLLAMA_MODELS"]) if env.get("OLLAMA_MODELS") else None,
+            import_dirs=tuple(
+                Path(p).expanduser()
+                for p in env.get("LOCALLLM_IMPORT_DIRS", "").split(os.pathsep)
+                if p.strip()
+            ),
         )
+
+
+def _hf_hub_cache(env: Mapping[str, str]) -> Path | None:
+    """Where huggingface_hub keeps its cache, by the same variables it reads."""
+    if env.get("HF_HUB_CACHE"):
+        return Path(env["HF_HUB_CACHE"]).expanduser()
+    if env.get("HF_HOME"):
+        return Path(env["HF_HOME"]).expanduser() / "hub"
+    return None

@@ -16,6 +16,7 @@ RegistryError
 ├── ModelfileError          a Modelfile line that cannot be parsed (with its line number)
 ├── InvalidParameterError   a model parameter of the wrong type or outside its range
 ├── InsufficientSpaceError  not enough free disk for a write
+├── NotLinkableError        a file that cannot be linked into the store (a copy is needed)
 ├── StoreLockTimeout        another process held the store lock for too long
 └── PullError               a pull that cannot go on (the store is left as it was)
     ├── UnknownModelError       no catalog entry or hub repository by that name
@@ -41,6 +42,7 @@ __all__ = [
     "ModelExistsError",
     "ModelNotFoundError",
     "ModelfileError",
+    "NotLinkableError",
     "PullError",
     "QuantNotFoundError",
     "RegistryError",
@@ -111,6 +113,10 @@ class InsufficientSpaceError(RegistryError, OSError):
             f"not enough disk space for {what}: {needed:,} bytes needed, "
             f"{available:,} available; free some space (e.g. `localllm prune`) and try again"
         )
+
+
+class NotLinkableError(RegistryError):
+    """A file asked to be added without copying sits where no link or clone can be made."""
 
 
 class StoreLockTimeout(RegistryError, TimeoutError):

@@ -19,6 +19,7 @@ import gguf
 
 from model_registry.errors import GGUFError
 from model_registry.gguf_header import OMITTED, GGUFHeader, parse_header
+from model_registry.recommended_sampling import recommended_sampling
 
 __all__ = ["GGUFInfo", "format_parameter_count", "read_gguf_info"]
 
@@ -49,6 +50,8 @@ class GGUFInfo:
     version: int
     key_length: int | None = None  # values per attention head in K (absent: n_embd / heads)
     value_length: int | None = None
+    # Option name -> value: the authors' recommended sampling (``recommended_sampling``).
+    sampling: Mapping[str, object] = field(default_factory=dict, compare=False)
     # Every key/value kept (scalars, strings up to 1 MiB, arrays up to 256 items).
     metadata: Mapping[str, object] = field(
         default_factory=lambda: MappingProxyType({}), repr=False, compare=False
@@ -114,6 +117,7 @@ def _interpret(header: GGUFHeader) -> GGUFInfo:
         kv_count=header.kv_count,
         tensor_count=header.tensor_count,
         version=header.version,
+        sampling=recommended_sampling(values),
         metadata=MappingProxyType({k: v for k, v in values.items() if v is not OMITTED}),
     )
 

@@ -22,8 +22,16 @@ from model_registry.modelfile import Modelfile, from_is_path
 from model_registry.names import ModelName, parse_name
 from model_registry.store import BlobRef, Layer, LayerType, Manifest, Store, ensure_free_space
 from model_registry.store.locking import Lease
+from model_registry.store.placing import Placement
 
-__all__ = ["AdapterFile", "ModelExtras", "create_from_modelfile", "find_shards", "import_gguf"]
+__all__ = [
+    "AdapterFile",
+    "FileEvents",
+    "ModelExtras",
+    "create_from_modelfile",
+    "find_shards",
+    "import_gguf",
+]
 
 AdapterFile = tuple[Path, float]  # a LoRA adapter file and the scale it is applied with
 
@@ -53,6 +61,19 @@ class ModelExtras:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class FileEvents:
+    """How a file the user has goes into the store, and who hears about it.
+
+    ``mode`` is ``copy``, ``link`` or ``auto`` (see :meth:`BlobStore.add_file`); ``expected``
+    holds digests a file must hash to (an Ollama blob's name), checked, never trusted."""
+
+    mode: str = "copy"
+    expected: Mapping[Path, Digest] = field(default_factory=dict)
+    on_progress: Callable[[str, int, int], None] | None = None  # file name, done, total
+    on_placed: Callable[[str, int, Placement], None] | None = None  # file name, size, how
+
+
 def find_shards(path: Path) -> list[Path]:
     """All shards of a split GGUF in order, given any one of them; ``[path]`` if unsplit."""
     match = _SHARD.fullmatch(path.name)
@@ -78,20 +99,27 @@ def import_gguf(
     projector: Path | None = None,
     adapters: Sequence[AdapterFile] = (),
     extras: ModelExtras = ModelExtras(),
+    events: FileEvents = FileEvents(),
 ) -> Digest:
-    """Import a local GGUF model (and optional projector/adapters) as ``name``; returns its id."""
+    """Import a local GGUF model (and optional projector/adapters) as ``name``; returns its id.
+
+    Its files are copied unless ``events.mode`` lets them be linked."""
     name = name if isinstance(name, ModelName) else parse_name(name)
     shards = find_shards(Path(path))
     infos = [_read_model_info(shard, first=i == 0) for i, shard in enumerate(shards)]
     projector_info = _read_projector_info(projector) if projector else None
     _check_adapters(adapters, infos[0].architecture)  # before the store is touched
     files = [*shards, *([projector] if projector else []), *(a for a, _ in adapters)]
-    ensure_free_space(store.layout.blobs_dir, sum(f.stat().st_size for f in files), "this import")
+    if events.mode == "copy":  # a link needs no space; a fallback copy checks its own
+        needed = sum(f.stat().st_size for f in files)
+        ensure_free_space(store.layout.blobs_dir, needed, "this import")
     source = {"files": [shard.name for shard in shards]}
     with store.lease() as lease:
-        layers = [_file_layer(store, lease, LayerType.MODEL, shard) for shard in shards]
+        layers = [
+            _file_layer(store, lease, LayerType.MODEL, shard, events=events) for shard in shards
+        ]
         if projector:
-            layers.append(_file_layer(store, lease, LayerType.PROJECTOR, projector))
+            layers.append(_file_layer(store, lease, LayerType.PROJECTOR, projector, events=events))
         layers += _adapter_layers(store, lease, adapters)
         layers += _extra_layers(store, lease, extras)
         config = config_from_gguf(infos[0], source, projector_info)
@@ -201,10 +229,24 @@ def _adapter_layers(store: Store, lease: Lease, adapters: Sequence[AdapterFile])
 
 
 def _file_layer(
-    store: Store, lease: Lease, media_type: LayerType, path: Path, scale: float = 1.0
+    store: Store,
+    lease: Lease,
+    media_type: LayerType,
+    path: Path,
+    scale: float = 1.0,
+    events: FileEvents = FileEvents(),
 ) -> Layer:
-    with path.open("rb") as stream:
-        blob = store.blobs.write_stream(stream, size_hint=path.stat().st_size, on_hashed=lease.add)
+    total = path.stat().st_size
+    progress = events.on_progress
+    blob, placement = store.blobs.add_file(
+        path,
+        events.mode,
+        events.expected.get(path),
+        on_hashed=lease.add,
+        on_progress=(lambda done: progress(path.name, done, total)) if progress else None,
+    )
+    if events.on_placed is not None:
+        events.on_placed(path.name, blob.size, placement)
     return Layer(media_type, blob.digest, blob.size, scale)
 
 

@@ -23,6 +23,7 @@ import itertools
 import math
 import os
 import string
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -152,11 +153,13 @@ def write_tiny_model(
     chat_template: str | None = CHATML_TEMPLATE,
     end_of_turn: Literal["never", "immediately", "random"] = "never",
     thinking: ThinkingStyle = "none",
+    sampling: Mapping[str, float] | None = None,
 ) -> Path:
     """Write a llama-architecture GGUF with random weights that llama.cpp can run.
 
     With ``thinking``, the default ChatML template becomes that style's template (pass
-    another ``chat_template`` to override it)."""
+    another ``chat_template`` to override it). ``sampling`` writes ``general.sampling.*``
+    keys, by their short name (``temp``, ``top_k``...), as converters write them."""
     spec = _Spec.build(n_layer, n_embd, n_head, n_head_kv, n_ff, file_type)
     vocab = tiny_vocabulary(vocab_size, thinking)
     if chat_template == CHATML_TEMPLATE:
@@ -168,6 +171,8 @@ def write_tiny_model(
     writer.add_name(name)
     if license:
         writer.add_license(license)
+    for key, value in (sampling or {}).items():
+        getattr(writer, f"add_sampling_{key}")(value)
     plan = _tensor_plan(spec, len(vocab.tokens))
     for tensor_name, shape, qtype in plan:
         _add_tensor_info(writer, tensor_name, shape, qtype)

@@ -182,3 +182,21 @@ def test_an_uploaded_file_that_is_not_gguf_is_a_400(client, daemon):
     assert response.status_code == 400 and "GGUF" in response.json()["error"]
     lines = [json.loads(x) for x in response.text.splitlines()]
     assert len(lines) == 1
+
+
+@pytest.mark.parametrize(
+    ("template", "says"),
+    [
+        ("{% for %}", "does not parse"),
+        ("{{ range .Messages }}{{ .Content }}{{ end }}", "write the template in Jinja"),
+        ("{{ if .System }}{{ .System }}", "without {{ end }}"),
+    ],
+)
+def test_a_template_that_cannot_render_is_refused_at_create(daemon, template, says):
+    """Before: the model was made, and its first chat failed with a server error."""
+    body = {"model": "broken-template", "from": "tiny", "template": template, "stream": False}
+    response = httpx.post(daemon.url + "/api/create", json=body, timeout=60)
+    assert response.status_code == 400, response.text
+    assert says in response.json()["error"]
+    tags = httpx.get(daemon.url + "/api/tags", timeout=10).json()["models"]
+    assert not any(m["name"].startswith("broken-template") for m in tags)

@@ -125,7 +125,7 @@ def test_nesting_too_deep_to_parse_is_a_template_error():
 def test_go_templates_translate_in_linear_time():
     unclosed = "{{ .Prompt }}" + "{{ x" * 20000  # a regex took minutes over this
     started = time.monotonic()
-    assert to_jinja(unclosed).endswith("{{ x{% endraw %}")
+    assert to_jinja(unclosed).endswith('{{ x" }}')  # the unclosed rest is text
     assert time.monotonic() - started < 2
 
 

@@ -11,7 +11,7 @@ from daemon.errors import (
     TemplateRejectedError,
     TemplateSecurityError,
 )
-from daemon.inference.go_templates import is_go_template, to_jinja
+from daemon.inference.go_templates import is_go_template
 from daemon.inference.templates import (
     CHATML_TEMPLATE,
     ChatTemplate,
@@ -120,7 +120,22 @@ def test_go_template_trim_markers_and_comments():
     source = "{{/* legacy */}}{{- .Prompt -}}  \n  {{ .Response }}"
     assert ChatTemplate(source).render(USER) == "hi"
     assert is_go_template("{{ .Prompt }}") and not is_go_template(CHATML_TEMPLATE)
-    assert to_jinja("{% raw %}{{ .Prompt }}") == "{% raw %}{% raw %}{% endraw %}{{ prompt }}"
+    assert ChatTemplate("a \n {{- .Prompt }}\t{{/* c */ -}} \n b").render(USER) == "ahi\tb"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{% raw %}",
+        "{% endraw %}{% if true %}x{% endif %}{% raw %}",
+        "{# not a comment #}",
+        '{% "quoted" %} \\ back\\slash \u00e9t\u00e9 \U0001f600 \n\t',
+    ],
+)
+def test_go_template_text_that_looks_like_jinja_is_printed_as_is(text):
+    """Literal text is never read as Jinja, even text that closes a raw block."""
+    template = ChatTemplate(text + "{{ .Prompt }}" + text, "Modelfile")
+    assert template.render(USER) == text + "hi" + text
 
 
 def test_unsupported_go_syntax_is_a_clear_error():

@@ -108,6 +108,7 @@ class ChatSession:
         self.hide_thinking = hide_thinking
         self.thinks = thinks  # the model has the "thinking" capability
         self.messages: list[dict[str, Any]] = []
+        self._dropped = 0  # the oldest messages the daemon last left out to fit the context
         self._read_line = read_line or input
         self._use_readline = read_line is None
 
@@ -168,10 +169,24 @@ class ChatSession:
         reply = {"role": "assistant", "content": answer.text}
         self.messages.append(reply | ({"thinking": answer.thinking} if answer.thinking else {}))
         self.context.print("\n" if not answer.text.endswith("\n") else "")
+        self._tell_truncation(answer.final)
         if self.verbose and answer.final:
             for line in timing_lines(answer.final):
                 self.context.note(line)
             self.context.note("")
+
+    def _tell_truncation(self, final: object) -> None:
+        """Say once when the conversation stops fitting the context (the daemon then leaves
+        the oldest turns out, as Ollama does), and again after a /clear or a larger context."""
+        truncated = getattr(final, "truncated", None)
+        dropped = truncated.dropped_messages if truncated else 0
+        if dropped and not self._dropped:
+            self.context.note(
+                f"Note: the conversation no longer fits the context; the model no longer sees "
+                f"its oldest {dropped} message(s). /set parameter num_ctx <n> gives it more "
+                f"room, /clear starts afresh."
+            )
+        self._dropped = dropped
 
     def conversation(self) -> list[dict[str, Any]]:
         system = [{"role": "system", "content": self.system}] if self.system else []

@@ -90,6 +90,7 @@ def render_show(info: ShowResponse) -> str:
     sections.append(("Adapters", adapter_lines(info.adapters)))
     sections.append(("Capabilities", list(info.capabilities)))
     sections.append(("Parameters", parameter_lines(info.parameters)))
+    sections.append(("Recommended sampling", recommended_lines(info.model_info)))
     sections.append(("System", _preview(info.system)))
     sections.append(("License", _preview(info.license)))
     blocks = []
@@ -97,6 +98,16 @@ def render_show(info: ShowResponse) -> str:
         if lines:
             blocks.append("\n".join([f"  {title}", *(f"    {line}" for line in lines)]))
     return "\n\n".join(blocks) + "\n"
+
+
+def recommended_lines(model_info: Mapping[str, object]) -> list[str]:
+    """The authors' sampling (GGUF ``general.sampling.*``), used where nothing overrides it."""
+    prefix = "general.sampling."
+    return [
+        f"{key.removeprefix(prefix):<16}{value}"
+        for key, value in model_info.items()
+        if key.startswith(prefix)
+    ]
 
 
 def adapter_lines(adapters: list[AdapterOut]) -> list[str]:

@@ -28,6 +28,7 @@ __all__ = [
     "OllamaMessage",
     "OllamaReply",
     "OllamaToolCall",
+    "TruncatedHistory",
 ]
 
 #: ``"json"``, a JSON schema, or nothing ("" or null).
@@ -86,6 +87,15 @@ class ChatRequest(_Request):
     think: bool | str | None = None
     logprobs: bool = False
     top_logprobs: int | None = None  # 0-20, checked on translation
+    # Ollama's: drop the oldest turns of a chat past the context (False: the 400 instead).
+    truncate: bool = True
+
+
+class TruncatedHistory(BaseModel):
+    """Our addition to a chat's final chunk: the oldest turns were dropped to fit."""
+
+    dropped_messages: int  # not counting system messages, which are always kept
+    kept_from: int  # index in the request's messages of the first one kept after them
 
 
 class _Timings(BaseModel):
@@ -122,6 +132,7 @@ class ChatChunk(_Timings):
     message: OllamaReply
     done: bool = False
     logprobs: list[dict[str, Any]] | None = None
+    truncated: TruncatedHistory | None = None  # in the final chunk, when turns were dropped
 
 
 class EmbedRequest(_Request):

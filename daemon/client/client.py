@@ -57,6 +57,7 @@ from daemon.api import (
 )
 from daemon.client.answers import Answer, json_or_text, ndjson_objects, parsed, sse_objects
 from daemon.client.errors import DaemonUnavailable, raise_for_body
+from daemon.client.local_models import LocalModelCalls
 from daemon.client.protocol import Progress
 
 __all__ = ["DEFAULT_BASE_URL", "Client"]
@@ -65,7 +66,7 @@ DEFAULT_BASE_URL = "http://127.0.0.1:11435"
 _CHUNK = 1 << 20
 
 
-class Client:
+class Client(LocalModelCalls):
     def __init__(
         self,
         base_url: str = DEFAULT_BASE_URL,
@@ -171,6 +172,7 @@ class Client:
         tools: Sequence[Mapping[str, Any]] | None = None,
         stream: bool = True,
         think: bool | str | None = None,
+        truncate: bool | None = None,
     ) -> Iterator[ChatChunk]:
         body = _fields(
             model=model,
@@ -180,6 +182,7 @@ class Client:
             format=format,
             tools=tools,
             think=think,
+            truncate=truncate,
         )
         return self._generating(ChatChunk, "/api/chat", body, stream)
 

@@ -32,6 +32,7 @@ from daemon.api import (
     SystemResponse,
     VerifyResponse,
 )
+from daemon.api.local_models import ImportProgress, LocalModelsResponse
 
 __all__ = ["DaemonClient", "Progress"]
 
@@ -79,6 +80,7 @@ class DaemonClient(Protocol):
         tools: Sequence[Mapping[str, Any]] | None = None,
         stream: bool = True,
         think: bool | str | None = None,
+        truncate: bool | None = None,
     ) -> Iterator[ChatChunk]: ...
     def generate(
         self,
@@ -110,6 +112,12 @@ class DaemonClient(Protocol):
     def create_from_file(
         self, name: str, path: Path | str, quantize: str | None = None
     ) -> Iterator[ProgressResponse]: ...
+
+    # models already on this computer
+    def local_models(self) -> LocalModelsResponse: ...
+    def import_file(
+        self, path: Path | str, name: str | None = None, mode: str = "auto"
+    ) -> Iterator[ImportProgress]: ...
 
     # the hub
     def hub_catalog(self) -> list[CatalogModel]: ...

@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, replace
 
+from daemon.inference.history_fit import Truncation
 from daemon.inference.thinking_run import ThinkingRun, add_parts
 from daemon.inference.tool_call_parser import Piece, ToolCallParser
 from daemon.inference.tool_calls import ToolCall, ToolCallDelta
@@ -82,8 +83,10 @@ class Generation:
         tool_filter: ToolCallParser | None = None,
         thinking: ThinkingRun | None = None,
         on_finished: Callable[[str, Finished], None] | None = None,
+        truncation: Truncation | None = None,
     ):
         self.model = model
+        self.truncation = truncation  # the chat's oldest turns dropped to fit its context
         self._lease = lease
         self._stream = stream
         self._started = started

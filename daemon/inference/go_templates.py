@@ -13,6 +13,7 @@ prompt + response), concatenated; the last turn stops where ``.Response`` would 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 
@@ -23,6 +24,7 @@ __all__ = ["RESPONSE_MARK", "is_go_template", "split_turns", "to_jinja"]
 RESPONSE_MARK = "\x00response\x00"  # stands for the reply the model is about to write
 
 _GO_HINT = re.compile(r"\{\{-?\s*(?:\.[A-Za-z]|if\s+\.|range\s|end\s*-?\}\}|/\*)")
+_GO_SPACE = " \t\r\n"  # what Go's trim markers remove
 _FIELDS = {".System": "system", ".Prompt": "prompt", ".Response": "response"}
 _HELP = (
     "only {{ .System }}, {{ .Prompt }}, {{ .Response }} and {{ if .X }}...{{ else }}..."
@@ -37,19 +39,21 @@ def is_go_template(source: str) -> bool:
 
 
 def to_jinja(source: str) -> str:
-    """Translate the supported Go subset to Jinja, or raise TemplateError naming the action."""
-    out, position, depth = [], 0, 0
+    """Translate the supported Go subset to Jinja, or raise TemplateError naming the action.
+
+    Go's trim markers are applied here, to the text around them, so the Jinja needs none."""
+    out, position, depth, trim_next = [], 0, 0, False
     for start, body, end in _actions(source):
-        out.append(_literal(source[position:start]))
-        position = end
         left, body, right = _trim_marks(body)
+        out.append(_literal(source[position:start], trim_start=trim_next, trim_end=bool(left)))
+        position, trim_next = end, bool(right)
         (mark, inner), depth = _action(body, depth)
         if mark:
             close = "}" if mark == "{" else mark
-            out.append(f"{{{mark}{left} {inner} {right}{close}}}")
+            out.append(f"{{{mark} {inner} {close}}}")
     if depth:
         raise TemplateError(f"TEMPLATE has an {{{{ if }}}} without {{{{ end }}}}; {_HELP}")
-    out.append(_literal(source[position:]))
+    out.append(_literal(source[position:], trim_start=trim_next, trim_end=False))
     return "".join(out)
 
 
@@ -90,9 +94,16 @@ def _action(body: str, depth: int) -> tuple[tuple[str, str], int]:
     raise TemplateError(f"TEMPLATE uses {{{{ {shown} }}}}: {_HELP}")
 
 
-def _literal(text: str) -> str:
+def _literal(text: str, *, trim_start: bool, trim_end: bool) -> str:
+    """Template text as Jinja that prints it unchanged: text that Jinja would read as markup
+    becomes a string expression (a ``{% raw %}`` block would end at an ``{% endraw %}`` in
+    the text, and what follows would run as Jinja)."""
+    if trim_start:
+        text = text.lstrip(_GO_SPACE)
+    if trim_end:
+        text = text.rstrip(_GO_SPACE)
     if "{%" in text or "{#" in text or "{{" in text:
-        return "{% raw %}" + text + "{% endraw %}"
+        return "{{ " + json.dumps(text, ensure_ascii=False) + " }}"
     return text
 
 

@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import time
 from collections.abc import Callable, Mapping
 
 from daemon.errors import BadRequestError
 from daemon.inference.generation import Finished, Generation
+from daemon.inference.history_fit import certainly_fits, fit_history, reply_room
 from daemon.inference.jobs import Embeddings, EmbedJob, GenerationJob
 from daemon.inference.options import merge_options, runner_options, sampling_params
 from daemon.inference.prompts import Prompts
+from daemon.inference.recommended import RecommendedSampling
 from daemon.inference.resolve import ResolvedModel, RunSettings, resolve_model
 from daemon.inference.thinking import ThinkingFormat, VocabularyFormats, parse_think
 from daemon.inference.thinking_run import ThinkingRun, thinking_run
@@ -53,6 +56,7 @@ class Inference:
         self._on_finished = on_finished
         self._prompts = Prompts()
         self._vocabularies = VocabularyFormats()
+        self._recommended = RecommendedSampling()
 
     def close(self) -> None:
         self._prompts.close()
@@ -64,14 +68,24 @@ class Inference:
         """Start generating; returns once the first token (or an error) is there."""
         started = time.perf_counter()
         model = self._generator(job)
-        options = merge_options(model.params, job.options)
+        recommended = await self._recommended.of(model)
+        options = merge_options(recommended, model.params, job.options)
         params = self._sampling(job, options, _template_stops(model, job))
         request, fmt = await self._prompts.call(model, job, params)
         lease = await self._lease(model, options, job.keep_alive)
+        truncation = None
         try:
+            context = lease.info.n_ctx
+            room = reply_room(options, context)
+            fits = certainly_fits(request.prompt, bool(request.images), context, room)
+            if job.truncate and job.messages and not fits:
+                count = functools.partial(self._count_on, model, lease)
+                job, truncation = await fit_history(job, context, room, count)
+                if truncation is not None:
+                    request, fmt = await self._prompts.call(model, job, params)
             thinking = await self._thinking(model, job, fmt, options, request, lease)
-        except BaseException:
-            lease.release()
+        except BaseException as error:
+            lease.release(crashed=isinstance(error, RunnerCrashed))
             raise
         generation = Generation(
             model.name,
@@ -82,6 +96,7 @@ class Inference:
             tool_filter=self._tool_filter(job),
             thinking=thinking,
             on_finished=self._on_finished,
+            truncation=truncation,
         )
         try:
             await generation.prime()
@@ -100,16 +115,17 @@ class Inference:
         lease = await self._lease(model, options, job.keep_alive)
         crashed = False
         try:
-            async with contextlib.aclosing(lease.runner.generate(request)) as events:
-                async for event in events:
-                    if isinstance(event, DoneEvent):
-                        return event.prompt_tokens
+            return await _counted(model.name, lease, request)
         except RunnerCrashed:
             crashed = True
             raise
         finally:
             lease.release(crashed=crashed)
-        raise RunnerCrashed(f"the runner for {model.name} ended a token count early")
+
+    async def _count_on(self, model: ResolvedModel, lease: Lease, job: GenerationJob) -> int:
+        """``job``'s prompt tokens, counted by the leased runner (nothing is generated)."""
+        request, _ = await self._prompts.call(model, job, SamplingParams(max_tokens=0))
+        return await _counted(model.name, lease, request)
 
     async def load(self, name: str, options: Mapping[str, object], keep_alive: float | None) -> str:
         """Load ``name`` (or keep it loaded) without generating; returns its display name."""
@@ -217,6 +233,15 @@ class Inference:
         if not job.tools or job.tool_choice.mode == "none":
             return None
         return ToolCallParser([str((t.get("function") or {}).get("name")) for t in job.tools])
+
+
+async def _counted(name: str, lease: Lease, request: GenerateCall) -> int:
+    """The prompt tokens of ``request``: put to the runner as a generation of no tokens."""
+    async with contextlib.aclosing(lease.runner.generate(request)) as events:
+        async for event in events:
+            if isinstance(event, DoneEvent):
+                return event.prompt_tokens
+    raise RunnerCrashed(f"the runner for {name} ended a token count early")
 
 
 def _template_stops(model: ResolvedModel, job: GenerationJob) -> tuple[str, ...]:

@@ -38,6 +38,8 @@ class GenerationJob:
     # the model's own default. Thinking never reaches ``Delta.text``.
     think: bool | str | None = None
     think_budget: int | None = None  # thinking tokens before the model is made to answer
+    # Drop the oldest turns of a chat that does not fit its context (``history_fit``).
+    truncate: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,8 @@ class ResolvedModel:
     system: str | None = None
     messages: tuple[Mapping[str, object], ...] = ()
     params: Mapping[str, object] = field(default_factory=dict)
+    # The authors' sampling (GGUF general.sampling.*); None: not recorded at import (older)
+    recommended_sampling: Mapping[str, object] | None = None
     context_length: int | None = None
     embedding_length: int | None = None
 
@@ -107,6 +109,7 @@ def resolve_model(store: Store, text: str) -> ResolvedModel:
         system=store.read_text_layer(manifest, LayerType.SYSTEM),
         messages=tuple(m for m in messages or () if isinstance(m, Mapping)),
         params=params if isinstance(params, Mapping) else {},
+        recommended_sampling=_mapping(gguf.get("sampling")),
         context_length=target.n_ctx_train,
         embedding_length=_int(config.get("embedding_length") or gguf.get("embedding_length")),
     )
@@ -125,6 +128,10 @@ def _footprint(weights_bytes: int, gguf: Mapping[str, object]) -> ModelFootprint
 
 def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _mapping(value: object) -> Mapping[str, object] | None:
+    return value if isinstance(value, Mapping) else None
 
 
 def _str(value: object) -> str | None:

@@ -40,6 +40,7 @@ from daemon.server.native import (
     embed,
     generate,
     hub,
+    local_models,
     models,
     pulls,
 )
@@ -104,6 +105,7 @@ def create_app(
 _OPENAI = (chat, completions, responses, embeddings, openai_models)
 _ANTHROPIC = (messages, count_tokens)
 _NATIVE = (models, generate, embed, pulls, blobs, create, hub, native_system, control)
+_NATIVE += (local_models,)
 
 
 def _puller(settings: Settings, store: Store) -> Puller:

@@ -22,6 +22,7 @@ from starlette.exceptions import HTTPException
 from daemon.api.error_bodies import Shape, shape_for, shaped_body
 from daemon.errors import (
     BadRequestError,
+    ForbiddenError,
     InsufficientMemoryError,
     ModelLoadError,
     NotFoundError,
@@ -51,6 +52,7 @@ from model_registry.errors import (
     ModelExistsError,
     ModelfileError,
     ModelNotFoundError,
+    NotLinkableError,
     PullError,
     QuantNotFoundError,
     RegistryError,
@@ -80,6 +82,7 @@ ERROR_TABLE: tuple[tuple[type[BaseException], int, str, str | None], ...] = (
     (UnknownModelError, 404, "not_found_error", "model_not_found"),
     (QuantNotFoundError, 404, "not_found_error", "quant_not_found"),
     (NotFoundError, 404, "not_found_error", "not_found"),
+    (ForbiddenError, 403, "permission_error", "forbidden"),
     (InvalidNameError, 400, "invalid_request_error", "invalid_model_name"),
     (InvalidDigestError, 400, "invalid_request_error", "invalid_digest"),
     (InvalidRepoError, 400, "invalid_request_error", "invalid_repo"),
@@ -88,6 +91,7 @@ ERROR_TABLE: tuple[tuple[type[BaseException], int, str, str | None], ...] = (
     (InvalidParameterError, 400, "invalid_request_error", "invalid_parameter"),
     (GGUFError, 400, "invalid_request_error", "invalid_gguf"),
     (ModelExistsError, 409, "invalid_request_error", "model_exists"),
+    (NotLinkableError, 409, "invalid_request_error", "not_linkable"),
     (AuthenticationError, 400, "invalid_request_error", "hub_auth_required"),
     (DownloadError, 502, "server_error", "download_failed"),
     (PullError, 400, "invalid_request_error", "pull_failed"),

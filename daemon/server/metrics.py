@@ -191,7 +191,9 @@ def _generation_fields(generation: Generation | None) -> dict:
         return {}
     u = result.usage
     rate = u.completion_tokens / u.generation_seconds if u.generation_seconds > 0 else None
+    dropped = generation.truncation
     return {
+        **({"truncated": dropped.as_dict()} if dropped is not None else {}),
         "model": generation.model,
         "finish_reason": result.reason,
         "prompt_tokens": u.prompt_tokens,

@@ -18,14 +18,21 @@ from pathlib import Path
 from typing import BinaryIO
 
 from model_registry.digests import Digest, sha256_of_file
-from model_registry.errors import BlobNotFoundError, DigestMismatchError, InsufficientSpaceError
+from model_registry.errors import (
+    BlobNotFoundError,
+    DigestMismatchError,
+    InsufficientSpaceError,
+    NotLinkableError,
+)
 from model_registry.store.atomic import fsync_directory, temp_file_in, temp_file_owner
 from model_registry.store.layout import StoreLayout
 from model_registry.store.locking import StoreLock, process_alive
+from model_registry.store.placing import Placement, hard_link, reflink
 
 __all__ = ["BlobFile", "BlobStore", "ensure_free_space"]
 
 OnHashed = Callable[[Digest], None]
+OnProgress = Callable[[int], None]  # bytes read so far
 _CHUNK = 1 << 20
 _DISK_RESERVE = 64 << 20  # keep this much free so the system (and our manifests) can still write
 
@@ -99,19 +106,75 @@ class BlobStore:
             self._commit(temp_path, actual)
         return BlobFile(actual, size, self._layout.blob_path(actual).stat().st_mtime)
 
+    def add_file(
+        self,
+        path: Path,
+        mode: str = "copy",
+        expected: Digest | None = None,
+        on_hashed: OnHashed | None = None,
+        on_progress: OnProgress | None = None,
+    ) -> tuple[BlobFile, Placement]:
+        """Add a file the user has: ``copy``; ``link`` (hard link, else reflink, else
+        :class:`NotLinkableError`); ``auto`` (link, else reflink, else copy). Linked or not, the
+        content is hashed (read once) and checked against ``expected`` before it is committed."""
+        if mode != "copy":
+            source = path.resolve(strict=True)  # a Hugging Face snapshot link: its blob
+            shared = hard_link(source, self._layout.blobs_dir)
+            placement = Placement.LINKED
+            if shared is None:
+                shared, placement = reflink(source, self._layout.blobs_dir), Placement.CLONED
+            if shared is not None:
+                return self._commit_shared(shared, placement, expected, on_hashed, on_progress)
+            if mode == "link":
+                raise NotLinkableError(
+                    f"{path.name} cannot be linked into the store (another file system, or a "
+                    "file another user owns); add it as a copy instead"
+                )
+        with path.open("rb") as stream:
+            reader = _ProgressReader(stream, on_progress)
+            blob = self.write_stream(reader, expected, path.stat().st_size, on_hashed)  # type: ignore[arg-type]
+        return blob, Placement.COPIED
+
+    def _commit_shared(
+        self,
+        temp: Path,
+        placement: Placement,
+        expected: Digest | None,
+        on_hashed: OnHashed | None,
+        on_progress: OnProgress | None,
+    ) -> tuple[BlobFile, Placement]:
+        try:
+            with temp.open("rb") as stream:
+                actual = sha256_of_file(_ProgressReader(stream, on_progress))
+            if expected is not None and actual != expected:
+                raise DigestMismatchError(
+                    f"content hashed to {actual.short}, expected {expected.short}; "
+                    "nothing was stored"
+                )
+            if on_hashed is not None:
+                on_hashed(actual)
+            if self._commit(temp, actual):
+                placement = Placement.PRESENT
+        finally:
+            temp.unlink(missing_ok=True)
+        stat = self._layout.blob_path(actual).stat()
+        return BlobFile(actual, stat.st_size, stat.st_mtime), placement
+
     def commit_verified_file(self, path: Path, digest: Digest) -> None:
         """Move a file already verified to hash to ``digest`` (a finished download) into place."""
         self._commit(path, digest)
 
-    def _commit(self, temp_path: Path, digest: Digest) -> None:
+    def _commit(self, temp_path: Path, digest: Digest) -> bool:
+        """Rename into place; True when the store already held the content."""
         destination = self._layout.blob_path(digest)
         with self._lock.held():
             if destination.is_file():
                 os.utime(destination)  # refresh the prune grace period for the new user
                 temp_path.unlink(missing_ok=True)
-                return
+                return True
             os.replace(temp_path, destination)
         fsync_directory(destination.parent)
+        return False
 
     def matches_digest(self, digest: Digest) -> bool:
         """Re-hash a stored blob; False if it is corrupt, :class:`BlobNotFoundError` if gone."""
@@ -149,3 +212,17 @@ class BlobStore:
     def _entries(self) -> Iterator[Path]:
         if self._layout.blobs_dir.is_dir():
             yield from (path for path in self._layout.blobs_dir.iterdir() if path.is_file())
+
+
+class _ProgressReader:
+    """A read-only stream that reports how far it has been read."""
+
+    def __init__(self, stream: BinaryIO, on_progress: OnProgress | None):
+        self._stream, self._on_progress, self._done = stream, on_progress, 0
+
+    def read(self, size: int = -1) -> bytes:
+        chunk = self._stream.read(size)
+        self._done += len(chunk)
+        if self._on_progress is not None and chunk:
+            self._on_progress(self._done)
+        return chunk

@@ -36,6 +36,11 @@ class StoreLayout:
         return self.root / "leases"
 
     @property
+    def imports_memo_path(self) -> Path:
+        """Files added from other apps' folders: path, size, mtime -> digest."""
+        return self.root / "imports.json"
+
+    @property
     def lock_path(self) -> Path:
         return self.root / ".lock"
 

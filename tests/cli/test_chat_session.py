@@ -256,3 +256,25 @@ def test_thinking_is_shown_apart_hidden_on_request_and_kept_in_the_history(chat)
     assert "Set 'hidethinking' mode.\n" in out.getvalue()
     reply = {"role": "assistant", "content": "Hi!", "thinking": "Hmm."}
     assert chats(fake)[-1][2][1] == reply and chats(fake)[-1][2][3] == reply
+
+
+def test_the_chat_says_once_when_it_no_longer_fits_the_context(chat):
+    """The daemon drops the oldest turns (its final chunk says how many): the chat says so the
+    first time, not on every turn after, and again after it fitted once more."""
+    from daemon.api.native_chat import TruncatedHistory
+
+    fake, _, err, make = chat
+    *pieces, final = answer_chunks("Hi")
+    cut = final.model_copy(update={"truncated": TruncatedHistory(dropped_messages=2, kept_from=2)})
+    finals = [final, cut, cut, final, cut]
+    original = fake.chat
+
+    def chat_call(*args, **kwargs):
+        list(original(*args, **kwargs))
+        yield from [*pieces, finals.pop(0)]
+
+    fake.chat = chat_call
+    session, _ = make("one", "two", "three", "four", "five", "/bye")
+    assert session.run() == 0
+    notes = [line for line in err.getvalue().splitlines() if "no longer fits" in line]
+    assert len(notes) == 2 and "oldest 2 message(s)" in notes[0]

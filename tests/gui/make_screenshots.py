@@ -76,6 +76,9 @@ class Shooter:
                 self._shoot(daemon, hub)
             finally:
                 daemon.stop()
+                for folder in os.environ.get("LOCALLLM_IMPORT_DIRS", "").split(os.pathsep):
+                    if folder.startswith("/dev/shm/"):
+                        shutil.rmtree(folder, ignore_errors=True)
         return 0
 
     # the world the app sees
@@ -116,9 +119,15 @@ class Shooter:
             entry["repo"] = SLOW_REPOS.get(entry["name"], entry["repo"])
         catalog = self.folder / "catalog.json"
         catalog.write_text(json.dumps(raw))
+        from tests.gui.screenshot_scenes import other_apps
+
         env = {"HF_ENDPOINT": hub.endpoint, "LOCALLLM_CATALOG": str(catalog)}
+        env.update(other_apps(self.folder))  # models "already on this computer"
         daemon = GuiDaemon(self.folder / "daemon", env=env)
+        home = os.environ.get("HOME")
         os.environ.update(daemon.env)  # a daemon the app restarts finds the same files
+        if home is not None:
+            os.environ["HOME"] = home  # the fake home was the daemon's, for its scan only
         return daemon
 
     # the app
@@ -171,14 +180,20 @@ class Shooter:
         self.snap("chat-advanced")
         scenes.long_chat(self)
         self.snap("chat-long")
+        scenes.chat_memory(self)
+        self.snap("chat-memory")
         scenes.picture_chat(self)
         self.snap("chat-picture")
+        scenes.documents_chat(self)
+        self.snap("chat-documents")
 
         window.show_page("Models")
         page = window.models_page
         page.table.selectRow(scenes.row_of(page.table, "tiny-demo:latest"))
         self.wait(lambda: page.tabs.count() == 6)
         self.snap("models")
+        scenes.found_models(self)
+        self.snap("models-found")
 
         scenes.discover_search(self)
         self.snap("discover")
@@ -191,6 +206,8 @@ class Shooter:
         self.snap("server")
         scenes.server_lan(self)
         self.snap("server-lan")
+        scenes.tools_chat(self)
+        self.snap("chat-tools")
 
         scenes.dark(self, first)
         self.snap("chat-dark")

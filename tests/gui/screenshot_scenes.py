@@ -38,6 +38,48 @@ def add_model(shot, name: str, *, projector: bool = False, **shape) -> None:
     shot.wait(lambda: library.table.row_of(f"{name}:latest") is not None)
 
 
+def other_apps(folder: Path) -> dict[str, str]:
+    """Models other apps downloaded, for "Found on this computer", under a home of its own: a
+    Hugging Face cache (one file the same as ``tiny-demo``, so it shows as already added),
+    LM Studio's folder, an Ollama store, and a folder on another file system (``/dev/shm``,
+    where there is one) that must be copied. Returns the daemon's environment naming them."""
+    from model_registry.tiny_gguf import write_tiny_model
+    from tests.support.other_apps import hf_cache_model, lmstudio_model, ollama_model
+
+    home = folder / "home"
+    hub = home / ".cache" / "huggingface" / "hub"
+    llama = "Llama-3.2-1B-Instruct-Q4_K_M.gguf"
+    hf_cache_model(hub, "bartowski/Llama-3.2-1B-Instruct-GGUF", llama, seed=21)
+    hf_cache_model(hub, "someone/tiny-demo-GGUF", "tiny-demo.gguf", seed=7, n_embd=128, n_layer=4)
+    lmstudio = home / ".lmstudio" / "models"
+    lmstudio_model(
+        lmstudio, "lmstudio-community", "gemma-3-4b-it-GGUF", "gemma-3-4b-it-Q4_K_M.gguf"
+    )
+    ollama_model(home / ".ollama" / "models", "qwen2.5", "0.5b", seed=22, template="{{ .Prompt }}")
+    far = Path("/dev/shm") if Path("/dev/shm").is_dir() else folder
+    mine = far / f"{folder.name}-my-models"
+    mine.mkdir(exist_ok=True)
+    write_tiny_model(mine / "Mistral-7B-Instruct-v0.3-Q5_K_M.gguf", seed=23, n_embd=128)
+    return {
+        "HOME": str(home),  # the daemon's only: make_screenshots gives the app its own back
+        "HF_HUB_CACHE": str(hub),
+        "OLLAMA_MODELS": str(home / ".ollama" / "models"),
+        "LOCALLLM_IMPORT_DIRS": str(mine),
+    }
+
+
+def found_models(shot) -> None:
+    """The Models page with the list of models found on this computer filled in."""
+    window = shot.window
+    window.show_page("Models")
+    found = window.services.found
+    found.refresh()
+    shot.wait(lambda: len(found.models) == 5 and not found.scanning)
+    page = window.models_page
+    page.table.clearSelection()
+    page.splitter.setSizes([150, 330, 220])
+
+
 def open_new_chat(shot, model: str) -> None:
     """A new chat with ``model``, picked in the header as a user picks it."""
     services, page = shot.window.services, shot.window.chat_page
@@ -109,6 +151,32 @@ def long_chat(shot) -> None:
     shot.wait(lambda: page.context_meter.bar.value() >= 700)
 
 
+def chat_memory(shot) -> None:
+    """A chat model at a 512-token context, asked until the model no longer sees the first
+    questions: the transcript scrolled to the divider where its memory starts, and the offer
+    of a larger context above the message box."""
+    from app.gui.state.chat.memory import DIVIDER_TEXT
+
+    open_new_chat(shot, "tiny-demo:latest")
+    chat, page = shot.window.services.chat, shot.window.chat_page
+    page.settings.system_prompt.setPlainText("You are a concise assistant.")
+    page.settings.context.setValue(512)
+    page.settings.max_tokens.setValue(40)
+    page.settings.flush()
+    page.settings_button.setChecked(False)
+    for question in LONG_CHAT:
+        ask(shot, question)
+        if chat.session.conversation.memory.starts_at:
+            break
+    ask(shot, "And which model should I start with?")
+    shot.wait(lambda: page.memory_notice.isVisible())
+    transcript = page.transcript
+    transcript.follower.hold()  # read from the divider, as a user scrolled there
+    cursor = transcript.document().find(DIVIDER_TEXT)
+    bar = transcript.verticalScrollBar()
+    bar.setValue(bar.value() + transcript.cursorRect(cursor).top() - 140)
+
+
 def picture_chat(shot) -> None:
     """A model that sees (the tiny model with a tiny projector), asked about a picture."""
     from PySide6.QtGui import QColor, QImage, QPainter
@@ -131,6 +199,41 @@ def picture_chat(shot) -> None:
     picture.save(str(path))
     page.composer.add_images([path])
     ask(shot, "What is in this picture?")
+
+
+DOCUMENTS = {
+    "turbine-manual.md": "# Turbine T-200 manual\n\nInspect each blade every 400 operating "
+    "hours.\nReplace the pitch bearing grease every 2,000 hours.\nStop the rotor before any "
+    "inspection; lock it with the rotor pin.",
+    "site-visit-2024.txt": "Site visit, March 2024: tower 3 shows light erosion on blade B. "
+    "Next visit planned for September.",
+    "safety.html": "<h1>Safety</h1><p>Two people on every climb. Wind above 15 m/s: no climbing."
+    "</p>",
+}
+
+
+def documents_chat(shot) -> None:
+    """A folder of notes attached to a new chat, indexed, and a question whose reply cites
+    the manual."""
+    from tests.documents.files import write_pdf
+
+    open_new_chat(shot, "tiny-demo:latest")
+    page = shot.window.chat_page
+    page.settings_button.setChecked(False)
+    page.settings.max_tokens.setValue(40)
+    page.settings.flush()
+    folder = shot.folder / "Wind farm notes"
+    folder.mkdir()
+    for name, text in DOCUMENTS.items():
+        (folder / name).write_text(text)
+    write_pdf(folder / "maintenance-log.pdf", ["Maintenance log", "Blade B resealed in May."])
+    documents = shot.window.services.documents
+    page.documents.attach([folder])
+    chat_id = shot.window.services.chat.session.conversation.id
+    shot.wait(lambda: page.documents.chat_id == chat_id and chat_id not in documents.busy)
+    shot.wait(lambda: "passages" in page.documents.summary.text())
+    ask(shot, "How often should each blade be inspected?")
+    shot.wait(lambda: "Sources:" in page.transcript.toPlainText())
 
 
 def discover_search(shot) -> None:
@@ -192,6 +295,58 @@ def server_lan(shot) -> None:
     page.show_key.setChecked(True)
     page.server.fetch_log()
     shot.wait(lambda: page.message.text() == "", timeout=30)
+
+
+WEATHER_SERVER = """
+from typing import Literal
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("weather")
+SKIES = {"Lisbon": "21 °C, sunny", "Oslo": "4 °C, light rain", "Tokyo": "16 °C, cloudy"}
+
+
+@server.tool()
+def forecast(city: Literal["Lisbon", "Oslo", "Tokyo"]) -> str:
+    \"\"\"Today's weather in a city.\"\"\"
+    return f"{city}: {SKIES[city]}"
+
+
+server.run()
+"""
+
+
+def tools_chat(shot) -> None:
+    """A model that can call tools, a stdio MCP server added in Settings (Tools), one call
+    approved (its result shown, the model went on) and the next one waiting for approval."""
+    import sys
+    from dataclasses import replace
+
+    from PySide6.QtCore import QUrl
+
+    from app.tools.servers import ServerConfig
+    from model_registry.tiny_gguf import CHATML_TEMPLATE
+
+    template = "{% if tools %}<tools>{{ tools | tojson }}</tools>{% endif %}" + CHATML_TEMPLATE
+    add_model(shot, "tiny-tools", n_embd=128, n_layer=4, seed=13, chat_template=template)
+    script = shot.folder / "weather_server.py"
+    script.write_text(WEATHER_SERVER, encoding="utf-8")
+    tools = shot.window.services.tools
+    server = ServerConfig("weather", command=sys.executable, args=(str(script),))
+    tools.save(replace(tools.settings.with_servers([server]), require_call=True))
+    shot.window.show_page("Chat")
+    open_new_chat(shot, "tiny-tools:latest")
+    page, chat = shot.window.chat_page, shot.window.services.chat
+    page.settings.max_tokens.setValue(60)
+    page.settings.flush()
+    page.settings_button.setChecked(False)
+    ask(shot, "What is the weather like in one of the cities you know?")
+    shot.wait(lambda: chat.session.pending_calls, timeout=120)
+    page.transcript.anchorClicked.emit(
+        QUrl(f"action:tool:{chat.session.pending_calls[0].id}:approve")
+    )
+    shot.wait(lambda: len(chat.session.messages) == 3 and not chat.session.streaming, timeout=120)
+    ask(shot, "And in another one?")
+    shot.wait(lambda: chat.session.pending_calls, timeout=120)
 
 
 def dark(shot, first_chat_id: str) -> None:

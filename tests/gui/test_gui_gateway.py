@@ -59,6 +59,7 @@ class CornerCases(FakeClient):
         tools: Sequence[Mapping[str, Any]] | None = None,
         stream: bool = True,
         think: bool | str | None = None,
+        truncate: bool | None = None,
     ) -> Iterator[ChatChunk]:
         self.sent = {"model": model, "messages": messages, "options": options}
 

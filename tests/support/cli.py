@@ -41,6 +41,7 @@ from daemon.api import (
     SystemResponse,
     VerifyResponse,
 )
+from daemon.api.local_models import ImportProgress, LocalModelOut, LocalModelsResponse
 from daemon.client import DaemonClient, ModelNotFound
 from daemon.client.protocol import Progress
 
@@ -130,6 +131,7 @@ class FakeClient:
     pull_events: list[ProgressResponse] = field(default_factory=list)
     chat_chunks: list[ChatChunk] = field(default_factory=list)
     blobs: set[str] = field(default_factory=set)
+    found: list[LocalModelOut] = field(default_factory=list)  # models "already on disk"
     create_events: list[ProgressResponse] = field(
         default_factory=lambda: [ProgressResponse(status="success")]
     )
@@ -231,11 +233,13 @@ class FakeClient:
         tools: Sequence[Mapping[str, Any]] | None = None,
         stream: bool = True,
         think: bool | str | None = None,
+        truncate: bool | None = None,
     ) -> Iterator[ChatChunk]:
         sent: dict[str, Any] = {"options": options, "keep_alive": keep_alive, "format": format}
         sent |= {"tools": tools} if tools is not None else {}
         sent |= {"think": think} if think is not None else {}
         sent |= {"stream": stream} if not stream else {}
+        sent |= {"truncate": truncate} if truncate is not None else {}
         self.calls.append(("chat", model, [dict(m) for m in messages], sent))
         yield from self.chat_chunks
 
@@ -307,6 +311,17 @@ class FakeClient:
     ) -> Iterator[ProgressResponse]:
         self.calls.append(("create_from_file", name, Path(path).name, quantize))
         yield from self.create_events
+
+    # -- models already on this computer --------------------------------------------------
+    def local_models(self) -> LocalModelsResponse:
+        self.calls.append(("local_models",))
+        return LocalModelsResponse(models=list(self.found), truncated=False)
+
+    def import_file(
+        self, path: Path | str, name: str | None = None, mode: str = "auto"
+    ) -> Iterator[ImportProgress]:
+        self.calls.append(("import_file", Path(path).name, name, mode))
+        yield ImportProgress(status="success", model=name or Path(path).stem, copied_bytes=0)
 
     # -- the hub ----------------------------------------------------------------------------
     def hub_catalog(self) -> list[CatalogModel]:

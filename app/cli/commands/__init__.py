@@ -9,6 +9,7 @@ from app.cli.commands import (
     accounts,
     create,
     doctor,
+    local_import,
     maintenance,
     models,
     programs,
@@ -19,4 +20,5 @@ from app.cli.commands import (
 
 __all__ = ["COMMAND_MODULES"]
 
-COMMAND_MODULES = (run, pull, models, running, create, maintenance, accounts, programs, doctor)
+COMMAND_MODULES = (run, pull, models, running, create, local_import, maintenance, accounts)
+COMMAND_MODULES += (programs, doctor)

@@ -14,8 +14,11 @@ from pathlib import Path
 from PySide6.QtCore import QObject
 
 from app.gui.services.chat import ChatController
+from app.gui.services.chat_tools import ChatTools
 from app.gui.services.daemon_monitor import DaemonMonitor
+from app.gui.services.documents import DocumentsService
 from app.gui.services.downloads import DownloadService
+from app.gui.services.found_models import FoundModels
 from app.gui.services.hub import HubService
 from app.gui.services.library import ModelLibrary
 from app.gui.services.presets import PresetService
@@ -27,6 +30,7 @@ __all__ = ["Services", "build_services"]
 
 HISTORY_FILE = "chats.sqlite3"
 PRESETS_FILE = "presets.json"
+DOCUMENTS_FOLDER = "documents"  # one index per chat with documents
 
 
 @dataclass(eq=False)
@@ -41,18 +45,24 @@ class Services:
     server: ServerService
     chat: ChatController
     presets: PresetService
+    found: FoundModels  # models already on this computer, in other apps' folders
+    documents: DocumentsService
+    tools: ChatTools
     _held: list[str] = field(default_factory=list)  # pulls to resume after a restart
 
     def start(self) -> None:
         """Read the chat list and begin watching the daemon; returns at once."""
         self.chat.load()
         self.presets.load()
+        self.tools.load()
         self.monitor.start()
 
     def shutdown(self) -> None:
         self.monitor.stop()
         self.downloads.stop()
         self.chat.shutdown()
+        self.documents.shutdown()
+        self.tools.shutdown()
         self.net.shutdown(wait_ms=200)
         self.disk.shutdown(wait_ms=3000, drop_queued=False)  # the last history writes land
 
@@ -86,6 +96,7 @@ def build_services(
 ) -> Services:
     net = Workers(max_threads=12, parent=parent)
     disk = Workers(max_threads=1, parent=parent)
+    tools = ChatTools(gateway, net, Path(data_dir), parent)
     monitor = DaemonMonitor(gateway, net, interval_ms=poll_ms, autostart=autostart, parent=parent)
     services = Services(
         gateway=gateway,
@@ -96,10 +107,24 @@ def build_services(
         downloads=DownloadService(gateway, net, poll_ms=min(poll_ms, 1500), parent=parent),
         hub=HubService(gateway, net, parent),
         server=ServerService(gateway, net, monitor, remember_lan, parent, remember_port),
-        chat=ChatController(gateway, net, disk, Path(data_dir) / HISTORY_FILE, parent),
+        chat=ChatController(gateway, net, disk, Path(data_dir) / HISTORY_FILE, parent, tools),
         presets=PresetService(Path(data_dir) / PRESETS_FILE, disk, parent),
+        found=FoundModels(gateway, net, parent),
+        documents=DocumentsService(
+            gateway,
+            net,
+            disk,
+            Path(data_dir) / HISTORY_FILE,
+            Path(data_dir) / DOCUMENTS_FOLDER,
+            parent,
+        ),
+        tools=tools,
     )
+    services.found.added.connect(lambda _name: services.library.refresh())
     services.monitor.came_up.connect(services._daemon_up)
     services.server.switching.connect(services._hold_pulls)
     services.downloads.finished.connect(lambda _name: services.library.refresh())
+    services.library.changed.connect(lambda _models: services.documents.models_changed())
+    services.chat.reply_started.connect(services.documents.reply_started)
+    services.chat.deleted.connect(services.documents.forget)
     return services

@@ -22,9 +22,12 @@ from app.gui.item_models.conversations import (
     ConversationFilter,
     ConversationListModel,
 )
+from app.gui.services.chat_edits import ChatEdits
 from app.gui.services.chat_history import ChatHistory
+from app.gui.services.chat_memory import ChatMemoryKeeper
+from app.gui.services.chat_tools import ChatTools
 from app.gui.state.chat.errors import explain
-from app.gui.state.chat.records import ChatOptions, Conversation, Message, new_id
+from app.gui.state.chat.records import Conversation, Message, new_id
 from app.gui.state.chat.session import ChatSession, Persist
 from app.gui.state.chat.thinking import think_request
 from app.gui.state.gateway import Gateway
@@ -34,12 +37,14 @@ from app.gui.workers import Job, Workers
 __all__ = ["ChatController"]
 
 
-class ChatController(QObject):
+class ChatController(ChatEdits, QObject):
     loaded = Signal()  # the chat list has been read from disk
     opened = Signal(object)  # ChatSession | None: the chat on screen changed
     transcript_changed = Signal()  # the open chat's messages changed
     streaming_changed = Signal(bool)
     reply_finished = Signal(object)  # Message (stats, or an error with a hint)
+    reply_started = Signal(str, str)  # chat id, the new reply's id
+    deleted = Signal(str)  # chat id: what else belongs to it can go too
     error = Signal(str)
 
     def __init__(
@@ -49,9 +54,13 @@ class ChatController(QObject):
         disk: Workers,
         db_path: Path,
         parent: QObject | None = None,
+        tools: ChatTools | None = None,
     ):
         super().__init__(parent)
         self._gateway, self._net, self._disk = gateway, net, disk
+        self.tools = tools  # MCP tools offered to models that call tools (``chat_tools.py``)
+        if tools is not None:
+            tools.bind(self._ask, self._change, lambda: self.session)
         self._history = ChatHistory(disk, db_path, self._report)
         self.conversations = ConversationListModel(parent=self)
         self.conversations.edited.connect(lambda c: self._apply(c, touch=False))
@@ -62,6 +71,7 @@ class ChatController(QObject):
         self._live: dict[str, tuple[ChatSession, Job]] = {}
         self._opening = ""
         self._search = ""
+        self.memory = ChatMemoryKeeper(gateway, net, self.change_memory, self)
 
     # the list
 
@@ -96,34 +106,13 @@ class ChatController(QObject):
             conversation_id, lambda messages: self._loaded_messages(conversation, messages)
         )
 
-    def rename(self, conversation_id: str, title: str) -> None:
-        conversation = self.conversations.conversation(conversation_id)
-        if conversation is not None and title.strip():
-            self._apply(replace(conversation, title=title.strip()), touch=False)
-
-    def update_settings(self, conversation: Conversation) -> None:
-        """A new model, system prompt or parameters for a chat."""
-        self._apply(conversation)
-
-    def apply_settings(self, conversation_id: str, system_prompt: str, options: ChatOptions):
-        """The settings panel's edit, merged into the chat as it is now: the panel's copy of
-        the chat may be older than its title (given by the first reply) or its model."""
-        current = self._current(conversation_id)
-        if current is not None:
-            self._apply(replace(current, system_prompt=system_prompt, options=options))
-
-    def set_think(self, conversation_id: str, think: str) -> None:
-        """A chat's Think setting (``thinking.THINK_CHOICES``), for the replies to come."""
-        current = self._current(conversation_id)
-        if current is not None and current.think != think:
-            self._apply(replace(current, think=think))
-
     def delete(self, conversation_id: str) -> None:
         live = self._live.pop(conversation_id, None)
         if live is not None:
             live[1].cancel()
         self.conversations.remove(conversation_id)
         self._history.delete(conversation_id)
+        self.deleted.emit(conversation_id)
         if self.session is not None and self.session.conversation.id == conversation_id:
             self.session = None
             self.open_first()
@@ -136,30 +125,31 @@ class ChatController(QObject):
 
     # the conversation
 
-    def send(self, text: str, images: tuple[Path, ...] = ()) -> bool:
+    def send(self, text: str, images: tuple[Path, ...] = (), context: str = "") -> bool:
         """Ask in the open chat; False (with ``error``) when it cannot be sent now.
-        Image files are read and encoded on the disk worker."""
+        Image files are read and encoded on the disk worker. ``context`` (passages from the
+        chat's documents) goes with this question only, in the system prompt."""
         if self.session is None:
             self.new_chat()
         session = self.session
         if not images:
-            return self._ask(lambda s: s.send(text), session)
+            return self._ask(lambda s: s.send(text), session, context)
         if not self._can_ask(session):
             return False
         self._disk.call(
             lambda: tuple(base64.b64encode(Path(p).read_bytes()).decode() for p in images),
-            lambda encoded: self._ask(lambda s: s.send(text, encoded), session),
+            lambda encoded: self._ask(lambda s: s.send(text, encoded), session, context),
             self._report,
         )
         return True
 
-    def regenerate(self) -> bool:
+    def regenerate(self, context: str = "") -> bool:
         """A new version of the last reply (the earlier ones stay, "< 1/2 >")."""
-        return self._ask(lambda s: s.regenerate())
+        return self._ask(lambda s: s.regenerate(), context=context)
 
-    def continue_reply(self, message_id: str) -> bool:
+    def continue_reply(self, message_id: str, context: str = "") -> bool:
         """Write more of a reply that the token limit or Stop cut off."""
-        return self._ask(lambda s: s.continue_reply(message_id))
+        return self._ask(lambda s: s.continue_reply(message_id), context=context)
 
     def delete_message(self, message_id: str) -> bool:
         return self._change(lambda s: s.delete(message_id))
@@ -167,8 +157,8 @@ class ChatController(QObject):
     def show_version(self, message_id: str, version: int) -> bool:
         return self._change(lambda s: s.show_version(message_id, version))
 
-    def edit(self, message_id: str, text: str) -> bool:
-        return self._ask(lambda s: s.edit(message_id, text))
+    def edit(self, message_id: str, text: str, context: str = "") -> bool:
+        return self._ask(lambda s: s.edit(message_id, text), context=context)
 
     def stop(self) -> None:
         session = self.session
@@ -200,7 +190,9 @@ class ChatController(QObject):
             return False
         return True
 
-    def _ask(self, change: Callable[[ChatSession], Persist], session=None) -> bool:
+    def _ask(
+        self, change: Callable[[ChatSession], Persist], session=None, context: str = ""
+    ) -> bool:
         session = session or self.session
         if not self._can_ask(session):
             return False
@@ -210,12 +202,12 @@ class ChatController(QObject):
             self.error.emit(str(exc))
             return False
         self._write(persist)
-        self._stream(session)
+        self._stream(session, context)
         return True
 
-    def _change(self, change: Callable[[ChatSession], Persist]) -> bool:
-        """A change that asks the model nothing (delete, flip versions)."""
-        session = self.session
+    def _change(self, change: Callable[[ChatSession], Persist], session=None) -> bool:
+        """A change that asks the model nothing (delete, flip versions, a tool's answer)."""
+        session = session or self.session
         if session is None:
             return False
         if session.streaming:
@@ -230,17 +222,21 @@ class ChatController(QObject):
         self.transcript_changed.emit()
         return True
 
-    def _stream(self, session: ChatSession) -> None:
+    def _stream(self, session: ChatSession, context: str = "") -> None:
         reply_id, c = session.reply_id, session.conversation
-        turns = session.turns()
-        think = think_request(c.think)
+        turns = session.turns(context)
+        think, truncate = think_request(c.think), c.memory.truncates
+        offer = self.tools.offer(c.model, session) if self.tools is not None else dict
         job = self._net.stream(
-            lambda: self._gateway.chat(c.model, turns, c.options.to_options(), think=think),
+            lambda: self._gateway.chat(
+                c.model, turns, c.options.to_options(), think=think, truncate=truncate, **offer()
+            ),
             lambda event: self._event(session, reply_id, event),
             lambda _: self._ended(session, reply_id),
             lambda exc: self._failed(session, reply_id, exc),
         )
         self._live[c.id] = (session, job)
+        self.reply_started.emit(c.id, reply_id)
         self.transcript_changed.emit()
         self.streaming_changed.emit(True)
 
@@ -268,34 +264,18 @@ class ChatController(QObject):
         if persist is None:
             return
         self._write(persist)
+        self.memory.after_reply(session)
         if session is self.session:
             self.transcript_changed.emit()
             self.streaming_changed.emit(False)
             self.reply_finished.emit(session.messages[-1])
+        if self.tools is not None:
+            self.tools.after_reply(session)
 
     def _write(self, persist: Persist) -> None:
         if persist.conversation is not None:
             self.conversations.update(persist.conversation)
             self._history.save(persist)
-
-    def _apply(self, conversation: Conversation, touch: bool = True) -> None:
-        """Settings or a title for a chat; an open or streaming session must hear of it too,
-        or its next save would put the old values back."""
-        live = self._live.get(conversation.id)
-        session = live[0] if live else self.session
-        if session is not None and session.conversation.id == conversation.id:
-            self._write(session.update(conversation, touch=touch))
-        else:
-            self.conversations.update(conversation)
-            self._history.save_conversation(conversation)
-
-    def _current(self, conversation_id: str) -> Conversation | None:
-        """A chat as it is now: its streaming or open session knows best."""
-        live = self._live.get(conversation_id)
-        session = live[0] if live else self.session
-        if session is not None and session.conversation.id == conversation_id:
-            return session.conversation
-        return self.conversations.conversation(conversation_id)
 
     def _listed(self, conversations: list[Conversation]) -> None:
         self.conversations.reset(conversations)

@@ -24,6 +24,13 @@ from typing import Any
 from app.gui.state import wire
 from app.gui.state.daemon_control import DaemonControl, lan_address
 from app.gui.state.daemon_log import app_user_agent
+from app.gui.state.found_models import (
+    FoundModel,
+    ImportStep,
+    as_pull_progress,
+    found_model,
+    import_step,
+)
 from app.gui.state.gateway_calls import PULL_HINTS, GatewayError, call, flatten, stream
 from app.gui.state.records import (
     CatalogModel,
@@ -57,6 +64,22 @@ class ChatTurn:
     content: str
     images: tuple[str, ...] = ()
     thinking: str = ""  # a reply's reasoning, for templates that keep it
+    tool_calls: tuple[tuple[str, dict[str, Any]], ...] = ()  # a reply's calls: (name, arguments)
+    tool_name: str = ""  # for a "tool" message: the tool whose answer it is
+
+
+def _message(t: ChatTurn) -> dict[str, Any]:
+    """A turn in the Ollama shape: images inside each message, so earlier images stay in
+    context; a reply's tool calls and a tool's answer by the tool's name."""
+    calls = [{"function": {"name": name, "arguments": args}} for name, args in t.tool_calls]
+    return {
+        "role": t.role,
+        "content": t.content,
+        **({"images": list(t.images)} if t.images else {}),
+        **({"thinking": t.thinking} if t.thinking else {}),
+        **({"tool_calls": calls} if calls else {}),
+        **({"tool_name": t.tool_name} if t.tool_name else {}),
+    }
 
 
 class Gateway:
@@ -210,7 +233,18 @@ class Gateway:
         return tuple(map(wire.pull_status, call(lambda: self._short().pulls())))
 
     def import_gguf(self, name: str, path: Path) -> Iterator[PullProgress]:
+        """A daemon on this machine reads the file itself and links it into the store where
+        the file system allows; one elsewhere gets it uploaded (a copy)."""
+        if self.control is not None and not self.control.remote:
+            return stream(lambda: self._long().import_file(path, name=name), as_pull_progress(name))
         return stream(lambda: self._long().create_from_file(name, path), wire.progress(name))
+
+    def local_models(self) -> tuple[FoundModel, ...]:
+        """Models the daemon found in other apps' folders (a scan: seconds at most)."""
+        return tuple(map(found_model, call(lambda: self._long().local_models().models)))
+
+    def import_found(self, path: str, name: str, mode: str = "auto") -> Iterator[ImportStep]:
+        return stream(lambda: self._long().import_file(path, name=name, mode=mode), import_step)
 
     # chat
 
@@ -221,24 +255,33 @@ class Gateway:
         options: Mapping[str, Any] | None = None,
         keep_alive: str | None = None,
         think: bool | str | None = None,
+        truncate: bool = True,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        format: Mapping[str, Any] | None = None,
     ) -> Iterator[ChatDelta | ChatDone]:
-        # Images travel inside each message (the Ollama shape), so earlier images stay in context.
-        messages = [
-            {
-                "role": t.role,
-                "content": t.content,
-                **({"images": list(t.images)} if t.images else {}),
-                **({"thinking": t.thinking} if t.thinking else {}),
-            }
-            for t in turns
-        ]
+        """``truncate``: the daemon drops the oldest turns that do not fit the context (and
+        says so in ``ChatDone``); False: such a chat is an error. ``tools`` on offer (the
+        OpenAI function shape); ``format`` a JSON schema the answer must match (a schema of
+        tool calls makes the model call one)."""
+        messages = [_message(t) for t in turns]
         chunks = stream(
             lambda: self._long().chat(
-                model, messages, options=options or None, keep_alive=keep_alive, think=think
+                model,
+                messages,
+                options=options or None,
+                keep_alive=keep_alive,
+                think=think,
+                truncate=None if truncate else False,
+                tools=tools or None,
+                format=format,
             ),
             wire.chat_events,
         )
         return flatten(chunks)
+
+    def embed(self, model: str, texts: Sequence[str]) -> list[list[float]]:
+        """``model``'s vectors for ``texts`` (``/api/embed``), for document search."""
+        return call(lambda: self._long().embed(model, list(texts)).embeddings)
 
     # the hub
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 __all__ = [
     "CatalogModel",
@@ -177,6 +178,7 @@ class ChatDelta:
 
     content: str
     thinking: str = ""
+    tool_calls: tuple[tuple[str, dict[str, Any]], ...] = ()  # calls the model made: (name, args)
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,3 +192,7 @@ class ChatDone:
     prompt_eval_duration: int = 0
     eval_count: int = 0
     eval_duration: int = 0
+    # the daemon dropped the chat's oldest turns to fit: how many, and the index (in the
+    # messages sent) of the first one kept after the system prompt
+    dropped_messages: int = 0
+    kept_from: int | None = None

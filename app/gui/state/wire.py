@@ -8,6 +8,7 @@ sizes, a chunk's timings before the last) become the records' zero values.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from datetime import datetime
@@ -130,18 +131,38 @@ def pull_status(item: api.PullRecordOut) -> PullStatus:
     )
 
 
-_DONE_FIELDS = tuple(ChatDone.__dataclass_fields__)
+_DONE_FIELDS = tuple(
+    f for f in ChatDone.__dataclass_fields__ if f not in ("dropped_messages", "kept_from")
+)
 
 
 def chat_events(chunk: api.ChatChunk) -> tuple[ChatDelta | ChatDone, ...]:
     """A chunk is text (of the answer, or thinking), the end, or both (a final chunk may
     still carry text)."""
     content, thinking = chunk.message.content, chunk.message.thinking or ""
-    delta = (ChatDelta(content, thinking),) if content or thinking or not chunk.done else ()
+    calls = tuple(
+        (call.function.name, _arguments(call.function.arguments))
+        for call in chunk.message.tool_calls or ()
+    )
+    wanted = content or thinking or calls or not chunk.done
+    delta = (ChatDelta(content, thinking, calls),) if wanted else ()
     if not chunk.done:
         return delta
     numbers = {name: getattr(chunk, name) for name in _DONE_FIELDS}
+    if chunk.truncated is not None:
+        numbers.update(chunk.truncated.model_dump())
     return (*delta, ChatDone(**{k: v for k, v in numbers.items() if v is not None}))
+
+
+def _arguments(arguments: dict[str, Any] | str) -> dict[str, Any]:
+    """A call's arguments as an object (the daemon sends one; text is parsed, or kept)."""
+    if isinstance(arguments, dict):
+        return arguments
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        return {"arguments": arguments}
+    return parsed if isinstance(parsed, dict) else {"arguments": parsed}
 
 
 def catalog_model(item: api.CatalogModel) -> CatalogModel:

@@ -8,7 +8,9 @@ means in the settings. When no model is installed it shows the first-run page in
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence, QShortcut
@@ -23,16 +25,21 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.documents.context import DocumentContext
 from app.gui.services.chat import ChatController
 from app.gui.services.library import ModelLibrary
+from app.gui.state.chat.context_offer import larger_context
 from app.gui.state.chat.context_use import ContextUse
+from app.gui.state.chat.memory_notice import memory_notice
 from app.gui.state.chat.records import Message
 from app.gui.state.chat.session import ChatSession
 from app.gui.state.model_defaults import ModelDefaults
-from app.gui.state.records import ModelDetails
+from app.gui.state.records import ModelDetails, SystemInfo
 from app.gui.views.chat_settings import ChatSettingsPanel
 from app.gui.views.composer import Composer
 from app.gui.views.context_meter import ContextMeter
+from app.gui.views.documents_bar import DocumentsBar
+from app.gui.views.memory_notice import MemoryNoticeBar
 from app.gui.views.plain_text import plain_label
 from app.gui.views.sidebar import ChatSidebar
 from app.gui.views.transcript import Transcript
@@ -48,9 +55,11 @@ class ChatPage(QStackedWidget):
         welcome: QWidget,
         icons=None,
         parent=None,
+        documents: DocumentsBar | None = None,
     ):
         super().__init__(parent)
         self.chat, self.library = chat, library
+        self.documents = documents
         self.sidebar = ChatSidebar(chat.filter, icons)
         self.transcript = Transcript()
         self.composer = Composer(icons)
@@ -64,6 +73,9 @@ class ChatPage(QStackedWidget):
         self._vision_for = ""  # the model the Attach button is shown for, "" when hidden
         self._defaults: ModelDefaults | None = None  # of the chat's model, once known
         self.context_meter = ContextMeter()
+        self.memory_notice = MemoryNoticeBar()  # a chat past its context: what to do
+        self._details: ModelDetails | None = None
+        self._system: SystemInfo | None = None
         self.settings_button = QToolButton(
             text="Settings", checkable=True, toolTip="System prompt and parameters"
         )
@@ -99,7 +111,10 @@ class ChatPage(QStackedWidget):
         column.addLayout(header)
         column.addWidget(self.transcript, 1)
         column.addWidget(self.settings.model_notice)  # a model without a chat template
+        column.addWidget(self.memory_notice)
         column.addWidget(self.status)
+        if self.documents is not None:
+            column.addWidget(self.documents)
         column.addWidget(self.composer)
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(self.sidebar)
@@ -124,19 +139,27 @@ class ChatPage(QStackedWidget):
         self.composer.edit_requested.connect(self._edit)
         self.composer.stop_requested.connect(chat.stop)
         self.transcript.edit_requested.connect(self.composer.begin_edit)
-        self.transcript.regenerate_requested.connect(lambda: self._asked(chat.regenerate()))
-        self.transcript.continue_requested.connect(
-            lambda message_id: self._asked(chat.continue_reply(message_id))
-        )
+        self.transcript.regenerate_requested.connect(self._regenerate)
+        self.transcript.continue_requested.connect(self._continue)
         self.transcript.delete_requested.connect(chat.delete_message)
         self.transcript.version_requested.connect(chat.show_version)
+        if chat.tools is not None:
+            self.transcript.tool_decided.connect(chat.tools.decide)
         self.transcript.copied.connect(self.status.setText)
         self.settings.changed.connect(chat.apply_settings)
         self.settings.think_changed.connect(chat.set_think)
+        self.settings.overflow_changed.connect(self._overflow_picked)
+        self.memory_notice.drop_requested.connect(self._drop_oldest)
+        self.memory_notice.context_requested.connect(self._use_context)
         self.settings.changed.connect(lambda *_: self._show_context())
         self.settings_button.toggled.connect(self.settings.setVisible)
         self.model_picker.activated.connect(self._model_picked)
         self.library.changed.connect(lambda _models: self._select_model())
+        if self.documents is not None:
+            self.transcript.annotate = lambda m: self.documents.citations(m.id)
+            self.transcript.source_requested.connect(self.documents.show_source)
+            self.documents.service.sources_changed.connect(lambda _chat: self._redraw())
+            self.documents.watch_drops(self.transcript.viewport())
         QShortcut(
             QKeySequence(Qt.Key.Key_Escape),
             self,
@@ -154,26 +177,62 @@ class ChatPage(QStackedWidget):
     def _send(self, text: str, images) -> None:
         self.settings.flush()
         self.status.clear()
-        if self.chat.send(text, images):
-            self.composer.clear_sent()
-            self.transcript.follow_end()
+        self._ask(text, lambda c: self.chat.send(text, images, c), self._sent)
 
     def _edit(self, message_id: str, text: str) -> None:
         self.settings.flush()
         self.status.clear()
-        if self.chat.edit(message_id, text):
-            self.composer.clear_sent()
-            self.transcript.follow_end()
+        self._ask(text, lambda c: self.chat.edit(message_id, text, c), self._sent)
 
-    def _asked(self, asked: bool) -> None:
-        """A new reply was asked for from the transcript (Regenerate, Continue): show it."""
-        if asked:
-            self.transcript.follow_end()
+    def _regenerate(self) -> None:
+        self._ask(self._last_question(), self.chat.regenerate, self.transcript.follow_end)
+
+    def _continue(self, message_id: str) -> None:
+        ask = partial(self.chat.continue_reply, message_id)
+        self._ask(self._last_question(), ask, self.transcript.follow_end)
+
+    def _sent(self) -> None:
+        self.composer.clear_sent()
+        self.transcript.follow_end()
+
+    def _ask(self, question: str, ask: Callable[[str], bool], then: Callable[[], None]) -> None:
+        """``ask`` with the passages of the chat's documents for ``question`` (found off the
+        UI thread), or with none when it has no documents; ``then`` if it was asked."""
+        if self.documents is None or not self.documents.has_documents():
+            if ask(""):
+                then()
+            return
+        chat_id = self.documents.chat_id
+        self.status.setText("Looking in your documents…")
+
+        def found(context: DocumentContext) -> None:
+            session = self.chat.session
+            if session is None or session.conversation.id != chat_id:
+                return  # the user moved to another chat meanwhile
+            self.status.clear()
+            if ask(context.text):
+                then()
+
+        self.documents.context_for(question, self._document_budget(), found)
+
+    def _last_question(self) -> str:
+        session = self.chat.session
+        users = [m.content for m in session.messages if m.role == "user"] if session else []
+        return users[-1] if users else ""
+
+    def _document_budget(self) -> int:
+        """Tokens for document passages: a third of the context, within sensible bounds."""
+        session = self.chat.session
+        own = session.conversation.options.num_ctx if session else None
+        available = own or (self._defaults.context if self._defaults else None) or 2048
+        return max(256, min(available // 3, 4096))
 
     def _opened(self, session: ChatSession | None) -> None:
         self.composer.cancel_edit()
         self.settings.show_conversation(session.conversation if session else None)
         self.sidebar.select(session.conversation.id if session else None)
+        if self.documents is not None:
+            self.documents.set_chat(session.conversation.id if session else None)
         self.status.clear()
         self.transcript.follow_end()  # a chat opens at its end
         self._select_model()
@@ -186,6 +245,7 @@ class ChatPage(QStackedWidget):
             self._show_context()
             return
         name = session.conversation.model or "Assistant"
+        self.transcript.show_memory(session.conversation.memory)
         self.transcript.show_messages(session.messages, name, session.streaming)
         live = session.live_stats()
         if live is not None:  # the reply in progress, never the previous one's numbers
@@ -201,6 +261,46 @@ class ChatPage(QStackedWidget):
         live = session.live_stats()
         streamed = live.tokens if live is not None else 0
         self.context_meter.show_use(ContextUse.of(session.messages, available, streamed))
+        self._show_memory_notice(session, available)
+
+    # a chat past its context
+
+    def set_system(self, system: SystemInfo | None) -> None:
+        """This machine's memory, for offering a larger context."""
+        self._system = system
+        self._show_context()
+
+    def _show_memory_notice(self, session: ChatSession, available: int | None) -> None:
+        details, memory = self._details, session.conversation.memory
+        larger = None
+        if available and details is not None and not session.streaming:
+            trained = details.context_length
+            larger = larger_context(available, trained, details.metadata, self._system)
+        notice = memory_notice(session.messages, memory, available, larger)
+        self.memory_notice.show_notice(None if session.streaming else notice)
+
+    def _overflow_picked(self, conversation_id: str, mode: str) -> None:
+        self.chat.change_memory(conversation_id, lambda m: replace(m, overflow=mode))
+        self._show_context()
+
+    def _drop_oldest(self) -> None:
+        """A chat that stopped: drop its oldest messages from now on, and answer again."""
+        session = self.chat.session
+        if session is not None:
+            self._overflow_picked(session.conversation.id, "drop")
+            self.settings.show_conversation(session.conversation)
+            self._regenerate()
+
+    def _use_context(self, tokens: int) -> None:
+        session = self.chat.session
+        if session is None:
+            return
+        c = session.conversation
+        self.chat.update_settings(replace(c, options=replace(c.options, num_ctx=tokens)))
+        self.settings.show_conversation(session.conversation)
+        if session.messages and session.messages[-1].failed:
+            self._regenerate()
+        self._show_context()
 
     def _finished(self, message: Message) -> None:
         if message.stats is not None:
@@ -244,5 +344,6 @@ class ChatPage(QStackedWidget):
         self.vision_badge.setVisible(vision)
         self.composer.set_vision(vision)
         self._defaults = self.library.defaults(details) if details is not None else None
+        self._details = details
         self.settings.set_defaults(self._defaults)
         self._show_context()

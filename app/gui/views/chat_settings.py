@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.gui.state.chat.memory import OVERFLOW_CHOICES
 from app.gui.state.chat.records import ChatOptions, Conversation
 from app.gui.state.chat.thinking import THINK_CHOICES
 from app.gui.state.fit import gpu_layers
@@ -64,6 +65,7 @@ class ChatSettingsPanel(QWidget):
     preset_saved = Signal(object)  # Preset
     preset_deleted = Signal(str)
     think_changed = Signal(str, str)  # conversation id, its Think setting (THINK_CHOICES)
+    overflow_changed = Signal(str, str)  # conversation id, its Long chats choice
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -86,6 +88,12 @@ class ChatSettingsPanel(QWidget):
         )
         for value, label in THINK_CHOICES:
             self.think.addItem(label, value)
+        self.overflow = QComboBox(
+            toolTip="When the chat grows past the Context length: drop the oldest messages "
+            "(the system prompt stays), stop with an error, or let the model summarize them"
+        )
+        for value, label in OVERFLOW_CHOICES:
+            self.overflow.addItem(label, value)
         self.advanced = AdvancedSettings()
         self.problem = plain_label(objectName="problem", wordWrap=True)
         self.problem.hide()
@@ -99,6 +107,7 @@ class ChatSettingsPanel(QWidget):
             box.valueChanged.connect(self._edited)
         self.advanced.edited.connect(self._edited)
         self.think.activated.connect(self._think_picked)
+        self.overflow.activated.connect(self._overflow_picked)
         self.preset.activated.connect(self._pick)
         self.save_preset.clicked.connect(self._ask_preset_name)
         self.delete_preset.clicked.connect(self._delete_preset)
@@ -116,6 +125,7 @@ class ChatSettingsPanel(QWidget):
         form.addRow("Max reply tokens", self.max_tokens)
         form.addRow("Think", self.think)
         form.setRowVisible(self.think, False)  # until the model is known to think
+        form.addRow("Long chats", self.overflow)
         self._form = form
         layout = QVBoxLayout(self)
         layout.addWidget(QLabel("<b>Preset</b>"))
@@ -142,6 +152,8 @@ class ChatSettingsPanel(QWidget):
         self.system_prompt.setPlainText(conversation.system_prompt if conversation else "")
         self._show_options(options)
         self._show_think(conversation.think if conversation else "")
+        mode = conversation.memory.overflow if conversation else "drop"
+        self.overflow.setCurrentIndex(max(0, self.overflow.findData(mode)))
         self._loading = False
         self.setEnabled(conversation is not None)
         self._mark_preset()
@@ -224,6 +236,10 @@ class ChatSettingsPanel(QWidget):
         self.context.setValue(options.num_ctx or 0)
         self.max_tokens.setValue(options.num_predict or 0)
         self.advanced.load(options)
+
+    def _overflow_picked(self) -> None:
+        if self._conversation is not None:
+            self.overflow_changed.emit(self._conversation.id, self.overflow.currentData())
 
     def _show_think(self, value: str) -> None:
         self.think.setCurrentIndex(max(0, self.think.findData(value)))

@@ -25,11 +25,14 @@ from app.gui.services.bundle import Services
 from app.gui.state.chat.session import ChatSession
 from app.gui.views.chat_page import ChatPage
 from app.gui.views.discover_page import DiscoverPage
+from app.gui.views.documents_bar import DocumentsBar
 from app.gui.views.downloads_page import DownloadsPage
+from app.gui.views.found_panel import FoundPanel
 from app.gui.views.import_dialog import ask_import_name
 from app.gui.views.models_page import ModelsPage
 from app.gui.views.server_page import ServerPage
 from app.gui.views.status import DaemonIndicator
+from app.gui.views.tools_page import ToolsPage
 from app.gui.views.welcome import WelcomePage
 
 __all__ = ["PAGES", "MainWindow"]
@@ -40,6 +43,7 @@ PAGES = (
     ("Discover", "discover"),
     ("Downloads", "downloads"),
     ("Server", "server"),
+    ("Tools", "tools"),
 )
 _MESSAGE_MS = 8000
 
@@ -60,11 +64,17 @@ class MainWindow(QMainWindow):
         self.setWindowIcon(self.icons.app_icon())
         s = services
         self.welcome = WelcomePage()
-        self.chat_page = ChatPage(s.chat, s.library, self.welcome, self.icons)
+        documents = DocumentsBar(
+            s.documents, s.downloads.pull, lambda: [m.name for m in s.library.models()]
+        )
+        self.chat_page = ChatPage(s.chat, s.library, self.welcome, self.icons, documents=documents)
         self.models_page = ModelsPage(s.library)
+        self.found_panel = FoundPanel(s.found)
+        self.models_page.add_panel(self.found_panel)
         self.discover_page = DiscoverPage(s.hub)
         self.downloads_page = DownloadsPage(s.downloads)
         self.server_page = ServerPage(s.server, base_url) if base_url else ServerPage(s.server)
+        self.tools_page = ToolsPage(s.tools)
         self.pages = QStackedWidget()
         for page in (
             self.chat_page,
@@ -72,6 +82,7 @@ class MainWindow(QMainWindow):
             self.discover_page,
             self.downloads_page,
             self.server_page,
+            self.tools_page,
         ):
             self.pages.addWidget(page)
         self.nav = QListWidget(objectName="nav")
@@ -118,8 +129,9 @@ class MainWindow(QMainWindow):
         s.downloads.finished.connect(self._download_finished)
         s.chat.loaded.connect(self._open_last_chat)
         s.chat.opened.connect(self._remember_chat)
-        for source in (s.library.error, s.downloads.error, s.server.error):
+        for source in (s.library.error, s.downloads.error, s.server.error, s.tools.error):
             source.connect(self.message)
+        s.found.added.connect(lambda name: self.message(f"{name} is ready."))
         self.welcome.pull_requested.connect(self._pull)
         self.welcome.import_requested.connect(self._import)
         self.discover_page.pull_requested.connect(self._pull)
@@ -138,6 +150,7 @@ class MainWindow(QMainWindow):
         s.presets.changed.connect(panel.set_presets)
         s.presets.error.connect(self.message)
         s.hub.system_changed.connect(panel.set_system)
+        s.hub.system_changed.connect(self.chat_page.set_system)
         s.library.details_ready.connect(self._model_details)
         s.chat.conversations.dataChanged.connect(self._chat_changed)
 

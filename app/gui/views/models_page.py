@@ -73,15 +73,20 @@ class ModelsPage(QWidget):
         right = QVBoxLayout(details)
         right.addWidget(self.summary)
         right.addWidget(self.tabs, 1)
-        splitter = QSplitter(Qt.Orientation.Vertical)
-        splitter.addWidget(self.table)
-        splitter.addWidget(details)
-        splitter.setSizes([260, 420])  # the details need the room more than a short list
+        self.splitter = QSplitter(Qt.Orientation.Vertical)
+        self.splitter.addWidget(self.table)
+        self.splitter.addWidget(details)
+        self.splitter.setSizes([260, 420])  # the details need the room more than a short list
         layout = QVBoxLayout(self)
         layout.addWidget(QLabel("Models", objectName="pageTitle"))
         layout.addLayout(buttons)
-        layout.addWidget(splitter, 1)
+        layout.addWidget(self.splitter, 1)
         self._enable(False)
+
+    def add_panel(self, panel: QWidget) -> None:
+        """A section under the installed models ("Found on this computer")."""
+        self.splitter.insertWidget(1, panel)
+        self.splitter.setSizes([220, 220, 300])
 
     def selected(self) -> InstalledModel | None:
         return selected_record(self.table)

@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import base64
 import contextlib
+from collections.abc import Callable
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QGuiApplication, QImage
 from PySide6.QtWidgets import QTextBrowser
 
 from app.gui.markdown_html import MarkdownRenderer, copy_target
+from app.gui.state.chat.memory import ChatMemory
 from app.gui.state.chat.records import Message
 from app.gui.views.scroll_follow import BottomFollower
 from app.gui.views.transcript_html import EMPTY, BlockStyle, message_block
+from app.gui.views.transcript_memory import memory_divider
 
 __all__ = ["Transcript"]
 
@@ -36,6 +39,8 @@ class Transcript(QTextBrowser):
     delete_requested = Signal(str)  # message id
     version_requested = Signal(str, int)  # reply id, the version to show
     copied = Signal(str)  # what was copied, for a status message
+    source_requested = Signal(str)  # "<reply id>:<number>": a citation was clicked
+    tool_decided = Signal(str, str)  # a tool call's id, "approve" | "always" | "deny"
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -52,6 +57,9 @@ class Transcript(QTextBrowser):
         self._thinking_open: set[str] = set()  # replies whose reasoning the user opened
         self._assistant = "Assistant"
         self._streaming = False
+        self._memory = ChatMemory()  # where the model's memory starts (a long chat)
+        self._summary_open = False
+        self.annotate: Callable[[Message], str] | None = None  # HTML under a message (citations)
         self.follower = BottomFollower(self.verticalScrollBar(), self)
         self._timer = QTimer(self, singleShot=True, interval=_FRAME_MS)
         self._timer.timeout.connect(self._render)
@@ -73,6 +81,10 @@ class Transcript(QTextBrowser):
             self._timer.stop()
             self._render()
 
+    def show_memory(self, memory: ChatMemory) -> None:
+        """Mark where the model's memory starts (``transcript_memory``), from the next draw."""
+        self._memory = memory
+
     def follow_end(self) -> None:
         """Go to the end and follow new content (a chat opened, a message sent)."""
         self.follower.to_end()
@@ -85,17 +97,22 @@ class Transcript(QTextBrowser):
     def _render(self) -> None:
         style = BlockStyle(self._assistant, self._bubble, self._markdown)
         count = len(self._messages)
+        divider = memory_divider(self._memory, self._summary_open)
         blocks = [
-            message_block(
+            (divider if m.id == self._memory.starts_at else "")
+            + message_block(
                 m,
                 style,
                 last=i == count - 1,
                 streaming=self._streaming and i == count - 1,
                 expanded=m.id in self._expanded,
                 thinking_open=m.id in self._thinking_open,
+                open_results=self._expanded,
             )
             for i, m in enumerate(self._messages)
         ]
+        if self.annotate is not None:
+            blocks = [b + self.annotate(m) for b, m in zip(blocks, self._messages, strict=True)]
         with self.follower.redrawing():
             self.setHtml("".join(blocks) or EMPTY)
 
@@ -162,6 +179,9 @@ class Transcript(QTextBrowser):
             message_id, _, number = arg.partition(":")
             if number.isdigit():
                 self.version_requested.emit(message_id, int(number))
+        elif kind == "tool":
+            call_id, _, choice = arg.partition(":")
+            self.tool_decided.emit(call_id, choice)
         elif kind == "unfold":
             self._expanded.add(arg)
             self.follower.hold()  # read it from here, not from its end
@@ -169,6 +189,12 @@ class Transcript(QTextBrowser):
         elif kind == "fold":
             self._expanded.discard(arg)
             self._render()
+        elif kind == "summary":
+            self._summary_open = not self._summary_open
+            self.follower.hold()
+            self._render()
+        elif kind == "source":
+            self.source_requested.emit(arg)
         elif kind == "thinking":
             self._thinking_open ^= {arg}
             self.follower.hold()  # read it from here, not from its end

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from app.gui.state.chat.folding import fold
 from app.gui.state.chat.records import Message
 from app.gui.state.chat.thinking import thinking_summary
+from app.gui.views.tool_call_html import tool_calls_block
 
 __all__ = ["EMPTY", "BlockStyle", "message_block"]
 
@@ -40,6 +41,7 @@ def message_block(
     streaming: bool,
     expanded: bool,
     thinking_open: bool = False,
+    open_results: set[str] | None = None,
 ) -> str:
     """``last``: the conversation's last message; ``streaming``: it is still being written;
     ``thinking_open``: its reasoning is shown rather than summed up in one line."""
@@ -57,7 +59,8 @@ def message_block(
     else:
         waiting = "<p><i>…</i></p>" if streaming and not m.thinking else ""
         body = _thinking(m, streaming, thinking_open)
-        body += style.markdown(m, shown) if shown else waiting
+        body += style.markdown(m, shown) if shown else ("" if m.tool_calls else waiting)
+        body += tool_calls_block(m.tool_calls, open_results or set(), style.bubble)
     if folded.folded and not streaming:
         body += _fold_link(m.id, expanded, folded.hidden_lines)
     if m.failed:

@@ -6,6 +6,11 @@ takes matrix-matrix kernels that cost as much for 2 tokens as for 8, so two stre
 faster one after the other (bench/RESULTS.md: a batch of 2 at 2.9x the time of one token).
 The engine therefore times both ways and takes the cheaper, trying the other way now and then
 because the machine's load and the context lengths change.
+
+Timings taken while other programs use the cores swing widely: one slow batch must not send
+the engine to one-at-a-time for good (a bench run once found it decoding 4 streams at the
+1-stream rate long after the load had gone). So a single timing moves an average by at most
+a quarter of its value, and the batch timing taken on a re-check replaces the stale one.
 """
 
 from __future__ import annotations
@@ -13,10 +18,11 @@ from __future__ import annotations
 __all__ = ["DecodePlan"]
 
 _MARGIN = 0.9  # one at a time must look at least 10% cheaper to be chosen
-_RECHECK_EVERY = 64  # while one at a time wins: steps between timings of the batch
+_RECHECK_EVERY = 32  # while one at a time wins: steps between timings of the batch
 _CLOSE = 1.5  # while the batch wins by less than this: try one at a time every ...
 _PROBE_EVERY = 256  # ... this many steps (also to learn a token's cost at all)
 _NEWEST_WEIGHT = 0.25  # of a new timing in the running average
+_MOST_CHANGE = 2.0  # a new timing counts as at most this many times (or 1/this) the average
 
 
 class DecodePlan:
@@ -27,6 +33,7 @@ class DecodePlan:
         self._batched: dict[int, float] = {}  # seconds for one decode of k tokens
         self._steps: dict[int, int] = {}
         self._seen: set[int] = set()
+        self._rechecking: set[int] = set()  # sizes whose next batch timing is a re-check
 
     def one_at_a_time(self, count: int) -> bool:
         """True if ``count`` tokens (of ``count`` sequences) should be decoded separately."""
@@ -39,7 +46,10 @@ class DecodePlan:
             return steps % _PROBE_EVERY == 0  # learn what one token costs, rarely
         apart, together = count * self._single, self._batched[count]
         if apart < _MARGIN * together:
-            return steps % _RECHECK_EVERY != 0  # now and then, time the batch again
+            if steps % _RECHECK_EVERY:
+                return True
+            self._rechecking.add(count)  # now and then, time the batch again
+            return False
         return apart < _CLOSE * together and steps % _PROBE_EVERY == 0
 
     def record(self, count: int, seconds: float) -> None:
@@ -49,9 +59,15 @@ class DecodePlan:
             self._seen.add(count)
         elif count == 1:
             self._single = _average(self._single, seconds)
+        elif count in self._rechecking:
+            self._rechecking.discard(count)
+            self._batched[count] = seconds
         else:
             self._batched[count] = _average(self._batched.get(count), seconds)
 
 
 def _average(old: float | None, new: float) -> float:
-    return new if old is None else old + _NEWEST_WEIGHT * (new - old)
+    if old is None:
+        return new
+    new = min(max(new, old / _MOST_CHANGE), old * _MOST_CHANGE)
+    return old + _NEWEST_WEIGHT * (new - old)

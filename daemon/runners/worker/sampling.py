@@ -2,7 +2,8 @@
 
 Each sequence owns its chain (its RNG, penalty history and grammar state), so what one request
 samples never depends on which other requests share the batch: the same seed gives the same
-text at any concurrency. Sampling runs in C; Python only sees the chosen token.
+text at any concurrency. Sampling runs in C; Python only sees the chosen token, and adjusts
+the few logits that logit bias and penalties touch (``penalties``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 from ..types import InvalidRequestError, SamplingParams
 from .json_grammar import schema_grammar
 from .model import Model
+from .penalties import LogitAdjuster
 
 __all__ = ["SequenceSampler", "token_logprobs"]
 
@@ -26,6 +28,7 @@ class SequenceSampler:
     def __init__(self, model: Model, params: SamplingParams, prompt: list[int]):
         # llama.cpp seeds are 32-bit; any 64-bit seed maps onto one (-1: 0xFFFFFFFF, "random").
         self.seed = params.seed % (1 << 32) if params.seed is not None else random.getrandbits(32)
+        self._n_vocab = model.n_vocab
         self._chain = lc.llama_sampler_chain_init(lc.llama_sampler_chain_default_params())
         try:
             self._build(model, params, prompt)
@@ -37,23 +40,14 @@ class SequenceSampler:
         bias = dict(params.logit_bias)
         if params.ignore_eos:
             bias.update((t, -math.inf) for t in model.eog_tokens())
-        if bias:
-            self._add_logit_bias(model, bias)
-        if _has_penalties(params):
-            # A window past the context holds nothing more, yet llama.cpp allocates all of it.
-            last_n = model.spec.num_ctx
-            if 0 <= params.repeat_last_n < last_n:
-                last_n = params.repeat_last_n
-            penalties = lc.llama_sampler_init_penalties(
-                model.n_vocab,
-                last_n,
-                params.repeat_penalty,
-                params.frequency_penalty,
-                params.presence_penalty,
-            )
-            self._add(penalties)
-            for token in prompt[-last_n:] if last_n else ():
-                lc.llama_sampler_accept(penalties, token)
+        for token in bias:
+            if not 0 <= token < model.n_vocab:
+                raise InvalidRequestError(f"logit_bias names token {token}, outside the vocabulary")
+        # A window past the context holds nothing more.
+        last_n = model.spec.num_ctx
+        if 0 <= params.repeat_last_n < last_n:
+            last_n = params.repeat_last_n
+        self._adjuster = LogitAdjuster(params, bias, last_n, prompt)
         grammar = _grammar_text(params)
         if grammar is not None:
             sampler = lc.llama_sampler_init_grammar(model.vocab, grammar.encode(), b"root")
@@ -77,31 +71,24 @@ class SequenceSampler:
     def _add(self, sampler) -> None:
         lc.llama_sampler_chain_add(self._chain, sampler)
 
-    def _add_logit_bias(self, model: Model, bias: dict[int, float]) -> None:
-        for token in bias:
-            if not 0 <= token < model.n_vocab:
-                raise InvalidRequestError(f"logit_bias names token {token}, outside the vocabulary")
-        items = (lc.llama_logit_bias * len(bias))(
-            *(lc.llama_logit_bias(t, b) for t, b in bias.items())
-        )
-        self._add(lc.llama_sampler_init_logit_bias(model.n_vocab, len(bias), items))
-
     def sample(self, ctx, row: int) -> int:
         """Sample from the logits of batch row ``row`` and advance this chain's state."""
-        return lc.llama_sampler_sample(self._chain, ctx, row)
+        adjuster = self._adjuster
+        if not adjuster.active:
+            return lc.llama_sampler_sample(self._chain, ctx, row)
+        logits = np.ctypeslib.as_array(lc.llama_get_logits_ith(ctx, row), shape=(self._n_vocab,))
+        undo = adjuster.apply(logits)
+        try:
+            token = lc.llama_sampler_sample(self._chain, ctx, row)
+        finally:
+            adjuster.restore(logits, undo)
+        adjuster.accept(token)
+        return token
 
     def close(self) -> None:
         if self._chain:
             lc.llama_sampler_free(self._chain)
             self._chain = None
-
-
-def _has_penalties(params: SamplingParams) -> bool:
-    return params.repeat_last_n != 0 and (
-        params.repeat_penalty != 1.0
-        or params.frequency_penalty != 0.0
-        or params.presence_penalty != 0.0
-    )
 
 
 def _grammar_text(params: SamplingParams) -> str | None:

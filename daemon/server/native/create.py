@@ -15,7 +15,8 @@ from fastapi.responses import JSONResponse
 from starlette.responses import Response
 
 from daemon.api.native_models import CreateRequest, ProgressResponse
-from daemon.errors import BadRequestError
+from daemon.errors import BadRequestError, TemplateBudgetError, TemplateError
+from daemon.inference.templates import ChatTemplate
 from daemon.models.create import blob_resolver, check_create, create_model, normalize_quant
 from daemon.server.ndjson import ndjson_line, ndjson_stream
 from daemon.settings import Settings
@@ -46,6 +47,8 @@ async def create(body: CreateRequest, request: Request) -> Response:
     modelfile = _modelfile(body, files)
     quant = normalize_quant(body.quantize)
     resolve = blob_resolver(store, files)
+    if modelfile.template is not None:
+        await to_thread.run_sync(_check_template, modelfile.template)
     await to_thread.run_sync(check_create, store, modelfile, resolve, quant)
     work_dir, env = settings.data_dir / "tmp", settings.runner_env
     steps = create_model(store, name, modelfile, resolve, quant, work_dir, dict(env))
@@ -56,6 +59,16 @@ async def create(body: CreateRequest, request: Request) -> Response:
     async for step in steps:
         last = step
     return JSONResponse(ProgressResponse.model_validate(last).model_dump(exclude_none=True))
+
+
+def _check_template(source: str) -> None:
+    """A TEMPLATE that cannot be rendered is refused now, not at the model's first chat."""
+    try:
+        ChatTemplate(source, "Modelfile")
+    except TemplateBudgetError:
+        raise
+    except TemplateError as error:
+        raise BadRequestError(str(error), param="template") from None
 
 
 def _digests(files: Mapping[str, str] | None) -> dict[str, Digest]:

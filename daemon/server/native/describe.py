@@ -18,6 +18,7 @@ from model_registry.errors import GGUFError, ModelfileError
 from model_registry.gguf_info import read_gguf_info
 from model_registry.modelfile import Modelfile, render_modelfile
 from model_registry.names import ModelName
+from model_registry.recommended_sampling import GGUF_KEY_OF_OPTION
 from model_registry.store import LayerType, ModelDetails, ModelEntry, Store
 
 __all__ = ["details_out", "iso_time", "listed_name", "model_summary", "show_response"]
@@ -115,6 +116,10 @@ def _model_info(store: Store, details: ModelDetails, verbose: bool) -> dict[str,
         value = gguf.get(field)
         if value is not None and (arch or "{arch}" not in key):
             info[key.format(arch=arch)] = value
+    sampling = gguf.get("sampling")
+    for option, value in sampling.items() if isinstance(sampling, Mapping) else ():
+        if option in GGUF_KEY_OF_OPTION:
+            info[GGUF_KEY_OF_OPTION[option]] = value
     if verbose:
         info.update(_full_metadata(store, details))
     return info

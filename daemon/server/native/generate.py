@@ -24,6 +24,7 @@ from daemon.api.native_chat import (
     GenerateChunk,
     GenerateRequest,
     OllamaReply,
+    TruncatedHistory,
 )
 from daemon.inference import Collected, Delta, Finished, Generation, GenerationJob, Inference
 from daemon.inference.options import parse_keep_alive
@@ -123,12 +124,13 @@ async def _run(request: Request, job: GenerationJob, stream: bool, make: ChunkMa
                     chunk = make(generation.model, item.text, item.thinking, entries, None, done)
                     yield ndjson_line(chunk)
             else:
-                yield ndjson_line(make(generation.model, "", "", None, item, ()))
+                final = make(generation.model, "", "", None, item, ())
+                yield ndjson_line(_with_truncation(final, generation))
 
     def whole(generation: Generation, result: Collected) -> BaseModel:
         entries = result.logprobs if logprobs else None
         finished = result.finished
-        return make(
+        answer = make(
             generation.model,
             result.text,
             result.thinking,
@@ -136,8 +138,16 @@ async def _run(request: Request, job: GenerationJob, stream: bool, make: ChunkMa
             finished,
             finished.tool_calls,
         )
+        return _with_truncation(answer, generation)
 
     return await respond(request, job, stream=stream, chunks=lines, whole=whole, wire=NDJSON)
+
+
+def _with_truncation(chunk: BaseModel, generation: Generation) -> BaseModel:
+    """A chat's final chunk says which of its oldest turns were dropped to fit the context."""
+    if isinstance(chunk, ChatChunk) and generation.truncation is not None:
+        chunk.truncated = TruncatedHistory(**generation.truncation.as_dict())
+    return chunk
 
 
 # -- load and unload -------------------------------------------------------------------------

@@ -89,6 +89,7 @@ def chat_job(req: ChatRequest) -> GenerationJob:
         tools=tools,
         tool_choice=ToolChoice("auto" if tools else "none"),
         think=req.think,
+        truncate=req.truncate,
         **_common(req.format, req.options, req.keep_alive, req.logprobs, req.top_logprobs),
     )
 

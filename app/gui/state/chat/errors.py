@@ -8,7 +8,7 @@ import re
 
 from app.gui.state.gateway import GatewayError
 
-__all__ = ["SETTING_NAMES", "explain"]
+__all__ = ["SETTING_NAMES", "explain", "overflowed"]
 
 # API option -> the chat setting that sets it, as the settings panel labels it
 SETTING_NAMES = {
@@ -19,9 +19,16 @@ SETTING_NAMES = {
 _OVERFLOW = re.compile(r"the prompt is (\d+) tokens but the model's context is (\d+) tokens")
 _OPTION = re.compile(r"\b(?:option )?(" + "|".join(SETTING_NAMES) + r")\b")
 _OVERFLOW_HINT = (
-    "Raise Context length in this chat's settings (Settings, top right), delete earlier "
-    "messages, or start a new chat."
+    "Raise Context length in this chat's settings (Settings, top right), let the chat drop "
+    "its oldest messages (Long chats, in the same settings), delete earlier messages, or start "
+    "a new chat."
 )
+_OVERFLOWED = "more than the Context length this chat runs at"
+
+
+def overflowed(error: str) -> bool:
+    """A reply's error (as ``explain`` put it) says the chat no longer fits its context."""
+    return _OVERFLOWED in error
 
 
 def explain(error: Exception) -> tuple[str, str]:
@@ -32,8 +39,7 @@ def explain(error: Exception) -> tuple[str, str]:
     if overflow:
         prompt, context = (int(n) for n in overflow.groups())
         return (
-            f"This conversation is {prompt:,} tokens, more than the Context length this chat "
-            f"runs at ({context:,} tokens).",
+            f"This conversation is {prompt:,} tokens, {_OVERFLOWED} ({context:,} tokens).",
             _OVERFLOW_HINT,
         )
     named = _OPTION.sub(lambda m: SETTING_NAMES[m.group(1)], message)

@@ -68,6 +68,30 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE message_versions ADD COLUMN thinking_seconds REAL;
     ALTER TABLE conversations ADD COLUMN think TEXT NOT NULL DEFAULT '';
     """,
+    # 6: a long chat's state: what to do past the context, where the model's memory starts,
+    # and the summary of what it no longer sees (``memory.ChatMemory``, as JSON)
+    """
+    ALTER TABLE conversations ADD COLUMN memory TEXT NOT NULL DEFAULT '{}';
+    """,
+    # 7: documents attached to a chat (files and folders), and the numbered sources each reply
+    # was given (its citations); both go with their chat or message
+    """
+    CREATE TABLE conversation_documents (
+        conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+        path TEXT NOT NULL,
+        added_at REAL NOT NULL,
+        PRIMARY KEY (conversation_id, path)
+    );
+    CREATE TABLE message_sources (
+        message_id TEXT PRIMARY KEY,
+        conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+        sources TEXT NOT NULL
+    );
+    """,
+    # 8: the tools a reply called through MCP: each call's arguments, approval and result
+    """
+    ALTER TABLE messages ADD COLUMN tool_calls TEXT NOT NULL DEFAULT '[]';
+    """,
 )
 
 

@@ -10,7 +10,9 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from app.gui.state.chat.memory import ChatMemory
 from app.gui.state.chat.stats import ReplyStats
+from app.gui.state.chat.tool_calls import ToolCall
 
 __all__ = ["DEFAULT_TITLE", "ChatOptions", "Conversation", "Message", "ReplyStats", "new_id"]
 
@@ -57,6 +59,7 @@ class Conversation:
     created_at: float = 0.0
     updated_at: float = 0.0
     think: str = ""  # a thinking model's Think setting (``thinking.THINK_CHOICES``)
+    memory: ChatMemory = field(default_factory=ChatMemory)  # past the context (``memory``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +80,7 @@ class Message:
     # took (None while it goes on, or when there was none)
     thinking: str = ""
     thinking_seconds: float | None = None
+    tool_calls: tuple[ToolCall, ...] = ()  # the tools this reply called (``tool_calls.py``)
 
     @property
     def failed(self) -> bool:
@@ -84,10 +88,10 @@ class Message:
 
     @property
     def can_continue(self) -> bool:
-        """A reply cut off by the token limit or by Stop: "Continue" can write more of it."""
-        return (
-            self.role == "assistant" and not self.failed and bool(self.stats and self.stats.cut_off)
-        )
+        """A reply cut off by the token limit or by Stop: "Continue" can write more of it (not
+        one that called tools: its calls are its answer)."""
+        cut = bool(self.stats and self.stats.cut_off)
+        return self.role == "assistant" and not self.failed and cut and not self.tool_calls
 
     @property
     def versions(self) -> tuple[Message, ...]:

@@ -13,10 +13,14 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
+from app.gui.state.chat.context_turns import with_context
 from app.gui.state.chat.errors import explain
+from app.gui.state.chat.memory import memory_start
+from app.gui.state.chat.memory_turns import system_turns
 from app.gui.state.chat.records import DEFAULT_TITLE, Conversation, Message, new_id
 from app.gui.state.chat.stats import ReplyMeter, ReplyStats
 from app.gui.state.chat.thinking import ThinkingClock
+from app.gui.state.chat.tool_calls import ToolCall, close_waiting, message_turns
 from app.gui.state.gateway import ChatTurn
 from app.gui.state.records import ChatDelta, ChatDone
 
@@ -59,12 +63,14 @@ class ChatSession:
         self._reply_id: str | None = None
         self._parts: list[str] = []
         self._thoughts: list[str] = []
+        self._calls: list[ToolCall] = []
         self._meter = ReplyMeter(clock)
         self._thinking = ThinkingClock(clock)
         # what the reply in progress builds on: the reply it is a new version of, or the
         # cut-off reply it continues (``_continuing``); None for a plain answer
         self._previous: Message | None = None
         self._continuing = False
+        self._context = ""  # the documents' passages the reply in progress was given
 
     @property
     def conversation(self) -> Conversation:
@@ -94,21 +100,24 @@ class ChatSession:
         """The reply in progress measured so far (None when nothing streams)."""
         return self._meter.live() if self.streaming else None
 
-    def turns(self) -> tuple[ChatTurn, ...]:
-        """What the model gets: the system prompt and every reply that did not fail; when
-        continuing, the cut-off reply last, for the model to carry on from."""
-        system = self._conversation.system_prompt.strip()
-        head = (ChatTurn("system", system),) if system else ()
-        body = tuple(
-            ChatTurn(m.role, m.content, m.images, m.thinking)
-            for m in self._messages
-            if not m.failed
-        )
+    def turns(self, context: str = "") -> tuple[ChatTurn, ...]:
+        """What the model gets: the system prompt (with ``context``, the documents' passages
+        for this reply, and the summary of what it no longer sees) and every reply that did
+        not fail; when continuing, the cut-off reply last, for the model to carry on from."""
+        self._context = context
+        return tuple(turn for turn, _ in self._sent())
+
+    def _sent(self) -> list[tuple[ChatTurn, str]]:
+        """The turns sent, each with its message's id ("" for the system prompt): the daemon
+        says where the model's memory starts by an index into these."""
+        head = system_turns(self._conversation.system_prompt, self._conversation.memory)
+        sent = [(turn, "") for turn in with_context(head, self._context)]
+        sent += [(turn, m.id) for m in self._messages if not m.failed for turn in message_turns(m)]
         previous = self._previous
-        tail = ()
         if self.continuing and previous is not None:
-            tail = (ChatTurn("assistant", previous.content, (), previous.thinking),)
-        return head + body + tail
+            turn = ChatTurn("assistant", previous.content, (), previous.thinking)
+            sent.append((turn, previous.id))
+        return sent
 
     def update(self, conversation: Conversation, touch: bool = True) -> Persist:
         """New settings (model, system prompt, parameters, title) for this chat; ``touch``
@@ -118,14 +127,16 @@ class ChatSession:
         return Persist(self._conversation)
 
     def send(self, text: str, images: tuple[str, ...] = ()) -> Persist:
+        """Ask; tool calls still waiting for approval count as denied (the model is told)."""
         self._ensure_idle()
+        closed = close_waiting(self._messages)
         first = not any(m.role == "user" for m in self._messages)
         user = Message(new_id(), "user", text, images, created_at=self._wall())
         self._messages.append(user)
         if first and self._conversation.title == DEFAULT_TITLE and text.strip():
             self._conversation = replace(self._conversation, title=title_from(text))
         self._begin()
-        return Persist(self._conversation, None, ((len(self._messages) - 1, user),))
+        return Persist(self._conversation, None, (*closed, (len(self._messages) - 1, user)))
 
     def regenerate(self) -> Persist:
         """A new version of the last reply; the earlier ones stay (failed ones go)."""
@@ -193,6 +204,8 @@ class ChatSession:
         if event.content:
             self._thinking.answered()
             self._parts.append(event.content)
+        for name, arguments in event.tool_calls:
+            self._calls.append(ToolCall(new_id(), name, arguments))
         self._meter.piece(event.content or event.thinking)
         return None
 
@@ -212,6 +225,30 @@ class ChatSession:
             return None
         return self._finish(None)
 
+    @property
+    def pending_calls(self) -> tuple[ToolCall, ...]:
+        """The last reply's tool calls that wait for the user's approval."""
+        last = self._messages[-1] if self._messages and not self.streaming else None
+        return tuple(c for c in last.tool_calls if c.status == "pending") if last else ()
+
+    def settle(self, call_id: str, status: str, result: str = "") -> Persist:
+        """A tool call of the last reply approved (``running``), answered, failed or denied."""
+        last = self._messages[-1] if self._messages else None
+        if last is None or not any(c.id == call_id for c in last.tool_calls):
+            raise ValueError("that tool call is no longer waiting")
+        calls = tuple(c.settle(status, result) if c.id == call_id else c for c in last.tool_calls)
+        self._messages[-1] = replace(last, tool_calls=calls)
+        return Persist(self._conversation, None, ((len(self._messages) - 1, self._messages[-1]),))
+
+    def resume(self) -> Persist:
+        """Let the model go on once every tool call of the last reply has its answer."""
+        self._ensure_idle()
+        last = self._messages[-1] if self._messages else None
+        if last is None or not last.tool_calls or not all(c.settled for c in last.tool_calls):
+            raise ValueError("the last reply's tool calls are not all answered yet")
+        self._begin()
+        return Persist(self._conversation)
+
     def _index(self, message_id: str) -> int:
         index = next((i for i, m in enumerate(self._messages) if m.id == message_id), None)
         if index is None:
@@ -224,6 +261,7 @@ class ChatSession:
 
     def _begin(self, previous: Message | None = None, continuing: bool = False) -> None:
         self._reply_id, self._parts, self._thoughts = new_id(), [], []
+        self._calls = []
         self._meter = ReplyMeter(self._clock)
         earlier = previous.thinking_seconds if continuing and previous is not None else None
         self._thinking = ThinkingClock(self._clock, earlier or 0.0)
@@ -254,6 +292,7 @@ class ChatSession:
             created_at=self._wall(),
             thinking=thinking,
             thinking_seconds=seconds,
+            tool_calls=tuple(self._calls),
         )
         if previous is None:
             return reply
@@ -263,6 +302,10 @@ class ChatSession:
         self, done: ChatDone | None, error: str = "", hint: str = "", keep_stats: bool = False
     ) -> Persist:
         earlier = self._previous.stats if self._continuing and self._previous else None
+        if done is not None:  # where the model's memory started, for this request
+            start = memory_start([i for _, i in self._sent()], done.kept_from)
+            memory = self._conversation.memory.with_start(start)
+            self._conversation = replace(self._conversation, memory=memory)
         if keep_stats:
             stats = earlier
         elif error:

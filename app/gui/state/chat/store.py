@@ -18,21 +18,26 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
+from app.gui.state.chat.memory import ChatMemory
 from app.gui.state.chat.migrations import migrate
 from app.gui.state.chat.records import ChatOptions, Conversation, Message, ReplyStats
+from app.gui.state.chat.tool_calls import calls_from_json, calls_json
 
 __all__ = ["ConversationStore"]
 
-_CONVERSATION_COLUMNS = "id, title, model, system_prompt, options, created_at, updated_at, think"
+_CONVERSATION_COLUMNS = (
+    "id, title, model, system_prompt, options, created_at, updated_at, think, memory"
+)
 _MESSAGE_COLUMNS = (
-    "id, role, content, images, stats, error, hint, created_at, version, thinking, thinking_seconds"
+    "id, role, content, images, stats, error, hint, created_at, version, thinking,"
+    " thinking_seconds, tool_calls"
 )
 _VERSION_COLUMNS = "id, content, stats, error, hint, created_at, thinking, thinking_seconds"
 _IN_VERSIONS = ", ".join(f"v.{column}" for column in _VERSION_COLUMNS.split(", "))
 
 
 def _conversation(row: tuple) -> Conversation:
-    id_, title, model, system_prompt, options, created, updated, think = row
+    id_, title, model, system_prompt, options, created, updated, think, memory = row
     return Conversation(
         id_,
         title,
@@ -42,6 +47,7 @@ def _conversation(row: tuple) -> Conversation:
         created,
         updated,
         think,
+        ChatMemory.from_json(json.loads(memory)),
     )
 
 
@@ -50,7 +56,7 @@ def _stats(text: str | None) -> ReplyStats | None:
 
 
 def _message(row: tuple, others: tuple[Message, ...]) -> Message:
-    id_, role, content, images, stats, error, hint, created, version, thinking, seconds = row
+    id_, role, content, images, stats, error, hint, created, version, thinking, seconds, calls = row
     return Message(
         id_,
         role,
@@ -64,6 +70,7 @@ def _message(row: tuple, others: tuple[Message, ...]) -> Message:
         min(version, len(others)),
         thinking,
         seconds,
+        calls_from_json(calls),
     )
 
 
@@ -119,10 +126,10 @@ class ConversationStore:
     def save_conversation(self, c: Conversation) -> None:
         with self._lock, self._conn:
             self._conn.execute(
-                f"INSERT INTO conversations ({_CONVERSATION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?) "
+                f"INSERT INTO conversations ({_CONVERSATION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?) "
                 "ON CONFLICT(id) DO UPDATE SET title=excluded.title, model=excluded.model, "
                 "system_prompt=excluded.system_prompt, options=excluded.options, "
-                "updated_at=excluded.updated_at, think=excluded.think",
+                "updated_at=excluded.updated_at, think=excluded.think, memory=excluded.memory",
                 (
                     c.id,
                     c.title,
@@ -132,6 +139,7 @@ class ConversationStore:
                     c.created_at,
                     c.updated_at,
                     c.think,
+                    json.dumps(c.memory.to_json()),
                 ),
             )
 
@@ -166,11 +174,11 @@ class ConversationStore:
             )
             self._conn.execute(
                 f"INSERT INTO messages (conversation_id, position, {_MESSAGE_COLUMNS}) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET "
                 "position=excluded.position, content=excluded.content, images=excluded.images,"
                 " stats=excluded.stats, error=excluded.error, hint=excluded.hint,"
                 " version=excluded.version, thinking=excluded.thinking,"
-                " thinking_seconds=excluded.thinking_seconds",
+                " thinking_seconds=excluded.thinking_seconds, tool_calls=excluded.tool_calls",
                 (
                     conversation_id,
                     position,
@@ -185,6 +193,7 @@ class ConversationStore:
                     m.version,
                     m.thinking,
                     m.thinking_seconds,
+                    calls_json(m.tool_calls),
                 ),
             )
             self._conn.execute("DELETE FROM message_versions WHERE message_id = ?", (m.id,))

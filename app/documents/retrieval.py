@@ -1,0 +1,44 @@
+"""Hybrid search: BM25 keyword ranks and embedding ranks, fused by reciprocal rank fusion
+(Cormack et al. 2009: each list gives a passage 1 / (60 + rank)). The keyword side keeps
+retrieval useful with a small or weak embedding model, and without one at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from app.documents.embedder import DaemonEmbedder
+from app.documents.index import DocumentIndex, Passage
+
+__all__ = ["Retriever", "fuse"]
+
+RRF_K = 60
+CANDIDATES = 30  # from each side, before fusing
+
+
+def fuse(rankings: Sequence[Sequence[int]], k: int = RRF_K) -> list[int]:
+    """Ids by their summed reciprocal rank over ``rankings``, best first (ties: first seen)."""
+    scores: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, item in enumerate(ranking, start=1):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+    return sorted(scores, key=lambda item: -scores[item])
+
+
+class Retriever:
+    """Searches one index; with no ``embedder`` (or an index built without one) it is
+    keyword-only."""
+
+    def __init__(self, index: DocumentIndex, embedder: DaemonEmbedder | None = None):
+        self.index, self.embedder = index, embedder
+
+    @property
+    def hybrid(self) -> bool:
+        return self.embedder is not None and self.embedder.model == self.index.embed_model
+
+    def search(self, question: str, limit: int = 5) -> list[Passage]:
+        rankings = [self.index.keyword(question, CANDIDATES)]
+        if self.hybrid and question.strip():
+            (vector,) = self.embedder.embed([question])
+            rankings.append(self.index.nearest(vector, CANDIDATES))
+        return self.index.passages(fuse(rankings)[:limit])

@@ -1,0 +1,68 @@
+"""A reply's tool calls in the transcript: which tool, its arguments, and then Approve /
+Always allow / Deny while it waits, "Running…" while it runs, or its result (folded when
+long). The tool's name, arguments and result come from a model and an MCP server: untrusted,
+so shown escaped, as plain text.
+
+Links are ``action:tool:<call id>:<approve|always|deny>`` and ``action:unfold:<call id>``.
+"""
+
+from __future__ import annotations
+
+import html
+
+from app.gui.state.chat.folding import fold
+from app.gui.state.chat.tool_calls import DENIED, FAILED, PENDING, RUNNING, ToolCall
+
+__all__ = ["tool_calls_block"]
+
+_STATUS = {
+    PENDING: ("#b54708", "Wants to run this tool"),
+    RUNNING: ("gray", "Running…"),
+    DENIED: ("gray", "Not allowed"),
+    FAILED: ("#b42318", "Failed"),
+}
+
+
+def _plain(text: str) -> str:
+    return html.escape(text).replace("\n", "<br>")
+
+
+def _result(call: ToolCall, expanded: bool) -> str:
+    if call.status in (PENDING, RUNNING, DENIED) or not call.result:
+        return ""
+    folded = fold(call.result)
+    shown = call.result if expanded or not folded.folded else folded.shown
+    link = ""
+    if folded.folded:
+        link = (
+            f"<br><a href='action:fold:{call.id}'>Show less</a>"
+            if expanded
+            else f"<br><a href='action:unfold:{call.id}'>Show all "
+            f"({folded.hidden_lines:,} more lines)</a>"
+        )
+    return f"<br><span style='color:gray;'>Result:</span><br><tt>{_plain(shown)}</tt>{link}"
+
+
+def _one(call: ToolCall, expanded: bool, background: str) -> str:
+    color, status = _STATUS.get(call.status, ("#067647", "Done"))
+    head = (
+        f"Tool call: <b>{html.escape(call.name)}</b> "
+        f"<span style='color:{color};'>· {html.escape(status)}</span>"
+    )
+    arguments = f"<br><tt>{_plain(call.arguments_text())}</tt>"
+    actions = ""
+    if call.status == PENDING:
+        actions = (
+            f"<br><a href='action:tool:{call.id}:approve'>Approve</a> · "
+            f"<a href='action:tool:{call.id}:always'>Always allow this tool</a> · "
+            f"<a href='action:tool:{call.id}:deny'>Deny</a>"
+        )
+    return (
+        f"<table width='100%' cellpadding='8' bgcolor='{background}' style='margin-bottom:4px;'>"
+        f"<tr><td>{head}{arguments}{_result(call, expanded)}{actions}</td></tr></table>"
+    )
+
+
+def tool_calls_block(calls: tuple[ToolCall, ...], expanded: set[str], background: str) -> str:
+    """``background``: the theme's colour for boxes (the user's bubble)."""
+    return "".join(_one(call, call.id in expanded, background) for call in calls)

@@ -1,0 +1,45 @@
+"""Where a long chat's model memory starts, drawn in the transcript: a divider above the first
+message the model still sees ("The model no longer sees messages above this line"), with the
+summary of what it no longer sees (folded to one line until clicked) when the chat keeps one.
+
+The summary is the model's text: escaped and shown as plain text. Its link is
+``action:summary``; the transcript widget handles it.
+"""
+
+from __future__ import annotations
+
+import html
+
+from app.gui.state.chat.memory import DIVIDER_TEXT, ChatMemory
+
+__all__ = ["memory_divider"]
+
+_LINE = "<hr style='border: none; border-top: 1px dashed #d97706;'>"
+
+
+def memory_divider(memory: ChatMemory, summary_open: bool) -> str:
+    """The divider's HTML ("" when the model sees the whole chat)."""
+    if not memory.starts_at:
+        return ""
+    label = (
+        "<p align='center' style='color:#b45309; font-size:small; margin:0;'>"
+        f"{html.escape(DIVIDER_TEXT)}</p>"
+    )
+    return f"<div style='margin-bottom:14px;'>{_LINE}{label}{_summary(memory, summary_open)}</div>"
+
+
+def _summary(memory: ChatMemory, shown: bool) -> str:
+    if memory.overflow != "summarize" or not memory.summary:
+        return ""
+    link = (
+        "<a href='action:summary' style='color:gray; text-decoration:none;'>"
+        f"Summary of the earlier messages {'▾' if shown else '▸'}</a>"
+    )
+    head = f"<p align='center' style='font-size:small; margin-top:2px;'>{link}</p>"
+    if not shown:
+        return head
+    text = html.escape(memory.summary.strip())
+    return (
+        f"{head}<table width='100%' cellpadding='6'><tr>"
+        f"<td style='color:gray; white-space:pre-wrap;'>{text}</td></tr></table>"
+    )

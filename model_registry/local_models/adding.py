@@ -1,0 +1,69 @@
+"""Adding a model found on disk to the store: linked where the file system allows, else
+copied; hashed and checked either way, through the one import path (:func:`import_gguf`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from model_registry.digests import Digest
+from model_registry.errors import ModelExistsError
+from model_registry.importer import FileEvents, import_gguf
+from model_registry.local_models.candidates import FoundModel
+from model_registry.local_models.memo import ImportMemo
+from model_registry.names import parse_name
+from model_registry.store import Store
+from model_registry.store.placing import Placement
+
+__all__ = ["MODES", "AddReport", "AddedFile", "add_found_model"]
+
+MODES = ("auto", "link", "copy")
+
+
+@dataclass(frozen=True, slots=True)
+class AddedFile:
+    name: str  # the file's own name, never its directory
+    size: int
+    placement: Placement
+
+
+@dataclass(frozen=True, slots=True)
+class AddReport:
+    name: str
+    model_id: Digest
+    files: tuple[AddedFile, ...]
+
+    @property
+    def copied_bytes(self) -> int:
+        return sum(f.size for f in self.files if f.placement is Placement.COPIED)
+
+
+def add_found_model(
+    store: Store,
+    model: FoundModel,
+    name: str | None = None,
+    mode: str = "auto",
+    on_progress: Callable[[str, int, int], None] | None = None,
+) -> AddReport:
+    """Add ``model`` as ``name`` (its suggested name by default); an existing name is kept
+    (:class:`ModelExistsError`), never overwritten."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}")
+    parsed = parse_name(name or model.name)
+    if store.exists(parsed):
+        raise ModelExistsError(f"{parsed.display} already exists: choose another name")
+    added: list[AddedFile] = []
+    events = FileEvents(
+        mode=mode,
+        expected=model.expected,
+        on_progress=on_progress,
+        on_placed=lambda file, size, how: added.append(AddedFile(file, size, how)),
+    )
+    model_id = import_gguf(
+        store, parsed, model.files[0], projector=model.projector, extras=model.extras, events=events
+    )
+    memo = ImportMemo(store)
+    manifest = store.read_manifest(parsed)
+    for path, layer in zip(model.files, manifest.layers, strict=False):
+        memo.remember(path, layer.digest)
+    return AddReport(parsed.display, model_id, tuple(added))

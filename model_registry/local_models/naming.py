@@ -1,0 +1,48 @@
+"""A model name for a file found on disk, valid under :mod:`model_registry.names`.
+
+``Qwen2.5-0.5B-Instruct-Q4_K_M.gguf`` becomes ``qwen2.5-0.5b-instruct:q4_k_m``; a shard's
+``-00001-of-00003`` and an Ollama name's own ``name:tag`` are kept as they mean.
+"""
+
+from __future__ import annotations
+
+import re
+
+from model_registry.errors import InvalidNameError
+from model_registry.names import parse_name
+
+__all__ = ["name_for_file", "name_for_ollama"]
+
+_SHARD = re.compile(r"-\d{5}-of-\d{5}$", re.IGNORECASE)
+_QUANT = re.compile(r"[-.](i?q\d[\w]*|f16|bf16|f32)$", re.IGNORECASE)
+_INVALID = re.compile(r"[^a-z0-9_.-]+")
+
+
+def _part(text: str, fallback: str) -> str:
+    clean = _INVALID.sub("-", text.lower()).strip("-._")[:80].rstrip("-._")
+    return clean or fallback
+
+
+def name_for_file(file_name: str) -> str:
+    """``Qwen2.5-0.5B-Instruct-Q4_K_M.gguf`` -> ``qwen2.5-0.5b-instruct:q4_k_m``."""
+    stem = _SHARD.sub("", file_name.removesuffix(".gguf").removesuffix(".GGUF"))
+    match = _QUANT.search(stem)
+    base, tag = (stem[: match.start()], match.group(1)) if match else (stem, "latest")
+    return _checked(f"{_part(base, 'model')}:{_part(tag, 'latest')}")
+
+
+def name_for_ollama(namespace: str, model: str, tag: str) -> str:
+    """Ollama's ``library/llama3.2:3b`` keeps its name; other namespaces keep theirs."""
+    base = (
+        _part(model, "model")
+        if namespace == "library"
+        else f"{_part(namespace, 'ollama')}/{_part(model, 'model')}"
+    )
+    return _checked(f"{base}:{_part(tag, 'latest')}")
+
+
+def _checked(text: str) -> str:
+    try:
+        return parse_name(text).display
+    except InvalidNameError:
+        return "imported:latest"

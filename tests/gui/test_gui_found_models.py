@@ -1,0 +1,71 @@
+"""The "Found on this computer" list without a daemon: what each row says adding costs, and a
+model on another disk copied only after the person agreed to its size."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+
+from app.gui.services.found_models import FoundModels
+from app.gui.state.found_models import found_model, import_step
+from app.gui.state.gateway import Gateway
+from app.gui.views import found_panel
+from app.gui.views.found_panel import FoundPanel
+from app.gui.workers import Workers
+from daemon.api.local_models import ImportProgress, LocalModelOut
+from tests.support.cli import FakeClient
+
+
+def _out(name: str, **kw) -> LocalModelOut:
+    fields = {
+        "source": "lmstudio",
+        "name": name,
+        "path": f"/models/{name}.gguf",
+        "size": 4_700_000_000,
+        "architecture": "llama",
+        "quantization": "Q4_K_M",
+        "parameter_size": "8.0B",
+    }
+    return LocalModelOut(**{**fields, **kw})
+
+
+def test_rows_say_what_adding_costs():
+    linked = found_model(_out("near", linkable=True))
+    copied = found_model(_out("far"))
+    added = found_model(_out("old", in_store=True, linkable=True))
+    assert (linked.how_text, linked.button_text) == ("link: no copy", "Add")
+    assert copied.how_text == "copy 4.7 GB" and copied.button_text == "Copy…"
+    assert (added.how_text, added.button_text) == ("already added", "Added")
+    assert copied.source_text == "LM Studio"
+    done = import_step(ImportProgress(status="success", model="far", copied_bytes=2_000_000))
+    assert done.text == "Added far (2.0 MB copied)" and not done.linked
+    assert import_step(ImportProgress(status="copying x", total=4, completed=1)).fraction == 0.25
+
+
+def test_a_copy_is_made_only_after_the_size_was_agreed(qtbot, monkeypatch):
+    client = FakeClient(found=[_out("far"), _out("near", linkable=True)])
+    workers = Workers()
+    found = FoundModels(Gateway(client), workers)
+    panel = FoundPanel(found)
+    qtbot.addWidget(panel)
+    panel.show()
+    qtbot.waitUntil(lambda: set(panel.buttons) == {"far", "near"}, timeout=10_000)
+    asked: list[str] = []
+
+    def refuse(_parent, _title, question):
+        asked.append(question)
+        return False
+
+    monkeypatch.setattr(found_panel, "confirm", refuse)
+    qtbot.mouseClick(panel.buttons["far"], Qt.MouseButton.LeftButton)
+    assert "4.7 GB" in asked[0] and not [c for c in client.calls if c[0] == "import_file"]
+    monkeypatch.setattr(found_panel, "confirm", lambda *_: True)
+    with qtbot.waitSignal(found.added, timeout=10_000):
+        qtbot.mouseClick(panel.buttons["far"], Qt.MouseButton.LeftButton)
+    with qtbot.waitSignal(found.added, timeout=10_000):
+        qtbot.mouseClick(panel.buttons["near"], Qt.MouseButton.LeftButton)
+    imports = [c for c in client.calls if c[0] == "import_file"]
+    assert imports == [
+        ("import_file", "far.gguf", "far", "copy"),
+        ("import_file", "near.gguf", "near", "auto"),
+    ]
+    workers.shutdown(wait_ms=2000)
