@@ -12,6 +12,8 @@ from pathlib import Path
 
 import platformdirs
 
+from model_registry.parameters import FLASH_ATTENTION, KV_CACHE_TYPES
+
 __all__ = ["DEFAULT_PORT", "Settings", "parse_host", "runner_environment"]
 
 DEFAULT_PORT = 11435
@@ -78,6 +80,15 @@ def _positive(env: Mapping[str, str], key: str, default: int) -> int:
     return value
 
 
+def _choice(env: Mapping[str, str], key: str, default: str, choices: tuple[str, ...]) -> str:
+    raw = env.get(key, "").strip().lower()
+    if not raw:
+        return default
+    if raw not in choices:
+        raise ValueError(f"{key} must be one of {', '.join(choices)}, got {raw!r}")
+    return raw
+
+
 def _float(env: Mapping[str, str], key: str, default: float) -> float:
     raw = env.get(key, "").strip()
     if not raw:
@@ -114,8 +125,12 @@ class Settings:
     max_loaded_models: int = 0  # 0: decided by memory
     max_queue: int = 512
     num_parallel: int = 4
-    num_ctx: int = 4096
+    num_ctx: int = 0  # 0: sized per model from its trained context and free memory
+    context_cap: int = 32768  # the most that sizing picks (a larger num_ctx may be asked)
     num_threads: int | None = None
+    kv_cache_type: str = "f16"  # the K/V cache type of models that do not set kv_cache_type
+    flash_attention: str = "auto"
+    host_cache_mib: int = 1024  # per runner: KV of sequences evicted from slots (0: off)
     max_pulls: int = 3  # pulls that download at once; the others wait, queued
     header_timeout: float = 30.0  # seconds a request's headers may take to arrive, in all
     body_timeout: float = 60.0  # seconds a request body may stall (not its whole upload)
@@ -165,7 +180,11 @@ class Settings:
             max_queue=_int(env, "LOCALLLM_MAX_QUEUE", base.max_queue),
             num_parallel=_int(env, "LOCALLLM_NUM_PARALLEL", base.num_parallel),
             num_ctx=_int(env, "LOCALLLM_CONTEXT_LENGTH", base.num_ctx),
+            context_cap=_positive(env, "LOCALLLM_CONTEXT_CAP", base.context_cap),
             num_threads=_int(env, "LOCALLLM_NUM_THREADS", 0) or None,
+            kv_cache_type=_choice(env, "LOCALLLM_KV_CACHE_TYPE", "f16", KV_CACHE_TYPES),
+            flash_attention=_choice(env, "LOCALLLM_FLASH_ATTENTION", "auto", FLASH_ATTENTION),
+            host_cache_mib=_int(env, "LOCALLLM_HOST_CACHE_MB", base.host_cache_mib),
             max_pulls=_positive(env, "LOCALLLM_MAX_PULLS", base.max_pulls),
             header_timeout=_seconds(env, "LOCALLLM_HEADER_TIMEOUT", base.header_timeout),
             body_timeout=_seconds(env, "LOCALLLM_BODY_TIMEOUT", base.body_timeout),

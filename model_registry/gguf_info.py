@@ -48,6 +48,8 @@ class GGUFInfo:
     kv_count: int
     tensor_count: int
     version: int
+    key_length: int | None = None  # values per attention head in K (absent: n_embd / heads)
+    value_length: int | None = None
     # Option name -> value: the authors' recommended sampling (``recommended_sampling``).
     sampling: Mapping[str, object] = field(default_factory=dict, compare=False)
     # Every key/value kept (scalars, strings up to 1 MiB, arrays up to 256 items).
@@ -103,6 +105,8 @@ def _interpret(header: GGUFHeader) -> GGUFInfo:
         block_count=arch_int(gguf.Keys.LLM.BLOCK_COUNT),
         head_count=arch_int(gguf.Keys.Attention.HEAD_COUNT),
         head_count_kv=arch_int(gguf.Keys.Attention.HEAD_COUNT_KV),
+        key_length=arch_int(gguf.Keys.Attention.KEY_LENGTH),
+        value_length=arch_int(gguf.Keys.Attention.VALUE_LENGTH),
         chat_template=_str(values.get(gguf.Keys.Tokenizer.CHAT_TEMPLATE)),
         tokenizer_model=_str(values.get(gguf.Keys.Tokenizer.MODEL)),
         vocab_size=vocab_size,

@@ -17,6 +17,8 @@ from model_registry.errors import InvalidParameterError
 
 __all__ = [
     "FIELDS",
+    "FLASH_ATTENTION",
+    "KV_CACHE_TYPES",
     "LOGIT_BIAS_ENTRIES",
     "MAX_TOKEN_ID",
     "OPTIONS",
@@ -32,6 +34,8 @@ STOP_COUNT = 16  # stop strings per request (OpenAI allows 4)
 STOP_LENGTH = 256  # characters per stop string
 LOGIT_BIAS_ENTRIES = 300  # token biases per request, as OpenAI allows
 MAX_TOKEN_ID = 2**31 - 1  # llama.cpp's token type is a 32-bit int
+KV_CACHE_TYPES = ("f16", "q8_0", "q4_0")  # llama.cpp's K/V cache types (--cache-type-k/-v)
+FLASH_ATTENTION = ("auto", "on", "off")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +44,7 @@ class Parameter:
     low: int | float | None = None
     high: int | float | None = None
     modelfile: bool = True  # may be a Modelfile PARAMETER (num_parallel is the daemon's own)
+    choices: tuple[str, ...] = ()  # a str parameter that is one of these (not a stop list)
 
 
 #: Ollama's options, as ``options`` and Modelfile ``PARAMETER`` lines name them.
@@ -66,6 +71,8 @@ OPTIONS: dict[str, Parameter] = {
     "mirostat_tau": Parameter(float, 0, 100),
     "penalize_newline": Parameter(bool),
     "stop": Parameter(str, 0, STOP_LENGTH),
+    "kv_cache_type": Parameter(str, choices=KV_CACHE_TYPES),  # load-time: a change reloads
+    "flash_attention": Parameter(str, choices=FLASH_ATTENTION),  # load-time, as kv_cache_type
 }
 
 #: OpenAI request fields that are no option of their own but need a range all the same.
@@ -83,6 +90,12 @@ def check_parameter(name: str, value: object) -> object:
     """``value`` as the type of option or field ``name`` (an ``int`` for ``3.0``), or
     :class:`InvalidParameterError` saying what is accepted."""
     parameter = OPTIONS.get(name) or FIELDS[name]
+    if parameter.choices:
+        if value not in parameter.choices:
+            raise InvalidParameterError(
+                name, f"{name} must be one of {', '.join(parameter.choices)}"
+            )
+        return value
     if parameter.kind is str:
         return _stops(name, value)
     if parameter.kind is bool:

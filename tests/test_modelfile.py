@@ -160,6 +160,8 @@ def test_bad_adapter_lines(line, message):
         ("penalize_newline", "TRUE", True),
         ("penalize_newline", "0", False),
         ("stop", "###", ["###"]),
+        ("kv_cache_type", "q8_0", "q8_0"),
+        ("flash_attention", "on", "on"),
     ],
 )
 def test_parameter_types(key, raw, value):
@@ -172,7 +174,7 @@ def test_every_parameter_has_a_type_case():
         "num_ctx", "num_predict", "num_gpu", "num_thread", "num_batch", "num_keep",
         "temperature", "top_k", "top_p", "min_p", "typical_p", "repeat_penalty",
         "repeat_last_n", "presence_penalty", "frequency_penalty", "seed", "stop", "mirostat",
-        "mirostat_eta", "mirostat_tau", "penalize_newline",
+        "mirostat_eta", "mirostat_tau", "penalize_newline", "kv_cache_type", "flash_attention",
     }  # fmt: skip
 
 
@@ -200,6 +202,7 @@ def test_every_parameter_has_a_type_case():
         # the ranges every path applies (model_registry.parameters)
         ("FROM m\nPARAMETER repeat_last_n 250000000", 2, "between -1 and 16777216"),
         ("FROM m\nPARAMETER num_ctx 2147483647", 2, "num_ctx must be an integer between 0"),
+        ("FROM m\nPARAMETER kv_cache_type q5_1", 2, "kv_cache_type must be one of f16, q8_0"),
         ("FROM m\nPARAMETER top_k -5", 2, "top_k must be an integer between -1"),
         ("FROM m\nPARAMETER temperature 2.5", 2, "temperature must be a number between 0 and 2"),
         ("FROM m\nPARAMETER top_p 1.01", 2, "top_p must be a number between 0 and 1"),
@@ -248,6 +251,8 @@ _writable = _text.filter(
 def _parameter_values(key: str):
     """Any value the table accepts for ``key``."""
     parameter = OPTIONS[key]
+    if parameter.choices:
+        return st.sampled_from(parameter.choices)
     if parameter.kind is int:
         return st.integers(parameter.low, parameter.high)
     if parameter.kind is float:

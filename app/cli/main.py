@@ -44,7 +44,11 @@ environment:
   LOCALLLM_MAX_QUEUE          requests waiting before "server busy" (default 512)
   LOCALLLM_NUM_PARALLEL       requests one model serves at once (default 4)
   LOCALLLM_MAX_PULLS          pulls downloading at once; the rest wait queued (default 3)
-  LOCALLLM_CONTEXT_LENGTH     default context length in tokens (default 4096)
+  LOCALLLM_CONTEXT_LENGTH     fixed default context in tokens (default: sized per model)
+  LOCALLLM_CONTEXT_CAP        the longest sized context (default 32768)
+  LOCALLLM_KV_CACHE_TYPE      K/V cache type: f16, q8_0, q4_0 (default f16)
+  LOCALLLM_FLASH_ATTENTION    flash attention: auto, on, off (default auto)
+  LOCALLLM_HOST_CACHE_MB      RAM per model for conversations that lost their slot (default 1024)
   LOCALLLM_ORIGINS            extra browser origins allowed (comma-separated)
   LOCALLLM_API_KEY            API key clients must send (required off loopback)
   LOCALLLM_CATALOG            a JSON file of short names to use instead of the built-in one

@@ -48,8 +48,21 @@ def model_facts(info: ShowResponse) -> list[tuple[str, str]]:
         ("context length", model_info.get(f"{arch}.context_length")),
         ("embedding length", model_info.get(f"{arch}.embedding_length")),
         ("quantization", details.quantization_level),
+        *_run_facts(info),
     ]
     return [(label, str(value)) for label, value in rows if value not in (None, "")]
+
+
+def _run_facts(info: ShowResponse) -> list[tuple[str, object]]:
+    """How a request that sets no load options runs it (the daemon decides, and says why)."""
+    runs = info.runs_with
+    if runs is None:
+        return []
+    return [
+        ("runs at", f"{runs.context_length} tokens x {runs.num_parallel} slots"),
+        ("because", runs.context_reason),
+        ("kv cache", f"{runs.kv_cache_type}, flash attention {runs.flash_attention}"),
+    ]
 
 
 def parameter_lines(parameters: object) -> list[str]:

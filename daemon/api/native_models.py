@@ -22,6 +22,7 @@ __all__ = [
     "PullListResponse",
     "PullRecordOut",
     "PullRequest",
+    "RunSettingsOut",
     "RunningModel",
     "RunningResponse",
     "ShowRequest",
@@ -115,6 +116,16 @@ class AdapterOut(BaseModel):
     scale: float
 
 
+class RunSettingsOut(BaseModel):
+    """How a request that sets no load options runs the model, and why (ours)."""
+
+    context_length: int  # tokens per slot
+    context_reason: str  # "num_ctx", "the model's trained context (...)", "loaded: ..."
+    num_parallel: int
+    kv_cache_type: str
+    flash_attention: str
+
+
 class ShowResponse(BaseModel):
     modelfile: str
     parameters: str
@@ -128,6 +139,7 @@ class ShowResponse(BaseModel):
     messages: list[dict[str, str]] | None = None
     projector_info: dict[str, Any] | None = None
     adapters: list[AdapterOut] = Field(default_factory=list)
+    runs_with: RunSettingsOut | None = None
 
 
 class RunningModel(BaseModel):
@@ -142,6 +154,8 @@ class RunningModel(BaseModel):
     processor: str  # "100% GPU", "100% CPU", "25%/75% CPU/GPU"
     active_requests: int
     remote: str | None = None  # the remote serving it (ours); None: a local runner
+    kv_cache_type: str = "f16"  # ours: the K/V cache type it runs with
+    flash_attention: str = "auto"  # ours: "on", "off" or "auto" (llama.cpp decides)
 
 
 class RunningResponse(BaseModel):

@@ -23,7 +23,7 @@ from daemon.inference.jobs import Embeddings, EmbedJob, GenerationJob
 from daemon.inference.options import merge_options, runner_options, sampling_params
 from daemon.inference.prompts import Prompts
 from daemon.inference.recommended import RecommendedSampling
-from daemon.inference.resolve import ResolvedModel, resolve_model
+from daemon.inference.resolve import ResolvedModel, RunSettings, resolve_model
 from daemon.inference.thinking import ThinkingFormat, VocabularyFormats, parse_think
 from daemon.inference.thinking_run import ThinkingRun, thinking_run
 from daemon.inference.tool_call_parser import ToolCallParser
@@ -146,6 +146,23 @@ class Inference:
         lease = await self._lease(model, merge_options(model.params, options), keep_alive)
         lease.release()
         return model.name
+
+    async def run_settings(self, model: ResolvedModel) -> RunSettings:
+        """How ``model`` runs for a request that sets no load options (for ``show``)."""
+        options = runner_options(merge_options(model.params), self.settings, model.context_length)
+        choice = await self.scheduler.context(model.target, options)
+        reason = choice.reason
+        if reason.endswith("num_ctx"):  # set, not sized: say by whom
+            own = "num_ctx" in model.params
+            source = "the model's num_ctx parameter" if own else "LOCALLLM_CONTEXT_LENGTH"
+            reason = reason.removesuffix("num_ctx") + source
+        return RunSettings(
+            choice.num_ctx,
+            reason,
+            options.num_parallel,
+            options.kv_cache_type,
+            options.flash_attention,
+        )
 
     async def unload(self, name: str) -> str:
         """Unload ``name`` now, or once its running requests finish; returns its name."""

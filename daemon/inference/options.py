@@ -104,15 +104,35 @@ def runner_options(
 ) -> RunnerOptions:
     """How the runner must be started for these options (settings fill what is unset)."""
     ints = {key: checked(key, options[key]) for key in _RUNNER_INTS if key in options}
-    num_ctx = ints.get("num_ctx") or settings.num_ctx
-    if "num_ctx" not in ints and n_ctx_train:
+    num_ctx = ints.get("num_ctx") or settings.num_ctx  # 0: sized at load (``context_size``)
+    if not ints.get("num_ctx") and n_ctx_train and num_ctx:
         num_ctx = min(num_ctx, n_ctx_train)  # the default never exceeds what the model knows
-    if num_ctx < 16:
+    if 0 < num_ctx < 16:
         raise BadRequestError("num_ctx must be at least 16", param="num_ctx")
+    kv_cache_type, flash_attention = _cache_options(options, settings)
     return RunnerOptions(
         num_ctx=num_ctx,
         num_parallel=max(1, ints.get("num_parallel") or settings.num_parallel),
         num_gpu=ints.get("num_gpu"),
         num_threads=ints.get("num_thread") or settings.num_threads,
-        num_batch=min(num_ctx, max(1, ints.get("num_batch") or 512)),  # never above the ctx
+        num_batch=min(num_ctx or 512, max(1, ints.get("num_batch") or 512)),  # never above ctx
+        kv_cache_type=kv_cache_type,
+        flash_attention=flash_attention,
+        host_cache_bytes=max(0, settings.host_cache_mib) << 20,
     )
+
+
+def _cache_options(options: Mapping[str, object], settings: Settings) -> tuple[str, str]:
+    """The KV cache type and flash attention mode. llama.cpp stores a quantized V cache only
+    with flash attention: ``auto`` turns it on for one, an explicit ``off`` is refused."""
+    kv_cache_type = checked("kv_cache_type", options.get("kv_cache_type", settings.kv_cache_type))
+    flash = checked("flash_attention", options.get("flash_attention", settings.flash_attention))
+    if kv_cache_type != "f16":
+        if flash == "off":
+            raise BadRequestError(
+                f"kv_cache_type {kv_cache_type} needs flash attention; "
+                "set flash_attention to on or auto, or use kv_cache_type f16",
+                param="kv_cache_type",
+            )
+        flash = "on"
+    return kv_cache_type, flash

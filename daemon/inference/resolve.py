@@ -16,7 +16,7 @@ from model_registry.errors import ModelNotFoundError
 from model_registry.names import parse_name
 from model_registry.store import LayerType, Store
 
-__all__ = ["FALLBACK_STOPS", "ResolvedModel", "resolve_model"]
+__all__ = ["FALLBACK_STOPS", "ResolvedModel", "RunSettings", "resolve_model"]
 
 _EMBEDDING_ARCHITECTURES = ("bert", "nomic-bert", "jina-bert", "t5encoder", "modern-bert")
 # A model with no chat template of its own (a base model) is prompted in ChatML, the fallback
@@ -54,6 +54,17 @@ class ResolvedModel:
     def fallback_stops(self) -> tuple[str, ...]:
         """Stop strings a chat with this model's template needs (the fallback's end marker)."""
         return () if self.has_chat_template else FALLBACK_STOPS
+
+
+@dataclass(frozen=True, slots=True)
+class RunSettings:
+    """How a model runs for a request that sets no load options."""
+
+    context_length: int
+    context_reason: str
+    num_parallel: int
+    kv_cache_type: str
+    flash_attention: str
 
 
 def resolve_model(store: Store, text: str) -> ResolvedModel:
@@ -111,6 +122,7 @@ def _footprint(weights_bytes: int, gguf: Mapping[str, object]) -> ModelFootprint
         n_embd=_int(gguf.get("embedding_length")) or 0,
         n_head=_int(gguf.get("head_count")) or 0,
         n_head_kv=_int(gguf.get("head_count_kv")) or 0,
+        head_size=_int(gguf.get("key_length")) or 0,
     )
 
 

@@ -40,12 +40,15 @@ class RunnerSpec:
     model_paths: tuple[str, ...]  # GGUF shards in order (one path for unsharded models)
     projector_path: str | None = None
     adapters: tuple[LoraAdapter, ...] = ()  # applied in order to every context
-    num_ctx: int = 4096  # context per sequence
+    num_ctx: int = 4096  # context per sequence (0 only before the scheduler sizes it)
     num_parallel: int = 4  # sequences that share one context (continuous batching)
     num_gpu_layers: int = 0  # -1 = all
     num_threads: int | None = None
     num_batch: int = 512  # prompt prefill chunk size
     embedding_only: bool = False  # an embedding model (no generation)
+    kv_cache_type: str = "f16"  # K and V cache: "f16", "q8_0" or "q4_0"
+    flash_attention: str = "auto"  # "auto", "on" or "off" (a quantized V cache needs it on)
+    host_cache_bytes: int = 0  # host-RAM prompt cache for sequences evicted from slots; 0: off
 
 
 @dataclass(frozen=True, slots=True)

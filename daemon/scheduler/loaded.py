@@ -74,11 +74,14 @@ class LoadTarget:
 class RunnerOptions:
     """Per-request options that decide how a runner is started (a change means a reload)."""
 
-    num_ctx: int = 4096
+    num_ctx: int = 4096  # 0: sized at load from free memory (``context_size``)
     num_parallel: int = 4
     num_gpu: int | None = None  # None: choose from free VRAM; -1: all layers
     num_threads: int | None = None
     num_batch: int = 512
+    kv_cache_type: str = "f16"
+    flash_attention: str = "auto"
+    host_cache_bytes: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +96,7 @@ class ModelStatus:
     active: int  # requests holding the model
     busy_slots: int  # requests generating right now
     expires_in: float | None  # seconds until unloaded when idle; None: kept forever
+    context_reason: str = "num_ctx"  # why its context is as long as it is
 
 
 @dataclass(eq=False)
@@ -109,6 +113,7 @@ class LoadedModel:
     stale: bool = False  # asked to reload with other options: take no new requests
     expires_at: float | None = None
     requested: RunnerSpec | None = None  # the spec asked for, before GPU placement changed it
+    context_reason: str = "num_ctx"  # why its context is as long as it is (``context_size``)
     slots: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(1))
     idle: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -131,4 +136,5 @@ class LoadedModel:
             self.refs,
             self.busy,
             expires_in,
+            self.context_reason,
         )

@@ -16,12 +16,19 @@ from pathlib import Path
 
 from daemon.errors import ModelLoadError
 from daemon.runners.types import RunnerError, RunnerSpec
+from daemon.scheduler.context_size import ContextChoice, default_context
 from daemon.scheduler.loaded import LoadTarget, Runner, RunnerFactory
-from daemon.scheduler.memory import estimate_bytes
-from daemon.scheduler.placement import Placement, choose_gpu_layers, describe_placement
+from daemon.scheduler.memory import COMPUTE_MARGIN_BYTES, estimate_bytes
+from daemon.scheduler.placement import (
+    VRAM_MARGIN,
+    Placement,
+    choose_gpu_layers,
+    describe_placement,
+)
 
 __all__ = ["AUTO_GPU_LAYERS", "LoadPlan", "RunnerLoader"]
 
+EMBEDDING_MAX_CONTEXT = 4096  # the sized context of an embedding model, at most
 AUTO_GPU_LAYERS = -2  # RunnerSpec.num_gpu_layers before placement: "choose from free VRAM"
 
 log = logging.getLogger("localllm.scheduler")
@@ -32,6 +39,7 @@ class LoadPlan:
     spec: RunnerSpec  # with the GPU layers chosen
     placement: Placement
     estimate_bytes: int  # the whole runner: weights + KV cache + compute buffers
+    context_reason: str = "num_ctx"  # why the context is as long as it is
 
     @property
     def ram_bytes(self) -> int:
@@ -52,15 +60,33 @@ class RunnerLoader:
         self._log_dir = log_dir
         self._on_load = on_load
 
-    async def plan(self, target: LoadTarget, spec: RunnerSpec) -> LoadPlan:
+    async def plan(
+        self, target: LoadTarget, spec: RunnerSpec, free_ram: float = 0.0, cap: int = 32768
+    ) -> LoadPlan:
+        """GPU layers, and the context when the spec leaves it to us (``num_ctx`` 0)."""
         auto = spec.num_gpu_layers == AUTO_GPU_LAYERS
         free_vram = await asyncio.to_thread(self._gpu_probe) if auto else []
+        context = None
+        if not spec.num_ctx:
+            context = _context_for(target, spec, free_ram, free_vram, cap)
+            spec = replace(
+                spec, num_ctx=context.num_ctx, num_batch=min(spec.num_batch, context.num_ctx)
+            )
         n_ctx_total = spec.num_ctx * spec.num_parallel
         requested = None if auto else spec.num_gpu_layers
-        placement = choose_gpu_layers(target.footprint, n_ctx_total, free_vram, requested)
+        kv_type = spec.kv_cache_type
+        placement = choose_gpu_layers(target.footprint, n_ctx_total, free_vram, requested, kv_type)
         spec = replace(spec, num_gpu_layers=placement.gpu_layers)
-        estimate = estimate_bytes(target.footprint, spec.num_ctx, spec.num_parallel)
-        return LoadPlan(spec, placement, estimate)
+        estimate = estimate_bytes(target.footprint, spec.num_ctx, spec.num_parallel, kv_type)
+        return LoadPlan(spec, placement, estimate, context.reason if context else "num_ctx")
+
+    async def context(
+        self, target: LoadTarget, spec: RunnerSpec, free_ram: float, cap: int
+    ) -> ContextChoice:
+        """The context :meth:`plan` would pick for a spec that leaves it to us."""
+        auto = spec.num_gpu_layers == AUTO_GPU_LAYERS
+        free_vram = await asyncio.to_thread(self._gpu_probe) if auto else []
+        return _context_for(target, spec, free_ram, free_vram, cap)
 
     async def start(self, target: LoadTarget, plan: LoadPlan) -> tuple[Runner, str]:
         """The started runner and where it runs ("100% CPU", ...)."""
@@ -72,7 +98,7 @@ class RunnerLoader:
         seconds = time.monotonic() - started
         info = runner.info
         processor = describe_placement(info.gpu_layers, info.total_layers, info.backend)
-        _log_load(target.name, plan.placement, processor, info, seconds)
+        _log_load(target.name, plan, processor, info, seconds)
         if self._on_load is not None:
             self._on_load(target.name, seconds)
         return runner, processor
@@ -85,11 +111,31 @@ class RunnerLoader:
         return self._log_dir / f"runner-{safe}.log"
 
 
-def _log_load(name: str, placement: Placement, processor: str, info, seconds: float) -> None:
+def _context_for(
+    target: LoadTarget, spec: RunnerSpec, free_ram: float, free_vram: list[int], cap: int
+) -> ContextChoice:
+    """The default context of ``target``: sized to the GPU when its weights fit there (and the
+    layers are left to us), else to free RAM."""
+    footprint = target.footprint
+    if target.embedding_only:  # one ubatch holds a whole input: keep it as it always was
+        cap = min(cap, EMBEDDING_MAX_CONTEXT)
+    free = free_ram
+    if free_vram and spec.num_gpu_layers == AUTO_GPU_LAYERS:
+        vram = max(free_vram) * (1 - VRAM_MARGIN)
+        if vram > footprint.weights_bytes + COMPUTE_MARGIN_BYTES:
+            free = vram
+    return default_context(
+        footprint, target.n_ctx_train, free, spec.num_parallel, spec.kv_cache_type, cap
+    )
+
+
+def _log_load(name: str, plan: LoadPlan, processor: str, info, seconds: float) -> None:
+    placement = plan.placement
     message = (
         f"loaded {name} in {seconds:.2f}s: {processor} (backend {info.backend}, "
         f"{info.gpu_layers}/{info.total_layers} layers on GPU; {placement.reason}), "
-        f"ctx {info.n_ctx} x {info.n_parallel} parallel"
+        f"ctx {info.n_ctx} x {info.n_parallel} parallel ({plan.context_reason}), "
+        f"KV cache {plan.spec.kv_cache_type}"
     )
     if placement.gpu_layers > 0 and info.gpu_layers == 0:
         log.warning("%s: GPU layers were planned but the runner has no GPU backend", message)

@@ -1,6 +1,6 @@
 """Memory: how much a model will take, and how much the machine has free.
 
-The estimate is deliberately simple (weights file + f16 KV cache + a fixed compute margin):
+The estimate is deliberately simple (weights file + KV cache + a fixed compute margin):
 it only has to be good enough to evict before a load runs the machine out of memory, and
 simple enough to explain in an error message. The probes are plain callables so tests can
 inject their own numbers.
@@ -16,6 +16,7 @@ from pathlib import Path
 
 __all__ = [
     "COMPUTE_MARGIN_BYTES",
+    "KV_BYTES_PER_VALUE",
     "MemoryInfo",
     "ModelFootprint",
     "estimate_bytes",
@@ -27,6 +28,9 @@ __all__ = [
 
 COMPUTE_MARGIN_BYTES = 96 << 20  # llama.cpp's compute buffers and the runner process itself
 _MEMINFO = Path("/proc/meminfo")
+#: Bytes per cached value of each KV cache type: ggml's q8_0 and q4_0 store blocks of 32 values
+#: in 34 and 18 bytes (the values plus one f16 scale).
+KV_BYTES_PER_VALUE = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,13 +42,15 @@ class ModelFootprint:
     n_embd: int = 0
     n_head: int = 0
     n_head_kv: int = 0
+    head_size: int = 0  # values per head (``attention.key_length``); 0: n_embd / n_head
 
     @property
     def n_embd_kv(self) -> int:
         """Width of one layer's K (or V) cache per token: head size times KV heads."""
         if not self.n_head:
             return self.n_embd
-        return self.n_embd * (self.n_head_kv or self.n_head) // self.n_head
+        head_size = self.head_size or self.n_embd // self.n_head
+        return head_size * (self.n_head_kv or self.n_head)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,14 +59,17 @@ class MemoryInfo:
     available: int
 
 
-def kv_cache_bytes(footprint: ModelFootprint, n_ctx_total: int, bytes_per_value: int = 2) -> int:
-    """f16 K and V for every layer and every cell of the shared context."""
-    return 2 * footprint.n_layer * n_ctx_total * footprint.n_embd_kv * bytes_per_value
+def kv_cache_bytes(footprint: ModelFootprint, n_ctx_total: int, kv_cache_type: str = "f16") -> int:
+    """K and V of the given type for every layer and every cell of the shared context."""
+    values = 2 * footprint.n_layer * n_ctx_total * footprint.n_embd_kv
+    return int(values * KV_BYTES_PER_VALUE[kv_cache_type])
 
 
-def estimate_bytes(footprint: ModelFootprint, num_ctx: int, num_parallel: int) -> int:
+def estimate_bytes(
+    footprint: ModelFootprint, num_ctx: int, num_parallel: int, kv_cache_type: str = "f16"
+) -> int:
     """Predicted resident size of a runner serving ``num_parallel`` sequences of ``num_ctx``."""
-    kv = kv_cache_bytes(footprint, num_ctx * max(1, num_parallel))
+    kv = kv_cache_bytes(footprint, num_ctx * max(1, num_parallel), kv_cache_type)
     return footprint.weights_bytes + kv + COMPUTE_MARGIN_BYTES
 
 

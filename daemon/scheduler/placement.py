@@ -33,6 +33,7 @@ def choose_gpu_layers(
     n_ctx_total: int,
     free_vram: list[int],
     requested: int | None = None,
+    kv_cache_type: str = "f16",
 ) -> Placement:
     """Offload as many layers as fit in the largest GPU's free memory (or what was asked)."""
     total = footprint.n_layer + 1
@@ -42,7 +43,8 @@ def choose_gpu_layers(
     if not free_vram:
         return Placement(0, total, "no GPU found")
     usable = max(free_vram) * (1 - VRAM_MARGIN) - COMPUTE_MARGIN_BYTES
-    per_layer = footprint.weights_bytes / total + kv_cache_bytes(footprint, n_ctx_total) / total
+    kv_bytes = kv_cache_bytes(footprint, n_ctx_total, kv_cache_type)
+    per_layer = (footprint.weights_bytes + kv_bytes) / total
     layers = max(0, min(total, int(usable // per_layer))) if per_layer > 0 else total
     free_gib = max(free_vram) / (1 << 30)
     return Placement(layers, total, f"{layers}/{total} layers fit in {free_gib:.1f} GiB free VRAM")

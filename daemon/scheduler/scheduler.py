@@ -20,6 +20,7 @@ from pathlib import Path
 
 from daemon.errors import InsufficientMemoryError, ServerBusyError
 from daemon.runners.types import RunnerSpec
+from daemon.scheduler.context_size import ContextChoice
 from daemon.scheduler.lease import Lease
 from daemon.scheduler.loaded import (
     LoadedModel,
@@ -42,6 +43,7 @@ class SchedulerConfig:
     max_loaded_models: int = 0  # 0: as many as memory allows
     max_queue: int = 512  # requests waiting or running before "server busy"
     headroom: float = 0.20  # fraction of free memory never planned for
+    context_cap: int = 32768  # the longest default context (``context_size``)
     log_dir: Path | None = None  # runner logs, one file per model load
 
 
@@ -132,6 +134,17 @@ class Scheduler:
     def _expiry(self, model: LoadedModel) -> float | None:
         return None if model.keep_alive < 0 else model.last_used + model.keep_alive
 
+    async def context(self, target: LoadTarget, options: RunnerOptions) -> ContextChoice:
+        """The context ``target`` runs (or would run) at with ``options``, and why."""
+        spec = self._spec(target, options)
+        loaded = self._models.get(target.name)
+        if loaded is not None and loaded.usable and _same(loaded, spec):
+            return ContextChoice(loaded.spec.num_ctx, f"loaded: {loaded.context_reason}")
+        if spec.num_ctx:
+            return ContextChoice(spec.num_ctx, "num_ctx")
+        free = await self._free_memory()
+        return await self._loader.context(target, spec, free, self.config.context_cap)
+
     # -- loading ----------------------------------------------------------------------------
     def _spec(self, target: LoadTarget, options: RunnerOptions) -> RunnerSpec:
         return RunnerSpec(
@@ -145,6 +158,9 @@ class Scheduler:
             num_threads=options.num_threads,
             num_batch=options.num_batch,
             embedding_only=target.embedding_only,
+            kv_cache_type=options.kv_cache_type,
+            flash_attention=options.flash_attention,
+            host_cache_bytes=options.host_cache_bytes,
         )
 
     async def _get(self, target: LoadTarget, spec: RunnerSpec) -> LoadedModel:
@@ -185,7 +201,9 @@ class Scheduler:
             return current
         if current is not None:
             await self._retire(current)
-        plan = await self._loader.plan(target, spec)
+        plan = await self._loader.plan(
+            target, spec, await self._free_memory(), self.config.context_cap
+        )
         await self._make_room(target.name, plan.ram_bytes)
         runner, processor = await self._loader.start(target, plan)
         model = LoadedModel(
@@ -197,6 +215,7 @@ class Scheduler:
             self.config.keep_alive,
             self._clock(),
             requested=spec,
+            context_reason=plan.context_reason,
         )
         model.expires_at = self._expiry(model)  # waiters claim it at once; else it expires
         self._models[target.name] = model

@@ -158,6 +158,7 @@ def _scheduler_config(settings: Settings) -> SchedulerConfig:
         max_loaded_models=settings.max_loaded_models,
         max_queue=settings.max_queue,
         log_dir=settings.log_dir,
+        context_cap=settings.context_cap,
     )
 
 

@@ -47,9 +47,10 @@ def test_ps_table(run_cli, fake):
     status, out, _ = run_cli("ps")
     header, first, second = out.splitlines()
     assert status == 0
-    assert header.split() == ["NAME", "ID", "SIZE", "PROCESSOR", "CONTEXT", "UNTIL"]
+    assert header.split() == ["NAME", "ID", "SIZE", "PROCESSOR", "CONTEXT", "KV", "CACHE", "UNTIL"]
     assert "cdcdcdcdcdcd" in first and "5.5 GB" in first and "100% CPU" in first
     assert "4096" in first and first.endswith("Forever")
+    assert "f16, flash auto" in first  # the KV cache type and flash attention it runs with
     assert "50%/50% CPU/GPU" in second
     assert json.loads(run_cli("ps", "--json")[1])[0]["context_length"] == 4096
 

@@ -22,7 +22,8 @@ def test_top_level_help_lists_every_command_and_the_environment(capsys):
     for variable in (
         "LOCALLLM_HOST", "LOCALLLM_MODELS", "LOCALLLM_KEEP_ALIVE", "LOCALLLM_MAX_LOADED_MODELS",
         "LOCALLLM_MAX_QUEUE", "LOCALLLM_NUM_PARALLEL", "LOCALLLM_MAX_PULLS",
-        "LOCALLLM_CONTEXT_LENGTH",
+        "LOCALLLM_CONTEXT_LENGTH", "LOCALLLM_CONTEXT_CAP", "LOCALLLM_KV_CACHE_TYPE",
+        "LOCALLLM_FLASH_ATTENTION", "LOCALLLM_HOST_CACHE_MB",
         "LOCALLLM_ORIGINS", "LOCALLLM_API_KEY", "LOCALLLM_CATALOG", "HF_TOKEN", "HF_ENDPOINT",
     ):  # fmt: skip
         assert f"\n  {variable} " in out, variable

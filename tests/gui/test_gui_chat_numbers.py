@@ -18,11 +18,13 @@ GEMMA_PARAMETERS = (
 
 
 def test_defaults_are_what_the_daemon_would_use():
-    """Checked against the daemon's own option code, so the window cannot drift from it."""
+    """Checked against the daemon's own option code, so the window cannot drift from it
+    (here with a fixed LOCALLLM_CONTEXT_LENGTH; the sized default comes from ``show``)."""
+    fixed = Settings(num_ctx=4096)
     gemma = ModelDetails("gemma3:270m", parameters=GEMMA_PARAMETERS, context_length=32_768)
     defaults = ModelDefaults.of(gemma, daemon_context=4096)
     params = modelfile_parameters(gemma.parameters)
-    assert defaults.context == runner_options(params, Settings(), 32_768).num_ctx == 4096
+    assert defaults.context == runner_options(params, fixed, 32_768).num_ctx == 4096
     assert defaults.temperature == sampling_params(params).temperature == 1.0
     assert defaults.reply_limit is None and sampling_params(params).max_tokens is None
     assert defaults.context_text() == "runs at 4,096 of 32,768 tokens"
@@ -30,14 +32,24 @@ def test_defaults_are_what_the_daemon_would_use():
     plain = ModelDetails("tiny", parameters="num_predict 12", context_length=2048)
     defaults = ModelDefaults.of(plain, daemon_context=4096)
     assert defaults.temperature == DAEMON_TEMPERATURE == sampling_params({}).temperature
-    assert defaults.context == runner_options({}, Settings(), 2048).num_ctx == 2048
+    assert defaults.context == runner_options({}, fixed, 2048).num_ctx == 2048
     assert defaults.reply_limit == 12 and defaults.context_text() == "2,048 tokens"
 
     own = ModelDetails("big", parameters="num_ctx 65536", context_length=32_768)
     assert (
         ModelDefaults.of(own, 4096).context
-        == runner_options(modelfile_parameters(own.parameters), Settings(), 32_768).num_ctx
+        == runner_options(modelfile_parameters(own.parameters), fixed, 32_768).num_ctx
     )
+
+
+def test_the_context_the_daemon_sized_is_the_default():
+    """With no fixed context setting, ``show`` says what the daemon sized (``runs_with``)."""
+    sized = ModelDetails("gemma3:270m", context_length=32_768, runs_at=16_384)
+    defaults = ModelDefaults.of(sized, daemon_context=0)
+    assert defaults.context == 16_384
+    assert defaults.context_text() == "runs at 16,384 of 32,768 tokens"
+    unknown = ModelDefaults.of(ModelDetails("old", context_length=32_768), daemon_context=0)
+    assert unknown.context == 2048  # the daemon's floor until it says more
 
 
 def _reply(stats: ReplyStats, content: str = "words") -> Message:

@@ -19,7 +19,7 @@ from daemon.client import Client
 from tests.support.gui_e2e import MODEL, GuiDaemon, open_app, tiny_models, wait_idle
 
 pytestmark = pytest.mark.slow
-ROOMY = "roomy:latest"  # trained for 32,768 tokens; the daemon runs it at its 4,096
+ROOMY = "roomy:latest"  # trained for 32,768 tokens; the daemon sizes it to its cap of 4,096
 LONG_REPLY = 4000
 
 
@@ -34,7 +34,7 @@ def daemon(tmp_path_factory, tiny_model_path):
         **tiny_models(tiny_model_path),
         "roomy": (roomy, ModelExtras(parameters={"num_predict": 12})),
     }
-    running = GuiDaemon(root, models)
+    running = GuiDaemon(root, models, env={"LOCALLLM_CONTEXT_CAP": "4096"})
     yield running
     running.stop()
 

@@ -48,7 +48,8 @@ def _ps(context: Context, args: argparse.Namespace) -> int:
         return 0
     now = datetime.now(UTC)
     rows = [_remote_row(model) if model.remote else _local_row(model, now) for model in running]
-    context.print(table(["NAME", "ID", "SIZE", "PROCESSOR", "CONTEXT", "UNTIL"], rows))
+    headers = ["NAME", "ID", "SIZE", "PROCESSOR", "CONTEXT", "KV CACHE", "UNTIL"]
+    context.print(table(headers, rows))
     return 0
 
 
@@ -59,6 +60,7 @@ def _local_row(model: RunningModel, now: datetime) -> list[object]:
         format_size(model.size),
         model.processor or _processor(model),
         model.context_length or "-",
+        f"{model.kv_cache_type}, flash {model.flash_attention}",
         format_until(model.expires_at, now),
     ]
 
@@ -66,7 +68,7 @@ def _local_row(model: RunningModel, now: datetime) -> list[object]:
 def _remote_row(model: RunningModel) -> list[object]:
     """A model another engine serves: nothing here to size or unload; how busy it is."""
     busy = f"{model.active_requests} in flight"
-    return [model.name or model.model, "-", "-", f"remote {model.remote}", "-", busy]
+    return [model.name or model.model, "-", "-", f"remote {model.remote}", "-", "-", busy]
 
 
 def _processor(model: RunningModel) -> str:

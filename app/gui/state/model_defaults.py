@@ -1,8 +1,10 @@
 """What a chat gets for each setting it leaves to "model default", as the daemon decides it.
 
 The daemon takes a request's options over the model's Modelfile parameters over its own
-defaults; the context length it starts a model with is the daemon's (``LOCALLLM_CONTEXT_LENGTH``,
-which the app reads from the same settings) but never more than the model was trained for.
+defaults. The context length it starts a model with is what its ``show`` reports (``runs_with``:
+sized from the trained context and free memory); without that answer, the daemon's fixed
+``LOCALLLM_CONTEXT_LENGTH`` (read from the same settings), never more than the model was trained
+for.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from app.gui.state.records import ModelDetails
 __all__ = ["DAEMON_TEMPERATURE", "ModelDefaults", "modelfile_parameters"]
 
 DAEMON_TEMPERATURE = 0.8  # the daemon's sampling default (Ollama's), when a model sets none
+CONTEXT_FLOOR = 2048  # the daemon's shortest sized context (daemon.scheduler.context_size)
 
 
 def modelfile_parameters(text: str) -> dict[str, object]:
@@ -51,7 +54,8 @@ class ModelDefaults:
         own_context = _number(parameters.get("num_ctx"))
         context = int(own_context) if own_context else daemon_context
         if not own_context and trained:
-            context = min(context, trained)
+            context = min(context or CONTEXT_FLOOR, trained)
+        context = details.runs_at or context or CONTEXT_FLOOR  # the daemon's own word first
         temperature = _number(parameters.get("temperature"))
         limit = _number(parameters.get("num_predict"))
         return cls(

@@ -52,6 +52,7 @@ class ModelDetails:
     metadata: tuple[tuple[str, str], ...] = ()
     capabilities: frozenset[str] = frozenset()
     context_length: int | None = None
+    runs_at: int | None = None  # the context a chat that sets none runs at (the daemon says)
 
     @property
     def has_vision(self) -> bool:

@@ -93,6 +93,7 @@ def model_details(name: str, data: api.ShowResponse) -> ModelDetails:
         metadata=tuple(sorted((k, _metadata_value(v)) for k, v in info.items())),
         capabilities=frozenset(data.capabilities),
         context_length=int(context) if context else None,
+        runs_at=data.runs_with.context_length if data.runs_with else None,
     )
 
 

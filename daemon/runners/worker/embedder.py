@@ -22,6 +22,10 @@ from .model import ContextConfig, Model
 __all__ = ["Embedder"]
 
 _MAX_SEQUENCES = 16  # inputs packed into one decode
+# A generative model's embedding context decodes a whole input in one ubatch, and llama.cpp
+# sizes its compute buffer for that many rows of logits: a 262k vocabulary at 32k tokens is
+# 33 GB. Its inputs stay within the old default context, whatever the chats run at.
+_GENERATIVE_MAX_CONTEXT = 4096
 
 
 @dataclass(eq=False)
@@ -39,8 +43,8 @@ class _EmbedJob:
 class Embedder:
     def __init__(self, model: Model, spec: RunnerSpec, threads: int, out: FrameWriter):
         self.model = model
-        self.n_ctx = spec.num_ctx
         self._native = spec.embedding_only
+        self.n_ctx = spec.num_ctx if self._native else min(spec.num_ctx, _GENERATIVE_MAX_CONTEXT)
         self._threads = threads
         self._out = out
         self._ctx = None

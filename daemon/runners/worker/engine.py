@@ -6,9 +6,8 @@ spread over several steps and never stalls the streams already running. Requests
 number of slots wait in a FIFO until a slot frees. A step of only the streams' next tokens is
 decoded one token at a time instead where that has been measured to be cheaper (``decode_plan``).
 
-A prompt with images is fed the same way up to each image; the image itself is encoded
-and decoded into its sequence on its own (see ``vision``) once the text before it is in, which
-holds the other streams for that long.
+A prompt with images is fed the same way up to each image, which is then encoded into its
+sequence on its own (see ``vision``), holding the other streams for that long.
 """
 
 from __future__ import annotations
@@ -29,9 +28,10 @@ from ..types import (
 )
 from .batch import Batch
 from .decode_plan import DecodePlan
+from .host_cache import HostCache
 from .model import ContextConfig, Model
 from .sampling import SequenceSampler, token_logprobs
-from .slots import Slot, pick_slot
+from .slots import Slot
 from .text import TextStream
 from .vision import ImagePrompt, ImageSpan, Vision
 
@@ -77,6 +77,7 @@ class Engine:
         n_seq = spec.num_parallel
         self.ctx = model.new_context(ContextConfig(spec.num_ctx * n_seq, n_seq, n_batch, threads))
         self.memory = lc.llama_get_memory(self.ctx)
+        self.host = HostCache(self.ctx, self.memory, spec.host_cache_bytes)
         self.batch = Batch(n_batch)
         self._one = Batch(1)  # for decoding the streams' tokens one at a time
         self.plan = DecodePlan()
@@ -152,6 +153,7 @@ class Engine:
             "busy": len(self.active),
             "queued": len(self.waiting),
             "cached_tokens": [len(s.cached) for s in self.slots],
+            "host_cache": {"entries": len(self.host), "bytes": self.host.bytes},
         }
 
     def step(self) -> None:
@@ -172,8 +174,7 @@ class Engine:
             self._advance(job)
 
     def _decode_apart(self, ready: list[_Job]) -> None:
-        """Decode each sequence's token by itself, sampling it before the next (the cheaper
-        way on some builds and models: see ``decode_plan``)."""
+        """Decode and sample each sequence's token by itself (cheaper on some builds)."""
         batch, one = self.batch, self._one
         for job in ready:
             row = job.row
@@ -198,7 +199,7 @@ class Engine:
                 return
             job = self.waiting.popleft()
             busy = {s.seq_id for s in self.slots if s.job is not None}
-            slot, common = pick_slot(free, job.prompt, busy)
+            slot, common = self.host.pick(free, job.prompt, busy, not job.images)
             common = self._reusable(job, min(common, len(job.prompt) - 1))
             slot.shift = 0  # what is kept of the cache holds no M-RoPE image (``_reusable``)
             if common < len(slot.cached):

@@ -22,6 +22,12 @@ __all__ = ["ContextConfig", "LoadError", "Model"]
 _GGUF_MAGIC = b"GGUF"
 _CHEAP_BYTES_PER_TOKEN = 4  # a text of up to this many bytes per allowed token is tokenized
 _HEAD_MARGIN = 16  # tokens kept past a cut, so the cut cannot change the tokens before it
+_CACHE_TYPES = {"f16": lc.GGML_TYPE_F16, "q8_0": lc.GGML_TYPE_Q8_0, "q4_0": lc.GGML_TYPE_Q4_0}
+_FLASH_ATTENTION = {
+    "auto": lc.LLAMA_FLASH_ATTN_TYPE_AUTO,
+    "on": lc.LLAMA_FLASH_ATTN_TYPE_ENABLED,
+    "off": lc.LLAMA_FLASH_ATTN_TYPE_DISABLED,
+}
 
 
 class LoadError(Exception):
@@ -107,11 +113,18 @@ class Model:
         params.pooling_type = config.pooling
         params.kv_unified = config.unified_kv
         params.flash_attn_type = config.flash_attn
+        if not config.embeddings:  # generation: the KV cache type and attention the spec asks
+            params.type_k = params.type_v = _CACHE_TYPES[self.spec.kv_cache_type]
+            params.flash_attn_type = _FLASH_ATTENTION[self.spec.flash_attention]
         params.n_outputs_max_per_seq = 0 if config.embeddings else 1
         params.no_perf = True
         ctx = lc.llama_init_from_model(self.handle, params)
         if not ctx:
-            raise LoadError(f"llama.cpp could not create a context of {config.n_ctx} tokens")
+            raise LoadError(
+                f"llama.cpp could not create a context of {config.n_ctx} tokens "
+                f"(KV cache {self.spec.kv_cache_type}, flash attention "
+                f"{self.spec.flash_attention}; see the log lines below)"
+            )
         if self._adapters and not self._apply_adapters(ctx):
             lc.llama_free(ctx)
             raise LoadError(

@@ -3,6 +3,7 @@ upkeep (prune, verify). Store work that touches the disk runs in a worker thread
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from datetime import UTC, datetime
 
@@ -16,6 +17,7 @@ from daemon.api.native_models import (
     PruneResponse,
     RunningModel,
     RunningResponse,
+    RunSettingsOut,
     ShowRequest,
     ShowResponse,
     TagsResponse,
@@ -83,7 +85,10 @@ async def show(body: ShowRequest, request: Request) -> ShowResponse:
         modified = _entry(store, body.model).modified
         return show_response(store, details, model, modified, body.verbose)
 
-    return await to_thread.run_sync(build)
+    response = await to_thread.run_sync(build)
+    runs = await inference.run_settings(model)
+    response.runs_with = RunSettingsOut(**dataclasses.asdict(runs))
+    return response
 
 
 def _entry(store: Store, text: str) -> ModelEntry:
@@ -120,6 +125,8 @@ def _running(store: Store, status: ModelStatus) -> RunningModel:
         context_length=status.info.n_ctx,
         processor=status.processor,
         active_requests=status.active,
+        kv_cache_type=status.spec.kv_cache_type,
+        flash_attention=status.spec.flash_attention,
     )
 
 

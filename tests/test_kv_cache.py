@@ -1,0 +1,114 @@
+"""KV cache types and flash attention: each type loads and answers in the real runner, the
+daemon passes them from options, Modelfiles and settings, reports them in ``ps``, and refuses
+what llama.cpp cannot run with a clear 400."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from daemon.errors import BadRequestError
+from daemon.inference.options import merge_options, runner_options
+from daemon.scheduler.memory import ModelFootprint, estimate_bytes
+from daemon.settings import Settings
+from model_registry.importer import ModelExtras
+from tests.support.daemon import Daemon, make_store
+from tests.support.runner import GREEDY, collect, make_spec, write_tiny_model
+
+PROMPT = "<|im_start|>user\nhello there<|im_end|>\n<|im_start|>assistant\n"
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory):
+    """Heads of 32 values, so q4_0/q8_0 blocks (32 values each) tile a head exactly."""
+    return write_tiny_model(tmp_path_factory.mktemp("kv") / "kv.gguf", n_head=2, seed=7)
+
+
+@pytest.mark.parametrize("kv_type", ["f16", "q8_0", "q4_0"])
+def test_each_kv_cache_type_loads_and_answers(harness, model_path, kv_type):
+    flash = "auto" if kv_type == "f16" else "on"
+    runner = harness.start(make_spec(model_path, kv_cache_type=kv_type, flash_attention=flash))
+    try:
+        stream = harness.run(collect(runner, PROMPT))
+        assert stream.done.completion_tokens == GREEDY.max_tokens
+        assert stream.text
+    finally:
+        harness.run(runner.stop())
+
+
+def test_quantized_cache_shrinks_the_memory_estimate():
+    footprint = ModelFootprint(100 << 20, n_layer=16, n_embd=2048, n_head=32, n_head_kv=8)
+    f16, q8, q4 = (estimate_bytes(footprint, 8192, 4, kind) for kind in ("f16", "q8_0", "q4_0"))
+    kv_f16 = f16 - estimate_bytes(footprint, 0, 4, "f16")
+    assert q4 < q8 < f16
+    assert f16 - q8 == pytest.approx(kv_f16 * (1 - 34 / 64), rel=1e-6)
+
+
+def test_quantized_cache_turns_flash_attention_on_or_is_refused():
+    settings = Settings()
+    auto = runner_options(merge_options({"kv_cache_type": "q8_0"}), settings)
+    assert (auto.kv_cache_type, auto.flash_attention) == ("q8_0", "on")
+    with pytest.raises(BadRequestError, match="needs flash attention"):
+        runner_options(merge_options({"kv_cache_type": "q4_0", "flash_attention": "off"}), settings)
+    plain = runner_options(merge_options({}), Settings(kv_cache_type="q4_0"))
+    assert plain.kv_cache_type == "q4_0" and plain.flash_attention == "on"
+
+
+def test_settings_read_the_cache_type_and_refuse_unknown_ones():
+    env = {"LOCALLLM_KV_CACHE_TYPE": "Q8_0", "LOCALLLM_FLASH_ATTENTION": "on"}
+    settings = Settings.from_env(env)
+    assert (settings.kv_cache_type, settings.flash_attention) == ("q8_0", "on")
+    with pytest.raises(ValueError, match="LOCALLLM_KV_CACHE_TYPE must be one of f16, q8_0, q4_0"):
+        Settings.from_env({"LOCALLLM_KV_CACHE_TYPE": "q5_1"})
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory, model_path):
+    root = tmp_path_factory.mktemp("kv-daemon")
+    extras = ModelExtras(parameters={"kv_cache_type": "q8_0"})
+    store = make_store(root / "store", {"plain": model_path, "quant": (model_path, extras)})
+    with Daemon(store, root / "logs", env={"LOCALLLM_NUM_PARALLEL": "1"}) as running:
+        yield running
+
+
+def _generate(daemon, model: str, **options) -> httpx.Response:
+    body = {"model": model, "prompt": "hello", "stream": False, "options": options}
+    body["options"].setdefault("num_predict", 4)
+    return httpx.post(f"{daemon.url}/api/generate", json=body, timeout=120)
+
+
+def test_modelfile_and_request_options_reach_the_runner_and_ps(daemon):
+    assert _generate(daemon, "quant").status_code == 200
+    assert _generate(daemon, "plain", kv_cache_type="q4_0").status_code == 200
+    running = httpx.get(f"{daemon.url}/api/ps", timeout=30).json()["models"]
+    seen = {m["name"]: (m["kv_cache_type"], m["flash_attention"]) for m in running}
+    assert seen == {"quant:latest": ("q8_0", "on"), "plain:latest": ("q4_0", "on")}
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"kv_cache_type": "q5_1"}, "kv_cache_type must be one of f16, q8_0, q4_0"),
+        ({"flash_attention": "maybe"}, "flash_attention must be one of auto, on, off"),
+        ({"kv_cache_type": "q8_0", "flash_attention": "off"}, "needs flash attention"),
+    ],
+)
+def test_invalid_cache_options_are_a_clear_400(daemon, options, message):
+    response = _generate(daemon, "plain", **options)
+    assert response.status_code == 400
+    assert message in response.json()["error"]
+
+
+def test_the_head_size_of_the_gguf_sizes_the_cache():
+    """Gemma 3 and Qwen 3 have heads wider than n_embd / n_head: the cache follows the GGUF's
+    ``attention.key_length``, read by the store and used by the estimate."""
+    from daemon.inference.resolve import _footprint
+    from model_registry.gguf_info import read_gguf_info
+    from tests.support.real_model import gemma_path
+
+    info = read_gguf_info(gemma_path())
+    assert (info.embedding_length, info.head_count, info.key_length) == (640, 4, 256)
+    footprint = _footprint(1, info.to_summary())
+    assert footprint.n_embd_kv == 256 * info.head_count_kv  # not 640 / 4 = 160 per head
+    plain = ModelFootprint(1, n_layer=2, n_embd=64, n_head=4, n_head_kv=2)
+    assert plain.n_embd_kv == 32
