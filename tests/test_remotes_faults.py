@@ -79,6 +79,19 @@ def test_a_hostile_remote_gives_a_clear_error(front, mode, says):
         raw.close()
 
 
+def test_a_gigantic_model_list_marks_the_replica_unhealthy(front):
+    raw = RawRemote("huge_models")
+    try:
+        assert add_remote(front, "huge", [raw.url]).status_code == 200
+        replica = _replicas(front, "huge")[0]
+        assert not replica["healthy"]
+        assert replica["error"] == "remote 'huge' sent more than 16 MiB"
+        assert httpx.get(front.url + "/api/tags", timeout=10).status_code == 200
+    finally:
+        httpx.delete(front.url + "/api/remotes/huge", timeout=10)
+        raw.close()
+
+
 def test_a_failure_mid_stream_ends_with_an_error_in_each_wire_format(front):
     raw = RawRemote("broken_mid")
     try:

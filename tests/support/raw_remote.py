@@ -21,8 +21,9 @@ def _chunk(text: str) -> bytes:
 class RawRemote:
     """Serves ``GET /v1/models`` properly and ``POST /v1/chat/completions`` as ``mode`` says.
 
-    Modes: "slow" (one chunk, then the rest once ``release`` is set), "huge_line",
-    "malformed", "html", "silent" (headers, then nothing), "broken_mid" (a chunk, then garbage).
+    Modes: "huge_models" (a model list of 20 MiB), "slow" (one chunk, then the rest once
+    ``release`` is set), "huge_line", "malformed", "html", "silent" (headers, then nothing),
+    "broken_mid" (a chunk, then garbage).
     """
 
     def __init__(self, mode: str):
@@ -47,7 +48,11 @@ class RawRemote:
         with conn:
             try:
                 head = self._read_request(conn)
-                if head.startswith(b"GET /v1/models"):
+                if head.startswith(b"GET /v1/models") and self.mode == "huge_models":
+                    conn.sendall(
+                        _stream_head("application/json") + b'{"data": [' + b" " * (20 << 20)
+                    )
+                elif head.startswith(b"GET /v1/models"):
                     conn.sendall(_response("application/json", _MODELS))
                 else:
                     self._chat(conn)
