@@ -29,6 +29,7 @@ class RawRemote:
     def __init__(self, mode: str):
         self.mode = mode
         self.release = threading.Event()
+        self.frozen = threading.Event()  # set: new connections are never answered
         self._sock = socket.socket()
         self._sock.bind(("127.0.0.1", 0))
         self._sock.listen(64)
@@ -48,6 +49,9 @@ class RawRemote:
         with conn:
             try:
                 head = self._read_request(conn)
+                if self.frozen.is_set():
+                    self.release.wait(60)
+                    return
                 if head.startswith(b"GET /v1/models") and self.mode == "huge_models":
                     conn.sendall(
                         _stream_head("application/json") + b'{"data": [' + b" " * (20 << 20)
