@@ -117,7 +117,7 @@ def table(one: dict, agg: dict) -> list[str]:
         f"| 4 streams aggregate tokens/s (best; median) | {agg_best[0]:.1f} "
         f"({statistics.median(agg['direct']):.1f}) | {agg_best[1]:.1f} "
         f"({statistics.median(agg['front']):.1f}) | "
-        f"{100 * (1 - statistics.median(agg['front']) / statistics.median(agg['direct'])):+.1f}%"
+        f"{100 * (1 - statistics.median(agg['front']) / statistics.median(agg['direct'])):.1f}%"
         " lower (median) | < 5% |",
     ]
     return rows
@@ -134,6 +134,13 @@ def write_results(lines: list[str]) -> None:
     else:
         text = text.rstrip("\n") + "\n\n" + block
     path.write_text(text)
+
+
+def _command() -> str:
+    """This run's command line, as RESULTS.md records it (without ``--write``)."""
+    return " ".join(
+        ["python bench/bench_remote_overhead.py"] + [a for a in sys.argv[1:] if a != "--write"]
+    )
 
 
 def main() -> None:
@@ -173,7 +180,7 @@ def main() -> None:
         f"Model: {model.name} ({model.stat().st_size / 1e6:.0f} MB); {args.threads} threads; "
         f"{args.tokens} tokens per stream, greedy; {args.trials} interleaved trials.  ",
         "The remote is a localllm daemon on loopback; the front daemon has it as remote `team`.  ",
-        "Command: `python bench/bench_remote_overhead.py`",
+        f"Command: `{_command()}`",
         "",
         *table(one, agg),
     ]

@@ -79,6 +79,19 @@ def test_a_hostile_remote_gives_a_clear_error(front, mode, says):
         raw.close()
 
 
+def test_a_gigantic_model_list_marks_the_replica_unhealthy(front):
+    raw = RawRemote("huge_models")
+    try:
+        assert add_remote(front, "huge", [raw.url]).status_code == 200
+        replica = _replicas(front, "huge")[0]
+        assert not replica["healthy"]
+        assert replica["error"] == "remote 'huge' sent more than 16 MiB"
+        assert httpx.get(front.url + "/api/tags", timeout=10).status_code == 200
+    finally:
+        httpx.delete(front.url + "/api/remotes/huge", timeout=10)
+        raw.close()
+
+
 def test_a_failure_mid_stream_ends_with_an_error_in_each_wire_format(front):
     raw = RawRemote("broken_mid")
     try:
@@ -262,3 +275,22 @@ def test_a_loop_of_remotes_is_refused_not_followed(front, tmp_path):
             assert "went round a loop of remotes" in r.json()["error"]["message"]
         finally:
             httpx.delete(front.url + "/api/remotes/b", timeout=10)
+
+
+def test_a_replica_gone_quiet_mid_stream_is_checked_and_ejected(front, steady):
+    raw = RawRemote("slow")  # one chunk, then silence with the request open
+    urls = [raw.url, steady.url]  # nothing in flight: the first request goes to the first
+    assert add_remote(front, "quiet", urls, timeout_seconds=60).status_code == 200
+    body = {"model": "quiet/tiny", "messages": HI, "stream": True}
+    try:
+        url = front.url + "/v1/chat/completions"
+        with httpx.stream("POST", url, json=body, timeout=60) as stream:
+            lines = stream.iter_lines()
+            assert next(line for line in lines if "Hello" in line)
+            raw.frozen.set()  # and now it answers nothing at all, checks included
+            assert wait_for(lambda: not _replicas(front, "quiet")[0]["healthy"], 40)
+            assert _replicas(front, "quiet")[0]["in_flight"] == 1  # the stream is still open
+            assert _chat(front, "quiet/tiny", timeout=30).status_code == 200  # the other one
+    finally:
+        httpx.delete(front.url + "/api/remotes/quiet", timeout=10)
+        raw.close()

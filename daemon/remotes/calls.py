@@ -140,6 +140,7 @@ async def remote_stream(
                     raise await _refusal(response, remote.name)
                 check_content_type(response, remote.name, _STREAM_TYPES[remote.config.kind])
                 async for line in lines(response, remote.name, deadline):
+                    replica.answered_at = time.monotonic()
                     for delta in reader(line, state):
                         if not first:
                             first.append(time.monotonic())

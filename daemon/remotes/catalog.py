@@ -2,9 +2,9 @@
 (OpenAI kind) or ``GET /api/tags`` (Ollama kind) on every replica, its round trip timed.
 
 They run in the background, so a listing reads the cache and never waits on the network. A
-replica serving requests is not checked (its answers show it is alive, and a failure ejects
-it): some engines, llama-cpp-python's server among them, stop the stream they are serving
-when another request comes in."""
+replica that is streaming answers is not checked (they show it is alive, and a failure ejects
+it), since some engines, llama-cpp-python's server among them, stop the stream they serve
+when another request comes in; one that has gone quiet for 5 s with requests open is."""
 
 from __future__ import annotations
 
@@ -27,13 +27,19 @@ _MAX_ID = 256
 
 async def refresh(client: httpx.AsyncClient, remote: RemoteState) -> None:
     """Check every replica at once; the first model list that comes back is kept."""
-    idle = [r for r in remote.replicas.replicas if not (r.healthy and r.in_flight)]
-    found = await asyncio.gather(*(_check(client, remote, r) for r in idle))
+    now = time.monotonic()
+    due = [r for r in remote.replicas.replicas if not _streaming(r, now)]
+    found = await asyncio.gather(*(_check(client, remote, r) for r in due))
     ids = next((ids for ids in found if ids is not None), None)
     if ids is not None:
         remote.model_ids = ids
     async with remote.freed:
         remote.freed.notify_all()  # a replica back in service takes waiting requests
+
+
+def _streaming(replica: Replica, now: float) -> bool:
+    """Serving requests and answering them lately: alive, and better left alone."""
+    return replica.healthy and replica.in_flight > 0 and now - replica.answered_at < _CHECK_TIMEOUT
 
 
 async def _check(client: httpx.AsyncClient, remote: RemoteState, replica: Replica):

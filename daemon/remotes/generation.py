@@ -54,7 +54,7 @@ class RemoteGeneration:
         except StopAsyncIteration:
             self._end(Finished("error", _NO_USAGE))
             raise RemoteError(f"the stream for {self.model} ended early") from None
-        except BaseException:
+        except Exception:  # a cancellation (the client left) is "cancelled", set by aclose
             self._end(Finished("error", _NO_USAGE))
             raise
         if isinstance(item, Finished):

@@ -33,6 +33,7 @@ class Replica:
     failures: int = 0  # in a row
     ejected_until: float = 0.0  # time.monotonic()
     checked: bool = field(default=False)
+    answered_at: float = 0.0  # time.monotonic() of the last line a request read from it
 
     def info(self) -> ReplicaInfo:
         now = time.monotonic()

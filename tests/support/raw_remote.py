@@ -21,13 +21,15 @@ def _chunk(text: str) -> bytes:
 class RawRemote:
     """Serves ``GET /v1/models`` properly and ``POST /v1/chat/completions`` as ``mode`` says.
 
-    Modes: "slow" (one chunk, then the rest once ``release`` is set), "huge_line",
-    "malformed", "html", "silent" (headers, then nothing), "broken_mid" (a chunk, then garbage).
+    Modes: "huge_models" (a model list of 20 MiB), "slow" (one chunk, then the rest once
+    ``release`` is set), "huge_line", "malformed", "html", "silent" (headers, then nothing),
+    "broken_mid" (a chunk, then garbage).
     """
 
     def __init__(self, mode: str):
         self.mode = mode
         self.release = threading.Event()
+        self.frozen = threading.Event()  # set: new connections are never answered
         self._sock = socket.socket()
         self._sock.bind(("127.0.0.1", 0))
         self._sock.listen(64)
@@ -47,7 +49,14 @@ class RawRemote:
         with conn:
             try:
                 head = self._read_request(conn)
-                if head.startswith(b"GET /v1/models"):
+                if self.frozen.is_set():
+                    self.release.wait(60)
+                    return
+                if head.startswith(b"GET /v1/models") and self.mode == "huge_models":
+                    conn.sendall(
+                        _stream_head("application/json") + b'{"data": [' + b" " * (20 << 20)
+                    )
+                elif head.startswith(b"GET /v1/models"):
                     conn.sendall(_response("application/json", _MODELS))
                 else:
                     self._chat(conn)
