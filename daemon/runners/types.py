@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 __all__ = [
+    "DEFAULT_DRAFT",
     "ContextOverflowError",
     "DoneEvent",
     "EmbedCall",
@@ -22,6 +23,9 @@ __all__ = [
     "SamplingParams",
     "TokenEvent",
 ]
+
+
+DEFAULT_DRAFT = 8  # most tokens speculative decoding guesses per step (bench/RESULTS.md)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +50,7 @@ class RunnerSpec:
     num_threads: int | None = None
     num_batch: int = 512  # prompt prefill chunk size
     embedding_only: bool = False  # an embedding model (no generation)
+    num_draft: int = DEFAULT_DRAFT  # most tokens guessed per step (speculative decoding); 0: off
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +134,8 @@ class DoneEvent:
     generation_seconds: float
     first_token_seconds: float  # from the request reaching the runner to its first token
     stop_sequence: str | None = None  # the stop string that ended it (reason "stop")
+    draft_tokens: int = 0  # tokens guessed by speculative decoding
+    draft_accepted: int = 0  # of those, the ones the model agreed with
 
 
 class RunnerError(Exception):

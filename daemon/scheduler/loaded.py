@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Protocol
 
 from daemon.runners.types import (
+    DEFAULT_DRAFT,
     DoneEvent,
     EmbedCall,
     GenerateCall,
@@ -79,6 +80,7 @@ class RunnerOptions:
     num_gpu: int | None = None  # None: choose from free VRAM; -1: all layers
     num_threads: int | None = None
     num_batch: int = 512
+    num_draft: int = DEFAULT_DRAFT  # speculative decoding's most guessed tokens per step; 0: off
 
 
 @dataclass(frozen=True, slots=True)
