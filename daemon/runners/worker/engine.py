@@ -99,7 +99,6 @@ class Engine:
         self.batch.add(max(token, 0), 0, 0, True)
         self.batch.decode(self.ctx)
         lc.llama_memory_seq_rm(self.memory, 0, -1, -1)
-        self.speculator.probe(self.model, self.ctx)
 
     def submit(self, rid: int, req: GenerateCall) -> None:
         parsed = self._tokenize(req)

@@ -9,11 +9,11 @@ samples is the guess, the guess's KV is already in place and the next row is val
 first difference the rest is dropped from the KV cache. What is sampled is therefore what
 plain decoding samples (greedy or not, with the same seed), only sooner.
 
-Some builds compute a token's logits differently when it is decoded among several (CPU
-weight repacking switches to matrix-matrix kernels from 4 rows on), which could flip a near
-tie and change the text. So at load the speculator decodes one token alone and again at the
-head of batches of each size it might use, and never lets a step's batch grow past the largest
-size whose logits matched bit for bit.
+The text is the same to the token where llama.cpp's logits for a token do not depend on how
+many tokens its decode holds (Q8_0 on CPU: tests/test_runner_speculative.py). With K-quants
+on a multi-threaded CPU they differ slightly (other kernels from 4 rows on; attention split
+differently over threads for one row than for several), exactly as they already do between one
+stream and several: a near tie can then go the other way and the texts part from there on.
 
 Guessing costs a longer decode when the guess is wrong, so each sequence drafts only as far as
 its recent guesses went right, stops for a while after misses, and nothing is drafted while
@@ -25,10 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import llama_cpp as lc
-import numpy as np
 
 from ..types import DEFAULT_DRAFT
-from .batch import Batch
 from .prompt_lookup import NgramIndex
 
 __all__ = ["Speculator", "draft_stats"]
@@ -74,21 +72,6 @@ class Speculator:
         self.most = max(0, most)
         self.proposed = 0  # over the runner's life, for its status
         self.accepted = 0
-        self.rows = 1 + self.most  # most rows in a batch with guesses (see :meth:`probe`)
-
-    def probe(self, model, ctx) -> None:
-        """Find the largest batch whose first row's logits equal a lone decode's, bit for
-        bit, checking every size up to ``1 + most`` (sequence 0, left empty after)."""
-        if not self.most:
-            return
-        batch = Batch(1 + self.most)
-        tokens = [max(lc.llama_vocab_bos(model.vocab), 0), *range(1, 1 + self.most)]
-        alone = _logits(ctx, model, batch, tokens[:1], self.memory)
-        self.rows = 1
-        for size in range(2, 2 + self.most):
-            if not np.array_equal(_logits(ctx, model, batch, tokens[:size], self.memory), alone):
-                return
-            self.rows = size
 
     def draft(self, active: list, batch) -> None:
         """Add guesses after the token of each generating job in ``batch`` (jobs whose
@@ -104,7 +87,7 @@ class Speculator:
                 state.pause -= 1
                 continue
             slot = job.slot
-            room = min(state.limit, self.n_ctx - len(slot.cached), self.rows - batch.n, batch.free)
+            room = min(state.limit, self.n_ctx - len(slot.cached), batch.free)
             if job.max_tokens is not None:
                 room = min(room, job.max_tokens - job.completion - 1)
             guess = state.index.propose(room)
@@ -149,15 +132,3 @@ def draft_stats(job) -> dict[str, int]:
     if state is None:
         return {"draft_tokens": 0, "draft_accepted": 0}
     return {"draft_tokens": state.proposed, "draft_accepted": state.accepted}
-
-
-def _logits(ctx, model, batch: Batch, tokens: list[int], memory) -> np.ndarray:
-    """Row 0's logits after decoding ``tokens`` from position 0 of sequence 0."""
-    batch.clear()
-    for position, token in enumerate(tokens):
-        batch.add(token, position, 0, True)
-    if batch.decode(ctx) != 0:
-        raise RuntimeError("llama_decode failed while probing batch sizes")
-    logits = np.ctypeslib.as_array(lc.llama_get_logits_ith(ctx, 0), shape=(model.n_vocab,))
-    lc.llama_memory_seq_rm(memory, 0, -1, -1)
-    return logits.copy()
