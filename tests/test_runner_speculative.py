@@ -162,3 +162,14 @@ def test_a_cancel_mid_guessing_stops_the_stream_and_frees_the_slot(harness, tiny
     assert seen == plain.token_ids[: len(seen)]
     again = harness.run(collect(runner, COPY, greedy(200)))  # the only slot is free again
     assert again.token_ids == plain.token_ids
+
+
+def test_num_draft_reaches_the_runner_spec():
+    from daemon.inference.options import merge_options, runner_options
+    from daemon.runners.types import DEFAULT_DRAFT
+    from daemon.settings import Settings
+
+    assert runner_options({}, Settings()).num_draft == DEFAULT_DRAFT
+    assert (
+        runner_options(merge_options({"num_draft": 3}, {"num_draft": 0}), Settings()).num_draft == 0
+    )
