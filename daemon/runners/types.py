@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 
-DEFAULT_DRAFT = 8  # most tokens speculative decoding guesses per step (bench/RESULTS.md)
+DEFAULT_DRAFT = 8  # most tokens speculative decoding guesses per step (0: off)
 
 
 @dataclass(frozen=True, slots=True)

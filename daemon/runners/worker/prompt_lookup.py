@@ -11,7 +11,7 @@ from __future__ import annotations
 
 __all__ = ["NgramIndex"]
 
-MIN_NGRAM = 2  # shorter matches guess too often wrong to pay (bench/RESULTS.md)
+MIN_NGRAM = 2  # one token matches too often to be a good guess (not yet tuned by measurement)
 MAX_NGRAM = 4
 
 

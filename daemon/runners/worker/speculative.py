@@ -31,7 +31,7 @@ from .prompt_lookup import NgramIndex
 
 __all__ = ["Speculator", "draft_stats"]
 
-MAX_STREAMS = 2  # no guessing while more sequences than this generate (bench/RESULTS.md)
+MAX_STREAMS = 2  # no guessing while more sequences than this generate (not yet tuned)
 _MAX_PAUSE = 64  # tokens without guessing after a run of wholly wrong guesses, at most
 
 
