@@ -187,3 +187,11 @@ def test_num_draft_reaches_the_runner_spec():
     assert (
         runner_options(merge_options({"num_draft": 3}, {"num_draft": 0}), Settings()).num_draft == 0
     )
+
+
+def test_a_modelfile_can_turn_guessing_off_and_is_told_the_range():
+    from model_registry.modelfile import ModelfileError, parse_modelfile
+
+    assert parse_modelfile("FROM x\nPARAMETER num_draft 0\n").parameters == {"num_draft": 0}
+    with pytest.raises(ModelfileError, match="num_draft must be an integer between 0 and 64"):
+        parse_modelfile("FROM x\nPARAMETER num_draft 99\n")
