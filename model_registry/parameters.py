@@ -55,6 +55,7 @@ OPTIONS: dict[str, Parameter] = {
     "num_thread": Parameter(int, 0, 1024),
     "num_parallel": Parameter(int, 0, 256, modelfile=False),
     "num_keep": Parameter(int, -1, MAX_CONTEXT),
+    "num_draft": Parameter(int, 0, 64),  # tokens guessed per step (speculative); 0: off
     "num_predict": Parameter(int, -2, MAX_CONTEXT),  # -1: until done, -2: fill the context
     "top_k": Parameter(int, -1, 1 << 20),  # 0 or -1: off
     "repeat_last_n": Parameter(int, -1, MAX_CONTEXT),  # -1: the whole context

@@ -143,6 +143,7 @@ def test_bad_adapter_lines(line, message):
         ("num_thread", "+8", 8),
         ("num_batch", "512", 512),
         ("num_keep", "4", 4),
+        ("num_draft", "0", 0),
         ("temperature", "0", 0.0),
         ("temperature", "1.5", 1.5),
         ("top_k", "40", 40),
@@ -171,7 +172,7 @@ def test_parameter_types(key, raw, value):
 
 def test_every_parameter_has_a_type_case():
     assert set(PARAMETER_TYPES) <= {
-        "num_ctx", "num_predict", "num_gpu", "num_thread", "num_batch", "num_keep",
+        "num_ctx", "num_predict", "num_gpu", "num_thread", "num_batch", "num_keep", "num_draft",
         "temperature", "top_k", "top_p", "min_p", "typical_p", "repeat_penalty",
         "repeat_last_n", "presence_penalty", "frequency_penalty", "seed", "stop", "mirostat",
         "mirostat_eta", "mirostat_tau", "penalize_newline", "kv_cache_type", "flash_attention",

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 
 from daemon.errors import BadRequestError
-from daemon.runners.types import SamplingParams
+from daemon.runners.types import DEFAULT_DRAFT, SamplingParams
 from daemon.scheduler import RunnerOptions
 from daemon.settings import Settings
 from model_registry.errors import InvalidParameterError
@@ -35,7 +35,7 @@ _INTS = {
     "seed": "seed",
     "num_predict": "max_tokens",
 }
-_RUNNER_INTS = ("num_ctx", "num_batch", "num_gpu", "num_thread", "num_parallel")
+_RUNNER_INTS = ("num_ctx", "num_batch", "num_gpu", "num_thread", "num_parallel", "num_draft")
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -119,6 +119,7 @@ def runner_options(
         kv_cache_type=kv_cache_type,
         flash_attention=flash_attention,
         host_cache_bytes=max(0, settings.host_cache_mib) << 20,
+        num_draft=ints.get("num_draft", DEFAULT_DRAFT),
     )
 
 

@@ -193,7 +193,7 @@ def generate_from_wire(data: dict[str, Any]) -> GenerateCall:
 
 def done_from_wire(data: dict[str, Any]) -> DoneEvent:
     names = (f.name for f in dataclasses.fields(DoneEvent))
-    return DoneEvent(**{name: data[name] for name in names})
+    return DoneEvent(**{name: data[name] for name in names if name in data})
 
 
 def info_from_wire(data: dict[str, Any]) -> RunnerInfo:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 __all__ = [
+    "DEFAULT_DRAFT",
     "ContextOverflowError",
     "DoneEvent",
     "EmbedCall",
@@ -22,6 +23,9 @@ __all__ = [
     "SamplingParams",
     "TokenEvent",
 ]
+
+
+DEFAULT_DRAFT = 8  # most tokens speculative decoding guesses per step (0: off)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +53,7 @@ class RunnerSpec:
     kv_cache_type: str = "f16"  # K and V cache: "f16", "q8_0" or "q4_0"
     flash_attention: str = "auto"  # "auto", "on" or "off" (a quantized V cache needs it on)
     host_cache_bytes: int = 0  # host-RAM prompt cache for sequences evicted from slots; 0: off
+    num_draft: int = DEFAULT_DRAFT  # most tokens guessed per step (speculative decoding); 0: off
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +137,8 @@ class DoneEvent:
     generation_seconds: float
     first_token_seconds: float  # from the request reaching the runner to its first token
     stop_sequence: str | None = None  # the stop string that ended it (reason "stop")
+    draft_tokens: int = 0  # tokens guessed by speculative decoding
+    draft_accepted: int = 0  # of those, the ones the model agreed with
 
 
 class RunnerError(Exception):

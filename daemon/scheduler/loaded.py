@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Protocol
 
 from daemon.runners.types import (
+    DEFAULT_DRAFT,
     DoneEvent,
     EmbedCall,
     GenerateCall,
@@ -82,6 +83,7 @@ class RunnerOptions:
     kv_cache_type: str = "f16"
     flash_attention: str = "auto"
     host_cache_bytes: int = 0
+    num_draft: int = DEFAULT_DRAFT  # speculative decoding's most guessed tokens per step; 0: off
 
 
 @dataclass(frozen=True, slots=True)

@@ -157,6 +157,7 @@ class Scheduler:
             num_gpu_layers=AUTO_GPU_LAYERS if options.num_gpu is None else options.num_gpu,
             num_threads=options.num_threads,
             num_batch=options.num_batch,
+            num_draft=options.num_draft,
             embedding_only=target.embedding_only,
             kv_cache_type=options.kv_cache_type,
             flash_attention=options.flash_attention,

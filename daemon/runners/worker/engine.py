@@ -32,8 +32,9 @@ from .host_cache import HostCache
 from .model import ContextConfig, Model
 from .sampling import SequenceSampler, token_logprobs
 from .slots import Slot
+from .speculative import Speculator, draft_stats
 from .text import TextStream
-from .vision import ImagePrompt, ImageSpan, Vision
+from .vision import ImagePrompt, ImageSpan, Vision, reusable_prefix
 
 __all__ = ["Engine"]
 
@@ -57,6 +58,7 @@ class _Job:
     row: int = -1  # batch row holding this step's logits, -1 if none
     admitted: float = 0.0
     first_token: float = 0.0
+    speculation: object = None  # its guessing state, once it guessed (``speculative``)
 
 
 class Engine:
@@ -81,6 +83,7 @@ class Engine:
         self.batch = Batch(n_batch)
         self._one = Batch(1)  # for decoding the streams' tokens one at a time
         self.plan = DecodePlan()
+        self.speculator = Speculator(self.memory, self.n_ctx, spec.num_draft)
         self.slots = [Slot(i) for i in range(spec.num_parallel)]
         self.waiting: deque[_Job] = deque()
         self.active: list[_Job] = []
@@ -154,6 +157,7 @@ class Engine:
             "queued": len(self.waiting),
             "cached_tokens": [len(s.cached) for s in self.slots],
             "host_cache": {"entries": len(self.host), "bytes": self.host.bytes},
+            **self.speculator.totals(),
         }
 
     def step(self) -> None:
@@ -171,7 +175,7 @@ class Engine:
         if singles:
             self.plan.record(len(ready), time.perf_counter() - started)
         for job in ready:
-            self._advance(job)
+            self.speculator.advance(job, self._advance)
 
     def _decode_apart(self, ready: list[_Job]) -> None:
         """Decode and sample each sequence's token by itself (cheaper on some builds)."""
@@ -200,8 +204,8 @@ class Engine:
             job = self.waiting.popleft()
             busy = {s.seq_id for s in self.slots if s.job is not None}
             slot, common = self.host.pick(free, job.prompt, busy, not job.images)
-            common = self._reusable(job, min(common, len(job.prompt) - 1))
-            slot.shift = 0  # what is kept of the cache holds no M-RoPE image (``_reusable``)
+            common = reusable_prefix(job.images, min(common, len(job.prompt) - 1), self.vision)
+            slot.shift = 0  # what is kept of the cache holds no M-RoPE image (see there)
             if common < len(slot.cached):
                 if not lc.llama_memory_seq_rm(self.memory, slot.seq_id, common, -1):
                     lc.llama_memory_seq_rm(self.memory, slot.seq_id, -1, -1)
@@ -210,14 +214,6 @@ class Engine:
             slot.job, job.slot, job.fed = job, slot, common
             job.admitted = time.perf_counter()
             self.active.append(job)
-
-    def _reusable(self, job: _Job, common: int) -> int:
-        """How much of a cached prefix may be kept: never part of an image, and with M-RoPE
-        (where positions stop matching indices after an image) nothing from the first on."""
-        for start, image in job.images.items():
-            if start < common < start + image.n_tokens or (self.vision.mrope and start < common):
-                common = start
-        return common
 
     def _fill_batch(self) -> None:
         batch = self.batch
@@ -229,6 +225,7 @@ class Engine:
                 job.row = batch.add(job.pending, len(slot.cached) + slot.shift, slot.seq_id, True)
                 slot.cached.append(job.pending)
                 job.pending = None
+        self.speculator.draft(self.active, batch)
         for job in list(self.active):
             if not self._feed_prompt(job):
                 return
@@ -326,6 +323,7 @@ class Engine:
                 "prompt_seconds": (first - job.admitted) if job.admitted else 0.0,
                 "generation_seconds": now - first,
                 "first_token_seconds": (first - job.arrived) if job.first_token else 0.0,
+                **draft_stats(job),
             }
         )
         self._release(job, now)

@@ -22,7 +22,7 @@ from llama_cpp import mtmd_cpp as mtmd
 from ..types import InvalidRequestError, RunnerError
 from .model import LoadError, Model
 
-__all__ = ["ImagePrompt", "ImageSpan", "Vision"]
+__all__ = ["ImagePrompt", "ImageSpan", "Vision", "reusable_prefix"]
 
 
 @dataclass(eq=False)
@@ -154,6 +154,15 @@ class Vision:
             copy = mtmd.mtmd_input_chunk_copy(chunk)
             result.images[start] = ImageSpan(start, n_tokens, n_pos, copy)
         return result
+
+
+def reusable_prefix(images: dict[int, ImageSpan], common: int, vision: Vision | None) -> int:
+    """How much of a cached prefix may be kept: never part of an image, and with M-RoPE
+    (where positions stop matching indices after an image) nothing from the first on."""
+    for start, image in images.items():
+        if start < common < start + image.n_tokens or (vision.mrope and start < common):
+            common = start
+    return common
 
 
 def _placeholders(key: bytes, count: int) -> list[int]:

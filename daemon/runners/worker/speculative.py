@@ -1,0 +1,134 @@
+"""Speculative decoding: guess a sequence's next tokens, check them all in one decode.
+
+A decode of one token mostly waits on reading the weights; a decode of a few more tokens of
+the same sequence reads them once, so it costs little more. So where the next tokens can be
+guessed (``prompt_lookup``), the guesses go into the step's batch after the sequence's own
+token, each with its logits. The sequence's sampler chain then samples row after row, exactly
+as it would one step at a time (same chain, same RNG draws, same penalties): while what it
+samples is the guess, the guess's KV is already in place and the next row is valid too. At the
+first difference the rest is dropped from the KV cache. What is sampled is therefore what
+plain decoding samples (greedy or not, with the same seed), only sooner.
+
+The text is the same to the token where llama.cpp's logits for a token do not depend on how
+many tokens its decode holds (Q8_0 on CPU: tests/test_runner_speculative.py). With K-quants
+on a multi-threaded CPU they differ slightly (other kernels from 4 rows on; attention split
+differently over threads for one row than for several), exactly as they already do between one
+stream and several: a near tie can then go the other way and the texts part from there on.
+
+Guessing costs a longer decode when the guess is wrong, so each sequence drafts only as far as
+its recent guesses went right, stops for a while after misses, and nothing is drafted while
+more than a few sequences decode together (their batch already reads the weights once).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import llama_cpp as lc
+
+from ..types import DEFAULT_DRAFT
+from .prompt_lookup import NgramIndex
+
+__all__ = ["Speculator", "draft_stats"]
+
+MAX_STREAMS = 2  # no guessing while more sequences than this generate (not yet tuned)
+_MAX_PAUSE = 64  # tokens without guessing after a run of wholly wrong guesses, at most
+
+
+@dataclass(eq=False)
+class Speculation:
+    """One sequence's guessing: its n-gram index, how far to guess, and its counts."""
+
+    index: NgramIndex
+    limit: int
+    drafts: list[int] = field(default_factory=list)  # in this step's batch, after the token
+    rows: list[int] = field(default_factory=list)  # their batch rows
+    pause: int = 0  # steps left without guessing
+    misses: int = 0  # wholly wrong guesses in a row
+    proposed: int = 0
+    accepted: int = 0
+
+    def record(self, proposed: int, accepted: int, most: int) -> None:
+        self.proposed += proposed
+        self.accepted += accepted
+        if accepted == proposed:
+            self.limit = min(most, self.limit * 2)
+            self.misses = 0
+            return
+        self.limit = max(1, accepted + 1)
+        if accepted:
+            self.misses = 0
+        else:
+            self.misses += 1
+            self.pause = min(_MAX_PAUSE, 1 << self.misses)
+
+
+class Speculator:
+    """Puts guesses into a step's batch and checks them after its decode."""
+
+    def __init__(self, memory, n_ctx: int, most: int = DEFAULT_DRAFT):
+        self.memory = memory
+        self.n_ctx = n_ctx
+        self.most = max(0, most)
+        self.proposed = 0  # over the runner's life, for its status
+        self.accepted = 0
+
+    def draft(self, active: list, batch) -> None:
+        """Add guesses after the token of each generating job in ``batch`` (jobs whose
+        ``row`` is set and whose token is the last of ``slot.cached``)."""
+        generating = [job for job in active if job.row >= 0]
+        if not self.most or len(generating) > MAX_STREAMS:
+            return
+        for job in generating:
+            state = job.speculation
+            if state is None:
+                state = job.speculation = Speculation(NgramIndex(job.slot.cached), self.most)
+            if state.pause > 0:
+                state.pause -= 1
+                continue
+            slot = job.slot
+            room = min(state.limit, self.n_ctx - len(slot.cached), batch.free)
+            if job.max_tokens is not None:
+                room = min(room, job.max_tokens - job.completion - 1)
+            guess = state.index.propose(room)
+            guess = guess[: next((i for i, t in enumerate(guess) if t < 0), len(guess))]
+            start = len(slot.cached) + slot.shift
+            state.drafts = guess
+            state.rows = [batch.add(t, start + i, slot.seq_id, True) for i, t in enumerate(guess)]
+
+    def totals(self) -> dict[str, int]:
+        return {"draft_tokens": self.proposed, "draft_accepted": self.accepted}
+
+    def advance(self, job, advance) -> None:
+        """Sample ``job``'s rows in order with ``advance`` (the engine's sample-and-emit step)
+        while the guesses hold; just its one row when it guessed nothing this step."""
+        state = job.speculation
+        if state is None or not state.drafts:
+            advance(job)
+            return
+        drafts, rows = state.drafts, state.rows
+        state.drafts, state.rows = [], []
+        slot = job.slot
+        accepted = 0
+        for guess, row in zip(drafts, rows, strict=True):
+            advance(job)
+            if job.pending != guess:  # finished, or sampled something else
+                break
+            slot.cached.append(guess)  # decoded with this step: its KV is in place
+            job.pending = None
+            job.row = row
+            accepted += 1
+        else:
+            advance(job)  # the row after the last guess: one more token for free
+        lc.llama_memory_seq_rm(self.memory, slot.seq_id, len(slot.cached) + slot.shift, -1)
+        state.record(len(drafts), accepted, self.most)
+        self.proposed += len(drafts)
+        self.accepted += accepted
+
+
+def draft_stats(job) -> dict[str, int]:
+    """The counts a finished job reports (zeros when it never guessed)."""
+    state = job.speculation
+    if state is None:
+        return {"draft_tokens": 0, "draft_accepted": 0}
+    return {"draft_tokens": state.proposed, "draft_accepted": state.accepted}
