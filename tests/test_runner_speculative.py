@@ -15,6 +15,7 @@ import pytest
 from daemon.runners.protocol import FrameReader, FrameWriter
 from daemon.runners.types import GenerateCall, SamplingParams
 from daemon.runners.worker.prompt_lookup import NgramIndex
+from daemon.runners.worker.speculative import Speculation
 from tests.support.runner import GREEDY, Harness, collect, make_spec
 
 llama_cpp = pytest.importorskip("llama_cpp")
@@ -195,3 +196,18 @@ def test_a_modelfile_can_turn_guessing_off_and_is_told_the_range():
     assert parse_modelfile("FROM x\nPARAMETER num_draft 0\n").parameters == {"num_draft": 0}
     with pytest.raises(ModelfileError, match="num_draft must be an integer between 0 and 64"):
         parse_modelfile("FROM x\nPARAMETER num_draft 99\n")
+
+
+def test_guesses_start_at_one_token_and_grow_only_while_they_hold():
+    """A wrong first guess of 8 tokens made a 9-row decode: on text that never repeats that cost
+    3% of every token (bench/RESULTS.md). One token first, doubling on full acceptance."""
+    state = Speculation(NgramIndex([]))
+    limits = [state.limit]
+    for _ in range(4):
+        state.record(state.limit, state.limit, 8)
+        limits.append(state.limit)
+    assert limits == [1, 2, 4, 8, 8]
+    state.record(8, 3, 8)
+    assert state.limit == 4 and state.pause == 0
+    state.record(4, 0, 8)
+    assert state.limit == 1 and state.pause == 2

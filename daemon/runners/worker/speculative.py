@@ -43,7 +43,7 @@ class Speculation:
     """One sequence's guessing: its n-gram index, how far to guess, and its counts."""
 
     index: NgramIndex
-    limit: int
+    limit: int = 1  # tokens to guess next: one at first, doubling while the guesses hold
     drafts: list[int] = field(default_factory=list)  # in this step's batch, after the token
     rows: list[int] = field(default_factory=list)  # their batch rows
     pause: int = 0  # steps left without guessing
@@ -85,7 +85,7 @@ class Speculator:
         for job in generating:
             state = job.speculation
             if state is None:
-                state = job.speculation = Speculation(NgramIndex(job.slot.cached), 1)
+                state = job.speculation = Speculation(NgramIndex(job.slot.cached))
             slot = job.slot
             room = min(state.limit, self.n_ctx - len(slot.cached), batch.free)
             if job.max_tokens is not None:
