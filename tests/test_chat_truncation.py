@@ -13,6 +13,7 @@ import openai
 import pytest
 
 from tests.support.daemon import Daemon, make_store
+from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -104,9 +105,13 @@ def test_the_stream_says_so_in_its_final_chunk_and_the_request_log(daemon):
     assert chunks[-1]["done"]
     assert chunks[-1]["truncated"]["dropped_messages"] > 0
     assert all("truncated" not in chunk for chunk in chunks[:-1])
-    lines = [json.loads(line) for line in daemon.log().splitlines() if '"truncated"' in line]
-    assert any(line["event"] == "request" and line["path"] == "/api/chat" for line in lines)
-    assert lines[-1]["truncated"] == chunks[-1]["truncated"]
+
+    def logged() -> list[dict]:  # the log line is written as the response ends, maybe after
+        lines = [json.loads(line) for line in daemon.log().splitlines() if '"truncated"' in line]
+        return [line for line in lines if line["truncated"] == chunks[-1]["truncated"]]
+
+    assert wait_for(logged), "no request log line says what this chat dropped"
+    assert all(line["event"] == "request" and line["path"] == "/api/chat" for line in logged())
 
 
 def test_a_chat_that_fits_is_not_truncated(daemon):
