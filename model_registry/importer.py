@@ -15,6 +15,7 @@ from pathlib import Path
 
 from model_registry.adapters import is_lora_adapter, read_lora_adapter
 from model_registry.digests import Digest
+from model_registry.draft_weights import DraftWeights, draft_layers, resolve_draft
 from model_registry.errors import GGUFError, ModelfileError, ModelNotFoundError
 from model_registry.gguf_info import GGUFInfo, read_gguf_info
 from model_registry.model_config import config_from_gguf
@@ -100,8 +101,10 @@ def import_gguf(
     adapters: Sequence[AdapterFile] = (),
     extras: ModelExtras = ModelExtras(),
     events: FileEvents = FileEvents(),
+    draft: DraftWeights | None = None,
 ) -> Digest:
-    """Import a local GGUF model (and optional projector/adapters) as ``name``; returns its id.
+    """Import a local GGUF model (and optional projector/adapters/draft) as ``name``; returns
+    its id.
 
     Its files are copied unless ``events.mode`` lets them be linked."""
     name = name if isinstance(name, ModelName) else parse_name(name)
@@ -110,6 +113,7 @@ def import_gguf(
     projector_info = _read_projector_info(projector) if projector else None
     _check_adapters(adapters, infos[0].architecture)  # before the store is touched
     files = [*shards, *([projector] if projector else []), *(a for a, _ in adapters)]
+    files += [draft.file] if draft and draft.file else []
     if events.mode == "copy":  # a link needs no space; a fallback copy checks its own
         needed = sum(f.stat().st_size for f in files)
         ensure_free_space(store.layout.blobs_dir, needed, "this import")
@@ -121,8 +125,9 @@ def import_gguf(
         if projector:
             layers.append(_file_layer(store, lease, LayerType.PROJECTOR, projector, events=events))
         layers += _adapter_layers(store, lease, adapters)
+        layers += draft_layers(store, lease, draft, _file_layer)
         layers += _extra_layers(store, lease, extras)
-        config = config_from_gguf(infos[0], source, projector_info)
+        config = _with_draft(config_from_gguf(infos[0], source, projector_info), draft)
         return _commit(store, lease, name, config, layers)
 
 
@@ -141,14 +146,18 @@ def create_from_modelfile(
     extras = ModelExtras.from_modelfile(modelfile)
     adapters = [(resolve_file(a.reference), a.scale) for a in modelfile.adapters]
     if from_is_path(modelfile.from_):
-        return import_gguf(
-            store, name, resolve_file(modelfile.from_), adapters=adapters, extras=extras
-        )
+        path = resolve_file(modelfile.from_)
+        draft = resolve_draft(store, modelfile, resolve_file, path)
+        return import_gguf(store, name, path, adapters=adapters, extras=extras, draft=draft)
     try:
         base = store.read_manifest(modelfile.from_)
     except ModelNotFoundError:
         raise ModelfileError(f"FROM {modelfile.from_}: no such model; pull it first") from None
-    return _derive(store, name, base, extras, adapters)
+    draft = None
+    if modelfile.draft is not None:
+        target = store.blobs.path(base.layers_of(LayerType.MODEL)[0].digest)
+        draft = resolve_draft(store, modelfile, resolve_file, target)
+    return _derive(store, name, base, extras, adapters, draft)
 
 
 def _derive(
@@ -157,10 +166,11 @@ def _derive(
     base: Manifest,
     extras: ModelExtras,
     adapters: Sequence[AdapterFile],
+    draft: DraftWeights | None = None,
 ) -> Digest:
-    """A new model sharing the base's weights (and adapters), with its own template,
-    system prompt, parameters and any further adapters."""
-    config = store.read_config(base)
+    """A new model sharing the base's weights (and adapters, and draft), with its own template,
+    system prompt, parameters, any further adapters and maybe another draft."""
+    config = _with_draft(store.read_config(base), draft)
     _check_adapters(adapters, str(config.get("architecture") or "") or None)
     base_params = store.read_json_layer(base, LayerType.PARAMS) or {}
     merged = ModelExtras(
@@ -182,11 +192,18 @@ def _derive(
         for layer in base.layers
         if layer.media_type not in _TEXT_LAYERS
         and not (merged.licenses and layer.media_type is LayerType.LICENSE)
+        and not (draft and layer.media_type is LayerType.DRAFT)
     ]
     with store.lease(base.digests) as lease:
         layers = kept + _adapter_layers(store, lease, adapters)
+        layers += draft_layers(store, lease, draft, _file_layer)
         layers += _extra_layers(store, lease, merged)
         return _commit(store, lease, name, config, layers)
+
+
+def _with_draft(config: Mapping[str, object], draft: DraftWeights | None) -> dict:
+    """The config, naming the draft model (what ``show`` lists) when there is a new one."""
+    return {**config, "draft": draft.shown} if draft else dict(config)
 
 
 def _read_info(path: Path) -> GGUFInfo:

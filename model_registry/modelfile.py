@@ -12,6 +12,9 @@ except ``PARAMETER stop``, which collects a list.
 ``ADAPTER path [scale]`` names a LoRA adapter and, optionally, how strongly it applies (a number
 from -10 to 10; 1 when left out). Ollama has no scale: a Modelfile written for it reads the same.
 A path whose last word is a number is quoted (``ADAPTER "./lora 2" 0.5``).
+
+``DRAFT <model name or ./path.gguf>`` names a draft model for speculative decoding (ours; Ollama
+has none): a smaller model of the same vocabulary that guesses the next tokens.
 """
 
 from __future__ import annotations
@@ -40,7 +43,16 @@ PARAMETER_TYPES: dict[str, type] = {
 }
 _REPEATABLE = {"stop"}  # kept as a list; every other parameter keeps its last value
 _ROLES = ("system", "user", "assistant")
-_INSTRUCTIONS = ("from", "system", "template", "parameter", "license", "message", "adapter")
+_INSTRUCTIONS = (
+    "from",
+    "system",
+    "template",
+    "parameter",
+    "license",
+    "message",
+    "adapter",
+    "draft",
+)
 _TRIPLE = '"""'
 _INT = re.compile(r"[+-]?[0-9]+")
 _FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
@@ -70,6 +82,7 @@ class Modelfile:
     license: list[str] = field(default_factory=list)
     messages: list[tuple[str, str]] = field(default_factory=list)
     adapters: list[Adapter] = field(default_factory=list)
+    draft: str | None = None  # a draft model's name or GGUF path (speculative decoding)
 
     def to_text(self) -> str:
         return render_modelfile(self)
@@ -134,8 +147,8 @@ def _apply(instruction: str, rest: str, lines: list[str], index: int, out: dict)
         out["messages"].append((head.lower(), value))
     elif instruction == "license":
         out["license"].append(value)
-    elif instruction == "from" and not value:
-        raise ModelfileError("FROM needs a model name or a file path", number)
+    elif instruction in ("from", "draft") and not value:
+        raise ModelfileError(f"{name} needs a model name or a file path", number)
     else:
         out["from_" if instruction == "from" else instruction] = value
     return index
@@ -253,6 +266,8 @@ def render_modelfile(modelfile: Modelfile) -> str:
     """Modelfile text that :func:`parse_modelfile` reads back to an equal :class:`Modelfile`."""
     lines = [f"FROM {_quote(modelfile.from_)}"]
     lines += [_adapter_line(adapter) for adapter in modelfile.adapters]
+    if modelfile.draft is not None:
+        lines.append(f"DRAFT {_quote(modelfile.draft)}")
     if modelfile.template is not None:
         lines.append(f"TEMPLATE {_quote(modelfile.template)}")
     if modelfile.system is not None:

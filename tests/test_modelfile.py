@@ -236,6 +236,19 @@ def test_full_modelfile_round_trips():
     assert parsed.to_text().startswith("FROM qwen2.5:0.5b\n")
 
 
+def test_draft_names_a_model_or_a_file_and_round_trips():
+    by_name = parse_modelfile("FROM big\ndraft small:1b\n")
+    assert by_name.draft == "small:1b"
+    by_path = parse_modelfile('FROM big\nDRAFT "./my drafts/small.gguf"\n')
+    assert by_path.draft == "./my drafts/small.gguf"
+    for parsed in (by_name, by_path):
+        assert parse_modelfile(parsed.to_text()) == parsed
+    assert "DRAFT small:1b\n" in by_name.to_text()
+    assert parse_modelfile("FROM big\n").draft is None
+    with pytest.raises(ModelfileError, match="line 2: DRAFT needs a value"):
+        parse_modelfile("FROM big\nDRAFT\n")
+
+
 def test_rendering_refuses_what_cannot_be_written():
     with pytest.raises(ModelfileError):
         render_modelfile(Modelfile(from_="m", system='two\nlines and """'))
@@ -291,6 +304,7 @@ def modelfiles(draw) -> Modelfile:
                 max_size=2,
             )
         ),
+        draft=draw(st.none() | _writable.filter(lambda t: t.strip() != "")),
     )
 
 

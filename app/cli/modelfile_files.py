@@ -56,6 +56,7 @@ def referenced_files(modelfile_text: str, base_dir: Path) -> list[ReferencedFile
     modelfile = _parse(modelfile_text)
     found: dict[str, ReferencedFile] = {}
     named = [("FROM", modelfile.from_)] + [("ADAPTER", a.reference) for a in modelfile.adapters]
+    named += [("DRAFT", modelfile.draft)] if modelfile.draft else []
     for instruction, reference in named:
         if reference in found or not from_is_path(reference):
             continue

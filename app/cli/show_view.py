@@ -88,6 +88,7 @@ def render_show(info: ShowResponse) -> str:
         arch = projector.get("general.architecture", "clip")
         sections.append(("Projector", [f"{'architecture':<{width}}{arch}"]))
     sections.append(("Adapters", adapter_lines(info.adapters)))
+    sections.append(("Draft model", [info.draft] if info.draft else []))
     sections.append(("Capabilities", list(info.capabilities)))
     sections.append(("Parameters", parameter_lines(info.parameters)))
     sections.append(("Recommended sampling", recommended_lines(info.model_info)))

@@ -76,6 +76,7 @@ class CreateRequest(ModelRequest):
     from_: str | None = Field(default=None, alias="from")
     files: dict[str, str] | None = None  # reference (file name or FROM text) -> digest
     adapters: dict[str, str] | None = None
+    draft: str | None = None  # ours: a draft model (installed name or uploaded file), as DRAFT
     template: str | None = None
     system: str | None = None
     parameters: dict[str, Any] | None = None
@@ -139,6 +140,7 @@ class ShowResponse(BaseModel):
     messages: list[dict[str, str]] | None = None
     projector_info: dict[str, Any] | None = None
     adapters: list[AdapterOut] = Field(default_factory=list)
+    draft: str | None = None  # ours: the draft model that guesses for it (speculative decoding)
     runs_with: RunSettingsOut | None = None
 
 

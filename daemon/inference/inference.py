@@ -23,7 +23,7 @@ from daemon.inference.jobs import Embeddings, EmbedJob, GenerationJob
 from daemon.inference.options import merge_options, runner_options, sampling_params
 from daemon.inference.prompts import Prompts
 from daemon.inference.recommended import RecommendedSampling
-from daemon.inference.resolve import ResolvedModel, RunSettings, resolve_model
+from daemon.inference.resolve import ResolvedModel, RunSettings, resolve_model, with_draft
 from daemon.inference.thinking import ThinkingFormat, VocabularyFormats, parse_think
 from daemon.inference.thinking_run import ThinkingRun, thinking_run
 from daemon.inference.tool_call_parser import ToolCallParser
@@ -210,7 +210,8 @@ class Inference:
         self, model: ResolvedModel, options: Mapping[str, object], keep_alive: float | None
     ) -> Lease:
         runner_opts = runner_options(options, self.settings, model.context_length)
-        return await self.scheduler.acquire(model.target, runner_opts, keep_alive)
+        target = with_draft(self.store, model.target, options.get("draft"))
+        return await self.scheduler.acquire(target, runner_opts, keep_alive)
 
     # -- thinking ---------------------------------------------------------------------------
     async def _thinking(

@@ -8,15 +8,16 @@ up at once (its new weight paths make the scheduler reload it).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from daemon.errors import BadRequestError
 from daemon.runners.types import LoraAdapter
 from daemon.scheduler import LoadTarget, ModelFootprint
 from model_registry.errors import ModelNotFoundError
 from model_registry.names import parse_name
 from model_registry.store import LayerType, Store
 
-__all__ = ["FALLBACK_STOPS", "ResolvedModel", "RunSettings", "resolve_model"]
+__all__ = ["FALLBACK_STOPS", "ResolvedModel", "RunSettings", "resolve_model", "with_draft"]
 
 _EMBEDDING_ARCHITECTURES = ("bert", "nomic-bert", "jina-bert", "t5encoder", "modern-bert")
 # A model with no chat template of its own (a base model) is prompted in ChatML, the fallback
@@ -83,17 +84,20 @@ def resolve_model(store: Store, text: str) -> ResolvedModel:
         raise ModelNotFoundError(f"model {name.display!r} has no weights; pull it again")
     projector = manifest.layers_of(LayerType.PROJECTOR)
     adapters = manifest.layers_of(LayerType.ADAPTER)
+    drafts = manifest.layers_of(LayerType.DRAFT)
     architecture = str(config.get("architecture") or gguf.get("architecture") or "")
     target = LoadTarget(
         name=name.display,
         model_paths=tuple(str(store.blobs.path(layer.digest)) for layer in weights),
         footprint=_footprint(
-            sum(layer.size for layer in (*weights, *projector[-1:], *adapters)), gguf
+            sum(layer.size for layer in (*weights, *projector[-1:], *adapters, *drafts)), gguf
         ),
         projector_path=str(store.blobs.path(projector[-1].digest)) if projector else None,
         adapters=tuple(
             LoraAdapter(str(store.blobs.path(layer.digest)), layer.scale) for layer in adapters
         ),
+        draft_name=str(config.get("draft") or "the draft model") if drafts else None,
+        draft_paths=tuple(str(store.blobs.path(layer.digest)) for layer in drafts),
         embedding_only=any(a in architecture for a in _EMBEDDING_ARCHITECTURES),
         n_ctx_train=_int(config.get("context_length") or gguf.get("context_length")),
     )
@@ -113,6 +117,24 @@ def resolve_model(store: Store, text: str) -> ResolvedModel:
         context_length=target.n_ctx_train,
         embedding_length=_int(config.get("embedding_length") or gguf.get("embedding_length")),
     )
+
+
+def with_draft(store: Store, target: LoadTarget, name: object) -> LoadTarget:
+    """``target`` drafted for by the installed model a request's ``draft`` option names (unset:
+    the model's own DRAFT, if any). Its vocabulary is checked by the runner when it loads."""
+    if name is None or name == "":
+        return target
+    if not isinstance(name, str):
+        raise BadRequestError("draft must be the name of an installed model", param="draft")
+    try:
+        draft = resolve_model(store, name)
+    except (ModelNotFoundError, ValueError):
+        raise BadRequestError(
+            f"draft model {name[:80]!r} is not installed; pull it or name another", param="draft"
+        ) from None
+    if draft.embedding_only:
+        raise BadRequestError(f"draft model {draft.name!r} is an embedding model", param="draft")
+    return replace(target, draft_name=draft.name, draft_paths=draft.target.model_paths)
 
 
 def _footprint(weights_bytes: int, gguf: Mapping[str, object]) -> ModelFootprint:

@@ -22,6 +22,7 @@ from daemon.errors import BadRequestError, QuantizeError
 from daemon.runners.worker.quantize import QUANT_TYPES
 from model_registry.adapters import is_lora_adapter, read_lora_adapter, shown_name
 from model_registry.digests import Digest
+from model_registry.draft_weights import resolve_draft
 from model_registry.errors import (
     BlobNotFoundError,
     GGUFError,
@@ -85,12 +86,14 @@ def check_create(
 ) -> None:
     """Refuse a create that cannot work before any step runs (so it is a plain 400): a file
     that was not uploaded, an upload that is not a GGUF model, an ADAPTER that is not a LoRA
-    adapter for the base model's architecture, a base model that is missing, a quantization
-    of weights that are already quantized."""
+    adapter for the base model's architecture, a base model that is missing, a DRAFT that is
+    missing or has another vocabulary, a quantization of weights that are already quantized."""
     adapters = [resolve(adapter.reference) for adapter in modelfile.adapters]
     architecture = _base_architecture(store, modelfile, resolve)
     for adapter, path in zip(modelfile.adapters, adapters, strict=True):
         read_lora_adapter(path, architecture, shown_name(adapter.reference))
+    if modelfile.draft is not None:
+        resolve_draft(store, modelfile, resolve, _first_weights(store, modelfile, resolve))
     if quantize is not None:
         _quantizable(read_gguf_info(_weights(store, modelfile, resolve)).file_type)
 
@@ -159,6 +162,13 @@ def _weights(store: Store, modelfile: Modelfile, resolve: Resolver) -> Path:
     if len(layers) != 1:
         raise BadRequestError("quantizing a sharded model is not supported", param="quantize")
     return store.blobs.path(layers[0].digest)
+
+
+def _first_weights(store: Store, modelfile: Modelfile, resolve: Resolver) -> Path:
+    """The (first) weights file of the model being created: the upload or the base's."""
+    if from_is_path(modelfile.from_):
+        return resolve(modelfile.from_)
+    return store.blobs.path(_base(store, modelfile).layers_of(LayerType.MODEL)[0].digest)
 
 
 def _base(store: Store, modelfile: Modelfile):

@@ -36,6 +36,7 @@ from .types import (
     DoneEvent,
     EmbedCall,
     GenerateCall,
+    InvalidRequestError,
     RunnerCrashed,
     RunnerError,
     RunnerInfo,
@@ -255,6 +256,8 @@ class RunnerProcess:
             if message.get("ev") == "fatal":
                 await self._settle()
                 what = f"cannot load model {self.spec.model_name!r}: {message['message']}"
+                if message.get("invalid"):  # the request's fault; the log would add nothing
+                    raise InvalidRequestError(what)
                 raise RunnerError(self._explain(what))
             if message.get("ev") == "ready":
                 return info_from_wire(message["info"])
@@ -338,7 +341,8 @@ def _absolute(spec: RunnerSpec) -> RunnerSpec:
     """The runner works in the package directory, so hand it absolute paths."""
     paths = tuple(str(Path(p).resolve()) for p in spec.model_paths)
     projector = str(Path(spec.projector_path).resolve()) if spec.projector_path else None
-    return replace(spec, model_paths=paths, projector_path=projector)
+    drafts = tuple(str(Path(p).resolve()) for p in spec.draft_paths)
+    return replace(spec, model_paths=paths, projector_path=projector, draft_paths=drafts)
 
 
 def _command(verbose: bool) -> list[str]:

@@ -157,7 +157,11 @@ def spec_to_wire(spec: RunnerSpec) -> dict[str, Any]:
 
 def spec_from_wire(data: dict[str, Any]) -> RunnerSpec:
     adapters = tuple(LoraAdapter(**adapter) for adapter in data.get("adapters", ()))
-    return RunnerSpec(**{**data, "model_paths": tuple(data["model_paths"]), "adapters": adapters})
+    paths = {
+        "model_paths": tuple(data["model_paths"]),
+        "draft_paths": tuple(data.get("draft_paths", ())),
+    }
+    return RunnerSpec(**{**data, **paths, "adapters": adapters})
 
 
 def generate_to_wire(req: GenerateCall) -> dict[str, Any]:

@@ -54,6 +54,8 @@ class RunnerSpec:
     flash_attention: str = "auto"  # "auto", "on" or "off" (a quantized V cache needs it on)
     host_cache_bytes: int = 0  # host-RAM prompt cache for sequences evicted from slots; 0: off
     num_draft: int = DEFAULT_DRAFT  # most tokens guessed per step (speculative decoding); 0: off
+    draft_name: str | None = None  # the draft model that guesses them, for messages
+    draft_paths: tuple[str, ...] = ()  # its GGUF shards; none: prompt lookup guesses
 
 
 @dataclass(frozen=True, slots=True)

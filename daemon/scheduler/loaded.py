@@ -67,6 +67,8 @@ class LoadTarget:
     footprint: ModelFootprint
     projector_path: str | None = None
     adapters: tuple[LoraAdapter, ...] = ()  # a model's LoRA adapters load with its weights
+    draft_name: str | None = None  # the draft model of speculative decoding (DRAFT or `draft`)
+    draft_paths: tuple[str, ...] = ()  # its weights; another draft means a reload
     embedding_only: bool = False
     n_ctx_train: int | None = None
 

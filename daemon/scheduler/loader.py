@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from daemon.errors import ModelLoadError
-from daemon.runners.types import RunnerError, RunnerSpec
+from daemon.runners.types import InvalidRequestError, RunnerError, RunnerSpec
 from daemon.scheduler.context_size import ContextChoice, default_context
 from daemon.scheduler.loaded import LoadTarget, Runner, RunnerFactory
 from daemon.scheduler.memory import COMPUTE_MARGIN_BYTES, estimate_bytes
@@ -93,6 +93,8 @@ class RunnerLoader:
         started = time.monotonic()
         try:
             runner = await self._factory(plan.spec, self._log_path(target.name))
+        except InvalidRequestError:
+            raise  # a 400 that says what was asked wrongly (a draft of another vocabulary)
         except RunnerError as error:
             raise ModelLoadError(f"failed to load model {target.name!r}: {error}") from None
         seconds = time.monotonic() - started

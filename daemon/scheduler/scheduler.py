@@ -158,6 +158,8 @@ class Scheduler:
             num_threads=options.num_threads,
             num_batch=options.num_batch,
             num_draft=options.num_draft,
+            draft_name=target.draft_name,
+            draft_paths=target.draft_paths,
             embedding_only=target.embedding_only,
             kv_cache_type=options.kv_cache_type,
             flash_attention=options.flash_attention,

@@ -29,6 +29,7 @@ class LayerType(StrEnum):
     MODEL = "application/vnd.localllm.image.model"
     PROJECTOR = "application/vnd.localllm.image.projector"
     ADAPTER = "application/vnd.localllm.image.adapter"
+    DRAFT = "application/vnd.localllm.image.draft"  # a draft model's weights (speculative)
     TEMPLATE = "application/vnd.localllm.image.template"
     SYSTEM = "application/vnd.localllm.image.system"
     PARAMS = "application/vnd.localllm.image.params"

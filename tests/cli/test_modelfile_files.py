@@ -40,6 +40,14 @@ def test_paths_resolve_against_the_modelfiles_folder(project, tmp_path_factory):
 
 def test_a_model_name_is_not_a_file(project):
     assert referenced_files("FROM qwen2.5:0.5b\nSYSTEM hi\n", project) == []
+    assert referenced_files("FROM qwen2.5:7b\nDRAFT qwen2.5:0.5b\n", project) == []
+
+
+def test_a_draft_file_is_uploaded_too(project):
+    files = referenced_files("FROM qwen2.5:7b\nDRAFT ./lora.gguf\n", project)
+    assert [(f.reference, f.path, f.instruction) for f in files] == [
+        ("./lora.gguf", project / "lora.gguf", "DRAFT")
+    ]
 
 
 def test_absolute_paths_and_repeats(project):

@@ -55,7 +55,7 @@ def _serve(spec, reader, out, verbose: bool) -> int:
         worker = Worker(spec, model, threads, out)
         worker.warm_up()
     except LoadError as exc:
-        out.send({"ev": "fatal", "message": str(exc)})
+        out.send({"ev": "fatal", "message": str(exc), "invalid": exc.invalid_request})
         out.flush()
         return 1
     info = describe(spec, model, time.perf_counter() - started)

@@ -83,7 +83,7 @@ class Engine:
         self.batch = Batch(n_batch)
         self._one = Batch(1)  # for decoding the streams' tokens one at a time
         self.plan = DecodePlan()
-        self.speculator = Speculator(self.memory, self.n_ctx, spec.num_draft)
+        self.speculator = Speculator.open(model, spec, threads, self.memory)
         self.slots = [Slot(i) for i in range(spec.num_parallel)]
         self.waiting: deque[_Job] = deque()
         self.active: list[_Job] = []

@@ -33,6 +33,8 @@ _FLASH_ATTENTION = {
 class LoadError(Exception):
     """The model could not be loaded; the message says why in words a user can act on."""
 
+    invalid_request = False  # True: what was asked cannot work (the daemon answers 400)
+
 
 @dataclass(frozen=True)
 class ContextConfig:

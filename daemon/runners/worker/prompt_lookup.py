@@ -27,7 +27,6 @@ class NgramIndex:
         self.min_n, self.max_n = min_n, max_n
         self._ends: dict[tuple[int, ...], int] = {}  # n-gram -> index just past its latest end
         self._indexed = 0  # n-grams ending at or before this index are in ``_ends``
-        self.matched = 0  # the length of the n-gram the last proposal matched (0: none)
 
     def propose(self, most: int) -> list[int]:
         """Up to ``most`` tokens that followed the latest earlier occurrence of the longest
@@ -35,13 +34,11 @@ class NgramIndex:
         history = self.history
         end = len(history)
         self._catch_up(end - 1)  # every n-gram except the suffixes themselves
-        self.matched = 0
         if most <= 0:
             return []
         for n in range(min(self.max_n, end), self.min_n - 1, -1):
             start = self._ends.get(tuple(history[end - n : end]))
             if start is not None:
-                self.matched = n
                 return history[start : min(start + most, end)]
         return []
 

@@ -1,13 +1,14 @@
 """Speculative decoding: guess a sequence's next tokens, check them all in one decode.
 
-A decode of one token mostly waits on reading the weights; a decode of a few more tokens of
-the same sequence reads them once, so it costs little more. So where the next tokens can be
-guessed (``prompt_lookup``), the guesses go into the step's batch after the sequence's own
-token, each with its logits. The sequence's sampler chain then samples row after row, exactly
-as it would one step at a time (same chain, same RNG draws, same penalties): while what it
-samples is the guess, the guess's KV is already in place and the next row is valid too. At the
-first difference the rest is dropped from the KV cache. What is sampled is therefore what
-plain decoding samples (greedy or not, with the same seed), only sooner.
+A decode of one token mostly waits on reading the weights; a decode of a few more tokens of the
+same sequence reads them once, so it costs little more. So where the next tokens can be guessed
+(``prompt_lookup``; or a smaller model of the same vocabulary, ``draft_model``), the guesses go
+into the step's batch after the sequence's own token, each with its logits. The sequence's
+sampler chain then samples row after row, exactly as it would one step at a time (same chain,
+same RNG draws, same penalties): while what it samples is the guess, the guess's KV is already
+in place and the next row is valid too. At the first difference the rest is dropped from the KV
+cache. What is sampled is therefore what plain decoding samples (greedy or not, with the same
+seed), only sooner.
 
 The text is the same to the token where llama.cpp's logits for a token do not depend on how
 many tokens its decode holds (Q8_0 on CPU: tests/test_runner_speculative.py). With K-quants
@@ -16,11 +17,11 @@ differently over threads for one row than for several), exactly as they already 
 stream and several: a near tie can then go the other way and the texts part from there on.
 
 Guessing costs a longer decode when the guess is wrong (on CPU a decode of 2 rows can cost
-twice one), so each sequence drafts only as far as its recent guesses went right, and after
-misses it pauses, up to 256 steps, for all but the strongest matches (the longest n-gram):
-on text that never repeats, weak guesses cost a few percent of every token otherwise (measured
-on a generated model: 0.97x with a cap of 64). Nothing is drafted while more than a few
-sequences decode together (their batch already reads the weights once).
+twice one), so a sequence's first guess is one token, and it guesses further only while its
+guesses hold; after wholly wrong guesses it pauses, longer each time (up to 256 steps). On text
+that never repeats, starting at 8 tokens cost 3% of every token (bench/RESULTS.md); this costs
+nothing measurable. Nothing is drafted while more than a few sequences decode together (their
+batch already reads the weights once).
 """
 
 from __future__ import annotations
@@ -29,20 +30,21 @@ from dataclasses import dataclass, field
 
 import llama_cpp as lc
 
-from ..types import DEFAULT_DRAFT
+from ..types import DEFAULT_DRAFT, RunnerSpec
+from .draft_model import DraftModel, open_draft
 from .prompt_lookup import NgramIndex
 
 __all__ = ["Speculator", "draft_stats"]
 
 MAX_STREAMS = 2  # no guessing while more sequences than this generate (not yet tuned)
-_MAX_PAUSE = 256  # steps without weak guesses after a run of wholly wrong guesses, at most
+_MAX_PAUSE = 256  # steps without guessing after a run of wholly wrong guesses, at most
 
 
 @dataclass(eq=False)
 class Speculation:
-    """One sequence's guessing: its n-gram index, how far to guess, and its counts."""
+    """One sequence's guessing: where its guesses come from, how far to guess, its counts."""
 
-    index: NgramIndex
+    source: NgramIndex | _DraftFollower  # anything with ``propose(most) -> tokens``
     limit: int = 1  # tokens to guess next: one at first, doubling while the guesses hold
     drafts: list[int] = field(default_factory=list)  # in this step's batch, after the token
     rows: list[int] = field(default_factory=list)  # their batch rows
@@ -51,9 +53,8 @@ class Speculation:
     proposed: int = 0
     accepted: int = 0
 
-    def record(self, proposed: int, accepted: int, most: int) -> None:
-        self.proposed += proposed
-        self.accepted += accepted
+    def adapt(self, proposed: int, accepted: int, most: int) -> None:
+        """Guess further after a step whose guesses all held; less far, or pause, after misses."""
         if accepted == proposed:
             self.limit = min(most, self.limit * 2)
             self.misses = 0
@@ -69,12 +70,27 @@ class Speculation:
 class Speculator:
     """Puts guesses into a step's batch and checks them after its decode."""
 
-    def __init__(self, memory, n_ctx: int, most: int = DEFAULT_DRAFT):
+    def __init__(
+        self, memory, n_ctx: int, most: int = DEFAULT_DRAFT, draft: DraftModel | None = None
+    ):
         self.memory = memory
         self.n_ctx = n_ctx
         self.most = max(0, most)
+        self.draft_model = draft  # guesses for text sequences when set; else prompt lookup
         self.proposed = 0  # over the runner's life, for its status
         self.accepted = 0
+
+    @classmethod
+    def open(cls, model, spec: RunnerSpec, threads: int, memory) -> Speculator:
+        """The engine's speculator, with the spec's draft model loaded (if it names one)."""
+        return cls(memory, spec.num_ctx, spec.num_draft, open_draft(model, spec, threads))
+
+    def _source(self, job) -> NgramIndex | _DraftFollower:
+        """A draft model guesses for a sequence of text; one with images uses prompt lookup
+        (the draft cannot see them)."""
+        if self.draft_model is not None and not job.images:
+            return _DraftFollower(self.draft_model, job.slot)
+        return NgramIndex(job.slot.cached)
 
     def draft(self, active: list, batch) -> None:
         """Add guesses after the token of each generating job in ``batch`` (jobs whose
@@ -85,7 +101,7 @@ class Speculator:
         for job in generating:
             state = job.speculation
             if state is None:
-                state = job.speculation = Speculation(NgramIndex(job.slot.cached))
+                state = job.speculation = Speculation(self._source(job))
             slot = job.slot
             room = min(state.limit, self.n_ctx - len(slot.cached), batch.free)
             if job.max_tokens is not None:
@@ -93,7 +109,7 @@ class Speculator:
             if state.pause > 0:
                 state.pause -= 1
                 continue
-            guess = state.index.propose(room)
+            guess = state.source.propose(room)
             guess = guess[: next((i for i, t in enumerate(guess) if t < 0), len(guess))]
             start = len(slot.cached) + slot.shift
             state.drafts = guess
@@ -113,6 +129,7 @@ class Speculator:
         state.drafts, state.rows = [], []
         slot = job.slot
         accepted = 0
+        state.proposed += len(drafts)  # counted first: the job may end (and report) in this step
         for guess, row in zip(drafts, rows, strict=True):
             advance(job)
             if job.pending != guess:  # finished, or sampled something else
@@ -121,12 +138,24 @@ class Speculator:
             job.pending = None
             job.row = row
             accepted += 1
+            state.accepted += 1
         else:
             advance(job)  # the row after the last guess: one more token for free
         lc.llama_memory_seq_rm(self.memory, slot.seq_id, len(slot.cached) + slot.shift, -1)
-        state.record(len(drafts), accepted, self.most)
+        state.adapt(len(drafts), accepted, self.most)
         self.proposed += len(drafts)
         self.accepted += accepted
+
+
+@dataclass(eq=False)
+class _DraftFollower:
+    """The draft model's guesses for one slot's sequence."""
+
+    draft: DraftModel
+    slot: object
+
+    def propose(self, most: int) -> list[int]:
+        return self.draft.propose(self.slot.seq_id, self.slot.cached, most)
 
 
 def draft_stats(job) -> dict[str, int]:

@@ -95,6 +95,8 @@ def _modelfile(body: CreateRequest, files: dict[str, Digest]) -> Modelfile:
     if body.adapters:
         added = [Adapter(_as_reference(r, files)) for r in body.adapters]
         fields["adapters"] = [*base.adapters, *added]
+    if body.draft is not None:
+        fields["draft"] = _as_reference(body.draft, files)
     return dataclasses.replace(base, **fields)
 
 

@@ -92,6 +92,7 @@ def show_response(
             AdapterOut(digest=layer.digest.wire, size=layer.size, scale=layer.scale)
             for layer in details.manifest.layers_of(LayerType.ADAPTER)
         ],
+        draft=model.target.draft_name,
     )
 
 

@@ -1,0 +1,80 @@
+"""A Modelfile's ``DRAFT``: the draft model's weights, found and checked against the model's own.
+
+``DRAFT ./small.gguf`` imports that file as a layer of its own; ``DRAFT qwen3:0.6b`` points at
+an installed model's weight blobs (shared, not copied). Either way the draft must share the
+model's vocabulary (``vocabulary``), which is checked here, at create time, with both names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from model_registry.adapters import is_lora_adapter, shown_name
+from model_registry.errors import GGUFError, ModelfileError, ModelNotFoundError
+from model_registry.gguf_info import read_gguf_info
+from model_registry.modelfile import Modelfile, from_is_path
+from model_registry.names import parse_name
+from model_registry.store import Layer, LayerType, Store
+from model_registry.store.locking import Lease
+from model_registry.vocabulary import vocabulary_difference
+
+__all__ = ["DraftWeights", "draft_layers", "resolve_draft"]
+
+FileLayer = Callable[[Store, Lease, LayerType, Path], Layer]
+
+
+@dataclass(frozen=True, slots=True)
+class DraftWeights:
+    """What ``show`` calls the draft, and its weights: a file to import, or installed layers."""
+
+    shown: str
+    file: Path | None = None
+    layers: tuple[Layer, ...] = ()
+
+
+def resolve_draft(
+    store: Store, modelfile: Modelfile, resolve_file: Callable[[str], Path], target: Path
+) -> DraftWeights | None:
+    """The Modelfile's draft (None without a ``DRAFT`` line), checked to be a model of the
+    vocabulary of ``target`` (the first weights file of the model being created)."""
+    reference = modelfile.draft
+    if reference is None:
+        return None
+    if from_is_path(reference):
+        draft = DraftWeights(shown_name(reference), file=resolve_file(reference))
+        path = draft.file
+    else:
+        try:
+            manifest = store.read_manifest(reference)
+        except ModelNotFoundError:
+            raise ModelfileError(f"DRAFT {reference}: no such model; pull it first") from None
+        layers = tuple(manifest.layers_of(LayerType.MODEL))
+        if not layers:
+            raise ModelfileError(f"DRAFT {reference}: that model has no weights")
+        draft = DraftWeights(parse_name(reference).display, layers=layers)
+        path = store.blobs.path(layers[0].digest)
+    info = read_gguf_info(path)
+    if info.is_projector or is_lora_adapter(info):
+        raise GGUFError(f"DRAFT {draft.shown} is not a model (a projector or LoRA adapter)")
+    problem = vocabulary_difference(target, path)
+    if problem:
+        shown = shown_name(modelfile.from_) if from_is_path(modelfile.from_) else modelfile.from_
+        raise ModelfileError(
+            f"DRAFT {draft.shown} does not share the vocabulary of {shown} ({problem}); "
+            "a draft model must have the same tokens as the model it drafts for"
+        )
+    return draft
+
+
+def draft_layers(
+    store: Store, lease: Lease, draft: DraftWeights | None, file_layer: FileLayer
+) -> list[Layer]:
+    """The manifest layers that hold the draft's weights."""
+    if draft is None:
+        return []
+    if draft.file is not None:
+        return [file_layer(store, lease, LayerType.DRAFT, draft.file)]
+    lease.add(*(layer.digest for layer in draft.layers))
+    return [Layer(LayerType.DRAFT, layer.digest, layer.size) for layer in draft.layers]

@@ -1,0 +1,106 @@
+"""``DRAFT`` in the model registry: an installed model's weights (shared) or a file (a layer of
+its own), checked to share the vocabulary before anything is stored, reaching the load target."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from daemon.errors import BadRequestError
+from daemon.inference.resolve import resolve_model, with_draft
+from model_registry.errors import ModelfileError
+from model_registry.importer import create_from_modelfile
+from model_registry.modelfile import parse_modelfile
+from model_registry.store import LayerType
+from model_registry.tiny_gguf import tiny_vocabulary, write_tiny_model
+from model_registry.vocabulary import sampled_ids, vocabulary_difference
+from tests.support.store import assert_store_consistent
+
+
+def store_files(store) -> list[str]:
+    return sorted(str(p.relative_to(store.root)) for p in store.root.rglob("*") if p.is_file())
+
+
+@pytest.fixture
+def models(tmp_path, imported_store):
+    """``tiny`` in the store, and beside it on disk a same-vocabulary draft and a foreign one."""
+    tokens = len(tiny_vocabulary().tokens)
+    small = write_tiny_model(tmp_path / "small.gguf", seed=9, n_layer=1)
+    foreign = write_tiny_model(tmp_path / "foreign.gguf", seed=3, vocab_size=tokens + 40)
+    return {"small": small, "foreign": foreign}
+
+
+def create(store, name: str, text: str, folder: Path) -> None:
+    create_from_modelfile(store, name, parse_modelfile(text), lambda ref: folder / ref)
+
+
+def test_a_draft_by_name_shares_the_installed_weights(imported_store, models, tmp_path):
+    create(imported_store, "small", "FROM ./small.gguf\n", tmp_path)
+    create(imported_store, "drafted", "FROM tiny\nDRAFT small\n", tmp_path)
+    drafts = imported_store.read_manifest("drafted").layers_of(LayerType.DRAFT)
+    weights = imported_store.read_manifest("small").layers_of(LayerType.MODEL)
+    assert [layer.digest for layer in drafts] == [layer.digest for layer in weights]
+    target = resolve_model(imported_store, "drafted").target
+    assert target.draft_name == "small"
+    assert target.draft_paths == (str(imported_store.blobs.path(weights[0].digest)),)
+    assert resolve_model(imported_store, "tiny").target.draft_paths == ()
+    # derived models keep the draft; a new DRAFT replaces it
+    create(imported_store, "child", "FROM drafted\nSYSTEM x\n", tmp_path)
+    assert resolve_model(imported_store, "child").target.draft_paths == target.draft_paths
+    create(imported_store, "other", "FROM drafted\nDRAFT tiny\n", tmp_path)
+    other = resolve_model(imported_store, "other").target
+    assert other.draft_name == "tiny" and other.draft_paths == other.model_paths
+    assert_store_consistent(imported_store)
+
+
+def test_a_draft_file_is_imported_as_a_layer(imported_store, models, tmp_path):
+    shutil.copy(models["small"], tmp_path / "draft here.gguf")
+    create(imported_store, "drafted", 'FROM tiny\nDRAFT "./draft here.gguf"\n', tmp_path)
+    (layer,) = imported_store.read_manifest("drafted").layers_of(LayerType.DRAFT)
+    assert imported_store.blobs.path(layer.digest).read_bytes() == models["small"].read_bytes()
+    assert resolve_model(imported_store, "drafted").target.draft_name == "draft here.gguf"
+    assert_store_consistent(imported_store)
+
+
+@pytest.mark.parametrize("draft", ["foreign", "./foreign.gguf"])
+def test_a_draft_of_another_vocabulary_is_refused_and_nothing_is_stored(
+    imported_store, models, tmp_path, draft
+):
+    create(imported_store, "foreign", "FROM ./foreign.gguf\n", tmp_path)
+    before = store_files(imported_store)
+    shown = draft.removeprefix("./")
+    with pytest.raises(ModelfileError) as caught:
+        create(imported_store, "bad", f"FROM tiny\nDRAFT {draft}\n", tmp_path)
+    message = str(caught.value)
+    assert f"DRAFT {shown} does not share the vocabulary of tiny" in message
+    assert str(tmp_path) not in message
+    assert store_files(imported_store) == before
+
+
+def test_a_missing_draft_model_is_a_clear_error(imported_store, tmp_path):
+    with pytest.raises(ModelfileError, match="DRAFT nowhere: no such model; pull it first"):
+        create(imported_store, "bad", "FROM tiny\nDRAFT nowhere\n", tmp_path)
+
+
+def test_vocabulary_difference_names_what_differs(models, tiny_model_path, tmp_path):
+    assert vocabulary_difference(tiny_model_path, models["small"]) is None
+    tokens = len(tiny_vocabulary().tokens)
+    assert vocabulary_difference(tiny_model_path, models["foreign"]) == (
+        f"{tokens + 40} tokens, not {tokens}"
+    )
+    assert sampled_ids(3000) == [*range(256), 997, 1994, 2991]
+
+
+def test_the_draft_option_resolves_an_installed_model(imported_store, models, tmp_path):
+    create(imported_store, "small", "FROM ./small.gguf\n", tmp_path)
+    target = resolve_model(imported_store, "tiny").target
+    assert with_draft(imported_store, target, None) is target
+    drafted = with_draft(imported_store, target, "small")
+    assert drafted.draft_name == "small"
+    assert drafted.draft_paths == resolve_model(imported_store, "small").target.model_paths
+    with pytest.raises(BadRequestError, match="draft model 'nowhere' is not installed"):
+        with_draft(imported_store, target, "nowhere")
+    with pytest.raises(BadRequestError, match="draft must be the name of an installed model"):
+        with_draft(imported_store, target, 3)
