@@ -87,8 +87,10 @@ def _configure_logging(level: str) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    # httpx logs every request at INFO: remotes' health checks would fill the log
-    logging.getLogger("httpx").setLevel(max(logging.WARNING, root.level))
+    # httpx logs every request at INFO (and huggingface_hub's httpx2 too): remotes' health
+    # checks and hub browsing would fill the log
+    for name in ("httpx", "httpx2"):
+        logging.getLogger(name).setLevel(max(logging.WARNING, root.level))
     request_log = logging.getLogger("localllm.requests")
     request_log.handlers[:] = [requests]
     request_log.propagate = False
