@@ -39,6 +39,17 @@ def test_embeddings_do_not_depend_on_batching(harness, runner):
         assert max(abs(x - y) for x, y in zip(a, b, strict=True)) < 1e-4
 
 
+def test_inputs_of_different_lengths_embed_as_they_do_alone(harness, runner):
+    """llama.cpp splits a batch of several sequences into equal-length parts unless the cache
+    is unified, and a longer input was then pooled over its last part only (off by up to
+    0.27 a component): documents embedded in batches missed questions embedded alone."""
+    texts = ("short one", "a much longer input " * 6, "mid length input here", "x")
+    together = harness.run(runner.embed(EmbedCall(texts))).embeddings
+    for text, batched in zip(texts, together, strict=True):
+        (alone,) = harness.run(runner.embed(EmbedCall((text,)))).embeddings
+        assert max(abs(x - y) for x, y in zip(alone, batched, strict=True)) < 1e-4, text
+
+
 def test_unnormalized_embeddings(harness, runner):
     (vector,) = harness.run(runner.embed(EmbedCall(("hello",), normalize=False))).embeddings
     assert abs(_norm(vector) - 1) > 1e-3

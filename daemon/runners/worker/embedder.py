@@ -60,7 +60,11 @@ class Embedder:
         if self._ctx is not None:
             return
         pooling = lc.LLAMA_POOLING_TYPE_UNSPECIFIED if self._native else lc.LLAMA_POOLING_TYPE_MEAN
-        config = ContextConfig(self.n_ctx, _MAX_SEQUENCES, self.n_ctx, self._threads, True, pooling)
+        # A unified cache: with one cache per sequence llama.cpp splits a batch of inputs into
+        # equal-length parts, and a longer input is pooled over its last part only.
+        config = ContextConfig(
+            self.n_ctx, _MAX_SEQUENCES, self.n_ctx, self._threads, True, pooling, unified_kv=True
+        )
         ctx = self.model.new_context(config)
         if lc.llama_pooling_type(ctx) == lc.LLAMA_POOLING_TYPE_NONE:
             lc.llama_free(ctx)
