@@ -50,6 +50,8 @@ class Remotes:
         self._keys = RemoteKeys(settings.config_dir, settings.environment, use_keyring)
         self._remotes: dict[str, RemoteState] = {}
         self._broken = False
+        self._adding: set[str] = set()  # names taken by an add still storing its key
+        self._writes = asyncio.Lock()  # one remotes-file write at a time, in order
         self._client: httpx.AsyncClient | None = None
         self.stats = RemoteStats(registry, lambda: list(self._remotes.values()))
         self._load()
@@ -100,28 +102,34 @@ class Remotes:
             raise BadRequestError("the remotes file is unreadable; fix or remove it first")
         config = checked_config(request)
         check_not_self(config.urls, self._settings)
-        if config.name in self._remotes:
+        if config.name in self._remotes or config.name in self._adding:
             raise ConflictError(f"a remote named {config.name!r} already exists")
-        if request.api_key:
-            self._keys.store(config.name, request.api_key)
-            config = replace(config, has_stored_key=True)
-        remote = RemoteState.of(config, self._key(config))
-        self._remotes[config.name] = remote
-        self._save()
+        self._adding.add(config.name)
+        try:  # a system keyring may block (it may even ask to be unlocked): off the loop
+            if request.api_key:
+                await asyncio.to_thread(self._keys.store, config.name, request.api_key)
+                config = replace(config, has_stored_key=True)
+            remote = RemoteState.of(config, await asyncio.to_thread(self._key, config))
+            self._remotes[config.name] = remote
+        finally:
+            self._adding.discard(config.name)
+        await self._save()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(self._refresh(remote)), _FIRST_CHECK_WAIT)
         return remote.info()
 
-    def remove(self, name: str) -> None:
+    async def remove(self, name: str) -> None:
         if name not in self._remotes:
             raise NotFoundError(f"no remote named {name[:40]!r}")
         remote = self._remotes.pop(name)
         if remote.config.has_stored_key:
-            self._keys.forget(name)
-        self._save()
+            await asyncio.to_thread(self._keys.forget, name)
+        await self._save()
 
-    def _save(self) -> None:
-        self._file.save([r.config for r in self._remotes.values()])
+    async def _save(self) -> None:
+        """The remotes as they are now, written off the loop; writes never overtake each other."""
+        async with self._writes:
+            await asyncio.to_thread(self._file.save, [r.config for r in self._remotes.values()])
 
     # -- routing ----------------------------------------------------------------------------
     def match(self, model: str) -> RemoteMatch | None:

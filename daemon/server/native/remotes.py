@@ -30,5 +30,5 @@ async def add_remote(body: RemoteAddRequest, request: Request) -> RemoteInfo:
 
 @router.delete("/api/remotes/{name}")
 async def remove_remote(name: str, request: Request) -> JSONResponse:
-    _remotes(request).remove(name)
+    await _remotes(request).remove(name)
     return JSONResponse({"status": "success"})
