@@ -72,6 +72,7 @@ class ChatController(ChatEdits, QObject):
         self._opening = ""
         self._search = ""
         self.memory = ChatMemoryKeeper(gateway, net, self.change_memory, self)
+        self.memory.failed.connect(self.error.emit)
 
     # the list
 

@@ -3,7 +3,8 @@
 After a reply for which the daemon dropped turns the summary does not cover yet, the model is
 asked (on a network worker, apart from the chat's stream) to fold them into the summary; the
 new summary goes into the chat's ``ChatMemory`` and is sent after the system prompt from the
-next reply on. A failed summary changes nothing: the next reply tries again.
+next reply on. A failed summary changes nothing but is told (``failed``): the next reply tries
+again.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import replace
 
 from PySide6.QtCore import QObject, Signal
 
+from app.gui.state.chat.errors import explain
 from app.gui.state.chat.memory import ChatMemory
 from app.gui.state.chat.memory_turns import SUMMARY_WORDS, summary_request, to_summarize
 from app.gui.state.chat.session import ChatSession
@@ -30,6 +32,7 @@ MemoryChange = Callable[[str, Callable[[ChatMemory], ChatMemory]], None]
 
 class ChatMemoryKeeper(QObject):
     summarizing = Signal(str, bool)  # conversation id, a summary is being written
+    failed = Signal(str)  # what went wrong, in words, for the chat's status line
 
     def __init__(self, gateway: Gateway, net: Workers, change: MemoryChange, parent=None):
         super().__init__(parent)
@@ -56,7 +59,7 @@ class ChatMemoryKeeper(QObject):
         self._net.call(
             write,
             lambda text: self._written(conversation.id, text, through),
-            lambda _error: self._ended(conversation.id),
+            lambda error: self._failed(conversation.id, error),
         )
 
     def _written(self, conversation_id: str, text: str, through: str) -> None:
@@ -66,6 +69,13 @@ class ChatMemoryKeeper(QObject):
                 conversation_id,
                 lambda memory: replace(memory, summary=text, summary_through=through),
             )
+
+    def _failed(self, conversation_id: str, error: Exception) -> None:
+        self._ended(conversation_id)
+        what, _hint = explain(error)
+        self.failed.emit(
+            f"Could not summarize the oldest messages: {what} The next reply will try again."
+        )
 
     def _ended(self, conversation_id: str) -> None:
         self._running.discard(conversation_id)
