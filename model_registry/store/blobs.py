@@ -95,14 +95,7 @@ class BlobStore:
                 if error.errno == errno.ENOSPC:
                     raise InsufficientSpaceError(size_hint or size, 0, "this blob") from None
                 raise
-            actual = Digest(hasher.hexdigest())
-            if expected is not None and actual != expected:
-                raise DigestMismatchError(
-                    f"content hashed to {actual.short}, expected {expected.short}; "
-                    "nothing was stored"
-                )
-            if on_hashed is not None:
-                on_hashed(actual)
+            actual = _accepted(Digest(hasher.hexdigest()), expected, on_hashed)
             self._commit(temp_path, actual)
         return BlobFile(actual, size, self._layout.blob_path(actual).stat().st_mtime)
 
@@ -146,13 +139,7 @@ class BlobStore:
         try:
             with temp.open("rb") as stream:
                 actual = sha256_of_file(_ProgressReader(stream, on_progress))
-            if expected is not None and actual != expected:
-                raise DigestMismatchError(
-                    f"content hashed to {actual.short}, expected {expected.short}; "
-                    "nothing was stored"
-                )
-            if on_hashed is not None:
-                on_hashed(actual)
+            _accepted(actual, expected, on_hashed)
             if self._commit(temp, actual):
                 placement = Placement.PRESENT
         finally:
@@ -226,3 +213,14 @@ class _ProgressReader:
         if self._on_progress is not None and chunk:
             self._on_progress(self._done)
         return chunk
+
+
+def _accepted(actual: Digest, expected: Digest | None, on_hashed: OnHashed | None) -> Digest:
+    """``actual``, once it is the digest the caller expected (and has been told of it)."""
+    if expected is not None and actual != expected:
+        raise DigestMismatchError(
+            f"content hashed to {actual.short}, expected {expected.short}; nothing was stored"
+        )
+    if on_hashed is not None:
+        on_hashed(actual)
+    return actual
