@@ -4,19 +4,15 @@ Q8_0 model, whose logits do not depend on the batch size, so the texts must matc
 
 from __future__ import annotations
 
-import tempfile
-from collections import defaultdict
-
 import pytest
 
-from daemon.runners.protocol import FrameReader, FrameWriter
 from daemon.runners.types import GenerateCall, SamplingParams
 from daemon.runners.worker.decode_plan import DecodePlan
+from tests.support.engine import run_engine
 from tests.support.runner import make_spec
 
 llama_cpp = pytest.importorskip("llama_cpp")
 
-from daemon.runners.worker.engine import Engine  # noqa: E402
 from daemon.runners.worker.model import Model  # noqa: E402
 
 PROMPTS = ["The cat", "Once upon a time there was", "1 2 3"]
@@ -56,25 +52,14 @@ def requests(*max_tokens: int) -> list[GenerateCall]:
 
 def generate(model: Model, plan: DecodePlan, batch: list[GenerateCall]) -> tuple[dict, dict]:
     """Texts and completion token counts by request id, for ``batch`` run through one engine."""
-    texts: dict[int, str] = defaultdict(str)
-    counts: dict[int, int] = {}
-    with tempfile.TemporaryFile() as sink:
-        out = FrameWriter(sink.fileno())
-        engine = Engine(model, make_spec(model.spec.model_paths[0], num_threads=1), 1, out)
+    spec = make_spec(model.spec.model_paths[0], num_threads=1)
+
+    def planned(engine) -> None:
         engine.plan = plan
-        for rid, request in enumerate(batch, 1):
-            engine.submit(rid, request)
-        while engine.busy:
-            engine.step()
-            out.flush()
-        sink.seek(0)
-        reader = FrameReader(sink)
-        while (message := reader.read()) is not None:
-            if message["ev"] == "token":
-                texts[message["id"]] += message["text"]
-            elif message["ev"] == "done":
-                counts[message["id"]] = message["completion_tokens"]
-    return dict(texts), counts
+
+    _, done = run_engine(model, spec, [batch], prepare=planned)
+    texts = {rid: entry["text"] for rid, entry in done.items()}
+    return texts, {rid: entry["completion_tokens"] for rid, entry in done.items()}
 
 
 def test_one_at_a_time_gives_the_same_texts_as_one_batch(model):

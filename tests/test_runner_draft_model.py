@@ -9,16 +9,16 @@ draft of another vocabulary is refused, by the engine and through the real runne
 from __future__ import annotations
 
 import tempfile
-from collections import defaultdict
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from daemon.runners.protocol import FrameReader, FrameWriter
+from daemon.runners.protocol import FrameWriter
 from daemon.runners.types import GenerateCall, InvalidRequestError, SamplingParams
 from model_registry.tiny_gguf import tiny_vocabulary
-from tests.support.runner import Harness, collect, make_spec, write_tiny_model
+from tests.support.engine import run_engine
+from tests.support.runner import collect, make_spec, write_tiny_model
 
 llama_cpp = pytest.importorskip("llama_cpp")
 
@@ -57,39 +57,6 @@ def model(paths):
     loaded.close()
 
 
-def run_engine(
-    model: Model, spec, rounds: list[list[GenerateCall]], engines: list | None = None
-) -> tuple[dict, dict]:
-    """Token ids and done frames by request id; each round's requests run together, the
-    rounds one after the other on the same engine (so slots and the draft's cache are reused).
-    The engine is appended to ``engines`` when given."""
-    ids: dict[int, list[int]] = defaultdict(list)
-    done: dict[int, dict] = {}
-    with tempfile.TemporaryFile() as sink:
-        out = FrameWriter(sink.fileno())
-        engine = Engine(model, spec, 1, out)
-        if engines is not None:
-            engines.append(engine)
-        rid = 0
-        for batch in rounds:
-            for request in batch:
-                rid += 1
-                engine.submit(rid, request)
-            while engine.busy:
-                engine.step()
-                out.flush()
-        sink.seek(0)
-        reader = FrameReader(sink)
-        while (message := reader.read()) is not None:
-            entry = done.setdefault(message["id"], {"text": ""})
-            if message["ev"] == "token":
-                ids[message["id"]] += message["ids"]
-                entry["text"] += message["text"]
-            elif message["ev"] == "done":
-                entry.update(message)
-    return dict(ids), done
-
-
 def with_draft(model: Model, paths, draft: str | None, **overrides):
     spec = make_spec(model.spec.model_paths[0], num_draft=8, **overrides)
     if draft is None:
@@ -103,7 +70,8 @@ def test_greedy_text_is_the_same_with_a_draft_model(model, paths, draft, prompts
     batch = [[GenerateCall(prompt, greedy()) for prompt in prompts]]
     plain_ids, plain_done = run_engine(model, with_draft(model, paths, None), batch)
     engines: list[Engine] = []
-    fast_ids, fast_done = run_engine(model, with_draft(model, paths, draft), batch, engines)
+    spec = with_draft(model, paths, draft)
+    fast_ids, fast_done = run_engine(model, spec, batch, prepare=engines.append)
     assert fast_ids == plain_ids
     # the guesses were the draft model's (not prompt lookup's): it read every sequence
     assert sum(1 for seen in engines[0].speculator.draft_model.seen if seen) == len(prompts)
@@ -182,13 +150,6 @@ def test_a_draft_of_another_vocabulary_is_refused(model, paths):
     message = str(caught.value)
     assert "draft model 'foreign' does not share the vocabulary of 'tiny-test'" in message
     assert "tokens, not" in message
-
-
-@pytest.fixture(scope="module")
-def harness():
-    running = Harness()
-    yield running
-    running.close()
 
 
 def test_the_runner_refuses_a_foreign_draft_as_a_bad_request(harness, paths):

@@ -7,20 +7,16 @@ the guesses land. The runner's stats and a cancel go through the real runner sub
 
 from __future__ import annotations
 
-import tempfile
-from collections import defaultdict
-
 import pytest
 
-from daemon.runners.protocol import FrameReader, FrameWriter
 from daemon.runners.types import GenerateCall, SamplingParams
 from daemon.runners.worker.prompt_lookup import NgramIndex
 from daemon.runners.worker.speculative import Speculation
-from tests.support.runner import GREEDY, Harness, collect, make_spec
+from tests.support.engine import run_engine
+from tests.support.runner import GREEDY, collect, make_spec
 
 llama_cpp = pytest.importorskip("llama_cpp")
 
-from daemon.runners.worker.engine import Engine  # noqa: E402
 from daemon.runners.worker.model import Model  # noqa: E402
 
 COPY = "Copy this list: red green blue, one two three, red green blue, one two three. Again: red"
@@ -38,28 +34,8 @@ def model(tiny_q8_model_path):
 
 def generate(model: Model, num_draft: int, batch: list[GenerateCall]) -> tuple[dict, dict]:
     """Token ids and done frames by request id, for ``batch`` run together through one engine."""
-    ids: dict[int, list[int]] = defaultdict(list)
-    done: dict[int, dict] = {}
-    with tempfile.TemporaryFile() as sink:
-        out = FrameWriter(sink.fileno())
-        spec = make_spec(model.spec.model_paths[0], num_threads=1, num_draft=num_draft)
-        engine = Engine(model, spec, 1, out)
-        engine.warm_up()
-        for rid, request in enumerate(batch, 1):
-            engine.submit(rid, request)
-        while engine.busy:
-            engine.step()
-            out.flush()
-        sink.seek(0)
-        reader = FrameReader(sink)
-        while (message := reader.read()) is not None:
-            if message["ev"] == "token":
-                ids[message["id"]] += message["ids"]
-                done.setdefault(message["id"], {}).setdefault("text", "")
-                done[message["id"]]["text"] += message["text"]
-            elif message["ev"] == "done":
-                done[message["id"]] = {**done.get(message["id"], {"text": ""}), **message}
-    return dict(ids), done
+    spec = make_spec(model.spec.model_paths[0], num_threads=1, num_draft=num_draft)
+    return run_engine(model, spec, [batch], prepare=lambda engine: engine.warm_up())
 
 
 def greedy(max_tokens: int = 48, **kw) -> SamplingParams:
@@ -140,13 +116,6 @@ def test_ngram_index_prefers_the_longest_match():
     history = [5, 1, 2, 7, 3, 1, 2, 9, 5, 1, 2]
     assert NgramIndex(history, min_n=2, max_n=3).propose(1) == [7]  # "5 1 2", not "1 2"
     assert NgramIndex(history, min_n=2, max_n=2).propose(1) == [9]
-
-
-@pytest.fixture(scope="module")
-def harness():
-    running = Harness()
-    yield running
-    running.close()
 
 
 def test_the_runner_reports_guessed_and_accepted_tokens(harness, tiny_q8_model_path):
