@@ -30,6 +30,27 @@ def runner(harness, q8_path):
     return harness.start(make_spec(q8_path))
 
 
+def llama_cpp_samplers(n_vocab: int, params: SamplingParams, history: list[int]) -> list:
+    """llama.cpp's logit-bias sampler (when there is a bias), then its penalties sampler having
+    seen ``history``: the chain the runner used before."""
+    samplers = []
+    if params.logit_bias:
+        items = (lc.llama_logit_bias * len(params.logit_bias))(
+            *(lc.llama_logit_bias(t, b) for t, b in params.logit_bias.items())
+        )
+        samplers.append(lc.llama_sampler_init_logit_bias(n_vocab, len(params.logit_bias), items))
+    penalties = lc.llama_sampler_init_penalties(
+        n_vocab,
+        params.repeat_last_n,
+        params.repeat_penalty,
+        params.frequency_penalty,
+        params.presence_penalty,
+    )
+    for token in history:
+        lc.llama_sampler_accept(penalties, token)
+    return [*samplers, penalties]
+
+
 def llama_cpp_reference(path, params: SamplingParams, steps: int) -> list[int]:
     """Greedy decoding with llama.cpp's own logit-bias and penalties samplers (the path the
     runner took before), straight through the low-level API."""
@@ -46,23 +67,8 @@ def llama_cpp_reference(path, params: SamplingParams, steps: int) -> list[int]:
         buffer = (lc.llama_token * 256)()
         n = lc.llama_tokenize(vocab, text, len(text), buffer, 256, True, True)
         prompt = list(buffer[:n])
-        if params.logit_bias:
-            items = (lc.llama_logit_bias * len(params.logit_bias))(
-                *(lc.llama_logit_bias(t, b) for t, b in params.logit_bias.items())
-            )
-            lc.llama_sampler_chain_add(
-                chain, lc.llama_sampler_init_logit_bias(n_vocab, len(params.logit_bias), items)
-            )
-        penalties = lc.llama_sampler_init_penalties(
-            n_vocab,
-            params.repeat_last_n,
-            params.repeat_penalty,
-            params.frequency_penalty,
-            params.presence_penalty,
-        )
-        lc.llama_sampler_chain_add(chain, penalties)
-        for token in prompt[-params.repeat_last_n :]:
-            lc.llama_sampler_accept(penalties, token)
+        for sampler in llama_cpp_samplers(n_vocab, params, prompt[-params.repeat_last_n :]):
+            lc.llama_sampler_chain_add(chain, sampler)
         lc.llama_sampler_chain_add(chain, lc.llama_sampler_init_greedy())
         out: list[int] = []
         batch = (lc.llama_token * len(prompt))(*prompt)
@@ -143,22 +149,7 @@ def llama_cpp_adjusted(logits, params: SamplingParams, history: list[int]) -> np
         *(lc.llama_token_data(i, float(v), 0.0) for i, v in enumerate(logits))
     )
     candidates = lc.llama_token_data_array(data, n_vocab, -1, False)
-    samplers = []
-    if params.logit_bias:
-        items = (lc.llama_logit_bias * len(params.logit_bias))(
-            *(lc.llama_logit_bias(t, b) for t, b in params.logit_bias.items())
-        )
-        samplers.append(lc.llama_sampler_init_logit_bias(n_vocab, len(params.logit_bias), items))
-    penalties = lc.llama_sampler_init_penalties(
-        n_vocab,
-        params.repeat_last_n,
-        params.repeat_penalty,
-        params.frequency_penalty,
-        params.presence_penalty,
-    )
-    samplers.append(penalties)
-    for token in history:
-        lc.llama_sampler_accept(penalties, token)
+    samplers = llama_cpp_samplers(n_vocab, params, history)
     for sampler in samplers:
         lc.llama_sampler_apply(sampler, ctypes.byref(candidates))
         lc.llama_sampler_free(sampler)
