@@ -10,7 +10,7 @@ from daemon.inference.generation import Delta
 from daemon.inference.jobs import GenerationJob
 from daemon.inference.tool_calls import ToolCallDelta
 from daemon.remotes.openai_wire import plain_messages
-from daemon.remotes.stream_state import StreamState, remote_failure
+from daemon.remotes.stream_state import StreamState, json_object, remote_failure
 
 __all__ = ["chat_body", "read_line"]
 
@@ -57,12 +57,7 @@ def chat_body(job: GenerationJob, remote_id: str) -> dict:
 def read_line(line: bytes, state: StreamState) -> list[Delta]:
     if not line.strip():
         return []
-    try:
-        chunk = json.loads(line)
-    except ValueError:
-        raise remote_failure(state, "sent a line that is not JSON") from None
-    if not isinstance(chunk, dict):
-        raise remote_failure(state, "sent a line that is not a JSON object")
+    chunk = json_object(line, state, "a line")
     if chunk.get("error"):
         raise remote_failure(state, f"reported an error: {str(chunk['error'])[:300]}")
     message = chunk.get("message") or {}

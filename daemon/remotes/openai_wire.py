@@ -12,7 +12,7 @@ from daemon.errors import BadRequestError
 from daemon.inference.generation import Delta
 from daemon.inference.jobs import GenerationJob
 from daemon.inference.tool_calls import ToolCallDelta
-from daemon.remotes.stream_state import StreamState, remote_failure
+from daemon.remotes.stream_state import StreamState, json_object, remote_failure
 
 __all__ = ["chat_body", "image_data_url", "plain_messages", "read_chunk"]
 
@@ -107,12 +107,7 @@ def read_chunk(line: bytes, state: StreamState) -> list[Delta]:
     if data == "[DONE]":
         state.done = True
         return []
-    try:
-        chunk = json.loads(data)
-    except ValueError:
-        raise remote_failure(state, "sent an event that is not JSON") from None
-    if not isinstance(chunk, dict):
-        raise remote_failure(state, "sent an event that is not a JSON object")
+    chunk = json_object(data, state, "an event")
     if chunk.get("error"):
         raise remote_failure(state, f"reported an error: {_error_text(chunk['error'])}")
     if isinstance(chunk.get("usage"), dict):

@@ -3,6 +3,7 @@ one error type for a remote that misbehaves."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from daemon.errors import RemoteError
@@ -49,3 +50,15 @@ class StreamState:
 
 def remote_failure(state: StreamState, what: str) -> RemoteError:
     return RemoteError(f"remote {state.remote!r} {what}")
+
+
+def json_object(text: str | bytes, state: StreamState, unit: str) -> dict:
+    """One streamed ``unit`` ("a line", "an event") as the JSON object it must be, or a clear
+    error saying what it is not."""
+    try:
+        chunk = json.loads(text)
+    except ValueError:
+        raise remote_failure(state, f"sent {unit} that is not JSON") from None
+    if not isinstance(chunk, dict):
+        raise remote_failure(state, f"sent {unit} that is not a JSON object")
+    return chunk
