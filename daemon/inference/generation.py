@@ -16,6 +16,7 @@ import time
 from collections import deque
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from daemon.inference.history_fit import Truncation
 from daemon.inference.thinking_run import ThinkingRun, add_parts
@@ -24,7 +25,15 @@ from daemon.inference.tool_calls import ToolCall, ToolCallDelta
 from daemon.runners.types import DoneEvent, RunnerCrashed, TokenEvent
 from daemon.scheduler import Lease
 
-__all__ = ["Collected", "Delta", "Finished", "Generation", "GenerationStats", "ToolCallDelta"]
+__all__ = [
+    "Collected",
+    "Delta",
+    "Finished",
+    "Generation",
+    "GenerationStats",
+    "ToolCallDelta",
+    "primed",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,3 +262,17 @@ class Generation:
             self._lease.release()
             if self.finished is None:
                 self._end(Finished("cancelled", self._usage(None)))
+
+
+_Started = TypeVar("_Started")  # a Generation, or a remote one with the same face
+
+
+async def primed(generation: _Started) -> _Started:
+    """``generation`` once its first token (or its error) is there; closed on failure, so its
+    lease or its remote's slot is given back before the error reaches the route."""
+    try:
+        await generation.prime()
+    except BaseException:
+        await generation.aclose()
+        raise
+    return generation

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from daemon.errors import BadRequestError
-from daemon.inference.generation import Finished, Generation
+from daemon.inference.generation import Finished, Generation, primed
 from daemon.inference.history_fit import certainly_fits, fit_history, reply_room
 from daemon.inference.jobs import Embeddings, EmbedJob, GenerationJob
 from daemon.inference.options import merge_options, runner_options, sampling_params
@@ -108,12 +108,7 @@ class Inference:
             on_finished=self._on_finished,
             truncation=truncation,
         )
-        try:
-            await generation.prime()
-        except BaseException:
-            await generation.aclose()
-            raise
-        return generation
+        return await primed(generation)
 
     async def count_tokens(self, job: GenerationJob) -> int:
         """The prompt tokens ``job`` takes, images included: its prompt is rendered and put

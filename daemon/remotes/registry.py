@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry
 
 from daemon.api.remotes import RemoteAddRequest, RemoteInfo, RemoteList
 from daemon.errors import BadRequestError, ConflictError, NotFoundError
-from daemon.inference.generation import Finished
+from daemon.inference.generation import Finished, primed
 from daemon.inference.jobs import Embeddings, EmbedJob, GenerationJob
 from daemon.remotes.calls import remote_stream
 from daemon.remotes.catalog import refresh
@@ -160,12 +160,7 @@ class Remotes:
             model, remote.name, items, on_finished=on_finished,
             on_closed=lambda: remote.in_use.subtract([model]),
         )  # fmt: skip
-        try:
-            await generation.prime()
-        except BaseException:
-            await generation.aclose()
-            raise
-        return generation
+        return await primed(generation)
 
     async def embed(self, found: RemoteMatch, job: EmbedJob) -> Embeddings:
         return await remote_embeddings(self.client, found.remote, job, found.remote_id, job.model)
