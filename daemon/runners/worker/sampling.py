@@ -2,8 +2,9 @@
 
 Each sequence owns its chain (its RNG, penalty history and grammar state), so what one request
 samples never depends on which other requests share the batch: the same seed gives the same
-text at any concurrency. Sampling runs in C; Python only sees the chosen token, and adjusts
-the few logits that logit bias and penalties touch (``penalties``).
+text at any concurrency. Sampling runs in C; Python only sees the chosen token, adjusts the
+few logits that logit bias and penalties touch (``penalties``), and hands the chain only the
+highest logits where that gives the same token (``candidates``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import llama_cpp as lc
 import numpy as np
 
 from ..types import InvalidRequestError, SamplingParams
+from .candidates import CandidateSampler
 from .json_grammar import schema_grammar
 from .model import Model
 from .penalties import LogitAdjuster
@@ -49,12 +51,18 @@ class SequenceSampler:
             last_n = params.repeat_last_n
         self._adjuster = LogitAdjuster(params, bias, last_n, prompt)
         grammar = _grammar_text(params)
+        greedy = params.temperature <= 0
+        self._narrow = None
+        if CandidateSampler.usable(params.top_k, greedy, grammar is not None, model.n_vocab):
+            self._narrow = CandidateSampler(
+                self._chain, 0 if greedy else params.top_k, self._n_vocab
+            )
         if grammar is not None:
             sampler = lc.llama_sampler_init_grammar(model.vocab, grammar.encode(), b"root")
             if not sampler:
                 raise InvalidRequestError("the grammar is not valid GBNF (see the runner log)")
             self._add(sampler)
-        if params.temperature <= 0:
+        if greedy:
             self._add(lc.llama_sampler_init_greedy())
             return
         if params.top_k > 0:
@@ -73,15 +81,18 @@ class SequenceSampler:
 
     def sample(self, ctx, row: int) -> int:
         """Sample from the logits of batch row ``row`` and advance this chain's state."""
-        adjuster = self._adjuster
-        if not adjuster.active:
+        adjuster, narrow = self._adjuster, self._narrow
+        if not adjuster.active and narrow is None:
             return lc.llama_sampler_sample(self._chain, ctx, row)
         logits = np.ctypeslib.as_array(lc.llama_get_logits_ith(ctx, row), shape=(self._n_vocab,))
-        undo = adjuster.apply(logits)
+        undo = adjuster.apply(logits) if adjuster.active else None
         try:
-            token = lc.llama_sampler_sample(self._chain, ctx, row)
+            token = narrow.sample(logits) if narrow is not None else None
+            if token is None:
+                token = lc.llama_sampler_sample(self._chain, ctx, row)
         finally:
-            adjuster.restore(logits, undo)
+            if undo is not None:
+                adjuster.restore(logits, undo)
         adjuster.accept(token)
         return token
 

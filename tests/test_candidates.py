@@ -1,0 +1,127 @@
+"""Sampling from the highest logits only (``worker/candidates.py``) chooses the very tokens
+llama.cpp's chain chooses from the whole vocabulary: same settings, same seed, same RNG draws."""
+
+from __future__ import annotations
+
+import ctypes
+
+import llama_cpp as lc
+import numpy as np
+import pytest
+
+from daemon.runners.types import SamplingParams
+from daemon.runners.worker.candidates import CandidateSampler
+from daemon.runners.worker.model import Model
+from daemon.runners.worker.sampling import SequenceSampler
+from tests.support.runner import make_spec
+
+SETTINGS = [
+    SamplingParams(seed=7, repeat_penalty=1.0),  # Ollama's defaults: top_k 40, top_p, min_p
+    SamplingParams(seed=8, top_k=5, temperature=1.5, top_p=1.0, min_p=0.0, repeat_penalty=1.0),
+    SamplingParams(seed=9, top_k=200, typical_p=0.9, repeat_penalty=1.0),
+    SamplingParams(seed=10, temperature=0.0, repeat_penalty=1.0),
+    SamplingParams(seed=11, repeat_penalty=1.3, logit_bias={5: 4.0, 6: -100.0}),
+]
+
+
+@pytest.fixture(scope="module")
+def model(tiny_q8_model_path):
+    lc.llama_backend_init()
+    loaded = Model.load(make_spec(tiny_q8_model_path, num_threads=1))
+    yield loaded
+    loaded.close()
+
+
+def whole_vocabulary(chain, logits: np.ndarray) -> int:
+    """What ``llama_sampler_sample`` does with a row: every token into the array, the chain
+    over it, the chosen token accepted."""
+    data = (lc.llama_token_data * len(logits))()
+    view = np.ctypeslib.as_array(data).view(np.dtype([("id", "<i4"), ("l", "<f4"), ("p", "<f4")]))
+    view["id"], view["l"], view["p"] = np.arange(len(logits)), logits, 0.0
+    array = lc.llama_token_data_array(data, len(logits), -1, False)
+    lc.llama_sampler_apply(chain, ctypes.byref(array))
+    token = data[array.selected].id
+    lc.llama_sampler_accept(chain, token)
+    return token
+
+
+@pytest.mark.parametrize("params", SETTINGS, ids=lambda p: f"seed{p.seed}")
+def test_the_tokens_of_a_generation_match_llama_cpps_sampling(model, params):
+    """Decode the tiny model token by token; at every step both samplers see the same row,
+    and the sequence goes on with their (shared) choice."""
+    narrowed = SequenceSampler(model, params, [])
+    whole = SequenceSampler(model, params, [])
+    whole._narrow = None  # llama.cpp's own path: llama_sampler_sample over the vocabulary
+    assert narrowed._narrow is not None
+    cparams = lc.llama_context_default_params()
+    cparams.n_ctx, cparams.n_batch, cparams.n_threads = 256, 64, 1
+    ctx = lc.llama_init_from_model(model.handle, cparams)
+    try:
+        prompt = model.tokenize("the cat sat on the mat and", True, special=True)
+        batch = (lc.llama_token * len(prompt))(*prompt)
+        assert lc.llama_decode(ctx, lc.llama_batch_get_one(batch, len(prompt))) == 0
+        chosen = []
+        for _ in range(60):
+            token = narrowed.sample(ctx, -1)
+            assert whole.sample(ctx, -1) == token
+            chosen.append(token)
+            one = (lc.llama_token * 1)(token)
+            assert lc.llama_decode(ctx, lc.llama_batch_get_one(one, 1)) == 0
+    finally:
+        lc.llama_free(ctx)
+        narrowed.close()
+        whole.close()
+    assert len(set(chosen)) > 3, "the test must sample more than one repeated token"
+
+
+@pytest.mark.parametrize("top_k", [1, 40, 1000])
+def test_a_large_vocabulary_gives_the_same_tokens_as_the_whole_array(top_k):
+    """Rows shaped like a 262k-token model's (a few high logits over a long tail), a new
+    scale every row so the margin has to widen and narrow."""
+    rng = np.random.default_rng(top_k)
+    chains = []
+    for _ in range(2):
+        chain = lc.llama_sampler_chain_init(lc.llama_sampler_chain_default_params())
+        for sampler in (
+            lc.llama_sampler_init_top_k(top_k),
+            lc.llama_sampler_init_top_p(0.95, 1),
+            lc.llama_sampler_init_min_p(0.02, 1),
+            lc.llama_sampler_init_temp(0.9),
+            lc.llama_sampler_init_dist(1234),
+        ):
+            lc.llama_sampler_chain_add(chain, sampler)
+        chains.append(chain)
+    narrow = CandidateSampler(chains[0], top_k, 262144)
+    try:
+        for step in range(40):
+            logits = (rng.standard_normal(262144) * (0.5 + step % 7)).astype(np.float32)
+            logits[rng.integers(0, 262144, 20)] += rng.uniform(5, 25)
+            assert narrow.sample(logits) == whole_vocabulary(chains[1], logits)
+    finally:
+        for chain in chains:
+            lc.llama_sampler_free(chain)
+
+
+def test_rows_that_cannot_be_narrowed_go_to_llama_cpp():
+    chain = lc.llama_sampler_chain_init(lc.llama_sampler_chain_default_params())
+    lc.llama_sampler_chain_add(chain, lc.llama_sampler_init_top_k(40))
+    lc.llama_sampler_chain_add(chain, lc.llama_sampler_init_dist(1))
+    try:
+        narrow = CandidateSampler(chain, 40, 1000)
+        logits = np.zeros(1000, dtype=np.float32)
+        logits[3] = np.nan
+        assert narrow.sample(logits) is None
+        logits[:] = -np.inf
+        assert narrow.sample(logits) is None
+        logits[:50] = 1.0  # ties at the top, -inf elsewhere: 50 candidates, 40 kept
+        assert 0 <= narrow.sample(logits) < 50
+    finally:
+        lc.llama_sampler_free(chain)
+
+
+def test_a_grammar_or_no_top_k_keeps_the_whole_vocabulary():
+    assert not CandidateSampler.usable(40, greedy=False, grammar=True, n_vocab=32000)
+    assert not CandidateSampler.usable(0, greedy=False, grammar=False, n_vocab=32000)
+    assert not CandidateSampler.usable(50000, greedy=False, grammar=False, n_vocab=32000)
+    assert CandidateSampler.usable(0, greedy=True, grammar=False, n_vocab=32000)
+    assert CandidateSampler.usable(40, greedy=False, grammar=False, n_vocab=32000)
