@@ -103,13 +103,20 @@ def test_a_stop_string_inside_a_verified_run_ends_the_text_there(model):
 
 def test_ngram_index_proposes_what_followed_the_latest_match():
     history = [1, 2, 3, 4, 5, 9, 2, 3, 4, 6, 7, 2, 3]
-    index = NgramIndex(history)
+    index = NgramIndex(history, min_n=2)
     assert index.propose(3) == [4, 6, 7]  # "2 3" last came before "4 6 7"
     history += [4]
     assert index.propose(8) == [6, 7, 2, 3, 4]  # "2 3 4": the latest one, up to the end
     history += [8]
     assert index.propose(8) == []  # "4 8" never came before
     assert index.propose(0) == []
+
+
+def test_by_default_a_match_of_two_tokens_guesses_nothing():
+    history = [1, 2, 3, 4, 5, 9, 2, 3]
+    assert NgramIndex(history).propose(3) == []  # only "2 3" came before
+    history += [4]
+    assert NgramIndex(history).propose(3) == [5, 9, 2]  # "2 3 4" did
 
 
 def test_ngram_index_prefers_the_longest_match():

@@ -11,7 +11,11 @@ from __future__ import annotations
 
 __all__ = ["NgramIndex"]
 
-MIN_NGRAM = 2  # one token matches too often to be a good guess (not yet tuned by measurement)
+# Shorter matches guess too often and too wrongly: on Gemma 3 270M stories at temperature 0.8,
+# guesses after a 2-token match held 50% of the time, after 3 tokens 65%, after 4 81%; on a
+# model of random weights, 23 guesses after 2-token matches, 3 right (a wrong one costs a third
+# of a step). From 3 tokens on, the random model guessed 4 times in 1,024 tokens.
+MIN_NGRAM = 3
 MAX_NGRAM = 4
 
 
