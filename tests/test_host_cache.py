@@ -64,6 +64,16 @@ def test_a_conversation_evicted_from_its_slot_is_restored_from_host_ram(harness,
     assert second.text == alone.text
 
 
+def test_an_idle_runner_has_copied_its_finished_conversation_already(harness, tiny_model_path):
+    """Copied while nothing runs, so the next prompt to take the slot does not wait for it."""
+    spec = make_spec(tiny_model_path, num_ctx=1024, num_parallel=SLOTS)
+    prompt = _turn(f"<|im_start|>system\n{_words(80, 9)}<|im_end|>\n", "hello")
+    for limit, entries in ((64 << 20, 1), (0, 0)):
+        runner = harness.start(replace(spec, host_cache_bytes=limit))
+        harness.run(collect(runner, prompt))
+        assert harness.run(runner.status())["host_cache"]["entries"] == entries
+
+
 # -- the cache itself, on a real llama.cpp context in this process ---------------------------
 
 
