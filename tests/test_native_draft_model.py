@@ -29,6 +29,7 @@ def files(root):
     tokens = len(tiny_vocabulary().tokens)
     return {
         "tiny": write_tiny_model(root / "tiny.gguf", file_type="Q8_0", seed=2),
+        "tiny16": write_tiny_model(root / "tiny16.gguf", file_type="F16", seed=2),
         "small": write_tiny_model(root / "small.gguf", file_type="Q8_0", seed=9, n_layer=1),
         "foreign": write_tiny_model(
             root / "foreign.gguf", file_type="Q8_0", seed=3, vocab_size=tokens + 40
@@ -84,6 +85,27 @@ def test_a_modelfile_draft_is_listed_and_leaves_the_text_as_it_was(daemon):
     # a model derived from it keeps its draft
     assert create(daemon, "drafted-child", "FROM drafted\nSYSTEM hi\n").is_success
     assert show(daemon, "drafted-child")["draft"] == "small"
+
+
+def create_quantized(daemon, name: str, base: str):
+    body = {"model": name, "from": base, "quantize": "Q8_0", "stream": False}
+    return httpx.post(daemon.url + "/api/create", json=body, timeout=120)
+
+
+def test_a_quantized_model_keeps_the_draft_of_its_base(daemon, client, files):
+    assert create(daemon, "drafted16", "FROM tiny16\nDRAFT small\n").is_success
+    response = create_quantized(daemon, "drafted16-q8", "drafted16")
+    assert response.is_success, response.text
+    assert show(daemon, "drafted16-q8")["draft"] == "small"  # still the installed model
+    assert generate(daemon, "drafted16-q8").status_code == 200
+    # a draft that is no longer installed comes along as its weights file
+    digest = upload(client, files["small"])
+    body = "FROM tiny16\nDRAFT ./small.gguf\n"
+    assert create(daemon, "drafted16-file", body, {"./small.gguf": digest}).is_success
+    response = create_quantized(daemon, "drafted16-file-q8", "drafted16-file")
+    assert response.is_success, response.text
+    assert show(daemon, "drafted16-file-q8")["draft"] == "base-draft.gguf"
+    assert generate(daemon, "drafted16-file-q8").status_code == 200
 
 
 def test_an_uploaded_draft_file_is_imported_as_a_layer(daemon, client, files):

@@ -42,6 +42,7 @@ log = logging.getLogger("localllm.create")
 QUANTIZABLE = ("F16", "BF16", "F32")  # what a quantization may start from
 _PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 _QUANTIZED = "./quantized.gguf"
+_BASE_DRAFT = "./base-draft.gguf"
 
 Resolver = Callable[[str], Path]
 
@@ -208,8 +209,10 @@ def _inherit(store: Store, modelfile: Modelfile) -> tuple[Modelfile, dict[str, P
     inherited = [
         Adapter(reference, layer.scale) for reference, layer in zip(adapters, layers, strict=True)
     ]
+    draft, draft_files = (modelfile.draft, {}) if modelfile.draft else _inherited_draft(store, base)
     merged = dataclasses.replace(
         modelfile,
+        draft=draft,
         system=_first(modelfile.system, store.read_text_layer(base, LayerType.SYSTEM)),
         template=_first(modelfile.template, store.read_text_layer(base, LayerType.TEMPLATE)),
         parameters={**(params if isinstance(params, dict) else {}), **modelfile.parameters},
@@ -218,7 +221,25 @@ def _inherit(store: Store, modelfile: Modelfile) -> tuple[Modelfile, dict[str, P
         license=modelfile.license or ([licenses] if licenses else []),
         adapters=[*inherited, *modelfile.adapters],
     )
-    return merged, adapters
+    return merged, {**adapters, **draft_files}
+
+
+def _inherited_draft(store: Store, base) -> tuple[str | None, dict[str, Path]]:
+    """The base model's draft as a ``DRAFT`` line: the installed model it was named after
+    while that still holds the same weights, else its weights file."""
+    layers = base.layers_of(LayerType.DRAFT)
+    if not layers:
+        return None, {}
+    name = store.read_config(base).get("draft")
+    try:
+        installed = store.read_manifest(name).layers_of(LayerType.MODEL) if name else []
+    except ModelNotFoundError:
+        installed = []
+    if [layer.digest for layer in installed] == [layer.digest for layer in layers]:
+        return name, {}
+    if len(layers) != 1:
+        return None, {}  # a draft in several files and no longer installed: not carried over
+    return _BASE_DRAFT, {_BASE_DRAFT: store.blobs.path(layers[0].digest)}
 
 
 def _first(value: str | None, fallback: str | None) -> str | None:
