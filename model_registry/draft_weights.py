@@ -8,7 +8,7 @@ model's vocabulary (``vocabulary``), which is checked here, at create time, with
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from model_registry.adapters import is_lora_adapter, shown_name
@@ -20,9 +20,11 @@ from model_registry.store import Layer, LayerType, Store
 from model_registry.store.locking import Lease
 from model_registry.vocabulary import vocabulary_difference
 
-__all__ = ["DraftWeights", "draft_layers", "resolve_draft"]
+__all__ = ["KV_SHAPE_KEYS", "DraftWeights", "draft_layers", "resolve_draft"]
 
 FileLayer = Callable[[Store, Lease, LayerType, Path], Layer]
+#: The GGUF numbers that size a KV cache (as in a config's ``gguf`` summary).
+KV_SHAPE_KEYS = ("block_count", "embedding_length", "head_count", "head_count_kv", "key_length")
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +34,7 @@ class DraftWeights:
     shown: str
     file: Path | None = None
     layers: tuple[Layer, ...] = ()
+    kv_shape: dict[str, object] | None = None  # its KV cache's numbers, for memory estimates
 
 
 def resolve_draft(
@@ -58,6 +61,7 @@ def resolve_draft(
     info = read_gguf_info(path)
     if info.is_projector or is_lora_adapter(info):
         raise GGUFError(f"DRAFT {draft.shown} is not a model (a projector or LoRA adapter)")
+    draft = replace(draft, kv_shape={key: getattr(info, key) for key in KV_SHAPE_KEYS})
     problem = vocabulary_difference(target, path)
     if problem:
         shown = shown_name(modelfile.from_) if from_is_path(modelfile.from_) else modelfile.from_

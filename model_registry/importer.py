@@ -202,8 +202,11 @@ def _derive(
 
 
 def _with_draft(config: Mapping[str, object], draft: DraftWeights | None) -> dict:
-    """The config, naming the draft model (what ``show`` lists) when there is a new one."""
-    return {**config, "draft": draft.shown} if draft else dict(config)
+    """The config, naming the draft model (what ``show`` lists) and its KV cache's numbers
+    (for the memory estimate) when there is a new one."""
+    if not draft:
+        return dict(config)
+    return {**config, "draft": draft.shown, "draft_gguf": draft.kv_shape or {}}
 
 
 def _read_info(path: Path) -> GGUFInfo:

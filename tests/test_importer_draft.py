@@ -104,3 +104,27 @@ def test_the_draft_option_resolves_an_installed_model(imported_store, models, tm
         with_draft(imported_store, target, "nowhere")
     with pytest.raises(BadRequestError, match="draft must be the name of an installed model"):
         with_draft(imported_store, target, 3)
+
+
+def test_the_memory_estimate_counts_the_drafts_kv_cache(imported_store, models, tmp_path):
+    """The draft has a context as large as the model's: its KV cache is in the estimate, by
+    its own layers and widths, whether it comes from the Modelfile or the request."""
+    from daemon.scheduler.memory import kv_cache_bytes
+
+    create(imported_store, "small", "FROM ./small.gguf\n", tmp_path)
+    create(imported_store, "drafted", "FROM tiny\nDRAFT small\n", tmp_path)
+    plain = resolve_model(imported_store, "tiny").target.footprint
+    small = resolve_model(imported_store, "small").target.footprint
+    drafted = resolve_model(imported_store, "drafted").target.footprint
+    assert small.n_layer == 1 and plain.n_layer > 1
+    assert drafted.draft is not None and drafted.draft.n_layer == 1
+    cells = 4 * 4096
+    draft_kv = kv_cache_bytes(small, cells)
+    assert draft_kv > 0
+    assert kv_cache_bytes(drafted, cells) == kv_cache_bytes(plain, cells) + draft_kv
+    by_option = with_draft(imported_store, resolve_model(imported_store, "tiny").target, "small")
+    footprint = by_option.footprint
+    assert footprint.weights_bytes == plain.weights_bytes + small.weights_bytes
+    assert kv_cache_bytes(footprint, cells, "q8_0") == (
+        kv_cache_bytes(plain, cells, "q8_0") + kv_cache_bytes(small, cells, "q8_0")
+    )

@@ -90,7 +90,9 @@ def resolve_model(store: Store, text: str) -> ResolvedModel:
         name=name.display,
         model_paths=tuple(str(store.blobs.path(layer.digest)) for layer in weights),
         footprint=_footprint(
-            sum(layer.size for layer in (*weights, *projector[-1:], *adapters, *drafts)), gguf
+            sum(layer.size for layer in (*weights, *projector[-1:], *adapters, *drafts)),
+            gguf,
+            _mapping(config.get("draft_gguf")) if drafts else None,
         ),
         projector_path=str(store.blobs.path(projector[-1].digest)) if projector else None,
         adapters=tuple(
@@ -134,10 +136,21 @@ def with_draft(store: Store, target: LoadTarget, name: object) -> LoadTarget:
         ) from None
     if draft.embedding_only:
         raise BadRequestError(f"draft model {draft.name!r} is an embedding model", param="draft")
-    return replace(target, draft_name=draft.name, draft_paths=draft.target.model_paths)
+    drafted = draft.target.footprint
+    footprint = replace(
+        target.footprint,
+        weights_bytes=target.footprint.weights_bytes + drafted.weights_bytes,
+        draft=replace(drafted, weights_bytes=0, draft=None),
+    )
+    return replace(
+        target, draft_name=draft.name, draft_paths=draft.target.model_paths, footprint=footprint
+    )
 
 
-def _footprint(weights_bytes: int, gguf: Mapping[str, object]) -> ModelFootprint:
+def _footprint(
+    weights_bytes: int, gguf: Mapping[str, object], draft: Mapping[str, object] | None = None
+) -> ModelFootprint:
+    """``draft``: the draft model's numbers (a model made before they were kept has none)."""
     return ModelFootprint(
         weights_bytes=weights_bytes,
         n_layer=_int(gguf.get("block_count")) or 0,
@@ -145,6 +158,7 @@ def _footprint(weights_bytes: int, gguf: Mapping[str, object]) -> ModelFootprint
         n_head=_int(gguf.get("head_count")) or 0,
         n_head_kv=_int(gguf.get("head_count_kv")) or 0,
         head_size=_int(gguf.get("key_length")) or 0,
+        draft=_footprint(0, draft) if draft else None,
     )
 
 

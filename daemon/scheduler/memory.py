@@ -43,6 +43,7 @@ class ModelFootprint:
     n_head: int = 0
     n_head_kv: int = 0
     head_size: int = 0  # values per head (``attention.key_length``); 0: n_embd / n_head
+    draft: ModelFootprint | None = None  # a draft model's (its KV cache has the same cells)
 
     @property
     def n_embd_kv(self) -> int:
@@ -60,9 +61,11 @@ class MemoryInfo:
 
 
 def kv_cache_bytes(footprint: ModelFootprint, n_ctx_total: int, kv_cache_type: str = "f16") -> int:
-    """K and V of the given type for every layer and every cell of the shared context."""
+    """K and V of the given type for every layer and every cell of the shared context (and
+    of the draft model's context, as large)."""
     values = 2 * footprint.n_layer * n_ctx_total * footprint.n_embd_kv
-    return int(values * KV_BYTES_PER_VALUE[kv_cache_type])
+    draft = kv_cache_bytes(footprint.draft, n_ctx_total, kv_cache_type) if footprint.draft else 0
+    return int(values * KV_BYTES_PER_VALUE[kv_cache_type]) + draft
 
 
 def estimate_bytes(
