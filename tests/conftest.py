@@ -31,6 +31,21 @@ def tiny_q8_model_path(tmp_path_factory) -> Path:
     )
 
 
+@pytest.fixture(scope="module")
+def tiny_q8_model(tiny_q8_model_path):
+    """The tiny Q8_0 model loaded in this process (1 thread), for tests that drive the
+    runner's parts directly."""
+    import llama_cpp
+
+    from daemon.runners.worker.model import Model
+    from tests.support.runner import make_spec
+
+    llama_cpp.llama_backend_init()
+    loaded = Model.load(make_spec(tiny_q8_model_path, num_threads=1))
+    yield loaded
+    loaded.close()
+
+
 @pytest.fixture(scope="session")
 def thinking_model_path(tmp_path_factory) -> Path:
     """A tiny model that thinks as Qwen3 does (its template opens ``<think>``). Its random

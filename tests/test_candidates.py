@@ -11,9 +11,7 @@ import pytest
 
 from daemon.runners.types import SamplingParams
 from daemon.runners.worker.candidates import CandidateSampler
-from daemon.runners.worker.model import Model
 from daemon.runners.worker.sampling import SequenceSampler
-from tests.support.runner import make_spec
 
 SETTINGS = [
     SamplingParams(seed=7, repeat_penalty=1.0),  # Ollama's defaults: top_k 40, top_p, min_p
@@ -25,11 +23,8 @@ SETTINGS = [
 
 
 @pytest.fixture(scope="module")
-def model(tiny_q8_model_path):
-    lc.llama_backend_init()
-    loaded = Model.load(make_spec(tiny_q8_model_path, num_threads=1))
-    yield loaded
-    loaded.close()
+def model(tiny_q8_model):
+    return tiny_q8_model
 
 
 def whole_vocabulary(chain, logits: np.ndarray) -> int:

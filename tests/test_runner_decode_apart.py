@@ -35,11 +35,8 @@ class FixedPlan(DecodePlan):
 
 
 @pytest.fixture(scope="module")
-def model(tiny_q8_model_path):
-    llama_cpp.llama_backend_init()
-    loaded = Model.load(make_spec(tiny_q8_model_path, num_threads=1))
-    yield loaded
-    loaded.close()
+def model(tiny_q8_model):
+    return tiny_q8_model
 
 
 def requests(*max_tokens: int) -> list[GenerateCall]:

@@ -25,11 +25,8 @@ SAMPLED = SamplingParams(temperature=0.9, seed=7, repeat_penalty=1.1, max_tokens
 
 
 @pytest.fixture(scope="module")
-def model(tiny_q8_model_path):
-    llama_cpp.llama_backend_init()
-    loaded = Model.load(make_spec(tiny_q8_model_path, num_threads=1))
-    yield loaded
-    loaded.close()
+def model(tiny_q8_model):
+    return tiny_q8_model
 
 
 def generate(model: Model, num_draft: int, batch: list[GenerateCall]) -> tuple[dict, dict]:
