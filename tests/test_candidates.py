@@ -86,7 +86,7 @@ def test_a_large_vocabulary_gives_the_same_tokens_as_the_whole_array(top_k):
         ):
             lc.llama_sampler_chain_add(chain, sampler)
         chains.append(chain)
-    narrow = CandidateSampler(chains[0], top_k, 262144)
+    narrow = CandidateSampler(chains[0], top_k)
     try:
         for step in range(40):
             logits = (rng.standard_normal(262144) * (0.5 + step % 7)).astype(np.float32)
@@ -102,7 +102,7 @@ def test_rows_that_cannot_be_narrowed_go_to_llama_cpp():
     lc.llama_sampler_chain_add(chain, lc.llama_sampler_init_top_k(40))
     lc.llama_sampler_chain_add(chain, lc.llama_sampler_init_dist(1))
     try:
-        narrow = CandidateSampler(chain, 40, 1000)
+        narrow = CandidateSampler(chain, 40)
         logits = np.zeros(1000, dtype=np.float32)
         logits[3] = np.nan
         assert narrow.sample(logits) is None

@@ -54,9 +54,7 @@ class SequenceSampler:
         greedy = params.temperature <= 0
         self._narrow = None
         if CandidateSampler.usable(params.top_k, greedy, grammar is not None, model.n_vocab):
-            self._narrow = CandidateSampler(
-                self._chain, 0 if greedy else params.top_k, self._n_vocab
-            )
+            self._narrow = CandidateSampler(self._chain, 0 if greedy else params.top_k)
         if grammar is not None:
             sampler = lc.llama_sampler_init_grammar(model.vocab, grammar.encode(), b"root")
             if not sampler:
