@@ -20,7 +20,7 @@ from model_registry.store import Layer, LayerType, Store
 from model_registry.store.locking import Lease
 from model_registry.vocabulary import vocabulary_difference
 
-__all__ = ["KV_SHAPE_KEYS", "DraftWeights", "draft_layers", "resolve_draft"]
+__all__ = ["DraftWeights", "draft_layers", "resolve_draft"]
 
 FileLayer = Callable[[Store, Lease, LayerType, Path], Layer]
 #: The GGUF numbers that size a KV cache (as in a config's ``gguf`` summary).
