@@ -85,6 +85,14 @@ def test_across_file_systems_it_is_copied_and_the_size_told(tmp_path, store):
         assert describe_file(source, store).in_store  # remembered by path, size and time
 
 
+def test_a_copy_of_content_the_store_holds_says_so(tmp_path, store):
+    source = write_tiny_model(tmp_path / "Twice.gguf")
+    first = store.blobs.add_file(source, mode="copy")
+    again = store.blobs.add_file(source, mode="copy")
+    assert (first[1], again[1]) == (Placement.COPIED, Placement.PRESENT)
+    assert first[0].digest == again[0].digest
+
+
 def test_ollama_blob_is_checked_and_a_tampered_one_refused(tmp_path, store):
     root = tmp_path / "ollama"
     blob = ollama_model(root, "good", "1b", template="{{ .Prompt }}")

@@ -80,6 +80,12 @@ class BlobStore:
         on_hashed: OnHashed | None = None,
     ) -> BlobFile:
         """Copy ``source`` into the store, hashing on the way; verify, then commit."""
+        return self._write(source, expected, size_hint, on_hashed)[0]
+
+    def _write(
+        self, source: BinaryIO, expected: Digest | None, size_hint: int, on_hashed: OnHashed | None
+    ) -> tuple[BlobFile, bool]:
+        """:meth:`write_stream`, and whether the store held the content already."""
         ensure_free_space(self._layout.blobs_dir, size_hint)
         hasher = hashlib.sha256()
         size = 0
@@ -96,8 +102,8 @@ class BlobStore:
                     raise InsufficientSpaceError(size_hint or size, 0, "this blob") from None
                 raise
             actual = _accepted(Digest(hasher.hexdigest()), expected, on_hashed)
-            self._commit(temp_path, actual)
-        return BlobFile(actual, size, self._layout.blob_path(actual).stat().st_mtime)
+            present = self._commit(temp_path, actual)
+        return BlobFile(actual, size, self._layout.blob_path(actual).stat().st_mtime), present
 
     def add_file(
         self,
@@ -125,8 +131,8 @@ class BlobStore:
                 )
         with path.open("rb") as stream:
             reader = _ProgressReader(stream, on_progress)
-            blob = self.write_stream(reader, expected, path.stat().st_size, on_hashed)  # type: ignore[arg-type]
-        return blob, Placement.COPIED
+            blob, present = self._write(reader, expected, path.stat().st_size, on_hashed)  # type: ignore[arg-type]
+        return blob, Placement.PRESENT if present else Placement.COPIED
 
     def _commit_shared(
         self,
