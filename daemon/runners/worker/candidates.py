@@ -5,7 +5,7 @@ them: 262,144 entries a token on Gemma 3 or Qwen, 0.4-0.6 ms, most of it spent o
 that ``top_k`` throws away first. Where the chain's first step is ``top_k`` (or the chain is
 greedy), only the highest logits matter, so they are found with two vectorized passes over the
 row (its maximum, then everything within a margin of it, the margin adapted to the row before)
-and the same chain runs on those: the same tokens, the same RNG draws, a fourth of the time.
+and the same chain runs on those: the same tokens, the same RNG draws, half the time.
 A grammar needs every token, so a chain with one keeps llama.cpp's path.
 """
 
@@ -75,20 +75,28 @@ class CandidateSampler:
 
     def _highest(self, logits: np.ndarray) -> np.ndarray | None:
         """Ids of every logit within the margin of the maximum, at least ``k`` of them, in
-        vocabulary order (as llama.cpp's array has them); None if there are not ``k`` finite."""
+        vocabulary order (as llama.cpp's array has them); None if there are not ``k`` finite.
+        A margin too narrow for ``k`` widens over the row; one so wide that it takes more than
+        ``_MOST_CANDIDATES`` narrows over what it took (a few passes over ever fewer values)."""
         peak = logits.max()
         if not np.isfinite(peak):
             return None
         k, margin = self._k, self._margin
-        while True:
-            ids = np.flatnonzero(logits >= peak - margin)
-            if len(ids) >= k:
-                break
+        ids = np.flatnonzero(logits >= peak - margin)
+        while len(ids) < k:
             if margin > 1e30:
                 return None  # fewer than k finite logits
-            margin *= 16
-        if len(ids) > _MOST_CANDIDATES:
-            ids = np.sort(ids[np.argpartition(logits[ids], len(ids) - k)[-k:]])
-        kth = np.partition(logits[ids], len(ids) - k)[len(ids) - k]
+            margin *= 4
+            ids = np.flatnonzero(logits >= peak - margin)
+        values = logits[ids]
+        while len(ids) > _MOST_CANDIDATES:
+            narrower = values >= peak - margin / 2
+            if np.count_nonzero(narrower) < k:
+                top = np.sort(np.argpartition(values, len(values) - k)[-k:])
+                ids, values = ids[top], values[top]
+                break
+            margin /= 2
+            ids, values = ids[narrower], values[narrower]
+        kth = np.partition(values, len(values) - k)[len(values) - k]
         self._margin = max(float(peak - kth) * _SLACK, 1e-3)
         return ids
