@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,21 @@ def test_hugging_face_file_is_hard_linked_not_copied(tmp_path, store):
     assert_store_consistent(store)
     [again] = scan(ScanRoots(hugging_face=(hub,)), store).models
     assert again.in_store
+
+
+def test_adding_linked_content_again_leaves_the_other_apps_file_time(tmp_path, store):
+    source = write_tiny_model(tmp_path / "Theirs.gguf")
+    add_found_model(store, describe_file(source, store))
+    long_ago = time.time() - 30 * 86400
+    os.utime(source, (long_ago, long_ago))
+    store.blobs.write_bytes(source.read_bytes())  # the same content, uploaded
+    _, placement = store.blobs.add_file(source, mode="copy")
+    assert placement is Placement.PRESENT
+    assert source.stat().st_mtime == long_ago  # the app's file, untouched
+    own = store.blobs.write_bytes(b"ours alone")
+    os.utime(store.blobs.path(own.digest), (long_ago, long_ago))
+    store.blobs.write_bytes(b"ours alone")  # the store's own file: its grace period renewed
+    assert store.blobs.path(own.digest).stat().st_mtime > long_ago
 
 
 def test_editing_a_linked_original_is_caught_by_verify(tmp_path, store):

@@ -162,7 +162,11 @@ class BlobStore:
         destination = self._layout.blob_path(digest)
         with self._lock.held():
             if destination.is_file():
-                os.utime(destination)  # refresh the prune grace period for the new user
+                # Refresh the prune grace period for the new user; not where the blob is a
+                # hard link to another app's file, whose time is that app's (such a blob
+                # belongs to a model, so prune keeps it without the grace period anyway).
+                if destination.stat().st_nlink == 1:
+                    os.utime(destination)
                 temp_path.unlink(missing_ok=True)
                 return True
             os.replace(temp_path, destination)
