@@ -98,7 +98,7 @@ def test_a_quantized_model_keeps_the_draft_of_its_base(daemon, client, files):
     assert response.is_success, response.text
     assert show(daemon, "drafted16-q8")["draft"] == "small"  # still the installed model
     assert generate(daemon, "drafted16-q8").status_code == 200
-    # a draft that is no longer installed comes along as its weights file
+    # a draft from a file (no installed model holds it) comes along as that file
     digest = upload(client, files["small"])
     body = "FROM tiny16\nDRAFT ./small.gguf\n"
     assert create(daemon, "drafted16-file", body, {"./small.gguf": digest}).is_success
