@@ -5,7 +5,6 @@ from its base, and one with the adapter at scale 0 answers exactly as the base d
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 import httpx
@@ -14,7 +13,7 @@ import pytest
 from daemon.client import Client
 from model_registry.tiny_lora import write_tiny_lora
 from tests.support.adapters import NOT_ADAPTERS, not_an_adapter
-from tests.support.daemon import Daemon, make_store
+from tests.support.daemon import Daemon, make_store, upload
 
 pytestmark = pytest.mark.slow
 
@@ -37,12 +36,6 @@ def daemon(root, tiny_model_path):
 def client(daemon):
     with Client(daemon.url) as client:
         yield client
-
-
-def upload(client: Client, path) -> str:
-    digest = "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
-    client.upload_blob(path, digest)
-    return digest
 
 
 def create(daemon, name: str, modelfile: str, files: dict[str, str]) -> httpx.Response:

@@ -4,14 +4,12 @@ vocabulary refused with a 400 that names both models, at create and at request t
 
 from __future__ import annotations
 
-import hashlib
-
 import httpx
 import pytest
 
 from daemon.client import Client
 from model_registry.tiny_gguf import tiny_vocabulary, write_tiny_model
-from tests.support.daemon import Daemon, make_store
+from tests.support.daemon import Daemon, make_store, upload
 
 pytestmark = pytest.mark.slow
 
@@ -48,12 +46,6 @@ def daemon(root, files):
 def client(daemon):
     with Client(daemon.url) as client:
         yield client
-
-
-def upload(client: Client, path) -> str:
-    digest = "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
-    client.upload_blob(path, digest)
-    return digest
 
 
 def create(daemon, name: str, modelfile: str, files: dict[str, str] | None = None):

@@ -3,6 +3,7 @@ a free loopback port, with its own temporary store of generated tiny models."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import socket
@@ -36,6 +37,14 @@ def make_store(root: Path, models: Mapping[str, Path | tuple[Path, object]]) -> 
         path, extras = source if isinstance(source, tuple) else (source, ModelExtras())
         import_gguf(store, name, path, extras=extras)
     return root
+
+
+def upload(client, path: Path) -> str:
+    """Send ``path`` as a blob with a ``daemon.client.Client``, as ``localllm create`` does
+    for a Modelfile's files; its digest, for the ``files`` of ``/api/create``."""
+    digest = "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+    client.upload_blob(path, digest)
+    return digest
 
 
 class Daemon:
