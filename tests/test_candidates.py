@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from daemon.runners.types import SamplingParams
+from daemon.runners.worker import candidates
 from daemon.runners.worker.candidates import CandidateSampler
 from daemon.runners.worker.sampling import SequenceSampler
 
@@ -41,9 +42,11 @@ def whole_vocabulary(chain, logits: np.ndarray) -> int:
 
 
 @pytest.mark.parametrize("params", SETTINGS, ids=lambda p: f"seed{p.seed}")
-def test_the_tokens_of_a_generation_match_llama_cpps_sampling(model, params):
+def test_the_tokens_of_a_generation_match_llama_cpps_sampling(model, params, monkeypatch):
     """Decode the tiny model token by token; at every step both samplers see the same row,
-    and the sequence goes on with their (shared) choice."""
+    and the sequence goes on with their (shared) choice. (The tiny model's 32,000 tokens
+    are below where narrowing pays; the test lowers that floor to run it.)"""
+    monkeypatch.setattr(candidates, "SMALLEST_VOCABULARY", 0)
     narrowed = SequenceSampler(model, params, [])
     whole = SequenceSampler(model, params, [])
     whole._narrow = None  # llama.cpp's own path: llama_sampler_sample over the vocabulary
@@ -122,9 +125,49 @@ def test_rows_that_cannot_be_narrowed_go_to_llama_cpp():
         lc.llama_sampler_free(chain)
 
 
-def test_a_grammar_or_no_top_k_keeps_the_whole_vocabulary():
-    assert not CandidateSampler.usable(40, greedy=False, grammar=True, n_vocab=32000)
-    assert not CandidateSampler.usable(0, greedy=False, grammar=False, n_vocab=32000)
-    assert not CandidateSampler.usable(50000, greedy=False, grammar=False, n_vocab=32000)
-    assert CandidateSampler.usable(0, greedy=True, grammar=False, n_vocab=32000)
-    assert CandidateSampler.usable(40, greedy=False, grammar=False, n_vocab=32000)
+def test_a_grammar_no_top_k_or_a_small_vocabulary_keeps_the_whole_vocabulary():
+    large = 262144
+    assert not CandidateSampler.usable(40, greedy=False, grammar=True, n_vocab=large)
+    assert not CandidateSampler.usable(0, greedy=False, grammar=False, n_vocab=large)
+    assert not CandidateSampler.usable(50000, greedy=False, grammar=False, n_vocab=large)
+    assert CandidateSampler.usable(0, greedy=True, grammar=False, n_vocab=large)
+    assert CandidateSampler.usable(40, greedy=False, grammar=False, n_vocab=large)
+    assert not CandidateSampler.usable(0, greedy=True, grammar=False, n_vocab=32000)
+    assert not CandidateSampler.usable(40, greedy=False, grammar=False, n_vocab=32000)
+
+
+def test_a_small_vocabulary_takes_the_bias_into_llama_cpps_chain(model):
+    """Below the floor nothing is narrowed; a bias alone then rides in llama.cpp's chain (no
+    copy of the row in Python), while penalties keep the in-place adjustment (which carries
+    the bias too, applied before them as llama.cpp would)."""
+    bias_only = SequenceSampler(model, SamplingParams(repeat_penalty=1.0, logit_bias={5: 2.0}), [])
+    penalised = SequenceSampler(model, SamplingParams(repeat_penalty=1.2, logit_bias={5: 2.0}), [])
+    try:
+        assert bias_only._narrow is None and not bias_only._adjuster.active
+        assert lc.llama_sampler_chain_n(bias_only._chain) == 6  # bias, top_k, top_p, ...
+        assert penalised._narrow is None and penalised._adjuster.active
+        assert lc.llama_sampler_chain_n(penalised._chain) == 5
+    finally:
+        bias_only.close()
+        penalised.close()
+
+
+def test_the_logits_view_follows_each_decode(model):
+    """The kept view of a row is llama.cpp's memory itself, so it shows every new decode's
+    logits (a copy would keep serving the first)."""
+    cparams = lc.llama_context_default_params()
+    cparams.n_ctx, cparams.n_batch, cparams.n_threads = 64, 16, 1
+    ctx = lc.llama_init_from_model(model.handle, cparams)
+    try:
+        views = []
+        for token in model.tokenize("one two three", True, special=True):
+            one = (lc.llama_token * 1)(token)
+            assert lc.llama_decode(ctx, lc.llama_batch_get_one(one, 1)) == 0
+            view = model.logits(ctx, -1)
+            fresh = np.ctypeslib.as_array(lc.llama_get_logits_ith(ctx, -1), shape=(model.n_vocab,))
+            assert np.array_equal(view, fresh)
+            views.append(view.copy())
+        assert model.logits(ctx, -1) is view  # made once for the address
+        assert not np.array_equal(views[0], views[-1])
+    finally:
+        lc.llama_free(ctx)

@@ -9,6 +9,7 @@ import pytest
 
 from daemon.errors import BadRequestError
 from daemon.inference.options import merge_options, runner_options
+from daemon.runners.attention import MOST_SCORE_BYTES, flash_attention_setting
 from daemon.scheduler.memory import ModelFootprint, estimate_bytes
 from daemon.settings import Settings
 from model_registry.importer import ModelExtras
@@ -83,6 +84,10 @@ def test_modelfile_and_request_options_reach_the_runner_and_ps(daemon):
     running = httpx.get(f"{daemon.url}/api/ps", timeout=30).json()["models"]
     seen = {m["name"]: (m["kv_cache_type"], m["flash_attention"]) for m in running}
     assert seen == {"quant:latest": ("q8_0", "on"), "plain:latest": ("q4_0", "on")}
+    assert _generate(daemon, "plain").status_code == 200  # f16, auto: decided for its heads
+    running = httpx.get(f"{daemon.url}/api/ps", timeout=30).json()["models"]
+    plain = next(m for m in running if m["name"] == "plain:latest")
+    assert (plain["kv_cache_type"], plain["flash_attention"]) == ("f16", "off")
 
 
 @pytest.mark.parametrize(
@@ -112,3 +117,53 @@ def test_the_head_size_of_the_gguf_sizes_the_cache():
     assert footprint.n_embd_kv == 256 * info.head_count_kv  # not 640 / 4 = 160 per head
     plain = ModelFootprint(1, n_layer=2, n_embd=64, n_head=4, n_head_kv=2)
     assert plain.n_embd_kv == 32
+
+
+def _setting(requested="auto", head_size=64, n_head=32, n_ctx=4096, kv="f16", on_gpu=False):
+    return flash_attention_setting(
+        requested,
+        head_size=head_size,
+        n_head=n_head,
+        n_ctx=n_ctx,
+        n_batch=512,
+        kv_cache_type=kv,
+        on_gpu=on_gpu,
+    )
+
+
+def test_auto_flash_attention_is_off_for_small_heads_on_a_cpu():
+    """llama.cpp's CPU kernel is slow for heads of 64 values or fewer (bench/RESULTS.md)."""
+    assert _setting() == "off"  # Llama 3.2 1B's shape, 4096 tokens: 256 MiB of scores
+    assert _setting(head_size=128) == "auto"  # llama.cpp decides (on, on a CPU)
+    assert _setting(on_gpu=True) == "auto"
+    assert _setting(kv="q8_0") == "auto"  # a quantized V cache needs it
+    assert _setting(n_ctx=8192) == "auto"  # the scores would take 512 MiB
+    assert MOST_SCORE_BYTES == 4 * 32 * 4096 * 512
+    assert _setting("on") == "on" and _setting("off", head_size=256) == "off"
+
+
+def test_the_estimate_counts_the_scores_kept_without_flash_attention():
+    from daemon.scheduler.loader import _attention_scores
+
+    small = ModelFootprint(1 << 30, n_layer=16, n_embd=2048, n_head=32, n_head_kv=8)
+    wide = ModelFootprint(1 << 30, n_layer=16, n_embd=4096, n_head=32, n_head_kv=8)
+    spec = make_spec("m.gguf", num_ctx=2048, num_batch=512, num_parallel=4)
+    assert _attention_scores(small, spec) == 4 * 32 * 2048 * 512
+    assert _attention_scores(wide, spec) == 0
+    forced = make_spec("m.gguf", num_ctx=2048, num_batch=512, flash_attention="off")
+    assert _attention_scores(wide, forced) == 4 * 32 * 2048 * 512
+    assert _attention_scores(small, make_spec("m.gguf", num_ctx=2048, kv_cache_type="q8_0")) == 0
+
+
+def test_the_runner_decides_auto_by_its_models_heads(harness, model_path, tmp_path):
+    """Heads of 32 values run without flash attention under ``auto``; heads of 128 leave it
+    to llama.cpp; what was asked explicitly is what runs. Each answers."""
+    wide = write_tiny_model(tmp_path / "wide.gguf", n_embd=256, n_head=2, seed=7)
+    cases = [(model_path, "auto", "off"), (wide, "auto", "auto"), (model_path, "on", "on")]
+    for path, asked, runs in cases:
+        runner = harness.start(make_spec(path, flash_attention=asked))
+        try:
+            assert runner.info.flash_attention == runs
+            assert harness.run(collect(runner, PROMPT)).done.completion_tokens == GREEDY.max_tokens
+        finally:
+            harness.run(runner.stop())

@@ -5,6 +5,7 @@ the model's own logits."""
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 
 import llama_cpp as lc
 import numpy as np
@@ -115,6 +116,17 @@ def test_penalties_give_llama_cpps_tokens(harness, runner, q8_path, params):
         collect(runner, PROMPT, SamplingParams(temperature=0, repeat_penalty=1.0, max_tokens=STEPS))
     ).token_ids
     assert ours != unpenalised  # the penalties did change what was chosen
+
+
+def test_a_bias_alone_gives_llama_cpps_tokens(harness, runner, q8_path):
+    """Without penalties, on this small vocabulary, the bias goes into llama.cpp's own chain."""
+    plain = SamplingParams(temperature=0, repeat_penalty=1.0, max_tokens=STEPS)
+    unbiased = harness.run(collect(runner, PROMPT, plain)).token_ids
+    bias = {unbiased[0]: -100.0, unbiased[1]: -3.0, 5: 2.0}
+    params = dataclasses.replace(plain, logit_bias=bias)
+    ours = harness.run(collect(runner, PROMPT, params)).token_ids
+    assert ours == llama_cpp_reference(q8_path, params, STEPS)
+    assert ours[0] != unbiased[0]
 
 
 def test_bias_leaves_logprobs_to_the_model(harness, runner):

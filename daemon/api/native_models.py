@@ -157,7 +157,7 @@ class RunningModel(BaseModel):
     active_requests: int
     remote: str | None = None  # the remote serving it (ours); None: a local runner
     kv_cache_type: str = "f16"  # ours: the K/V cache type it runs with
-    flash_attention: str = "auto"  # ours: "on", "off" or "auto" (llama.cpp decides)
+    flash_attention: str = "auto"  # ours: as it runs: "on", "off" or "auto" (llama.cpp decides)
 
 
 class RunningResponse(BaseModel):

@@ -68,6 +68,7 @@ __all__ = [
 
 MAX_FRAME_BYTES = 64 * 1024 * 1024  # a bound, so a corrupt length cannot make us allocate GBs
 _HEADER = struct.Struct(">I")
+_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)  # json.dumps builds one a call
 
 
 class ProtocolError(Exception):
@@ -77,7 +78,7 @@ class ProtocolError(Exception):
 def encode_frame(message: dict[str, Any]) -> bytes:
     """UTF-8 as it is: ASCII escapes made a 24 MB prompt in "é" a 72 MB frame. A lone
     surrogate (JSON lets a client send ``"\\ud800"``) cannot be UTF-8 and becomes U+FFFD."""
-    body = _utf8(json.dumps(message, separators=(",", ":"), ensure_ascii=False))
+    body = _utf8(_JSON.encode(message))
     if len(body) > MAX_FRAME_BYTES:
         raise ProtocolError(f"frame of {len(body)} bytes exceeds {MAX_FRAME_BYTES}")
     return _HEADER.pack(len(body)) + body

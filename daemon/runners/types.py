@@ -75,6 +75,7 @@ class RunnerInfo:
     pid: int
     load_seconds: float
     system_info: str = ""
+    flash_attention: str = ""  # what llama.cpp was given ("auto" may be decided: attention.py)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,10 +15,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from daemon.errors import ModelLoadError
+from daemon.runners.attention import attention_scores_bytes, flash_attention_setting
 from daemon.runners.types import InvalidRequestError, RunnerError, RunnerSpec
 from daemon.scheduler.context_size import ContextChoice, default_context
 from daemon.scheduler.loaded import LoadTarget, Runner, RunnerFactory
-from daemon.scheduler.memory import COMPUTE_MARGIN_BYTES, estimate_bytes
+from daemon.scheduler.memory import COMPUTE_MARGIN_BYTES, ModelFootprint, estimate_bytes
 from daemon.scheduler.placement import (
     VRAM_MARGIN,
     Placement,
@@ -77,7 +78,10 @@ class RunnerLoader:
         kv_type = spec.kv_cache_type
         placement = choose_gpu_layers(target.footprint, n_ctx_total, free_vram, requested, kv_type)
         spec = replace(spec, num_gpu_layers=placement.gpu_layers)
-        estimate = estimate_bytes(target.footprint, spec.num_ctx, spec.num_parallel, kv_type)
+        scores = _attention_scores(target.footprint, spec)
+        estimate = estimate_bytes(
+            target.footprint, spec.num_ctx, spec.num_parallel, kv_type, scores
+        )
         return LoadPlan(spec, placement, estimate, context.reason if context else "num_ctx")
 
     async def context(
@@ -129,6 +133,22 @@ def _context_for(
     return default_context(
         footprint, target.n_ctx_train, free, spec.num_parallel, spec.kv_cache_type, cap
     )
+
+
+def _attention_scores(footprint: ModelFootprint, spec: RunnerSpec) -> int:
+    """The memory the runner keeps for attention scores when it runs without flash
+    attention (set so, or ``auto`` decided so: ``daemon.runners.attention``)."""
+    n_batch = max(spec.num_batch, spec.num_parallel)  # as the runner sizes its batch
+    flash = flash_attention_setting(
+        spec.flash_attention,
+        head_size=footprint.values_per_head,
+        n_head=footprint.n_head,
+        n_ctx=spec.num_ctx,
+        n_batch=n_batch,
+        kv_cache_type=spec.kv_cache_type,
+        on_gpu=spec.num_gpu_layers != 0,
+    )
+    return attention_scores_bytes(footprint.n_head, spec.num_ctx, n_batch) if flash == "off" else 0
 
 
 def _log_load(name: str, plan: LoadPlan, processor: str, info, seconds: float) -> None:

@@ -46,12 +46,17 @@ class ModelFootprint:
     draft: ModelFootprint | None = None  # a draft model's (its KV cache has the same cells)
 
     @property
+    def values_per_head(self) -> int:
+        if not self.n_head:
+            return 0
+        return self.head_size or self.n_embd // self.n_head
+
+    @property
     def n_embd_kv(self) -> int:
         """Width of one layer's K (or V) cache per token: head size times KV heads."""
         if not self.n_head:
             return self.n_embd
-        head_size = self.head_size or self.n_embd // self.n_head
-        return head_size * (self.n_head_kv or self.n_head)
+        return self.values_per_head * (self.n_head_kv or self.n_head)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,11 +74,16 @@ def kv_cache_bytes(footprint: ModelFootprint, n_ctx_total: int, kv_cache_type: s
 
 
 def estimate_bytes(
-    footprint: ModelFootprint, num_ctx: int, num_parallel: int, kv_cache_type: str = "f16"
+    footprint: ModelFootprint,
+    num_ctx: int,
+    num_parallel: int,
+    kv_cache_type: str = "f16",
+    scores_bytes: int = 0,
 ) -> int:
-    """Predicted resident size of a runner serving ``num_parallel`` sequences of ``num_ctx``."""
+    """Predicted resident size of a runner serving ``num_parallel`` sequences of ``num_ctx``
+    (``scores_bytes``: attention scores it keeps without flash attention)."""
     kv = kv_cache_bytes(footprint, num_ctx * max(1, num_parallel), kv_cache_type)
-    return footprint.weights_bytes + kv + COMPUTE_MARGIN_BYTES
+    return footprint.weights_bytes + kv + COMPUTE_MARGIN_BYTES + scores_bytes
 
 
 def system_memory() -> MemoryInfo:

@@ -6,7 +6,10 @@ that ``top_k`` throws away first. Where the chain's first step is ``top_k`` (or 
 greedy), only the highest logits matter, so they are found with two vectorized passes over the
 row (its maximum, then everything within a margin of it, the margin adapted to the row before)
 and the same chain runs on those: the same tokens, the same RNG draws, half the time.
-A grammar needs every token, so a chain with one keeps llama.cpp's path.
+A grammar needs every token, so a chain with one keeps llama.cpp's path; so does a vocabulary
+small enough that copying it costs less than the numpy passes. The runner's time per step
+besides the decode, on a 2-core Xeon, llama.cpp's path vs this one: 32,000 tokens, 300 vs 380 µs
+(1 stream) and 675 vs 705 µs (4); Gemma 3's 262,144, 770 vs 470 µs and 2760 vs 1340 µs.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ _TOKEN_DATA = np.dtype([("id", "<i4"), ("logit", "<f4"), ("p", "<f4")])  # llama
 _FIRST_MARGIN = 8.0  # logits within this of the maximum, before any row has been seen
 _SLACK = 1.5  # the next margin: this many times the distance to the k-th highest logit
 _MOST_CANDIDATES = 4096  # above this many, the k highest are picked before the chain runs
+SMALLEST_VOCABULARY = 65_536  # below this, llama.cpp's whole-array path is the cheaper one
 
 
 class CandidateSampler:
@@ -43,7 +47,7 @@ class CandidateSampler:
     @classmethod
     def usable(cls, top_k: int, greedy: bool, grammar: bool, n_vocab: int) -> bool:
         """Whether a chain of these settings can run on the highest logits alone."""
-        if grammar:
+        if grammar or n_vocab < SMALLEST_VOCABULARY:
             return False
         return greedy or 0 < top_k < min(n_vocab, _MOST_CANDIDATES)
 

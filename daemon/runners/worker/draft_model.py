@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 
 import llama_cpp as lc
-import numpy as np
 
 from model_registry.vocabulary import sampled_ids
 
@@ -131,8 +130,7 @@ class DraftModel:
         return row
 
     def _best(self, row: int) -> int:
-        logits = lc.llama_get_logits_ith(self.ctx, row)
-        return int(np.ctypeslib.as_array(logits, shape=(self.model.n_vocab,)).argmax())
+        return int(self.model.logits(self.ctx, row).argmax())
 
     def _decode(self) -> None:
         rc = self.batch.decode(self.ctx)

@@ -33,13 +33,20 @@ class LogitAdjuster:
         self._repeat = params.repeat_penalty
         self._frequency = params.frequency_penalty
         self._presence = params.presence_penalty
-        penalised = last_n > 0 and (
-            self._repeat != 1.0 or self._frequency != 0.0 or self._presence != 0.0
-        )
+        penalised = self.penalises(params, last_n)
         self._window: deque[int] | None = deque(maxlen=last_n) if penalised else None
         self._counts: Counter[int] = Counter()
         for token in list(history)[-last_n:] if penalised else ():
             self.accept(token)
+
+    @staticmethod
+    def penalises(params: SamplingParams, last_n: int) -> bool:
+        """Whether ``params`` change any logit for the tokens seen (bias aside)."""
+        return last_n > 0 and (
+            params.repeat_penalty != 1.0
+            or params.frequency_penalty != 0.0
+            or params.presence_penalty != 0.0
+        )
 
     @property
     def active(self) -> bool:

@@ -30,7 +30,7 @@ class SequenceSampler:
     def __init__(self, model: Model, params: SamplingParams, prompt: list[int]):
         # llama.cpp seeds are 32-bit; any 64-bit seed maps onto one (-1: 0xFFFFFFFF, "random").
         self.seed = params.seed % (1 << 32) if params.seed is not None else random.getrandbits(32)
-        self._n_vocab = model.n_vocab
+        self._model = model
         self._chain = lc.llama_sampler_chain_init(lc.llama_sampler_chain_default_params())
         try:
             self._build(model, params, prompt)
@@ -49,12 +49,17 @@ class SequenceSampler:
         last_n = model.spec.num_ctx
         if 0 <= params.repeat_last_n < last_n:
             last_n = params.repeat_last_n
-        self._adjuster = LogitAdjuster(params, bias, last_n, prompt)
         grammar = _grammar_text(params)
         greedy = params.temperature <= 0
         self._narrow = None
         if CandidateSampler.usable(params.top_k, greedy, grammar is not None, model.n_vocab):
             self._narrow = CandidateSampler(self._chain, 0 if greedy else params.top_k)
+        if self._narrow is None and not LogitAdjuster.penalises(params, last_n):
+            # llama.cpp's whole-array path reads the logits itself: a bias alone joins its
+            # chain (llama.cpp adds it where the array is in vocabulary order: per token).
+            self._add_bias(model, bias)
+            bias = {}
+        self._adjuster = LogitAdjuster(params, bias, last_n, prompt)
         if grammar is not None:
             sampler = lc.llama_sampler_init_grammar(model.vocab, grammar.encode(), b"root")
             if not sampler:
@@ -77,12 +82,19 @@ class SequenceSampler:
     def _add(self, sampler) -> None:
         lc.llama_sampler_chain_add(self._chain, sampler)
 
+    def _add_bias(self, model: Model, bias: dict[int, float]) -> None:
+        if bias:
+            items = (lc.llama_logit_bias * len(bias))(
+                *(lc.llama_logit_bias(token, value) for token, value in bias.items())
+            )
+            self._add(lc.llama_sampler_init_logit_bias(model.n_vocab, len(bias), items))
+
     def sample(self, ctx, row: int) -> int:
         """Sample from the logits of batch row ``row`` and advance this chain's state."""
         adjuster, narrow = self._adjuster, self._narrow
         if not adjuster.active and narrow is None:
             return lc.llama_sampler_sample(self._chain, ctx, row)
-        logits = np.ctypeslib.as_array(lc.llama_get_logits_ith(ctx, row), shape=(self._n_vocab,))
+        logits = self._model.logits(ctx, row)
         undo = adjuster.apply(logits) if adjuster.active else None
         try:
             token = narrow.sample(logits) if narrow is not None else None
@@ -113,7 +125,7 @@ def _grammar_text(params: SamplingParams) -> str | None:
 
 def token_logprobs(model: Model, ctx, row: int, token: int, top_n: int) -> dict:
     """OpenAI-style logprobs of ``token``: log-softmax of the raw logits, plus the top ``top_n``."""
-    logits = np.ctypeslib.as_array(lc.llama_get_logits_ith(ctx, row), shape=(model.n_vocab,))
+    logits = model.logits(ctx, row)
     peak = float(logits.max())
     log_total = peak + math.log(float(np.exp(logits - peak).sum()))
     entry = _entry(model, token, float(logits[token]) - log_total)

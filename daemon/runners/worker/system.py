@@ -98,4 +98,5 @@ def describe(spec: RunnerSpec, model: Model, load_seconds: float) -> dict:
         "pid": os.getpid(),
         "load_seconds": load_seconds,
         "system_info": system_info,
+        "flash_attention": model.attention,
     }

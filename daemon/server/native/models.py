@@ -126,7 +126,7 @@ def _running(store: Store, status: ModelStatus) -> RunningModel:
         processor=status.processor,
         active_requests=status.active,
         kv_cache_type=status.spec.kv_cache_type,
-        flash_attention=status.spec.flash_attention,
+        flash_attention=status.info.flash_attention or status.spec.flash_attention,
     )
 
 

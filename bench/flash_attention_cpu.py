@@ -1,0 +1,100 @@
+"""Flash attention on or off, on the CPU, by head size: raw llama.cpp decode time per step.
+
+The measurements behind ``daemon/runners/attention.py``: models of one shape (8 layers,
+n_embd 1024, Q8_0) whose heads hold 64, 128 or 256 values, with and without grouped KV heads;
+1 and 4 sequences, each holding 150 or 1,000 tokens; the runner's context settings (one KV
+buffer per sequence, 2,048 cells each, batch 512).
+
+    python bench/flash_attention_cpu.py [--threads 2] [--steps 12] 2>/dev/null
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import llama_cpp as lc
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from model_registry.tiny_gguf import write_tiny_model
+
+SHAPES = [(16, 16), (16, 4), (8, 8), (8, 2), (4, 4), (4, 1)]  # (heads, KV heads), n_embd 1024
+FLASH = {"on": lc.LLAMA_FLASH_ATTN_TYPE_ENABLED, "off": lc.LLAMA_FLASH_ATTN_TYPE_DISABLED}
+
+
+def step_ms(model, sequences: int, held: int, flash: str, threads: int, steps: int) -> float:
+    """Median time of a decode step advancing ``sequences`` sequences that hold ``held``."""
+    params = lc.llama_context_default_params()
+    params.n_ctx, params.n_seq_max = 2048 * sequences, sequences
+    params.n_threads = params.n_threads_batch = threads
+    params.n_batch = params.n_ubatch = 512
+    params.kv_unified = False
+    params.flash_attn_type = FLASH[flash]
+    ctx = lc.llama_init_from_model(model, params)
+    batch = lc.llama_batch_init(512, 0, 1)
+    try:
+        for seq in range(sequences):
+            for start in range(0, held, 512):
+                _fill(
+                    batch,
+                    [(100 + p % 50, p, seq, False) for p in range(start, min(held, start + 512))],
+                )
+                lc.llama_decode(ctx, batch)
+        times = []
+        for step in range(steps):
+            _fill(batch, [(100 + seq, held + step, seq, True) for seq in range(sequences)])
+            started = time.perf_counter()
+            lc.llama_decode(ctx, batch)
+            times.append(time.perf_counter() - started)
+    finally:
+        lc.llama_batch_free(batch)
+        lc.llama_free(ctx)
+    warm = sorted(times[2:])
+    return warm[len(warm) // 2] * 1000
+
+
+def _fill(batch, rows: list[tuple[int, int, int, bool]]) -> None:
+    batch.n_tokens = len(rows)
+    for i, (token, pos, seq, logits) in enumerate(rows):
+        batch.token[i], batch.pos[i], batch.n_seq_id[i] = token, pos, 1
+        batch.seq_id[i][0], batch.logits[i] = seq, logits
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=12)
+    args = parser.parse_args()
+    lc.llama_backend_init()
+    cells = [(1, 150), (1, 1000), (4, 150), (4, 1000)]
+    header = " | ".join(f"{n} seq, {held} held: on / off" for n, held in cells)
+    print(f"| head size (heads / KV heads) | {header} |")
+    print("| --- |" + " --- |" * len(cells))
+    with tempfile.TemporaryDirectory() as tmp:
+        for heads, kv_heads in SHAPES:
+            path = write_tiny_model(
+                Path(tmp) / f"h{heads}-{kv_heads}.gguf",
+                **{"n_layer": 8, "n_embd": 1024, "n_ff": 2816, "vocab_size": 32000},
+                **{"n_head": heads, "n_head_kv": kv_heads, "file_type": "Q8_0"},
+            )
+            params = lc.llama_model_default_params()
+            model = lc.llama_model_load_from_file(os.fsencode(path), params)
+            row = []
+            for sequences, held in cells:
+                on, off = (
+                    step_ms(model, sequences, held, flash, args.threads, args.steps)
+                    for flash in ("on", "off")
+                )
+                row.append(f"{on:.1f} / {off:.1f} ms ({on / off:.2f}x)")
+            lc.llama_model_free(model)
+            print(
+                f"| {1024 // heads} ({heads} / {kv_heads}) | " + " | ".join(row) + " |", flush=True
+            )
+
+
+if __name__ == "__main__":
+    main()
