@@ -1,9 +1,9 @@
-"""Flash attention on or off, on the CPU, by head size: raw llama.cpp decode time per step.
+"""Flash attention on or off, on the CPU, by head size: raw llama.cpp decode and prefill times.
 
 The measurements behind ``daemon/runners/attention.py``: models of one shape (8 layers,
 n_embd 1024, Q8_0) whose heads hold 64, 128 or 256 values, with and without grouped KV heads;
 1 and 4 sequences, each holding 150 or 1,000 tokens; the runner's context settings (one KV
-buffer per sequence, 2,048 cells each, batch 512).
+buffer per sequence, 2,048 cells each, batch 512). Prefill: one sequence's 1,000 tokens.
 
     python bench/flash_attention_cpu.py [--threads 2] [--steps 12] 2>/dev/null
 """
@@ -26,8 +26,11 @@ SHAPES = [(16, 16), (16, 4), (8, 8), (8, 2), (4, 4), (4, 1)]  # (heads, KV heads
 FLASH = {"on": lc.LLAMA_FLASH_ATTN_TYPE_ENABLED, "off": lc.LLAMA_FLASH_ATTN_TYPE_DISABLED}
 
 
-def step_ms(model, sequences: int, held: int, flash: str, threads: int, steps: int) -> float:
-    """Median time of a decode step advancing ``sequences`` sequences that hold ``held``."""
+def step_ms(
+    model, sequences: int, held: int, flash: str, threads: int, steps: int
+) -> tuple[float, float]:
+    """Median time of a decode step advancing ``sequences`` sequences that hold ``held``, and
+    the time it took to prefill the first sequence's ``held`` tokens."""
     params = lc.llama_context_default_params()
     params.n_ctx, params.n_seq_max = 2048 * sequences, sequences
     params.n_threads = params.n_threads_batch = threads
@@ -37,13 +40,18 @@ def step_ms(model, sequences: int, held: int, flash: str, threads: int, steps: i
     ctx = lc.llama_init_from_model(model, params)
     batch = lc.llama_batch_init(512, 0, 1)
     try:
+        started = time.perf_counter()
         for seq in range(sequences):
+            if seq == 1:
+                prefill = time.perf_counter() - started
             for start in range(0, held, 512):
                 _fill(
                     batch,
                     [(100 + p % 50, p, seq, False) for p in range(start, min(held, start + 512))],
                 )
                 lc.llama_decode(ctx, batch)
+        if sequences == 1:
+            prefill = time.perf_counter() - started
         times = []
         for step in range(steps):
             _fill(batch, [(100 + seq, held + step, seq, True) for seq in range(sequences)])
@@ -54,7 +62,7 @@ def step_ms(model, sequences: int, held: int, flash: str, threads: int, steps: i
         lc.llama_batch_free(batch)
         lc.llama_free(ctx)
     warm = sorted(times[2:])
-    return warm[len(warm) // 2] * 1000
+    return warm[len(warm) // 2] * 1000, prefill * 1000
 
 
 def _fill(batch, rows: list[tuple[int, int, int, bool]]) -> None:
@@ -72,8 +80,8 @@ def main() -> None:
     lc.llama_backend_init()
     cells = [(1, 150), (1, 1000), (4, 150), (4, 1000)]
     header = " | ".join(f"{n} seq, {held} held: on / off" for n, held in cells)
-    print(f"| head size (heads / KV heads) | {header} |")
-    print("| --- |" + " --- |" * len(cells))
+    print(f"| head size (heads / KV heads) | {header} | prefill 1,000: on / off |")
+    print("| --- |" + " --- |" * (len(cells) + 1))
     with tempfile.TemporaryDirectory() as tmp:
         for heads, kv_heads in SHAPES:
             path = write_tiny_model(
@@ -83,13 +91,16 @@ def main() -> None:
             )
             params = lc.llama_model_default_params()
             model = lc.llama_model_load_from_file(os.fsencode(path), params)
-            row = []
+            row, prefills = [], None
             for sequences, held in cells:
-                on, off = (
+                (on, fill_on), (off, fill_off) = (
                     step_ms(model, sequences, held, flash, args.threads, args.steps)
                     for flash in ("on", "off")
                 )
                 row.append(f"{on:.1f} / {off:.1f} ms ({on / off:.2f}x)")
+                if (sequences, held) == (1, 1000):
+                    prefills = f"{fill_on:.0f} / {fill_off:.0f} ms ({fill_on / fill_off:.2f}x)"
+            row.append(prefills)
             lc.llama_model_free(model)
             print(
                 f"| {1024 // heads} ({heads} / {kv_heads}) | " + " | ".join(row) + " |", flush=True

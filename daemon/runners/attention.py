@@ -2,9 +2,9 @@
 
 llama.cpp's ``auto`` turns flash attention on wherever the backend has it. On a CPU its kernel
 walks the cache one cell at a time for each head, which pays for heads of 128 values and more
-but costs a lot for small ones: with heads of 64 values (most models under 2B:
-Llama 3.2 1B, Qwen2.5 0.5B, SmolLM2, TinyLlama) one decode step at 1,000 cached tokens took
-21 ms with it and 12 ms without (4 sequences: 65 vs 27 ms) on a 2-core Xeon
+but costs a lot for small ones: with heads of 64 values (most models under 2B: Llama 3.2 1B,
+Qwen2.5 0.5B, SmolLM2, TinyLlama) one decode step at 1,000 cached tokens took 22 ms with it
+and 12 ms without (4 sequences: 63 vs 27 ms) on a 2-core Xeon, for prompts read 15% slower
 (bench/RESULTS.md). Without it llama.cpp keeps every head's scores for a whole prompt chunk,
 ``attention_scores_bytes``; so ``auto`` means off only for small heads, with the default f16
 cache (a quantized V cache needs flash attention), and while those scores stay small.
