@@ -59,6 +59,8 @@ def llama_cpp_reference(path, params: SamplingParams, steps: int) -> list[int]:
     model = lc.llama_model_load_from_file(str(path).encode(), lc.llama_model_default_params())
     cparams = lc.llama_context_default_params()
     cparams.n_ctx, cparams.n_batch, cparams.n_threads = 512, 128, 1
+    cparams.flash_attn_type = lc.LLAMA_FLASH_ATTN_TYPE_DISABLED  # as the runner runs it (auto:
+    # heads of 16 values on a CPU, daemon/runners/attention.py)
     ctx = lc.llama_init_from_model(model, cparams)
     vocab = lc.llama_model_get_vocab(model)
     n_vocab = lc.llama_vocab_n_tokens(vocab)
