@@ -4,6 +4,8 @@ what llama.cpp cannot run with a clear 400."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import httpx
 import pytest
 
@@ -153,6 +155,8 @@ def test_the_estimate_counts_the_scores_kept_without_flash_attention():
     forced = make_spec("m.gguf", num_ctx=2048, num_batch=512, flash_attention="off")
     assert _attention_scores(wide, forced) == 4 * 32 * 2048 * 512
     assert _attention_scores(small, make_spec("m.gguf", num_ctx=2048, kv_cache_type="q8_0")) == 0
+    drafted = dataclasses.replace(wide, draft=small)  # a small-headed draft keeps its scores
+    assert _attention_scores(drafted, spec) == 4 * 32 * 2048 * 512
 
 
 def test_the_runner_decides_auto_by_its_models_heads(harness, model_path, tmp_path):

@@ -136,19 +136,26 @@ def _context_for(
 
 
 def _attention_scores(footprint: ModelFootprint, spec: RunnerSpec) -> int:
-    """The memory the runner keeps for attention scores when it runs without flash
-    attention (set so, or ``auto`` decided so: ``daemon.runners.attention``)."""
+    """The memory the runner keeps for attention scores where it runs without flash
+    attention (set so, or ``auto`` decided so: ``daemon.runners.attention``): the model's
+    context, and its draft model's (the same cells and batch)."""
     n_batch = max(spec.num_batch, spec.num_parallel)  # as the runner sizes its batch
-    flash = flash_attention_setting(
-        spec.flash_attention,
-        head_size=footprint.values_per_head,
-        n_head=footprint.n_head,
-        n_ctx=spec.num_ctx,
-        n_batch=n_batch,
-        kv_cache_type=spec.kv_cache_type,
-        on_gpu=spec.num_gpu_layers != 0,
-    )
-    return attention_scores_bytes(footprint.n_head, spec.num_ctx, n_batch) if flash == "off" else 0
+    total = 0
+    for part in (footprint, footprint.draft):
+        if part is None:
+            continue
+        flash = flash_attention_setting(
+            spec.flash_attention,
+            head_size=part.values_per_head,
+            n_head=part.n_head,
+            n_ctx=spec.num_ctx,
+            n_batch=n_batch,
+            kv_cache_type=spec.kv_cache_type,
+            on_gpu=spec.num_gpu_layers != 0,
+        )
+        if flash == "off":
+            total += attention_scores_bytes(part.n_head, spec.num_ctx, n_batch)
+    return total
 
 
 def _log_load(name: str, plan: LoadPlan, processor: str, info, seconds: float) -> None:
