@@ -35,22 +35,35 @@ def step_seconds(model_path: Path, sequences: int, threads: int, steps: int) -> 
     params.kv_unified = False  # the runner's setting
     ctx = lc.llama_init_from_model(model, params)
     batch = lc.llama_batch_init(sequences, 0, sequences)
-    times = []
     try:
-        for step in range(steps):
-            batch.n_tokens = sequences
-            for seq in range(sequences):
-                batch.token[seq], batch.pos[seq], batch.n_seq_id[seq] = 100 + seq, step, 1
-                batch.seq_id[seq][0], batch.logits[seq] = seq, 1
-            started = time.perf_counter()
-            lc.llama_decode(ctx, batch)
-            times.append(time.perf_counter() - started)
+        return median_step_seconds(ctx, batch, sequences, 0, steps, warmup=3)
     finally:
         lc.llama_batch_free(batch)
         lc.llama_free(ctx)
         lc.llama_model_free(model)
-    warm = sorted(times[3:])
+
+
+def median_step_seconds(
+    ctx, batch, sequences: int, position: int, steps: int, warmup: int
+) -> float:
+    """Median time of a decode that advances sequences 0..``sequences``-1 by one token each,
+    from ``position`` on, the first ``warmup`` steps left out."""
+    times = []
+    for step in range(steps):
+        fill_batch(batch, [(100 + seq, position + step, seq, True) for seq in range(sequences)])
+        started = time.perf_counter()
+        lc.llama_decode(ctx, batch)
+        times.append(time.perf_counter() - started)
+    warm = sorted(times[warmup:])
     return warm[len(warm) // 2]
+
+
+def fill_batch(batch, rows: list[tuple[int, int, int, bool]]) -> None:
+    """Put ``(token, position, sequence, logits)`` rows into a ``llama_batch``."""
+    batch.n_tokens = len(rows)
+    for i, (token, pos, seq, logits) in enumerate(rows):
+        batch.token[i], batch.pos[i], batch.n_seq_id[i] = token, pos, 1
+        batch.seq_id[i][0], batch.logits[i] = seq, logits
 
 
 def main() -> None:

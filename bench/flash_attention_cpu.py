@@ -20,6 +20,8 @@ from pathlib import Path
 import llama_cpp as lc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from decode_scaling import fill_batch, median_step_seconds
+
 from model_registry.tiny_gguf import write_tiny_model
 
 SHAPES = [(16, 16), (16, 4), (8, 8), (8, 2), (4, 4), (4, 1)]  # (heads, KV heads), n_embd 1024
@@ -40,36 +42,24 @@ def step_ms(
     ctx = lc.llama_init_from_model(model, params)
     batch = lc.llama_batch_init(512, 0, 1)
     try:
-        started = time.perf_counter()
-        for seq in range(sequences):
-            if seq == 1:
-                prefill = time.perf_counter() - started
-            for start in range(0, held, 512):
-                _fill(
-                    batch,
-                    [(100 + p % 50, p, seq, False) for p in range(start, min(held, start + 512))],
-                )
-                lc.llama_decode(ctx, batch)
-        if sequences == 1:
-            prefill = time.perf_counter() - started
-        times = []
-        for step in range(steps):
-            _fill(batch, [(100 + seq, held + step, seq, True) for seq in range(sequences)])
-            started = time.perf_counter()
-            lc.llama_decode(ctx, batch)
-            times.append(time.perf_counter() - started)
+        prefill = _prefill(ctx, batch, 0, held)  # the first sequence's is the one reported
+        for seq in range(1, sequences):
+            _prefill(ctx, batch, seq, held)
+        step = median_step_seconds(ctx, batch, sequences, held, steps, warmup=2)
     finally:
         lc.llama_batch_free(batch)
         lc.llama_free(ctx)
-    warm = sorted(times[2:])
-    return warm[len(warm) // 2] * 1000, prefill * 1000
+    return step * 1000, prefill * 1000
 
 
-def _fill(batch, rows: list[tuple[int, int, int, bool]]) -> None:
-    batch.n_tokens = len(rows)
-    for i, (token, pos, seq, logits) in enumerate(rows):
-        batch.token[i], batch.pos[i], batch.n_seq_id[i] = token, pos, 1
-        batch.seq_id[i][0], batch.logits[i] = seq, logits
+def _prefill(ctx, batch, seq: int, held: int) -> float:
+    """Seconds to read ``held`` tokens into sequence ``seq``, 512 at a time."""
+    started = time.perf_counter()
+    for start in range(0, held, 512):
+        positions = range(start, min(held, start + 512))
+        fill_batch(batch, [(100 + p % 50, p, seq, False) for p in positions])
+        lc.llama_decode(ctx, batch)
+    return time.perf_counter() - started
 
 
 def main() -> None:
