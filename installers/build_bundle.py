@@ -4,9 +4,10 @@ PyInstaller (onedir: starts faster than onefile, which unpacks itself on every r
 Python, the packages, llama-cpp-python's native libraries and Qt into ``DIR/localllm/``
 (``DIR/localllm.app`` on macOS), from ``installers/localllm.spec``. The llama.cpp build that is
 bundled is the one installed in this environment: choose it first with
-``installers/llama_build.py --install``. On Linux the desktop entry, systemd unit and
-install/uninstall scripts go into the bundle's ``linux/`` folder, so the folder (or the archive
-``--archive`` makes of it) is all a user needs.
+``installers/llama_build.py --install`` (``--portable`` for other computers); the bundle's own
+self-test must pass here before it is reported built. On Linux the desktop entry, systemd unit
+and install/uninstall scripts go into the bundle's ``linux/`` folder, so the folder (or the
+archive ``--archive`` makes of it) is all a user needs.
 """
 
 from __future__ import annotations
@@ -89,11 +90,23 @@ def _add_linux_files(bundle: Path) -> None:
         shutil.copy2(path, target / path.name)
 
 
-def _describe_llama(executable: Path) -> dict:
-    """What the bundled llama.cpp supports, asked of the bundle itself."""
-    probe = [str(executable), "-m", "daemon.runners.worker.probe"]
-    output = subprocess.run(probe, check=True, capture_output=True, text=True).stdout
-    return json.loads(output.strip().splitlines()[-1])
+def _prove_llama(executable: Path) -> dict:
+    """The bundled llama.cpp's self-test, run by the bundle itself: a bundle whose runners
+    cannot run on the computer that built it is no bundle to ship. Returns its build report."""
+    selftest = [str(executable), "-m", "daemon.runners.selftest"]
+    done = subprocess.run(selftest, capture_output=True, text=True)
+    try:
+        report = json.loads(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        why = f"build_bundle: the bundle's self-test did not run:\n{done.stderr}"
+        raise SystemExit(why) from None
+    if not report["ok"]:
+        raise SystemExit(
+            f"build_bundle: the bundled llama.cpp failed its self-test ({report['failed_step']}): "
+            f"{report['message']}\nRebuild llama-cpp-python (python installers/llama_build.py "
+            "--install --portable), then build the bundle again"
+        )
+    return report["build"]
 
 
 def _archive(bundle: Path) -> Path:
@@ -121,9 +134,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verbose", action="store_true", help="show PyInstaller's full log")
     args = parser.parse_args(argv)
     result = build(args.out.resolve(), args.work.resolve(), quiet=not args.verbose)
-    llama = _describe_llama(result.executable)
+    llama = _prove_llama(result.executable)
     print(f"built {result.bundle} in {result.seconds:.0f} s, {result.size / 1e6:.0f} MB")
-    print(f"llama-cpp-python {llama['llama_cpp_version']}, backend {llama['backend']}")
+    print(f"llama-cpp-python {llama['llama_cpp_version']}, backend {llama['backend']}, "
+          "passed its self-test here")  # fmt: skip
     print(f"  {llama['system_info']}")
     if args.archive:
         print(f"archive: {_archive(result.bundle)}")

@@ -1,11 +1,17 @@
-"""``python installers/llama_build.py [--portable] [--cpu] [--json] [--install]``: pick a build.
+"""``python installers/llama_build.py [--portable] [--cpu] [--json] [--install | --ensure]``.
 
 llama-cpp-python compiles llama.cpp when it is installed, for one GPU stack chosen by CMake
 flags (``CMAKE_ARGS``). This looks at what is installed (Metal on Apple silicon; else the CUDA
-toolkit, ROCm/HIP, or Vulkan with its shader compiler) and prints the flags for the best one;
-``--install`` rebuilds llama-cpp-python (the version pyproject.toml pins) with them.
-``--portable`` builds for other computers: on x86-64 the CPU code then needs AVX2 (2013 and
-later) instead of exactly this CPU's features (this one may have AVX-512).
+toolkit, ROCm/HIP, or Vulkan with its shader compiler) and prints the flags for the best one,
+with this CPU's instruction sets; ``--install`` rebuilds llama-cpp-python (the version
+pyproject.toml pins) with them. ``--portable`` builds for other computers: on x86-64 the CPU
+code then needs AVX2 (2013 and later) instead of exactly this CPU's features (this one may have
+AVX-512).
+
+Every build is proved before it is kept: ``--install`` and ``--ensure`` (which ``./dev`` runs
+after installing) run the build's self-test and, when a runner dies by a signal, rebuild
+without AMX, then AVX-512, then portably (``llama_fit``). ``--forget`` drops what was learned
+about this computer first (to try the native build again after a hypervisor update).
 
 Detection takes ``which`` and ``run`` callables, so its table is tested with fake tool output.
 """
@@ -23,10 +29,11 @@ import sys
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-__all__ = ["Build", "Toolchain", "detect", "install_command", "main", "pinned_version"]
+import llama_fit  # beside this script (installers/ is on sys.path when it runs)
+
+__all__ = ["Build", "Toolchain", "cpu_summary", "detect", "main", "pinned_version"]
 
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 
@@ -151,14 +158,6 @@ def pinned_version(pyproject: Path = PYPROJECT) -> str:
     raise SystemExit(f"llama_build: {pyproject} does not pin llama-cpp-python==VERSION")
 
 
-def install_command(pinned: str, already_installed: bool) -> list[str]:
-    """pip rebuilding llama-cpp-python from source (no cached wheel: it may be another build)."""
-    command = [sys.executable, "-m", "pip", "install", "--force-reinstall", "--no-cache-dir"]
-    if already_installed:
-        command.append("--no-deps")  # its dependencies are fine; only the native build changes
-    return [*command, f"llama-cpp-python=={pinned}"]
-
-
 def _system_tools() -> Toolchain:
     def run(argv: Sequence[str]) -> str | None:
         exe = shutil.which(argv[0])
@@ -173,12 +172,33 @@ def _system_tools() -> Toolchain:
     return Toolchain(platform.system(), platform.machine(), shutil.which, run)
 
 
-def _installed() -> bool:
+def cpu_summary(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """This CPU and the instruction sets a native build may use, for logs (CI's first lines)."""
+    model, flags = platform.processor() or platform.machine(), []
     try:
-        version("llama-cpp-python")
-    except PackageNotFoundError:
-        return False
-    return True
+        first = cpuinfo.read_text(errors="replace").split("\n\n")[0]
+    except OSError:
+        return model
+    for line in first.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "model name":
+            model = value.strip()
+        elif key.strip() in ("flags", "Features"):
+            flags = [flag for flag in value.split() if flag.startswith(_SIMD_FLAGS)]
+    return f"{model}; SIMD flags: {' '.join(flags) or 'none listed'}"
+
+
+_SIMD_FLAGS = ("sse", "ssse3", "pni", "avx", "fma", "f16c", "bmi2", "amx", "asimd", "sve", "neon")
+
+
+def _installed_backend(python: str) -> str | None:
+    """The backend the installed build was compiled for, asked in a child; None if unknown."""
+    probe = [python, "-m", "daemon.runners.worker.probe"]
+    done = subprocess.run(probe, capture_output=True, text=True, cwd=PYPROJECT.parent)
+    try:
+        return json.loads(done.stdout.strip().splitlines()[-1])["backend"]
+    except (ValueError, IndexError, KeyError):
+        return None
 
 
 def main(argv: list[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
@@ -189,27 +209,48 @@ def main(argv: list[str] | None = None, environ: Mapping[str, str] | None = None
     parser.add_argument("--portable", action="store_true", help="build for other computers")
     parser.add_argument("--cpu", action="store_true", help="the CPU build, whatever GPU is here")
     parser.add_argument("--json", action="store_true", help="print the choice as JSON")
-    parser.add_argument("--install", action="store_true", help="rebuild llama-cpp-python")
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--install", action="store_true", help="rebuild llama-cpp-python")
+    what.add_argument(
+        "--ensure", action="store_true", help="prove the installed build runs here, else rebuild"
+    )
+    parser.add_argument(
+        "--forget", action="store_true", help="forget which builds ran on this computer"
+    )
     args = parser.parse_args(argv)
-    build = detect(_system_tools(), portable=args.portable, cpu=args.cpu)
+    # --ensure keeps the backend the installed build has (pip's default compile is the CPU's)
+    keep_cpu = args.ensure and _installed_backend(sys.executable) in ("cpu", None)
+    build = detect(_system_tools(), portable=args.portable, cpu=args.cpu or keep_cpu)
     cmake_args = " ".join(build.cmake_args)
     if args.json:
         print(json.dumps({**asdict(build), "CMAKE_ARGS": cmake_args}, indent=2))
+    elif args.install or args.ensure:
+        reason = "the installed build's" if keep_cpu and not args.cpu else build.reason
+        print(f"llama.cpp build: backend {build.backend} ({reason}), CMAKE_ARGS={cmake_args!r}")
+        print(f"llama.cpp build: CPU {cpu_summary()}")
     else:
         print(f"backend: {build.backend} ({build.reason})")
+        print(f"cpu: {cpu_summary()}")
         for note in build.notes:
             print(f"note: {note}")
         exports = {**build.env, "CMAKE_ARGS": cmake_args}
         shell = "$env:{} = {}" if os.name == "nt" else "export {}={}"  # PowerShell, else sh
         print("\n".join(shell.format(key, json.dumps(value)) for key, value in exports.items()))
-    if not args.install:
+    if not (args.install or args.ensure):
         return 0
     environ = os.environ if environ is None else environ
     env = {**environ, **build.env, "CMAKE_ARGS": cmake_args, "FORCE_CMAKE": "1"}
     env.pop("SOURCE_DATE_EPOCH", None)  # with it set, ggml builds without any SIMD at all
-    command = install_command(pinned_version(), _installed())
-    print("$ " + " ".join(command), flush=True)
-    return subprocess.call(command, env=env)
+    cache = llama_fit.build_cache(sys.executable, environ)
+    record = llama_fit.Record(cache / "records.json", llama_fit.machine_key())
+    if args.forget:
+        record.forget()
+    box = llama_fit.system_toolbox(pinned_version(), env, cache)
+    if args.install:
+        llama_fit.climb(box, record, [llama_fit.NATIVE])
+    else:
+        llama_fit.ensure(box, record)
+    return 0
 
 
 if __name__ == "__main__":

@@ -145,7 +145,7 @@ def write_tiny_model(
     n_head_kv: int | None = None,
     n_ff: int | None = None,
     context_length: int = 2048,
-    file_type: Literal["F16", "Q8_0"] = "F16",
+    file_type: Literal["F16", "Q8_0", "Q4_0"] = "F16",
     seed: int = 0,
     vocab_size: int | None = None,
     name: str = "tiny-llama",
@@ -211,14 +211,14 @@ class _Spec:
     ) -> _Spec:
         n_head_kv = n_head if n_head_kv is None else n_head_kv
         n_ff = n_ff if n_ff is not None else -(-8 * n_embd // 3 // 32) * 32
-        if file_type not in ("F16", "Q8_0"):
-            raise ValueError("file_type must be 'F16' or 'Q8_0'")
+        if file_type not in ("F16", "Q8_0", "Q4_0"):
+            raise ValueError("file_type must be 'F16', 'Q8_0' or 'Q4_0'")
         if min(n_layer, n_embd, n_head, n_head_kv, n_ff) < 1:
             raise ValueError("layer, width and head counts must be positive")
         if n_embd % n_head or (n_embd // n_head) % 2 or n_head % n_head_kv:
             raise ValueError("n_embd / n_head must be even and n_head a multiple of n_head_kv")
-        if file_type == "Q8_0" and (n_embd % 32 or n_ff % 32):
-            raise ValueError("Q8_0 needs n_embd and n_ff to be multiples of 32")
+        if file_type != "F16" and (n_embd % 32 or n_ff % 32):
+            raise ValueError(f"{file_type} needs n_embd and n_ff to be multiples of 32")
         qtype = gguf.GGMLQuantizationType[file_type]
         return cls(
             n_layer,

@@ -20,7 +20,7 @@ from model_registry.tiny_lora import write_tiny_lora
 from model_registry.tiny_projector import write_tiny_projector
 from model_registry.tiny_thinking import HARMONY_TEMPLATE, QWEN3_TEMPLATE, style_tokens
 
-FILE_TYPES = ["F16", "Q8_0"]
+FILE_TYPES = ["F16", "Q8_0", "Q4_0"]
 
 
 def digest(path: Path) -> str:
@@ -65,8 +65,9 @@ def test_configuration_shows_in_the_metadata(tmp_path, kwargs, expected):
 @pytest.mark.parametrize(
     "kwargs",
     [
-        {"file_type": "Q4_0"},
+        {"file_type": "Q5_0"},
         {"file_type": "Q8_0", "n_embd": 48, "n_head": 4},
+        {"file_type": "Q4_0", "n_ff": 100},
         {"file_type": "Q8_0", "n_ff": 100},
         {"n_embd": 64, "n_head": 5},
         {"n_head": 4, "n_head_kv": 3},

@@ -16,7 +16,7 @@ import itertools
 import signal
 import sys
 from array import array
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ from .types import (
     DoneEvent,
     EmbedCall,
     GenerateCall,
+    IncompatibleBuildError,
     InvalidRequestError,
     RunnerCrashed,
     RunnerError,
@@ -59,10 +60,9 @@ class EmbedReply:
 
 @dataclass(frozen=True, slots=True)
 class _Closed:
-    """Put in a request's queue when the runner is gone."""
+    """Put in a request's queue when the runner is gone; each request raises a fresh error."""
 
-    error: type[RunnerError]
-    message: str
+    error: Callable[[], RunnerError]
 
 
 class RunnerProcess:
@@ -230,12 +230,12 @@ class RunnerProcess:
 
     def _raise_if_closed(self) -> None:
         if self._closed is not None:
-            raise self._closed.error(self._closed.message)
+            raise self._closed.error()
 
     async def _next(self, queue: asyncio.Queue) -> dict[str, Any]:
         message = await queue.get()
         if isinstance(message, _Closed):
-            raise message.error(message.message)
+            raise message.error()
         return message
 
     async def _call(self, op: str, **fields: Any) -> Any:
@@ -251,8 +251,7 @@ class RunnerProcess:
             message = await read_frame(self._proc.stdout)
             if message is None:
                 await self._settle()
-                what = f"exited while loading ({self._exit_text()})"
-                raise RunnerError(self._explain(f"{self._name} {what}"))
+                raise self._death(RunnerError, "loading")
             if message.get("ev") == "fatal":
                 await self._settle()
                 what = f"cannot load model {self.spec.model_name!r}: {message['message']}"
@@ -277,11 +276,11 @@ class RunnerProcess:
     def _close_all(self) -> None:
         if self.state == "stopping":
             self.state = "stopped"
-            closed = _Closed(RunnerError, f"the runner for {self.spec.model_name} was stopped")
+            stopped = f"the runner for {self.spec.model_name} was stopped"
+            closed = _Closed(lambda: RunnerError(stopped))
         else:
             self.state = "crashed"
-            what = f"{self._name} stopped unexpectedly ({self._exit_text()})"
-            closed = _Closed(RunnerCrashed, self._explain(what))
+            closed = _Closed(lambda: self._death(RunnerCrashed, "running"))
         self._closed = closed
         for queue in self._pending.values():
             queue.put_nowait(closed)
@@ -298,18 +297,36 @@ class RunnerProcess:
 
     async def _abandon(self) -> None:
         self.kill()
-        self._closed = _Closed(RunnerError, f"the runner for {self.spec.model_name} did not start")
+        not_started = f"the runner for {self.spec.model_name} did not start"
+        self._closed = _Closed(lambda: RunnerError(not_started))
         self.state = "stopped"
         await self._settle()
+
+    def _death(self, kind: type[RunnerError], phase: str) -> RunnerError:
+        """The error for the process's end while ``phase`` ("loading" or "running"). SIGILL is
+        the build's fault, not the model's or the request's, and says how to fix it."""
+        killed_by = self._exit_signal()
+        if killed_by == "SIGILL":
+            return IncompatibleBuildError(f"{self._name} was killed by SIGILL while {phase}")
+        what = "exited while loading" if phase == "loading" else "stopped unexpectedly"
+        message = self._explain(f"{self._name} {what} ({self._exit_text()})")
+        return kind(message, exit_signal=killed_by)
+
+    def _exit_signal(self) -> str | None:
+        code = self._proc.returncode
+        if code is None or code >= 0:
+            return None
+        try:
+            return signal.Signals(-code).name
+        except ValueError:
+            return f"signal {-code}"
 
     def _exit_text(self) -> str:
         code = self._proc.returncode
         if code is None:
             return "still running"
-        if code < 0:
-            with contextlib.suppress(ValueError):
-                return f"killed by {signal.Signals(-code).name}"
-        return f"exit code {code}"
+        killed_by = self._exit_signal()
+        return f"killed by {killed_by}" if killed_by else f"exit code {code}"
 
     @property
     def _name(self) -> str:

@@ -10,10 +10,12 @@ from dataclasses import dataclass, field
 
 __all__ = [
     "DEFAULT_DRAFT",
+    "REBUILD_COMMAND",
     "ContextOverflowError",
     "DoneEvent",
     "EmbedCall",
     "GenerateCall",
+    "IncompatibleBuildError",
     "InvalidRequestError",
     "LoraAdapter",
     "RunnerCrashed",
@@ -26,6 +28,9 @@ __all__ = [
 
 
 DEFAULT_DRAFT = 8  # most tokens speculative decoding guesses per step (0: off)
+# What rebuilds llama-cpp-python for this computer (and proves the result runs here), from a
+# localllm checkout: the fix every "this build cannot run here" message names.
+REBUILD_COMMAND = "python installers/llama_build.py --install"
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,11 +150,30 @@ class DoneEvent:
 
 
 class RunnerError(Exception):
-    """A request failed inside a runner."""
+    """A request failed inside a runner. ``exit_signal`` names the signal that killed the
+    runner process (``"SIGSEGV"``...) when that is how it ended."""
+
+    def __init__(self, message: str = "", *, exit_signal: str | None = None):
+        super().__init__(message)
+        self.exit_signal = exit_signal
 
 
 class RunnerCrashed(RunnerError):
     """The runner process died; the message names the model and ends with its last log lines."""
+
+
+class IncompatibleBuildError(RunnerCrashed):
+    """The installed llama.cpp build executes instructions this CPU cannot run: its runner died
+    by SIGILL (or crashed while loading and the build's self-test crashed too). No request and
+    no model can fix that; rebuilding llama-cpp-python for this computer does."""
+
+    def __init__(self, what: str, *, exit_signal: str | None = "SIGILL"):
+        super().__init__(
+            f"this llama.cpp build uses CPU instructions this computer cannot run ({what}); "
+            f"rebuild it for this computer with `{REBUILD_COMMAND}` in the localllm checkout, "
+            "or install the app built for this machine; `localllm doctor` checks the build",
+            exit_signal=exit_signal,
+        )
 
 
 class InvalidRequestError(RunnerError):

@@ -16,7 +16,12 @@ from pathlib import Path
 
 from daemon.errors import ModelLoadError
 from daemon.runners.attention import attention_scores_bytes, flash_attention_setting
-from daemon.runners.types import InvalidRequestError, RunnerError, RunnerSpec
+from daemon.runners.types import (
+    IncompatibleBuildError,
+    InvalidRequestError,
+    RunnerError,
+    RunnerSpec,
+)
 from daemon.scheduler.context_size import ContextChoice, default_context
 from daemon.scheduler.loaded import LoadTarget, Runner, RunnerFactory
 from daemon.scheduler.memory import COMPUTE_MARGIN_BYTES, ModelFootprint, estimate_bytes
@@ -99,6 +104,8 @@ class RunnerLoader:
             runner = await self._factory(plan.spec, self._log_path(target.name))
         except InvalidRequestError:
             raise  # a 400 that says what was asked wrongly (a draft of another vocabulary)
+        except IncompatibleBuildError:
+            raise  # no model loads until llama.cpp is rebuilt: its own message says how
         except RunnerError as error:
             raise ModelLoadError(f"failed to load model {target.name!r}: {error}") from None
         seconds = time.monotonic() - started

@@ -19,7 +19,7 @@ from daemon.inference import Inference
 from daemon.models.pulls import PullManager, PullRecords
 from daemon.remotes import Remotes
 from daemon.remotes.hops import HopsMiddleware
-from daemon.runners.types import RunnerSpec
+from daemon.runners.types import RunnerError, RunnerSpec
 from daemon.scheduler import MemoryInfo, Runner, RunnerFactory, Scheduler, SchedulerConfig
 from daemon.security import (
     ApiKeyMiddleware,
@@ -166,8 +166,14 @@ async def _start_runner_process(
     spec: RunnerSpec, log_path: Path | None, env: dict[str, str]
 ) -> Runner:
     from daemon.runners.process import RunnerProcess
+    from daemon.runners.selftest import LOAD_CRASH_SIGNALS, explain_load_crash
 
-    return await RunnerProcess.start(spec, log_path=log_path, env=env)
+    try:
+        return await RunnerProcess.start(spec, log_path=log_path, env=env)
+    except RunnerError as error:
+        if error.exit_signal not in LOAD_CRASH_SIGNALS:
+            raise
+        raise await explain_load_crash(error, env) from None
 
 
 def _version() -> str:

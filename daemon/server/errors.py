@@ -38,6 +38,7 @@ from daemon.errors import (
 )
 from daemon.runners.types import (
     ContextOverflowError,
+    IncompatibleBuildError,
     InvalidRequestError,
     RunnerCrashed,
     RunnerError,
@@ -115,6 +116,7 @@ ERROR_TABLE: tuple[tuple[type[BaseException], int, str, str | None], ...] = (
     (RemoteLoopError, 508, "server_error", "remote_loop"),
     (RemoteUnavailableError, 503, "server_error", "remote_unavailable"),
     (RemoteError, 502, "server_error", "remote_error"),
+    (IncompatibleBuildError, 500, "server_error", "incompatible_llama_build"),
     (RunnerCrashed, 500, "server_error", "runner_crashed"),
     (InvalidRequestError, 400, "invalid_request_error", "invalid_request"),
     (RunnerError, 500, "server_error", "runner_error"),

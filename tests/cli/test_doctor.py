@@ -55,6 +55,9 @@ def test_no_daemon_running(env, capsys):
         assert f"\n{title}\n" in f"\n{out}"
     assert "llama-cpp-python   0.3.36" in out
     assert "backend            cpu (no GPU offload)" in out
+    assert (
+        "self-test          passed (Q8_0 and Q4_0 models: a batch, generation, embeddings)" in out
+    )
     assert f"models             {env['LOCALLLM_MODELS']} (not created yet)" in out
     assert f"logs               {env['LOCALLLM_LOGS']}" in out
     assert "status             not running" in out
@@ -73,6 +76,7 @@ def test_json_shape(env, capsys):
     assert llama["version"] == "0.3.36" and llama["error"] is None
     assert llama["supports_gpu_offload"] is False and llama["backend"] == "cpu"
     assert llama["system_info"].startswith("CPU :")
+    assert (llama["runs_here"], llama["exit_signal"], llama["missing_from_cpu"]) == (True, None, [])
     assert Path(llama["library_dir"], "").is_dir()
     assert isinstance(report["gpus"], list)
     assert report["memory"]["total"] > report["memory"]["available"] > 0
@@ -223,19 +227,44 @@ def test_the_store_is_compared_only_when_the_daemon_names_it_and_runs_here(tmp_p
     assert "on another computer" in render_table(report(store=store, daemon=remote), [])
 
 
-def test_a_probe_that_fails_reports_the_last_line_of_its_error():
+def test_a_build_that_does_not_load_reports_the_last_line_of_its_error():
     def run(argv, timeout):
-        stderr = "Traceback (most recent call last):\n  ...\nOSError: libllama.so: bad ELF\n"
-        return subprocess.CompletedProcess(argv, 1, "", stderr)
+        build = {"error": "OSError: libllama.so: bad ELF"}
+        report = {"ok": False, "build": build, "failed_step": "Q8_0: loading", "message": "..."}
+        return subprocess.CompletedProcess(argv, 2, json.dumps(report) + "\n", "")
 
     assert llama_build(run).error == "OSError: libllama.so: bad ELF"
+
+    def broken(argv, timeout):
+        stderr = "Traceback (most recent call last):\n  ...\nModuleNotFoundError: no gguf\n"
+        return subprocess.CompletedProcess(argv, 1, "", stderr)
+
+    assert llama_build(broken).error == "ModuleNotFoundError: no gguf"
 
     def crash(argv, timeout):
         return subprocess.CompletedProcess(argv, -4, "", "")  # SIGILL
 
-    assert llama_build(crash).error == (
-        "it crashed (SIGILL): it was built for a newer processor than this one"
+    assert llama_build(crash).error == "the self-test crashed (SIGILL)"
+
+
+def test_instruction_sets_the_cpu_lacks_and_a_failed_self_test_are_errors():
+    built_for_avx512 = LlamaBuild(
+        "0.3.36", False, "cpu", "CPU : AVX2 = 1 | AVX512 = 1 |", "/lib",
+        runs_here=True, missing_from_cpu=("AVX512",),
+    )  # fmt: skip
+    [finding] = findings(report(llama=built_for_avx512))
+    assert finding.level == "error"
+    assert "uses CPU instructions this computer does not have (AVX512)" in finding.message
+    assert "llama_build.py --install" in finding.message
+    segv = LlamaBuild(
+        "0.3.36", False, "cpu", "CPU : AVX2 = 1 |", "/lib", runs_here=False,
+        failed_step="Q4_0: embedding", exit_signal="SIGSEGV", failure="the runner ...",
+    )  # fmt: skip
+    [finding] = findings(report(llama=segv))
+    assert finding.message.startswith(
+        "llama.cpp's self-test was killed by SIGSEGV (Q4_0: embedding): the runner ..."
     )
+    assert "FAILED: killed by SIGSEGV (Q4_0: embedding)" in render_table(report(llama=segv), [])
 
 
 def test_apple_silicon_and_nvidia_gpus_are_listed():

@@ -1,8 +1,10 @@
 """How ``localllm doctor`` looks at this computer: each probe returns data and never raises.
 
-The llama.cpp build is asked in a subprocess (``python -m daemon.runners.worker.probe``, with
-this program's own ``sys.executable``, which is the bundle in a frozen install): a broken
-native library then shows up as a finding instead of killing the doctor. Commands go through
+The llama.cpp build is asked in a subprocess (``python -m daemon.runners.selftest``, with this
+program's own ``sys.executable``, which is the bundle in a frozen install): it reports what the
+build supports and proves that it runs here, by loading tiny models in real runners. A broken
+native library, or one built for another CPU, then shows up as a finding instead of killing
+the doctor. Commands go through
 ``run``/``which`` parameters so tests can hand in the outputs of tools this machine lacks.
 """
 
@@ -35,7 +37,7 @@ __all__ = [
 ]
 
 Run = Callable[[Sequence[str], float], "subprocess.CompletedProcess[str]"]
-PROBE_MODULE = "daemon.runners.worker.probe"
+SELFTEST_MODULE = "daemon.runners.selftest"
 _NVIDIA_QUERY = "--query-gpu=name,memory.total,memory.free,driver_version"
 _MIB = 1 << 20
 _PACKAGE_ROOT = Path(daemon.__file__).resolve().parents[1]  # the probe runs beside `daemon`
@@ -47,38 +49,41 @@ def run_command(argv: Sequence[str], timeout: float) -> subprocess.CompletedProc
     )
 
 
-def llama_build(run: Run = run_command, timeout: float = 60.0) -> LlamaBuild:
-    """Load llama.cpp in a child process and report what the build supports."""
+def llama_build(run: Run = run_command, timeout: float = 300.0) -> LlamaBuild:
+    """What the build supports, and whether its runners work here (the self-test)."""
     try:
-        result = run([sys.executable, "-m", PROBE_MODULE], timeout)
+        result = run([sys.executable, "-m", SELFTEST_MODULE], timeout)
     except (OSError, subprocess.SubprocessError) as error:
-        return LlamaBuild(error=f"the probe did not run: {error}")
-    if result.returncode < 0:  # killed by a signal while loading the native library
-        return LlamaBuild(error=_crash(-result.returncode))
-    if result.returncode != 0:
-        lines = [line for line in (result.stderr or "").splitlines() if line.strip()]
-        return LlamaBuild(error=lines[-1].strip() if lines else f"status {result.returncode}")
+        return LlamaBuild(error=f"the self-test did not run: {error}")
+    if result.returncode < 0:  # the self-test itself killed: it loads no native code
+        return LlamaBuild(error=f"the self-test crashed ({_signal_name(-result.returncode)})")
     try:
         found = json.loads(result.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
-        return LlamaBuild(error="the probe printed no report")
+        lines = [line for line in (result.stderr or "").splitlines() if line.strip()]
+        return LlamaBuild(error=lines[-1].strip() if lines else f"status {result.returncode}")
+    build = found.get("build") or {}
+    if "error" in build and not found.get("exit_signal"):  # the library does not even load
+        return LlamaBuild(error=build["error"])
     return LlamaBuild(
-        version=found.get("llama_cpp_version"),
-        supports_gpu_offload=found.get("supports_gpu_offload"),
-        backend=found.get("backend"),
-        system_info=found.get("system_info"),
-        library_dir=found.get("library_dir"),
+        version=build.get("llama_cpp_version"),
+        supports_gpu_offload=build.get("supports_gpu_offload"),
+        backend=build.get("backend"),
+        system_info=build.get("system_info"),
+        library_dir=build.get("library_dir"),
+        runs_here=bool(found.get("ok")),
+        failed_step=found.get("failed_step"),
+        exit_signal=found.get("exit_signal"),
+        failure=found.get("message"),
+        missing_from_cpu=tuple(found.get("missing_from_cpu") or ()),
     )
 
 
-def _crash(signal_number: int) -> str:
+def _signal_name(number: int) -> str:
     try:
-        name = signal.Signals(signal_number).name
+        return signal.Signals(number).name
     except ValueError:
-        name = f"signal {signal_number}"
-    if name == "SIGILL":  # a native build from a newer CPU (AVX-512 on one without it)
-        return "it crashed (SIGILL): it was built for a newer processor than this one"
-    return f"it crashed ({name})"
+        return f"signal {number}"
 
 
 def nvidia_gpus(

@@ -81,7 +81,17 @@ def _llama_rows(llama: LlamaBuild) -> Rows:
         ("backend", f"{llama.backend or 'unknown'} ({offload})"),
         ("features", feature_summary(llama.system_info or "") or "-"),
         ("library", llama.library_dir or "-"),
+        ("self-test", _self_test(llama)),
     ]
+
+
+def _self_test(llama: LlamaBuild) -> str:
+    if llama.runs_here is None:
+        return "not run"
+    if llama.runs_here:
+        return "passed (Q8_0 and Q4_0 models: a batch, generation, embeddings)"
+    how = f"killed by {llama.exit_signal}" if llama.exit_signal else "failed"
+    return f"FAILED: {how} ({llama.failed_step})"
 
 
 def _gpu_rows(gpus: tuple[Gpu, ...]) -> Rows:

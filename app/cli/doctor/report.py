@@ -25,11 +25,13 @@ __all__ = [
 
 LOW_DISK_BYTES = 5 * 1000**3  # less than one 7B model at Q4_K_M
 _REBUILD = "python installers/llama_build.py --install (or install the matching bundle)"
+_REBUILD_HERE = f"rebuild it for this computer: {_REBUILD}"
 
 
 @dataclass(frozen=True, slots=True)
 class LlamaBuild:
-    """What the installed llama-cpp-python can do, from ``daemon.runners.worker.probe``."""
+    """What the installed llama-cpp-python can do, and whether it runs here, from its
+    self-test (``daemon.runners.selftest``)."""
 
     version: str | None = None
     supports_gpu_offload: bool | None = None
@@ -37,6 +39,11 @@ class LlamaBuild:
     system_info: str | None = None
     library_dir: str | None = None
     error: str | None = None  # the build does not load at all
+    runs_here: bool | None = None  # every step of the self-test ran; None: not tested
+    failed_step: str | None = None  # the step that failed ("Q8_0: embedding"...)
+    exit_signal: str | None = None  # the signal that killed the self-test's runner, if one did
+    failure: str | None = None  # the self-test's error message
+    missing_from_cpu: tuple[str, ...] = ()  # instruction sets built in that this CPU lacks
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,16 +127,50 @@ def _llama_findings(report: Report) -> list[Finding]:
     llama = report.llama
     if llama.error:
         return [Finding("error", f"llama.cpp does not load: {llama.error}; reinstall: {_REBUILD}")]
+    found = [*_runs_here_findings(llama)]
     usable = [gpu for gpu in report.gpus if gpu.vendor in ("nvidia", "apple")]
     if usable and llama.supports_gpu_offload is False:
-        return [
+        found.append(
             Finding(
                 "warning",
                 f"this llama.cpp build runs on the CPU only, so the {usable[0].name} is not "
                 f"used; install a GPU build: {_REBUILD}",
             )
-        ]
-    return []
+        )
+    return found
+
+
+def _runs_here_findings(llama: LlamaBuild) -> list[Finding]:
+    """The build against this machine: instruction sets it uses that the CPU lacks (known
+    without running it), and what its self-test's runners did."""
+    found = []
+    if llama.missing_from_cpu:
+        sets = ", ".join(llama.missing_from_cpu)
+        found.append(
+            Finding(
+                "error",
+                f"this llama.cpp build uses CPU instructions this computer does not have "
+                f"({sets}): {_REBUILD_HERE}",
+            )
+        )
+    if llama.exit_signal == "SIGILL":
+        found.append(
+            Finding(
+                "error",
+                f"this llama.cpp build uses CPU instructions this computer cannot run: its "
+                f"self-test was killed by SIGILL ({llama.failed_step}); {_REBUILD_HERE}",
+            )
+        )
+    elif llama.runs_here is False:
+        how = f"was killed by {llama.exit_signal}" if llama.exit_signal else "failed"
+        found.append(
+            Finding(
+                "error",
+                f"llama.cpp's self-test {how} ({llama.failed_step}): {llama.failure}; "
+                f"{_REBUILD_HERE}",
+            )
+        )
+    return found
 
 
 def _store_findings(store: StoreState) -> list[Finding]:
