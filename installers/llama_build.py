@@ -98,12 +98,25 @@ def _cuda(tools: Toolchain, portable: bool, notes: list[str]) -> Build | None:
     found = re.search(r"release (\d+\.\d+)", (nvcc and tools.run([nvcc, "--version"])) or "")
     if found and (gpu or portable):
         reason = f"CUDA {found.group(1)}" + (f" for the {gpu}" if gpu else ", for other computers")
-        return Build("cuda", ("-DGGML_CUDA=on",), reason)
+        args = ("-DGGML_CUDA=on",)
+        archs = () if portable else _cuda_architectures(tools)
+        if archs:  # this card's kernels only: minutes to compile instead of an hour
+            args += (f"-DCMAKE_CUDA_ARCHITECTURES={';'.join(archs)}",)
+            reason += f", kernels for sm_{', sm_'.join(archs)} only"
+        return Build("cuda", args, reason)
     if found:
         notes.append(f"CUDA {found.group(1)} is installed but no NVIDIA GPU answers here")
     elif gpu:
         notes.append(f"an {gpu} is here but not the CUDA toolkit (nvcc) to build for it")
     return None
+
+
+def _cuda_architectures(tools: Toolchain) -> tuple[str, ...]:
+    """The GPUs' compute capabilities as CMake names them ("8.9" -> "89"); none when the driver
+    is too old to say (llama.cpp then builds its default list)."""
+    answer = tools.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"]) or ""
+    found = {line.strip().replace(".", "") for line in answer.splitlines()}
+    return tuple(sorted(cap for cap in found if cap.isdigit()))
 
 
 def _rocm(tools: Toolchain, portable: bool, notes: list[str]) -> Build | None:

@@ -25,7 +25,7 @@ from daemon.inference.generation import GenerationStats
 from daemon.inference.tool_calls import ToolCall
 from daemon.models.pulls import PullRecord, PullRecords
 from daemon.runners.worker import quantize
-from daemon.scheduler.system_report import parse_gpus
+from daemon.scheduler.system_report import Gpu, gpu_left_unused, parse_gpus
 from daemon.server.native.describe import listed_name, parameters_text
 from daemon.server.native.translate import chat_job, generate_job, timings, tool_calls_out
 from model_registry.names import parse_name
@@ -179,4 +179,16 @@ def test_gpu_lines_and_quantize_arguments():
         ("NVIDIA H100", 81559, 80000)
     ]
     assert quantize.main(["in.gguf", "out.gguf", "Q9_9"]) == 2
+
+
+def test_a_gpu_next_to_a_cpu_only_build_is_said_with_the_fix():
+    card = [Gpu("NVIDIA H200", 141 << 30, 140 << 30)]
+    advice = gpu_left_unused("cpu", card, "Linux", "x86_64")
+    assert advice.startswith("this llama.cpp build runs on the CPU only, so the NVIDIA H200 is")
+    assert "python installers/llama_build.py --install" in advice
+    assert "Apple GPU (Metal) is not used" in gpu_left_unused("cpu", [], "Darwin", "arm64")
+    assert gpu_left_unused("cuda", card, "Linux", "x86_64") is None
+    assert gpu_left_unused("metal", [], "Darwin", "arm64") is None
+    assert gpu_left_unused("cpu", [], "Linux", "x86_64") is None
+    assert gpu_left_unused("cpu", [], "Darwin", "x86_64") is None  # an Intel Mac: no Metal build
     assert quantize.main(["only-one"]) == 2

@@ -50,8 +50,11 @@ class SystemResponse(BaseModel):
     ram_available: int
     cpu_count: int
     gpus: list[GpuInfo]
-    backend: str  # of the loaded runners ("cpu", "cuda", ...), or what the machine suggests
+    backend: str  # of the loaded runners ("cpu", "cuda", ...), else of the installed build
     models_dir: str | None = None  # the store's folder, told only to a client on this machine
+    # a GPU the installed llama.cpp build cannot use (a CPU build on a CUDA or Metal machine),
+    # in words with the fix; None when there is nothing to say
+    build_advice: str | None = None
 
 
 class HubRepo(BaseModel):

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
-import signal
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -29,6 +27,7 @@ from pathlib import Path
 
 from model_registry.tiny_gguf import write_tiny_model
 
+from .build_probe import probe_build
 from .cpu_features import build_features, cpu_flags, missing_from_cpu
 from .process import RunnerProcess
 from .types import (
@@ -49,7 +48,6 @@ _PROMPTS = (
     "The quick brown fox jumps over the lazy dog while the cat watches from the wall. " * 3,
     "Hello world, this is a test of reading two prompts together in one batch. " * 3,
 )
-_PROBE_MODULE = "daemon.runners.worker.probe"
 # A runner killed by one of these while loading: a damaged model file, or a build made for
 # another CPU (the self-test tells which). SIGILL is always the build's: see RunnerProcess.
 LOAD_CRASH_SIGNALS = frozenset({"SIGSEGV", "SIGBUS"})
@@ -75,7 +73,7 @@ class SelfTest:
 
 async def run_selftest(env: Mapping[str, str] | None = None) -> SelfTest:
     """Run every step; ``env`` is the runners' environment (None inherits this process's)."""
-    build = await _probe(env)
+    build = await probe_build(env)
     features = build_features(build.get("system_info", ""))
     missing = missing_from_cpu(features, cpu_flags())
     found = {"build": build, "features": features, "missing_from_cpu": missing}
@@ -139,31 +137,6 @@ async def _generate(runner: RunnerProcess, prompt: str, tokens: int) -> None:
     params = SamplingParams(max_tokens=tokens, seed=1, ignore_eos=True)
     async for _ in runner.generate(GenerateCall(prompt, params)):
         pass
-
-
-async def _probe(env: Mapping[str, str] | None) -> dict:
-    """The build's own report, from a child (loading the library may be what fails); on
-    failure ``{"error": ...}`` with the last line the child wrote, or the signal that killed it."""
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", _PROBE_MODULE,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        cwd=Path(__file__).resolve().parents[2], env=None if env is None else dict(env),
-    )  # fmt: skip
-    out, err = await proc.communicate()
-    if proc.returncode == 0:
-        with contextlib.suppress(ValueError, IndexError):
-            return json.loads(out.decode().strip().splitlines()[-1])
-    if proc.returncode is not None and proc.returncode < 0:
-        return {"error": f"loading llama.cpp was killed by {_signal_name(-proc.returncode)}"}
-    lines = [line.strip() for line in err.decode(errors="replace").splitlines() if line.strip()]
-    return {"error": lines[-1] if lines else f"the build's probe failed (status {proc.returncode})"}
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 def main(argv: list[str] | None = None) -> int:

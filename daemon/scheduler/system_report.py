@@ -1,21 +1,31 @@
 """The machine as front ends show it: RAM, GPUs (name and VRAM), and the compute backend.
 
-The backend is what loaded runners report (llama.cpp knows what it was built with); with no
-model loaded it is a guess from the GPUs found. Probes shell out (``nvidia-smi``), so callers
-run them in a worker thread.
+The backend is what loaded runners report (llama.cpp knows what it was built with), else what
+the installed build was compiled for, else a guess from the GPUs found. A GPU next to a build
+for the CPU only is said in words with the fix (``gpu_left_unused``). Probes shell out
+(``nvidia-smi``), so callers run them in a worker thread.
 """
 
 from __future__ import annotations
 
 import os
+import platform
 import shutil
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from daemon.runners.types import REBUILD_COMMAND
 from daemon.scheduler import ModelStatus, system_memory
 
-__all__ = ["Gpu", "SystemReport", "nvidia_gpus", "parse_gpus", "system_report"]
+__all__ = [
+    "Gpu",
+    "SystemReport",
+    "gpu_left_unused",
+    "nvidia_gpus",
+    "parse_gpus",
+    "system_report",
+]
 
 _QUERY = "--query-gpu=name,memory.total,memory.free"
 
@@ -34,14 +44,39 @@ class SystemReport:
     cpu_count: int
     gpus: tuple[Gpu, ...]
     backend: str
+    build_advice: str | None = None  # a GPU the installed build cannot use, and the fix
 
 
-def system_report(loaded: Sequence[ModelStatus]) -> SystemReport:
+def system_report(loaded: Sequence[ModelStatus], build_backend: str | None = None) -> SystemReport:
+    """``build_backend``: what the installed llama.cpp build was compiled for, if known."""
     memory = system_memory()
     gpus = tuple(nvidia_gpus())
     backends = sorted({status.info.backend for status in loaded if status.info.backend})
-    backend = ", ".join(backends) or ("cuda (no model loaded)" if gpus else "cpu")
-    return SystemReport(memory.total, memory.available, os.cpu_count() or 1, gpus, backend)
+    guess = "cuda (no model loaded)" if gpus else "cpu"
+    backend = ", ".join(backends) or build_backend or guess
+    advice = gpu_left_unused(build_backend, gpus, platform.system(), platform.machine())
+    cpus = os.cpu_count() or 1
+    return SystemReport(memory.total, memory.available, cpus, gpus, backend, advice)
+
+
+def gpu_left_unused(
+    build_backend: str | None, gpus: Sequence[Gpu], system: str, machine: str
+) -> str | None:
+    """What to tell a user whose build runs on the CPU only next to a GPU llama.cpp could use
+    (an NVIDIA card, or Apple silicon's Metal); None otherwise."""
+    if build_backend != "cpu":
+        return None
+    if gpus:
+        name = gpus[0].name
+    elif system == "Darwin" and machine == "arm64":
+        name = "Apple GPU (Metal)"
+    else:
+        return None
+    return (
+        f"this llama.cpp build runs on the CPU only, so the {name} is not used; install a GPU "
+        f"build with `{REBUILD_COMMAND}` in the localllm checkout, or the app built for this "
+        "machine"
+    )
 
 
 def nvidia_gpus(timeout: float = 5.0) -> list[Gpu]:

@@ -19,6 +19,7 @@ from daemon.inference import Inference
 from daemon.models.pulls import PullManager, PullRecords
 from daemon.remotes import Remotes
 from daemon.remotes.hops import HopsMiddleware
+from daemon.runners.build_probe import BuildProbe
 from daemon.runners.types import RunnerError, RunnerSpec
 from daemon.scheduler import MemoryInfo, Runner, RunnerFactory, Scheduler, SchedulerConfig
 from daemon.security import (
@@ -94,6 +95,7 @@ def create_app(
     app.state.inference = inference
     app.state.remotes = remote_models
     app.state.metrics = metrics
+    app.state.build = BuildProbe(settings.runner_env)  # what llama.cpp was compiled for
     app.state.responses = ResponseStore()  # kept for previous_response_id, in memory only
     app.state.pulls = PullManager(
         puller or _puller(settings, store),

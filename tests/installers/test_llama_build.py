@@ -111,6 +111,20 @@ def test_detection_table(case, backend, cmake_args, portable):
     assert build.reason
 
 
+def test_cuda_kernels_are_built_for_the_cards_here_only_unless_portable():
+    caps = ("nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader")
+    two_cards = {**CUDA_HERE, caps: "8.9\n9.0\n8.9\n"}
+    build = llama_build.detect(tools(found={"nvcc"}, outputs=two_cards))
+    assert build.cmake_args == ("-DGGML_CUDA=on", "-DCMAKE_CUDA_ARCHITECTURES=89;90")
+    assert build.reason.endswith("kernels for sm_89, sm_90 only")
+    portable = llama_build.detect(tools(found={"nvcc"}, outputs=two_cards), portable=True)
+    assert portable.cmake_args == ("-DGGML_CUDA=on", "-DGGML_NATIVE=OFF")
+    old_driver = {**CUDA_HERE, caps: 'Field "compute_cap" is not a valid field to query.\n'}
+    assert llama_build.detect(tools(found={"nvcc"}, outputs=old_driver)).cmake_args == (
+        "-DGGML_CUDA=on",
+    )
+
+
 def test_cuda_wins_over_vulkan_on_the_same_gpu():
     outputs = {**CUDA_HERE, ("vulkaninfo", "--summary"): VULKAN_GPU}
     build = llama_build.detect(tools(found={"nvcc", "glslc"}, outputs=outputs))

@@ -38,7 +38,8 @@ async def version(request: Request) -> VersionResponse:
 async def system(request: Request) -> SystemResponse:
     scheduler: Scheduler = request.app.state.scheduler
     settings: Settings = request.app.state.settings
-    report = await to_thread.run_sync(system_report, scheduler.status())
+    build = await request.app.state.build.report()
+    report = await to_thread.run_sync(system_report, scheduler.status(), build.get("backend"))
     return SystemResponse(
         ram_total=report.ram_total,
         ram_available=report.ram_available,
@@ -49,6 +50,7 @@ async def system(request: Request) -> SystemResponse:
         ],
         backend=report.backend,
         models_dir=str(settings.models_dir) if _local(request) else None,
+        build_advice=report.build_advice,
     )
 
 
