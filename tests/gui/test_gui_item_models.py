@@ -17,7 +17,7 @@ from app.gui.item_models.daemon_tables import (
     InstalledModelsModel,
     RunningModelsModel,
 )
-from app.gui.item_models.table import ITEM_ROLE, SORT_ROLE
+from app.gui.item_models.table import ITEM_ROLE, SORT_ROLE, TONE_ROLE
 from app.gui.state.chat.conversation_list import ConversationList
 from app.gui.state.chat.records import Conversation
 from app.gui.state.downloads import Download
@@ -89,7 +89,8 @@ def test_hub_files_show_a_fit_badge_once_the_machine_is_known(model_tester):
     assert files.index(0, 2).data() == ""
     files.set_system(SystemInfo(16 * GB, 8 * GB, (GpuInfo("GPU", 8 * GB, 8 * GB),)))
     assert [files.index(r, 2).data() for r in range(2)] == [Fit.VRAM.label, Fit.TOO_LARGE.label]
-    assert files.index(1, 2).data(Qt.ItemDataRole.ForegroundRole) is not None
+    assert files.index(1, 2).data(TONE_ROLE) == "warning"  # drawn as an amber badge
+    assert files.index(0, 2).data(TONE_ROLE) == "success"
 
 
 def test_running_and_download_tables(model_tester):

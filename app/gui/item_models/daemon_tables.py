@@ -87,10 +87,26 @@ def _expires(m: RunningModel) -> str:
     return f"in {duration_text(max(left, 0))}"
 
 
+def _memory_why(m: RunningModel) -> str:
+    if m.remote:
+        return ""
+    context = f"{m.context_length:,} tokens of context" if m.context_length else "its context"
+    return (
+        f"{bytes_text(m.size)}: the weights, and the K/V cache for {context} in each slot. "
+        "A shorter context (Settings, or the chat's own) takes less."
+    )
+
+
 class RunningModelsModel(RecordTableModel):
     columns = (
         Column("Name", lambda m: m.name),
-        Column("Memory", _local(lambda m: bytes_text(m.size)), lambda m: m.size, numeric=True),
+        Column(
+            "Memory",
+            _local(lambda m: bytes_text(m.size)),
+            lambda m: m.size,
+            numeric=True,
+            tooltip=_memory_why,
+        ),
         Column("Processor", lambda m: f"remote {m.remote}" if m.remote else m.processor),
         Column(
             "Context",
@@ -135,7 +151,7 @@ class HubFilesModel(RecordTableModel):
                 "Fits",
                 lambda f: self.fit(f).label,
                 tooltip=self._fit_tip,
-                color=lambda f: self.fit(f).colour,
+                tone=lambda f: self.fit(f).tone,
             ),
             Column("File", lambda f: f.file),
         )
@@ -160,12 +176,10 @@ class HubFilesModel(RecordTableModel):
 
 
 _RECOMMENDED = "The best quality that fits in this machine's free memory"
-NEEDS_INTERNET = "needs internet to download"
 
 
 class CatalogTableModel(RecordTableModel):
-    """The curated models (known without the internet), each with its fit badge; marked when
-    the hub cannot be reached."""
+    """The curated models (known without the internet), each with its fit badge."""
 
     def __init__(self, parent=None):
         super().__init__(lambda m: m.name, parent)
@@ -175,8 +189,7 @@ class CatalogTableModel(RecordTableModel):
             Column("Model", lambda m: m.name, tooltip=lambda m: m.repo),
             Column("Parameters", lambda m: m.parameter_size),
             Column("Size", lambda m: bytes_text(m.size), lambda m: m.size, numeric=True),
-            Column("Fits", lambda m: self.fit(m).label, color=lambda m: self.fit(m).colour),
-            Column("Download", lambda _m: NEEDS_INTERNET if self.offline else ""),
+            Column("Fits", lambda m: self.fit(m).label, tone=lambda m: self.fit(m).tone),
             Column("About", lambda m: m.description, tooltip=lambda m: m.description),
         )
 
@@ -185,9 +198,7 @@ class CatalogTableModel(RecordTableModel):
         self._changed(3)
 
     def set_offline(self, offline: bool) -> None:
-        if offline != self.offline:
-            self.offline = offline
-            self._changed(4)
+        self.offline = offline  # said once, by the page's banner, not on every row
 
     def fit(self, m: CatalogModel) -> Fit:
         return fit_for(m.size, self._system)

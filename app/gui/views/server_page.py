@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 
 from app.gui.services.server import ServerService
 from app.gui.state.daemon_health import DaemonState, DaemonStatus
-from app.gui.state.daemon_log import visible_log
+from app.gui.state.daemon_log import readable, visible_log
 from app.gui.state.gateway import DEFAULT_BASE_URL
 from app.gui.state.records import ServerInfo
 from app.gui.state.snippets import snippets
@@ -243,7 +243,8 @@ class ServerPage(QWidget):
         self._refilter()
 
     def _refilter(self) -> None:
-        text = visible_log(self._log_text, self.show_own.isChecked())
+        shown = visible_log(self._log_text, self.show_own.isChecked())
+        text = "\n".join(readable(line) for line in shown.splitlines())
         bar = self.log.verticalScrollBar()
         pinned = bar.value() >= bar.maximum() - 4
         if text != self.log.toPlainText():
