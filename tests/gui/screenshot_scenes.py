@@ -283,8 +283,8 @@ def downloads(shot) -> None:
 
 
 def discover_offline(shot, local_hub) -> None:
-    """Hugging Face out of reach (the local hub stopped): a search fails and the page falls
-    back to the catalog, each row marked "needs internet to download"."""
+    """Hugging Face out of reach (the local hub stopped): a search fails, the banner says so
+    and the search filters the built-in list instead."""
     downloads = shot.window.services.downloads
     shot.wait(lambda: _state(downloads, "qwen:7b") == "done", timeout=90)
     downloads.cancel("llama3.2:3b")
@@ -295,7 +295,7 @@ def discover_offline(shot, local_hub) -> None:
     discover.query.setText("qwen")
     discover.search_now()
     shot.wait(lambda: hub.offline, timeout=60)
-    discover.catalog.selectRow(row_of(discover.catalog, "llama3.2:3b"))
+    discover.catalog.selectRow(row_of(discover.catalog, "qwen2.5:0.5b"))
 
 
 def server(shot) -> None:

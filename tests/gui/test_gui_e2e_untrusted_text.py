@@ -111,7 +111,7 @@ def test_every_place_that_shows_daemon_text_shows_it_as_text(qtbot, window):
     """The same text through each view that shows the daemon's or a hub's words."""
     s = window.services
     s.chat.error.emit(LINK)
-    assert_literal(window.chat_page.status, LINK)
+    assert_literal(window.chat_page.problem.label, LINK)  # the banner over the message box
     s.server.error.emit(LINK)
     assert_literal(window.server_page.message, LINK)
     s.hub.error.emit(LINK)

@@ -71,8 +71,12 @@ class ChatController(ChatEdits, QObject):
         self.filter.setSourceModel(self.conversations)
         self.session: ChatSession | None = None
         self.default_model = ""
-        # the num_ctx of a chat that sets none (``ModelLibrary.chat_context``); None: send none
+        # the num_ctx of a chat that sets none (``ModelLibrary.chat_context``; None: send none),
+        # known at once, or once the model's details are in (``with_chat_context``)
         self.context_for: Callable[[str], int | None] = lambda _model: None
+        self.context_ready: Callable[[str, Callable[[int | None], None]], None] = (
+            lambda _model, then: then(None)
+        )
         self._live: dict[str, tuple[ChatSession, Job]] = {}
         self._opening = ""
         self._search = ""
@@ -249,11 +253,23 @@ class ChatController(ChatEdits, QObject):
 
     def _stream(self, session: ChatSession, context: str = "") -> None:
         reply_id, c = session.reply_id, session.conversation
+        self.reply_started.emit(c.id, reply_id)
+        self.transcript_changed.emit()
+        self.streaming_changed.emit(True)
+
+        def start(context_length: int | None) -> None:
+            if session.streaming and session.reply_id == reply_id:  # not stopped meanwhile
+                self._start(session, context, context_length)
+
+        self.context_ready(c.model, start)
+
+    def _start(self, session: ChatSession, context: str, context_length: int | None) -> None:
+        reply_id, c = session.reply_id, session.conversation
         turns = session.turns(context)
         think, truncate = think_request(c.think), c.memory.truncates
         offer = self.tools.offer(c.model, session) if self.tools is not None else dict
         options = c.options.to_options()
-        if "num_ctx" not in options and (context_length := self.context_for(c.model)):
+        if "num_ctx" not in options and context_length:
             options["num_ctx"] = context_length
         job = self._net.stream(
             lambda: self._gateway.chat(
@@ -264,9 +280,6 @@ class ChatController(ChatEdits, QObject):
             lambda exc: self._failed(session, reply_id, exc),
         )
         self._live[c.id] = (session, job)
-        self.reply_started.emit(c.id, reply_id)
-        self.transcript_changed.emit()
-        self.streaming_changed.emit(True)
 
     def _event(self, session: ChatSession, reply_id: str, event: ChatDelta | ChatDone) -> None:
         persist = session.add(reply_id, event)

@@ -78,6 +78,19 @@ class ModelLibrary(QObject):
         details = self.cached_details(name)
         if details is None or self.is_remote(name):
             return None
+        return self._context_of(details)
+
+    def with_chat_context(self, name: str, then: Callable[[int | None], None]) -> None:
+        """``chat_context``, fetching the model's details first when they are not known yet
+        (so a chat's first reply asks for the same context as the next ones)."""
+        if self.is_remote(name) or self.table.row_of(name) is None:
+            return then(None)
+        cached = self.cached_details(name)
+        if cached is not None:
+            return then(self._context_of(cached))
+        self._fetch(name, lambda d: then(self._context_of(d)), lambda _e: then(None))
+
+    def _context_of(self, details: ModelDetails) -> int | None:
         own = modelfile_parameters(details.parameters).get("num_ctx")
         modelfile = own if isinstance(own, int) and not isinstance(own, bool) else None
         return chat_context(self.preferred_context, details.context_length, modelfile)

@@ -134,11 +134,8 @@ class WelcomePage(QWidget):
             )
         )
         layout.addStretch(1)
-        row = QHBoxLayout()
-        row.addWidget(self.import_button)
-        row.addWidget(QLabel("or drop a .gguf file here", objectName="caption"))
-        row.addStretch(1)
-        layout.addLayout(row)
+        layout.addWidget(self.import_button, 0, Qt.AlignmentFlag.AlignLeft)
+        layout.addWidget(QLabel("or drop a .gguf file anywhere here", objectName="caption"))
         return card
 
     def set_system(self, system: SystemInfo | None) -> None:
@@ -196,7 +193,9 @@ class WelcomePage(QWidget):
         if s.recommended:
             title.addWidget(badge("recommended", "accent"))
         layout.addLayout(title)
-        layout.addWidget(QLabel(s.model.blurb, wordWrap=True))
+        blurb = QLabel(s.model.blurb, wordWrap=True)
+        blurb.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        layout.addWidget(blurb)
         facts = QHBoxLayout()
         facts.addWidget(
             QLabel(f"{s.model.parameters} · {bytes_text(s.model.size)}", objectName="muted")
