@@ -197,15 +197,20 @@ def _assert_needs_key(url: str, key: str) -> None:
     assert httpx.get(url + "/api/tags", headers={"Authorization": f"Bearer {key}"}).is_success
 
 
-def test_a_pull_without_internet_says_so_in_place(qtbot, tmp_path, cleanup):
-    offline = {"HF_ENDPOINT": f"http://127.0.0.1:{free_port()}"}  # nothing listens there
+def _offline_app(qtbot, tmp_path, cleanup):
+    """The app over a daemon whose Hugging Face is an address nothing listens on."""
+    offline = {"HF_ENDPOINT": f"http://127.0.0.1:{free_port()}"}
     daemon = GuiDaemon(tmp_path / "d", env=offline)
     cleanup(daemon)
-    services, window = open_app(qtbot, daemon.gateway(), tmp_path)
+    return open_app(qtbot, daemon.gateway(), tmp_path)
+
+
+def test_a_pull_without_internet_says_so_in_place(qtbot, tmp_path, cleanup):
+    services, window = _offline_app(qtbot, tmp_path, cleanup)
     try:
         qtbot.waitUntil(lambda: window.chat_page.currentWidget() is window.welcome, timeout=10_000)
         qtbot.waitUntil(lambda: "RAM" in window.welcome.machine.text(), timeout=10_000)
-        window.welcome.buttons["qwen:0.5b"].click()  # before the app knows it is offline
+        window.welcome.pull_requested.emit("qwen:0.5b")  # what its Download button asks
         problem = window.welcome.problems["qwen:0.5b"]
         qtbot.waitUntil(lambda: "could not reach" in problem.text(), timeout=20_000)
         assert problem.isVisibleTo(window) and "import a GGUF file" in problem.text()
@@ -223,10 +228,7 @@ def test_a_pull_without_internet_says_so_in_place(qtbot, tmp_path, cleanup):
 def test_offline_the_first_run_says_so_and_its_downloads_wait(qtbot, tmp_path, cleanup):
     """No internet: a banner says so, the first-run downloads are off with the reason, and
     importing a GGUF file you have is the button to press."""
-    offline = {"HF_ENDPOINT": f"http://127.0.0.1:{free_port()}"}  # nothing listens there
-    daemon = GuiDaemon(tmp_path / "d", env=offline)
-    cleanup(daemon)
-    services, window = open_app(qtbot, daemon.gateway(), tmp_path)
+    services, window = _offline_app(qtbot, tmp_path, cleanup)
     try:
         qtbot.waitUntil(lambda: window.chat_page.currentWidget() is window.welcome, timeout=10_000)
         qtbot.waitUntil(lambda: window.offline.isVisibleTo(window), timeout=20_000)
@@ -245,10 +247,7 @@ def test_offline_the_first_run_says_so_and_its_downloads_wait(qtbot, tmp_path, c
 
 
 def test_offline_discover_search_filters_the_built_in_list(qtbot, tmp_path, cleanup):
-    offline = {"HF_ENDPOINT": f"http://127.0.0.1:{free_port()}"}  # nothing listens there
-    daemon = GuiDaemon(tmp_path / "d", env=offline)
-    cleanup(daemon)
-    services, window = open_app(qtbot, daemon.gateway(), tmp_path)
+    services, window = _offline_app(qtbot, tmp_path, cleanup)
     page, hub = window.discover_page, services.hub
     try:
         window.show_page("Discover")
@@ -270,10 +269,7 @@ def test_offline_discover_search_filters_the_built_in_list(qtbot, tmp_path, clea
 def test_discover_offline_lists_the_catalog_and_keeps_the_window_on_screen(
     qtbot, tmp_path, cleanup
 ):
-    offline = {"HF_ENDPOINT": f"http://127.0.0.1:{free_port()}"}  # nothing listens there
-    daemon = GuiDaemon(tmp_path / "d", env=offline)
-    cleanup(daemon)
-    services, window = open_app(qtbot, daemon.gateway(), tmp_path)
+    services, window = _offline_app(qtbot, tmp_path, cleanup)
     window.resize(1000, 700)  # room for every page on a 1400 px screen, not much more
     page, hub = window.discover_page, services.hub
     try:

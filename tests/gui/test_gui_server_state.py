@@ -88,6 +88,6 @@ def test_request_lines_read_as_words_not_json():
             "model": "gemma3",
         }
     )
-    assert readable(line) == "POST /api/chat  200  812 ms  model gemma3"
+    assert readable(line) == "POST /api/chat  200  812 ms  model gemma3  (x)"
     assert readable("2025-01-01 INFO loaded") == "2025-01-01 INFO loaded"
     assert readable("{not json") == "{not json"

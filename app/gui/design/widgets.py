@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QPalette
+from PySide6.QtGui import QGuiApplication, QPalette
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -54,9 +54,11 @@ def set_tone(widget: QWidget, tone: str) -> None:
     _restyle(widget, "tone", tone)
 
 
-def page_palette(widget: QWidget) -> Palette:
-    """The design palette in force where ``widget`` is (for what paints its own colours)."""
-    return palette(widget.palette().color(QPalette.ColorRole.Window).lightness() < 128)
+def page_palette(_widget: QWidget | None = None) -> Palette:
+    """The design palette in force (for what paints its own colours), read from the
+    application's palette: a widget's own may be transparent under the stylesheet."""
+    window = QGuiApplication.palette().color(QPalette.ColorRole.Window)
+    return palette(window.lightness() < 128)
 
 
 def badge(text: str, tone: str = "neutral", tooltip: str = "") -> QLabel:
@@ -96,7 +98,9 @@ class Banner(QFrame):
         self.icon = QLabel()
         self.label = QLabel(objectName="bannerText", wordWrap=True)
         self.label.setTextFormat(Qt.TextFormat.PlainText)
-        self.label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.label.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        self.label.setMinimumWidth(120)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.actions = QHBoxLayout()
         self.actions.setSpacing(SPACE.sm)

@@ -65,4 +65,6 @@ def readable(line: str) -> str:
         parts.append(f"{record['duration_ms']:,.0f} ms")
     skip = {"event", "method", "path", "status", "duration_ms", "user_agent"}
     parts += [f"{key} {value}" for key, value in record.items() if key not in skip]
+    if record.get("user_agent"):
+        parts.append(f"({record['user_agent']})")  # who asked
     return "  ".join(part for part in parts if part)

@@ -3,7 +3,7 @@ in the tone's soft background with its text in the tone's colour, the same on ev
 
 from __future__ import annotations
 
-from PySide6.QtCore import QModelIndex, QRectF, Qt
+from PySide6.QtCore import QModelIndex, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
@@ -16,6 +16,10 @@ _PAD_X, _PAD_Y = 8, 3
 
 
 class BadgeDelegate(QStyledItemDelegate):
+    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex) -> QSize:
+        size = super().sizeHint(option, index)
+        return QSize(size.width() + 2 * _PAD_X + 8, size.height())
+
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex) -> None:
         tone, text = index.data(TONE_ROLE), index.data() or ""
         if not tone or not text:
