@@ -17,7 +17,7 @@ from PySide6.QtSvg import QSvgRenderer
 __all__ = ["ASSETS", "Icons"]
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
-_SIZES = (16, 20, 24, 32, 48, 64)
+_SIZES = (16, 24, 32, 48)  # 1x and 2x of the sizes the app shows
 _STROKE = 'stroke-width="1.75"'
 
 

@@ -162,7 +162,8 @@ def open_window(
     forced = config.theme or (chosen if chosen in ("light", "dark") else None)
     theme = Theme(app, forced)
     theme.changed.connect(lambda _dark: icons.set_color(app.palette().windowText().color()))
-    theme.apply()
+    theme.apply_palette()  # the stylesheet comes once the window is built: one polish, not many
+    icons.set_color(app.palette().windowText().color())  # drawn once, in the theme's colour
 
     services = build_services(
         gateway,
@@ -175,7 +176,7 @@ def open_window(
     window = MainWindow(services, settings, icons, config.base_url)
     window.theme = theme
     theme.changed.connect(window.retheme)
-    window.retheme(theme.dark)
+    theme.apply()
     tray = _tray(window, icons, services)
     app.aboutToQuit.connect(services.shutdown)
     window.show()

@@ -96,6 +96,13 @@ class Theme(QObject):
         return QGuiApplication.styleHints().colorScheme() == Qt.ColorScheme.Dark
 
     def apply(self) -> None:
+        """The palette and the stylesheet; ``changed`` tells the views."""
+        p = self.apply_palette()
+        self._app.setStyleSheet(stylesheet(p, self._images(p)))
+        self.changed.emit(self.dark)
+
+    def apply_palette(self) -> Palette:
+        """Only the colours (cheap: the stylesheet polishes every widget there is)."""
         self.dark = self.system_is_dark()
         self.palette = p = palette(self.dark)
         qt = QPalette()
@@ -108,8 +115,7 @@ class Theme(QObject):
         ):
             qt.setColor(QPalette.ColorGroup.Disabled, role, QColor(p.faint))
         self._app.setPalette(qt)
-        self._app.setStyleSheet(stylesheet(p, self._images(p)))
-        self.changed.emit(self.dark)
+        return p
 
     def _images(self, p: Palette) -> dict[str, str]:
         folder = Path(self._parts.name)

@@ -102,6 +102,14 @@ def test_running_and_download_tables(model_tester):
     assert downloads.index(0, 1).data() == "1.0 GB of 4.0 GB (25%)"
     assert downloads.index(0, 2).data() == "50.0 MB/s"
     assert downloads.index(0, 3).data() == "1 min"
+    assert downloads.index(0, 4).data(TONE_ROLE) == "info"
+    imported = Download("gemma3-270m", "success", 253_113_024, 253_113_024, "done", kind="import")
+    failed = Download("qwen:0.5b", state="failed", error="could not reach the hub. Retry it.")
+    downloads.replace([imported, failed])
+    assert downloads.index(0, 1).data() == "imported from a file (253.1 MB), nothing downloaded"
+    assert downloads.index(0, 4).data() == "imported"  # not a 253 MB download
+    assert downloads.index(1, 1).data() == "could not reach the hub"  # said in place, not blank
+    assert downloads.index(1, 4).data(TONE_ROLE) == "danger"
 
 
 def _chat(id_: str, title: str, when: float) -> Conversation:

@@ -210,9 +210,28 @@ class CatalogTableModel(RecordTableModel):
 
 
 def _progress(d: Download) -> str:
+    if d.kind == "import" and d.state == "done":
+        return f"imported from a file ({bytes_text(d.total)}), nothing downloaded"
+    if d.state == "failed":
+        return d.error.split(". ")[0] or "failed"
     if not d.total:
         return "complete" if d.state == "done" else d.status
     return f"{bytes_text(d.completed)} of {bytes_text(d.total)} ({d.fraction:.0%})"
+
+
+def _state(d: Download) -> str:
+    if d.kind == "import":
+        return {"done": "imported", "running": "importing"}.get(d.state, d.state)
+    return d.state
+
+
+def _why(d: Download) -> str:
+    """The daemon's last status, and the whole error when it failed."""
+    return f"{d.status}\n{d.error}" if d.error else d.status
+
+
+def _tone(d: Download) -> str:
+    return {"done": "success", "failed": "danger", "paused": "warning"}.get(d.state, "info")
 
 
 class DownloadsModel(RecordTableModel):
@@ -226,7 +245,7 @@ class DownloadsModel(RecordTableModel):
             numeric=True,
         ),
         Column("Time left", lambda d: duration_text(d.eta), lambda d: d.eta or 0, numeric=True),
-        Column("State", lambda d: d.error or d.state, tooltip=lambda d: d.status),
+        Column("State", _state, tooltip=_why, tone=_tone),
     )
 
     def __init__(self, parent=None):

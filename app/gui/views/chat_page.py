@@ -76,7 +76,7 @@ class ChatPage(QStackedWidget):
         self.model_picker.setSizeAdjustPolicy(
             QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
         )
-        self.model_picker.setMinimumContentsLength(14)
+        self.model_picker.setMinimumContentsLength(10)
         self.model_picker.setModel(library.table)
         self.model_picker.setCurrentIndex(-1)
         self.vision_badge = badge("sees images", "info")
@@ -123,8 +123,8 @@ class ChatPage(QStackedWidget):
         header = QHBoxLayout()
         header.addWidget(self.model_picker)
         header.addWidget(self.vision_badge)
-        header.addStretch(1)
-        header.addWidget(self.context_meter)
+        header.addStretch(0)
+        header.addWidget(self.context_meter, 1)
         header.addWidget(self.settings_button)
         center = QWidget(minimumWidth=340)
         column = QVBoxLayout(center)
