@@ -218,3 +218,20 @@ def test_a_code_block_names_its_language_and_copies_its_code(qtbot, transcript):
         click_link(qtbot, transcript, "copy:a:0")  # the block's Copy, clicked where it is drawn
     assert QGuiApplication.clipboard().text() == code
     assert told.args == ["Code copied"]
+
+
+def test_the_users_words_sit_in_a_round_cornered_bubble(qtbot, transcript):
+    from PySide6.QtGui import QTextTable
+
+    from app.gui.design.tokens import LIGHT
+
+    transcript.show_messages((Message("u", "user", "a question in a bubble"),), "tiny", False)
+    _settled(qtbot, transcript)
+    table = transcript.document().rootFrame().childFrames()[0].childFrames()[0]
+    assert isinstance(table, QTextTable)
+    start = transcript.cursorRect(table.cellAt(0, 0).firstCursorPosition())
+    shown = transcript.viewport().grab().toImage()
+    bubble = QColor(LIGHT.bubble).rgb()
+    assert shown.pixel(start.left() - 5, start.center().y()) == bubble  # inside, before the text
+    assert shown.pixel(start.left() - 10, start.top() - 10) != bubble  # the corner is round
+    assert start.left() > transcript.viewport().width() // 2  # on the right, as a reply is not

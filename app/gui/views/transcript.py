@@ -20,7 +20,15 @@ import contextlib
 from collections.abc import Callable
 
 from PySide6.QtCore import QEvent, QPoint, QRectF, Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QColor, QDesktopServices, QGuiApplication, QImage, QKeyEvent
+from PySide6.QtGui import (
+    QColor,
+    QDesktopServices,
+    QGuiApplication,
+    QImage,
+    QKeyEvent,
+    QPainter,
+    QTextTable,
+)
 from PySide6.QtWidgets import QFrame, QTextBrowser
 
 from app.gui.design.tokens import palette
@@ -39,6 +47,8 @@ _THUMBNAIL = 160  # pixels, the longest side of an image shown in a message
 _READABLE = 820  # pixels: the widest the text gets; wider views centre it
 _SIDE = 16  # pixels of margin beside the text at the least
 _PICK = {Qt.Key.Key_Up: -1, Qt.Key.Key_Down: 1}
+_ROUND = 14  # pixels: the corners of the user's bubbles
+_PAD = 10  # their cells' padding (``transcript_html``)
 
 
 class Transcript(QTextBrowser):
@@ -150,6 +160,29 @@ class Transcript(QTextBrowser):
             frame.setLeftMargin(side)
             frame.setRightMargin(side)
             root.setFrameFormat(frame)
+
+    def paintEvent(self, event) -> None:
+        """The user's bubbles, with round corners (HTML tables have none), under the text:
+        placed from where the bubble's text starts on screen, less the cell's padding."""
+        frames = self.document().rootFrame().childFrames()
+        if len(frames) == len(self._messages):
+            layout = self.document().documentLayout()
+            painter = QPainter(self.viewport())
+            painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(QColor(self._palette.bubble))
+            for message, frame in zip(self._messages, frames, strict=True):
+                inner = frame.childFrames() if message.role == "user" else []
+                if inner and isinstance(inner[0], QTextTable):
+                    start = self.cursorRect(inner[0].cellAt(0, 0).firstCursorPosition())
+                    size = layout.frameBoundingRect(inner[0]).size()
+                    bubble = QRectF(
+                        start.left() - _PAD, start.top() - _PAD, size.width(), size.height()
+                    )
+                    if bubble.intersects(QRectF(event.rect())):
+                        painter.drawRoundedRect(bubble, _ROUND, _ROUND)
+            painter.end()
+        super().paintEvent(event)
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)

@@ -69,7 +69,8 @@ def message_block(
         text = html.escape(shown).replace("\n", "<br>")
         thumbnails = "".join(f"<img src='image:{m.id}/{i}'> " for i in range(len(m.images)))
         body = (
-            f"<table align='right' cellpadding='10' cellspacing='0' bgcolor='{p.bubble}' "
+            # the transcript paints the bubble itself, with round corners
+            "<table align='right' cellpadding='10' cellspacing='0' "
             f"style='margin-top:4px;'><tr><td style='color:{p.text};'>"
             f"{thumbnails + '<br>' if thumbnails else ''}{text}</td></tr></table>"
         )
