@@ -15,8 +15,6 @@ from functools import partial
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QComboBox,
-    QHBoxLayout,
     QScrollArea,
     QSplitter,
     QStackedWidget,
@@ -26,7 +24,7 @@ from PySide6.QtWidgets import (
 
 from app.documents.context import DocumentContext
 from app.gui.design.tokens import SPACE
-from app.gui.design.widgets import Banner, badge, icon_button
+from app.gui.design.widgets import Banner
 from app.gui.services.chat import ChatController
 from app.gui.services.library import ModelLibrary
 from app.gui.state.chat.context_offer import larger_context
@@ -36,9 +34,9 @@ from app.gui.state.chat.records import Message
 from app.gui.state.chat.session import ChatSession
 from app.gui.state.model_defaults import ModelDefaults
 from app.gui.state.records import ModelDetails, SystemInfo
+from app.gui.views.chat_header import ChatHeader
 from app.gui.views.chat_settings import ChatSettingsPanel
 from app.gui.views.composer import Composer
-from app.gui.views.context_meter import ContextMeter
 from app.gui.views.documents_bar import DocumentsBar
 from app.gui.views.memory_notice import MemoryNoticeBar
 from app.gui.views.plain_text import plain_label
@@ -70,28 +68,17 @@ class ChatPage(QStackedWidget):
         self.settings_area.setFrameShape(QScrollArea.Shape.NoFrame)
         self.settings_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.settings_area.hide()
-        self.model_picker = QComboBox(
-            placeholderText="Pick a model", minimumWidth=160, accessibleName="Model"
-        )
-        self.model_picker.setSizeAdjustPolicy(
-            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
-        )
-        self.model_picker.setMinimumContentsLength(10)
-        self.model_picker.setModel(library.table)
-        self.model_picker.setCurrentIndex(-1)
-        self.vision_badge = badge("sees images", "info")
-        self.vision_badge.hide()
+        self.header = ChatHeader(library.table, icons)
+        self.model_picker = self.header.model_picker
+        self.vision_badge = self.header.vision_badge
+        self.context_meter = self.header.context_meter
+        self.settings_button = self.header.settings_button
         self._vision_for = ""  # the model the Attach button is shown for, "" when hidden
         self._defaults: ModelDefaults | None = None  # of the chat's model, once known
-        self.context_meter = ContextMeter()
         self.memory_notice = MemoryNoticeBar(icons)  # a chat past its context: what to do
         self.problem = Banner(icons, tone="danger")  # what went wrong, and what to do
         self._details: ModelDetails | None = None
         self._system: SystemInfo | None = None
-        self.settings_button = icon_button(
-            icons, "chat-settings", "Chat settings", "System prompt and parameters"
-        )
-        self.settings_button.setCheckable(True)
         self.status = plain_label(objectName="caption", wordWrap=True)  # live numbers
         self._icons = icons
         self.welcome = welcome
@@ -106,10 +93,9 @@ class ChatPage(QStackedWidget):
         self.sidebar.retheme()
         for banner in (self.problem, self.memory_notice, self.settings.model_notice):
             banner.retheme()
-        if self._icons is not None:
-            self.settings_button.setIcon(self._icons.get("chat-settings"))
-            if self.documents is not None:
-                self.documents.button.setIcon(self._icons.get("documents"))
+        self.header.retheme()
+        if self._icons is not None and self.documents is not None:
+            self.documents.button.setIcon(self._icons.get("documents"))
 
     def refresh_model(self) -> None:
         """Ask again what the chat's model runs at (the preferred context changed)."""
@@ -120,17 +106,11 @@ class ChatPage(QStackedWidget):
         self.setCurrentIndex(0 if show else 1)
 
     def _conversation_area(self) -> QWidget:
-        header = QHBoxLayout()
-        header.addWidget(self.model_picker)
-        header.addWidget(self.vision_badge)
-        header.addStretch(0)
-        header.addWidget(self.context_meter, 1)
-        header.addWidget(self.settings_button)
         center = QWidget(minimumWidth=340)
         column = QVBoxLayout(center)
         column.setContentsMargins(SPACE.sm, 0, SPACE.sm, SPACE.sm)
         column.setSpacing(SPACE.sm)
-        column.addLayout(header)
+        column.addWidget(self.header)
         column.addWidget(self.transcript, 1)
         column.addWidget(self.settings.model_notice)  # a model without a chat template
         column.addWidget(self.memory_notice)
@@ -376,7 +356,7 @@ class ChatPage(QStackedWidget):
             return
         vision = details is not None and details.has_vision
         self._vision_for = current if vision else ""
-        self.vision_badge.setVisible(vision)
+        self.header.show_abilities(details)
         self.composer.set_vision(vision)
         self._defaults = self.library.defaults(details) if details is not None else None
         self._details = details
