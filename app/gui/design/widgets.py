@@ -168,7 +168,7 @@ class Banner(QFrame):
 
 
 class EmptyState(QWidget):
-    """What an empty list says: a title, what to do next, and the button that does it."""
+    """What an empty list says: a title and what to do next."""
 
     def __init__(self, title: str, hint: str, parent=None):
         super().__init__(parent)
@@ -177,22 +177,8 @@ class EmptyState(QWidget):
         for label in (self.title, self.hint):
             label.setAlignment(Qt.AlignmentFlag.AlignCenter)
             label.setTextFormat(Qt.TextFormat.PlainText)
-        self.buttons = QHBoxLayout()
-        self.buttons.addStretch(1)
         column = QVBoxLayout(self)
         column.addStretch(1)
         column.addWidget(self.title)
         column.addWidget(self.hint)
-        column.addLayout(self.buttons)
         column.addStretch(2)
-
-    def add_button(self, text: str, on_click: Callable[[], None], primary: bool = False):
-        button = QPushButton(text)
-        if primary:
-            set_kind(button, "primary")
-        button.clicked.connect(lambda _checked=False: on_click())
-        self.buttons.insertWidget(self.buttons.count(), button)
-        return button
-
-    def finish(self) -> None:
-        self.buttons.addStretch(1)

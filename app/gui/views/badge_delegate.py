@@ -18,7 +18,7 @@ _PAD_X, _PAD_Y = 8, 3
 class BadgeDelegate(QStyledItemDelegate):
     def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex) -> QSize:
         size = super().sizeHint(option, index)
-        return QSize(size.width() + 2 * _PAD_X + 28, size.height())
+        return QSize(size.width() + 2 * _PAD_X + 40, size.height())
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex) -> None:
         tone, text = index.data(TONE_ROLE), index.data() or ""

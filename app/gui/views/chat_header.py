@@ -23,7 +23,7 @@ class ChatHeader(QWidget):
         self.model_picker.setSizeAdjustPolicy(
             QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
         )
-        self.model_picker.setMinimumContentsLength(10)
+        self.model_picker.setMinimumContentsLength(18)
         self.model_picker.setModel(models)
         self.model_picker.setCurrentIndex(-1)
         self.vision_badge = badge("sees images", "info")
