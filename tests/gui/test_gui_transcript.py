@@ -185,7 +185,8 @@ def test_the_actions_are_reached_with_the_keyboard(qtbot):
     window.show()
     with qtbot.waitActive(window):
         window.activateWindow()
-    transcript.show_messages(_chat(2, words=4), "tiny", False)
+    code = Message("a1", "assistant", "Like this:\n\n```python\nprint(1)\n```")
+    transcript.show_messages((*_chat(2, words=4)[:3], code), "tiny", False)  # a link inside
     _settled(qtbot, transcript)
     before.setFocus()
     qtbot.keyClick(before, Qt.Key.Key_Tab)
@@ -201,6 +202,10 @@ def test_the_actions_are_reached_with_the_keyboard(qtbot):
     assert QGuiApplication.clipboard().text() == "question 1"
     qtbot.keyClick(copy, Qt.Key.Key_Tab)
     assert transcript.actions.edit.hasFocus()
+    qtbot.keyClick(transcript.actions.edit, Qt.Key.Key_Tab)
+    assert transcript.actions.delete.hasFocus()
+    qtbot.keyClick(transcript.actions.delete, Qt.Key.Key_Tab)
+    assert before.hasFocus()  # on to the next control, not into the reply's Copy link
     with qtbot.waitSignal(transcript.edit_requested) as edit:
         qtbot.keyClick(transcript.actions.edit, Qt.Key.Key_Space)
     assert edit.args == ["u1", "question 1"]

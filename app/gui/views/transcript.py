@@ -29,7 +29,7 @@ from PySide6.QtGui import (
     QPainter,
     QTextTable,
 )
-from PySide6.QtWidgets import QFrame, QTextBrowser
+from PySide6.QtWidgets import QApplication, QFrame, QTextBrowser, QWidget
 
 from app.gui.design.tokens import palette
 from app.gui.markdown_html import ICON_SIZE, MarkdownRenderer, copy_target
@@ -267,8 +267,20 @@ class Transcript(QTextBrowser):
             self.pick(self._messages[-1].id)
 
     def focusNextPrevChild(self, next: bool) -> bool:
-        """Tab from the conversation goes to the picked message's buttons first."""
+        """Tab from the conversation goes to the picked message's buttons first, then through
+        them, then on to the window's next control (never into the text's links, which Tab
+        reaches while no message is picked)."""
         buttons = self.actions.buttons() if self.actions.isVisible() else []
+        focused = QApplication.focusWidget()
+        if focused in buttons:
+            step = buttons.index(focused) + (1 if next else -1)
+            if 0 <= step < len(buttons):
+                buttons[step].setFocus(Qt.FocusReason.TabFocusReason)
+            elif step < 0:
+                self.setFocus(Qt.FocusReason.BacktabFocusReason)
+            else:
+                return QWidget.focusNextPrevChild(self, next)  # on past the conversation
+            return True
         if next and self.hasFocus() and buttons:
             buttons[0].setFocus(Qt.FocusReason.TabFocusReason)
             return True
