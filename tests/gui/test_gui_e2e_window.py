@@ -40,7 +40,8 @@ def test_the_window_keeps_its_width_when_the_chat_settings_open(qtbot, window):
     assert window.width() == 1024
     assert page.settings_area.width() >= 250  # readable, not squeezed
     for part in (page.sidebar, page.splitter.widget(1), page.settings_area):  # all of it fits
-        assert part.width() >= part.minimumSizeHint().width(), part
+        least = max(part.minimumWidth(), part.minimumSizeHint().width())
+        assert part.width() >= least and part.geometry().right() < page.splitter.width(), part
     assert page.sidebar.width() >= 170  # the chat titles keep their room ("Sea…" no more)
     assert page.settings.temperature.isVisibleTo(window)
     page.settings_button.click()
