@@ -24,8 +24,8 @@ from app.gui.services.bundle import build_services
 from app.gui.state.daemon_control import DaemonControl
 from app.gui.state.gateway import Gateway
 from app.gui.system_libraries import qt_platform_problem
-from app.gui.theme import Theme
-from app.gui.views.main_window import MainWindow
+from app.gui.theme import Theme, load_fonts
+from app.gui.views.main_window import THEME_KEY, MainWindow
 from app.gui.views.tray import Tray
 from daemon.client.launcher import connect_url
 from daemon.settings import Settings, parse_host
@@ -157,9 +157,13 @@ def open_window(
     app.setDesktopFileName("localllm")
     icons = Icons()
     app.setWindowIcon(icons.app_icon())
-    theme = Theme(app, config.theme)
+    load_fonts(app)
+    chosen = str(settings.value(THEME_KEY, "system"))  # the Settings page's choice
+    forced = config.theme or (chosen if chosen in ("light", "dark") else None)
+    theme = Theme(app, forced)
     theme.changed.connect(lambda _dark: icons.set_color(app.palette().windowText().color()))
-    theme.apply()
+    theme.apply_palette()  # the stylesheet comes once the window is built: one polish, not many
+    icons.set_color(app.palette().windowText().color())  # drawn once, in the theme's colour
 
     services = build_services(
         gateway,
@@ -170,8 +174,9 @@ def open_window(
         remember_port=port_memory(settings),
     )
     window = MainWindow(services, settings, icons, config.base_url)
+    window.theme = theme
     theme.changed.connect(window.retheme)
-    window.retheme(theme.dark)
+    theme.apply()
     tray = _tray(window, icons, services)
     app.aboutToQuit.connect(services.shutdown)
     window.show()

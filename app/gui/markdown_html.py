@@ -2,7 +2,8 @@
 
 markdown-it-py parses (with raw HTML off: a reply must never inject markup), Pygments colours
 code with inline styles (the subset of HTML that ``QTextDocument`` understands), and each code
-block gets a ``copy:<key>:<n>`` link whose target text is returned alongside the HTML.
+block gets a header naming its language and a ``copy:<key>:<n>`` link (an icon and "Copy")
+whose target text is returned alongside the HTML. Colours are the design tokens'.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import TextLexer, get_lexer_by_name
 from pygments.util import ClassNotFound
 
-__all__ = ["COPY_SCHEME", "MarkdownRenderer", "Rendered", "copy_target"]
+from app.gui.design.tokens import palette
+
+__all__ = ["COPY_SCHEME", "ICON_SIZE", "MarkdownRenderer", "Rendered", "copy_target"]
 
 COPY_SCHEME = "copy"
 _SAFE_LINKS = ("http://", "https://", "mailto:")
@@ -28,16 +31,7 @@ class Rendered:
     code_blocks: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class _Palette:
-    style: str
-    code_background: str
-    header: str
-    inline_background: str
-
-
-_LIGHT = _Palette("friendly", "#f3f4f6", "#6b7280", "#eceef1")
-_DARK = _Palette("monokai", "#1e1f22", "#9ca3af", "#2b2d31")
+ICON_SIZE = 14  # the copy icon, in the code header ("icon:copy")
 
 
 def copy_target(href: str) -> tuple[str, int] | None:
@@ -51,8 +45,8 @@ def copy_target(href: str) -> tuple[str, int] | None:
 
 class MarkdownRenderer:
     def __init__(self, dark: bool = False):
-        self._palette = _DARK if dark else _LIGHT
-        self._formatter = HtmlFormatter(nowrap=True, noclasses=True, style=self._palette.style)
+        self._palette = palette(dark)
+        self._formatter = HtmlFormatter(nowrap=True, noclasses=True, style=self._palette.pygments)
         self._md = MarkdownIt("commonmark", {"html": False, "breaks": True}).enable(
             ["table", "strikethrough"]
         )
@@ -82,16 +76,20 @@ class MarkdownRenderer:
         env["blocks"].append(token.content)
         href = f"{COPY_SCHEME}:{env['key']}:{len(env['blocks']) - 1}"
         p = self._palette
+        copy = (
+            f'<a href="{href}" style="color:{p.muted}; text-decoration:none;">'
+            f'<img src="icon:copy" width="{ICON_SIZE}" height="{ICON_SIZE}"> Copy</a>'
+        )
         return (
-            f'<table width="100%" cellspacing="0" cellpadding="8" bgcolor="{p.code_background}"'
-            ' style="margin-top:6px; margin-bottom:6px;">'
-            f'<tr><td><span style="color:{p.header}; font-size:small;">'
-            f"{html.escape(language or 'text')}</span>&nbsp;&nbsp;"
-            f'<a href="{href}" style="font-size:small;">Copy</a></td></tr>'
-            f'<tr><td><pre style="margin:0;">{self._highlight(token.content, language)}</pre>'
-            "</td></tr></table>\n"
+            f'<table width="100%" cellspacing="0" cellpadding="8" bgcolor="{p.code}"'
+            ' style="margin-top:8px; margin-bottom:8px;">'
+            f'<tr><td bgcolor="{p.code_header}" style="font-size:small;">'
+            f'<span style="color:{p.muted};">{html.escape(language or "text")}</span></td>'
+            f'<td bgcolor="{p.code_header}" align="right" style="font-size:small;">{copy}</td></tr>'
+            f'<tr><td colspan="2"><pre style="margin:0;">'
+            f"{self._highlight(token.content, language)}</pre></td></tr></table>\n"
         )
 
     def _code_inline(self, token) -> str:
         content = html.escape(token.content)
-        return f'<code style="background-color:{self._palette.inline_background};">{content}</code>'
+        return f'<code style="background-color:{self._palette.inline_code};">{content}</code>'

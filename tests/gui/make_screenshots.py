@@ -1,15 +1,17 @@
 """Screenshots of every page of the real app, for the README: ``assets/screenshots/*.png``.
 
 Runs the app as users do (``app.gui.main.open_window``, the xcb platform, a real X server)
-against a real daemon on a free port with generated models (random weights: their replies are
-nonsense, which the README says), the built-in catalog and a local stand-in for Hugging Face
-(stopped part way, for Discover offline), so it needs no network and touches none of your own
-models or chats. The scenes are in ``screenshot_scenes``. Run it from the repository root:
+against a real daemon on a free port: the chats whose words matter talk to the real-model tier
+(Gemma 3 270M, imported as a first-time user imports a GGUF), the others to generated models
+(random weights: their replies are nonsense), with the built-in catalog and a local stand-in for
+Hugging Face (stopped part way, for Discover offline), so it needs no network and touches none
+of your own models or chats. The scenes are in ``screenshot_scenes``. Run it from the
+repository root:
 
     .venv/bin/python -m tests.gui.make_screenshots            # starts Xvfb itself if needed
-    .venv/bin/python -m tests.gui.make_screenshots --out /tmp/shots
+    .venv/bin/python -m tests.gui.make_screenshots --out /tmp/shots --size 1024x700 --scale 1.5
 
-It takes a minute or two; on a busy machine the waits allow several.
+It takes a few minutes; on a busy machine the waits allow more.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from importlib import resources
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SIZE = (1280, 800)
+SIZE = (1280, 800)  # logical pixels; --size changes it
+GEMMA = "gemma3-270m:latest"
 GB = 1_000_000_000
 # the catalog models the Downloads picture pulls, served slowly enough to catch mid-download
 SLOW_REPOS = {"llama3.2:3b": "local/slow", "qwen2.5:7b": "local/slower"}
@@ -39,8 +42,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--display", help="the Xvfb display to start if needed (default: the first free from :99)"
     )
+    parser.add_argument("--size", default="1280x800", help="the window, WIDTHxHEIGHT")
+    parser.add_argument("--scale", type=float, default=1.0, help="QT_SCALE_FACTOR, e.g. 2")
     args = parser.parse_args(argv)
-    xvfb = _ensure_display(args.display)
+    global SIZE
+    SIZE = tuple(int(n) for n in args.size.lower().split("x"))
+    os.environ["QT_SCALE_FACTOR"] = f"{args.scale:g}"
+    xvfb = _ensure_display(args.display, args.scale)
     try:
         with tempfile.TemporaryDirectory(prefix="localllm-shots-") as folder:
             return Shooter(Path(folder), args.out).run()
@@ -50,14 +58,14 @@ def main(argv: list[str] | None = None) -> int:
             xvfb.wait(10)
 
 
-def _ensure_display(display: str | None) -> subprocess.Popen | None:
+def _ensure_display(display: str | None, scale: float = 1.0) -> subprocess.Popen | None:
     os.environ["QT_QPA_PLATFORM"] = "xcb"
     if os.environ.get("DISPLAY"):
         return None
     display = display or _free_display()
     if shutil.which("Xvfb") is None:
         raise SystemExit("no DISPLAY and no Xvfb: install xvfb (apt-get install xvfb)")
-    screen = f"{SIZE[0] + 80}x{SIZE[1] + 40}x24"
+    screen = f"{int((SIZE[0] + 80) * scale)}x{int((SIZE[1] + 40) * scale)}x24"
     process = subprocess.Popen(["Xvfb", display, "-screen", "0", screen, "-nolisten", "tcp"])
     os.environ["DISPLAY"] = display
     time.sleep(1.0)
@@ -184,12 +192,13 @@ class Shooter:
         self.snap("first-run")
 
         self._import_model()
-        self.wait(lambda: window.chat_page.model_picker.currentText() == "tiny-demo:latest")
+        self.wait(lambda: window.chat_page.model_picker.currentText() == GEMMA)
         scenes.first_chat(self)
         first = services.chat.session.conversation.id
         self.snap("chat")
         scenes.advanced_settings(self)
         self.snap("chat-advanced")
+        scenes.add_model(self, "tiny-demo", n_embd=128, n_layer=4, seed=7)
         scenes.long_chat(self)
         self.snap("chat-long")
         scenes.chat_memory(self)
@@ -201,8 +210,8 @@ class Shooter:
 
         window.show_page("Models")
         page = window.models_page
-        page.table.selectRow(scenes.row_of(page.table, "tiny-demo:latest"))
-        self.wait(lambda: page.tabs.count() == 6)
+        page.table.selectRow(scenes.row_of(page.table, GEMMA))
+        self.wait(lambda: page.tabs.count() == 7)
         self.snap("models")
         scenes.found_models(self)
         self.snap("models-found")
@@ -228,13 +237,16 @@ class Shooter:
 
         scenes.dark(self, first)
         self.snap("chat-dark")
+        scenes.settings(self)
+        self.snap("settings-dark")
+        window.show_page("Models")
+        self.snap("models-dark")
 
     def _import_model(self) -> None:
-        """As a first-time user does: Import a GGUF file."""
-        from model_registry.tiny_gguf import write_tiny_model
+        """As a first-time user does: Import a GGUF file (the real-model tier's Gemma)."""
+        from tests.support.real_model import gemma_path
 
-        path = write_tiny_model(self.folder / "tiny-demo.gguf", n_embd=128, n_layer=4, seed=7)
-        self.window.services.downloads.import_file("tiny-demo", path)
+        self.window.services.downloads.import_file(GEMMA.split(":")[0], gemma_path())
         self.wait(lambda: self.window.services.library.table.rowCount() == 1)
 
     # helpers

@@ -104,19 +104,33 @@ def ask(shot, question: str) -> None:
 
 
 def first_chat(shot) -> None:
-    """Two questions with the settings open, then Regenerate: the last reply shows < 2/2 >,
-    Continue (it stopped at the reply limit) and its numbers."""
+    """Gemma asked twice with the settings open, then Regenerate: the last reply shows its
+    code block, < 2/2 > and its numbers; the pointer rests on it, so its buttons show."""
+    from PySide6.QtCore import QPoint
+    from PySide6.QtGui import QCursor
+
     chat, page = shot.window.services.chat, shot.window.chat_page
     page.settings_button.setChecked(True)
     page.settings.system_prompt.setPlainText("You are a concise assistant.")
-    page.settings.temperature.setValue(0.7)
-    page.settings.max_tokens.setValue(60)
+    page.settings.temperature.setValue(0.3)
+    page.settings.advanced.seed.setValue(7)  # the same replies each time the pictures are made
+    page.settings.max_tokens.setValue(160)
     page.settings.flush()
     ask(shot, "Write a haiku about running models at home.")
-    ask(shot, "Now explain it.")
-    page.transcript.regenerate_requested.emit()  # the Regenerate link
-    shot.wait(lambda: chat.session.streaming)
-    shot.wait(lambda: not chat.session.streaming and chat.session.messages[-1].version == 1)
+    ask(shot, "Now write a short Python function that counts the words in a string.")
+    page.transcript.regenerate_requested.emit()  # the Regenerate button
+    shot.wait(lambda: chat.session.streaming, timeout=120)
+    shot.wait(
+        lambda: not chat.session.streaming and chat.session.messages[-1].version == 1, timeout=300
+    )
+    shot.pause(0.5)
+    transcript = page.transcript
+    rects = transcript._message_rects()
+    if rects:
+        spot = QPoint(int(rects[-1].center().x()), int(rects[-1].bottom()) - 40)
+        spot.setY(min(spot.y() - transcript.verticalScrollBar().value(), transcript.height() - 60))
+        QCursor.setPos(transcript.viewport().mapToGlobal(spot))
+        transcript.pick(chat.session.messages[-1].id)
 
 
 def advanced_settings(shot) -> None:
@@ -212,15 +226,22 @@ DOCUMENTS = {
 }
 
 
+def settings(shot) -> None:
+    """The Settings page: the theme, the context chats ask for and what it costs for Gemma."""
+    window = shot.window
+    window.show_page("Settings")
+    shot.wait(lambda: "gemma3-270m" in window.settings_page.cost.text(), timeout=30)
+
+
 def documents_chat(shot) -> None:
-    """A folder of notes attached to a new chat, indexed, and a question whose reply cites
-    the manual."""
+    """A folder of notes attached to a new chat, indexed, and a question to Gemma whose reply
+    cites the manual."""
     from tests.documents.files import write_pdf
 
-    open_new_chat(shot, "tiny-demo:latest")
+    open_new_chat(shot, "gemma3-270m:latest")
     page = shot.window.chat_page
     page.settings_button.setChecked(False)
-    page.settings.max_tokens.setValue(40)
+    page.settings.max_tokens.setValue(80)
     page.settings.flush()
     folder = shot.folder / "Wind farm notes"
     folder.mkdir()
@@ -262,8 +283,8 @@ def downloads(shot) -> None:
 
 
 def discover_offline(shot, local_hub) -> None:
-    """Hugging Face out of reach (the local hub stopped): a search fails and the page falls
-    back to the catalog, each row marked "needs internet to download"."""
+    """Hugging Face out of reach (the local hub stopped): a search fails, the banner says so
+    and the search filters the built-in list instead."""
     downloads = shot.window.services.downloads
     shot.wait(lambda: _state(downloads, "qwen:7b") == "done", timeout=90)
     downloads.cancel("llama3.2:3b")
@@ -274,7 +295,7 @@ def discover_offline(shot, local_hub) -> None:
     discover.query.setText("qwen")
     discover.search_now()
     shot.wait(lambda: hub.offline, timeout=60)
-    discover.catalog.selectRow(row_of(discover.catalog, "llama3.2:3b"))
+    discover.catalog.selectRow(row_of(discover.catalog, "qwen2.5:0.5b"))
 
 
 def server(shot) -> None:

@@ -69,9 +69,10 @@ def test_a_call_running_when_the_app_closed_comes_back_failed():
 
 
 def _block(message):
+    from app.gui.design.tokens import LIGHT
     from app.gui.views.transcript_html import BlockStyle, message_block
 
-    style = BlockStyle("tiny", "#eeeeee", lambda _m, text: text)
+    style = BlockStyle("tiny", LIGHT, lambda _m, text: text)
     return message_block(message, style, last=True, streaming=False, expanded=False)
 
 

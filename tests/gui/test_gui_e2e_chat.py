@@ -312,7 +312,7 @@ def test_models_page_details_copy_and_delete(qtbot, window, daemon, monkeypatch)
     window.show_page("Models")
     page, library = window.models_page, window.services.library
     page.table.selectRow(_view_row(page.table, MODEL))
-    qtbot.waitUntil(lambda: page.tabs.count() == 6, timeout=10_000)
+    qtbot.waitUntil(lambda: page.tabs.count() == 7, timeout=10_000)
     assert "context 2,048 tokens" in page.summary.text() and "llama" in page.summary.text()
     row = library.table.row_of(MODEL)
     qtbot.waitUntil(lambda: library.table.item(row).context_length == 2048)  # the column

@@ -13,9 +13,11 @@ import pytest
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
+from app.gui.item_models.table import ITEM_ROLE
 from app.gui.main import AppConfig, open_window, remembered_lan
 from app.gui.state.daemon_control import lan_address
 from app.gui.state.daemon_health import DaemonState
+from app.gui.views.welcome import OFFLINE_REASON
 from tests.support.daemon import free_port
 from tests.support.gui_e2e import MODEL, GuiDaemon, HangingServer, open_app, prefs_in, tiny_models
 from tests.support.local_hub import LocalHub
@@ -195,18 +197,24 @@ def _assert_needs_key(url: str, key: str) -> None:
     assert httpx.get(url + "/api/tags", headers={"Authorization": f"Bearer {key}"}).is_success
 
 
-def test_a_pull_without_internet_says_so_in_place(qtbot, tmp_path, cleanup):
-    offline = {"HF_ENDPOINT": f"http://127.0.0.1:{free_port()}"}  # nothing listens there
+def _offline_app(qtbot, tmp_path, cleanup):
+    """The app over a daemon whose Hugging Face is an address nothing listens on."""
+    offline = {"HF_ENDPOINT": f"http://127.0.0.1:{free_port()}"}
     daemon = GuiDaemon(tmp_path / "d", env=offline)
     cleanup(daemon)
-    services, window = open_app(qtbot, daemon.gateway(), tmp_path)
+    return open_app(qtbot, daemon.gateway(), tmp_path)
+
+
+def test_a_pull_without_internet_says_so_in_place(qtbot, tmp_path, cleanup):
+    services, window = _offline_app(qtbot, tmp_path, cleanup)
     try:
         qtbot.waitUntil(lambda: window.chat_page.currentWidget() is window.welcome, timeout=10_000)
         qtbot.waitUntil(lambda: "RAM" in window.welcome.machine.text(), timeout=10_000)
-        window.welcome.buttons["qwen:0.5b"].click()
+        window.welcome.pull_requested.emit("qwen:0.5b")  # what its Download button asks
         problem = window.welcome.problems["qwen:0.5b"]
-        qtbot.waitUntil(lambda: problem.isVisibleTo(window), timeout=20_000)
-        assert "could not reach" in problem.text() and "Import a GGUF" in problem.text()
+        qtbot.waitUntil(lambda: "could not reach" in problem.text(), timeout=20_000)
+        assert problem.isVisibleTo(window) and "import a GGUF file" in problem.text()
+        assert problem.text().count(". ") == 0  # one sentence, with the next step
         assert window.welcome.buttons["qwen:0.5b"].text() == "Retry download"
         window.show_page("Discover")
         services.hub.search("qwen")
@@ -217,13 +225,51 @@ def test_a_pull_without_internet_says_so_in_place(qtbot, tmp_path, cleanup):
         _close(services)
 
 
+def test_offline_the_first_run_says_so_and_its_downloads_wait(qtbot, tmp_path, cleanup):
+    """No internet: a banner says so, the first-run downloads are off with the reason, and
+    importing a GGUF file you have is the button to press."""
+    services, window = _offline_app(qtbot, tmp_path, cleanup)
+    try:
+        qtbot.waitUntil(lambda: window.chat_page.currentWidget() is window.welcome, timeout=10_000)
+        qtbot.waitUntil(lambda: window.offline.isVisibleTo(window), timeout=20_000)
+        assert "offline" in window.offline.text() and "import a GGUF" in window.offline.text()
+        welcome = window.welcome
+        qtbot.waitUntil(lambda: bool(welcome.buttons), timeout=10_000)
+        for name, button in welcome.buttons.items():
+            assert not button.isEnabled(), name
+            assert "offline" in button.toolTip()
+        assert all(p.text() == OFFLINE_REASON for p in welcome.problems.values())
+        assert welcome.import_button.isEnabled() and welcome.import_button.property("kind") == (
+            "primary"
+        )
+    finally:
+        _close(services)
+
+
+def test_offline_discover_search_filters_the_built_in_list(qtbot, tmp_path, cleanup):
+    services, window = _offline_app(qtbot, tmp_path, cleanup)
+    page, hub = window.discover_page, services.hub
+    try:
+        window.show_page("Discover")
+        qtbot.waitUntil(lambda: hub.catalog.rowCount() > 3 and hub.offline, timeout=20_000)
+        qtbot.keyClicks(page.query, "qwen")
+        shown = page.catalog.model()
+        found = [shown.index(r, 0).data(ITEM_ROLE) for r in range(shown.rowCount())]
+        assert any(m.name.startswith("qwen") for m in found)
+        assert all("qwen" in f"{m.name} {m.description}".casefold() for m in found)
+        assert len(found) < hub.catalog.rowCount()
+        qtbot.keyClicks(page.query, "-nothing-like-it")
+        assert shown.rowCount() == 0 and page.empty.isVisibleTo(window)
+        page.query.clear()
+        assert shown.rowCount() == hub.catalog.rowCount()
+    finally:
+        _close(services)
+
+
 def test_discover_offline_lists_the_catalog_and_keeps_the_window_on_screen(
     qtbot, tmp_path, cleanup
 ):
-    offline = {"HF_ENDPOINT": f"http://127.0.0.1:{free_port()}"}  # nothing listens there
-    daemon = GuiDaemon(tmp_path / "d", env=offline)
-    cleanup(daemon)
-    services, window = open_app(qtbot, daemon.gateway(), tmp_path)
+    services, window = _offline_app(qtbot, tmp_path, cleanup)
     window.resize(1000, 700)  # room for every page on a 1400 px screen, not much more
     page, hub = window.discover_page, services.hub
     try:
@@ -244,8 +290,8 @@ def test_discover_offline_lists_the_catalog_and_keeps_the_window_on_screen(
         row = hub.catalog.row_of("qwen2.5:0.5b")
         badge = hub.catalog.index(row, 3).data()
         assert badge in ("fits in VRAM", "fits in RAM", "too large")
-        assert hub.catalog.index(row, 4).data() == "needs internet to download"
         page.catalog.selectRow(page.catalog.model().mapFromSource(hub.catalog.index(row, 0)).row())
         assert page.pull_button.text() == "Download qwen2.5:0.5b (491.4 MB)"
+        assert not page.pull_button.isEnabled() and "offline" in page.pull_button.toolTip()
     finally:
         _close(services)

@@ -82,6 +82,7 @@ def test_advanced_values_and_presets_reach_the_daemon(qtbot, daemon, tmp_path):
             "seed": 4242,
         }
         assert sent["temperature"] == 1.5 and "num_gpu" not in sent
+        assert sent["num_ctx"] == 2048  # the app's 4,096, within what the model was trained for
         assert panel.save_as_preset("Repeatable")
         qtbot.waitUntil(lambda: panel.preset.currentText() == "Repeatable")
 

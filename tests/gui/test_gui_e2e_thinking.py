@@ -106,7 +106,8 @@ def test_a_thinking_reply_is_folded_opens_on_click_and_stays_out_of_the_answer(
     opened = flat(transcript.toPlainText())
     assert "▾" in opened and thought in opened
     assert thought not in opened.split(thought, 1)[1]  # the answer drawn after it has none
-    click_link(qtbot, transcript, f"action:copy:{reply.id}")
+    transcript.pick(reply.id)  # its buttons, as under the pointer
+    qtbot.mouseClick(transcript.actions.copy, Qt.MouseButton.LeftButton)
     assert QGuiApplication.clipboard().text() == reply.content  # the answer alone
 
     wait_idle(qtbot, window.services)

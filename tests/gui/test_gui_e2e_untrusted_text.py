@@ -71,10 +71,10 @@ def test_a_models_architecture_and_name_show_literally_on_the_models_page(qtbot,
     window.show_page("Models")
     page = window.models_page
     page.table.selectRow(_view_row(page.table, CRAFTED))
-    qtbot.waitUntil(lambda: page.tabs.count() == 6, timeout=10_000)
+    qtbot.waitUntil(lambda: page.tabs.count() == 7, timeout=10_000)
     assert_literal(page.summary, LINK)  # the family is general.architecture
     assert links(shown(page.summary)) == []
-    metadata = page.tabs.widget(0)
+    metadata = page.metadata
     values = {
         metadata.item(r, 0).text(): metadata.item(r, 1).text() for r in range(metadata.rowCount())
     }
@@ -111,7 +111,7 @@ def test_every_place_that_shows_daemon_text_shows_it_as_text(qtbot, window):
     """The same text through each view that shows the daemon's or a hub's words."""
     s = window.services
     s.chat.error.emit(LINK)
-    assert_literal(window.chat_page.status, LINK)
+    assert_literal(window.chat_page.problem.label, LINK)  # the banner over the message box
     s.server.error.emit(LINK)
     assert_literal(window.server_page.message, LINK)
     s.hub.error.emit(LINK)

@@ -17,7 +17,7 @@ from app.gui.item_models.daemon_tables import (
     InstalledModelsModel,
     RunningModelsModel,
 )
-from app.gui.item_models.table import ITEM_ROLE, SORT_ROLE
+from app.gui.item_models.table import ITEM_ROLE, SORT_ROLE, TONE_ROLE
 from app.gui.state.chat.conversation_list import ConversationList
 from app.gui.state.chat.records import Conversation
 from app.gui.state.downloads import Download
@@ -89,7 +89,8 @@ def test_hub_files_show_a_fit_badge_once_the_machine_is_known(model_tester):
     assert files.index(0, 2).data() == ""
     files.set_system(SystemInfo(16 * GB, 8 * GB, (GpuInfo("GPU", 8 * GB, 8 * GB),)))
     assert [files.index(r, 2).data() for r in range(2)] == [Fit.VRAM.label, Fit.TOO_LARGE.label]
-    assert files.index(1, 2).data(Qt.ItemDataRole.ForegroundRole) is not None
+    assert files.index(1, 2).data(TONE_ROLE) == "warning"  # drawn as an amber badge
+    assert files.index(0, 2).data(TONE_ROLE) == "success"
 
 
 def test_running_and_download_tables(model_tester):
@@ -101,6 +102,14 @@ def test_running_and_download_tables(model_tester):
     assert downloads.index(0, 1).data() == "1.0 GB of 4.0 GB (25%)"
     assert downloads.index(0, 2).data() == "50.0 MB/s"
     assert downloads.index(0, 3).data() == "1 min"
+    assert downloads.index(0, 4).data(TONE_ROLE) == "info"
+    imported = Download("gemma3-270m", "success", 253_113_024, 253_113_024, "done", kind="import")
+    failed = Download("qwen:0.5b", state="failed", error="could not reach the hub. Retry it.")
+    downloads.replace([imported, failed])
+    assert downloads.index(0, 1).data() == "imported from a file (253.1 MB), nothing downloaded"
+    assert downloads.index(0, 4).data() == "imported"  # not a 253 MB download
+    assert downloads.index(1, 1).data() == "could not reach the hub"  # said in place, not blank
+    assert downloads.index(1, 4).data(TONE_ROLE) == "danger"
 
 
 def _chat(id_: str, title: str, when: float) -> Conversation:

@@ -11,7 +11,7 @@ import pytest
 
 from app.gui.state.daemon_control import DaemonControl
 from app.gui.state.daemon_health import DaemonHealth, DaemonState
-from app.gui.state.daemon_log import app_user_agent, is_app_request, visible_log
+from app.gui.state.daemon_log import app_user_agent, is_app_request, readable, visible_log
 from daemon.client.launcher import DaemonStartError
 from daemon.security.keys import ApiKeyStore
 from daemon.settings import Settings
@@ -74,3 +74,20 @@ def test_moving_the_daemon_refuses_what_cannot_work(tmp_path):
         remote.move(7001, stop=never)
     with pytest.raises(DaemonStartError, match="another computer"):
         remote.stop(stop=never)
+
+
+def test_request_lines_read_as_words_not_json():
+    line = json.dumps(
+        {
+            "event": "request",
+            "method": "POST",
+            "path": "/api/chat",
+            "status": 200,
+            "duration_ms": 812.4,
+            "user_agent": "x",
+            "model": "gemma3",
+        }
+    )
+    assert readable(line) == "POST /api/chat  200  812 ms  model gemma3  (x)"
+    assert readable("2025-01-01 INFO loaded") == "2025-01-01 INFO loaded"
+    assert readable("{not json") == "{not json"

@@ -13,6 +13,7 @@ import pytest
 
 from app.gui.services.chat_tools import ChatTools
 from app.gui.state.gateway import Gateway
+from app.gui.state.mcp_json import McpJsonError
 from app.gui.views.mcp_server_dialog import McpServerDialog
 from app.gui.views.tools_page import ToolsPage
 from app.gui.workers import Workers
@@ -95,3 +96,37 @@ def test_a_server_that_cannot_start_shows_its_error_in_its_row(qtbot, page, tmp_
     assert "ghost could not start" in reported.args[0]
     qtbot.waitUntil(lambda: page.table.item(0, 2).text().startswith("Error: ghost could not"))
     assert page.tool_list.toPlainText() == ""
+
+
+def test_with_no_server_the_page_says_how_and_offers_nothing_to_act_on(qtbot, page):
+    page.show()
+    assert page.empty.isVisibleTo(page) and not page.table.isVisibleTo(page)
+    assert "mcp.json" in page.empty.hint.text()
+    for name in ("Edit…", "Remove", "Check now"):
+        assert not page.buttons[name].isEnabled(), name
+    assert page.buttons["Add…"].isEnabled() and page.buttons["Paste mcp.json…"].isEnabled()
+
+
+def test_a_pasted_mcp_json_adds_its_servers(qtbot, page, tmp_path):
+    pasted = json.dumps(
+        {
+            "mcpServers": {
+                "notes": {"command": sys.executable, "args": ["-m", "notes"], "env": {"T": "1"}},
+                "@acme/search": {"url": "https://search.example/mcp"},
+            }
+        }
+    )
+    assert page.paste(pasted) == ["notes", "acme-search"]
+    page.show()
+    assert page.table.rowCount() == 2 and page.table.isVisibleTo(page)
+    stored = tmp_path / "app" / FILE_NAME
+    qtbot.waitUntil(lambda: stored.exists() and len(_saved(tmp_path)["servers"]) == 2)
+    saved = {s["name"]: s for s in _saved(tmp_path)["servers"]}
+    assert saved["notes"]["args"] == ["-m", "notes"] and saved["acme-search"]["url"]
+    assert page.paste(pasted) == []  # the same again adds nothing
+    page.table.selectRow(0)
+    assert page.buttons["Remove"].isEnabled()
+    with pytest.raises(McpJsonError, match="not JSON"):
+        page.paste("{mcpServers:")
+    with pytest.raises(McpJsonError, match="No servers found"):
+        page.paste('{"other": 1}')

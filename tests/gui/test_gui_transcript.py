@@ -8,13 +8,14 @@ from __future__ import annotations
 import base64
 
 import pytest
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QUrl
-from PySide6.QtGui import QColor, QImage
-from PySide6.QtWidgets import QAbstractSlider
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QPoint, Qt, QUrl
+from PySide6.QtGui import QColor, QGuiApplication, QImage
+from PySide6.QtWidgets import QAbstractSlider, QLineEdit, QVBoxLayout, QWidget
 
 from app.gui.state.chat.records import Message
 from app.gui.state.chat.stats import ReplyStats
 from app.gui.views.transcript import Transcript
+from tests.support.qt_text import click_link
 
 
 def _chat(turns: int, words: int = 60) -> tuple[Message, ...]:
@@ -118,15 +119,21 @@ def test_a_reply_offers_its_versions_continue_and_delete(qtbot, transcript):
     reply = Message("a2", "assistant", "second try", stats=cut).with_versions(first.versions)
     transcript.show_messages((Message("u", "user", "hi"), reply), "tiny", False)
     text = transcript.toPlainText()
-    assert "\u2039 2/2 \u203a" in text and "Continue" in text and "Delete" in text
+    assert "\u2039 2/2 \u203a" in text and "Continue" in text
+    assert "Delete" not in text and "Copy" not in text  # actions are buttons, not text
+    transcript.pick("a2")
+    bar = transcript.actions
+    assert bar.isVisible() and bar.version.text() == "2/2" and bar.regenerate.isVisible()
     with qtbot.waitSignal(transcript.version_requested) as flipped:
-        transcript.anchorClicked.emit(QUrl("action:version:a2:0"))
+        qtbot.mouseClick(bar.back, Qt.MouseButton.LeftButton)
     assert flipped.args == ["a2", 0]
     with qtbot.waitSignal(transcript.continue_requested) as continued:
         transcript.anchorClicked.emit(QUrl("action:continue:a2"))
     assert continued.args == ["a2"]
+    transcript.pick("u")
+    assert bar.edit.isVisible() and not bar.regenerate.isVisible()
     with qtbot.waitSignal(transcript.delete_requested) as deleted:
-        transcript.anchorClicked.emit(QUrl("action:delete:u"))
+        qtbot.mouseClick(bar.delete, Qt.MouseButton.LeftButton)
     assert deleted.args == ["u"]
     finished = Message("a3", "assistant", "done", stats=ReplyStats(3, 30.0, 0.1, 0.2, 4))
     transcript.show_messages((Message("u", "user", "hi"), finished), "tiny", False)
@@ -149,3 +156,87 @@ def test_an_attached_picture_is_drawn_in_its_message(qtbot, transcript):
     orange = QColor("orange").rgb()
     drawn = sum(shown.pixel(x, y) == orange for x in range(shown.width()) for y in range(0, 120, 2))
     assert drawn >= 40 * 15 // 2  # the whole 40x30 thumbnail, on every other row
+
+
+def test_the_actions_follow_the_pointer_from_message_to_message(qtbot, transcript):
+    transcript.show_messages(_chat(1, words=4), "tiny", False)
+    _settled(qtbot, transcript)
+    assert not transcript.actions.isVisible()
+    rects = transcript._message_rects()
+    for message_id, rect in zip(("u0", "a0"), rects, strict=True):
+        point = QPoint(int(rect.center().x()), int(rect.center().y()))
+        qtbot.mouseMove(transcript.viewport(), point)
+        qtbot.waitUntil(lambda m=message_id: transcript.active_message() == m)
+        bar = transcript.actions.geometry()
+        assert rect.top() <= bar.center().y() <= rect.bottom()  # over that message
+
+
+def test_the_actions_are_reached_with_the_keyboard(qtbot):
+    """Tab into the conversation picks the last message, Alt+Up the one before, and Tab goes
+    to its buttons: no mouse needed to copy or edit."""
+    window = QWidget()
+    before = QLineEdit(window)
+    transcript = Transcript(window)
+    column = QVBoxLayout(window)
+    column.addWidget(before)
+    column.addWidget(transcript)
+    qtbot.addWidget(window)
+    window.resize(640, 480)
+    window.show()
+    with qtbot.waitActive(window):
+        window.activateWindow()
+    code = Message("a1", "assistant", "Like this:\n\n```python\nprint(1)\n```")
+    transcript.show_messages((*_chat(2, words=4)[:3], code), "tiny", False)  # a link inside
+    _settled(qtbot, transcript)
+    before.setFocus()
+    qtbot.keyClick(before, Qt.Key.Key_Tab)
+    assert transcript.hasFocus()
+    qtbot.waitUntil(lambda: transcript.active_message() == "a1")
+    qtbot.keyClick(transcript, Qt.Key.Key_Up, Qt.KeyboardModifier.AltModifier)
+    assert transcript.active_message() == "u1"
+    assert transcript.actions.edit.isVisible()  # a question can be edited
+    qtbot.keyClick(transcript, Qt.Key.Key_Tab)
+    copy = transcript.actions.copy
+    assert copy.hasFocus() and copy.accessibleName() == "Copy"
+    qtbot.keyClick(copy, Qt.Key.Key_Space)
+    assert QGuiApplication.clipboard().text() == "question 1"
+    qtbot.keyClick(copy, Qt.Key.Key_Tab)
+    assert transcript.actions.edit.hasFocus()
+    qtbot.keyClick(transcript.actions.edit, Qt.Key.Key_Tab)
+    assert transcript.actions.delete.hasFocus()
+    qtbot.keyClick(transcript.actions.delete, Qt.Key.Key_Tab)
+    assert before.hasFocus()  # on to the next control, not into the reply's Copy link
+    with qtbot.waitSignal(transcript.edit_requested) as edit:
+        qtbot.keyClick(transcript.actions.edit, Qt.Key.Key_Space)
+    assert edit.args == ["u1", "question 1"]
+
+
+def test_a_code_block_names_its_language_and_copies_its_code(qtbot, transcript):
+    code = 'def hello():\n    print("hi")\n'
+    reply = Message("a", "assistant", f"Here:\n\n```python\n{code}```\n\nDone.")
+    transcript.show_messages((Message("u", "user", "code?"), reply), "tiny", False)
+    _settled(qtbot, transcript)
+    shown = transcript.toPlainText()
+    assert "python" in shown and "Copy" in shown
+    QGuiApplication.clipboard().clear()
+    with qtbot.waitSignal(transcript.copied) as told:
+        click_link(qtbot, transcript, "copy:a:0")  # the block's Copy, clicked where it is drawn
+    assert QGuiApplication.clipboard().text() == code
+    assert told.args == ["Code copied"]
+
+
+def test_the_users_words_sit_in_a_round_cornered_bubble(qtbot, transcript):
+    from PySide6.QtGui import QTextTable
+
+    from app.gui.design.tokens import LIGHT
+
+    transcript.show_messages((Message("u", "user", "a question in a bubble"),), "tiny", False)
+    _settled(qtbot, transcript)
+    table = transcript.document().rootFrame().childFrames()[0].childFrames()[0]
+    assert isinstance(table, QTextTable)
+    start = transcript.cursorRect(table.cellAt(0, 0).firstCursorPosition())
+    shown = transcript.viewport().grab().toImage()
+    bubble = QColor(LIGHT.bubble).rgb()
+    assert shown.pixel(start.left() - 5, start.center().y()) == bubble  # inside, before the text
+    assert shown.pixel(start.left() - 10, start.top() - 10) != bubble  # the corner is round
+    assert start.left() > transcript.viewport().width() // 2  # on the right, as a reply is not

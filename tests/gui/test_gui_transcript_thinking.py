@@ -3,6 +3,7 @@ and closes, a live "Thinking…" line while it goes on (not an empty reply), and
 
 from __future__ import annotations
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
 from app.gui.state.chat.records import Message
@@ -49,7 +50,8 @@ def test_the_thinking_is_one_line_until_clicked_open_and_closed(qtbot):
 def test_copy_takes_the_answer_without_the_thinking(qtbot):
     view = transcript(qtbot)
     view.show_messages((QUESTION, REPLY), "qwen3", False)
-    click_link(qtbot, view, "action:copy:r")
+    view.pick("r")  # its actions, as under the pointer
+    qtbot.mouseClick(view.actions.copy, Qt.MouseButton.LeftButton)
     assert QGuiApplication.clipboard().text() == "Yes, **1009** is prime."
 
 

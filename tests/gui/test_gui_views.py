@@ -8,9 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
-from PySide6.QtGui import QDropEvent, QGuiApplication
+from PySide6.QtGui import QColor, QDropEvent, QGuiApplication
 from PySide6.QtWidgets import QInputDialog, QLabel, QMessageBox
 
+from app.gui.design.widgets import page_palette
 from app.gui.item_models.conversations import CONVERSATION_ROLE, ConversationListModel
 from app.gui.item_models.daemon_tables import DownloadsModel
 from app.gui.state.chat.records import Conversation, Message
@@ -69,7 +70,9 @@ def test_a_card_shows_its_download_and_a_failure_in_place(qtbot):
     page.show_download(Download("qwen:0.5b", state="failed", error="could not reach the hub"))
     assert page.buttons["qwen:0.5b"].isEnabled()
     assert page.buttons["qwen:0.5b"].text() == "Retry download"
-    assert page.problems["qwen:0.5b"].text() == "could not reach the hub"
+    said = page.problems["qwen:0.5b"].text()  # one sentence, with the next step
+    assert said.startswith("This computer could not reach Hugging Face") and "import" in said
+    assert said.count(". ") == 0 and said.endswith(".")
     page.show_download(Download("qwen:0.5b", "success", 1000, 1000, "done"))
     assert page.problems["qwen:0.5b"].isHidden() and page.buttons["qwen:0.5b"].text() == "Ready"
 
@@ -130,7 +133,7 @@ def test_the_chat_list_highlights_the_chat_opened_elsewhere(qtbot):
     opened: list[str] = []
     sidebar.open_requested.connect(opened.append)
     rows = {chats.index(r, 0).data(CONVERSATION_ROLE).id: r for r in range(3)}
-    highlight = sidebar.list.palette().highlight().color().rgb()
+    highlight = QColor(page_palette(sidebar.list).accent_soft).rgb()  # the chosen row's
 
     def highlighted_on_screen() -> set[str]:
         shot = sidebar.screen().grabWindow(sidebar.winId()).toImage()

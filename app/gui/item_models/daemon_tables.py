@@ -87,10 +87,26 @@ def _expires(m: RunningModel) -> str:
     return f"in {duration_text(max(left, 0))}"
 
 
+def _memory_why(m: RunningModel) -> str:
+    if m.remote:
+        return ""
+    context = f"{m.context_length:,} tokens of context" if m.context_length else "its context"
+    return (
+        f"{bytes_text(m.size)}: the weights, and the K/V cache for {context} in each slot. "
+        "A shorter context (Settings, or the chat's own) takes less."
+    )
+
+
 class RunningModelsModel(RecordTableModel):
     columns = (
         Column("Name", lambda m: m.name),
-        Column("Memory", _local(lambda m: bytes_text(m.size)), lambda m: m.size, numeric=True),
+        Column(
+            "Memory",
+            _local(lambda m: bytes_text(m.size)),
+            lambda m: m.size,
+            numeric=True,
+            tooltip=_memory_why,
+        ),
         Column("Processor", lambda m: f"remote {m.remote}" if m.remote else m.processor),
         Column(
             "Context",
@@ -135,7 +151,7 @@ class HubFilesModel(RecordTableModel):
                 "Fits",
                 lambda f: self.fit(f).label,
                 tooltip=self._fit_tip,
-                color=lambda f: self.fit(f).colour,
+                tone=lambda f: self.fit(f).tone,
             ),
             Column("File", lambda f: f.file),
         )
@@ -160,12 +176,10 @@ class HubFilesModel(RecordTableModel):
 
 
 _RECOMMENDED = "The best quality that fits in this machine's free memory"
-NEEDS_INTERNET = "needs internet to download"
 
 
 class CatalogTableModel(RecordTableModel):
-    """The curated models (known without the internet), each with its fit badge; marked when
-    the hub cannot be reached."""
+    """The curated models (known without the internet), each with its fit badge."""
 
     def __init__(self, parent=None):
         super().__init__(lambda m: m.name, parent)
@@ -175,8 +189,7 @@ class CatalogTableModel(RecordTableModel):
             Column("Model", lambda m: m.name, tooltip=lambda m: m.repo),
             Column("Parameters", lambda m: m.parameter_size),
             Column("Size", lambda m: bytes_text(m.size), lambda m: m.size, numeric=True),
-            Column("Fits", lambda m: self.fit(m).label, color=lambda m: self.fit(m).colour),
-            Column("Download", lambda _m: NEEDS_INTERNET if self.offline else ""),
+            Column("Fits", lambda m: self.fit(m).label, tone=lambda m: self.fit(m).tone),
             Column("About", lambda m: m.description, tooltip=lambda m: m.description),
         )
 
@@ -185,9 +198,7 @@ class CatalogTableModel(RecordTableModel):
         self._changed(3)
 
     def set_offline(self, offline: bool) -> None:
-        if offline != self.offline:
-            self.offline = offline
-            self._changed(4)
+        self.offline = offline  # said once, by the page's banner, not on every row
 
     def fit(self, m: CatalogModel) -> Fit:
         return fit_for(m.size, self._system)
@@ -199,9 +210,28 @@ class CatalogTableModel(RecordTableModel):
 
 
 def _progress(d: Download) -> str:
+    if d.kind == "import" and d.state == "done":
+        return f"imported from a file ({bytes_text(d.total)}), nothing downloaded"
+    if d.state == "failed":
+        return d.error.split(". ")[0] or "failed"
     if not d.total:
         return "complete" if d.state == "done" else d.status
     return f"{bytes_text(d.completed)} of {bytes_text(d.total)} ({d.fraction:.0%})"
+
+
+def _state(d: Download) -> str:
+    if d.kind == "import":
+        return {"done": "imported", "running": "importing"}.get(d.state, d.state)
+    return d.state
+
+
+def _why(d: Download) -> str:
+    """The daemon's last status, and the whole error when it failed."""
+    return f"{d.status}\n{d.error}" if d.error else d.status
+
+
+def _tone(d: Download) -> str:
+    return {"done": "success", "failed": "danger", "paused": "warning"}.get(d.state, "info")
 
 
 class DownloadsModel(RecordTableModel):
@@ -215,7 +245,7 @@ class DownloadsModel(RecordTableModel):
             numeric=True,
         ),
         Column("Time left", lambda d: duration_text(d.eta), lambda d: d.eta or 0, numeric=True),
-        Column("State", lambda d: d.error or d.state, tooltip=lambda d: d.status),
+        Column("State", _state, tooltip=_why, tone=_tone),
     )
 
     def __init__(self, parent=None):

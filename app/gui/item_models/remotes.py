@@ -8,8 +8,6 @@ from app.gui.state.remotes import RemoteStatus
 
 __all__ = ["RemotesModel"]
 
-_GOOD, _BAD = "#2e7d32", "#c62828"
-
 
 def _replicas_tip(remote: RemoteStatus) -> str:
     lines = []
@@ -30,7 +28,7 @@ class RemotesModel(RecordTableModel):
             "Health",
             lambda r: r.health_text,
             tooltip=_replicas_tip,
-            color=lambda r: _GOOD if r.healthy else _BAD,
+            tone=lambda r: "success" if r.healthy else "danger",
         ),
     )
 

@@ -13,12 +13,12 @@ from typing import Any
 
 from PySide6 import QtGui
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
-from PySide6.QtGui import QColor
 
-__all__ = ["ITEM_ROLE", "SORT_ROLE", "Column", "RecordTableModel"]
+__all__ = ["ITEM_ROLE", "SORT_ROLE", "TONE_ROLE", "Column", "RecordTableModel"]
 
 SORT_ROLE = Qt.ItemDataRole.UserRole
 ITEM_ROLE = Qt.ItemDataRole.UserRole + 1
+TONE_ROLE = Qt.ItemDataRole.UserRole + 2  # a badge's meaning: "success", "warning", "danger"
 _RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
 
 
@@ -29,7 +29,7 @@ class Column:
     sort: Callable[[Any], Any] | None = None  # defaults to the text
     numeric: bool = False  # right-aligned
     tooltip: Callable[[Any], str] | None = None
-    color: Callable[[Any], str | None] | None = None  # text colour, e.g. for a badge
+    tone: Callable[[Any], str | None] | None = None  # drawn as a badge of this meaning
 
 
 class RecordTableModel(QAbstractTableModel):
@@ -69,9 +69,8 @@ class RecordTableModel(QAbstractTableModel):
             return int(_RIGHT.value)
         if role == Qt.ItemDataRole.ToolTipRole and column.tooltip:
             return _never_markup(column.tooltip(item))
-        if role == Qt.ItemDataRole.ForegroundRole and column.color:
-            colour = column.color(item)
-            return QColor(colour) if colour else None
+        if role == TONE_ROLE and column.tone:
+            return column.tone(item)
         return None
 
     def items(self) -> tuple[Any, ...]:

@@ -120,6 +120,8 @@ def build_services(
         ),
         tools=tools,
     )
+    services.chat.context_for = services.library.chat_context
+    services.chat.context_ready = services.library.with_chat_context
     services.found.added.connect(lambda _name: services.library.refresh())
     services.monitor.came_up.connect(services._daemon_up)
     services.server.switching.connect(services._hold_pulls)

@@ -27,6 +27,7 @@ from app.gui.services.chat_history import ChatHistory
 from app.gui.services.chat_memory import ChatMemoryKeeper
 from app.gui.services.chat_tools import ChatTools
 from app.gui.state.chat.errors import explain
+from app.gui.state.chat.export import to_markdown
 from app.gui.state.chat.records import Conversation, Message, new_id
 from app.gui.state.chat.session import ChatSession, Persist
 from app.gui.state.chat.thinking import think_request
@@ -45,6 +46,7 @@ class ChatController(ChatEdits, QObject):
     reply_finished = Signal(object)  # Message (stats, or an error with a hint)
     reply_started = Signal(str, str)  # chat id, the new reply's id
     deleted = Signal(str)  # chat id: what else belongs to it can go too
+    exported = Signal(str)  # the Markdown file a chat was written to
     error = Signal(str)
 
     def __init__(
@@ -62,16 +64,25 @@ class ChatController(ChatEdits, QObject):
         if tools is not None:
             tools.bind(self._ask, self._change, lambda: self.session)
         self._history = ChatHistory(disk, db_path, self._report)
+        self.data_dir = db_path.parent  # where the chats are kept (the Settings page shows it)
         self.conversations = ConversationListModel(parent=self)
         self.conversations.edited.connect(lambda c: self._apply(c, touch=False))
         self.filter = ConversationFilter(self)
         self.filter.setSourceModel(self.conversations)
         self.session: ChatSession | None = None
         self.default_model = ""
+        # the num_ctx of a chat that sets none (``ModelLibrary.chat_context``; None: send none),
+        # known at once, or once the model's details are in (``with_chat_context``)
+        self.context_for: Callable[[str], int | None] = lambda _model: None
+        self.context_ready: Callable[[str, Callable[[int | None], None]], None] = (
+            lambda _model, then: then(None)
+        )
         self._live: dict[str, tuple[ChatSession, Job]] = {}
         self._opening = ""
         self._search = ""
-        self.memory = ChatMemoryKeeper(gateway, net, self.change_memory, self)
+        self.memory = ChatMemoryKeeper(
+            gateway, net, self.change_memory, self, lambda model: self.context_for(model)
+        )
         self.memory.failed.connect(self.error.emit)
 
     # the list
@@ -117,6 +128,23 @@ class ChatController(ChatEdits, QObject):
         if self.session is not None and self.session.conversation.id == conversation_id:
             self.session = None
             self.open_first()
+
+    def export(self, conversation_id: str, path: Path) -> None:
+        """Write the chat as Markdown to ``path`` (read and written on the disk worker);
+        ``exported`` says where when it is done, ``error`` why not."""
+        conversation = self.conversations.conversation(conversation_id)
+        if conversation is None:
+            return
+
+        def write(messages: list[Message]) -> None:
+            text = to_markdown(conversation, messages)
+            self._disk.call(
+                lambda: Path(path).write_text(text, encoding="utf-8"),
+                lambda _n: self.exported.emit(str(path)),
+                lambda e: self.error.emit(f"Could not export the chat: {e}"),
+            )
+
+        self._history.messages(conversation_id, write)
 
     def search(self, text: str) -> None:
         self._search = text
@@ -225,21 +253,33 @@ class ChatController(ChatEdits, QObject):
 
     def _stream(self, session: ChatSession, context: str = "") -> None:
         reply_id, c = session.reply_id, session.conversation
+        self.reply_started.emit(c.id, reply_id)
+        self.transcript_changed.emit()
+        self.streaming_changed.emit(True)
+
+        def start(context_length: int | None) -> None:
+            if session.streaming and session.reply_id == reply_id:  # not stopped meanwhile
+                self._start(session, context, context_length)
+
+        self.context_ready(c.model, start)
+
+    def _start(self, session: ChatSession, context: str, context_length: int | None) -> None:
+        reply_id, c = session.reply_id, session.conversation
         turns = session.turns(context)
         think, truncate = think_request(c.think), c.memory.truncates
         offer = self.tools.offer(c.model, session) if self.tools is not None else dict
+        options = c.options.to_options()
+        if "num_ctx" not in options and context_length:
+            options["num_ctx"] = context_length
         job = self._net.stream(
             lambda: self._gateway.chat(
-                c.model, turns, c.options.to_options(), think=think, truncate=truncate, **offer()
+                c.model, turns, options, think=think, truncate=truncate, **offer()
             ),
             lambda event: self._event(session, reply_id, event),
             lambda _: self._ended(session, reply_id),
             lambda exc: self._failed(session, reply_id, exc),
         )
         self._live[c.id] = (session, job)
-        self.reply_started.emit(c.id, reply_id)
-        self.transcript_changed.emit()
-        self.streaming_changed.emit(True)
 
     def _event(self, session: ChatSession, reply_id: str, event: ChatDelta | ChatDone) -> None:
         persist = session.add(reply_id, event)

@@ -34,9 +34,17 @@ class ChatMemoryKeeper(QObject):
     summarizing = Signal(str, bool)  # conversation id, a summary is being written
     failed = Signal(str)  # what went wrong, in words, for the chat's status line
 
-    def __init__(self, gateway: Gateway, net: Workers, change: MemoryChange, parent=None):
+    def __init__(
+        self,
+        gateway: Gateway,
+        net: Workers,
+        change: MemoryChange,
+        parent=None,
+        context_for: Callable[[str], int | None] = lambda _model: None,
+    ):
         super().__init__(parent)
         self._gateway, self._net, self._change = gateway, net, change
+        self._context_for = context_for  # as the chat's replies ask (the model is not reloaded)
         self._running: set[str] = set()
 
     def after_reply(self, session: ChatSession) -> None:
@@ -46,9 +54,11 @@ class ChatMemoryKeeper(QObject):
             return
         through = conversation.memory.starts_at
         turns = summary_request(dropped, conversation.memory)
-        context = conversation.options.num_ctx
+        context = conversation.options.num_ctx or self._context_for(conversation.model)
         room = min(_SUMMARY_TOKENS, context // 4) if context else _SUMMARY_TOKENS
         options = {**conversation.options.to_options(), "num_predict": room}
+        if context:
+            options["num_ctx"] = context
 
         def write() -> str:
             pieces = self._gateway.chat(conversation.model, turns, options)

@@ -67,6 +67,7 @@ class DownloadService(QObject):
         self._follow(name, lambda: self._gateway.pull(name))
 
     def import_file(self, name: str, path: Path) -> None:
+        self.state.mark(name, "running", kind="import")  # listed as an import, not a download
         self._follow(name, lambda: self._gateway.import_gguf(name, path))
 
     def pause(self, name: str) -> None:

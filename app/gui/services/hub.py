@@ -17,12 +17,15 @@ from app.gui.state.gateway import Gateway, GatewayError
 from app.gui.state.records import SystemInfo
 from app.gui.workers import Workers
 
-__all__ = ["OFFLINE", "HubService"]
+__all__ = ["OFFLINE", "OFFLINE_BANNER", "HubService"]
 
 OFFLINE = (
-    "This computer could not reach Hugging Face, so searching is off; check the internet "
-    "connection. The models below download once it is back, or import a GGUF file you "
-    "already have on the Models page."
+    "This computer could not reach Hugging Face: the search below looks through the built-in "
+    "list, and downloads start once the internet connection is back."
+)
+OFFLINE_BANNER = (
+    "You are offline: downloads and the Hugging Face search need the internet. The models you "
+    "have work as usual, and you can import a GGUF file you already have."
 )
 _UNREACHABLE = 502  # the daemon's answer when the hub cannot be reached
 
@@ -42,6 +45,7 @@ class HubService(QObject):
         self.system: SystemInfo | None = None
         self._search_seq = 0
         self._files_seq = 0
+        self._checking = False
 
     @property
     def offline(self) -> bool:
@@ -55,6 +59,26 @@ class HubService(QObject):
             self._gateway.hub_catalog,
             lambda found: self.catalog.replace(sorted(found, key=lambda m: m.size)),
             lambda _e: None,
+        )
+
+    def check_online(self) -> None:
+        """Ask the hub something small, to know whether downloads can work (the answer only
+        moves ``offline``); once at a time."""
+        if self._checking:
+            return
+        self._checking = True
+
+        def done(offline: bool) -> None:
+            self._checking = False
+            self._set_offline(offline)
+
+        def failed(error: Exception) -> None:
+            self._checking = False
+            if isinstance(error, GatewayError) and error.status == _UNREACHABLE:
+                self._set_offline(True)
+
+        self._workers.call(
+            lambda: self._gateway.hub_search("gguf", limit=1), lambda _f: done(False), failed
         )
 
     def search(self, query: str) -> None:

@@ -4,7 +4,8 @@ here): list, details, delete, copy, in workers.
 Owns the Models page's table model. Details (metadata, template, capabilities) cost a request
 each, so they are fetched once per digest and kept; the context column is filled from them.
 What a chat gets by default (``defaults``) also needs the context length the daemon starts
-models with, which comes from the same settings the daemon reads.
+models with, which comes from the same settings the daemon reads, and the context the app
+prefers for its chats (the Settings page).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from PySide6.QtCore import QObject, Signal
 
 from app.gui.item_models.daemon_tables import InstalledModelsModel
 from app.gui.state.gateway import Gateway
-from app.gui.state.model_defaults import ModelDefaults
+from app.gui.state.model_defaults import ModelDefaults, modelfile_parameters
+from app.gui.state.preferences import DEFAULT_CONTEXT, chat_context
 from app.gui.state.records import InstalledModel, ModelDetails
 from app.gui.workers import Workers
 from daemon.settings import Settings
@@ -41,6 +43,7 @@ class ModelLibrary(QObject):
         self._gateway, self._workers = gateway, workers
         settings = gateway.control.settings if gateway.control is not None else Settings()
         self.daemon_context = daemon_context or settings.num_ctx
+        self.preferred_context = DEFAULT_CONTEXT  # what chats ask for (0: the daemon decides)
         self.table = InstalledModelsModel(self)
         self.loaded = False  # becomes True after the first successful list
         self._details: dict[str, tuple[str, ModelDetails]] = {}  # name -> (digest, details)
@@ -67,7 +70,30 @@ class ModelLibrary(QObject):
 
     def defaults(self, details: ModelDetails) -> ModelDefaults:
         """What a chat with this model gets for each setting it leaves to the model."""
-        return ModelDefaults.of(details, self.daemon_context)
+        return ModelDefaults.of(details, self.daemon_context, self.preferred_context)
+
+    def chat_context(self, name: str) -> int | None:
+        """The num_ctx a chat with ``name`` that sets none sends: None to leave it to the
+        model's Modelfile or the daemon, or while the model's trained length is unknown."""
+        details = self.cached_details(name)
+        if details is None or self.is_remote(name):
+            return None
+        return self._context_of(details)
+
+    def with_chat_context(self, name: str, then: Callable[[int | None], None]) -> None:
+        """``chat_context``, fetching the model's details first when they are not known yet
+        (so a chat's first reply asks for the same context as the next ones)."""
+        if self.is_remote(name) or self.table.row_of(name) is None:
+            return then(None)
+        cached = self.cached_details(name)
+        if cached is not None:
+            return then(self._context_of(cached))
+        self._fetch(name, lambda d: then(self._context_of(d)), lambda _e: then(None))
+
+    def _context_of(self, details: ModelDetails) -> int | None:
+        own = modelfile_parameters(details.parameters).get("num_ctx")
+        modelfile = own if isinstance(own, int) and not isinstance(own, bool) else None
+        return chat_context(self.preferred_context, details.context_length, modelfile)
 
     def cached_details(self, name: str) -> ModelDetails | None:
         entry = self._details.get(name)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from importlib import metadata
 
-__all__ = ["APP_AGENT", "app_user_agent", "is_app_request", "visible_log"]
+__all__ = ["APP_AGENT", "app_user_agent", "is_app_request", "readable", "visible_log"]
 
 APP_AGENT = "localllm-app"
 
@@ -46,3 +46,25 @@ def visible_log(text: str, show_app_requests: bool = False, lines: int = 400) ->
     if not show_app_requests:
         kept = [line for line in kept if not is_app_request(line)]
     return "\n".join(kept[-lines:])
+
+
+def readable(line: str) -> str:
+    """A request line as people read it ("POST /api/chat  200  812 ms  model gemma3"); any
+    other line as it is."""
+    if not line.startswith("{"):
+        return line
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return line
+    if not isinstance(record, dict) or "path" not in record:
+        return line
+    head = f"{record.get('method', '')} {record['path']}".strip()
+    parts = [head, str(record.get("status", ""))]
+    if isinstance(record.get("duration_ms"), int | float):
+        parts.append(f"{record['duration_ms']:,.0f} ms")
+    skip = {"event", "method", "path", "status", "duration_ms", "user_agent"}
+    parts += [f"{key} {value}" for key, value in record.items() if key not in skip]
+    if record.get("user_agent"):
+        parts.append(f"({record['user_agent']})")  # who asked
+    return "  ".join(part for part in parts if part)

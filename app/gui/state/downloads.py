@@ -41,6 +41,7 @@ class Download:
     state: str = "running"  # queued | running | paused | failed | done | cancelled
     speed: float = 0.0  # bytes per second
     error: str = ""
+    kind: str = "download"  # or "import": a file of this computer's, linked or copied in
 
     @property
     def fraction(self) -> float:
@@ -106,10 +107,10 @@ class Downloads:
             )
         return gone
 
-    def mark(self, name: str, state: str, error: str = "") -> Download:
+    def mark(self, name: str, state: str, error: str = "", kind: str = "") -> Download:
         name = download_key(name)
         current = self._items.get(name) or Download(name)
-        updated = replace(current, state=state, error=error, speed=0.0)
+        updated = replace(current, state=state, error=error, speed=0.0, kind=kind or current.kind)
         self._items[name] = updated
         self._sample.pop(name, None)
         return updated
@@ -137,6 +138,7 @@ class Downloads:
             state,
             speed,
             error,
+            current.kind,
         )
         self._items[name] = updated
         return updated

@@ -32,9 +32,9 @@ class Fit(Enum):
         return self.value
 
     @property
-    def colour(self) -> str | None:
-        """Green, amber, red: the badge colour (readable on light and dark backgrounds)."""
-        return {"VRAM": "#16a34a", "RAM": "#d97706", "TOO_LARGE": "#dc2626"}.get(self.name)
+    def tone(self) -> str | None:
+        """What the badge means (``design.tokens``): it fits, or it is worth a second look."""
+        return {"VRAM": "success", "RAM": "success", "TOO_LARGE": "warning"}.get(self.name)
 
 
 def needed_memory(file_size: int) -> int:

@@ -1,10 +1,11 @@
 """What a chat gets for each setting it leaves to "model default", as the daemon decides it.
 
 The daemon takes a request's options over the model's Modelfile parameters over its own
-defaults. The context length it starts a model with is what its ``show`` reports (``runs_with``:
-sized from the trained context and free memory); without that answer, the daemon's fixed
-``LOCALLLM_CONTEXT_LENGTH`` (read from the same settings), never more than the model was trained
-for.
+defaults. The app asks for its preferred context (``preferences.chat_context``) unless the
+Modelfile sets one; left to the daemon, the context length it starts a model with is what its
+``show`` reports (``runs_with``: sized from the trained context and free memory); without that
+answer, the daemon's fixed ``LOCALLLM_CONTEXT_LENGTH`` (read from the same settings), never more
+than the model was trained for.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from app.gui.state.preferences import chat_context
 from app.gui.state.records import ModelDetails
 
 __all__ = ["DAEMON_TEMPERATURE", "ModelDefaults", "modelfile_parameters"]
@@ -48,14 +50,17 @@ class ModelDefaults:
     reply_limit: int | None  # None: until the model stops or the context is full
 
     @classmethod
-    def of(cls, details: ModelDetails, daemon_context: int) -> ModelDefaults:
+    def of(cls, details: ModelDetails, daemon_context: int, preferred: int = 0) -> ModelDefaults:
+        """``preferred``: the context the app asks for (0: the daemon decides)."""
         parameters = modelfile_parameters(details.parameters)
         trained = details.context_length
         own_context = _number(parameters.get("num_ctx"))
+        asked = chat_context(preferred, trained, int(own_context) if own_context else None)
         context = int(own_context) if own_context else daemon_context
         if not own_context and trained:
             context = min(context or CONTEXT_FLOOR, trained)
         context = details.runs_at or context or CONTEXT_FLOOR  # the daemon's own word first
+        context = asked or context  # what the app asks for is what it runs at
         temperature = _number(parameters.get("temperature"))
         limit = _number(parameters.get("num_predict"))
         return cls(

@@ -53,6 +53,7 @@ class ModelDetails:
     capabilities: frozenset[str] = frozenset()
     context_length: int | None = None
     runs_at: int | None = None  # the context a chat that sets none runs at (the daemon says)
+    slots: int = 0  # the requests it serves at once, each with that context (0: not said)
 
     @property
     def has_vision(self) -> bool:

@@ -94,6 +94,7 @@ def model_details(name: str, data: api.ShowResponse) -> ModelDetails:
         capabilities=frozenset(data.capabilities),
         context_length=int(context) if context else None,
         runs_at=data.runs_with.context_length if data.runs_with else None,
+        slots=data.runs_with.num_parallel if data.runs_with else 0,
     )
 
 

@@ -15,17 +15,16 @@ from functools import partial
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QComboBox,
-    QHBoxLayout,
-    QLabel,
+    QScrollArea,
     QSplitter,
     QStackedWidget,
-    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 from app.documents.context import DocumentContext
+from app.gui.design.tokens import SPACE
+from app.gui.design.widgets import Banner
 from app.gui.services.chat import ChatController
 from app.gui.services.library import ModelLibrary
 from app.gui.state.chat.context_offer import larger_context
@@ -35,9 +34,9 @@ from app.gui.state.chat.records import Message
 from app.gui.state.chat.session import ChatSession
 from app.gui.state.model_defaults import ModelDefaults
 from app.gui.state.records import ModelDetails, SystemInfo
+from app.gui.views.chat_header import ChatHeader
 from app.gui.views.chat_settings import ChatSettingsPanel
 from app.gui.views.composer import Composer
-from app.gui.views.context_meter import ContextMeter
 from app.gui.views.documents_bar import DocumentsBar
 from app.gui.views.memory_notice import MemoryNoticeBar
 from app.gui.views.plain_text import plain_label
@@ -61,27 +60,26 @@ class ChatPage(QStackedWidget):
         self.chat, self.library = chat, library
         self.documents = documents
         self.sidebar = ChatSidebar(chat.filter, icons)
-        self.transcript = Transcript()
+        self.transcript = Transcript(icons=icons)
         self.composer = Composer(icons)
-        self.settings = ChatSettingsPanel()
-        self.settings.hide()
-        self.model_picker = QComboBox(placeholderText="Pick a model", minimumWidth=220)
-        self.model_picker.setModel(library.table)
-        self.model_picker.setCurrentIndex(-1)
-        self.vision_badge = QLabel("sees images", objectName="muted")
-        self.vision_badge.hide()
+        self.settings = ChatSettingsPanel(icons=icons)
+        self.settings_area = QScrollArea(widgetResizable=True, minimumWidth=250, maximumWidth=340)
+        self.settings_area.setWidget(self.settings)
+        self.settings_area.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.settings_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.settings_area.hide()
+        self.header = ChatHeader(library.table, icons)
+        self.model_picker = self.header.model_picker
+        self.vision_badge = self.header.vision_badge
+        self.context_meter = self.header.context_meter
+        self.settings_button = self.header.settings_button
         self._vision_for = ""  # the model the Attach button is shown for, "" when hidden
         self._defaults: ModelDefaults | None = None  # of the chat's model, once known
-        self.context_meter = ContextMeter()
-        self.memory_notice = MemoryNoticeBar()  # a chat past its context: what to do
+        self.memory_notice = MemoryNoticeBar(icons)  # a chat past its context: what to do
+        self.problem = Banner(icons, tone="danger")  # what went wrong, and what to do
         self._details: ModelDetails | None = None
         self._system: SystemInfo | None = None
-        self.settings_button = QToolButton(
-            text="Settings", checkable=True, toolTip="System prompt and parameters"
-        )
-        self.status = plain_label(objectName="muted", wordWrap=True)  # errors, stats
-        if icons is not None:
-            self.settings_button.setIcon(icons.get("settings"))
+        self.status = plain_label(objectName="caption", wordWrap=True)  # live numbers
         self._icons = icons
         self.welcome = welcome
         self.addWidget(welcome)
@@ -93,36 +91,48 @@ class ChatPage(QStackedWidget):
         self.transcript.set_dark(dark)
         self.composer.retheme()
         self.sidebar.retheme()
-        if self._icons is not None:
-            self.settings_button.setIcon(self._icons.get("settings"))
+        for banner in (self.problem, self.memory_notice, self.settings.model_notice):
+            banner.retheme()
+        self.header.retheme()
+        if self._icons is not None and self.documents is not None:
+            self.documents.button.setIcon(self._icons.get("documents"))
+
+    def refresh_model(self) -> None:
+        """Ask again what the chat's model runs at (the preferred context changed)."""
+        session = self.chat.session
+        self._check_vision(session.conversation.model if session else self.chat.default_model)
 
     def show_welcome(self, show: bool) -> None:
         self.setCurrentIndex(0 if show else 1)
 
     def _conversation_area(self) -> QWidget:
-        header = QHBoxLayout()
-        header.addWidget(self.model_picker)
-        header.addWidget(self.vision_badge)
-        header.addStretch(1)
-        header.addWidget(self.context_meter)
-        header.addWidget(self.settings_button)
-        center = QWidget()
+        center = QWidget(minimumWidth=340)
         column = QVBoxLayout(center)
-        column.addLayout(header)
+        column.setContentsMargins(SPACE.sm, 0, SPACE.sm, SPACE.sm)
+        column.setSpacing(SPACE.sm)
+        column.addWidget(self.header)
         column.addWidget(self.transcript, 1)
         column.addWidget(self.settings.model_notice)  # a model without a chat template
         column.addWidget(self.memory_notice)
+        column.addWidget(self.problem)
         column.addWidget(self.status)
         if self.documents is not None:
             column.addWidget(self.documents)
+            self.composer.add_tool(self.documents.button)
+            if self._icons is not None:
+                self.documents.button.setIcon(self._icons.get("documents"))
         column.addWidget(self.composer)
-        splitter = QSplitter(Qt.Orientation.Horizontal)
-        splitter.addWidget(self.sidebar)
-        splitter.addWidget(center)
-        splitter.addWidget(self.settings)
-        splitter.setStretchFactor(1, 1)
-        splitter.setSizes([220, 640, 260])
-        return splitter
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.setChildrenCollapsible(False)
+        self.splitter.addWidget(self.sidebar)
+        self.splitter.addWidget(center)
+        self.splitter.addWidget(self.settings_area)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([220, 640, 280])
+        return self.splitter
+
+    def _show_problem(self, text: str) -> None:
+        self.problem.show_text(text, "danger")
 
     def _connect(self) -> None:
         chat = self.chat
@@ -130,10 +140,12 @@ class ChatPage(QStackedWidget):
         chat.transcript_changed.connect(self._redraw)
         chat.streaming_changed.connect(self.composer.set_streaming)
         chat.reply_finished.connect(self._finished)
-        chat.error.connect(self.status.setText)
+        chat.error.connect(self._show_problem)
         self.sidebar.open_requested.connect(chat.open)
         self.sidebar.new_requested.connect(self.new_chat)
         self.sidebar.delete_requested.connect(chat.delete)
+        self.sidebar.export_requested.connect(chat.export)
+        chat.exported.connect(lambda path: self.status.setText(f"Exported to {path}"))
         self.sidebar.search_changed.connect(chat.search)
         self.composer.send_requested.connect(self._send)
         self.composer.edit_requested.connect(self._edit)
@@ -152,7 +164,7 @@ class ChatPage(QStackedWidget):
         self.memory_notice.drop_requested.connect(self._drop_oldest)
         self.memory_notice.context_requested.connect(self._use_context)
         self.settings.changed.connect(lambda *_: self._show_context())
-        self.settings_button.toggled.connect(self.settings.setVisible)
+        self.settings_button.toggled.connect(self.settings_area.setVisible)
         self.model_picker.activated.connect(self._model_picked)
         self.library.changed.connect(lambda _models: self._select_model())
         if self.documents is not None:
@@ -177,11 +189,13 @@ class ChatPage(QStackedWidget):
     def _send(self, text: str, images) -> None:
         self.settings.flush()
         self.status.clear()
+        self.problem.show_text("")
         self._ask(text, lambda c: self.chat.send(text, images, c), self._sent)
 
     def _edit(self, message_id: str, text: str) -> None:
         self.settings.flush()
         self.status.clear()
+        self.problem.show_text("")
         self._ask(text, lambda c: self.chat.edit(message_id, text, c), self._sent)
 
     def _regenerate(self) -> None:
@@ -234,6 +248,7 @@ class ChatPage(QStackedWidget):
         if self.documents is not None:
             self.documents.set_chat(session.conversation.id if session else None)
         self.status.clear()
+        self.problem.show_text("")
         self.transcript.follow_end()  # a chat opens at its end
         self._select_model()
         self._redraw()
@@ -341,7 +356,7 @@ class ChatPage(QStackedWidget):
             return
         vision = details is not None and details.has_vision
         self._vision_for = current if vision else ""
-        self.vision_badge.setVisible(vision)
+        self.header.show_abilities(details)
         self.composer.set_vision(vision)
         self._defaults = self.library.defaults(details) if details is not None else None
         self._details = details

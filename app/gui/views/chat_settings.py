@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.gui.design.widgets import Banner
 from app.gui.state.chat.memory import OVERFLOW_CHOICES
 from app.gui.state.chat.records import ChatOptions, Conversation
 from app.gui.state.chat.thinking import THINK_CHOICES
@@ -67,7 +68,7 @@ class ChatSettingsPanel(QWidget):
     think_changed = Signal(str, str)  # conversation id, its Think setting (THINK_CHOICES)
     overflow_changed = Signal(str, str)  # conversation id, its Long chats choice
 
-    def __init__(self, parent=None):
+    def __init__(self, parent=None, icons=None):
         super().__init__(parent)
         self._conversation: Conversation | None = None
         self._loading = False
@@ -98,8 +99,8 @@ class ChatSettingsPanel(QWidget):
         self.problem = plain_label(objectName="problem", wordWrap=True)
         self.problem.hide()
         # shown in the chat itself (the chat page places it), not in this panel
-        self.model_notice = plain_label(objectName="problem", wordWrap=True)  # names the model
-        self.model_notice.hide()
+        self.model_notice = Banner(icons)  # names the model: plain text
+
         self._debounce = QTimer(self, singleShot=True, interval=400)
         self._debounce.timeout.connect(self._emit)
         self.system_prompt.textChanged.connect(self._edited)
@@ -116,10 +117,11 @@ class ChatSettingsPanel(QWidget):
 
     def _build(self) -> None:
         presets = QHBoxLayout()
-        presets.addWidget(self.preset, 1)
         presets.addWidget(self.save_preset)
         presets.addWidget(self.delete_preset)
+        presets.addStretch(1)
         form = QFormLayout()
+        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
         form.addRow("Temperature", self.temperature)
         form.addRow("Context length", self.context)
         form.addRow("Max reply tokens", self.max_tokens)
@@ -128,10 +130,11 @@ class ChatSettingsPanel(QWidget):
         form.addRow("Long chats", self.overflow)
         self._form = form
         layout = QVBoxLayout(self)
-        layout.addWidget(QLabel("<b>Preset</b>"))
+        layout.addWidget(QLabel("Preset", objectName="sectionTitle"))
+        layout.addWidget(self.preset)
         layout.addLayout(presets)
         layout.addWidget(self.problem)
-        layout.addWidget(QLabel("<b>System prompt</b>"))
+        layout.addWidget(QLabel("System prompt", objectName="sectionTitle"))
         layout.addWidget(self.system_prompt, 1)
         layout.addLayout(form)
         layout.addWidget(self.advanced)

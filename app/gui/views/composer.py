@@ -1,33 +1,39 @@
-"""Where the user types: Enter or Ctrl+Enter sends, Shift+Enter adds a line, Esc stops.
+"""Where the user types: one rounded box that grows with its text (up to a few lines, then
+it scrolls), with its tools inside it: attach images (offered only when the chat's model can
+see: its capabilities include "vision"), the chat's documents and tools (``add_tool``), and the
+round send button, which stops a reply while one is coming. Enter or Ctrl+Enter sends,
+Shift+Enter adds a line, Esc stops.
 
-Also the edit-and-resend mode (a banner says what is being edited; Esc leaves it) and image
-attachments, offered only when the chat's model can see (its capabilities include "vision").
-Attachments are kept as paths; the controller reads them on the disk worker.
+Also the edit-and-resend mode (a line says what is being edited; Esc leaves it). Attachments
+are kept as paths; the controller reads them on the disk worker.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, QSize, Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QFileDialog,
+    QFrame,
     QHBoxLayout,
     QLabel,
     QPlainTextEdit,
-    QPushButton,
     QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
+from app.gui.design.tokens import SPACE
+from app.gui.design.widgets import icon_button, set_kind
 from app.gui.views.plain_text import plain_label
 
 __all__ = ["Composer"]
 
 _IMAGES = "Images (*.png *.jpg *.jpeg *.webp *.gif *.bmp)"
 _SEND_KEYS = (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+_LINES = (1, 8)  # the editor grows from one line to this many, then scrolls
 
 
 class Composer(QWidget):
@@ -41,33 +47,66 @@ class Composer(QWidget):
         self._images: list[Path] = []
         self._streaming = False
 
-        self.banner = QLabel(objectName="muted")
+        self.banner = QLabel(objectName="caption")
         self.banner.hide()
-        self.editor = QPlainTextEdit(placeholderText="Message the model…")
+        self.editor = QPlainTextEdit(
+            placeholderText="Message the model…", objectName="composerEditor"
+        )
+        self.editor.setAccessibleName("Message")
         self.editor.setTabChangesFocus(True)
-        self.editor.setFixedHeight(76)
+        self.editor.setFrameShape(QFrame.Shape.NoFrame)
         self.editor.installEventFilter(self)
-        self.attach = QToolButton(toolTip="Attach images (this model can see)")
+        self.editor.document().documentLayout().documentSizeChanged.connect(lambda _s: self._grow())
+        self.attach = icon_button(
+            icons,
+            "attach",
+            "Attach images",
+            "Attach images (this model can see)",
+            self._pick_images,
+        )
         self.attach.setText("Attach")
-        self.attach.clicked.connect(self._pick_images)
         self.attach.hide()
-        self.attachments = plain_label(objectName="muted")  # file names may hold anything
-        self.button = QPushButton("Send")
-        self.button.setDefault(True)
+        self.attachments = plain_label(objectName="caption")  # file names may hold anything
+        self.button = QToolButton(accessibleName="Send", toolTip="Send (Enter)")
+        self.button.setText("Send")
+        self.button.setIconSize(QSize(18, 18))
+        set_kind(self.button, "send")
         self.button.clicked.connect(self._primary)
         self._icons = icons
         self.retheme()
 
+        self.box = QFrame(objectName="composer")
+        self.tools = QHBoxLayout()
+        self.tools.setSpacing(SPACE.xs)
+        self.tools.addWidget(self.attach)
         row = QHBoxLayout()
-        row.addWidget(self.attach)
-        row.addWidget(self.editor, 1)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addLayout(self.tools)
+        row.addStretch(1)
         row.addWidget(self.button)
+        inside = QVBoxLayout(self.box)
+        inside.setContentsMargins(SPACE.md, SPACE.sm, SPACE.sm, SPACE.sm)
+        inside.setSpacing(SPACE.xs)
+        inside.addWidget(self.banner)
+        inside.addWidget(self.attachments)
+        inside.addWidget(self.editor)
+        inside.addLayout(row)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.banner)
-        layout.addLayout(row)
-        layout.addWidget(self.attachments)
+        layout.addWidget(self.box)
+        self._grow()
         self._refresh()
+
+    def add_tool(self, widget: QWidget) -> None:
+        """A control for this chat inside the box, after Attach (documents, tools)."""
+        self.tools.addWidget(widget)
+
+    def _grow(self) -> None:
+        lines = self.editor.document().documentLayout().documentSize().height()
+        shown = max(_LINES[0], min(_LINES[1], int(lines)))
+        margins = self.editor.contentsMargins()
+        frame = 2 * self.editor.document().documentMargin() + margins.top() + margins.bottom() + 6
+        self.editor.setFixedHeight(int(shown * self.editor.fontMetrics().lineSpacing() + frame))
 
     def set_vision(self, enabled: bool) -> None:
         self.attach.setVisible(enabled)
@@ -78,12 +117,17 @@ class Composer(QWidget):
     def set_streaming(self, streaming: bool) -> None:
         self._streaming = streaming
         self.button.setText("Stop" if streaming else "Send")
+        self.button.setAccessibleName(self.button.text())
+        self.button.setToolTip("Stop the reply (Esc)" if streaming else "Send (Enter)")
         self.retheme()
 
     def retheme(self) -> None:
         if self._icons is not None:
-            self.button.setIcon(self._icons.get("stop" if self._streaming else "send"))
+            name = "stop" if self._streaming else "send"
+            self.button.setIcon(self._icons.get(name, "#ffffff"))
+            self.button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)
             self.attach.setIcon(self._icons.get("attach"))
+            self.attach.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)
 
     def add_images(self, paths: list[Path]) -> None:
         self._images.extend(Path(p) for p in paths)
@@ -121,6 +165,9 @@ class Composer(QWidget):
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self.editor and event.type() == QEvent.Type.KeyPress:
             return self._key(event)
+        if watched is self.editor and event.type() in (QEvent.Type.FocusIn, QEvent.Type.FocusOut):
+            self.box.setProperty("focused", "true" if event.type() == QEvent.Type.FocusIn else "")
+            self.box.style().polish(self.box)
         return super().eventFilter(watched, event)
 
     def _key(self, event: QKeyEvent) -> bool:

@@ -2,14 +2,15 @@
 whether it fits this machine, and a pull.
 
 With the search box empty (or Hugging Face out of reach) the page lists the catalog's models
-with their fit badges; typing searches after a short pause, and picking a repository lists its
-files, smallest first, each with its badge ("fits in VRAM", "fits in RAM", "too large"). What
-goes wrong is said in one wrapped line, so no message can widen the window.
+with their fit badges, filtered by what is typed (offline, the search looks through them);
+typing searches the hub after a short pause, and picking a repository lists its files, smallest
+first, each with its badge ("fits in VRAM", "fits in RAM", "too large"). What goes wrong is said
+in one wrapped line, so no message can widen the window.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QSortFilterProxyModel, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -22,11 +23,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.gui.design.widgets import set_kind
 from app.gui.services.hub import OFFLINE, HubService
 from app.gui.state.records import CatalogModel, HubFile, SystemInfo
 from app.gui.state.units import bytes_text
 from app.gui.views.plain_text import plain_label
 from app.gui.views.record_table import selected_record, table_view
+from app.gui.views.welcome import OFFLINE_REASON
 
 __all__ = ["DiscoverPage"]
 
@@ -57,7 +60,12 @@ class DiscoverPage(QWidget):
         )
         self.machine = _wrapped()  # GPU names, as the daemon reports them
         self.state = _wrapped()  # the hub's errors
-        self.catalog = table_view(hub.catalog, self, stretch=5)
+        self.catalog = table_view(hub.catalog, self, stretch=4)
+        self.catalog_filter: QSortFilterProxyModel = self.catalog.model()
+        self.catalog_filter.setFilterKeyColumn(-1)  # the name, the size, what it is for
+        self.catalog_filter.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        self.empty = plain_label(objectName="muted", wordWrap=True)
+        self.empty.hide()
         self.catalog.sortByColumn(2, Qt.SortOrder.AscendingOrder)
         self.repos = table_view(hub.repos, self, stretch=0)
         self.files = table_view(hub.files, self)
@@ -65,6 +73,8 @@ class DiscoverPage(QWidget):
         self.views = QStackedWidget()
         self.pull_button = QPushButton("Download")
         self.pull_button.setEnabled(False)
+        set_kind(self.pull_button, "primary")
+        self._checked = False
         self._debounce = QTimer(self, singleShot=True, interval=400)
         self._debounce.timeout.connect(self.search_now)
         self.query.textChanged.connect(self._typed)
@@ -87,6 +97,7 @@ class DiscoverPage(QWidget):
         column.setContentsMargins(0, 0, 0, 0)
         column.addWidget(_wrapped("Popular models, ready to download by name."))
         column.addWidget(self.catalog, 1)
+        column.addWidget(self.empty)
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(self.repos)
         splitter.addWidget(self.files)
@@ -104,9 +115,28 @@ class DiscoverPage(QWidget):
         layout.addWidget(self.views, 1)
         layout.addLayout(row)
 
+    def retheme(self) -> None:
+        self.catalog.viewport().update()
+        self.files.viewport().update()
+
     def search_now(self) -> None:
         self._debounce.stop()
+        self._filter_catalog(self.query.text())
+        if self.hub.offline and self.query.text().strip():
+            self.hub.check_online()  # back online? the next search goes to the hub again
+            return
         self.hub.search(self.query.text())
+
+    def _filter_catalog(self, text: str) -> None:
+        self.catalog_filter.setFilterFixedString(text.strip())
+        shown, query = self.catalog_filter.rowCount(), text.strip()
+        self.empty.setText(
+            f"Nothing in the built-in list matches “{query}”. Try a shorter name, or import "
+            "a GGUF file you have on the Models page."
+            if query and not shown
+            else ""
+        )
+        self.empty.setVisible(bool(query) and not shown)
 
     def selected(self) -> CatalogModel | HubFile | None:
         """The model the Download button pulls: a catalog row or a repository's file."""
@@ -120,6 +150,7 @@ class DiscoverPage(QWidget):
         return self.views.currentIndex() == CATALOG
 
     def _typed(self, text: str) -> None:
+        self._filter_catalog(text)
         if text.strip():
             self._debounce.start()
         else:
@@ -143,8 +174,17 @@ class DiscoverPage(QWidget):
 
     def _offline(self, offline: bool) -> None:
         self._show(CATALOG if offline or not self.query.text().strip() else SEARCH)
-        if not offline and self.state.text() == OFFLINE:
+        if offline:
+            self.state.setText(OFFLINE)
+        elif self.state.text() == OFFLINE:
             self.state.clear()
+        self._selected()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if not self._checked:  # the first visit: can downloads work at all?
+            self._checked = True
+            self.hub.check_online()
 
     def _show(self, view: int) -> None:
         if view != self.views.currentIndex():
@@ -158,7 +198,8 @@ class DiscoverPage(QWidget):
 
     def _selected(self) -> None:
         chosen = self.selected()
-        self.pull_button.setEnabled(chosen is not None)
+        self.pull_button.setEnabled(chosen is not None and not self.hub.offline)
+        self.pull_button.setToolTip(OFFLINE_REASON if self.hub.offline else "")
         if isinstance(chosen, HubFile):
             self.pull_button.setText(
                 f"Download {chosen.quant or chosen.file} ({bytes_text(chosen.size)})"

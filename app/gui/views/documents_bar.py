@@ -11,7 +11,7 @@ import html
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, QObject
+from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
@@ -61,6 +61,8 @@ class DocumentsBar(QWidget):
         self.dialog: SourceDialog | None = None
         self._report: IndexReport | None = None
         self.button = QToolButton(text="Documents", toolTip="Chat about your files")
+        self.button.setAccessibleName("Documents")
+        self.button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         menu = QMenu(self.button)
         menu.addAction("Attach files…", self._pick_files)
@@ -194,6 +196,8 @@ class DocumentsBar(QWidget):
         self.detach_action.setEnabled(bool(attached))
         indexing = chat in service.busy
         self.progress.setVisible(indexing)
+        # nothing attached, nothing going on: the Documents button in the composer is enough
+        self.setVisible(bool(attached) or indexing or bool(self.errors.text()))
         offer = not service.embed_model and service.preferred is None
         self.offer.setVisible(bool(attached) and offer)
         if indexing:

@@ -6,20 +6,19 @@ it reopens.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QModelIndex
+from PySide6.QtCore import QModelIndex, QRectF, Qt
+from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import (
-    QApplication,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QPushButton,
-    QStyle,
     QStyledItemDelegate,
-    QStyleOptionProgressBar,
     QVBoxLayout,
     QWidget,
 )
 
+from app.gui.design.widgets import EmptyState, page_palette
 from app.gui.item_models.table import ITEM_ROLE
 from app.gui.services.downloads import DownloadService
 from app.gui.state.downloads import Download
@@ -30,20 +29,37 @@ __all__ = ["DownloadsPage", "ProgressDelegate"]
 
 
 class ProgressDelegate(QStyledItemDelegate):
-    """Draws the Progress column as a bar with its text on it."""
+    """Draws the Progress column as a thin rounded bar in the download's tone (the accent while
+    it runs, amber paused, green done, red failed) with its words beside it; a failed or
+    finished import has no bar, only its words."""
 
     def paint(self, painter, option, index: QModelIndex) -> None:
         download: Download = index.data(ITEM_ROLE)
-        bar = QStyleOptionProgressBar()
-        bar.rect = option.rect.adjusted(2, 3, -2, -3)
-        bar.minimum, bar.maximum = 0, 1000
-        done = download.state == "done"
-        bar.progress = 1000 if done else int(download.fraction * 1000)
-        bar.text = index.data()
-        bar.textVisible = True
-        bar.state = option.state | QStyle.StateFlag.State_Horizontal  # else drawn vertical
-        style = option.widget.style() if option.widget else QApplication.style()
-        style.drawControl(QStyle.ControlElement.CE_ProgressBar, bar, painter)
+        p = page_palette()
+        painter.save()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        rect = option.rect.adjusted(8, 0, -8, 0)
+        bar = download.state != "failed" and not (
+            download.kind == "import" and download.state == "done"
+        )
+        if bar:
+            track = QRectF(rect.left(), rect.center().y() - 3, rect.width() * 0.4, 6)
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(QColor(p.surface_alt if not p.dark else p.hover))
+            painter.drawRoundedRect(track, 3, 3)
+            done = 1.0 if download.state == "done" else download.fraction
+            colour = {"done": p.success, "paused": p.warning}.get(download.state, p.accent)
+            painter.setBrush(QColor(colour))
+            painter.drawRoundedRect(
+                QRectF(track.left(), track.top(), track.width() * done, 6), 3, 3
+            )
+            rect = rect.adjusted(int(track.width()) + 10, 0, 0, 0)
+        painter.setPen(QColor(p.danger if download.state == "failed" else p.muted))
+        text = option.fontMetrics.elidedText(
+            index.data(), Qt.TextElideMode.ElideRight, rect.width()
+        )
+        painter.drawText(rect, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, text)
+        painter.restore()
 
 
 class DownloadsPage(QWidget):
@@ -53,11 +69,16 @@ class DownloadsPage(QWidget):
         self.table = table_view(downloads.table, self)
         self.table.setItemDelegateForColumn(1, ProgressDelegate(self.table))
         self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Fixed)
-        self.table.setColumnWidth(1, 300)
+        self.table.setColumnWidth(1, 380)
         self.pause = QPushButton("Pause")
         self.resume = QPushButton("Resume")
         self.cancel = QPushButton("Cancel")
-        clear = QPushButton("Clear finished")
+        self.clear = clear = QPushButton("Clear finished")
+        self.empty = EmptyState(
+            "No downloads yet",
+            "Pick a model on the Discover page to download it, or import a GGUF file you have "
+            "on the Models page. Downloads carry on when this window is closed.",
+        )
         self.message = plain_label(objectName="muted", wordWrap=True)  # the daemon's errors
         self.pause.clicked.connect(lambda: self._act(downloads.pause))
         self.resume.clicked.connect(lambda: self._act(downloads.resume))
@@ -65,7 +86,13 @@ class DownloadsPage(QWidget):
         clear.clicked.connect(downloads.clear_finished)
         downloads.error.connect(self.message.setText)
         self.table.selectionModel().selectionChanged.connect(lambda *_: self._update_buttons())
-        downloads.table.dataChanged.connect(lambda *_: self._update_buttons())
+        for signal in (
+            downloads.table.dataChanged,
+            downloads.table.rowsInserted,
+            downloads.table.rowsRemoved,
+            downloads.table.modelReset,
+        ):
+            signal.connect(lambda *_: self._update_buttons())
 
         buttons = QHBoxLayout()
         for b in (self.pause, self.resume, self.cancel):
@@ -83,6 +110,7 @@ class DownloadsPage(QWidget):
         )
         layout.addLayout(buttons)
         layout.addWidget(self.table, 1)
+        layout.addWidget(self.empty, 1)
         layout.addWidget(self.message)
         self._update_buttons()
 
@@ -94,6 +122,10 @@ class DownloadsPage(QWidget):
         self.pause.setEnabled(d is not None and d.state in ("queued", "running"))
         self.resume.setEnabled(d is not None and d.state in ("paused", "failed"))
         self.cancel.setEnabled(d is not None and d.active)
+        items = self.downloads.state.items()
+        self.clear.setEnabled(any(not item.active for item in items))
+        self.table.setVisible(bool(items))
+        self.empty.setVisible(not items)
 
     def _act(self, action) -> None:
         d = self.selected()

@@ -1,5 +1,9 @@
-"""The main window: navigation, the five pages, the status bar, shortcuts, and what is
-remembered between runs (size, position, last chat, last model) in ``QSettings``.
+"""The main window: navigation, the pages, the offline banner, the status bar, shortcuts, and
+what is remembered between runs (size, position, last chat, last model, the Settings page's
+choices) in ``QSettings``.
+
+The window never grows by itself: its minimum size is set here, so a page that asks for more
+room (the chat settings opening at 1,024 px) is laid out within the width the user chose.
 """
 
 from __future__ import annotations
@@ -17,12 +21,18 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QMainWindow,
     QStackedWidget,
+    QVBoxLayout,
     QWidget,
 )
 
+from app.gui.design.tokens import SPACE
+from app.gui.design.widgets import Banner
 from app.gui.icons import Icons
 from app.gui.services.bundle import Services
+from app.gui.services.hub import OFFLINE_BANNER
 from app.gui.state.chat.session import ChatSession
+from app.gui.state.memory_cost import MemoryCost
+from app.gui.state.preferences import Preferences
 from app.gui.views.chat_page import ChatPage
 from app.gui.views.discover_page import DiscoverPage
 from app.gui.views.documents_bar import DocumentsBar
@@ -31,11 +41,12 @@ from app.gui.views.found_panel import FoundPanel
 from app.gui.views.import_dialog import ask_import_name
 from app.gui.views.models_page import ModelsPage
 from app.gui.views.server_page import ServerPage
+from app.gui.views.settings_page import SettingsPage
 from app.gui.views.status import DaemonIndicator
 from app.gui.views.tools_page import ToolsPage
 from app.gui.views.welcome import WelcomePage
 
-__all__ = ["PAGES", "MainWindow"]
+__all__ = ["CONTEXT_KEY", "MINIMUM_SIZE", "PAGES", "THEME_KEY", "MainWindow"]
 
 PAGES = (
     ("Chat", "chat"),
@@ -44,8 +55,12 @@ PAGES = (
     ("Downloads", "downloads"),
     ("Server", "server"),
     ("Tools", "tools"),
+    ("Settings", "settings"),
 )
 _MESSAGE_MS = 8000
+MINIMUM_SIZE = (900, 560)  # every page is usable here, at 1x; the window never grows itself
+THEME_KEY = "app/theme"  # QSettings: "system", "light" or "dark"
+CONTEXT_KEY = "chat/context"  # QSettings: the context chats ask for (0: the daemon decides)
 
 
 class MainWindow(QMainWindow):
@@ -60,9 +75,15 @@ class MainWindow(QMainWindow):
         self.services, self.settings = services, settings
         self.icons = icons or Icons()
         self.hide_to_tray = False  # set by run_app when a tray icon is shown
+        self.theme = None  # set by open_window: the Settings page switches it
         self.setWindowTitle("localllm")
         self.setWindowIcon(self.icons.app_icon())
+        self.setMinimumSize(*MINIMUM_SIZE)
         s = services
+        self.preferences = Preferences.read(
+            settings.value(THEME_KEY, "system"), settings.value(CONTEXT_KEY, "")
+        )
+        s.library.preferred_context = self.preferences.context
         self.welcome = WelcomePage()
         documents = DocumentsBar(
             s.documents, s.downloads.pull, lambda: [m.name for m in s.library.models()]
@@ -75,6 +96,13 @@ class MainWindow(QMainWindow):
         self.downloads_page = DownloadsPage(s.downloads)
         self.server_page = ServerPage(s.server, base_url) if base_url else ServerPage(s.server)
         self.tools_page = ToolsPage(s.tools)
+        folders = (
+            ("Models", s.gateway.control.settings.models_dir if s.gateway.control else ""),
+            ("Chats and documents", s.chat.data_dir),
+            ("Logs", s.gateway.control.settings.log_dir if s.gateway.control else ""),
+        )
+        folders = tuple((what, path) for what, path in folders if path)
+        self.settings_page = SettingsPage(self.preferences, s.server.running, folders)
         self.pages = QStackedWidget()
         for page in (
             self.chat_page,
@@ -83,18 +111,19 @@ class MainWindow(QMainWindow):
             self.downloads_page,
             self.server_page,
             self.tools_page,
+            self.settings_page,
         ):
             self.pages.addWidget(page)
-        self.nav = QListWidget(objectName="nav")
-        self.nav.setFixedWidth(150)
+        self.nav = QListWidget(objectName="nav", accessibleName="Pages")
+        self.nav.setFixedWidth(164)
         for title, icon in PAGES:
             self.nav.addItem(QListWidgetItem(self.icons.get(icon), title))
         self.nav.currentRowChanged.connect(self.pages.setCurrentIndex)
-        central = QWidget()
-        row = QHBoxLayout(central)
-        row.addWidget(self.nav)
-        row.addWidget(self.pages, 1)
-        self.setCentralWidget(central)
+        self.offline = Banner(self.icons)  # the hub cannot be reached: said once, up here
+        self.offline.add_action("Import a GGUF file…", lambda: self._import(None))
+        self.offline.add_action("Try again", s.hub.check_online)
+        self.offline.finish_actions()
+        self.setCentralWidget(self._frame())
         self.indicator = DaemonIndicator()
         self.downloads_label = QLabel()
         self.statusBar().addPermanentWidget(self.downloads_label)
@@ -104,11 +133,34 @@ class MainWindow(QMainWindow):
         self._restore()
         self.nav.setCurrentRow(0)
 
+    def _frame(self) -> QWidget:
+        brand = QLabel("localllm", objectName="sectionTitle")
+        brand.setContentsMargins(SPACE.md, SPACE.sm, 0, SPACE.sm)
+        left = QVBoxLayout()
+        left.setContentsMargins(SPACE.sm, SPACE.sm, SPACE.sm, SPACE.sm)
+        left.addWidget(brand)
+        left.addWidget(self.nav, 1)
+        page = QWidget(objectName="page")
+        column = QVBoxLayout(page)
+        column.setContentsMargins(SPACE.md, SPACE.md, SPACE.md, 0)
+        column.addWidget(self.offline)
+        column.addWidget(self.pages, 1)
+        central = QWidget()
+        row = QHBoxLayout(central)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.setSpacing(0)
+        row.addLayout(left)
+        row.addWidget(page, 1)
+        return central
+
     def retheme(self, dark: bool) -> None:
-        """Redraw what carries its own colours: the icons and the conversation."""
+        """Redraw what carries its own colours: the icons, the banners and the conversation."""
         for row, (_title, icon) in enumerate(PAGES):
             self.nav.item(row).setIcon(self.icons.get(icon))
+        self.offline.retheme()
         self.chat_page.retheme(dark)
+        self.welcome.retheme()
+        self.discover_page.retheme()
 
     def show_page(self, title: str) -> None:
         self.nav.setCurrentRow([t for t, _ in PAGES].index(title))
@@ -132,6 +184,13 @@ class MainWindow(QMainWindow):
         for source in (s.library.error, s.downloads.error, s.server.error, s.tools.error):
             source.connect(self.message)
         s.found.added.connect(lambda name: self.message(f"{name} is ready."))
+        s.hub.offline_changed.connect(self._offline_changed)
+        s.server.info_changed.connect(self.settings_page.show_server)
+        self.settings_page.theme_changed.connect(self._theme_picked)
+        self.settings_page.context_changed.connect(self._context_picked)
+        self.settings_page.lan_changed.connect(s.server.set_lan)
+        self.settings_page.page_requested.connect(self.show_page)
+        self.pages.currentChanged.connect(lambda _i: self._show_cost())
         self.welcome.pull_requested.connect(self._pull)
         self.welcome.import_requested.connect(self._import)
         self.discover_page.pull_requested.connect(self._pull)
@@ -173,8 +232,43 @@ class MainWindow(QMainWindow):
         self.show_page("Chat")
         self.chat_page.focus_search()
 
+    # the Settings page
+
+    def _theme_picked(self, mode: str) -> None:
+        self.settings.setValue(THEME_KEY, mode)
+        if self.theme is not None:
+            self.theme.set_mode(mode)
+
+    def _context_picked(self, tokens: int) -> None:
+        self.settings.setValue(CONTEXT_KEY, str(tokens))
+        self.services.library.preferred_context = tokens
+        self.chat_page.refresh_model()  # "model default" and the meter say the new length
+        self._show_cost()
+
+    def _show_cost(self) -> None:
+        """What the chat's model costs at the chosen context, on the Settings page."""
+        library, session = self.services.library, self.services.chat.session
+        name = session.conversation.model if session else self.services.chat.default_model
+        row = library.table.row_of(name) if name else None
+        if row is None or library.is_remote(name) or not self.settings_page.isVisible():
+            return
+        size = library.table.item(row).size
+
+        def show(details) -> None:
+            context = library.defaults(details).context
+            cost = MemoryCost.of(details, size, context, details.slots or 4)
+            self.settings_page.show_cost(name, cost)
+
+        library.details(name, show)
+
+    def _offline_changed(self, offline: bool) -> None:
+        self.offline.show_text(OFFLINE_BANNER if offline else "", "warning")
+        self.welcome.set_offline(offline)
+
     def _models_changed(self, models) -> None:
         self.chat_page.show_welcome(not models)
+        if not models:
+            self.services.hub.check_online()  # the first-run page must not offer dead buttons
         chat = self.services.chat
         names = [m.name for m in models]
         if names and chat.default_model not in names:

@@ -1,9 +1,11 @@
 """The Models page: what is installed, each model's details, delete, copy, import; the
 remote engines' models too, marked with their remote's name (chat only: no copy or delete).
 
-Details (metadata, template, system prompt, license, parameters) are fetched when a row is
-selected and shown in tabs, with the context length chats run at next to the one the model was
-trained for; GGUF files can be imported with the button or by dropping them.
+Details are fetched when a row is selected: an Overview that reads as a summary (what it can
+do, as badges; its size; the context chats run at next to the one it was trained for; what that
+costs in memory), then the template, system prompt, parameters, license and Modelfile, with the
+raw GGUF keys last. GGUF files can be imported with the button or by dropping them; the buttons
+that act on a model are enabled only while one is selected.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import html
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
+    QFormLayout,
     QHBoxLayout,
     QLabel,
     QPlainTextEdit,
@@ -24,13 +27,19 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.gui.design.tokens import SPACE
+from app.gui.design.widgets import badge, set_kind
 from app.gui.services.library import ModelLibrary
+from app.gui.state.memory_cost import MemoryCost
 from app.gui.state.records import InstalledModel, ModelDetails
-from app.gui.views.plain_text import ask_text, confirm, rich_label
+from app.gui.views.plain_text import ask_text, confirm, plain_label, rich_label
 from app.gui.views.record_table import selected_record, table_view
 from app.gui.views.welcome import gguf_paths
 
 __all__ = ["ModelsPage"]
+
+
+_ABILITY_TONES = {"vision": "info", "tools": "accent", "thinking": "accent", "embedding": "neutral"}
 
 
 def _text_tab(text: str, empty: str) -> QPlainTextEdit:
@@ -51,8 +60,10 @@ class ModelsPage(QWidget):
         self.table.sortByColumn(0, Qt.SortOrder.AscendingOrder)
         self.table.selectionModel().selectionChanged.connect(lambda *_: self._selected())
         self.tabs = QTabWidget()
+        self.metadata: QTableWidget | None = None  # the raw GGUF keys, the last tab
         self.summary = rich_label("Select a model to see its details.", wordWrap=True)
         self.chat_button = QPushButton("Chat with it")
+        set_kind(self.chat_button, "primary")
         self.copy_button = QPushButton("Copy…")
         self.delete_button = QPushButton("Delete…")
         import_button = QPushButton("Import GGUF…")
@@ -128,6 +139,7 @@ class ModelsPage(QWidget):
         )
         self.summary.setText(f"<b>{html.escape(d.name)}</b> · {html.escape(facts)}")
         self.tabs.clear()
+        self.tabs.addTab(self._overview(model, d), "Overview")
         metadata = QTableWidget(len(d.metadata), 2)
         metadata.setHorizontalHeaderLabels(["Key", "Value"])
         metadata.horizontalHeader().setStretchLastSection(True)
@@ -138,12 +150,40 @@ class ModelsPage(QWidget):
             metadata.setItem(row, 1, QTableWidgetItem(value))
         metadata.resizeColumnToContents(0)  # keys are long: "llama.attention.head_count_kv"
         metadata.resizeRowsToContents()
-        self.tabs.addTab(metadata, "Metadata")
+        metadata.setShowGrid(False)
+        self.metadata = metadata
         self.tabs.addTab(_text_tab(d.template, "(no template)"), "Template")
         self.tabs.addTab(_text_tab(d.system, "(no system prompt)"), "System prompt")
         self.tabs.addTab(_text_tab(d.parameters, "(defaults)"), "Parameters")
         self.tabs.addTab(_text_tab(d.license, "(no license text)"), "License")
         self.tabs.addTab(_text_tab(d.modelfile, ""), "Modelfile")
+        self.tabs.addTab(metadata, "All GGUF keys")
+
+    def _overview(self, model: InstalledModel, d: ModelDetails) -> QWidget:
+        """The model in a few readable lines (its GGUF's own words are plain text)."""
+        page = QWidget()
+        form = QFormLayout(page)
+        form.setContentsMargins(SPACE.md, SPACE.md, SPACE.md, SPACE.md)
+        form.setVerticalSpacing(SPACE.sm)
+        abilities = QHBoxLayout()
+        for ability in sorted(d.capabilities) or ["completion"]:
+            abilities.addWidget(badge(ability, _ABILITY_TONES.get(ability, "neutral")))
+        abilities.addStretch(1)
+        form.addRow("Can", abilities)
+        size = " · ".join(part for part in (model.parameter_size, model.quantization) if part)
+        form.addRow("Model", plain_label(f"{model.family or 'unknown family'} · {size}"))
+        defaults = self.library.defaults(d)
+        form.addRow("Context", plain_label(defaults.context_text()))
+        cost = MemoryCost.of(d, model.size, defaults.context, d.slots or 4)
+        memory = plain_label(cost.text(), wordWrap=True)
+        memory.setToolTip(
+            "Weights, plus the K/V cache for every token of context in each slot (the requests "
+            "it serves at once). The context chats ask for is on the Settings page."
+        )
+        form.addRow("Memory", memory)
+        template = "its own" if d.has_chat_template else "none: a base model, made to continue text"
+        form.addRow("Chat template", plain_label(template))
+        return page
 
     def _chat(self) -> None:
         model = self.selected()

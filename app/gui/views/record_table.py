@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSortFilterProxyModel
+from PySide6.QtCore import QSortFilterProxyModel, Qt
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
 from app.gui.item_models.table import SORT_ROLE
+from app.gui.views.badge_delegate import BadgeDelegate
 
 __all__ = ["selected_record", "table_view"]
 
 
 def table_view(model, parent=None, stretch: int | None = None) -> QTableView:
-    """A sortable, row-selecting table over a ``RecordTableModel``; column ``stretch`` (else
-    the last) takes the room the others leave."""
+    """A sortable, row-selecting table over a ``RecordTableModel``, without grid lines, its
+    meaningful columns drawn as badges; column ``stretch`` (else the last) takes the room the
+    others leave."""
     proxy = QSortFilterProxyModel(parent)
     proxy.setSourceModel(model)
     proxy.setSortRole(SORT_ROLE)
@@ -21,9 +23,15 @@ def table_view(model, parent=None, stretch: int | None = None) -> QTableView:
     view.setSortingEnabled(True)
     view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
     view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-    view.setAlternatingRowColors(True)
+    view.setShowGrid(False)
     view.setWordWrap(False)  # one line per row; long text ends in "…"
     view.verticalHeader().hide()
+    view.verticalHeader().setDefaultSectionSize(view.fontMetrics().height() + 18)
+    view.horizontalHeader().setDefaultAlignment(Qt.AlignmentFlag.AlignLeft)
+    view.horizontalHeader().setHighlightSections(False)
+    for number, column in enumerate(getattr(model, "columns", ())):
+        if column.tone is not None:
+            view.setItemDelegateForColumn(number, BadgeDelegate(view))
     view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
     header = view.horizontalHeader()
     if stretch is None:

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
+    QScrollArea,
     QSpinBox,
     QTabWidget,
     QVBoxLayout,
@@ -28,7 +29,7 @@ from PySide6.QtWidgets import (
 
 from app.gui.services.server import ServerService
 from app.gui.state.daemon_health import DaemonState, DaemonStatus
-from app.gui.state.daemon_log import visible_log
+from app.gui.state.daemon_log import readable, visible_log
 from app.gui.state.gateway import DEFAULT_BASE_URL
 from app.gui.state.records import ServerInfo
 from app.gui.state.snippets import snippets
@@ -39,14 +40,16 @@ from app.gui.views.remotes_section import RemotesSection
 __all__ = ["ServerPage"]
 
 
-def _mono() -> QPlainTextEdit:
+def _mono(wrap: bool = True) -> QPlainTextEdit:
     box = QPlainTextEdit(readOnly=True)
     box.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+    if not wrap:  # code keeps its indentation: it scrolls sideways instead
+        box.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
     return box
 
 
-def _copy_button(text_source) -> QPushButton:
-    button = QPushButton("Copy")
+def _copy_button(text_source, what: str = "Copy") -> QPushButton:
+    button = QPushButton("Copy", accessibleName=what, toolTip=what)
     button.clicked.connect(lambda: QGuiApplication.clipboard().setText(text_source()))
     return button
 
@@ -62,7 +65,7 @@ class ServerPage(QWidget):
         self.status = plain_label(objectName="muted")
         self.address.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.snippet_tabs = QTabWidget()
-        self.running = table_view(server.running, self)
+        self.running = table_view(server.running, self, stretch=0)
         self.remotes = RemotesSection(server.remotes, self)
         self.unload = QPushButton("Unload")
         self.lan = QCheckBox("Serve on the local network")
@@ -107,8 +110,9 @@ class ServerPage(QWidget):
 
     def _build(self) -> None:
         address = QHBoxLayout()
-        address.addWidget(self.address, 1)
-        address.addWidget(_copy_button(lambda: self._v1))
+        address.addWidget(self.address)
+        address.addWidget(_copy_button(lambda: self._v1, "Copy the API address"))
+        address.addStretch(1)
         loaded = QHBoxLayout()
         loaded.addWidget(QLabel("<b>Loaded models</b>"))
         loaded.addStretch(1)
@@ -125,16 +129,15 @@ class ServerPage(QWidget):
             "Restarts the daemon on every network interface; other devices "
             "then need the API key shown below"
         )
-        side = QVBoxLayout()
-        side.addLayout(loaded)
-        side.addWidget(self.running, 1)
-        side.addWidget(QLabel("<b>Who may connect</b>"))
-        side.addWidget(self.lan)
-        side.addWidget(QLabel("Other devices need the API key.", objectName="muted"))
-        side.addWidget(self.key_row)
-        middle = QHBoxLayout()
-        middle.addWidget(self.snippet_tabs, 4)
-        middle.addLayout(side, 3)
+        self.running.setMinimumHeight(130)
+        self.snippet_tabs.setMinimumHeight(190)
+        self.log.setMinimumHeight(180)
+        self.remotes.setMinimumHeight(150)
+        who = QVBoxLayout()
+        who.addWidget(QLabel("Who may connect", objectName="sectionTitle"))
+        who.addWidget(self.lan)
+        who.addWidget(QLabel("Other devices need the API key.", objectName="muted"))
+        who.addWidget(self.key_row)
         refresh_log = QPushButton("Refresh")
         refresh_log.clicked.connect(self.server.fetch_log)
         log_title = QHBoxLayout()
@@ -148,15 +151,26 @@ class ServerPage(QWidget):
         daemon.addWidget(self.port)
         daemon.addWidget(self.move_port)
         daemon.addWidget(self.start_stop)
-        layout = QVBoxLayout(self)
+        body = QWidget()
+        layout = QVBoxLayout(body)
         layout.addWidget(QLabel("Server", objectName="pageTitle"))
         layout.addLayout(daemon)
         layout.addLayout(address)
-        layout.addLayout(middle, 3)
-        layout.addWidget(self.remotes, 2)
+        layout.addWidget(self.snippet_tabs)
+        layout.addLayout(loaded)
+        layout.addWidget(self.running)
+        layout.addLayout(who)
+        layout.addWidget(self.remotes)
         layout.addLayout(log_title)
-        layout.addWidget(self.log, 2)
+        layout.addWidget(self.log, 1)
         layout.addWidget(self.message)
+        scroll = QScrollArea(widgetResizable=True)  # a small window scrolls, nothing squeezed
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setWidget(body)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(scroll)
 
     @property
     def _v1(self) -> str:
@@ -243,7 +257,8 @@ class ServerPage(QWidget):
         self._refilter()
 
     def _refilter(self) -> None:
-        text = visible_log(self._log_text, self.show_own.isChecked())
+        shown = visible_log(self._log_text, self.show_own.isChecked())
+        text = "\n".join(readable(line) for line in shown.splitlines())
         bar = self.log.verticalScrollBar()
         pinned = bar.value() >= bar.maximum() - 4
         if text != self.log.toPlainText():
@@ -257,11 +272,12 @@ class ServerPage(QWidget):
         key = self._api_key if self.lan.isChecked() else ""
         for snippet in snippets(self._base_url, self._model or "qwen:0.5b", key):
             page = QWidget()
-            box = _mono()
+            box = _mono(wrap=False)
             box.setPlainText(snippet.code)
             column = QVBoxLayout(page)
             column.addWidget(box, 1)
-            column.addWidget(_copy_button(box.toPlainText), 0, Qt.AlignmentFlag.AlignRight)
+            copy = _copy_button(box.toPlainText, f"Copy the {snippet.title} code")
+            column.addWidget(copy, 0, Qt.AlignmentFlag.AlignRight)
             self.snippet_tabs.addTab(page, snippet.title)
         self.snippet_tabs.setCurrentIndex(max(current, 0))
         if not self.address.text():

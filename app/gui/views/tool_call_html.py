@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import html
 
+from app.gui.design.tokens import Palette
 from app.gui.state.chat.folding import fold
 from app.gui.state.chat.tool_calls import DENIED, FAILED, PENDING, RUNNING, ToolCall
 
 __all__ = ["tool_calls_block"]
 
-_STATUS = {
-    PENDING: ("#b54708", "Wants to run this tool"),
-    RUNNING: ("gray", "Running…"),
-    DENIED: ("gray", "Not allowed"),
-    FAILED: ("#b42318", "Failed"),
+_STATUS = {  # the tone of the status, and its words
+    PENDING: ("warning", "Wants to run this tool"),
+    RUNNING: ("muted", "Running…"),
+    DENIED: ("muted", "Not allowed"),
+    FAILED: ("danger", "Failed"),
 }
 
 
@@ -27,7 +28,7 @@ def _plain(text: str) -> str:
     return html.escape(text).replace("\n", "<br>")
 
 
-def _result(call: ToolCall, expanded: bool) -> str:
+def _result(call: ToolCall, expanded: bool, p: Palette) -> str:
     if call.status in (PENDING, RUNNING, DENIED) or not call.result:
         return ""
     folded = fold(call.result)
@@ -40,11 +41,12 @@ def _result(call: ToolCall, expanded: bool) -> str:
             else f"<br><a href='action:unfold:{call.id}'>Show all "
             f"({folded.hidden_lines:,} more lines)</a>"
         )
-    return f"<br><span style='color:gray;'>Result:</span><br><tt>{_plain(shown)}</tt>{link}"
+    return f"<br><span style='color:{p.muted};'>Result:</span><br><tt>{_plain(shown)}</tt>{link}"
 
 
-def _one(call: ToolCall, expanded: bool, background: str) -> str:
-    color, status = _STATUS.get(call.status, ("#067647", "Done"))
+def _one(call: ToolCall, expanded: bool, p: Palette) -> str:
+    tone, status = _STATUS.get(call.status, ("success", "Done"))
+    color = getattr(p, tone)
     head = (
         f"Tool call: <b>{html.escape(call.name)}</b> "
         f"<span style='color:{color};'>· {html.escape(status)}</span>"
@@ -58,11 +60,11 @@ def _one(call: ToolCall, expanded: bool, background: str) -> str:
             f"<a href='action:tool:{call.id}:deny'>Deny</a>"
         )
     return (
-        f"<table width='100%' cellpadding='8' bgcolor='{background}' style='margin-bottom:4px;'>"
-        f"<tr><td>{head}{arguments}{_result(call, expanded)}{actions}</td></tr></table>"
+        f"<table width='100%' cellpadding='10' bgcolor='{p.surface_alt}' "
+        "style='margin-top:4px; margin-bottom:4px;'>"
+        f"<tr><td>{head}{arguments}{_result(call, expanded, p)}{actions}</td></tr></table>"
     )
 
 
-def tool_calls_block(calls: tuple[ToolCall, ...], expanded: set[str], background: str) -> str:
-    """``background``: the theme's colour for boxes (the user's bubble)."""
-    return "".join(_one(call, call.id in expanded, background) for call in calls)
+def tool_calls_block(calls: tuple[ToolCall, ...], expanded: set[str], p: Palette) -> str:
+    return "".join(_one(call, call.id in expanded, p) for call in calls)

@@ -1,5 +1,7 @@
-"""Settings for tools through MCP: the servers (add, edit, remove, turn on or off), each
-one's status and tools, the tools always allowed, and whether models must call a tool first.
+"""Settings for tools through MCP: the servers (add, paste an mcp.json, edit, remove, turn on
+or off), each one's status and tools, the tools always allowed, and whether models must call a
+tool first. With no server yet, the page says how to add one; the buttons that act on a server
+are on only while one is selected.
 
 A server's tool names and descriptions are its own, untrusted text: shown as plain text.
 """
@@ -12,6 +14,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
     QHBoxLayout,
+    QInputDialog,
     QLabel,
     QPlainTextEdit,
     QPushButton,
@@ -21,8 +24,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.gui.design.widgets import EmptyState
 from app.gui.services.chat_tools import ChatTools
+from app.gui.state.mcp_json import McpJsonError, servers_from_mcp_json
 from app.gui.views.mcp_server_dialog import McpServerDialog
+from app.gui.views.plain_text import plain_label
 from app.tools.servers import ServerConfig
 
 __all__ = ["ToolsPage"]
@@ -39,8 +45,8 @@ class ToolsPage(QWidget):
     def __init__(self, tools: ChatTools, parent: QWidget | None = None):
         super().__init__(parent)
         self._tools = tools
-        title = QLabel("<h2>Tools (MCP servers)</h2>")
-        about = QLabel(_ABOUT, wordWrap=True)
+        title = QLabel("Tools (MCP servers)", objectName="pageTitle")
+        about = QLabel(_ABOUT, wordWrap=True, objectName="muted")
         self.table = QTableWidget(0, 3)
         self.table.setHorizontalHeaderLabels(["Server", "Command or URL", "Status"])
         self.table.horizontalHeader().setStretchLastSection(True)
@@ -51,8 +57,10 @@ class ToolsPage(QWidget):
         self.table.itemSelectionChanged.connect(self._show_tools)
         self.table.doubleClicked.connect(lambda _i: self._edit())
         buttons = QHBoxLayout()
+        self.buttons: dict[str, QPushButton] = {}
         for text, slot in (
             ("Add…", self._add),
+            ("Paste mcp.json…", self._paste),
             ("Edit…", self._edit),
             ("Remove", self._remove),
             ("Check now", self._check),
@@ -60,7 +68,15 @@ class ToolsPage(QWidget):
             button = QPushButton(text)
             button.clicked.connect(slot)
             buttons.addWidget(button)
+            self.buttons[text] = button
         buttons.addStretch(1)
+        self.problem = plain_label(objectName="problem", wordWrap=True)
+        self.problem.hide()
+        self.empty = EmptyState(
+            "No MCP servers yet",
+            "Add… one by its command or URL, or paste the mcp.json of Claude Desktop, Cursor or "
+            "LM Studio: their servers are added here, turned on.",
+        )
         self.tool_list = QPlainTextEdit(readOnly=True)
         self.tool_list.setPlaceholderText("Pick a server and Check now to see its tools.")
         self.require = QCheckBox(
@@ -76,8 +92,10 @@ class ToolsPage(QWidget):
         layout = QVBoxLayout(self)
         layout.addWidget(title)
         layout.addWidget(about)
-        layout.addWidget(self.table, 2)
         layout.addLayout(buttons)
+        layout.addWidget(self.problem)
+        layout.addWidget(self.table, 2)
+        layout.addWidget(self.empty, 2)
         layout.addWidget(QLabel("Tools of the selected server:"))
         layout.addWidget(self.tool_list, 1)
         layout.addWidget(self.require)
@@ -120,6 +138,8 @@ class ToolsPage(QWidget):
                 self.table.selectRow(row)
         self.table.blockSignals(False)
         self.table.resizeColumnsToContents()
+        self.table.setVisible(bool(settings.servers))
+        self.empty.setVisible(not settings.servers)
         self.require.blockSignals(True)
         self.require.setChecked(settings.require_call)
         self.require.blockSignals(False)
@@ -138,6 +158,8 @@ class ToolsPage(QWidget):
 
     def _show_tools(self) -> None:
         name = self._selected()
+        for text in ("Edit…", "Remove", "Check now"):
+            self.buttons[text].setEnabled(bool(name))
         allowed = self._tools.settings.allowed
         lines = [
             f"{t.name}{'  (always allowed)' if (name, t.name) in allowed else ''}\n"
@@ -159,6 +181,31 @@ class ToolsPage(QWidget):
                 self.add(dialog.server)
             except ValueError as exc:
                 self._tools.error.emit(str(exc))
+
+    def paste(self, text: str) -> list[str]:
+        """Add the servers of a pasted mcp.json (the names already here are left alone);
+        returns the names added. Raises McpJsonError with what is wrong."""
+        settings = self._tools.settings
+        new = [s for s in servers_from_mcp_json(text) if settings.server(s.name) is None]
+        if new:
+            self._tools.save(settings.with_servers((*settings.servers, *new)))
+        return [s.name for s in new]
+
+    def _paste(self) -> None:
+        text, ok = QInputDialog.getMultiLineText(
+            self, "Paste mcp.json", "The contents of an mcp.json (its mcpServers are added):"
+        )
+        if not ok or not text.strip():
+            return
+        try:
+            added = self.paste(text)
+        except McpJsonError as error:
+            self.problem.setText(str(error))
+            self.problem.show()
+            return
+        self.problem.hide()
+        if not added:
+            self._tools.error.emit("Those servers are here already.")
 
     def _edit(self) -> None:
         server = self._tools.settings.server(self._selected())

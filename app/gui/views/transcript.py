@@ -1,6 +1,11 @@
-"""The conversation as one scrolling document: Markdown replies, code with copy links,
-per-message actions, stats under each reply, errors in place with what to do next, and a
+"""The conversation as one scrolling document: the user's bubbles and the model's replies,
+Markdown with code blocks that name their language and copy with one click, a quiet line of
+numbers under each reply that opens on demand, errors in place with what to do next, and a
 thinking model's reasoning folded into one line above its reply until it is clicked open.
+
+A message's actions (``MessageActions``) appear over its footer while the pointer is on it;
+from the keyboard, Alt+Up and Alt+Down pick a message (the last one when the conversation gets
+the focus with Tab) and Tab goes to its buttons. The text keeps a readable width, centred.
 
 Redrawing on every streamed token would be wasteful, so changes are coalesced (about 25 frames
 a second) and each finished message's HTML is cached. The view follows new content while the
@@ -14,22 +19,36 @@ import base64
 import contextlib
 from collections.abc import Callable
 
-from PySide6.QtCore import Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QGuiApplication, QImage
-from PySide6.QtWidgets import QTextBrowser
+from PySide6.QtCore import QEvent, QPoint, QRectF, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import (
+    QColor,
+    QDesktopServices,
+    QGuiApplication,
+    QImage,
+    QKeyEvent,
+    QPainter,
+    QTextTable,
+)
+from PySide6.QtWidgets import QApplication, QFrame, QTextBrowser, QWidget
 
-from app.gui.markdown_html import MarkdownRenderer, copy_target
+from app.gui.design.tokens import palette
+from app.gui.markdown_html import ICON_SIZE, MarkdownRenderer, copy_target
 from app.gui.state.chat.memory import ChatMemory
 from app.gui.state.chat.records import Message
+from app.gui.views.message_actions import MessageActions
 from app.gui.views.scroll_follow import BottomFollower
-from app.gui.views.transcript_html import EMPTY, BlockStyle, message_block
+from app.gui.views.transcript_html import BlockStyle, empty_html, message_block
 from app.gui.views.transcript_memory import memory_divider
 
 __all__ = ["Transcript"]
 
 _FRAME_MS = 40
 _THUMBNAIL = 160  # pixels, the longest side of an image shown in a message
-_BUBBLES = {False: "#eef0ff", True: "#2a2d45"}  # the user's messages
+_READABLE = 820  # pixels: the widest the text gets; wider views centre it
+_SIDE = 16  # pixels of margin beside the text at the least
+_PICK = {Qt.Key.Key_Up: -1, Qt.Key.Key_Down: 1}
+_ROUND = 14  # pixels: the corners of the user's bubbles
+_PAD = 10  # their cells' padding (``transcript_html``)
 
 
 class Transcript(QTextBrowser):
@@ -42,13 +61,18 @@ class Transcript(QTextBrowser):
     source_requested = Signal(str)  # "<reply id>:<number>": a citation was clicked
     tool_decided = Signal(str, str)  # a tool call's id, "approve" | "always" | "deny"
 
-    def __init__(self, parent=None):
+    def __init__(self, parent=None, icons=None):
         super().__init__(parent)
         self.setOpenLinks(False)
         self.setReadOnly(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setObjectName("transcript")
+        self.setAccessibleName("Conversation")
         self.anchorClicked.connect(self._clicked)
+        self._icons = icons
         self._renderer = MarkdownRenderer()
-        self._bubble = _BUBBLES[False]
+        self._palette = palette(False)
+        self._icon_images: dict[str, QImage] = {}
         self.document().setDocumentMargin(12)
         self._cache: dict[str, tuple[str, str, tuple[str, ...]]] = {}
         self._thumbnails: dict[str, QImage] = {}  # by "message id/index"
@@ -59,16 +83,23 @@ class Transcript(QTextBrowser):
         self._streaming = False
         self._memory = ChatMemory()  # where the model's memory starts (a long chat)
         self._summary_open = False
+        self._stats_open: set[str] = set()  # replies whose numbers the user opened
         self.annotate: Callable[[Message], str] | None = None  # HTML under a message (citations)
         self.follower = BottomFollower(self.verticalScrollBar(), self)
+        self.actions = MessageActions(icons, self.viewport())
+        self.actions.triggered.connect(lambda href: self._clicked(QUrl(href)))
+        self._active = ""  # the message whose actions show ("" none)
+        self.verticalScrollBar().valueChanged.connect(lambda _v: self._place_actions())
         self._timer = QTimer(self, singleShot=True, interval=_FRAME_MS)
         self._timer.timeout.connect(self._render)
         self._render()
 
     def set_dark(self, dark: bool) -> None:
         self._renderer = MarkdownRenderer(dark)
-        self._bubble = _BUBBLES[dark]
+        self._palette = palette(dark)
+        self._icon_images.clear()
         self._cache.clear()
+        self.actions.retheme()
         self._render()
 
     def show_messages(self, messages: tuple[Message, ...], assistant: str, streaming: bool):
@@ -95,12 +126,13 @@ class Transcript(QTextBrowser):
     # drawing
 
     def _render(self) -> None:
-        style = BlockStyle(self._assistant, self._bubble, self._markdown)
+        style = BlockStyle(
+            self._assistant, self._palette, self._markdown, frozenset(self._stats_open)
+        )
         count = len(self._messages)
-        divider = memory_divider(self._memory, self._summary_open)
+        divider = memory_divider(self._memory, self._summary_open, self._palette)
         blocks = [
-            (divider if m.id == self._memory.starts_at else "")
-            + message_block(
+            message_block(
                 m,
                 style,
                 last=i == count - 1,
@@ -108,22 +140,187 @@ class Transcript(QTextBrowser):
                 expanded=m.id in self._expanded,
                 thinking_open=m.id in self._thinking_open,
                 open_results=self._expanded,
+                before=divider if m.id == self._memory.starts_at else "",
+                after=self.annotate(m) if self.annotate is not None else "",
             )
             for i, m in enumerate(self._messages)
         ]
-        if self.annotate is not None:
-            blocks = [b + self.annotate(m) for b, m in zip(blocks, self._messages, strict=True)]
         with self.follower.redrawing():
-            self.setHtml("".join(blocks) or EMPTY)
+            self.setHtml("".join(blocks) or empty_html(self._palette))
+            self._centre()
+        self._place_actions()
+
+    # the readable column
+
+    def _centre(self) -> None:
+        side = max(_SIDE, (self.viewport().width() - _READABLE) // 2)
+        root = self.document().rootFrame()
+        frame = root.frameFormat()
+        if frame.leftMargin() != side or frame.rightMargin() != side:
+            frame.setLeftMargin(side)
+            frame.setRightMargin(side)
+            root.setFrameFormat(frame)
+
+    def paintEvent(self, event) -> None:
+        """The user's bubbles, with round corners (HTML tables have none), under the text:
+        placed from where the bubble's text starts on screen, less the cell's padding."""
+        frames = self.document().rootFrame().childFrames()
+        if len(frames) == len(self._messages):
+            layout = self.document().documentLayout()
+            painter = QPainter(self.viewport())
+            painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(QColor(self._palette.bubble))
+            for message, frame in zip(self._messages, frames, strict=True):
+                inner = frame.childFrames() if message.role == "user" else []
+                if inner and isinstance(inner[0], QTextTable):
+                    start = self.cursorRect(inner[0].cellAt(0, 0).firstCursorPosition())
+                    size = layout.frameBoundingRect(inner[0]).size()
+                    bubble = QRectF(
+                        start.left() - _PAD, start.top() - _PAD, size.width(), size.height()
+                    )
+                    if bubble.intersects(QRectF(event.rect())):
+                        painter.drawRoundedRect(bubble, _ROUND, _ROUND)
+            painter.end()
+        super().paintEvent(event)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        with self.follower.redrawing():
+            self._centre()
+        self._place_actions()
+
+    # a message's actions: under the pointer, or picked with the keyboard
+
+    def active_message(self) -> str:
+        return self._active if self.actions.isVisible() else ""
+
+    def pick(self, message_id: str) -> None:
+        """Show ``message_id``'s actions ("" hides them) and scroll it into view."""
+        self._active = message_id
+        self._place_actions(reveal=True)
+
+    def _message_rects(self) -> list[QRectF]:
+        layout = self.document().documentLayout()
+        frames = self.document().rootFrame().childFrames()
+        if len(frames) != len(self._messages):
+            return []
+        return [layout.frameBoundingRect(frame) for frame in frames]
+
+    def _message_at(self, point: QPoint) -> str:
+        y = point.y() + self.verticalScrollBar().value()
+        for message, rect in zip(self._messages, self._message_rects(), strict=False):
+            if rect.top() <= y <= rect.bottom():
+                return message.id
+        return ""
+
+    def _place_actions(self, reveal: bool = False) -> None:
+        ids = [m.id for m in self._messages]
+        rects = self._message_rects()
+        if self._active not in ids or not rects:
+            self.actions.hide()
+            return
+        row = ids.index(self._active)
+        last = row == len(ids) - 1
+        self.actions.show_for(self._messages[row], last, self._streaming and last)
+        rect, bar = rects[row], self.verticalScrollBar()
+        if reveal and not (bar.value() <= rect.bottom() - bar.pageStep() <= rect.top()):
+            self.follower.hold()
+            bar.setValue(int(rect.bottom()) - bar.pageStep() + 12)
+        width, height = self.actions.sizeHint().width(), self.actions.sizeHint().height()
+        x = int(rect.right()) - width - 2
+        y = int(rect.bottom()) - bar.value() - height - 4
+        self.actions.setGeometry(x, y, width, height)
+        self.actions.setVisible(True)
+        self.actions.raise_()
+
+    def mouseMoveEvent(self, event) -> None:
+        super().mouseMoveEvent(event)
+        hovered = self._message_at(event.position().toPoint())
+        if hovered != self._active and not self._actions_have_focus():
+            self._active = hovered
+            self._place_actions()
+
+    def leaveEvent(self, event: QEvent) -> None:
+        super().leaveEvent(event)
+        inside = self.viewport().rect().contains(self.viewport().mapFromGlobal(self.cursor().pos()))
+        if not inside and not self._actions_have_focus() and not self.hasFocus():
+            self._active = ""
+            self.actions.hide()
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        step = _PICK.get(Qt.Key(event.key()))
+        alt = event.modifiers() & Qt.KeyboardModifier.AltModifier
+        ids = [m.id for m in self._messages]
+        if step is None or not alt or not ids:
+            return super().keyPressEvent(event)
+        row = ids.index(self._active) + step if self._active in ids else len(ids) - 1
+        self.pick(ids[max(0, min(len(ids) - 1, row))])
+
+    def focusInEvent(self, event) -> None:
+        super().focusInEvent(event)
+        tabbed = event.reason() in (
+            Qt.FocusReason.TabFocusReason,
+            Qt.FocusReason.BacktabFocusReason,
+        )
+        if tabbed and self._messages and not self.actions.isVisible():
+            self.pick(self._messages[-1].id)
+
+    def focusNextPrevChild(self, next: bool) -> bool:
+        """Tab from the conversation goes to the picked message's buttons first, then through
+        them, then on to the window's next control (never into the text's links, which Tab
+        reaches while no message is picked)."""
+        buttons = self.actions.buttons() if self.actions.isVisible() else []
+        focused = QApplication.focusWidget()
+        if focused in buttons:
+            step = buttons.index(focused) + (1 if next else -1)
+            if 0 <= step < len(buttons):
+                buttons[step].setFocus(Qt.FocusReason.TabFocusReason)
+            elif step < 0:
+                self.setFocus(Qt.FocusReason.BacktabFocusReason)
+            else:
+                return QWidget.focusNextPrevChild(self, next)  # on past the conversation
+            return True
+        if next and self.hasFocus() and buttons:
+            buttons[0].setFocus(Qt.FocusReason.TabFocusReason)
+            return True
+        return super().focusNextPrevChild(next)
+
+    def _actions_have_focus(self) -> bool:
+        focused = QGuiApplication.focusObject()
+        return focused is not None and self.actions.isAncestorOf(focused)
+
+    # resources
 
     def loadResource(self, kind: int, url: QUrl):
-        """Images attached to messages, as thumbnails (decoded once, then cached)."""
+        """Images attached to messages, as thumbnails (decoded once, then cached); the icons
+        and the footer's spacer."""
+        if url.scheme() == "spacer":
+            image = QImage(1, 1, QImage.Format.Format_ARGB32)
+            image.fill(QColor(0, 0, 0, 0))
+            return image
+        if url.scheme() == "icon":
+            return self._icon(url.path())
         if url.scheme() != "image":
             return super().loadResource(kind, url)
         key = url.path()
         if key not in self._thumbnails:
             self._thumbnails[key] = self._thumbnail(key)
         return self._thumbnails[key]
+
+    def _icon(self, name: str) -> QImage:
+        if name not in self._icon_images:
+            size = ICON_SIZE * 2  # sharp at 200%
+            icon = self._icons.get(name, self._palette.muted) if self._icons else None
+            image = (
+                icon.pixmap(size, size).toImage()
+                if icon
+                else QImage(size, size, QImage.Format.Format_ARGB32)
+            )
+            if icon is None:
+                image.fill(QColor(0, 0, 0, 0))
+            self._icon_images[name] = image
+        return self._icon_images[name]
 
     def _thumbnail(self, key: str) -> QImage:
         message_id, _, index = key.rpartition("/")
@@ -198,6 +395,9 @@ class Transcript(QTextBrowser):
         elif kind == "thinking":
             self._thinking_open ^= {arg}
             self.follower.hold()  # read it from here, not from its end
+            self._render()
+        elif kind == "stats":
+            self._stats_open ^= {arg}
             self._render()
 
     def _copy(self, text: str, what: str) -> None:

@@ -1,8 +1,14 @@
-"""The transcript's HTML, one block per message: who, a thinking model's reasoning (one line,
-"Thought for 3.2 s · 412 words ▸", that opens to show it; "Thinking…" while it goes on), the
-text (folded when very long), an error in place, and the links under it (versions < 1/2 >,
-Copy, Edit, Regenerate, Continue, Delete, with the reply's numbers). Whatever the model or the
-user wrote is escaped: the reasoning is shown as plain text, the reply as our Markdown.
+"""The transcript's HTML, one block per message: the user's words in a bubble on the right; a
+reply under the model's name with a thinking model's reasoning folded into one line ("Thought
+for 3.2 s · 412 words ▸", "Thinking…" while it goes on), its text (folded when very long), an
+error in place with what to do, and a quiet footer: the version switcher ("< 2/2 >"), Continue
+for a reply that was cut off, and its numbers in one short line that opens to all of them.
+
+Copy, Edit, Regenerate and Delete are not in the text: they are buttons that appear over the
+footer of the message under the pointer or picked with the keyboard (``message_actions``); the
+footer keeps room for them. Each message is one top-level table, so the transcript can find a
+message's place on screen. Whatever the model or the user wrote is escaped: the reasoning is
+shown as plain text, the reply as our Markdown.
 
 Links are ``action:<what>:<message id>[:<argument>]``; the transcript widget handles them.
 """
@@ -13,24 +19,32 @@ import html
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from app.gui.design.tokens import Palette
 from app.gui.state.chat.folding import fold
 from app.gui.state.chat.records import Message
 from app.gui.state.chat.thinking import thinking_summary
 from app.gui.views.tool_call_html import tool_calls_block
 
-__all__ = ["EMPTY", "BlockStyle", "message_block"]
+__all__ = ["ACTIONS_HEIGHT", "EMPTY", "BlockStyle", "empty_html", "message_block"]
 
-EMPTY = (
-    "<div style='color:gray; margin-top:40px;' align='center'><h3>Ask anything</h3>"
-    "<p>Enter sends · Shift+Enter adds a line · Esc stops a reply</p></div>"
-)
+ACTIONS_HEIGHT = 28  # pixels the footer keeps for the action buttons
+EMPTY = "Ask anything"
+
+
+def empty_html(p: Palette) -> str:
+    return (
+        f"<div align='center' style='margin-top:80px;'><p style='font-size:16pt; "
+        f"font-weight:600; color:{p.text};'>{EMPTY}</p><p style='color:{p.muted};'>Enter sends "
+        "· Shift+Enter adds a line · Esc stops a reply · Alt+Up picks a message</p></div>"
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class BlockStyle:
     assistant: str  # the name over replies (the chat's model)
-    bubble: str  # the background of the user's messages
+    palette: Palette
     markdown: Callable[[Message, str], str]  # (message, the text to show) -> HTML
+    stats_open: frozenset[str] = frozenset()  # replies whose numbers are shown in full
 
 
 def message_block(
@@ -42,41 +56,55 @@ def message_block(
     expanded: bool,
     thinking_open: bool = False,
     open_results: set[str] | None = None,
+    before: str = "",
+    after: str = "",
 ) -> str:
     """``last``: the conversation's last message; ``streaming``: it is still being written;
-    ``thinking_open``: its reasoning is shown rather than summed up in one line."""
-    who = "You" if m.role == "user" else html.escape(style.assistant)
-    head = f"<p style='margin-bottom:2px;'><b>{who}</b></p>"
+    ``thinking_open``: its reasoning is shown rather than summed up in one line; ``before`` and
+    ``after``: our own HTML around it (the memory divider, the sources it cites)."""
+    p = style.palette
     folded = fold(m.content)
     shown = m.content if expanded or streaming or not folded.folded else folded.shown
     if m.role == "user":
         text = html.escape(shown).replace("\n", "<br>")
         thumbnails = "".join(f"<img src='image:{m.id}/{i}'> " for i in range(len(m.images)))
         body = (
-            f"<table width='100%' cellpadding='8' bgcolor='{style.bubble}'><tr><td>"
+            # the transcript paints the bubble itself, with round corners
+            "<table align='right' cellpadding='10' cellspacing='0' "
+            f"style='margin-top:4px;'><tr><td style='color:{p.text};'>"
             f"{thumbnails + '<br>' if thumbnails else ''}{text}</td></tr></table>"
         )
     else:
-        waiting = "<p><i>…</i></p>" if streaming and not m.thinking else ""
-        body = _thinking(m, streaming, thinking_open)
+        who = html.escape(style.assistant)
+        body = (
+            f"<p style='margin:0 0 4px 0; color:{p.muted}; font-size:small; font-weight:600;'>"
+            f"{who}</p>"
+        )
+        waiting = f"<p style='color:{p.muted};'>…</p>" if streaming and not m.thinking else ""
+        body += _thinking(m, p, streaming, thinking_open)
         body += style.markdown(m, shown) if shown else ("" if m.tool_calls else waiting)
-        body += tool_calls_block(m.tool_calls, open_results or set(), style.bubble)
+        body += tool_calls_block(m.tool_calls, open_results or set(), p)
     if folded.folded and not streaming:
         body += _fold_link(m.id, expanded, folded.hidden_lines)
     if m.failed:
-        body += _error(m)
-    footer = "" if streaming else _footer(m, last)
-    return f"<div style='margin-bottom:14px;'>{head}{body}{footer}</div>"
+        body += _error(m, p)
+    footer = "" if streaming else _footer(m, p, last, m.id in style.stats_open)
+    align = "right" if m.role == "user" else "left"
+    return (
+        "<table width='100%' cellspacing='0' cellpadding='0' style='margin-bottom:6px;'>"
+        f"<tr><td>{before}</td></tr><tr><td align='{align}'>{body}{after}</td></tr>"
+        f"<tr><td>{footer}</td></tr></table>"
+    )
 
 
-def _thinking(m: Message, streaming: bool, shown: bool) -> str:
+def _thinking(m: Message, p: Palette, streaming: bool, shown: bool) -> str:
     """The reasoning's one line (a link that opens or closes it), and the reasoning when open."""
     if not m.thinking:
         return ""
     live = streaming and not m.content  # the answer has not begun: still thinking
     line = thinking_summary(m.thinking, m.thinking_seconds, live=live)
     link = (
-        f"<a href='action:thinking:{m.id}' style='color:gray; text-decoration:none;'>"
+        f"<a href='action:thinking:{m.id}' style='color:{p.muted}; text-decoration:none;'>"
         f"{html.escape(line)} {'▾' if shown else '▸'}</a>"
     )
     head = f"<p style='margin-top:0; margin-bottom:4px;'>{link}</p>"
@@ -84,8 +112,9 @@ def _thinking(m: Message, streaming: bool, shown: bool) -> str:
         return head
     text = html.escape(m.thinking.strip())
     return (
-        f"{head}<table width='100%' cellpadding='6' style='margin-bottom:6px;'><tr>"
-        f"<td style='color:gray; white-space:pre-wrap;'>{text}</td></tr></table>"
+        f"{head}<table width='100%' cellpadding='8' bgcolor='{p.surface_alt}' "
+        f"style='margin-bottom:6px;'><tr><td style='color:{p.muted}; white-space:pre-wrap;'>"
+        f"{text}</td></tr></table>"
     )
 
 
@@ -94,43 +123,64 @@ def _fold_link(message_id: str, expanded: bool, hidden: int) -> str:
         link = f"<a href='action:fold:{message_id}'>Show less</a>"
     else:
         link = f"<a href='action:unfold:{message_id}'>Show all ({hidden:,} more lines)</a>"
-    return f"<p style='margin-top:2px;'>{link}</p>"
+    return f"<p style='margin-top:4px;'>{link}</p>"
 
 
-def _error(m: Message) -> str:
-    hint = f"<br>{html.escape(m.hint)}" if m.hint else ""
+def _error(m: Message, p: Palette) -> str:
+    hint = f"<br><span style='color:{p.text};'>{html.escape(m.hint)}</span>" if m.hint else ""
     return (
-        "<table width='100%' cellpadding='8' bgcolor='#fdecea'><tr><td>"
-        f"<span style='color:#b42318;'><b>{html.escape(m.error)}</b>{hint}</span><br>"
-        "<a href='action:regenerate'>Try again</a></td></tr></table>"
+        f"<table width='100%' cellpadding='10' bgcolor='{p.danger_soft}' style='margin-top:4px;'>"
+        f"<tr><td><span style='color:{p.danger};'><b>{html.escape(m.error)}</b></span>{hint}"
+        "<br><a href='action:regenerate'>Try again</a></td></tr></table>"
     )
 
 
-def _versions(m: Message) -> list[str]:
+def _versions(m: Message, p: Palette) -> str:
     count = len(m.others) + 1
     if count < 2:
-        return []
+        return ""
     back, ahead = "&lsaquo;", "&rsaquo;"  # the arrows, linked where there is a version
+    link = f"style='color:{p.text}; text-decoration:none; font-weight:600;'"
     if m.version:
-        back = f"<a href='action:version:{m.id}:{m.version - 1}'>{back}</a>"
+        back = f"<a href='action:version:{m.id}:{m.version - 1}' {link}>{back}</a>"
     if m.version < count - 1:
-        ahead = f"<a href='action:version:{m.id}:{m.version + 1}'>{ahead}</a>"
-    return [f"{back} {m.version + 1}/{count} {ahead}"]
+        ahead = f"<a href='action:version:{m.id}:{m.version + 1}' {link}>{ahead}</a>"
+    return f"<span style='color:{p.muted};'>{back} {m.version + 1}/{count} {ahead}</span>"
 
 
-def _footer(m: Message, last: bool) -> str:
-    links = [f"<a href='action:copy:{m.id}'>Copy</a>"]
-    if m.role == "user":
-        links.append(f"<a href='action:edit:{m.id}'>Edit</a>")
-        if last:  # its reply was deleted: ask for one
-            links.append("<a href='action:regenerate'>Answer</a>")
-    elif last and not m.failed:
-        links.append("<a href='action:regenerate'>Regenerate</a>")
-        if m.can_continue:
-            links.append(f"<a href='action:continue:{m.id}'>Continue</a>")
-    links.append(f"<a href='action:delete:{m.id}'>Delete</a>")
-    stats = m.stats.summary() if m.stats else ""
-    muted = f"<span style='color:gray;'>{html.escape(stats)}</span>&nbsp;&nbsp;" if stats else ""
-    versions = " ".join(_versions(m))
-    versions = f"{versions}&nbsp;&nbsp;" if versions else ""
-    return f"<p style='font-size:small; margin-top:2px;'>{versions}{muted}{' · '.join(links)}</p>"
+def _footer(m: Message, p: Palette, last: bool, stats_open: bool) -> str:
+    """The quiet line under a message: what to do next and its numbers on the left, the
+    version switcher on the right, where the action buttons appear beside it (the line keeps
+    ``ACTIONS_HEIGHT`` for them)."""
+    parts = []
+    if m.role == "assistant" and last and m.can_continue and not m.failed:
+        parts.append(f"<a href='action:continue:{m.id}'>Continue</a>")
+    if m.role == "user" and last:  # its reply was deleted: ask for one
+        parts.append("<a href='action:regenerate'>Answer</a>")
+    if m.stats is not None:
+        parts.append(_stats(m, p, stats_open))
+    spacer = f"<img src='spacer:' width='1' height='{ACTIONS_HEIGHT}'>"
+    line = " &nbsp;·&nbsp; ".join(parts)
+    quiet = f"style='font-size:small; color:{p.muted};'"
+    return (
+        "<table width='100%' cellspacing='0' cellpadding='0'><tr>"
+        f"<td valign='middle' {quiet}>{spacer}{line}</td>"
+        f"<td align='right' valign='middle' {quiet}>{_versions(m, p)}</td></tr></table>"
+    )
+
+
+def _stats(m: Message, p: Palette, shown: bool) -> str:
+    stats = m.stats
+    full = stats.summary()
+    short = (
+        f"{stats.tokens_per_second:.1f} tok/s"
+        if stats.tokens_per_second is not None
+        else full.split(" · ")[0]
+    )
+    why = {"length": "stopped at the token limit", "stopped": "stopped"}.get(stats.done_reason)
+    short = f"{short} · {why}" if why else short  # why it ended early is always said
+    text = full if shown else short
+    return (
+        f"<a href='action:stats:{m.id}' style='color:{p.muted}; text-decoration:none;'>"
+        f"{html.escape(text)} {'◂' if shown else '▸'}</a>"
+    )

@@ -10,29 +10,30 @@ from __future__ import annotations
 
 import html
 
+from app.gui.design.tokens import Palette
 from app.gui.state.chat.memory import DIVIDER_TEXT, ChatMemory
 
 __all__ = ["memory_divider"]
 
-_LINE = "<hr style='border: none; border-top: 1px dashed #d97706;'>"
 
-
-def memory_divider(memory: ChatMemory, summary_open: bool) -> str:
+def memory_divider(memory: ChatMemory, summary_open: bool, p: Palette) -> str:
     """The divider's HTML ("" when the model sees the whole chat)."""
     if not memory.starts_at:
         return ""
+    line = f"<hr style='border: none; border-top: 1px dashed {p.warning};'>"
     label = (
-        "<p align='center' style='color:#b45309; font-size:small; margin:0;'>"
+        f"<p align='center' style='color:{p.warning}; font-size:small; margin:0;'>"
         f"{html.escape(DIVIDER_TEXT)}</p>"
     )
-    return f"<div style='margin-bottom:14px;'>{_LINE}{label}{_summary(memory, summary_open)}</div>"
+    summary = _summary(memory, summary_open, p)
+    return f"<div style='margin-bottom:14px;'>{line}{label}{summary}</div>"
 
 
-def _summary(memory: ChatMemory, shown: bool) -> str:
+def _summary(memory: ChatMemory, shown: bool, p: Palette) -> str:
     if memory.overflow != "summarize" or not memory.summary:
         return ""
     link = (
-        "<a href='action:summary' style='color:gray; text-decoration:none;'>"
+        f"<a href='action:summary' style='color:{p.muted}; text-decoration:none;'>"
         f"Summary of the earlier messages {'▾' if shown else '▸'}</a>"
     )
     head = f"<p align='center' style='font-size:small; margin-top:2px;'>{link}</p>"
@@ -41,5 +42,5 @@ def _summary(memory: ChatMemory, shown: bool) -> str:
     text = html.escape(memory.summary.strip())
     return (
         f"{head}<table width='100%' cellpadding='6'><tr>"
-        f"<td style='color:gray; white-space:pre-wrap;'>{text}</td></tr></table>"
+        f"<td style='color:{p.muted}; white-space:pre-wrap;'>{text}</td></tr></table>"
     )

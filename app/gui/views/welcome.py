@@ -1,8 +1,9 @@
 """The first-run page: a few models sized for this machine, one click each, or your own GGUF.
 
 Shown while no model is installed. The suggestion that suits the machine best is marked; the
-others carry the same fit badge the Discover page uses. A GGUF file can be picked or dropped
-anywhere on the page.
+others carry the same fit badge the Discover page uses. Importing a GGUF file you have is a
+choice of its own (a card, and a drop anywhere on the page); offline it is the one offered,
+and the downloads say why they wait. A failed download says what happened in one sentence.
 """
 
 from __future__ import annotations
@@ -18,18 +19,34 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QPushButton,
+    QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
 
+from app.gui.design.tokens import SPACE
+from app.gui.design.widgets import badge, set_kind
 from app.gui.state.downloads import Download
 from app.gui.state.fit import Fit
 from app.gui.state.records import SystemInfo
 from app.gui.state.starter_models import Suggestion, suggest
 from app.gui.state.units import bytes_text, duration_text
-from app.gui.views.plain_text import plain_label
+from app.gui.views.plain_text import plain_label, plain_tooltip
 
-__all__ = ["WelcomePage", "gguf_paths"]
+__all__ = ["OFFLINE_REASON", "WelcomePage", "download_problem", "gguf_paths"]
+
+OFFLINE_REASON = "Downloads need the internet, and this computer is offline."
+
+
+def download_problem(error: str) -> str:
+    """A failed download's reason as one sentence with the next step."""
+    if "could not reach" in error or "internet" in error:
+        return (
+            "This computer could not reach Hugging Face: import a GGUF file you have, or "
+            "retry once it is online."
+        )
+    first = error.split(". ")[0].strip().rstrip(".")
+    return f"{first[:1].upper()}{first[1:]}; retry it, or see the Downloads page."
 
 
 def gguf_paths(event: QDragEnterEvent | QDropEvent) -> list[Path]:
@@ -56,41 +73,86 @@ class WelcomePage(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setAcceptDrops(True)
+        self.offline = False
         self.machine = plain_label(_machine(None), objectName="muted")
         self.cards = QGridLayout()
+        self.cards.setSpacing(SPACE.md)
         self.buttons: dict[str, QPushButton] = {}
         self.problems: dict[str, QLabel] = {}  # a failed download's reason, on its card
-        import_button = QPushButton("Import a GGUF file…")
-        import_button.clicked.connect(self._pick_file)
+        self.import_button = QPushButton("Import a GGUF file…")
+        self.import_button.clicked.connect(self._pick_file)
+        self.import_card = self._import_card()
 
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(40, 30, 40, 30)
+        layout.setContentsMargins(SPACE.xxl, SPACE.xl, SPACE.xxl, SPACE.xl)
+        layout.setSpacing(SPACE.sm)
         layout.addWidget(QLabel("Welcome to localllm", objectName="pageTitle"))
-        layout.addWidget(
-            QLabel(
-                "Models run on this computer; nothing you type leaves it. "
-                "Pick one to download and start chatting.",
-                wordWrap=True,
-            )
+        intro = QLabel(
+            "Models run on this computer; nothing you type leaves it. "
+            "Pick one to download, or use a GGUF file you already have.",
+            wordWrap=True,
         )
+        layout.addWidget(intro)
         layout.addWidget(self.machine)
+        layout.addSpacing(SPACE.sm)
         layout.addLayout(self.cards)
-        row = QHBoxLayout()
-        row.addWidget(import_button)
-        row.addWidget(QLabel("…or drop a .gguf file here", objectName="muted"))
-        row.addStretch(1)
-        layout.addLayout(row)
         layout.addStretch(1)
         self.set_system(None)
 
+    def retheme(self) -> None:
+        """Nothing of its own to redraw: its colours come from the stylesheet."""
+
+    def set_offline(self, offline: bool) -> None:
+        """Offline, downloads wait (and say why); importing a file becomes the main choice."""
+        self.offline = offline
+        set_kind(self.import_button, "primary" if offline else "")
+        for name, button in self.buttons.items():
+            if button.text() in ("Download", "Download anyway", "Retry download"):
+                button.setEnabled(not offline)
+                button.setToolTip(OFFLINE_REASON if offline else f"Download {name}")
+        for name, problem in self.problems.items():
+            if offline and not problem.isVisibleTo(self):
+                problem.setText(OFFLINE_REASON)
+                problem.setObjectName("muted")
+                problem.setVisible(True)
+            elif not offline and problem.text() == OFFLINE_REASON:
+                problem.hide()
+            problem.style().polish(problem)
+            self.buttons[name].setAccessibleDescription(OFFLINE_REASON if offline else "")
+
+    def _import_card(self) -> QFrame:
+        card = QFrame(objectName="card")
+        layout = QVBoxLayout(card)
+        layout.setContentsMargins(SPACE.lg, SPACE.lg, SPACE.lg, SPACE.lg)
+        layout.addWidget(QLabel("<b>Import a GGUF you have</b>"))
+        layout.addWidget(
+            QLabel(
+                "From LM Studio, Ollama, Hugging Face or anywhere on disk: linked in, no "
+                "second copy. Works offline.",
+                objectName="muted",
+                wordWrap=True,
+            )
+        )
+        layout.addStretch(1)
+        layout.addWidget(self.import_button, 0, Qt.AlignmentFlag.AlignLeft)
+        layout.addWidget(QLabel("or drop a .gguf file anywhere here", objectName="caption"))
+        return card
+
     def set_system(self, system: SystemInfo | None) -> None:
+        self.cards.removeWidget(self.import_card)
         while self.cards.count():
             self.cards.takeAt(0).widget().deleteLater()
         self.buttons.clear()
         self.problems.clear()
         self.machine.setText(_machine(system))
-        for i, suggestion in enumerate(suggest(system)):
+        suggestions = suggest(system)
+        for i, suggestion in enumerate(suggestions):
             self.cards.addWidget(self._card(suggestion), i // 3, i % 3)
+        place = len(suggestions)
+        self.cards.addWidget(self.import_card, place // 3, place % 3)
+        for column in range(3):
+            self.cards.setColumnStretch(column, 1)
+        self.set_offline(self.offline)
 
     def mark_downloading(self, name: str, text: str = "Downloading…") -> None:
         button = self.buttons.get(name)
@@ -104,10 +166,14 @@ class WelcomePage(QWidget):
         if button is None:
             return
         problem = self.problems[download.name]
-        problem.setText(download.error if download.state == "failed" else "")
-        problem.setVisible(download.state == "failed")
-        if download.state == "failed":
-            button.setEnabled(True)
+        failed = download.state == "failed"
+        problem.setText(download_problem(download.error) if failed else "")
+        problem.setToolTip(plain_tooltip(download.error) if failed else "")
+        problem.setObjectName("problem")
+        problem.style().polish(problem)
+        problem.setVisible(failed)
+        if failed:
+            button.setEnabled(not self.offline)
             button.setText("Retry download")
         elif download.active:
             eta = duration_text(download.eta)
@@ -118,26 +184,39 @@ class WelcomePage(QWidget):
 
     def _card(self, s: Suggestion) -> QFrame:
         card = QFrame(objectName="card")
+        card.setProperty("chosen", "true" if s.recommended else "false")
         layout = QVBoxLayout(card)
-        title = f"<b>{s.model.name}</b>" + ("  ★ recommended" if s.recommended else "")
-        layout.addWidget(QLabel(title))
-        layout.addWidget(QLabel(s.model.blurb, wordWrap=True))
-        facts = f"{s.model.parameters} parameters · {bytes_text(s.model.size)}"
-        layout.addWidget(QLabel(facts, objectName="muted"))
+        layout.setContentsMargins(SPACE.lg, SPACE.lg, SPACE.lg, SPACE.lg)
+        title = QHBoxLayout()
+        title.addWidget(plain_label(s.model.name, objectName="sectionTitle"))
+        title.addStretch(1)
+        if s.recommended:
+            title.addWidget(badge("recommended", "accent"))
+        layout.addLayout(title)
+        blurb = QLabel(s.model.blurb, wordWrap=True)
+        blurb.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        layout.addWidget(blurb)
+        facts = QHBoxLayout()
+        facts.addWidget(
+            QLabel(f"{s.model.parameters} · {bytes_text(s.model.size)}", objectName="muted")
+        )
         if s.fit is not Fit.UNKNOWN:
-            badge = QLabel(s.fit.label)
-            badge.setStyleSheet(f"color: {s.fit.colour}; font-weight: 600;")
-            layout.addWidget(badge)
+            facts.addWidget(badge(s.fit.label, s.fit.tone or "neutral"))
+        facts.addStretch(1)
+        layout.addLayout(facts)
+        layout.addStretch(1)
         button = QPushButton("Download" if s.fit is not Fit.TOO_LARGE else "Download anyway")
-        button.setDefault(s.recommended)
+        button.setAccessibleName(f"Download {s.model.name}")
+        if s.recommended:
+            set_kind(button, "primary")
         button.clicked.connect(lambda: self._pull(s.model.name))
         self.buttons[s.model.name] = button
         layout.addWidget(button, 0, Qt.AlignmentFlag.AlignLeft)
         problem = plain_label(wordWrap=True, objectName="problem")  # the daemon's error
+        problem.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         problem.hide()
         self.problems[s.model.name] = problem
         layout.addWidget(problem)
-        layout.addStretch(1)
         return card
 
     def _pull(self, name: str) -> None:

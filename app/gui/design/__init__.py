@@ -1,0 +1,2 @@
+"""The app's design system: tokens (colours, spacing, type), the stylesheet built from them,
+and the widgets every page shares (banners, badges, empty states)."""

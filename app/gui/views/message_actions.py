@@ -1,0 +1,99 @@
+"""The buttons of one message, shown over its footer while the pointer is on it or the keyboard
+picked it (Alt+Up and Alt+Down in the conversation, then Tab): Copy, Edit, Regenerate (or
+Answer), Delete, and the version switcher beside them. Each has a screen-reader name and a
+tooltip; the transcript decides where they go and what they act on."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton
+
+from app.gui.design.widgets import icon_button
+from app.gui.state.chat.records import Message
+
+__all__ = ["MessageActions"]
+
+
+class MessageActions(QFrame):
+    triggered = Signal(str)  # the action link: "action:copy:<id>", "action:version:<id>:<n>"
+
+    def __init__(self, icons=None, parent=None):
+        super().__init__(parent, objectName="messageActions")
+        self.setAutoFillBackground(True)
+        self.message_id = ""
+        self._icons = icons
+        self.back = icon_button(icons, "back", "Previous version", on_click=lambda: self._go(-1))
+        self.version = QLabel(objectName="caption")
+        self.ahead = icon_button(icons, "forward", "Next version", on_click=lambda: self._go(1))
+        self.copy = icon_button(icons, "copy", "Copy", "Copy the message", lambda: self._do("copy"))
+        self.edit = icon_button(
+            icons, "edit", "Edit", "Edit and send again", lambda: self._do("edit")
+        )
+        self.regenerate = icon_button(
+            icons,
+            "regenerate",
+            "Regenerate",
+            "Write a new version",
+            lambda: self._act("regenerate"),
+        )
+        self.delete = icon_button(
+            icons, "delete", "Delete", "Delete the message", lambda: self._do("delete")
+        )
+        row = QHBoxLayout(self)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.setSpacing(2)
+        for widget in (
+            self.back,
+            self.version,
+            self.ahead,
+            self.copy,
+            self.edit,
+            self.regenerate,
+            self.delete,
+        ):
+            row.addWidget(widget, 0, Qt.AlignmentFlag.AlignVCenter)
+        self._message: Message | None = None
+        self.hide()
+
+    def buttons(self) -> list[QToolButton]:
+        """The ones shown, in order (what Tab goes through)."""
+        every = (self.back, self.ahead, self.copy, self.edit, self.regenerate, self.delete)
+        return [b for b in every if not b.isHidden()]
+
+    def show_for(self, message: Message, last: bool, streaming: bool) -> None:
+        """The buttons that apply to ``message`` (the conversation's ``last`` one or not)."""
+        self._message, self.message_id = message, message.id
+        versions = len(message.others) + 1
+        for widget in (self.back, self.version, self.ahead):
+            widget.setVisible(versions > 1)
+        self.version.setText(f"{message.version + 1}/{versions}")
+        self.back.setEnabled(message.version > 0 and not streaming)
+        self.ahead.setEnabled(message.version < versions - 1 and not streaming)
+        self.edit.setVisible(message.role == "user")
+        reply = message.role == "assistant" and last and not message.failed
+        self.regenerate.setVisible(reply)
+        for button in (self.edit, self.regenerate, self.delete):
+            button.setEnabled(not streaming)
+        self.adjustSize()
+
+    def retheme(self) -> None:
+        if self._icons is not None:
+            for button in (
+                self.back,
+                self.ahead,
+                self.copy,
+                self.edit,
+                self.regenerate,
+                self.delete,
+            ):
+                button.setIcon(self._icons.get(button.property("icon_name")))
+
+    def _do(self, what: str) -> None:
+        self.triggered.emit(f"action:{what}:{self.message_id}")
+
+    def _act(self, what: str) -> None:
+        self.triggered.emit(f"action:{what}")
+
+    def _go(self, step: int) -> None:
+        if self._message is not None:
+            self.triggered.emit(f"action:version:{self.message_id}:{self._message.version + step}")

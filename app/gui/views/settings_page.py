@@ -1,0 +1,165 @@
+"""The Settings page: the theme, the context length chats ask for (with what it costs in memory
+for the chat's model, and what the loaded models take now, and why), the server's switch and
+port, and the folders the app keeps its data in.
+
+Drawing and wiring only: the window applies and remembers what changes here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QAbstractItemModel, Qt, QUrl, Signal
+from PySide6.QtGui import QDesktopServices
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.gui.design.tokens import SPACE
+from app.gui.item_models.table import ITEM_ROLE
+from app.gui.state.memory_cost import MemoryCost
+from app.gui.state.preferences import CONTEXT_CHOICES, Preferences
+from app.gui.state.records import RunningModel, ServerInfo
+from app.gui.state.units import bytes_text
+from app.gui.theme import THEMES
+from app.gui.views.plain_text import plain_label
+
+__all__ = ["SettingsPage", "running_text"]
+
+
+def running_text(model: RunningModel) -> str:
+    """One loaded model's memory and why: 'gemma3:270m: 2.8 GB, 32,768 tokens of context'."""
+    if model.remote:
+        return f"{model.name}: on the remote {model.remote}"
+    context = f", {model.context_length:,} tokens of context" if model.context_length else ""
+    return f"{model.name}: {bytes_text(model.size)}{context} ({model.processor})"
+
+
+def _wrapped(text: str = "", name: str = "muted") -> QLabel:
+    label = plain_label(text, objectName=name, wordWrap=True)
+    label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+    return label
+
+
+class SettingsPage(QScrollArea):
+    theme_changed = Signal(str)
+    context_changed = Signal(int)
+    lan_changed = Signal(bool)
+    page_requested = Signal(str)
+
+    def __init__(self, preferences: Preferences, running: QAbstractItemModel, folders, parent=None):
+        """``folders``: (what, path) pairs to show with an Open button."""
+        super().__init__(parent)
+        self.setWidgetResizable(True)
+        self.setFrameShape(QScrollArea.Shape.NoFrame)
+        self._running = running
+        self.theme = QComboBox(accessibleName="Theme")
+        for value, label in THEMES:
+            self.theme.addItem(label, value)
+        self.context = QComboBox(accessibleName="Context length for chats")
+        for value, label in CONTEXT_CHOICES:
+            self.context.addItem(label, value)
+        self.cost = _wrapped("Pick a model in a chat to see what it costs in memory.")
+        self.loaded = _wrapped("No model is loaded.")
+        self.lan = QCheckBox("Serve on the local network (other devices need the API key)")
+        self.server_status = _wrapped()
+        self.show_preferences(preferences)
+        self.theme.activated.connect(lambda _i: self.theme_changed.emit(self.theme.currentData()))
+        self.context.activated.connect(
+            lambda _i: self.context_changed.emit(self.context.currentData())
+        )
+        self.lan.clicked.connect(self.lan_changed)
+        for signal in (running.rowsInserted, running.rowsRemoved, running.dataChanged):
+            signal.connect(lambda *_: self._show_loaded())
+        running.modelReset.connect(self._show_loaded)
+        self.setWidget(self._build(folders))
+
+    def _build(self, folders) -> QWidget:
+        body = QWidget()
+        column = QVBoxLayout(body)
+        column.setContentsMargins(SPACE.xl, SPACE.xl, SPACE.xl, SPACE.xl)
+        column.setSpacing(SPACE.lg)
+        column.addWidget(QLabel("Settings", objectName="pageTitle"))
+        look = QFormLayout()
+        look.addRow("Theme", self.theme)
+        column.addWidget(_section("Appearance", look))
+        memory = QVBoxLayout()
+        form = QFormLayout()
+        form.addRow("Context length", self.context)
+        memory.addLayout(form)
+        memory.addWidget(
+            _wrapped(
+                "What chats that set no Context length of their own ask for. Every token of "
+                "context takes memory in each slot (the requests a model serves at once); "
+                "4,096 suits most chats, like LM Studio's and Ollama's defaults."
+            )
+        )
+        memory.addWidget(self.cost)
+        memory.addWidget(QLabel("Loaded now", objectName="sectionTitle"))
+        memory.addWidget(self.loaded)
+        column.addWidget(_section("Chats and memory", memory))
+        server = QVBoxLayout()
+        server.addWidget(self.server_status)
+        server.addWidget(self.lan)
+        more = QPushButton("Port, API key and log on the Server page")
+        more.clicked.connect(lambda: self.page_requested.emit("Server"))
+        server.addWidget(more, 0, Qt.AlignmentFlag.AlignLeft)
+        column.addWidget(_section("Server", server))
+        places = QFormLayout()
+        for what, path in folders:
+            places.addRow(what, _folder_row(Path(path)))
+        column.addWidget(_section("Data folders", places))
+        column.addStretch(1)
+        return body
+
+    def show_preferences(self, preferences: Preferences) -> None:
+        self.theme.setCurrentIndex(max(0, self.theme.findData(preferences.theme)))
+        self.context.setCurrentIndex(max(0, self.context.findData(preferences.context)))
+
+    def show_cost(self, model: str, cost: MemoryCost | None) -> None:
+        """What the chat's model takes at the chosen context (None: not known yet)."""
+        if cost is None:
+            self.cost.setText(f"{model}: its memory use is known once the daemon describes it.")
+        else:
+            self.cost.setText(f"{model} at this setting: {cost.text()}.")
+
+    def show_server(self, info: ServerInfo) -> None:
+        where = "on the local network" if info.lan else "on this computer only"
+        self.server_status.setText(f"The API answers at {info.base_url}/v1, {where}.")
+        self.lan.setChecked(info.lan)
+
+    def _show_loaded(self) -> None:
+        model = self._running
+        rows = [model.index(r, 0).data(ITEM_ROLE) for r in range(model.rowCount())]
+        lines = [running_text(m) for m in rows if m is not None]
+        self.loaded.setText("\n".join(lines) or "No model is loaded.")
+
+
+def _section(title: str, layout) -> QGroupBox:
+    box = QGroupBox(title)
+    box.setLayout(layout)
+    return box
+
+
+def _folder_row(path: Path) -> QWidget:
+    row = QWidget()
+    line = QHBoxLayout(row)
+    line.setContentsMargins(0, 0, 0, 0)
+    where = plain_label(str(path), objectName="muted")
+    where.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    where.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+    button = QPushButton("Open", accessibleName=f"Open {path.name}")
+    button.clicked.connect(lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(str(path))))
+    line.addWidget(where, 1)
+    line.addWidget(button)
+    return row

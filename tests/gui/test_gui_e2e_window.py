@@ -1,0 +1,65 @@
+"""The window as a user resizes and tabs through it, over a real daemon: at 1,024 px the chat
+settings open without the window growing (the chat list keeps room for its titles), and every
+button on every page has a name a screen reader can say."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QAbstractButton
+
+from app.gui.views.main_window import PAGES
+from tests.support.gui_e2e import MODEL, GuiDaemon, open_app, tiny_models
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory, tiny_model_path):
+    running = GuiDaemon(tmp_path_factory.mktemp("gui-window"), tiny_models(tiny_model_path))
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def window(qtbot, daemon, tmp_path):
+    _services, shown = open_app(qtbot, daemon.gateway(), tmp_path)
+    qtbot.waitUntil(lambda: shown.services.library.loaded, timeout=10_000)
+    qtbot.waitUntil(lambda: shown.chat_page.model_picker.currentText() == MODEL, timeout=10_000)
+    yield shown
+    shown.services.shutdown()
+
+
+def test_the_window_keeps_its_width_when_the_chat_settings_open(qtbot, window):
+    window.resize(1024, 700)
+    qtbot.waitUntil(lambda: window.width() == 1024)
+    page = window.chat_page
+    page.settings_button.click()
+    qtbot.waitUntil(lambda: page.settings_area.isVisible())
+    qtbot.wait(100)  # the layout settles
+    assert window.width() == 1024
+    assert page.settings_area.width() >= 250  # readable, not squeezed
+    for part in (page.sidebar, page.splitter.widget(1), page.settings_area):  # all of it fits
+        least = max(part.minimumWidth(), part.minimumSizeHint().width())
+        assert part.width() >= least and part.geometry().right() < page.splitter.width(), part
+    assert page.sidebar.width() >= 170  # the chat titles keep their room ("Sea…" no more)
+    assert page.settings.temperature.isVisibleTo(window)
+    page.settings_button.click()
+    qtbot.waitUntil(lambda: not page.settings_area.isVisible())
+    assert window.width() == 1024
+
+
+def test_every_button_has_a_name_to_say(qtbot, window):
+    window.resize(1024, 700)
+    unnamed = []
+    for title, _icon in PAGES:
+        window.show_page(title)
+        qtbot.wait(50)
+        page = window.pages.currentWidget()
+        for button in page.findChildren(QAbstractButton):
+            reachable = (
+                button.isVisibleTo(window) and button.focusPolicy() != Qt.FocusPolicy.NoFocus
+            )
+            if reachable and not (button.text() or button.accessibleName()):
+                unnamed.append(f"{title}: {type(button).__name__} {button.toolTip()!r}")
+    assert not unnamed, unnamed
