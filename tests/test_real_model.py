@@ -42,6 +42,9 @@ def test_show_reads_the_real_metadata(daemon):
     assert shown["details"]["quantization_level"] == "Q4_K_M"
     assert shown["model_info"]["gemma3.context_length"] == 32768
     assert shown["model_info"]["general.architecture"] == "gemma3"
+    # 256 values per head (not 640 / 4): a client's KV-cache estimate needs them
+    assert shown["model_info"]["gemma3.attention.key_length"] == 256
+    assert shown["model_info"]["gemma3.attention.value_length"] == 256
 
 
 def test_greedy_completion_is_the_models_own(daemon):

@@ -34,6 +34,8 @@ _INFO_KEYS = {
     "block_count": "{arch}.block_count",
     "head_count": "{arch}.attention.head_count",
     "head_count_kv": "{arch}.attention.head_count_kv",
+    "key_length": "{arch}.attention.key_length",  # values per head, where not n_embd / heads:
+    "value_length": "{arch}.attention.value_length",  # what a KV cache estimate needs
     "vocab_size": "{arch}.vocab_size",
     "tokenizer_model": "tokenizer.ggml.model",
 }
