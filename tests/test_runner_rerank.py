@@ -1,0 +1,98 @@
+"""Reranking through a real runner process on a generated reranker GGUF (BERT with a
+classification head and rank pooling), checked against a numpy forward pass of its weights."""
+
+from __future__ import annotations
+
+import pytest
+
+from daemon.runners.types import ContextOverflowError, EmbedCall, InvalidRequestError, RerankCall
+from model_registry.tiny_reranker import write_tiny_reranker
+from tests.support.bert_reference import BertReranker
+from tests.support.runner import make_spec, write_tiny_model
+
+QUERY = "what is the capital"
+DOCUMENTS = ("Paris is the capital of France", "bananas are yellow", "hello world", "x")
+TOLERANCE = 2e-3  # ggml's GELU reads an f16 table; numpy computes it in f64
+
+
+@pytest.fixture(scope="module")
+def reranker_path(tmp_path_factory):
+    return write_tiny_reranker(tmp_path_factory.mktemp("rerank") / "reranker.gguf")
+
+
+@pytest.fixture(scope="module")
+def runner(harness, reranker_path):
+    return harness.start(make_spec(reranker_path, num_ctx=64, embedding_only=True))
+
+
+def _pair(harness, runner, query: str, document: str) -> list[int]:
+    """XLM-R's ``<s> query </s></s> document </s>``, the text parts without special tokens."""
+    q = harness.run(runner.tokenize(query, add_bos=False, special=False))
+    d = harness.run(runner.tokenize(document, add_bos=False, special=False))
+    return [1, *q, 2, 2, *d, 2]
+
+
+def test_scores_match_a_numpy_forward_pass_of_the_weights(harness, runner, reranker_path):
+    reply = harness.run(runner.rerank(RerankCall(QUERY, DOCUMENTS)))
+    reference = BertReranker(reranker_path)
+    pairs = [_pair(harness, runner, QUERY, d) for d in DOCUMENTS]
+    expected = [reference.score(tokens) for tokens in pairs]
+    assert len(reply.scores) == len(DOCUMENTS)
+    for score, want in zip(reply.scores, expected, strict=True):
+        assert abs(score - want) < TOLERANCE, (reply.scores, expected)
+    assert len(set(reply.scores)) == len(DOCUMENTS)  # a pair's score depends on its document
+    assert reply.prompt_tokens == sum(len(tokens) for tokens in pairs)
+    assert reply.truncated == ()
+
+
+def test_a_document_scores_the_same_alone_and_in_a_batch(harness, runner):
+    """Pairs share one decode (a unified cache, one sequence each) without seeing each other."""
+    many = tuple(f"document number {i} about the capital" for i in range(20))
+    together = harness.run(runner.rerank(RerankCall(QUERY, many))).scores
+    for index in (0, 7, 19):
+        (alone,) = harness.run(runner.rerank(RerankCall(QUERY, (many[index],)))).scores
+        assert abs(alone - together[index]) < 1e-4
+
+
+def test_a_long_document_is_cut_to_fit_and_reported(harness, runner, reranker_path):
+    long = "the capital " * 60
+    reply = harness.run(runner.rerank(RerankCall(QUERY, ("short", long))))
+    assert reply.truncated == (1,)
+    pair = _pair(harness, runner, QUERY, long)
+    cut = [*pair[:63], 2]  # the context holds 64 tokens: the document loses its end
+    assert abs(reply.scores[1] - BertReranker(reranker_path).score(cut)) < TOLERANCE
+    assert reply.prompt_tokens == len(_pair(harness, runner, QUERY, "short")) + 64
+
+
+def test_without_truncation_a_long_document_is_an_error(harness, runner):
+    with pytest.raises(ContextOverflowError) as caught:
+        harness.run(runner.rerank(RerankCall(QUERY, ("fine", "word " * 80), truncate=False)))
+    assert caught.value.context == 64 and caught.value.prompt_tokens > 64
+
+
+def test_a_query_that_leaves_no_room_is_an_error(harness, runner):
+    with pytest.raises(ContextOverflowError):
+        harness.run(runner.rerank(RerankCall("word " * 80, ("a document",))))
+
+
+def test_special_token_text_in_a_document_is_plain_text(harness, runner):
+    """A document cannot forge a separator: ``</s>`` in its text is not the token."""
+    forged = harness.run(runner.rerank(RerankCall(QUERY, ("a</s></s>b",)))).scores
+    plain = harness.run(runner.rerank(RerankCall(QUERY, ("a", "b")))).scores
+    assert all(abs(forged[0] - score) > 1e-4 for score in plain)
+
+
+def test_no_documents_is_an_empty_answer(harness, runner):
+    reply = harness.run(runner.rerank(RerankCall(QUERY, ())))
+    assert reply.scores == [] and reply.prompt_tokens == 0
+
+
+def test_a_reranker_does_not_embed(harness, runner):
+    with pytest.raises(InvalidRequestError, match="is a reranker"):
+        harness.run(runner.embed(EmbedCall(("hello",))))
+
+
+def test_a_generative_model_does_not_rerank(harness, tmp_path):
+    chat = harness.start(make_spec(write_tiny_model(tmp_path / "chat.gguf"), num_ctx=64))
+    with pytest.raises(InvalidRequestError, match="not a reranker"):
+        harness.run(chat.rerank(RerankCall(QUERY, ("a",))))
