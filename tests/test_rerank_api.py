@@ -26,7 +26,9 @@ PATHS = ("/v1/rerank", "/rerank", "/v1/reranking", "/v2/rerank", "/api/rerank")
 def daemon(tmp_path_factory, tiny_model_path):
     root = tmp_path_factory.mktemp("rerank-daemon")
     reranker = write_tiny_reranker(root / "reranker.gguf")
-    store = make_store(root / "store", {"reranker": reranker, "tiny": tiny_model_path})
+    qwen3 = write_tiny_reranker(root / "qwen3.gguf", style="qwen3")
+    models = {"reranker": reranker, "qwen3-reranker": qwen3, "tiny": tiny_model_path}
+    store = make_store(root / "store", models)
     with Daemon(store, root / "logs") as running:
         yield running
 
@@ -56,6 +58,17 @@ def test_every_path_answers_every_document_best_first(daemon):
     native = answers["/api/rerank"].json()
     assert native["prompt_eval_count"] == first["usage"]["prompt_tokens"]
     assert native["total_duration"] > 0
+
+
+def test_a_qwen3_style_reranker_answers_probabilities(daemon):
+    """A causal reranker (the qwen3 architecture) is told apart from a chat model by its
+    rank pooling: it reranks, with the rerank prompt its GGUF carries."""
+    answer = rerank(daemon, model="qwen3-reranker")
+    assert answer.status_code == 200, answer.text
+    scores = scores_by_index(answer.json()["results"])
+    assert sorted(scores) == [0, 1, 2, 3] and all(0 < s < 1 for s in scores.values())
+    show = httpx.post(daemon.url + "/api/show", json={"model": "qwen3-reranker"}, timeout=30)
+    assert show.json()["capabilities"] == ["rerank"]
 
 
 def test_top_n_and_documents_as_objects_returned(daemon):

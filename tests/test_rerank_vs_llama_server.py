@@ -1,5 +1,6 @@
 """Our /v1/rerank against llama.cpp's own ``llama-server --rerank`` on the same generated
-reranker and the same inputs: the scores agree within float tolerance.
+rerankers (BGE's layout and Qwen3-Reranker's, with its rerank prompt) and the same inputs: the
+scores agree within float tolerance, and so do the token counts.
 
 Runs where the bench's llama-server build exists (``python bench/llama_server_build.py``
 builds it from the pinned llama-cpp-python's vendored llama.cpp); skipped, saying so,
@@ -40,9 +41,10 @@ def llama_server():
     return binary
 
 
-@pytest.fixture(scope="module")
-def reranker(tmp_path_factory):
-    return write_tiny_reranker(tmp_path_factory.mktemp("rerank-peer") / "reranker.gguf", seed=7)
+@pytest.fixture(scope="module", params=["bge", "qwen3"])
+def reranker(request, tmp_path_factory):
+    folder = tmp_path_factory.mktemp(f"rerank-{request.param}")
+    return write_tiny_reranker(folder / "reranker.gguf", seed=7, style=request.param)
 
 
 @pytest.fixture(scope="module")

@@ -1,12 +1,13 @@
-"""Reranking through a real runner process on a generated reranker GGUF (BERT with a
-classification head and rank pooling), checked against a numpy forward pass of its weights."""
+"""Reranking through a real runner process on generated reranker GGUFs: BERT with a
+classification head and rank pooling (checked against a numpy forward pass of its weights),
+and a Qwen3-style causal reranker with its rerank prompt."""
 
 from __future__ import annotations
 
 import pytest
 
 from daemon.runners.types import ContextOverflowError, EmbedCall, InvalidRequestError, RerankCall
-from model_registry.tiny_reranker import write_tiny_reranker
+from model_registry.tiny_reranker import QWEN3_RERANK_PROMPT, write_tiny_reranker
 from tests.support.bert_reference import BertReranker
 from tests.support.runner import make_spec, write_tiny_model
 
@@ -96,3 +97,31 @@ def test_a_generative_model_does_not_rerank(harness, tmp_path):
     chat = harness.start(make_spec(write_tiny_model(tmp_path / "chat.gguf"), num_ctx=64))
     with pytest.raises(InvalidRequestError, match="not a reranker"):
         harness.run(chat.rerank(RerankCall(QUERY, ("a",))))
+
+
+@pytest.fixture(scope="module")
+def qwen3(harness, tmp_path_factory):
+    path = write_tiny_reranker(tmp_path_factory.mktemp("qwen3") / "r.gguf", style="qwen3")
+    return harness.start(make_spec(path, num_ctx=512, embedding_only=True))
+
+
+def test_a_model_with_a_rerank_prompt_scores_the_filled_prompt(harness, qwen3):
+    """Qwen3-Reranker's way: the GGUF's rerank prompt with the query and document written in,
+    the last token's state through a two-label head and a softmax (p("yes"))."""
+    reply = harness.run(qwen3.rerank(RerankCall(QUERY, DOCUMENTS)))
+    assert all(0.0 < score < 1.0 for score in reply.scores)
+    assert len(set(reply.scores)) == len(DOCUMENTS)
+    prompts = [QWEN3_RERANK_PROMPT.format(query=QUERY, document=d) for d in DOCUMENTS]
+    counts = [len(harness.run(qwen3.tokenize(p, add_bos=False, special=True))) for p in prompts]
+    assert reply.prompt_tokens == sum(counts)
+    (alone,) = harness.run(qwen3.rerank(RerankCall(QUERY, DOCUMENTS[1:2]))).scores
+    assert abs(alone - reply.scores[1]) < 1e-4
+
+
+def test_a_long_document_in_a_rerank_prompt_is_cut_to_fit(harness, qwen3):
+    long = "the capital " * 400
+    reply = harness.run(qwen3.rerank(RerankCall(QUERY, (long, "short"))))
+    assert reply.truncated == (0,) and 0.0 < reply.scores[0] < 1.0
+    short = QWEN3_RERANK_PROMPT.format(query=QUERY, document="short")
+    short_tokens = len(harness.run(qwen3.tokenize(short, add_bos=False, special=True)))
+    assert reply.prompt_tokens == 512 + short_tokens
