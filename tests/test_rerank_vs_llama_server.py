@@ -52,7 +52,7 @@ def peer(llama_server, reranker, tmp_path_factory):
     port = free_port()
     log = (tmp_path_factory.mktemp("llama-server") / "server.log").open("wb")
     command = [str(llama_server), "-m", str(reranker), "--rerank", "--host", "127.0.0.1"]
-    command += ["--port", str(port), "-c", "512", "-t", "1", "-np", "2"]
+    command += ["--port", str(port), "-c", "1024", "-t", "1", "-np", "2"]  # 512 a slot
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:

@@ -125,3 +125,13 @@ def test_a_long_document_in_a_rerank_prompt_is_cut_to_fit(harness, qwen3):
     short = QWEN3_RERANK_PROMPT.format(query=QUERY, document="short")
     short_tokens = len(harness.run(qwen3.tokenize(short, add_bos=False, special=True)))
     assert reply.prompt_tokens == 512 + short_tokens
+
+
+def test_a_huge_document_is_cut_or_refused_without_tokenizing_all_of_it(harness, runner):
+    """llama.cpp takes minutes to tokenize a few MB of one byte-fallback character."""
+    huge = "\u00e9" * 4_000_000
+    cut = harness.run(runner.rerank(RerankCall(QUERY, (huge,))), timeout=30)
+    assert cut.truncated == (0,) and cut.prompt_tokens == 64
+    with pytest.raises(ContextOverflowError) as caught:
+        harness.run(runner.rerank(RerankCall(QUERY, (huge,), truncate=False)), timeout=30)
+    assert caught.value.at_least

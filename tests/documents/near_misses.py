@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.documents.files import write_corpus
+
 __all__ = ["NEAR_MISS_CORPUS", "NEAR_MISS_QUESTIONS", "write_near_misses"]
 
 NEAR_MISS_CORPUS: dict[str, str] = {
@@ -75,7 +77,4 @@ NEAR_MISS_QUESTIONS: list[tuple[str, str]] = [
 
 
 def write_near_misses(folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, text in NEAR_MISS_CORPUS.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    return folder
+    return write_corpus(folder, NEAR_MISS_CORPUS)

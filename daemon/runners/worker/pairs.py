@@ -46,11 +46,12 @@ class PairFormat:
     def pair(self, query: str, document: str, truncate: bool) -> Pair:
         if truncate:  # only the start can count: never tokenize more than it
             document = self._model.head(document, self._n_ctx)
+        most = None if truncate else self._n_ctx  # refuse a huge text without tokenizing it
         if self._template is not None:
             before, after = self._template.split("{document}", 1)
             before = before.replace("{query}", query)
             after = after.replace("{query}", query)
-            whole = self._tokens(before + document + after, special=True)
+            whole = self._tokens(before + document + after, special=True, most=most)
             if len(whole) <= self._n_ctx:
                 return Pair(whole, False)
             head = self._tokens(before, special=True)
@@ -58,7 +59,7 @@ class PairFormat:
         else:
             head = [*self._bos, *self._tokens(query), *self._eos, *self._sep]
             tail = self._eos
-        body = self._tokens(document)
+        body = self._tokens(document, most=most)
         room = self._n_ctx - len(head) - len(tail)
         if len(body) <= room:
             return Pair([*head, *body, *tail], False)
@@ -66,8 +67,8 @@ class PairFormat:
             raise ContextOverflowError(len(head) + len(body) + len(tail), self._n_ctx)
         return Pair([*head, *body[:room], *tail], True)
 
-    def _tokens(self, text: str, special: bool = False) -> list[int]:
-        return self._model.tokenize(text, add_bos=False, special=special)
+    def _tokens(self, text: str, special: bool = False, most: int | None = None) -> list[int]:
+        return self._model.tokenize(text, add_bos=False, special=special, most=most)
 
 
 def _rerank_template(model: Model) -> str | None:
