@@ -94,7 +94,7 @@ def against_llama_server(args, work: Path) -> list[str]:
         "| | ours | llama-server | ours/llama-server |",
         "| --- | --- | --- | --- |",
         f"| median seconds a request | {ours_s:.3f} | {theirs_s:.3f} | {ours_s / theirs_s:.2f}x |",
-        f"| documents/s | {args.documents / ours_s:.0f} | {args.documents / theirs_s:.0f} "
+        f"| documents/s | {args.documents / ours_s:.2f} | {args.documents / theirs_s:.2f} "
         f"| {theirs_s / ours_s:.2f}x |",
         "",
         f"Largest score difference over every document and round: {worst:.2e}.",
