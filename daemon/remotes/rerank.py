@@ -35,7 +35,10 @@ def _parse(data: object, job: RerankJob, name: str) -> Rerankings:
     scores: list[float | None] = [None] * len(job.documents)
     try:
         for row in data["results"]:
-            scores[int(row["index"])] = float(row["relevance_score"])
+            index = int(row["index"])
+            if not 0 <= index < len(scores):
+                raise IndexError(index)
+            scores[index] = float(row["relevance_score"])
         usage = data.get("usage") or {}
         counted = usage.get("prompt_tokens") or usage.get("total_tokens")
         tokens = int(counted or data.get("prompt_eval_count") or 0)  # the native answer's
