@@ -50,6 +50,8 @@ class GGUFInfo:
     version: int
     key_length: int | None = None  # values per attention head in K (absent: n_embd / heads)
     value_length: int | None = None
+    # llama.cpp's pooling (``{arch}.pooling_type``): 4 is rank, a reranker's classifier head
+    pooling_type: int | None = None
     # Option name -> value: the authors' recommended sampling (``recommended_sampling``).
     sampling: Mapping[str, object] = field(default_factory=dict, compare=False)
     # Every key/value kept (scalars, strings up to 1 MiB, arrays up to 256 items).
@@ -107,6 +109,7 @@ def _interpret(header: GGUFHeader) -> GGUFInfo:
         head_count_kv=arch_int(gguf.Keys.Attention.HEAD_COUNT_KV),
         key_length=arch_int(gguf.Keys.Attention.KEY_LENGTH),
         value_length=arch_int(gguf.Keys.Attention.VALUE_LENGTH),
+        pooling_type=arch_int(gguf.Keys.LLM.POOLING_TYPE),
         chat_template=_str(values.get(gguf.Keys.Tokenizer.CHAT_TEMPLATE)),
         tokenizer_model=_str(values.get(gguf.Keys.Tokenizer.MODEL)),
         vocab_size=vocab_size,

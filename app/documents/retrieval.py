@@ -1,6 +1,9 @@
 """Hybrid search: BM25 keyword ranks and embedding ranks, fused by reciprocal rank fusion
 (Cormack et al. 2009: each list gives a passage 1 / (60 + rank)). The keyword side keeps
 retrieval useful with a small or weak embedding model, and without one at all.
+
+With a reranker, the fused list's first ``RERANKED`` passages are read again together with the
+question and reordered by its scores; the ones cited are the reranker's best.
 """
 
 from __future__ import annotations
@@ -9,11 +12,13 @@ from collections.abc import Sequence
 
 from app.documents.embedder import DaemonEmbedder
 from app.documents.index import DocumentIndex, Passage
+from app.documents.reranker import DaemonReranker
 
 __all__ = ["Retriever", "fuse"]
 
 RRF_K = 60
 CANDIDATES = 30  # from each side, before fusing
+RERANKED = 30  # fused candidates a reranker reorders
 
 
 def fuse(rankings: Sequence[Sequence[int]], k: int = RRF_K) -> list[int]:
@@ -27,10 +32,15 @@ def fuse(rankings: Sequence[Sequence[int]], k: int = RRF_K) -> list[int]:
 
 class Retriever:
     """Searches one index; with no ``embedder`` (or an index built without one) it is
-    keyword-only."""
+    keyword-only; with a ``reranker`` the candidates are reordered by it."""
 
-    def __init__(self, index: DocumentIndex, embedder: DaemonEmbedder | None = None):
-        self.index, self.embedder = index, embedder
+    def __init__(
+        self,
+        index: DocumentIndex,
+        embedder: DaemonEmbedder | None = None,
+        reranker: DaemonReranker | None = None,
+    ):
+        self.index, self.embedder, self.reranker = index, embedder, reranker
 
     @property
     def hybrid(self) -> bool:
@@ -41,4 +51,9 @@ class Retriever:
         if self.hybrid and question.strip():
             (vector,) = self.embedder.embed([question])
             rankings.append(self.index.nearest(vector, CANDIDATES))
-        return self.index.passages(fuse(rankings)[:limit])
+        fused = fuse(rankings)
+        if self.reranker is None or not question.strip():
+            return self.index.passages(fused[:limit])
+        candidates = self.index.passages(fused[:RERANKED])
+        order = self.reranker.order(question, [p.text for p in candidates])
+        return [candidates[i] for i in order[:limit]]

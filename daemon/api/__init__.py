@@ -3,7 +3,8 @@
 Ollama's native shapes live in ``native_chat`` (generate, chat, embed), ``native_models`` (the
 store, pulls, create); our own endpoints' in ``native_system`` and ``native_catalog`` (the
 curated catalog); OpenAI's in ``openai_chat``, ``openai_common`` and ``openai_responses`` (the
-Responses API); Anthropic's Messages API in ``anthropic``. Every name is re-exported here; none
+Responses API); Anthropic's Messages API in ``anthropic``; rerank's (llama-server's, Jina's,
+Cohere's and our native one) in ``rerank``. Every name is re-exported here; none
 is defined twice.
 """
 
@@ -145,8 +146,19 @@ from daemon.api.openai_responses import (
     TextDoneEvent,
     TextFormat,
 )
+from daemon.api.rerank import (
+    MAX_RERANK_DOCUMENTS,
+    NativeRerankResponse,
+    RerankDocument,
+    RerankMeta,
+    RerankRequest,
+    RerankResponse,
+    RerankResult,
+    RerankUsage,
+)
 
 __all__ = [
+    "MAX_RERANK_DOCUMENTS",
     "AdapterOut",
     "AnthropicContent",
     "AnthropicMessage",
@@ -217,6 +229,7 @@ __all__ = [
     "ModelList",
     "ModelRequest",
     "ModelSummary",
+    "NativeRerankResponse",
     "OllamaFunctionCall",
     "OllamaMessage",
     "OllamaReply",
@@ -237,6 +250,12 @@ __all__ = [
     "ReasoningItem",
     "ReasoningOut",
     "ReasoningText",
+    "RerankDocument",
+    "RerankMeta",
+    "RerankRequest",
+    "RerankResponse",
+    "RerankResult",
+    "RerankUsage",
     "ResponseDeleted",
     "ResponseErrorEvent",
     "ResponseFormat",

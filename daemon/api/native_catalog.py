@@ -16,7 +16,7 @@ class CatalogModel(BaseModel):
     aliases: list[str] = []
     repo: str  # the Hugging Face repository it comes from
     quant: str
-    kind: str  # "chat", "embedding" or "vision"
+    kind: str  # "chat", "embedding", "vision" or "rerank"
     parameter_size: str
     size: int  # bytes, approximate
     description: str

@@ -43,6 +43,7 @@ from daemon.api import (
     Model,
     ModelList,
     ModelSummary,
+    NativeRerankResponse,
     ProgressResponse,
     PruneResponse,
     PullListResponse,
@@ -214,6 +215,11 @@ class Client(LocalModelCalls, RemoteCalls):
         text = input if isinstance(input, str) else list(input)
         body = {"model": model, "input": text}
         return self._answer(EmbedResponse, "POST", "/api/embed", json=body)
+
+    def rerank(self, model: str, query: str, documents: Sequence[str]) -> NativeRerankResponse:
+        """Every document's relevance to ``query`` (``/api/rerank``), best first."""
+        body = {"model": model, "query": query, "documents": list(documents)}
+        return self._answer(NativeRerankResponse, "POST", "/api/rerank", json=body)
 
     def openai_chat(
         self, model: str, messages: Sequence[Mapping[str, Any]], **fields: Any

@@ -23,6 +23,7 @@ from daemon.api import (
     HubRepo,
     Model,
     ModelSummary,
+    NativeRerankResponse,
     ProgressResponse,
     PruneResponse,
     PullRecordOut,
@@ -95,6 +96,7 @@ class DaemonClient(Protocol):
         think: bool | str | None = None,
     ) -> Iterator[GenerateChunk]: ...
     def embed(self, model: str, input: str | Sequence[str]) -> EmbedResponse: ...
+    def rerank(self, model: str, query: str, documents: Sequence[str]) -> NativeRerankResponse: ...
     def openai_chat(
         self, model: str, messages: Sequence[Mapping[str, Any]], **fields: Any
     ) -> Iterator[ChatCompletionChunk]: ...

@@ -1,8 +1,8 @@
 """The one path from a job to tokens, and the one owner of a generation's lifecycle.
 
-Routes translate their wire format into a ``GenerationJob`` or ``EmbedJob`` and hand it to
-``Inference`` (model resolution, options, templates, tool calls, images); what comes back is a
-``Generation`` of API-neutral ``Delta`` items ending in ``Finished``.
+Routes translate their wire format into a ``GenerationJob``, ``EmbedJob`` or ``RerankJob`` and
+hand it to ``Inference`` (model resolution, options, templates, tool calls, images); what comes
+back is a ``Generation`` of API-neutral ``Delta`` items ending in ``Finished``.
 """
 
 from daemon.inference.generation import (
@@ -14,7 +14,7 @@ from daemon.inference.generation import (
     ToolCallDelta,
 )
 from daemon.inference.inference import Inference
-from daemon.inference.jobs import Embeddings, EmbedJob, GenerationJob
+from daemon.inference.jobs import Embeddings, EmbedJob, GenerationJob, Rerankings, RerankJob
 
 __all__ = [
     "Collected",
@@ -26,5 +26,7 @@ __all__ = [
     "GenerationJob",
     "GenerationStats",
     "Inference",
+    "RerankJob",
+    "Rerankings",
     "ToolCallDelta",
 ]

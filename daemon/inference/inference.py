@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from daemon.errors import BadRequestError
 from daemon.inference.generation import Finished, Generation, primed
 from daemon.inference.history_fit import certainly_fits, fit_history, reply_room
-from daemon.inference.jobs import Embeddings, EmbedJob, GenerationJob
+from daemon.inference.jobs import Embeddings, EmbedJob, GenerationJob, Rerankings, RerankJob
 from daemon.inference.options import merge_options, runner_options, sampling_params
 from daemon.inference.prompts import Prompts
 from daemon.inference.recommended import RecommendedSampling
@@ -32,6 +32,7 @@ from daemon.runners.types import (
     DoneEvent,
     EmbedCall,
     GenerateCall,
+    RerankCall,
     RunnerCrashed,
     SamplingParams,
 )
@@ -172,18 +173,49 @@ class Inference:
         if remote is not None:
             return await self.remotes.embed(remote, job)
         model = self.resolve(job.model)
-        options = merge_options(model.params, job.options)
-        lease = await self._lease(model, options, job.keep_alive)
+        if model.reranker:
+            raise BadRequestError(f"model {model.name!r} is a reranker; use /api/rerank")
+        call = EmbedCall(tuple(job.inputs), True, job.truncate)
+        result = await self._on_runner(model, job.options, job.keep_alive, "embed", call)
+        vectors = [list(vector) for vector in result.embeddings]
+        return Embeddings(model.name, vectors, result.prompt_tokens)
+
+    async def rerank(self, job: RerankJob) -> Rerankings:
+        """Each document's relevance score to the query, from a reranker model (or the
+        remote that serves the model)."""
+        remote = self.remotes.match(job.model) if self.remotes is not None else None
+        if remote is not None:
+            return await self.remotes.rerank(remote, job)
+        model = self.resolve(job.model)
+        if not model.reranker:
+            kind = "an embedding model" if model.embedding_only else "a chat model"
+            raise BadRequestError(
+                f"model {model.name!r} is {kind}, not a reranker; name a reranker such as "
+                "bge-reranker:m3 (`localllm pull bge-reranker:m3`)",
+                param="model",
+            )
+        call = RerankCall(job.query, tuple(job.documents), job.truncate)
+        result = await self._on_runner(model, job.options, job.keep_alive, "rerank", call)
+        return Rerankings(model.name, result.scores, result.prompt_tokens, result.truncated)
+
+    async def _on_runner(
+        self,
+        model: ResolvedModel,
+        options: Mapping[str, object],
+        keep_alive: float | None,
+        method: str,
+        call: EmbedCall | RerankCall,
+    ):
+        """``runner.<method>(call)`` on a leased runner of ``model``."""
+        lease = await self._lease(model, merge_options(model.params, options), keep_alive)
         crashed = False
         try:
-            result = await lease.runner.embed(EmbedCall(tuple(job.inputs), True, job.truncate))
+            return await getattr(lease.runner, method)(call)
         except RunnerCrashed:
             crashed = True
             raise
         finally:
             lease.release(crashed=crashed)
-        vectors = [list(vector) for vector in result.embeddings]
-        return Embeddings(model.name, vectors, result.prompt_tokens)
 
     def _local_only(self, model: str, what: str) -> None:
         if self.remotes is not None:
@@ -193,7 +225,8 @@ class Inference:
         """The job's model, if it can do what the job asks."""
         model = self.resolve(job.model)
         if model.embedding_only:
-            raise BadRequestError(f"model {model.name!r} is an embedding model; it cannot generate")
+            kind = "a reranker" if model.reranker else "an embedding model"
+            raise BadRequestError(f"model {model.name!r} is {kind}; it cannot generate")
         if job.images and model.target.projector_path is None:
             raise BadRequestError(
                 f"model {model.name!r} does not support images (it has no vision projector)",

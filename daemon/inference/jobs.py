@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from daemon.inference.tool_calls import ToolChoice
 
-__all__ = ["EmbedJob", "Embeddings", "GenerationJob"]
+__all__ = ["EmbedJob", "Embeddings", "GenerationJob", "RerankJob", "Rerankings"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,3 +56,23 @@ class Embeddings:
     model: str
     vectors: list[list[float]]
     prompt_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class RerankJob:
+    """Score ``documents`` by their relevance to ``query`` with a reranker model."""
+
+    model: str
+    query: str
+    documents: Sequence[str]
+    options: Mapping[str, object] = field(default_factory=dict)
+    truncate: bool = True  # a document too long for the context loses its end (else a 400)
+    keep_alive: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Rerankings:
+    model: str
+    scores: list[float]  # per document, in the job's order
+    prompt_tokens: int
+    truncated: tuple[int, ...] = ()  # documents that lost their end, by index

@@ -20,6 +20,7 @@ from model_registry.store import LayerType, Store
 __all__ = ["FALLBACK_STOPS", "ResolvedModel", "RunSettings", "resolve_model", "with_draft"]
 
 _EMBEDDING_ARCHITECTURES = ("bert", "nomic-bert", "jina-bert", "t5encoder", "modern-bert")
+_RANK_POOLING = 4  # llama.cpp's LLAMA_POOLING_TYPE_RANK: a reranker's classification head
 # A model with no chat template of its own (a base model) is prompted in ChatML, the fallback
 # ``templates.TemplateCache`` picks. Its markers are no special tokens to such a model, so it
 # writes them out as text when it imitates the format: stop at the end of its turn, or where
@@ -41,6 +42,8 @@ class ResolvedModel:
     recommended_sampling: Mapping[str, object] | None = None
     context_length: int | None = None
     embedding_length: int | None = None
+    reranker: bool = False  # scores query-document pairs (rank pooling); it neither embeds
+    # nor generates, and loads as embedding models do
 
     @property
     def embedding_only(self) -> bool:
@@ -86,6 +89,7 @@ def resolve_model(store: Store, text: str) -> ResolvedModel:
     adapters = manifest.layers_of(LayerType.ADAPTER)
     drafts = manifest.layers_of(LayerType.DRAFT)
     architecture = str(config.get("architecture") or gguf.get("architecture") or "")
+    reranker = gguf.get("pooling_type") == _RANK_POOLING
     target = LoadTarget(
         name=name.display,
         model_paths=tuple(str(store.blobs.path(layer.digest)) for layer in weights),
@@ -100,7 +104,7 @@ def resolve_model(store: Store, text: str) -> ResolvedModel:
         ),
         draft_name=str(config.get("draft") or "the draft model") if drafts else None,
         draft_paths=tuple(str(store.blobs.path(layer.digest)) for layer in drafts),
-        embedding_only=any(a in architecture for a in _EMBEDDING_ARCHITECTURES),
+        embedding_only=reranker or any(a in architecture for a in _EMBEDDING_ARCHITECTURES),
         n_ctx_train=_int(config.get("context_length") or gguf.get("context_length")),
     )
     own_template = store.read_text_layer(manifest, LayerType.TEMPLATE)
@@ -118,6 +122,7 @@ def resolve_model(store: Store, text: str) -> ResolvedModel:
         recommended_sampling=_mapping(gguf.get("sampling")),
         context_length=target.n_ctx_train,
         embedding_length=_int(config.get("embedding_length") or gguf.get("embedding_length")),
+        reranker=reranker,
     )
 
 

@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry
 from daemon.api.remotes import RemoteAddRequest, RemoteInfo, RemoteList
 from daemon.errors import BadRequestError, ConflictError, NotFoundError
 from daemon.inference.generation import Finished, primed
-from daemon.inference.jobs import Embeddings, EmbedJob, GenerationJob
+from daemon.inference.jobs import Embeddings, EmbedJob, GenerationJob, Rerankings, RerankJob
 from daemon.remotes.calls import remote_stream
 from daemon.remotes.catalog import refresh
 from daemon.remotes.config import RemoteConfig, RemotesFile
@@ -27,6 +27,7 @@ from daemon.remotes.embeddings import remote_embeddings
 from daemon.remotes.generation import RemoteGeneration
 from daemon.remotes.keys import RemoteKeys
 from daemon.remotes.loops import check_not_self, checked_config
+from daemon.remotes.rerank import remote_rerank
 from daemon.remotes.state import RemoteState
 from daemon.remotes.stats import RemoteStats
 from daemon.settings import Settings
@@ -164,6 +165,9 @@ class Remotes:
 
     async def embed(self, found: RemoteMatch, job: EmbedJob) -> Embeddings:
         return await remote_embeddings(self.client, found.remote, job, found.remote_id, job.model)
+
+    async def rerank(self, found: RemoteMatch, job: RerankJob) -> Rerankings:
+        return await remote_rerank(self.client, found.remote, job, found.remote_id)
 
     # -- listings (from the cache, never the network) ---------------------------------------
     def models(self) -> list[tuple[str, str]]:

@@ -38,6 +38,7 @@ from .types import (
     GenerateCall,
     IncompatibleBuildError,
     InvalidRequestError,
+    RerankCall,
     RunnerCrashed,
     RunnerError,
     RunnerInfo,
@@ -45,7 +46,7 @@ from .types import (
     TokenEvent,
 )
 
-__all__ = ["EmbedReply", "RunnerProcess"]
+__all__ = ["EmbedReply", "RerankReply", "RunnerProcess"]
 
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # holds the ``daemon`` package
 _ERROR_LOG_LINES = 15
@@ -56,6 +57,13 @@ _STREAM_LIMIT = 1 << 20
 class EmbedReply:
     embeddings: list[list[float]]
     prompt_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class RerankReply:
+    scores: list[float]  # per document, in the request's order
+    prompt_tokens: int
+    truncated: tuple[int, ...]  # the documents cut to fit the context, by index
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +184,24 @@ class RunnerProcess:
                 self._cancel(rid)
         value = _result(reply)
         return EmbedReply([vectors[i] for i in range(value["count"])], value["prompt_tokens"])
+
+    async def rerank(self, req: RerankCall) -> RerankReply:
+        """The relevance score of each document to the query, in order (a reranker model)."""
+        rid, queue = self._open()
+        reply = None
+        try:
+            documents = list(req.documents)
+            self._send(
+                {"op": "rerank", "id": rid, "query": req.query, "documents": documents}
+                | {"truncate": req.truncate}
+            )
+            reply = await self._next(queue)
+        finally:
+            self._pending.pop(rid, None)
+            if reply is None:
+                self._cancel(rid)
+        value = _result(reply)
+        return RerankReply(value["scores"], value["prompt_tokens"], tuple(value["truncated"]))
 
     async def tokenize(self, text: str, add_bos: bool = True, special: bool = True) -> list[int]:
         return await self._call("tokenize", text=text, add_bos=add_bos, special=special)

@@ -12,6 +12,8 @@ Daemon -> runner (``op``)::
     {"op": "cancel", "id": n}                             stop a generation, free its slot
     {"op": "embed", "id": n, "inputs": [...], "normalize": b, "truncate": b}
                                                           one "embedding" per input, then "result"
+    {"op": "rerank", "id": n, "query": s, "documents": [...], "truncate": b}
+                          -> "result" {count, prompt_tokens, scores: [...], truncated: [index...]}
     {"op": "tokenize", "id": n, "text": s, "add_bos": b, "special": b}     -> "result"
     {"op": "status", "id": n}                             -> "result" (slots, queue, memory)
     {"op": "shutdown"}                                    exit (closing stdin does the same)

@@ -18,6 +18,7 @@ __all__ = [
     "IncompatibleBuildError",
     "InvalidRequestError",
     "LoraAdapter",
+    "RerankCall",
     "RunnerCrashed",
     "RunnerError",
     "RunnerInfo",
@@ -124,6 +125,15 @@ class EmbedCall:
     inputs: tuple[str, ...]
     normalize: bool = True
     truncate: bool = False  # Ollama's truncate; OpenAI never truncates (error instead)
+
+
+@dataclass(frozen=True, slots=True)
+class RerankCall:
+    """Score each document's relevance to the query (a reranker model's rank pooling)."""
+
+    query: str
+    documents: tuple[str, ...]
+    truncate: bool = True  # cut a document that does not fit with the query (else an error)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from daemon.runners.types import (
     EmbedCall,
     GenerateCall,
     LoraAdapter,
+    RerankCall,
     RunnerInfo,
     RunnerSpec,
     TokenEvent,
@@ -45,6 +46,8 @@ class Runner(Protocol):
     def generate(self, request: GenerateCall) -> AsyncGenerator[TokenEvent | DoneEvent]: ...
 
     async def embed(self, request: EmbedCall): ...
+
+    async def rerank(self, request: RerankCall): ...
 
     async def tokenize(
         self, text: str, add_bos: bool = True, special: bool = True

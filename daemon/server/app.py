@@ -31,7 +31,7 @@ from daemon.security import (
     OriginPolicy,
     is_loopback_address,
 )
-from daemon.server import health
+from daemon.server import health, rerank
 from daemon.server.anthropic import count_tokens, messages
 from daemon.server.errors import install_error_handlers
 from daemon.server.json_budget import JsonBudgetMiddleware
@@ -116,6 +116,7 @@ _OPENAI = (chat, completions, responses, embeddings, openai_models)
 _ANTHROPIC = (messages, count_tokens)
 _NATIVE = (models, generate, embed, pulls, blobs, create, hub, native_system, control)
 _NATIVE += (local_models, remotes)
+_NATIVE += (rerank,)  # /api/rerank, and /v1/rerank with its aliases
 
 
 def _puller(settings: Settings, store: Store) -> Puller:

@@ -20,11 +20,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from daemon.inference import Finished, Generation
 from daemon.scheduler import Scheduler
 
-__all__ = ["CONTENT_TYPE", "Metrics", "RequestLogMiddleware", "log_generation"]
+__all__ = ["CONTENT_TYPE", "Metrics", "RequestLogMiddleware", "log_fields", "log_generation"]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 _GENERATION = "localllm.generation"  # where a request's generation waits for its log line
+_FIELDS = "localllm.log_fields"  # and where other work puts what its log line says
 _AGENT_CHARS = 100  # of a User-Agent header, in the log line
 _TOKEN_BUCKETS = (0.002, 0.005, 0.01, 0.02, 0.035, 0.05, 0.075, 0.1, 0.2, 0.5, 1)
 
@@ -72,6 +73,9 @@ class Metrics:
             buckets=_TOKEN_BUCKETS,
             registry=r,
         )
+        self.reranked = Counter(
+            "localllm_reranked_documents", "Documents scored by rerank", ["model"], registry=r
+        )
         self.load_seconds = Histogram(
             "localllm_model_load_seconds",
             "Model load time",
@@ -94,6 +98,10 @@ class Metrics:
             self.ttft.labels(model).observe(usage.time_to_first_token)
         if usage.completion_tokens > 1:
             self.token_seconds.labels(model).observe(usage.seconds_per_token)
+
+    def on_rerank(self, model: str, documents: int, prompt_tokens: int) -> None:
+        self.reranked.labels(model).inc(documents)
+        self.prompt_tokens.labels(model).inc(prompt_tokens)
 
     def on_load(self, model: str, seconds: float) -> None:
         self.load_seconds.labels(model).observe(seconds)
@@ -168,7 +176,9 @@ class RequestLogMiddleware:
         agent = _user_agent(scope)
         if agent:  # who asked: the desktop app tags its own requests, so it can hide them
             line["user_agent"] = agent
-        line.update(_generation_fields(scope.get("state", {}).get(_GENERATION)))
+        state = scope.get("state", {})
+        line.update(_generation_fields(state.get(_GENERATION)))
+        line.update(state.get(_FIELDS, {}))
         self.log.info("%s", json.dumps(line))
 
 
@@ -182,6 +192,11 @@ def _user_agent(scope: Scope) -> str:
 def log_generation(request: Request, generation: Generation) -> None:
     """Hand the request's generation to its log line (written when the response ends)."""
     request.scope.setdefault("state", {})[_GENERATION] = generation
+
+
+def log_fields(request: Request, **fields: object) -> None:
+    """Add ``fields`` to the request's log line (work that is no generation: rerank)."""
+    request.scope.setdefault("state", {}).setdefault(_FIELDS, {}).update(fields)
 
 
 def _generation_fields(generation: Generation | None) -> dict:

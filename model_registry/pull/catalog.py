@@ -21,7 +21,7 @@ from model_registry.names import ModelName, parse_name
 
 __all__ = ["KINDS", "Catalog", "CatalogEntry"]
 
-KINDS = ("chat", "embedding", "vision")
+KINDS = ("chat", "embedding", "vision", "rerank")
 _REPO = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
 _HF_HINT = "or pull any GGUF model from Hugging Face as hf.co/<org>/<repo>[:quant]"
 

@@ -111,8 +111,8 @@ QUESTIONS: list[tuple[str, str]] = [
 ]
 
 
-def write_corpus(folder: Path) -> Path:
+def write_corpus(folder: Path, corpus: dict[str, str] = CORPUS) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    for name, text in CORPUS.items():
+    for name, text in corpus.items():
         (folder / name).write_text(text, encoding="utf-8")
     return folder

@@ -10,7 +10,7 @@ from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 from PySide6.QtWidgets import QApplication
 
-from app.gui.services.documents import OFFERED_MODEL
+from app.gui.services.documents import OFFERED_MODEL, OFFERED_RERANKER
 from tests.documents.files import write_corpus, write_pdf
 from tests.gui.test_gui_e2e_chat import _ready, _type_and_send
 from tests.support.gui_e2e import GuiDaemon, open_app, tiny_models, wait_idle
@@ -162,6 +162,9 @@ def test_searching_with_a_picked_model_embeds_through_the_daemon(qtbot, daemon, 
         pick.trigger()
     assert indexed.args[1].embed_model == "tiny:latest" and indexed.args[1].indexed == 13
     assert "embedded with tiny:latest" in bar.summary.text() and not bar.offer.isVisible()
+    assert bar.offer_reranker.isVisible() and "reranked" not in bar.summary.text()
+    bar.offer_reranker.click()  # a pull of the catalog's bge-reranker:m3 (it fails: offline)
+    qtbot.waitUntil(lambda: services.downloads.state.get(OFFERED_RERANKER) is not None)
     _type_and_send(qtbot, window, "How often is each blade inspected?", timeout=60_000)
     reply = services.chat.session.messages[-1]
     names = [s.name for s in documents.sources(services.chat.session.conversation.id, reply.id)]

@@ -31,10 +31,12 @@ from daemon.api import (
     Model,
     ModelDetailsOut,
     ModelSummary,
+    NativeRerankResponse,
     OllamaReply,
     ProgressResponse,
     PruneResponse,
     PullRecordOut,
+    RerankResult,
     RunningModel,
     ServerResponse,
     ShowResponse,
@@ -260,6 +262,16 @@ class FakeClient(FakeRemotes):
             fields = chunk.model_dump(exclude={"message"})
             reply = chunk.message
             yield GenerateChunk(**fields, response=reply.content, thinking=reply.thinking)
+
+    def rerank(self, model: str, query: str, documents: Sequence[str]) -> NativeRerankResponse:
+        """Scores the documents by how many of the query's words each holds."""
+        words = set(query.lower().split())
+        scores = [float(len(words & set(d.lower().split()))) for d in documents]
+        order = sorted(range(len(documents)), key=lambda i: -scores[i])
+        results = [RerankResult(index=i, relevance_score=scores[i]) for i in order]
+        return NativeRerankResponse(
+            model=model, results=results, total_duration=0, load_duration=0, prompt_eval_count=0
+        )
 
     def embed(self, model: str, input: str | Sequence[str]) -> EmbedResponse:
         texts = [input] if isinstance(input, str) else list(input)

@@ -5,7 +5,9 @@ Each chat's documents form one collection, indexed into its own SQLite file unde
 data directory (``documents/<chat id>.sqlite3``). Indexing runs on a pool of one thread, so runs
 queue in order and never overlap; searching opens its own connection on the network pool.
 The embedding model is the first installed model the daemon says embeds; with none, search is
-keyword-only and the page offers to download ``OFFERED_MODEL``.
+keyword-only and the page offers to download ``OFFERED_MODEL``. The reranker is the first
+installed model the daemon says reranks; with one, the passages found are reordered by it
+before the best are cited, and without one the page offers ``OFFERED_RERANKER``.
 """
 
 from __future__ import annotations
@@ -19,15 +21,17 @@ from app.documents.context import DocumentContext, build_context
 from app.documents.embedder import DaemonEmbedder
 from app.documents.index import DocumentIndex
 from app.documents.indexer import Indexer, IndexProgress, IndexReport
+from app.documents.reranker import DaemonReranker
 from app.documents.retrieval import Retriever
 from app.gui.state.chat.attachments import AttachmentStore, SourceRef
 from app.gui.state.gateway import Gateway
 from app.gui.state.gateway_calls import GatewayError
 from app.gui.workers import Workers
 
-__all__ = ["OFFERED_MODEL", "DocumentsService"]
+__all__ = ["OFFERED_MODEL", "OFFERED_RERANKER", "DocumentsService"]
 
 OFFERED_MODEL = "nomic-embed-text"  # in the catalog: 137M, F16, about 270 MB
+OFFERED_RERANKER = "bge-reranker:m3"  # in the catalog: 568M, Q8_0, about 640 MB
 PASSAGES = 5
 
 
@@ -37,6 +41,7 @@ class DocumentsService(QObject):
     indexed = Signal(str, object)  # chat id, IndexReport
     failed = Signal(str, str)  # chat id, what went wrong
     embedder_changed = Signal(str)  # the model that embeds, "" for keyword-only search
+    reranker_changed = Signal(str)  # the model that reranks the passages found, "" for none
     sources_changed = Signal(str)  # chat id: its replies' sources were read or added
 
     def __init__(
@@ -56,8 +61,9 @@ class DocumentsService(QObject):
         self._attached: dict[str, tuple[str, ...]] = {}
         self._sources: dict[str, dict[str, tuple[SourceRef, ...]]] = {}
         self._pending: dict[str, tuple[SourceRef, ...]] = {}  # for the reply about to start
-        self._embedders: dict[str, bool] = {}  # model name -> whether it is an embedding model
+        self._capabilities: dict[str, frozenset[str]] = {}  # model name -> what it can do
         self.embed_model = ""
+        self.rerank_model = ""
         self.preferred: str | None = None  # the user's pick: None automatic, "" words only
         self.busy: set[str] = set()  # chats being indexed
 
@@ -115,8 +121,9 @@ class DocumentsService(QObject):
             self.index(chat_id)
 
     def models_changed(self) -> None:
-        """Models were added or removed: look for an embedding model again next time."""
-        self._embedders.clear()
+        """Models were added or removed: look for an embedding model and a reranker again
+        next time."""
+        self._capabilities.clear()
 
     # questions and citations
 
@@ -132,17 +139,21 @@ class DocumentsService(QObject):
             then(DocumentContext("", ()))
             return
 
-        def found(context: DocumentContext) -> None:
+        def found(searched: tuple[DocumentContext, str]) -> None:
+            context, reranker = searched
             self._pending[chat_id] = tuple(SourceRef.of(p) for p in context.sources)
+            self._set_reranker(reranker)
             then(context)
 
         def failed(error: Exception) -> None:  # say why, and ask without passages
             self.failed.emit(chat_id, f"Could not search the documents: {error}")
             then(DocumentContext("", ()))
 
-        self._net.call(
-            lambda: build_context(self._search(chat_id, question), budget_tokens), found, failed
-        )
+        def search() -> tuple[DocumentContext, str]:
+            passages, reranker = self._search(chat_id, question)
+            return build_context(passages, budget_tokens), reranker
+
+        self._net.call(search, found, failed)
 
     def reply_started(self, chat_id: str, reply_id: str) -> None:
         """The reply that the last passages were for has begun: they are its sources."""
@@ -190,11 +201,16 @@ class DocumentsService(QObject):
         models = self._gateway.models()
         if self.preferred == "" or self.preferred in {m.name for m in models}:
             return self.preferred
-        for model in models:
-            if model.name not in self._embedders:
-                details = self._gateway.details(model.name)
-                self._embedders[model.name] = "embedding" in details.capabilities
-            if self._embedders[model.name]:
+        return self._first_that("embedding", models)
+
+    def _first_that(self, capability: str, models=None) -> str:
+        """The first installed model with ``capability`` ("" for none)."""
+        for model in self._gateway.models() if models is None else models:
+            known = self._capabilities.get(model.name)
+            if known is None:  # asked once per model (cleared when models change)
+                known = frozenset(self._gateway.details(model.name).capabilities)
+                self._capabilities[model.name] = known
+            if capability in known:
                 return model.name
         return ""
 
@@ -204,6 +220,7 @@ class DocumentsService(QObject):
     def _index_run(self, chat_id: str, sources: list[Path]) -> Iterator[object]:
         model = self._choose_embedder()
         yield ("model", model)
+        yield ("reranker", self._first_that("rerank"))
         index = DocumentIndex(self._index_path(chat_id))
         try:
             yield from Indexer(index, self._embedder(model)).run(sources)
@@ -211,13 +228,16 @@ class DocumentsService(QObject):
             index.close()
 
     def _search(self, chat_id: str, question: str):
+        """The passages for ``question``, and the reranker that ordered them ("" for none)."""
         index = DocumentIndex(self._index_path(chat_id))
         try:
-            retriever = Retriever(index, self._embedder(index.embed_model))
+            embedder = self._embedder(index.embed_model)
+            reranker = self._first_that("rerank")
+            ranks = DaemonReranker(reranker, self._gateway.rerank) if reranker else None
             try:
-                return retriever.search(question, PASSAGES)
-            except GatewayError:  # the embedding model is gone or failing: keywords still work
-                return Retriever(index).search(question, PASSAGES)
+                return Retriever(index, embedder, ranks).search(question, PASSAGES), reranker
+            except GatewayError:  # a model is gone or failing: keywords still work
+                return Retriever(index).search(question, PASSAGES), ""
         finally:
             index.close()
 
@@ -230,6 +250,13 @@ class DocumentsService(QObject):
         elif isinstance(event, tuple) and event[0] == "model" and event[1] != self.embed_model:
             self.embed_model = event[1]
             self.embedder_changed.emit(self.embed_model)
+        elif isinstance(event, tuple) and event[0] == "reranker":
+            self._set_reranker(event[1])
+
+    def _set_reranker(self, model: str) -> None:
+        if model != self.rerank_model:
+            self.rerank_model = model
+            self.reranker_changed.emit(model)
 
     def _index_failed(self, chat_id: str, error: Exception) -> None:
         self.busy.discard(chat_id)

@@ -304,6 +304,12 @@ class Gateway:
         """``model``'s vectors for ``texts`` (``/api/embed``), for document search."""
         return call(lambda: self._long().embed(model, list(texts)).embeddings)
 
+    def rerank(self, model: str, query: str, texts: Sequence[str]) -> list[float]:
+        """``model``'s relevance scores for ``texts``, in their order (``/api/rerank``)."""
+        answer = call(lambda: self._long().rerank(model, query, list(texts)))
+        scores = {r.index: r.relevance_score for r in answer.results}
+        return [scores[i] for i in range(len(texts))]
+
     # the hub
 
     def hub_catalog(self) -> tuple[CatalogModel, ...]:

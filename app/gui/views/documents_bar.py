@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 from app.documents.context import DocumentContext
 from app.documents.indexer import IndexProgress, IndexReport
 from app.documents.parsing import SUPPORTED_SUFFIXES
-from app.gui.services.documents import OFFERED_MODEL, DocumentsService
+from app.gui.services.documents import OFFERED_MODEL, OFFERED_RERANKER, DocumentsService
 from app.gui.views.plain_text import plain_label, plain_tooltip
 from app.gui.views.source_dialog import SourceDialog
 
@@ -79,6 +79,12 @@ class DocumentsBar(QWidget):
             f"Download {OFFERED_MODEL} (about 270 MB) to search by meaning as well as by words"
         )
         self.offer.clicked.connect(lambda: self._pull(OFFERED_MODEL))
+        self.offer_reranker = QPushButton(f"Get {OFFERED_RERANKER}")
+        self.offer_reranker.setToolTip(
+            f"Download {OFFERED_RERANKER} (about 640 MB) to cite the passages that answer, "
+            "reordered by a reranker that reads each one with the question"
+        )
+        self.offer_reranker.clicked.connect(lambda: self._pull(OFFERED_RERANKER))
         self.progress = QProgressBar(maximumWidth=200, textVisible=True)
         self.errors = plain_label(objectName="muted", wordWrap=True)
         row = QHBoxLayout()
@@ -87,6 +93,7 @@ class DocumentsBar(QWidget):
         row.addWidget(self.summary, 1)
         row.addWidget(self.progress)
         row.addWidget(self.offer)
+        row.addWidget(self.offer_reranker)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(row)
@@ -98,6 +105,7 @@ class DocumentsBar(QWidget):
         service.indexed.connect(self._indexed)
         service.failed.connect(self._failed)
         service.embedder_changed.connect(lambda _model: self._refresh())
+        service.reranker_changed.connect(lambda _model: self._refresh())
         self._refresh()
 
     # what the chat page calls
@@ -200,6 +208,7 @@ class DocumentsBar(QWidget):
         self.setVisible(bool(attached) or indexing or bool(self.errors.text()))
         offer = not service.embed_model and service.preferred is None
         self.offer.setVisible(bool(attached) and offer)
+        self.offer_reranker.setVisible(bool(attached) and not offer and not service.rerank_model)
         if indexing:
             return
         self.summary.setText(self._summary(attached))
@@ -225,7 +234,9 @@ class DocumentsBar(QWidget):
         counted = f" · {report.passages} passages" if report is not None else ""
         model = self.service.embed_model
         search = f"embedded with {model}" if model else "keyword search (no embedding model)"
-        return f"{names}{counted} · {search}"
+        reranker = self.service.rerank_model
+        reranked = f" · reranked by {reranker}" if reranker else ""
+        return f"{names}{counted} · {search}{reranked}"
 
     # the menu
 

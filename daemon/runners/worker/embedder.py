@@ -3,6 +3,10 @@
 For an embedding model this is the runner's only context and uses the model's own pooling;
 for a generative model it is created on first use (mean pooling) on the same weights. Each
 loop turn embeds one packed batch of inputs, so a long list does not stall running streams.
+
+A reranker (a model whose pooling is llama.cpp's rank: a classification head on the pooled
+state) scores query-document pairs the same way: each pair is one sequence of the batch, and
+its score is the head's first output, as llama-server reports it.
 """
 
 from __future__ import annotations
@@ -15,9 +19,10 @@ import llama_cpp as lc
 import numpy as np
 
 from ..protocol import FrameWriter
-from ..types import ContextOverflowError, InvalidRequestError, RunnerSpec
+from ..types import ContextOverflowError, InvalidRequestError, RerankCall, RunnerSpec
 from .batch import Batch
 from .model import ContextConfig, Model
+from .pairs import PairFormat
 
 __all__ = ["Embedder"]
 
@@ -33,6 +38,8 @@ class _EmbedJob:
     rid: int
     inputs: list[list[int]]
     normalize: bool
+    scores: list[float] | None = None  # a rerank job's, as they come; None: embeddings
+    truncated: list[int] = field(default_factory=list)  # inputs cut to fit the context
     done: int = 0
     tokens: int = field(init=False)
 
@@ -50,6 +57,8 @@ class Embedder:
         self._ctx = None
         self._batch: Batch | None = None
         self._jobs: deque[_EmbedJob] = deque()
+        self.ranks = False  # the context pools with a classification head (a reranker)
+        self._width = model.n_embd_out  # floats a pooled sequence gives
 
     @property
     def busy(self) -> bool:
@@ -71,8 +80,16 @@ class Embedder:
             ctx = self.model.new_context(replace(config, pooling=lc.LLAMA_POOLING_TYPE_MEAN))
         self._ctx = ctx
         self._batch = Batch(self.n_ctx)
+        self.ranks = lc.llama_pooling_type(ctx) == lc.LLAMA_POOLING_TYPE_RANK
+        if self.ranks:
+            self._width = lc.llama_model_n_cls_out(self.model.handle)
 
     def submit(self, rid: int, inputs: list[str], normalize: bool, truncate: bool) -> None:
+        self.open()
+        if self.ranks:
+            raise InvalidRequestError(
+                f"{self.model.spec.model_name} is a reranker; it scores documents, it cannot embed"
+            )
         tokenized = []
         for text in inputs:
             if truncate:  # only the start counts: never tokenize more than it
@@ -86,12 +103,25 @@ class Embedder:
             if not tokens:
                 raise InvalidRequestError("cannot embed an empty input")
             tokenized.append(tokens)
+        self._enqueue(_EmbedJob(rid, tokenized, normalize))
+
+    def submit_rerank(self, rid: int, call: RerankCall) -> None:
+        """Queue the query-document pairs of ``call``; a model that is no reranker is refused."""
         self.open()
-        job = _EmbedJob(rid, tokenized, normalize)
-        if not tokenized:
+        if not self.ranks:
+            raise InvalidRequestError(
+                f"{self.model.spec.model_name} is not a reranker (its GGUF has no rank pooling)"
+            )
+        pairs = PairFormat(self.model, self.n_ctx)
+        made = [pairs.pair(call.query, document, call.truncate) for document in call.documents]
+        truncated = [index for index, pair in enumerate(made) if pair.truncated]
+        self._enqueue(_EmbedJob(rid, [p.tokens for p in made], False, [], truncated))
+
+    def _enqueue(self, job: _EmbedJob) -> None:
+        if not job.inputs:
             self._finish(job)
-            return
-        self._jobs.append(job)
+        else:
+            self._jobs.append(job)
 
     def cancel(self, rid: int) -> None:
         self._jobs = deque(j for j in self._jobs if j.rid != rid)
@@ -113,7 +143,11 @@ class Embedder:
         if rc != 0:
             raise RuntimeError(f"embedding decode failed with status {rc}")
         for index in range(first, job.done):
-            self._emit(job, index, self._read(index - first, job.normalize))
+            vector = self._read(index - first, job.normalize)
+            if job.scores is not None:
+                job.scores.append(float(vector[0]))
+            else:
+                self._emit(job, index, vector)
         if job.done == len(job.inputs):
             self._jobs.popleft()
             self._finish(job)
@@ -122,7 +156,7 @@ class Embedder:
         pointer = lc.llama_get_embeddings_seq(self._ctx, seq)
         if not pointer:
             raise RuntimeError("llama.cpp returned no pooled embedding")
-        vector = np.ctypeslib.as_array(pointer, shape=(self.model.n_embd_out,)).copy()
+        vector = np.ctypeslib.as_array(pointer, shape=(self._width,)).copy()
         if normalize:
             norm = float(np.linalg.norm(vector))
             if norm > 0:
@@ -135,4 +169,6 @@ class Embedder:
 
     def _finish(self, job: _EmbedJob) -> None:
         value = {"count": len(job.inputs), "prompt_tokens": job.tokens}
+        if job.scores is not None:
+            value |= {"scores": job.scores, "truncated": job.truncated}
         self._out.send({"ev": "result", "id": job.rid, "value": value})

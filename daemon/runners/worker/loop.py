@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from ..protocol import FrameReader, FrameWriter, error_to_wire, generate_from_wire
-from ..types import RunnerError, RunnerSpec
+from ..types import InvalidRequestError, RerankCall, RunnerError, RunnerSpec
 from .embedder import Embedder
 from .engine import Engine
 from .model import Model
@@ -142,6 +142,12 @@ class Worker:
     def _op_embed(self, rid: int, message: dict[str, Any]) -> None:
         inputs = list(message["inputs"])
         self.embedder.submit(rid, inputs, message["normalize"], message["truncate"])
+
+    def _op_rerank(self, rid: int, message: dict[str, Any]) -> None:
+        if not self.spec.embedding_only:
+            raise InvalidRequestError(f"{self.spec.model_name} is not a reranker; it generates")
+        call = RerankCall(str(message["query"]), tuple(message["documents"]), message["truncate"])
+        self.embedder.submit_rerank(rid, call)
 
     def _op_tokenize(self, rid: int, message: dict[str, Any]) -> None:
         tokens = self.model.tokenize(message["text"], message["add_bos"], message["special"])

@@ -149,6 +149,8 @@ def _jsonable(value: object) -> bool:
 
 
 def _capabilities(model: ResolvedModel) -> list[str]:
+    if model.reranker:
+        return ["rerank"]
     if model.embedding_only:
         return ["embedding"]
     capabilities = ["completion"]
