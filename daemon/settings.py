@@ -137,7 +137,9 @@ class Settings:
     catalog_path: Path | None = None
     hf_endpoint: str | None = None
     hf_token: str | None = None
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    # what remotes' changes need besides loopback; None: the daemon's admin_token file
+    admin_token: str | None = field(default=None, repr=False)
     origins: tuple[str, ...] = ()
     keep_alive_seconds: float = 300.0
     max_loaded_models: int = 0  # 0: decided by memory
@@ -190,6 +192,7 @@ class Settings:
             hf_endpoint=env.get("HF_ENDPOINT") or None,
             hf_token=env.get("HF_TOKEN") or None,
             api_key=env.get("LOCALLLM_API_KEY") or None,
+            admin_token=env.get("LOCALLLM_ADMIN_TOKEN") or None,
             origins=tuple(
                 o.strip() for o in env.get("LOCALLLM_ORIGINS", "").split(",") if o.strip()
             ),

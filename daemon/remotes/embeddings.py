@@ -44,7 +44,7 @@ async def remote_embeddings(
         raise RemoteError(f"remote {remote.name!r} failed ({type(error).__name__})") from None
     finally:
         await release(remote, replica)
-    return _parse(data, ollama, model, remote.name)
+    return await asyncio.to_thread(_parse, data, ollama, model, remote.name)  # a million floats
 
 
 def _parse(data: object, ollama: bool, model: str, name: str) -> Embeddings:
