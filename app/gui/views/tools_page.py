@@ -138,9 +138,10 @@ class ToolsPage(QWidget):
 
     def _show_tools(self) -> None:
         name = self._selected()
-        allowed = self._tools.settings.allowed
+        settings = self._tools.settings
+        server = settings.server(name)
         lines = [
-            f"{t.name}{'  (always allowed)' if (name, t.name) in allowed else ''}\n"
+            f"{t.name}{'  (always allowed)' if server and settings.is_allowed(server, t) else ''}\n"
             f"    {t.description.strip() or '(no description)'}"
             for t in self._tools.tools_of(name)
         ]
