@@ -101,7 +101,23 @@ def test_responses_refuse_a_lone_surrogate_they_would_echo(client, fields):
     answer = post(client, "/v1/responses", body)
     assert answer.status_code == 400, answer.text[:300]
     error = answer.json()["error"]
-    assert "lone surrogate" in error["message"] and error["param"] == next(iter(fields))
+    assert "lone surrogate" in error["message"] and error["param"].startswith(next(iter(fields)))
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "where"),
+    [
+        ("/api/create", {"model": "m", "from": "tiny", "system": "\ud800"}, "system"),
+        ("/api/chat", {"model": "tiny", "messages": [{"role": "user", "content": "a\udc00"}]},
+         "messages.0.content"),
+        ("/v1/messages", {"model": "tiny", "max_tokens": 2, "messages": HI,
+                          "metadata": {"\udfff": "key"}}, "metadata.\\udfff"),
+    ],
+)  # fmt: skip
+def test_a_lone_surrogate_anywhere_is_a_400_naming_where(client, path, body, where):
+    answer = post(client, path, body)
+    assert answer.status_code == 400, answer.text[:300]
+    assert f"{where} holds a lone surrogate" in message_of(answer)
 
 
 def test_responses_keep_a_surrogate_pair(client):

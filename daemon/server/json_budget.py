@@ -7,7 +7,9 @@ anything else for 5 to 14 seconds. Counting the separators outside strings is a 
 passes that release the GIL, run off the event loop, so such a body is a quick 400 while the
 daemon goes on answering. Big bodies of few values (a long prompt, images) are not slowed.
 Nesting is counted the same way: a few thousand ``[`` make ``json.loads`` raise
-``RecursionError`` (a 500), so more than ``MAX_JSON_DEPTH`` levels is a 400 too.
+``RecursionError`` (a 500), so more than ``MAX_JSON_DEPTH`` levels is a 400 too. A string
+holding a lone surrogate (``"\\ud800"``: no Unicode text, it failed requests late, after a
+whole generation) is a 400 that names its field (``surrogates``).
 
 The body is judged by its one ``Content-Type``: a request with two (``application/json``, which
 FastAPI parses by, and ``text/plain``, which a last-wins reading would skip) is refused.
@@ -23,6 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from daemon.api.error_bodies import shape_for
 from daemon.errors import BadRequestError
 from daemon.server.errors import error_body
+from daemon.server.surrogates import lone_surrogate_at, may_hold_surrogates
 
 __all__ = ["MAX_JSON_DEPTH", "MAX_JSON_VALUES", "JsonBudgetMiddleware", "json_depth"]
 __all__ += ["json_separators"]
@@ -97,14 +100,14 @@ class JsonBudgetMiddleware:
             return
         await self.app(scope, _replay(body, last, receive), send)
 
-    async def _problem(self, body: bytes) -> str | None:
-        """What makes ``body`` too big to parse, in words; None for a body within bounds."""
+    async def _problem(self, body: bytes) -> BadRequestError | None:
+        """What makes ``body`` unfit to parse; None for a body within bounds."""
         # the quick counts first: a body under them cannot be over (the usual case)
         if (
             body.count(b",") + body.count(b":") > self.max_values
             and await to_thread.run_sync(json_separators, body) > self.max_values
         ):
-            return (
+            return BadRequestError(
                 f"the request body holds more than {self.max_values:,} JSON values; no "
                 "request needs that many (logit_bias, for one, takes at most 300 entries)"
             )
@@ -112,21 +115,36 @@ class JsonBudgetMiddleware:
             body.count(b"[") + body.count(b"{") > self.max_depth
             and await to_thread.run_sync(json_depth, body) > self.max_depth
         ):
-            return (
+            return BadRequestError(
                 f"the request body nests arrays and objects more than {self.max_depth} "
                 "levels deep; no request needs that many"
             )
+        return await _lone_surrogate(body)
+
+
+async def _lone_surrogate(body: bytes) -> BadRequestError | None:
+    quick = may_hold_surrogates if len(body) < _INLINE else None
+    if not (quick(body) if quick else await to_thread.run_sync(may_hold_surrogates, body)):
         return None
+    where = await to_thread.run_sync(lone_surrogate_at, body)
+    if where is None:
+        return None
+    return BadRequestError(
+        f"{where or 'the body'} holds a lone surrogate (a \\ud800-\\udfff escape without "
+        "its pair), which is not Unicode text; send valid UTF-8",
+        param=where or None,
+    )
 
 
+_INLINE = 1 << 20  # a smaller body is looked at on the event loop (well under a millisecond)
 _TWO_TYPES = (
     "the request has {count} Content-Type headers; send one (application/json for a JSON body)"
 )
 
 
-async def _refuse(scope: Scope, receive: Receive, send: Send, message: str) -> None:
-    shape = shape_for(scope["path"])
-    body = error_body(BadRequestError(message), shape, scope["app"].state.redactor)
+async def _refuse(scope: Scope, receive: Receive, send: Send, problem: str | BadRequestError):
+    error = BadRequestError(problem) if isinstance(problem, str) else problem
+    body = error_body(error, shape_for(scope["path"]), scope["app"].state.redactor)
     response = JSONResponse(body, 400)
     await response(scope, receive, send)
 

@@ -8,7 +8,6 @@ follow-up's ``previous_response_id`` can continue it.
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from collections.abc import Sequence
@@ -26,7 +25,6 @@ from daemon.api.openai_responses import (
     ResponsesRequest,
     ResponseUsage,
 )
-from daemon.errors import BadRequestError
 from daemon.inference import Collected, Finished, Generation, GenerationStats
 from daemon.inference.tool_calls import ToolCall
 from daemon.server.openai.response_store import ResponseStore
@@ -70,7 +68,6 @@ class ResponseShape:
             "user": req.user,
             "metadata": req.metadata or {},
         }
-        _refuse_lone_surrogates(self._echo)
 
     def snapshot(self, model: str, status: str = "in_progress", **fields) -> ResponseObject:
         return ResponseObject(
@@ -113,20 +110,6 @@ class ResponseShape:
     def failed(self, model: str, output: Sequence[OutputItem], message: str) -> ResponseObject:
         error = {"code": "server_error", "message": message}
         return self.snapshot(model, "failed", output=list(output), error=error)
-
-
-def _refuse_lone_surrogates(echo: dict[str, object]) -> None:
-    """JSON may escape half a surrogate pair (``"\\ud800"``), which is no Unicode: echoed in
-    the answer it failed the response after the whole generation. A 400 before it starts."""
-    for field, value in echo.items():
-        try:
-            json.dumps(value, ensure_ascii=False).encode()
-        except UnicodeEncodeError:
-            raise BadRequestError(
-                f"{field} holds a lone surrogate (a \\ud800-\\udfff escape without its pair), "
-                "which is not Unicode text",
-                param=field,
-            ) from None
 
 
 def item_status(finished: Finished) -> str:
