@@ -14,7 +14,6 @@ from daemon.errors import RemoteError
 from daemon.inference.json_scan import loads
 
 __all__ = ["MAX_BODY", "MAX_LINE", "MAX_STREAM", "check_content_type", "json_body", "lines"]
-__all__ += ["parse_json"]
 
 MAX_LINE = 4 << 20  # one event or NDJSON line (a base64 image in a chunk is still fine)
 MAX_BODY = 16 << 20  # a whole JSON answer (a model list, embeddings)
@@ -82,10 +81,10 @@ async def json_body(response: httpx.Response, remote: str, limit: int = MAX_BODY
         body += chunk
         if len(body) > limit:
             raise RemoteError(f"remote {remote!r} sent more than {limit >> 20} MiB")
-    return await parse_json(bytes(body), remote, "an answer")
+    return await _parse_json(bytes(body), remote, "an answer")
 
 
-async def parse_json(text: bytes, remote: str, what: str) -> object:
+async def _parse_json(text: bytes, remote: str, what: str) -> object:
     """``text`` as JSON, off the event loop when it is big enough to matter."""
     try:
         if len(text) < _INLINE_JSON:

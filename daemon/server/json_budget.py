@@ -6,8 +6,9 @@ anything parses it.
 anything else for 5 to 14 seconds. Counting the separators outside strings is a few numpy
 passes that release the GIL, run off the event loop, so such a body is a quick 400 while the
 daemon goes on answering. Big bodies of few values (a long prompt, images) are not slowed.
-Nesting is counted the same way: a few thousand ``[`` make ``json.loads`` raise
-``RecursionError`` (a 500), so more than ``MAX_JSON_DEPTH`` levels is a 400 too. A string
+Nesting is counted the same way: a thousand ``[`` make ``json.loads`` give up (FastAPI then
+said only "There was an error parsing the body"), so more than ``MAX_JSON_DEPTH`` levels is a
+400 that says what is wrong. A string
 holding a lone surrogate (``"\\ud800"``: no Unicode text, it failed requests late, after a
 whole generation) is a 400 that names its field (``surrogates``).
 
@@ -123,10 +124,13 @@ class JsonBudgetMiddleware:
 
 
 async def _lone_surrogate(body: bytes) -> BadRequestError | None:
-    quick = may_hold_surrogates if len(body) < _INLINE else None
-    if not (quick(body) if quick else await to_thread.run_sync(may_hold_surrogates, body)):
-        return None
-    where = await to_thread.run_sync(lone_surrogate_at, body)
+    """The 400 for a string holding a lone surrogate, naming it; only a body that holds a
+    surrogate's escape or bytes at all is parsed to find it, in a worker thread."""
+    if len(body) < _INLINE:
+        suspect = may_hold_surrogates(body)
+    else:
+        suspect = await to_thread.run_sync(may_hold_surrogates, body)
+    where = await to_thread.run_sync(lone_surrogate_at, body) if suspect else None
     if where is None:
         return None
     return BadRequestError(
