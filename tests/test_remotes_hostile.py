@@ -15,7 +15,7 @@ from daemon.errors import RemoteError
 from daemon.remotes.stream_state import StreamState
 from daemon.remotes.transport import lines
 from daemon.server import create_app
-from daemon.settings import Settings
+from tests.support.in_process import app_client, app_settings
 from tests.support.raw_remote import RawRemote
 from tests.support.remotes import admin_headers
 
@@ -24,15 +24,10 @@ HI = [{"role": "user", "content": "Hello there"}]
 
 @pytest.fixture
 def front(tmp_path):
-    settings = Settings(
-        models_dir=tmp_path / "models",
-        data_dir=tmp_path / "data",
-        log_dir=tmp_path / "logs",
-        config_dir=tmp_path / "config",
-        remote_check_interval=1,
+    app = create_app(
+        app_settings(tmp_path, remote_check_interval=1), admin_token="test-admin-token"
     )
-    app = create_app(settings, admin_token="test-admin-token")
-    with TestClient(app, base_url="http://localhost", client=("127.0.0.1", 50000)) as client:
+    with app_client(app, "127.0.0.1") as client:
         yield client
 
 

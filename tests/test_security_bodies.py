@@ -6,19 +6,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from fastapi.testclient import TestClient
 
 from daemon.server import create_app
-from daemon.settings import Settings
+from tests.support.in_process import app_client, app_settings
 
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory):
-    root = tmp_path_factory.mktemp("bodies")
-    settings = Settings(
-        models_dir=root / "models", data_dir=root, log_dir=root / "logs", config_dir=root / "cfg"
-    )
-    with TestClient(create_app(settings), base_url="http://localhost") as client:
+    with app_client(create_app(app_settings(tmp_path_factory.mktemp("bodies")))) as client:
         yield client
 
 

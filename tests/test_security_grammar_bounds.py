@@ -8,12 +8,10 @@ runner join 200 million rule copies in its only loop."""
 from __future__ import annotations
 
 import pytest
-from fastapi.testclient import TestClient
 
 from daemon.errors import BadRequestError
 from daemon.server import create_app
-from daemon.settings import Settings
-from tests.support.daemon import make_store
+from tests.support.in_process import app_client, app_settings
 
 HI = [{"role": "user", "content": "hi"}]
 HUGE = {"type": "array", "items": {"type": "integer"}, "minItems": 200_000_000}
@@ -29,17 +27,8 @@ def nested(levels: int) -> dict:
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory, tiny_model_path):
-    root = tmp_path_factory.mktemp("grammar")
-    settings = Settings(
-        models_dir=make_store(root / "store", {"tiny": tiny_model_path}),
-        data_dir=root / "data",
-        log_dir=root / "logs",
-        config_dir=root / "config",
-        num_ctx=512,
-        num_parallel=1,
-        num_threads=1,
-    )
-    with TestClient(create_app(settings), base_url="http://localhost") as client:
+    settings = app_settings(tmp_path_factory.mktemp("grammar"), {"tiny": tiny_model_path})
+    with app_client(create_app(settings)) as client:
         yield client
 
 

@@ -6,24 +6,19 @@ ends) are read in one pass, and past a cap they are a clear 400. How long they t
 from __future__ import annotations
 
 import pytest
-from fastapi.testclient import TestClient
 
 from daemon.api.openai_responses import ResponsesRequest
 from daemon.inference.thinking_split import HarmonySplitter
 from daemon.server import create_app
 from daemon.server.openai.responses_translate import responses_turn
-from daemon.settings import Settings
 from model_registry.errors import ModelfileError
 from model_registry.modelfile import parse_modelfile
+from tests.support.in_process import app_client, app_settings
 
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory):
-    root = tmp_path_factory.mktemp("linear")
-    settings = Settings(
-        models_dir=root / "models", data_dir=root, log_dir=root / "logs", config_dir=root / "cfg"
-    )
-    with TestClient(create_app(settings), base_url="http://localhost") as client:
+    with app_client(create_app(app_settings(tmp_path_factory.mktemp("linear")))) as client:
         yield client
 
 

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from daemon.server import create_app
 from daemon.settings import Settings
-from tests.support.daemon import make_store
+from tests.support.in_process import app_client, app_settings
 
 HI = [{"role": "user", "content": "hi"}]
 DEEP = "[" * 100_000 + "]" * 100_000  # arguments text nested 100,000 deep
@@ -20,17 +20,8 @@ DEEP = "[" * 100_000 + "]" * 100_000  # arguments text nested 100,000 deep
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory, tiny_model_path):
-    root = tmp_path_factory.mktemp("numbers")
-    settings = Settings(
-        models_dir=make_store(root / "store", {"tiny": tiny_model_path}),
-        data_dir=root / "data",
-        log_dir=root / "logs",
-        config_dir=root / "config",
-        num_ctx=256,
-        num_parallel=1,
-        num_threads=1,
-    )
-    with TestClient(create_app(settings), base_url="http://localhost") as client:
+    settings = app_settings(tmp_path_factory.mktemp("numbers"), {"tiny": tiny_model_path})
+    with app_client(create_app(settings)) as client:
         yield client
 
 

@@ -15,7 +15,6 @@ import stat
 
 import httpx
 import pytest
-from fastapi.testclient import TestClient
 
 from daemon.api.remotes import RemoteAddRequest
 from daemon.client import Client, Forbidden
@@ -24,7 +23,7 @@ from daemon.security.keys import AdminTokenStore
 from daemon.server import create_app
 from daemon.settings import Settings
 from tests.support.daemon import Daemon, make_store
-from tests.support.in_process import serve_in_thread
+from tests.support.in_process import app_client, app_settings, serve_in_thread
 from tests.support.polling import wait_for
 from tests.support.raw_remote import RawRemote
 from tests.support.remotes import admin_headers
@@ -35,16 +34,11 @@ SECRET = "hf_the-users-hugging-face-token"
 LOCAL = "127.0.0.1"
 
 
-def settings_for(root, **fields) -> Settings:
-    return Settings(
-        models_dir=root / "store",
-        data_dir=root / "data",
-        log_dir=root / "logs",
-        config_dir=root / "config",
-        remote_check_interval=1,
-        environment={"HF_TOKEN": SECRET, "TEAM_KEY": "team-key", "AWS_SECRET_ACCESS_KEY": "aws"},
-        **fields,
-    )
+ENVIRONMENT = {"HF_TOKEN": SECRET, "TEAM_KEY": "team-key", "AWS_SECRET_ACCESS_KEY": "aws"}
+
+
+def settings_for(root, models: dict | None = None, **fields) -> Settings:
+    return app_settings(root, models, remote_check_interval=1, environment=ENVIRONMENT, **fields)
 
 
 @pytest.fixture
@@ -54,14 +48,14 @@ def listener():
     remote.close()
 
 
-def client_for(app, address: str = LOCAL) -> TestClient:
-    return TestClient(app, base_url="http://localhost", client=(address, 50000))
+def client_for(app, address: str = LOCAL):
+    return app_client(app, address)
 
 
 @pytest.fixture
 def app(tmp_path, tiny_model_path):
-    make_store(tmp_path / "store", {"team/local": tiny_model_path, "qwen": tiny_model_path})
-    return create_app(settings_for(tmp_path), admin_token=TOKEN)
+    models = {"team/local": tiny_model_path, "qwen": tiny_model_path}
+    return create_app(settings_for(tmp_path, models), admin_token=TOKEN)
 
 
 def remote(name: str, url: str, **fields) -> dict:

@@ -8,14 +8,12 @@ import asyncio
 import threading
 
 import pytest
-from fastapi.testclient import TestClient
 
 from daemon.api.openai_responses import ResponseObject
 from daemon.errors import NotFoundError
 from daemon.server import create_app
 from daemon.server.openai.response_store import ResponseStore, StoredResponse
-from daemon.settings import Settings
-from tests.support.daemon import make_store
+from tests.support.in_process import app_client, app_settings
 
 
 def response(number: int) -> ResponseObject:
@@ -74,20 +72,11 @@ def test_the_copy_is_made_off_the_event_loop():
 
 
 def test_a_chain_past_the_cap_through_the_api(tmp_path, tiny_model_path):
-    settings = Settings(
-        models_dir=make_store(tmp_path / "store", {"tiny": tiny_model_path}),
-        data_dir=tmp_path / "data",
-        log_dir=tmp_path / "logs",
-        config_dir=tmp_path / "config",
-        num_ctx=256,
-        num_parallel=1,
-        num_threads=1,
-    )
-    app = create_app(settings)
+    app = create_app(app_settings(tmp_path, {"tiny": tiny_model_path}))
     app.state.responses = ResponseStore(max_record=400_000)
     dropped = {"type": "reasoning", "summary": [{"type": "summary_text", "text": "r" * 150_000}]}
     body = {"model": "tiny", "max_output_tokens": 2}
-    with TestClient(app, base_url="http://localhost") as client:
+    with app_client(app) as client:
         previous = None
         for _ in range(3):  # 150 KB of reasoning a turn: the third turn's chain is too big
             items = [

@@ -15,9 +15,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from daemon.server import create_app
-from daemon.settings import Settings
 from model_registry.tiny_gguf import tiny_vocabulary, write_tiny_model
-from tests.support.daemon import make_store
+from tests.support.in_process import app_client, app_settings
 
 BUDGET, LIMIT = 5, 9
 STYLES = {"qwen": "qwen3", "harmony": "gpt-oss"}
@@ -31,16 +30,8 @@ ANGLE = {  # a bias that makes the model write only "<"
 def client(tmp_path_factory, thinking_model_path):
     root = tmp_path_factory.mktemp("held")
     harmony = write_tiny_model(root / "harmony.gguf", thinking="gpt-oss", seed=5, file_type="Q8_0")
-    settings = Settings(
-        models_dir=make_store(root / "store", {"qwen": thinking_model_path, "harmony": harmony}),
-        data_dir=root / "data",
-        log_dir=root / "logs",
-        config_dir=root / "config",
-        num_ctx=512,
-        num_parallel=1,
-        num_threads=1,
-    )
-    with TestClient(create_app(settings), base_url="http://localhost") as client:
+    settings = app_settings(root, {"qwen": thinking_model_path, "harmony": harmony})
+    with app_client(create_app(settings)) as client:
         yield client
 
 
