@@ -5,6 +5,8 @@ end is cut at a cap, and a stream is read linearly and within its size limit."""
 from __future__ import annotations
 
 import asyncio
+import json
+import threading
 import time
 
 import httpx
@@ -12,6 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from daemon.errors import RemoteError
+from daemon.remotes import transport
 from daemon.remotes.stream_state import StreamState
 from daemon.remotes.transport import lines
 from daemon.server import create_app
@@ -111,6 +114,26 @@ def test_a_stream_past_its_limit_is_cut():
 def test_a_line_past_4_mib_is_cut_even_when_it_comes_whole():
     with pytest.raises(RemoteError, match="a line longer than 4 MiB"):
         _read([b"x" * (5 << 20) + b"\n"])
+
+
+def test_a_big_answer_is_parsed_off_the_event_loop(monkeypatch):
+    """A 2 MB model list (health checks fetch one every 10 s per replica; 15 MiB held the loop
+    3 s) is parsed in a worker thread; a small one on the loop, where a thread costs more."""
+    on_loop: list[bool] = []
+    real = transport.loads
+
+    def noting(text):
+        on_loop.append(threading.current_thread() is threading.main_thread())
+        return real(text)
+
+    monkeypatch.setattr(transport, "loads", noting)
+    big = json.dumps({"data": [{"id": f"model-{n}"} for n in range(100_000)]}).encode()
+    for body in (big, b'{"data": []}'):
+        response = httpx.Response(
+            200, headers={"content-type": "application/json"}, stream=_Chunks([body])
+        )
+        asyncio.run(transport.json_body(response, "r"))
+    assert on_loop == [False, True]
 
 
 def test_tool_call_arguments_are_joined_once_at_the_end():
