@@ -14,7 +14,7 @@ import sys
 
 import uvicorn
 
-from daemon.security import ApiKeyStore, is_loopback_address
+from daemon.security import AdminTokenStore, ApiKeyStore, is_loopback_address
 from daemon.server import create_app
 from daemon.server.http_protocol import header_timeout_protocol
 from daemon.settings import Settings, parse_host
@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     _configure_logging(args.log_level)
     _make_private_folders(settings)
-    app = create_app(settings)
+    app = create_app(settings, admin_token=_admin_token(settings))
     config = uvicorn.Config(
         app,
         host=settings.host,
@@ -69,6 +69,22 @@ def _with_api_key(settings: Settings) -> Settings:
             "could use your models. Run `localllm key` to create one (or set LOCALLLM_API_KEY)"
         )
     return dataclasses.replace(settings, api_key=stored)
+
+
+def _admin_token(settings: Settings) -> str | None:
+    """LOCALLLM_ADMIN_TOKEN, else the token in the config folder (made now if there is none),
+    which the CLI and the app read to change remotes."""
+    if settings.admin_token:
+        return settings.admin_token
+    try:
+        return AdminTokenStore(settings.config_dir).create()
+    except OSError as error:
+        logging.getLogger("localllm").warning(
+            "cannot keep the admin token in the config folder (%s): remotes cannot be changed "
+            "unless LOCALLLM_ADMIN_TOKEN is set",
+            error.strerror or type(error).__name__,
+        )
+        return None
 
 
 def _make_private_folders(settings: Settings) -> None:

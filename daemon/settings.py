@@ -5,6 +5,7 @@ environment (prefix ``LOCALLLM_``) and passed down. Nothing else in the project 
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -14,9 +15,16 @@ import platformdirs
 
 from model_registry.parameters import FLASH_ATTENTION, KV_CACHE_TYPES
 
-__all__ = ["DEFAULT_PORT", "Settings", "parse_host", "runner_environment"]
+__all__ = [
+    "DEFAULT_PORT",
+    "MAX_KEEP_ALIVE_SECONDS",
+    "Settings",
+    "parse_host",
+    "runner_environment",
+]
 
 DEFAULT_PORT = 11435
+MAX_KEEP_ALIVE_SECONDS = 1e9  # about 31 years; a negative keep_alive is "for ever"
 _APP = "localllm"
 
 # What the daemon's children (runners, the quantizer) see of its environment. They parse
@@ -99,9 +107,19 @@ def _float(env: Mapping[str, str], key: str, default: float) -> float:
         raise ValueError(f"{key} must be a number, got {raw!r}") from None
 
 
+def _keep_alive(env: Mapping[str, str], key: str, default: float) -> float:
+    value = _float(env, key, default)
+    if not math.isfinite(value) or value > MAX_KEEP_ALIVE_SECONDS:
+        raise ValueError(
+            f"{key} must be a number of seconds up to {MAX_KEEP_ALIVE_SECONDS:,.0f}, or "
+            f"negative to keep models loaded for ever, got {value:g}"
+        )
+    return value
+
+
 def _seconds(env: Mapping[str, str], key: str, default: float) -> float:
     value = _float(env, key, default)
-    if not value > 0:
+    if not math.isfinite(value) or not value > 0:
         raise ValueError(f"{key} must be a number of seconds above 0, got {value:g}")
     return value
 
@@ -119,7 +137,9 @@ class Settings:
     catalog_path: Path | None = None
     hf_endpoint: str | None = None
     hf_token: str | None = None
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    # what remotes' changes need besides loopback; None: the daemon's admin_token file
+    admin_token: str | None = field(default=None, repr=False)
     origins: tuple[str, ...] = ()
     keep_alive_seconds: float = 300.0
     max_loaded_models: int = 0  # 0: decided by memory
@@ -172,10 +192,11 @@ class Settings:
             hf_endpoint=env.get("HF_ENDPOINT") or None,
             hf_token=env.get("HF_TOKEN") or None,
             api_key=env.get("LOCALLLM_API_KEY") or None,
+            admin_token=env.get("LOCALLLM_ADMIN_TOKEN") or None,
             origins=tuple(
                 o.strip() for o in env.get("LOCALLLM_ORIGINS", "").split(",") if o.strip()
             ),
-            keep_alive_seconds=_float(env, "LOCALLLM_KEEP_ALIVE", base.keep_alive_seconds),
+            keep_alive_seconds=_keep_alive(env, "LOCALLLM_KEEP_ALIVE", base.keep_alive_seconds),
             max_loaded_models=_int(env, "LOCALLLM_MAX_LOADED_MODELS", 0),
             max_queue=_int(env, "LOCALLLM_MAX_QUEUE", base.max_queue),
             num_parallel=_int(env, "LOCALLLM_NUM_PARALLEL", base.num_parallel),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import PurePath
+from typing import BinaryIO
 
 import gguf
 
@@ -34,9 +35,10 @@ def shown_name(reference: str) -> str:
 
 
 def read_lora_adapter(
-    path: str | os.PathLike[str], base_architecture: str | None, shown: str
+    path: str | os.PathLike[str] | BinaryIO, base_architecture: str | None, shown: str
 ) -> GGUFInfo:
-    """Read ``path`` and check it is a LoRA adapter for ``base_architecture`` (any when None).
+    """Read ``path`` (or the file already open) and check it is a LoRA adapter for
+    ``base_architecture`` (any when None).
 
     Raises :class:`GGUFError` naming ``shown``; an unreadable file is a GGUFError too.
     """

@@ -14,6 +14,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
+from typing import BinaryIO
 
 import gguf
 
@@ -76,8 +77,12 @@ def format_parameter_count(n: int) -> str:
     return f"{n / 1e12:.1f}T"
 
 
-def read_gguf_info(path: str | os.PathLike[str]) -> GGUFInfo:
-    """Read and sanity-check a GGUF file's header, in memory bounded by fixed caps."""
+def read_gguf_info(path: str | os.PathLike[str] | BinaryIO) -> GGUFInfo:
+    """Read and sanity-check a GGUF file's header, in memory bounded by fixed caps: a path, or
+    a file already open (read from its start; the caller then uses the file it checked)."""
+    if not isinstance(path, str | os.PathLike):
+        path.seek(0)
+        return _interpret(parse_header(path, os.fstat(path.fileno()).st_size))
     with open(path, "rb") as stream:
         header = parse_header(stream, os.fstat(stream.fileno()).st_size)
     return _interpret(header)

@@ -1,21 +1,26 @@
 """Importing models from local files: a GGUF (single or sharded) or a Modelfile.
 
 Every input file is read and checked as GGUF before the store is touched, so a truncated or
-hostile file leaves the store exactly as it was. Blobs are leased as soon as they are hashed,
-and the manifest is written last.
+hostile file leaves the store exactly as it was. Each file is opened once: the header checked
+is the open file's, and the bytes stored (copied, or linked only where the link is that very
+file) are too, so swapping the path for a link to another file in between imports nothing
+else. Blobs are leased as soon as they are hashed, and the manifest is written last.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from model_registry.adapters import is_lora_adapter, read_lora_adapter
 from model_registry.digests import Digest
-from model_registry.draft_weights import DraftWeights, draft_layers, resolve_draft
+from model_registry.draft_weights import DraftWeights, FileLayer, draft_layers, resolve_draft
 from model_registry.errors import GGUFError, ModelfileError, ModelNotFoundError
 from model_registry.gguf_info import GGUFInfo, read_gguf_info
 from model_registry.model_config import config_from_gguf
@@ -109,26 +114,53 @@ def import_gguf(
     Its files are copied unless ``events.mode`` lets them be linked."""
     name = name if isinstance(name, ModelName) else parse_name(name)
     shards = find_shards(Path(path))
-    infos = [_read_model_info(shard, first=i == 0) for i, shard in enumerate(shards)]
-    projector_info = _read_projector_info(projector) if projector else None
-    _check_adapters(adapters, infos[0].architecture)  # before the store is touched
     files = [*shards, *([projector] if projector else []), *(a for a, _ in adapters)]
     files += [draft.file] if draft and draft.file else []
-    if events.mode == "copy":  # a link needs no space; a fallback copy checks its own
-        needed = sum(f.stat().st_size for f in files)
-        ensure_free_space(store.layout.blobs_dir, needed, "this import")
-    source = {"files": [shard.name for shard in shards]}
-    with store.lease() as lease:
-        layers = [
-            _file_layer(store, lease, LayerType.MODEL, shard, events=events) for shard in shards
+    with contextlib.ExitStack() as stack:
+        opened = _open_all(stack, files)
+        infos = [
+            _read_model_info(opened[shard], shard.name, first=i == 0)
+            for i, shard in enumerate(shards)
         ]
-        if projector:
-            layers.append(_file_layer(store, lease, LayerType.PROJECTOR, projector, events=events))
-        layers += _adapter_layers(store, lease, adapters)
-        layers += draft_layers(store, lease, draft, _file_layer)
-        layers += _extra_layers(store, lease, extras)
-        config = _with_draft(config_from_gguf(infos[0], source, projector_info), draft)
-        return _commit(store, lease, name, config, layers)
+        projector_info = _read_projector_info(opened[projector], projector) if projector else None
+        _check_adapters(adapters, infos[0].architecture, opened)  # before the store is touched
+        if events.mode == "copy":  # a link needs no space; a fallback copy checks its own
+            needed = sum(os.fstat(stream.fileno()).st_size for stream in opened.values())
+            ensure_free_space(store.layout.blobs_dir, needed, "this import")
+        source = {"files": [shard.name for shard in shards]}
+        layer = _layers_from(opened, events)
+        with store.lease() as lease:
+            layers = [layer(store, lease, LayerType.MODEL, shard) for shard in shards]
+            if projector:
+                layers.append(layer(store, lease, LayerType.PROJECTOR, projector))
+            layers += [layer(store, lease, LayerType.ADAPTER, a, scale) for a, scale in adapters]
+            layers += draft_layers(store, lease, draft, layer)
+            layers += _extra_layers(store, lease, extras)
+            config = _with_draft(config_from_gguf(infos[0], source, projector_info), draft)
+            return _commit(store, lease, name, config, layers)
+
+
+def _open_all(stack: contextlib.ExitStack, files: Sequence[Path]) -> dict[Path, BinaryIO]:
+    """Each file open for reading until ``stack`` closes; file-system errors name the file,
+    never its directory."""
+    opened = {}
+    for path in files:
+        try:
+            opened[path] = stack.enter_context(open(path, "rb"))  # noqa: SIM115 (the stack closes it)
+        except OSError as error:
+            raise GGUFError(f"cannot read {path.name}: {error.strerror or error}") from None
+    return opened
+
+
+def _layers_from(opened: Mapping[Path, BinaryIO], events: FileEvents) -> FileLayer:
+    """Layers made from the open files: the model's (and projector's) as ``events`` say,
+    adapters and a draft copied."""
+
+    def layer(store: Store, lease: Lease, kind: LayerType, file: Path, scale: float = 1.0):
+        how = events if kind in (LayerType.MODEL, LayerType.PROJECTOR) else FileEvents()
+        return _file_layer(store, lease, kind, file, opened[file], scale, how)
+
+    return layer
 
 
 def create_from_modelfile(
@@ -171,7 +203,6 @@ def _derive(
     """A new model sharing the base's weights (and adapters, and draft), with its own template,
     system prompt, parameters, any further adapters and maybe another draft."""
     config = _with_draft(store.read_config(base), draft)
-    _check_adapters(adapters, str(config.get("architecture") or "") or None)
     base_params = store.read_json_layer(base, LayerType.PARAMS) or {}
     merged = ModelExtras(
         system=extras.system
@@ -194,11 +225,16 @@ def _derive(
         and not (merged.licenses and layer.media_type is LayerType.LICENSE)
         and not (draft and layer.media_type is LayerType.DRAFT)
     ]
-    with store.lease(base.digests) as lease:
-        layers = kept + _adapter_layers(store, lease, adapters)
-        layers += draft_layers(store, lease, draft, _file_layer)
-        layers += _extra_layers(store, lease, merged)
-        return _commit(store, lease, name, config, layers)
+    files = [path for path, _ in adapters] + ([draft.file] if draft and draft.file else [])
+    with contextlib.ExitStack() as stack:
+        opened = _open_all(stack, files)
+        _check_adapters(adapters, str(config.get("architecture") or "") or None, opened)
+        layer = _layers_from(opened, FileEvents())
+        with store.lease(base.digests) as lease:
+            layers = kept + [layer(store, lease, LayerType.ADAPTER, a, s) for a, s in adapters]
+            layers += draft_layers(store, lease, draft, layer)
+            layers += _extra_layers(store, lease, merged)
+            return _commit(store, lease, name, config, layers)
 
 
 def _with_draft(config: Mapping[str, object], draft: DraftWeights | None) -> dict:
@@ -209,16 +245,16 @@ def _with_draft(config: Mapping[str, object], draft: DraftWeights | None) -> dic
     return {**config, "draft": draft.shown, "draft_gguf": draft.kv_shape or {}}
 
 
-def _read_info(path: Path) -> GGUFInfo:
+def _read_info(stream: BinaryIO, name: str) -> GGUFInfo:
     """Read GGUF metadata; file-system errors name the file, never its directory."""
     try:
-        return read_gguf_info(path)
+        return read_gguf_info(stream)
     except OSError as error:
-        raise GGUFError(f"cannot read {path.name}: {error.strerror or error}") from None
+        raise GGUFError(f"cannot read {name}: {error.strerror or error}") from None
 
 
-def _read_model_info(path: Path, first: bool) -> GGUFInfo:
-    info = _read_info(path)
+def _read_model_info(stream: BinaryIO, name: str, first: bool) -> GGUFInfo:
+    info = _read_info(stream, name)
     if info.is_projector:
         raise GGUFError(
             "this file is a vision projector (mmproj), not a model; import it as a projector"
@@ -232,20 +268,18 @@ def _read_model_info(path: Path, first: bool) -> GGUFInfo:
     return info
 
 
-def _read_projector_info(path: Path) -> GGUFInfo:
-    info = _read_info(path)
+def _read_projector_info(stream: BinaryIO, path: Path) -> GGUFInfo:
+    info = _read_info(stream, path.name)
     if not info.is_projector:
         raise GGUFError("the projector file is not a vision projector (clip) GGUF")
     return info
 
 
-def _check_adapters(adapters: Sequence[AdapterFile], architecture: str | None) -> None:
+def _check_adapters(
+    adapters: Sequence[AdapterFile], architecture: str | None, opened: Mapping[Path, BinaryIO]
+) -> None:
     for path, _ in adapters:
-        read_lora_adapter(path, architecture, path.name)
-
-
-def _adapter_layers(store: Store, lease: Lease, adapters: Sequence[AdapterFile]) -> list[Layer]:
-    return [_file_layer(store, lease, LayerType.ADAPTER, path, scale) for path, scale in adapters]
+        read_lora_adapter(opened[path], architecture, path.name)
 
 
 def _file_layer(
@@ -253,10 +287,12 @@ def _file_layer(
     lease: Lease,
     media_type: LayerType,
     path: Path,
-    scale: float = 1.0,
-    events: FileEvents = FileEvents(),
+    stream: BinaryIO,
+    scale: float,
+    events: FileEvents,
 ) -> Layer:
-    total = path.stat().st_size
+    """The layer for ``path``, stored from ``stream``: the file checked, open."""
+    total = os.fstat(stream.fileno()).st_size
     progress = events.on_progress
     blob, placement = store.blobs.add_file(
         path,
@@ -264,6 +300,7 @@ def _file_layer(
         events.expected.get(path),
         on_hashed=lease.add,
         on_progress=(lambda done: progress(path.name, done, total)) if progress else None,
+        opened=stream,
     )
     if events.on_placed is not None:
         events.on_placed(path.name, blob.size, placement)

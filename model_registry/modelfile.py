@@ -55,7 +55,9 @@ _INSTRUCTIONS = (
 )
 _TRIPLE = '"""'
 _INT = re.compile(r"[+-]?[0-9]+")
-_FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+# one way to match each number (no "[0-9]+\.?[0-9]*", which tries every split of a digit run)
+_FLOAT = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
+_MAX_NUMBER_TEXT = 64  # characters: no parameter needs more, and float() slows on thousands
 _BOOLS = {"true": True, "t": True, "1": True, "false": False, "f": False, "0": False}
 _WINDOWS_PATH = re.compile(r"[A-Za-z]:[\\/]")
 _WORD = re.compile(r"\s*(\S+)\s*(.*)")
@@ -231,6 +233,12 @@ def _set_parameter(parameters: dict[str, object], key: str, raw: str, number: in
     kind = PARAMETER_TYPES.get(key)
     if kind is None:
         raise ModelfileError(f"unknown parameter {key[:40]!r}", number)
+    if kind in (int, float) and len(raw) > _MAX_NUMBER_TEXT:
+        raise ModelfileError(
+            f"parameter {key} needs {_KIND_NAMES[kind]} of at most {_MAX_NUMBER_TEXT} characters, "
+            f"got {len(raw):,}",
+            number,
+        )
     value = _PARSERS[kind](raw)
     if value is None:
         raise ModelfileError(f"parameter {key} needs {_KIND_NAMES[kind]}, got {raw[:40]!r}", number)

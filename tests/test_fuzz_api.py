@@ -1,15 +1,26 @@
 """Fuzzing the HTTP API: hypothesis sends malformed, odd and hostile requests to the real app
 (in process, with a real store and real runner processes) and every answer must be a
-deliberate one: never a 500, always a JSON error body in the right shape, never a crash.
+deliberate one: never a 500, always a JSON error body in the right shape, never a crash, and
+the daemon still answering ``/api/ps`` and ``/api/tags`` afterwards.
+
+The requests carry each API's real fields (OpenAI chat, completions, Responses, embeddings;
+Anthropic messages; Ollama generate, chat, embed, create...): valid values most of the time,
+so requests reach the engine, and in ``test_hostile_values_in_real_fields`` a valid request
+with one to three of its fields replaced by hostile values: inf, NaN, 1e300 and 400-digit
+integers, lists and objects where the other goes, lone surrogates, text nested thousands deep
+and JSON nested past any need.
 
 Budget: ``LOCALLLM_FUZZ_EXAMPLES`` examples per test (default 150: about 15 s in all; the
-chat-template programs take a third of that many, each up to the 2 s render budget).
+chat-template programs take a third of that many, each up to the 2 s render budget); the
+examples are derandomized and no database is kept, so every run sends the same requests.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
+import math
 import os
 import time
 
@@ -33,6 +44,7 @@ FUZZ = settings(
     max_examples=EXAMPLES,
     deadline=None,
     derandomize=True,  # the same examples every run in CI; raise EXAMPLES to explore
+    database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 RUNNER_MEMORY = 256 << 20  # a runner of the tiny model peaks near 60 MB
@@ -417,7 +429,7 @@ def harness(tmp_path_factory, tiny_model_path):
         data_dir=root / "data",
         log_dir=root / "logs",
         hf_endpoint="http://127.0.0.1:9",  # nothing listens: pulls fail fast, offline
-        num_ctx=256,
+        num_ctx=1024,  # the valid bodies below fit, tools and all
         num_parallel=2,
         num_threads=1,
     )
@@ -428,6 +440,7 @@ def harness(tmp_path_factory, tiny_model_path):
 
 def check(status: int, body: bytes, content_type: str, path: str) -> None:
     assert status < 500 or status in ACCEPTABLE_5XX, (status, body[:500])
+    assert b"internal server error" not in body, body[:500]  # in a stream's error event too
     if "json" not in content_type:
         return
     lines = [json.loads(line) for line in body.splitlines() if line.strip()]
@@ -465,6 +478,213 @@ def test_json_requests_never_500(harness, data):
     status, content, content_type = harness.send(method, path, json=body)
     check(status, content, content_type, path)
     check_memory()
+
+
+def check_still_answering(harness) -> None:
+    """What a request leaves behind (a loaded model's expiry, a stored response) must not
+    break the answers everyone else gets."""
+    for where in ("/api/ps", "/api/tags", "/v1/models"):
+        status, content, _ = harness.send("GET", where)
+        assert status == 200, (where, status, content[:300])
+
+
+# -- hostile values in the real fields of every API ------------------------------------------
+# A valid request of each API, and the fields (dotted paths into it: "tool_choice.type",
+# "messages.0.tool_calls.0.function.arguments") where a hostile value is put instead.
+CALL = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"city": "x"}'}}
+NATIVE_CALL = {"function": {"name": "f", "arguments": {"city": "x"}}}
+TOOL = {"type": "function", "function": {"name": "f", "description": "d", "parameters": CITY}}
+FORMAT = {"type": "json_schema", "name": "x", "schema": CITY}
+VALID_BODIES: dict[str, tuple[dict, tuple[str, ...]]] = {
+    "/api/generate": (
+        {"model": "tiny", "prompt": "hi", "options": {"num_predict": 2}, "keep_alive": "5m"},
+        ("prompt", "system", "suffix", "template", "context", "images", "format", "format.type",
+         "format.properties.city.maxLength", "options", "options.temperature", "options.num_ctx",
+         "options.stop", "options.seed", "keep_alive", "raw", "think", "top_logprobs"),
+    ),
+    "/api/chat": (
+        {"model": "tiny", "options": {"num_predict": 2}, "keep_alive": 300, "tools": [TOOL],
+         "messages": [{"role": "user", "content": "hi"},
+                      {"role": "assistant", "content": "", "tool_calls": [NATIVE_CALL]},
+                      {"role": "tool", "content": "ok", "tool_name": "f"}]},
+        ("messages", "messages.0", "messages.0.content", "messages.0.role", "messages.0.images",
+         "messages.1.tool_calls", "messages.1.tool_calls.0.function.arguments",
+         "messages.1.tool_calls.0.function", "tools", "tools.0.function.parameters", "format",
+         "options.top_k", "options.num_predict", "keep_alive", "think"),
+    ),
+    "/api/embed": (
+        {"model": "tiny", "input": ["one", "two"], "keep_alive": 300},
+        ("input", "input.0", "truncate", "dimensions", "options", "keep_alive"),
+    ),
+    "/api/create": (
+        {"model": "fuzzed", "from": "tiny", "parameters": {"temperature": 0.5}},
+        ("from", "files", "parameters", "parameters.temperature", "parameters.stop", "system",
+         "template", "license", "messages", "quantize", "adapters"),
+    ),
+    "/v1/chat/completions": (
+        {"model": "tiny", "max_tokens": 2, "keep_alive": 300, "tools": [TOOL],
+         "messages": [{"role": "user", "content": "hi"},
+                      {"role": "assistant", "content": None, "tool_calls": [CALL]},
+                      {"role": "tool", "tool_call_id": "c1", "content": "ok"}]},
+        ("messages", "messages.0.content", "messages.1.tool_calls.0.function.arguments",
+         "messages.1.tool_calls", "max_tokens", "temperature", "top_p", "n", "stop", "seed",
+         "logit_bias", "logprobs", "top_logprobs", "response_format", "response_format.type",
+         "response_format.json_schema", "tools", "tools.0.function.parameters", "tool_choice",
+         "tool_choice.function.name", "presence_penalty", "stream_options", "keep_alive",
+         "reasoning_effort"),
+    ),
+    "/v1/completions": (
+        {"model": "tiny", "prompt": "hi", "max_tokens": 2},
+        ("prompt", "max_tokens", "temperature", "stop", "suffix", "logprobs", "echo", "n",
+         "seed", "best_of", "logit_bias"),
+    ),
+    "/v1/embeddings": (
+        {"model": "tiny", "input": "hello"},
+        ("input", "dimensions", "encoding_format", "user"),
+    ),
+    "/v1/responses": (
+        {"model": "tiny", "max_output_tokens": 2, "instructions": "be brief", "tools": [
+            {"type": "function", "name": "f", "parameters": CITY}],
+         "input": [{"type": "message", "role": "user", "content": "hi"},
+                   {"type": "reasoning", "summary": [{"type": "summary_text", "text": "hm"}]},
+                   {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+                   {"type": "function_call_output", "call_id": "c1", "output": "ok"}]},
+        ("input", "input.0.content", "input.1.summary", "input.2.arguments", "input.3.output",
+         "instructions", "tools", "tools.0.parameters", "tool_choice", "tool_choice.type",
+         "text", "text.format", "reasoning", "reasoning.effort", "max_output_tokens",
+         "previous_response_id", "metadata", "user", "temperature", "top_p", "keep_alive",
+         "parallel_tool_calls", "truncation"),
+    ),
+    "/v1/messages": (
+        {"model": "tiny", "max_tokens": 2, "tools": [{"name": "f", "input_schema": CITY}],
+         "messages": [{"role": "user", "content": "hi"},
+                      {"role": "assistant", "content": [{"type": "tool_use", "id": "t1",
+                                                         "name": "f", "input": {"city": "x"}}]},
+                      {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                                    "content": "ok"}]}]},
+        ("messages", "messages.0.content", "messages.1.content.0.input",
+         "messages.2.content.0.content", "system", "max_tokens", "temperature", "top_k",
+         "top_p", "stop_sequences", "tools", "tools.0.input_schema", "tool_choice",
+         "tool_choice.type", "tool_choice.name", "thinking", "thinking.type",
+         "thinking.budget_tokens", "output_config", "output_config.format", "metadata",
+         "keep_alive"),
+    ),
+}  # fmt: skip
+VALID_BODIES["/v1/messages/count_tokens"] = VALID_BODIES["/v1/messages"]
+
+DEEP_MARK = "\x00deep:{}\x00"  # replaced by that many levels of raw JSON nesting when sent
+hostile_numbers = st.sampled_from(
+    [math.inf, -math.inf, math.nan, 1e300, -1e300, 10**400, -(10**400), 2**63, 2**64, 1e-320, -1]
+)
+wrong_shapes = st.sampled_from(
+    [[], {}, [[]], [{}], {"type": []}, {"type": {}}, "", "x", True, None, [1, "a"], 0]
+)
+lone_surrogates = st.sampled_from(["\ud800", "x\udfff", "\udc00\ud800", "ok \ud83d"]) | st.text(
+    st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF), min_size=1, max_size=3
+)
+deep_text = st.integers(5_000, 100_000).map(lambda n: "[" * n + "]" * n)  # e.g. arguments
+deep_json = st.integers(129, 5_000).map(DEEP_MARK.format)
+long_digits = st.integers(100, 20_000).map(lambda n: "1" * n)
+HOSTILE_KINDS = {
+    "numbers": hostile_numbers,
+    "shapes": wrong_shapes,
+    "surrogates": lone_surrogates,
+    "deep text": deep_text,
+    "deep json": deep_json,
+    "digits": long_digits,
+}
+hostile_values = st.one_of(*HOSTILE_KINDS.values(), json_values)
+
+
+def put(body: dict, where: str, value: object) -> dict:
+    """``body`` with the field at the dotted path ``where`` set to ``value`` (made if absent;
+    a list index past the end or into a non-list sets a key of that name instead)."""
+    *parents, last = where.split(".")
+    node: object = body
+    for part in parents:
+        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        elif isinstance(node, dict):
+            if not isinstance(node.get(part), dict | list):
+                node[part] = {}
+            node = node[part]
+        else:
+            return body
+    if isinstance(node, list) and last.isdigit() and int(last) < len(node):
+        node[int(last)] = value
+    elif isinstance(node, dict):
+        node[last] = value
+    return body
+
+
+def written(body: dict) -> bytes:
+    """``body`` as a hostile client writes it: NaN, Infinity and lone surrogates escaped
+    (``json.dumps`` does), deep nesting raw."""
+    text = json.dumps(body)
+    while "\\u0000deep:" in text:
+        start = text.index('"\\u0000deep:')
+        end = text.index('\\u0000"', start + 1) + 7
+        levels = int(text[start + 12 : end - 7])
+        text = text[:start] + "[" * levels + "]" * levels + text[end:]
+    return text.encode()
+
+
+def post_written(harness, path: str, body: dict) -> tuple[int, bytes, str]:
+    headers = {"content-type": "application/json"}
+    return harness.send("POST", path, content=written(body), headers=headers)
+
+
+def send_hostile(harness, path: str, body: dict) -> None:
+    status, content, content_type = post_written(harness, path, body)
+    check(status, content, content_type, path)
+    check_still_answering(harness)
+
+
+def streaming(path: str) -> bool:
+    return path not in ("/api/embed", "/v1/embeddings", "/api/create", "/v1/messages/count_tokens")
+
+
+@FUZZ
+@given(data=st.data())
+def test_hostile_values_in_real_fields(harness, data):
+    """A valid request of each API with one to three of its real fields hostile: each answer
+    is deliberate (a 400 naming the field, or served), and the daemon keeps answering."""
+    path = data.draw(st.sampled_from(sorted(VALID_BODIES)))
+    base, slots = VALID_BODIES[path]
+    body = json.loads(json.dumps(base))
+    for where in data.draw(st.lists(st.sampled_from(slots), min_size=1, max_size=3, unique=True)):
+        put(body, where, copy.deepcopy(data.draw(hostile_values, label=where)))  # unshared
+    if streaming(path):
+        body["stream"] = data.draw(st.booleans(), label="stream")
+    send_hostile(harness, path, body)
+    check_memory()
+
+
+FIELDS = [(path, where) for path, (_, slots) in sorted(VALID_BODIES.items()) for where in slots]
+
+
+@pytest.mark.parametrize("path", sorted(VALID_BODIES))
+def test_the_valid_bodies_are_served(harness, path):
+    """What the hostile values go into is served as it is: a hostile field is then the one
+    thing wrong with a request, and the request reaches the engine when that field allows."""
+    status, content, _ = post_written(harness, path, VALID_BODIES[path][0])
+    assert status == 200, content[:300]
+
+
+@pytest.mark.parametrize(("path", "where"), FIELDS)
+@settings(FUZZ, max_examples=max(1, EXAMPLES // 150))
+@given(data=st.data())
+def test_every_field_takes_every_kind_of_hostile_value(harness, path, where, data):
+    """Each real field of each API, given one value of each hostile kind (a number past any
+    clock, a list where an object goes, a lone surrogate, nesting thousands deep...), in a
+    request otherwise valid (streamed when the API streams): never a 500, and the daemon keeps
+    answering. The random combinations above may miss a field; this sweep does not."""
+    base, _ = VALID_BODIES[path]
+    for kind, values in HOSTILE_KINDS.items():
+        body = put(json.loads(json.dumps(base)), where, data.draw(values, label=kind))
+        if streaming(path):
+            body["stream"] = data.draw(st.booleans(), label=f"{kind}: stream")
+        send_hostile(harness, path, body)
 
 
 def check_memory() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import stat
 
+from app.tools.catalog import ToolSpec
 from app.tools.config_store import FILE_NAME, McpSettings, McpSettingsStore
 from app.tools.servers import ServerConfig
 from model_registry.credentials import NO_KEYRING
@@ -33,12 +34,13 @@ GITHUB = ServerConfig(
     "github", command="npx", args=("-y", "server-github"), env={"GITHUB_TOKEN": "ghp_secret"}
 )
 WEB = ServerConfig("web", url="http://127.0.0.1:9000/mcp", enabled=False)
+SEARCH = ToolSpec("github", "search", schema={"type": "object"})
 
 
 def test_servers_round_trip_with_the_token_in_the_keyring_not_the_file(tmp_path):
     keyring = DictKeyring()
     store = McpSettingsStore(tmp_path, keyring_backend=keyring)
-    settings = McpSettings((GITHUB, WEB), require_call=True).allowing("github", "search")
+    settings = McpSettings((GITHUB, WEB), require_call=True).allowing(GITHUB, SEARCH)
     store.save(settings)
 
     text = (tmp_path / FILE_NAME).read_text()

@@ -131,21 +131,23 @@ def stored(number: int, size: int = 0) -> StoredResponse:
 
 
 def test_the_store_keeps_the_newest_within_its_bounds():
-    store = ResponseStore(max_count=3, max_bytes=10_000)
+    store = ResponseStore(max_count=3, max_bytes=10_000, max_record=8_000)
     for number in range(5):
         store.put(stored(number))
     assert len(store) == 3
     with pytest.raises(NotFoundError, match="resp_1"):
-        store.get("resp_1")
-    assert store.get("resp_4").response.id == "resp_4"
+        asyncio.run(store.get("resp_1"))
+    assert asyncio.run(store.get("resp_4")).response.id == "resp_4"
     store.put(stored(5, size=6_000))
     store.put(stored(6, size=6_000))  # too big together: the older one goes
-    assert len(store) == 1 and store.get("resp_6")
-    store.put(stored(7, size=20_000))  # bigger than the bound alone: still kept, alone
-    assert len(store) == 1 and store.get("resp_7")
-    store.delete("resp_7")
+    assert len(store) == 1 and asyncio.run(store.get("resp_6"))
+    store.put(stored(7, size=20_000))  # bigger than one record may be: not kept
+    assert len(store) == 1
+    with pytest.raises(NotFoundError, match=r"not stored: its conversation is 0\.0 MiB, over"):
+        asyncio.run(store.get("resp_7"))
+    asyncio.run(store.delete("resp_6"))
     with pytest.raises(NotFoundError):
-        store.delete("resp_7")
+        asyncio.run(store.delete("resp_6"))
 
 
 class Replay:
@@ -206,7 +208,7 @@ def test_thinking_text_and_streamed_tool_calls_become_items_in_order():
     assert message.content[0].text == "Looking it up."
     assert (function_call.call_id, function_call.arguments) == ("call_1", '{"q": "sea"}')
     assert final.response.usage.input_tokens_details.cached_tokens == 4
-    kept = store.get(final.response.id)
+    kept = asyncio.run(store.get(final.response.id))
     assert kept.messages[-1] == {
         "role": "assistant",
         "content": "Looking it up.",

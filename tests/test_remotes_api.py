@@ -13,7 +13,7 @@ import ollama
 import pytest
 
 from tests.support.daemon import Daemon, make_store, metric_value
-from tests.support.remotes import add_remote, front_daemon
+from tests.support.remotes import add_remote, front_daemon, remove_remote
 
 pytestmark = pytest.mark.slow
 
@@ -119,7 +119,7 @@ def test_key_from_the_named_environment_variable(front, backs):
     assert added.status_code == 200 and added.json()["has_api_key"], added.text
     reply = front.openai().chat.completions.create(model="envteam/tiny", messages=HI, max_tokens=3)
     assert reply.usage.completion_tokens == 3
-    assert httpx.delete(front.url + "/api/remotes/envteam", timeout=10).status_code == 200
+    assert remove_remote(front, "envteam").status_code == 200
 
 
 def test_a_remote_without_its_key_is_a_clear_error(front, backs):
@@ -136,7 +136,7 @@ def test_a_remote_without_its_key_is_a_clear_error(front, backs):
         assert "remote 'nokey' has no healthy replica" in message
         assert "refused its API key (401)" in message
     finally:
-        httpx.delete(front.url + "/api/remotes/nokey", timeout=10)
+        remove_remote(front, "nokey")
 
 
 def test_keys_are_never_written_in_the_remotes_file_nor_shown(front):
@@ -164,7 +164,7 @@ def test_keys_are_never_written_in_the_remotes_file_nor_shown(front):
     ],
 )
 def test_bad_remotes_are_refused_with_what_is_allowed(front, body, status, says):
-    r = httpx.post(front.url + "/api/remotes", json=body, timeout=10)
+    r = add_remote(front, **body)
     assert r.status_code == status, r.text
     assert says in r.json()["error"]
 
@@ -176,7 +176,7 @@ def test_a_remote_pointing_at_the_daemon_itself_is_refused(front):
 
 
 def test_removing_an_unknown_remote_is_404(front):
-    r = httpx.delete(front.url + "/api/remotes/nobody", timeout=10)
+    r = remove_remote(front, "nobody")
     assert r.status_code == 404 and "no remote named 'nobody'" in r.json()["error"]
 
 
@@ -231,4 +231,4 @@ def test_an_ollama_speaking_remote_through_the_native_api(front, backs):
         vectors = client.embeddings.create(model="native/tiny", input=["a"]).data
         assert len(vectors[0].embedding) > 0
     finally:
-        httpx.delete(front.url + "/api/remotes/native", timeout=10)
+        remove_remote(front, "native")

@@ -21,7 +21,7 @@ import pytest
 from tests.support.daemon import Daemon, free_port, make_store
 from tests.support.polling import wait_for
 from tests.support.raw_remote import RawRemote, black_hole
-from tests.support.remotes import add_remote, front_daemon
+from tests.support.remotes import add_remote, front_daemon, remove_remote
 
 pytestmark = pytest.mark.slow
 
@@ -75,7 +75,7 @@ def test_a_hostile_remote_gives_a_clear_error(front, mode, says):
         assert f"remote {name!r} {says}" in r.json()["error"]["message"]
         assert time.monotonic() - started < 20  # the remote's timeout, not the client's
     finally:
-        httpx.delete(f"{front.url}/api/remotes/{name}", timeout=10)
+        remove_remote(front, name)
         raw.close()
 
 
@@ -88,7 +88,7 @@ def test_a_gigantic_model_list_marks_the_replica_unhealthy(front):
         assert replica["error"] == "remote 'huge' sent more than 16 MiB"
         assert httpx.get(front.url + "/api/tags", timeout=10).status_code == 200
     finally:
-        httpx.delete(front.url + "/api/remotes/huge", timeout=10)
+        remove_remote(front, "huge")
         raw.close()
 
 
@@ -106,7 +106,7 @@ def test_a_failure_mid_stream_ends_with_an_error_in_each_wire_format(front):
                 lines.append(part.message.content)
         assert lines == ["Hello"]  # what came before the failure got through
     finally:
-        httpx.delete(front.url + "/api/remotes/mid", timeout=10)
+        remove_remote(front, "mid")
         raw.close()
 
 
@@ -126,7 +126,7 @@ def test_ps_lists_a_remote_model_while_it_is_in_use(front):
             assert [line for line in lines if line][-1] == "data: [DONE]"
         assert wait_for(lambda: not httpx.get(front.url + "/api/ps").json()["models"], 10)
     finally:
-        httpx.delete(front.url + "/api/remotes/slow", timeout=10)
+        remove_remote(front, "slow")
         raw.close()
 
 
@@ -148,7 +148,7 @@ def test_lists_answer_fast_while_a_remote_never_answers(front, steady):
         assert "health check timed out" in r.text
     finally:
         for name in ("hole", "ok"):
-            httpx.delete(f"{front.url}/api/remotes/{name}", timeout=10)
+            remove_remote(front, name)
         hole.close()
 
 
@@ -169,7 +169,7 @@ def test_a_replica_that_stops_answering_is_ejected_and_comes_back(
             assert _replicas(front, "pair")[1]["error"] is None
         finally:
             paused.process.send_signal(signal.SIGCONT)
-            httpx.delete(front.url + "/api/remotes/pair", timeout=10)
+            remove_remote(front, "pair")
 
 
 def _stream(front: Daemon, result: dict) -> None:
@@ -215,7 +215,7 @@ def test_killing_a_replica_under_16_streams(front, steady, back_store, tmp_path)
                 assert result["chunks"] > 0 and result["end"].startswith("error: remote 'kill'")
             assert _chat(front, "kill/tiny").status_code == 200
         finally:
-            httpx.delete(front.url + "/api/remotes/kill", timeout=10)
+            remove_remote(front, "kill")
 
 
 @pytest.fixture(scope="module")
@@ -262,7 +262,7 @@ def test_llama_cpp_server_as_a_remote(front, llama_cpp_server):
         reply = ollama.Client(host=front.url).chat("lcpp/tiny", HI, options=options)
         assert reply.done and reply.message.content
     finally:
-        httpx.delete(front.url + "/api/remotes/lcpp", timeout=10)
+        remove_remote(front, "lcpp")
 
 
 def test_a_loop_of_remotes_is_refused_not_followed(front, tmp_path):
@@ -274,7 +274,7 @@ def test_a_loop_of_remotes_is_refused_not_followed(front, tmp_path):
             assert r.status_code == 508, r.text
             assert "went round a loop of remotes" in r.json()["error"]["message"]
         finally:
-            httpx.delete(front.url + "/api/remotes/b", timeout=10)
+            remove_remote(front, "b")
 
 
 def test_a_replica_gone_quiet_mid_stream_is_checked_and_ejected(front, steady):
@@ -292,5 +292,5 @@ def test_a_replica_gone_quiet_mid_stream_is_checked_and_ejected(front, steady):
             assert _replicas(front, "quiet")[0]["in_flight"] == 1  # the stream is still open
             assert _chat(front, "quiet/tiny", timeout=30).status_code == 200  # the other one
     finally:
-        httpx.delete(front.url + "/api/remotes/quiet", timeout=10)
+        remove_remote(front, "quiet")
         raw.close()

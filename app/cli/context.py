@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from daemon.client import Client, DaemonClient
-from daemon.client.launcher import connect_url, ensure_daemon
+from daemon.client.launcher import admin_token_reader, connect_url, ensure_daemon
 from daemon.settings import Settings
 
 __all__ = ["Context"]
@@ -35,7 +35,11 @@ class Context:
                 self._client = self.client_factory(self.settings)
             else:
                 ensure_daemon(self.settings, on_start=self._say_starting)
-                self._client = Client(connect_url(self.settings), api_key=self.settings.api_key)
+                self._client = Client(
+                    connect_url(self.settings),
+                    api_key=self.settings.api_key,
+                    admin_token=admin_token_reader(self.settings),
+                )
         return self._client
 
     def close(self) -> None:

@@ -2,6 +2,11 @@
 chunked and embedded, unchanged ones skipped (same size and mtime, or same SHA-256), deleted
 ones dropped. A file that cannot be read is an error for that file alone.
 
+Only regular files inside the chosen folders are read: the walk follows no link (to a file or
+a folder), skips pipes and devices, and each file is opened once without following a link
+(``reading``), so what is hashed is what is parsed. A file the user chose by itself is taken
+as chosen (a link to it is followed once, to the file it names).
+
 ``Indexer.run`` is a generator of ``IndexProgress`` events ending with one ``IndexReport``, so
 the app can show progress from a worker thread and stop between files.
 """
@@ -18,7 +23,8 @@ from app.documents.chunking import chunk_sections
 from app.documents.embedder import DaemonEmbedder
 from app.documents.errors import DocumentError
 from app.documents.index import DocumentIndex, FileRecord
-from app.documents.parsing import is_supported, parse
+from app.documents.parsing import is_supported, parse_bytes, size_limit
+from app.documents.reading import is_regular_file, read_document
 
 __all__ = ["IndexProgress", "IndexReport", "Indexer", "scan"]
 
@@ -43,24 +49,26 @@ class IndexReport:
 def scan(sources: Sequence[Path]) -> list[Path]:
     """The readable documents under ``sources`` (files, and folders walked recursively,
     hidden entries skipped), resolved, each once, in a stable order."""
-    found: dict[Path, None] = {}
+    return list(_found(sources))
+
+
+def _found(sources: Sequence[Path]) -> dict[Path, Path]:
+    """Each document under ``sources`` and the chosen folder (or file) it must stay inside:
+    regular files only, reached without following a link."""
+    found: dict[Path, Path] = {}
     for source in sources:
-        source = Path(source)
-        if source.is_file():
-            found[source.resolve()] = None
-        elif source.is_dir():
-            for root, dirs, files in os.walk(source):
+        root = Path(source).resolve()
+        if root.is_file():
+            if is_regular_file(root):
+                found[root] = root
+        elif root.is_dir():
+            for folder, dirs, files in os.walk(root):  # never into a linked folder
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 for name in sorted(files):
-                    path = Path(root, name)
-                    if not name.startswith(".") and is_supported(path):
-                        found[path.resolve()] = None
-    return list(found)
-
-
-def _sha256(path: Path) -> str:
-    with path.open("rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
+                    path = Path(folder, name)
+                    if not name.startswith(".") and is_supported(path) and is_regular_file(path):
+                        found[path] = root
+    return found
 
 
 class Indexer:
@@ -71,7 +79,8 @@ class Indexer:
         """Index ``sources``; embedding failures (the daemon, the model) raise, and what was
         done before them stays done."""
         self.index.use_embed_model(self.embedder.model if self.embedder else "")
-        paths = scan(sources)
+        roots = _found(sources)
+        paths = list(roots)
         known = self.index.files()
         wanted = {str(p) for p in paths}
         removed = [p for p in known if p not in wanted]
@@ -82,7 +91,7 @@ class Indexer:
         for done, path in enumerate(paths):
             yield IndexProgress(done, len(paths), path.name)
             try:
-                changed, error = self._update(path, known.get(str(path)))
+                changed, error = self._update(path, roots[path], known.get(str(path)))
             except OSError as exc:
                 changed, error = False, f"{path.name}: cannot be read ({exc.strerror or exc})"
                 self.index.remove(str(path))
@@ -95,18 +104,24 @@ class Indexer:
         passages = self.index.chunk_count()
         yield IndexReport(indexed, unchanged, len(removed), passages, tuple(errors), model)
 
-    def _update(self, path: Path, known: FileRecord | None) -> tuple[bool, str]:
+    def _update(self, path: Path, root: Path, known: FileRecord | None) -> tuple[bool, str]:
         """(whether the file was (re)indexed, its error if it has one)."""
-        stat = path.stat()
+        stat = os.lstat(path)
         if known is not None and (known.size, known.mtime) == (stat.st_size, stat.st_mtime):
             return False, known.error
-        digest = _sha256(path)
-        if known is not None and known.sha256 == digest:
-            self.index.touch(str(path), stat.st_size, stat.st_mtime)
-            return False, known.error
-        record = FileRecord(str(path), stat.st_size, stat.st_mtime, digest)
         try:
-            chunks = chunk_sections(parse(path))
+            document = read_document(path, root, size_limit(path))
+        except DocumentError as exc:
+            record = FileRecord(str(path), stat.st_size, stat.st_mtime, "", error=str(exc))
+            self.index.replace_file(record, [])
+            return True, str(exc)
+        digest = hashlib.sha256(document.data).hexdigest()
+        if known is not None and known.sha256 == digest:
+            self.index.touch(str(path), document.size, document.mtime)
+            return False, known.error
+        record = FileRecord(str(path), document.size, document.mtime, digest)
+        try:
+            chunks = chunk_sections(parse_bytes(path.name, document.data))
         except DocumentError as exc:
             self.index.replace_file(replace(record, error=str(exc)), [])
             return True, str(exc)

@@ -2,8 +2,11 @@
 config folder, with each stdio server's environment (often tokens) in the system keyring,
 or in a 0600 file beside it where no keyring works (``model_registry.credentials``).
 
-Allowed tools ("always allow") are kept here too, by server and tool name, so a renamed or
-removed server forgets them. A file that cannot be read is set aside, never overwritten.
+Allowed tools ("always allow") are kept here too, by server and tool name and a fingerprint of
+what the approval was for: the server's command line (or URL) and the tool's input schema. A
+renamed or removed server forgets them, and so does a server whose command or URL changes, or a
+tool whose schema does: the next call asks again. A file that cannot be read is set aside,
+never overwritten.
 """
 
 from __future__ import annotations
@@ -16,19 +19,35 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from app.tools.catalog import ToolSpec
 from app.tools.servers import ServerConfig
 from model_registry.credentials import Credential
 
-__all__ = ["FILE_NAME", "McpSettings", "McpSettingsStore"]
+__all__ = ["FILE_NAME", "McpSettings", "McpSettingsStore", "approval_key"]
 
 FILE_NAME = "mcp_servers.json"
 _VERSION = 1
+Approval = tuple[str, str, str]  # server name, tool name, fingerprint
+
+
+def approval_key(server: ServerConfig, tool: ToolSpec) -> Approval:
+    """What an "always allow" is for: this tool of this server, as the server is started (its
+    command line, folder or URL) and as the tool takes its arguments (its schema)."""
+    what = {
+        "command": server.command,
+        "args": list(server.args),
+        "cwd": server.cwd,
+        "url": server.url,
+        "schema": tool.schema,
+    }
+    text = json.dumps(what, sort_keys=True, ensure_ascii=False, default=str)
+    return server.name, tool.name, hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 @dataclass(frozen=True, slots=True)
 class McpSettings:
     servers: tuple[ServerConfig, ...] = ()
-    allowed: frozenset[tuple[str, str]] = field(default_factory=frozenset)  # (server, tool)
+    allowed: frozenset[Approval] = field(default_factory=frozenset)  # see approval_key
     # ask models to call a tool first in every answer (the daemon's grammar makes them): for
     # small models that do not call tools on their own
     require_call: bool = False
@@ -39,11 +58,11 @@ class McpSettings:
     def enabled(self) -> tuple[ServerConfig, ...]:
         return tuple(s for s in self.servers if s.enabled)
 
-    def is_allowed(self, server: str, tool: str) -> bool:
-        return (server, tool) in self.allowed
+    def is_allowed(self, server: ServerConfig, tool: ToolSpec) -> bool:
+        return approval_key(server, tool) in self.allowed
 
-    def allowing(self, server: str, tool: str) -> McpSettings:
-        return replace(self, allowed=self.allowed | {(server, tool)})
+    def allowing(self, server: ServerConfig, tool: ToolSpec) -> McpSettings:
+        return replace(self, allowed=self.allowed | {approval_key(server, tool)})
 
     def with_servers(self, servers: Iterable[ServerConfig]) -> McpSettings:
         servers = tuple(servers)
@@ -74,7 +93,8 @@ class McpSettingsStore:
             return self._set_aside()
         try:
             servers = tuple(self._server(item) for item in document["servers"])
-            allowed = frozenset((str(a[0]), str(a[1])) for a in document.get("allowed", ()))
+            entries = [a for a in document.get("allowed", ()) if len(a) == 3]  # older: ask again
+            allowed = frozenset((str(a[0]), str(a[1]), str(a[2])) for a in entries)
         except (KeyError, TypeError, ValueError, IndexError):
             return self._set_aside()
         return McpSettings(servers, allowed, bool(document.get("require_call", False)))

@@ -25,6 +25,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from app.tools.catalog import ToolSpec
 from app.tools.errors import ToolError, explain
 from app.tools.results import RESULT_LIMIT, ToolResult, result_text
+from app.tools.server_log import BoundedLog
 from app.tools.servers import ServerConfig
 
 __all__ = ["McpHost", "ToolError"]
@@ -185,12 +186,13 @@ class McpHost:
             await self._stop(name)
 
     def _errlog(self, config: ServerConfig) -> TextIO:
-        """Where a stdio server's stderr goes: a log file per server, or nowhere."""
+        """Where a stdio server's stderr goes: a log file per server, bounded in size
+        (``server_log``), or nowhere."""
         if self._log_dir is None:
             return open(os.devnull, "w", encoding="utf-8")
         self._log_dir.mkdir(parents=True, exist_ok=True)
         safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in config.name)
-        return open(self._log_dir / f"mcp-{safe}.log", "a", encoding="utf-8")
+        return BoundedLog(self._log_dir / f"mcp-{safe}.log").stream
 
 
 def _transport(config: ServerConfig, errlog: TextIO) -> Any:

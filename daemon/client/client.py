@@ -20,7 +20,7 @@ with uvicorn on 127.0.0.1 in a thread (``tests/support/in_process.py``).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +62,7 @@ from daemon.client.errors import DaemonUnavailable, raise_for_body
 from daemon.client.local_models import LocalModelCalls
 from daemon.client.protocol import Progress
 from daemon.client.remotes import RemoteCalls
+from daemon.security.keys import ADMIN_HEADER
 
 __all__ = ["DEFAULT_BASE_URL", "Client"]
 
@@ -78,7 +79,11 @@ class Client(LocalModelCalls, RemoteCalls):
         timeout: float | None = 600.0,
         transport: httpx.BaseTransport | None = None,
         user_agent: str | None = None,
+        admin_token: Callable[[], str | None] | None = None,
     ):
+        """``admin_token`` reads the daemon's admin token when a call needs it (adding or
+        removing a remote): only the front ends of the daemon's own user have one."""
+        self._admin_token = admin_token
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         if user_agent:  # the daemon's request log names it (the app hides its own requests)
             headers["User-Agent"] = user_agent
@@ -293,6 +298,10 @@ class Client(LocalModelCalls, RemoteCalls):
         if stream:
             return self._ndjson(model, path, {**body, "stream": True})
         return iter([self._answer(model, "POST", path, json={**body, "stream": False})])
+
+    def _admin_headers(self) -> dict[str, str]:
+        token = self._admin_token() if self._admin_token is not None else None
+        return {ADMIN_HEADER: token} if token else {}
 
     def _answer(self, model: type[Answer], method: str, path: str, **kwargs: Any) -> Answer:
         return parsed(model, self._json(method, path, **kwargs), path)

@@ -29,9 +29,17 @@ import httpx
 from filelock import FileLock, Timeout
 
 from daemon.client.errors import DaemonUnavailable
+from daemon.security.keys import AdminTokenStore
 from daemon.settings import Settings
 
-__all__ = ["DaemonStartError", "connect_url", "daemon_answers", "ensure_daemon", "is_loopback"]
+__all__ = [
+    "DaemonStartError",
+    "admin_token_reader",
+    "connect_url",
+    "daemon_answers",
+    "ensure_daemon",
+    "is_loopback",
+]
 
 LOG_NAME = "daemon.log"
 _LOG_ROTATE_BYTES = 10 << 20
@@ -57,6 +65,18 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(name).is_loopback
     except ValueError:
         return False
+
+
+def admin_token_reader(settings: Settings) -> Callable[[], str | None]:
+    """How a front end reads the daemon's admin token (for changing remotes) when a call needs
+    it: LOCALLLM_ADMIN_TOKEN, else the file the daemon keeps in the config folder, for a daemon
+    on this machine only (the file's token means nothing to another machine's daemon)."""
+    configured = settings.admin_token
+    if configured:
+        return lambda: configured
+    if not (is_loopback(settings.host) or settings.host in _UNSPECIFIED):
+        return lambda: None
+    return AdminTokenStore(settings.config_dir).load
 
 
 def connect_url(settings: Settings) -> str:

@@ -24,6 +24,7 @@ class RemoteCalls:
 
     _answer: Any
     _request: Any
+    _admin_headers: Any
 
     def remotes(self) -> RemoteList:
         """Every remote with its replicas' health, latency, in-flight requests and the models
@@ -32,10 +33,12 @@ class RemoteCalls:
 
     def add_remote(self, request: RemoteAddRequest) -> RemoteInfo:
         body = request.model_dump(mode="json", exclude_none=True)
-        return self._answer(RemoteInfo, "POST", "/api/remotes", json=body)
+        headers = self._admin_headers()  # a change of where data goes: the admin token
+        return self._answer(RemoteInfo, "POST", "/api/remotes", json=body, headers=headers)
 
     def remove_remote(self, name: str) -> None:
+        path = f"/api/remotes/{quote(name, safe='')}"
         try:
-            self._request("DELETE", f"/api/remotes/{quote(name, safe='')}")
+            self._request("DELETE", path, headers=self._admin_headers())
         except ModelNotFound as error:
             raise RemoteNotFound(error.message, error.status, error.code) from None

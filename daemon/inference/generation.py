@@ -138,7 +138,7 @@ class Generation:
         if after is None:
             return False
         call, (thinking, text) = after
-        self._emit(thinking, text, ())
+        self._emit_answer(thinking, text)  # what the splitter held back: thinking stays so
         await self._stream.aclose()
         self._stream = self._lease.runner.generate(call)
         return True

@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
+from anyio import to_thread
+
 from daemon.errors import BadRequestError
 from daemon.inference.generation import Finished, Generation, primed
 from daemon.inference.history_fit import certainly_fits, fit_history, reply_room
@@ -24,6 +26,7 @@ from daemon.inference.options import merge_options, runner_options, sampling_par
 from daemon.inference.prompts import Prompts
 from daemon.inference.recommended import RecommendedSampling
 from daemon.inference.resolve import ResolvedModel, RunSettings, resolve_model, with_draft
+from daemon.inference.schema_bounds import check_schema_bounds
 from daemon.inference.thinking import ThinkingFormat, VocabularyFormats, parse_think
 from daemon.inference.thinking_run import ThinkingRun, thinking_run
 from daemon.inference.tool_call_parser import ToolCallParser
@@ -81,7 +84,8 @@ class Inference:
         model = self._generator(job)
         recommended = await self._recommended.of(model)
         options = merge_options(recommended, model.params, job.options)
-        params = self._sampling(job, options, _template_stops(model, job))
+        schema = await _bounded_schema(job)
+        params = self._sampling(job, schema, options, _template_stops(model, job))
         request, fmt = await self._prompts.call(model, job, params)
         lease = await self._lease(model, options, job.keep_alive)
         truncation = None
@@ -263,15 +267,12 @@ class Inference:
 
     # -- sampling ---------------------------------------------------------------------------
     def _sampling(
-        self, job: GenerationJob, options: Mapping[str, object], stops: tuple[str, ...]
+        self,
+        job: GenerationJob,
+        schema: Mapping[str, object] | None,
+        options: Mapping[str, object],
+        stops: tuple[str, ...],
     ) -> SamplingParams:
-        schema = job.json_schema
-        if job.tool_choice.forced and job.tools:
-            if schema is not None:
-                raise BadRequestError("response_format cannot be combined with a forced tool call")
-            schema = forced_tool_schema(job.tools, job.tool_choice)
-        elif job.tool_choice.forced:
-            raise BadRequestError("tool_choice requires tools", param="tool_choice")
         params = sampling_params(
             options,
             json_schema=json.dumps(schema) if schema is not None else None,
@@ -284,6 +285,23 @@ class Inference:
         if not job.tools or job.tool_choice.mode == "none":
             return None
         return ToolCallParser([str((t.get("function") or {}).get("name")) for t in job.tools])
+
+
+async def _bounded_schema(job: GenerationJob) -> Mapping[str, object] | None:
+    """The JSON schema the answer must match (the requested format, or a forced tool call's),
+    measured in a worker thread before a runner builds its grammar (``schema_bounds``)."""
+    schema = job.json_schema
+    what, param = "the JSON schema of the response format", "response_format"
+    if job.tool_choice.forced and job.tools:
+        if schema is not None:
+            raise BadRequestError("response_format cannot be combined with a forced tool call")
+        schema = forced_tool_schema(job.tools, job.tool_choice)
+        what, param = "the forced tool call's schema (its tools' parameters)", "tools"
+    elif job.tool_choice.forced:
+        raise BadRequestError("tool_choice requires tools", param="tool_choice")
+    if schema is not None:
+        await to_thread.run_sync(check_schema_bounds, schema, what, param)
+    return schema
 
 
 async def _counted(name: str, lease: Lease, request: GenerateCall) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-__all__ = ["JsonValue", "object_text", "string_value"]
+__all__ = ["JsonValue", "loads", "object_text", "string_value"]
 
 _SCALAR_END = frozenset(" \t\r\n,}]")
 
@@ -70,10 +70,19 @@ class JsonValue:
             self.done = self._depth == 0
 
 
+def loads(text: str | bytes) -> object:
+    """``json.loads``, with text nested deeper than it can follow (a few thousand ``[``: a
+    ``RecursionError``) refused as a ``ValueError``, like any other text that is not JSON."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply to read") from None
+
+
 def string_value(text: str) -> str | None:
     """The string a JSON string's text holds (None if it is not one)."""
     try:
-        value = json.loads(text)
+        value = loads(text)
     except ValueError:
         return None
     return value if isinstance(value, str) else None
@@ -86,6 +95,6 @@ def object_text(text: str) -> str | None:
         inner = string_value(text)
         return inner if inner is not None and object_text(inner.strip()) else None
     try:
-        return text if isinstance(json.loads(text), dict) else None
+        return text if isinstance(loads(text), dict) else None
     except ValueError:
         return None

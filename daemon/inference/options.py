@@ -8,13 +8,14 @@ layer gives the defaults, the request overrides them, and anything else comes fr
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Mapping
 
 from daemon.errors import BadRequestError
 from daemon.runners.types import DEFAULT_DRAFT, SamplingParams
 from daemon.scheduler import RunnerOptions
-from daemon.settings import Settings
+from daemon.settings import MAX_KEEP_ALIVE_SECONDS, Settings
 from model_registry.errors import InvalidParameterError
 from model_registry.parameters import OPTIONS, check_parameter
 
@@ -37,6 +38,7 @@ _INTS = {
 }
 _RUNNER_INTS = ("num_ctx", "num_batch", "num_gpu", "num_thread", "num_parallel", "num_draft")
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_MAX_DURATION_TEXT = 64  # "2562047h47m16.854775807s" is Go's longest duration
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
@@ -44,14 +46,37 @@ def parse_keep_alive(value: object) -> float | None:
     """Seconds from a number or a Go duration ("5m", "1h30m", "-1"); None when unset.
 
     0 unloads the model right after the request; a negative value keeps it loaded forever.
+    Anything else must be a finite number of seconds up to ``MAX_KEEP_ALIVE_SECONDS``: an
+    infinite, NaN or far-future expiry broke ``/api/ps`` for every client (and NaN made the
+    unloader spin).
     """
     if value is None or value == "":
         return None
+    seconds = _keep_alive_seconds(value)
+    if not math.isfinite(seconds) or seconds > MAX_KEEP_ALIVE_SECONDS:
+        raise BadRequestError(
+            f"keep_alive must be at most {MAX_KEEP_ALIVE_SECONDS:,.0f} seconds (about 31 "
+            f"years), or negative to keep the model loaded for ever; got {str(value)[:40]!r}",
+            "keep_alive",
+        )
+    return seconds
+
+
+def _keep_alive_seconds(value: object) -> float:
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an integer of hundreds of digits
+            return math.inf
     if not isinstance(value, str):
         raise BadRequestError("keep_alive must be a number of seconds or a duration", "keep_alive")
     text = value.strip()
+    if len(text) > _MAX_DURATION_TEXT:
+        raise BadRequestError(
+            f"keep_alive is {len(text):,} characters long; send a number of seconds or a "
+            "duration such as '5m' or '1h30m'",
+            "keep_alive",
+        )
     sign = -1.0 if text.startswith("-") else 1.0
     body = text.lstrip("+-")
     try:

@@ -21,7 +21,6 @@ llama-server do (``continued_reply``): the prompt ends inside that reply rather 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import threading
 from collections.abc import Mapping, Sequence
@@ -30,6 +29,7 @@ from jinja2 import meta
 from jinja2.sandbox import SecurityError
 
 from daemon.errors import (
+    BadRequestError,
     TemplateBudgetError,
     TemplateError,
     TemplateRejectedError,
@@ -224,8 +224,16 @@ def _tool_call_for_template(call: Mapping[str, object]) -> dict[str, object]:
     function = dict(call.get("function") or {})
     arguments = function.get("arguments")
     if isinstance(arguments, str):
-        with contextlib.suppress(ValueError):
+        try:
             function["arguments"] = json.loads(arguments)
+        except ValueError:
+            pass  # not JSON: the template gets the text
+        except RecursionError:
+            raise BadRequestError(
+                "a tool call's arguments nest arrays or objects thousands of levels deep; "
+                "send arguments a JSON parser can read",
+                param="messages",
+            ) from None
     return {**call, "function": function}
 
 

@@ -121,6 +121,7 @@ _HARMONY_MARKERS = (
     "<|call|>",
 )
 _MESSAGE_ENDS = ("<|end|>", "<|return|>", "<|call|>")
+_MAX_HEADER = 1024  # characters of a message header kept ("<|channel|>commentary to=...")
 _RECIPIENT = re.compile(r"to=functions\.([^\s<]+)")
 
 
@@ -131,7 +132,8 @@ class HarmonySplitter:
 
     def __init__(self, opened: bool):
         self._held = ""
-        self._header: str | None = None  # collecting a message header
+        self._header: list[str] | None = None  # collecting a message header
+        self._header_size = 0
         self._channel: str | None = "analysis" if opened else None  # in a message body
         self._in_call = False
 
@@ -165,9 +167,20 @@ class HarmonySplitter:
         self._end_message(out)
         return out.split()
 
+    def _add_to_header(self, text: str) -> None:
+        """Keep the header's first ``_MAX_HEADER`` characters: what names the channel and the
+        recipient; a model that never ends its header cannot grow it without bound."""
+        if self._header is not None and self._header_size < _MAX_HEADER:
+            self._header.append(text[: _MAX_HEADER - self._header_size])
+            self._header_size += len(self._header[-1])
+
+    def _start_header(self, marker: str) -> None:
+        self._header, self._header_size = [], 0
+        self._add_to_header(marker)
+
     def _text(self, text: str, out: _Output) -> None:
         if self._header is not None:
-            self._header += text
+            self._add_to_header(text)
         elif self._channel == "analysis":
             out.thinking.append(text)
         elif self._channel is not None:
@@ -179,14 +192,14 @@ class HarmonySplitter:
     def _marker(self, marker: str, out: _Output) -> None:
         if marker in ("<|start|>", "<|channel|>") and self._header is None:
             self._end_message(out)
-            self._header = marker
+            self._start_header(marker)
         elif marker in _MESSAGE_ENDS:
             self._end_message(out)
             self._header = None
         elif self._header is not None and marker == "<|message|>":
-            self._open_message(self._header, out)
+            self._open_message("".join(self._header), out)
         elif self._header is not None:
-            self._header += marker  # <|channel|> or <|constrain|> inside a header
+            self._add_to_header(marker)  # <|channel|> or <|constrain|> inside a header
 
     def _open_message(self, header: str, out: _Output) -> None:
         self._header = None

@@ -41,6 +41,7 @@ _STREAM_TYPES = {
     "ollama": ("application/x-ndjson", "application/json"),
 }
 Reader = Callable[[bytes, StreamState], list[Delta]]
+_INLINE_LINE = 64 << 10  # a longer line is parsed in a worker thread
 
 
 def _request(remote: RemoteState, replica: Replica, job: GenerationJob, remote_id: str):
@@ -141,7 +142,7 @@ async def remote_stream(
                 check_content_type(response, remote.name, _STREAM_TYPES[remote.config.kind])
                 async for line in lines(response, remote.name, deadline):
                     replica.answered_at = time.monotonic()
-                    for delta in reader(line, state):
+                    for delta in await _read(reader, line, state):
                         if not first:
                             first.append(time.monotonic())
                             stats.ttft.labels(remote.name).observe(first[0] - started)
@@ -165,6 +166,20 @@ async def remote_stream(
         finally:
             await release(remote, replica)
     yield finished  # with the replica's slot already free
+
+
+async def _read(reader: Reader, line: bytes, state: StreamState) -> list[Delta]:
+    """The deltas in one line of the remote's stream, read in a worker thread when the line is
+    big; an answer of the wrong shape (``"choices": 1``) is the remote's error, so the request
+    goes to another replica when nothing has streamed yet."""
+    try:
+        if len(line) < _INLINE_LINE:
+            return reader(line, state)
+        return await asyncio.to_thread(reader, line, state)
+    except (TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError) as error:
+        raise RemoteError(
+            f"remote {state.remote!r} sent an answer of the wrong shape ({type(error).__name__})"
+        ) from None
 
 
 def _reason(error: BaseException) -> str:

@@ -3,6 +3,8 @@ passed through on the least busy healthy replica."""
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 
 from daemon.errors import RemoteError
@@ -20,7 +22,7 @@ async def remote_embeddings(
     path = "/api/embed" if ollama else "/v1/embeddings"
     body = {"model": remote_id, "input": list(job.inputs)}
     data = await post_json(client, remote, path, body, "embeddings")
-    return _parse(data, ollama, model, remote.name)
+    return await asyncio.to_thread(_parse, data, ollama, model, remote.name)  # a million floats
 
 
 def _parse(data: object, ollama: bool, model: str, name: str) -> Embeddings:

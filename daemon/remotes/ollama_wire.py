@@ -8,6 +8,7 @@ import json
 
 from daemon.inference.generation import Delta
 from daemon.inference.jobs import GenerationJob
+from daemon.inference.json_scan import loads
 from daemon.inference.tool_calls import ToolCallDelta
 from daemon.remotes.openai_wire import plain_messages
 from daemon.remotes.stream_state import StreamState, json_object, remote_failure
@@ -29,7 +30,7 @@ def _message(message: dict, images: list[bytes]) -> dict:
         function = call.get("function") or {}
         if isinstance(function.get("arguments"), str):
             try:
-                function["arguments"] = json.loads(function["arguments"] or "{}")
+                function["arguments"] = loads(function["arguments"] or "{}")
             except ValueError:
                 function["arguments"] = {}
     return out

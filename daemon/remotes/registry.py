@@ -26,11 +26,12 @@ from daemon.remotes.config import RemoteConfig, RemotesFile
 from daemon.remotes.embeddings import remote_embeddings
 from daemon.remotes.generation import RemoteGeneration
 from daemon.remotes.keys import RemoteKeys
-from daemon.remotes.loops import check_not_self, checked_config
+from daemon.remotes.loops import check_no_local_clash, check_not_self, checked_config
 from daemon.remotes.rerank import remote_rerank
 from daemon.remotes.state import RemoteState
 from daemon.remotes.stats import RemoteStats
 from daemon.settings import Settings
+from model_registry.store import Store
 
 __all__ = ["RemoteMatch", "Remotes"]
 
@@ -45,8 +46,15 @@ class RemoteMatch:
 
 
 class Remotes:
-    def __init__(self, settings: Settings, registry: CollectorRegistry, use_keyring: bool = True):
+    def __init__(
+        self,
+        settings: Settings,
+        registry: CollectorRegistry,
+        use_keyring: bool = True,
+        store: Store | None = None,
+    ):
         self._settings = settings
+        self._store = store  # the local models, whose names a remote must not take
         self._file = RemotesFile(settings.config_dir)
         self._keys = RemoteKeys(settings.config_dir, settings.environment, use_keyring)
         self._remotes: dict[str, RemoteState] = {}
@@ -105,6 +113,8 @@ class Remotes:
         check_not_self(config.urls, self._settings)
         if config.name in self._remotes or config.name in self._adding:
             raise ConflictError(f"a remote named {config.name!r} already exists")
+        if self._store is not None:  # reads every manifest: off the loop
+            await asyncio.to_thread(check_no_local_clash, config, self._store)
         self._adding.add(config.name)
         try:  # a system keyring may block (it may even ask to be unlocked): off the loop
             if request.api_key:

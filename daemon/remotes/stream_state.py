@@ -3,13 +3,15 @@ one error type for a remote that misbehaves."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 from daemon.errors import RemoteError
+from daemon.inference.json_scan import loads
 from daemon.inference.tool_calls import ToolCall, ToolCallDelta, new_call_id
 
-__all__ = ["StreamState", "remote_failure"]
+__all__ = ["MAX_ARGUMENTS", "StreamState", "remote_failure"]
+
+MAX_ARGUMENTS = 16 << 20  # characters of tool-call arguments in one answer, all calls together
 
 
 @dataclass(slots=True)
@@ -19,7 +21,8 @@ class StreamState:
     reason: str | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    calls: dict[int, list[str]] = field(default_factory=dict)  # index -> [id, name, args]
+    calls: dict[int, tuple[str, str, list[str]]] = field(default_factory=dict)  # id, name, args
+    arguments_size: int = 0
 
     def usage(self, prompt: object, completion: object) -> None:
         if isinstance(prompt, int):
@@ -29,18 +32,21 @@ class StreamState:
 
     def start_call(self, index: int, call_id: object, name: str) -> ToolCallDelta:
         ident = call_id if isinstance(call_id, str) and call_id else new_call_id()
-        self.calls[index] = [ident, name, ""]
+        self.calls[index] = (ident, name, [])
         return ToolCallDelta(index, id=ident, name=name)
 
     def add_arguments(self, index: int, part: str) -> None:
+        self.arguments_size += len(part)
+        if self.arguments_size > MAX_ARGUMENTS:
+            too_much = f"sent more than {MAX_ARGUMENTS >> 20} Mi characters of tool-call arguments"
+            raise remote_failure(self, too_much)
         if index not in self.calls:
-            self.calls[index] = [new_call_id(), "", ""]
-        self.calls[index][2] += part
+            self.calls[index] = (new_call_id(), "", [])
+        self.calls[index][2].append(part)
 
     def tool_calls(self) -> tuple[ToolCall, ...]:
-        return tuple(
-            ToolCall(i, n, a or "{}") for i, n, a in (self.calls[k] for k in sorted(self.calls))
-        )
+        calls = (self.calls[k] for k in sorted(self.calls))
+        return tuple(ToolCall(i, n, "".join(a) or "{}") for i, n, a in calls)
 
     def finish_reason(self) -> str:
         if self.calls and self.reason != "length":
@@ -56,7 +62,7 @@ def json_object(text: str | bytes, state: StreamState, unit: str) -> dict:
     """One streamed ``unit`` ("a line", "an event") as the JSON object it must be, or a clear
     error saying what it is not."""
     try:
-        chunk = json.loads(text)
+        chunk = loads(text)
     except ValueError:
         raise remote_failure(state, f"sent {unit} that is not JSON") from None
     if not isinstance(chunk, dict):

@@ -9,10 +9,12 @@ from daemon.security.api_key import ApiKeyMiddleware
 from daemon.security.body_limit import BodyLimitMiddleware
 from daemon.security.body_timeout import BodyTimeoutMiddleware
 from daemon.security.cors import CorsMiddleware, OriginPolicy
-from daemon.security.host_check import HostCheckMiddleware, is_loopback_address
-from daemon.security.keys import ApiKeyStore
+from daemon.security.host_check import HostCheckMiddleware, is_local_client, is_loopback_address
+from daemon.security.keys import ADMIN_HEADER, AdminTokenStore, ApiKeyStore
 
 __all__ = [
+    "ADMIN_HEADER",
+    "AdminTokenStore",
     "ApiKeyMiddleware",
     "ApiKeyStore",
     "BodyLimitMiddleware",
@@ -20,5 +22,6 @@ __all__ = [
     "CorsMiddleware",
     "HostCheckMiddleware",
     "OriginPolicy",
+    "is_local_client",
     "is_loopback_address",
 ]

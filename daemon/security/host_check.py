@@ -17,7 +17,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from daemon.security.responses import send_error
 
-__all__ = ["HostCheckMiddleware", "host_name_of", "is_local_host_name", "is_loopback_address"]
+__all__ = [
+    "HostCheckMiddleware",
+    "host_name_of",
+    "is_local_client",
+    "is_local_host_name",
+    "is_loopback_address",
+]
 
 
 def is_loopback_address(host: str) -> bool:
@@ -27,6 +33,17 @@ def is_loopback_address(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def is_local_client(address: str) -> bool:
+    """Whether a client address is this machine: loopback, including IPv4 loopback seen
+    through a dual-stack socket (``::ffff:127.0.0.1``)."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return ip.is_loopback or (mapped is not None and mapped.is_loopback)
 
 
 def host_name_of(header: str) -> str:

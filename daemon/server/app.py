@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import secrets
 from collections.abc import AsyncIterator, Callable
 from importlib import metadata
 from pathlib import Path
@@ -68,8 +69,13 @@ def create_app(
     memory_probe: Callable[[], MemoryInfo] | None = None,
     gpu_probe: Callable[[], list[int]] | None = None,
     puller: Puller | None = None,
+    admin_token: str | None = None,
 ) -> FastAPI:
-    """A daemon app for ``settings``; the keyword arguments replace its parts in tests."""
+    """A daemon app for ``settings``; the keyword arguments replace its parts in tests.
+
+    ``admin_token`` is what remotes' changes need (``server.admin``): the entry point passes
+    the one in the config folder; without one (and no ``settings.admin_token``) a random one
+    nobody knows is made, and remotes cannot be changed."""
     store = store or Store(settings.models_dir)
     probes = {k: v for k, v in (("memory_probe", memory_probe), ("gpu_probe", gpu_probe)) if v}
     metrics = Metrics()
@@ -80,7 +86,7 @@ def create_app(
         **probes,
     )
     metrics.watch(scheduler)
-    remote_models = Remotes(settings, metrics.registry)
+    remote_models = Remotes(settings, metrics.registry, store=store)
     inference = Inference(
         store, scheduler, settings, on_finished=metrics.on_finished, remotes=remote_models
     )
@@ -94,6 +100,7 @@ def create_app(
     app.state.scheduler = scheduler
     app.state.inference = inference
     app.state.remotes = remote_models
+    app.state.admin_token = admin_token or settings.admin_token or secrets.token_urlsafe(32)
     app.state.metrics = metrics
     app.state.build = BuildProbe(settings.runner_env)  # what llama.cpp was compiled for
     app.state.responses = ResponseStore()  # kept for previous_response_id, in memory only

@@ -1,10 +1,19 @@
-"""Refuse a JSON body with more values than any request needs, before anything parses it.
+"""Refuse a JSON body with more values, or deeper nesting, than any request needs, before
+anything parses it.
 
 ``json.loads`` holds the GIL from a body's first byte to its last, and a legal 20 MB body of
 1.5 million small values (a ``logit_bias`` naming every token id) kept the daemon from answering
 anything else for 5 to 14 seconds. Counting the separators outside strings is a few numpy
 passes that release the GIL, run off the event loop, so such a body is a quick 400 while the
 daemon goes on answering. Big bodies of few values (a long prompt, images) are not slowed.
+Nesting is counted the same way: a thousand ``[`` make ``json.loads`` give up (FastAPI then
+said only "There was an error parsing the body"), so more than ``MAX_JSON_DEPTH`` levels is a
+400 that says what is wrong. A string
+holding a lone surrogate (``"\\ud800"``: no Unicode text, it failed requests late, after a
+whole generation) is a 400 that names its field (``surrogates``).
+
+The body is judged by its one ``Content-Type``: a request with two (``application/json``, which
+FastAPI parses by, and ``text/plain``, which a last-wins reading would skip) is refused.
 """
 
 from __future__ import annotations
@@ -14,13 +23,18 @@ from anyio import to_thread
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from daemon.api.error_bodies import shape_for
 from daemon.errors import BadRequestError
 from daemon.server.errors import error_body
+from daemon.server.surrogates import lone_surrogate_at, may_hold_surrogates
 
-__all__ = ["MAX_JSON_VALUES", "JsonBudgetMiddleware", "json_separators"]
+__all__ = ["MAX_JSON_DEPTH", "MAX_JSON_VALUES", "JsonBudgetMiddleware", "json_depth"]
+__all__ += ["json_separators"]
 
 MAX_JSON_VALUES = 100_000  # a long chat with big tool lists holds a few thousand
+MAX_JSON_DEPTH = 128  # a tool's parameter schema nests a dozen levels; json.loads fails at ~1000
 _QUOTE, _BACKSLASH, _COMMA, _COLON = (ord(c) for c in '"\\,:')
+_OPENING, _CLOSING = (np.array([ord(c) for c in pair], dtype=np.uint8) for pair in ("[{", "]}"))
 
 
 def json_separators(body: bytes) -> int:
@@ -30,6 +44,16 @@ def json_separators(body: bytes) -> int:
     separators = np.flatnonzero((data == _COMMA) | (data == _COLON))
     before = np.searchsorted(quotes, separators)  # an odd count of quotes before: in a string
     return int(np.count_nonzero(before % 2 == 0))
+
+
+def json_depth(body: bytes) -> int:
+    """How deep arrays and objects nest, counting only brackets outside strings."""
+    data = np.frombuffer(body, dtype=np.uint8)
+    opening, closing = np.isin(data, _OPENING), np.isin(data, _CLOSING)
+    brackets = np.flatnonzero(opening | closing)
+    outside = np.searchsorted(_unescaped_quotes(data), brackets) % 2 == 0
+    steps = np.where(opening[brackets[outside]], 1, -1)
+    return int(np.cumsum(steps).max(initial=0))
 
 
 def _unescaped_quotes(data: np.ndarray) -> np.ndarray:
@@ -49,43 +73,90 @@ def _unescaped_quotes(data: np.ndarray) -> np.ndarray:
 
 class JsonBudgetMiddleware:
     """Reads each JSON body whole (the body limit outside it bounds the size), counts its
-    values when a quick count says there may be too many, then hands it on unchanged."""
+    values and its nesting when a quick count says there may be too many, then hands it on
+    unchanged."""
 
-    def __init__(self, app: ASGIApp, max_values: int = MAX_JSON_VALUES):
+    def __init__(
+        self, app: ASGIApp, max_values: int = MAX_JSON_VALUES, max_depth: int = MAX_JSON_DEPTH
+    ):
         self.app = app
         self.max_values = max_values
+        self.max_depth = max_depth
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not _is_json(scope):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        types = [value for name, value in scope["headers"] if name.lower() == b"content-type"]
+        if len(types) > 1:
+            await _refuse(scope, receive, send, _TWO_TYPES.format(count=len(types)))
+            return
+        if not _is_json(scope, types[0] if types else b"application/json"):
             await self.app(scope, receive, send)
             return
         body, last = await _read_body(receive)
-        if await self._too_many_values(body):
-            await self._refuse(scope, receive, send)
+        problem = await self._problem(body)
+        if problem is not None:
+            await _refuse(scope, receive, send, problem)
             return
         await self.app(scope, _replay(body, last, receive), send)
 
-    async def _too_many_values(self, body: bytes) -> bool:
-        if body.count(b",") + body.count(b":") <= self.max_values:
-            return False  # the usual case: not even counting strings' commas is too many
-        return await to_thread.run_sync(json_separators, body) > self.max_values
+    async def _problem(self, body: bytes) -> BadRequestError | None:
+        """What makes ``body`` unfit to parse; None for a body within bounds."""
+        # the quick counts first: a body under them cannot be over (the usual case)
+        if (
+            body.count(b",") + body.count(b":") > self.max_values
+            and await to_thread.run_sync(json_separators, body) > self.max_values
+        ):
+            return BadRequestError(
+                f"the request body holds more than {self.max_values:,} JSON values; no "
+                "request needs that many (logit_bias, for one, takes at most 300 entries)"
+            )
+        if (
+            body.count(b"[") + body.count(b"{") > self.max_depth
+            and await to_thread.run_sync(json_depth, body) > self.max_depth
+        ):
+            return BadRequestError(
+                f"the request body nests arrays and objects more than {self.max_depth} "
+                "levels deep; no request needs that many"
+            )
+        return await _lone_surrogate(body)
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        error = BadRequestError(
-            f"the request body holds more than {self.max_values:,} JSON values; no request "
-            "needs that many (logit_bias, for one, takes at most 300 entries)"
-        )
-        openai = scope["path"].startswith("/v1/")
-        body = error_body(error, openai, scope["app"].state.redactor)
-        response = JSONResponse(body, 400)
-        await response(scope, receive, send)
+
+async def _lone_surrogate(body: bytes) -> BadRequestError | None:
+    """The 400 for a string holding a lone surrogate, naming it; only a body that holds a
+    surrogate's escape or bytes at all is parsed to find it, in a worker thread."""
+    if len(body) < _INLINE:
+        suspect = may_hold_surrogates(body)
+    else:
+        suspect = await to_thread.run_sync(may_hold_surrogates, body)
+    where = await to_thread.run_sync(lone_surrogate_at, body) if suspect else None
+    if where is None:
+        return None
+    return BadRequestError(
+        f"{where or 'the body'} holds a lone surrogate (a \\ud800-\\udfff escape without "
+        "its pair), which is not Unicode text; send valid UTF-8",
+        param=where or None,
+    )
 
 
-def _is_json(scope: Scope) -> bool:
+_INLINE = 1 << 20  # a smaller body is looked at on the event loop (well under a millisecond)
+_TWO_TYPES = (
+    "the request has {count} Content-Type headers; send one (application/json for a JSON body)"
+)
+
+
+async def _refuse(scope: Scope, receive: Receive, send: Send, problem: str | BadRequestError):
+    error = BadRequestError(problem) if isinstance(problem, str) else problem
+    body = error_body(error, shape_for(scope["path"]), scope["app"].state.redactor)
+    response = JSONResponse(body, 400)
+    await response(scope, receive, send)
+
+
+def _is_json(scope: Scope, content_type: bytes) -> bool:
     if scope["method"] in ("GET", "HEAD", "OPTIONS") or scope["path"].startswith("/api/blobs/"):
         return False  # blob uploads stream to disk, any size
-    content_type = dict(scope["headers"]).get(b"content-type", b"application/json").lower()
-    return b"json" in content_type
+    return b"json" in content_type.lower()
 
 
 async def _read_body(receive: Receive) -> tuple[bytes, Message | None]:

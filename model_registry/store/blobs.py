@@ -7,6 +7,7 @@ always holds exactly the bytes its name promises, and identical content is store
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import io
@@ -112,27 +113,41 @@ class BlobStore:
         expected: Digest | None = None,
         on_hashed: OnHashed | None = None,
         on_progress: OnProgress | None = None,
+        opened: BinaryIO | None = None,
     ) -> tuple[BlobFile, Placement]:
         """Add a file the user has: ``copy``; ``link`` (hard link, else reflink, else
         :class:`NotLinkableError`); ``auto`` (link, else reflink, else copy). Linked or not, the
-        content is hashed (read once) and checked against ``expected`` before it is committed."""
+        content is hashed (read once) and checked against ``expected`` before it is committed.
+
+        ``opened`` is the file already open (the one its caller checked): the copy or clone is
+        made from it, and a hard link (made by name) is kept only if it is that very file."""
         if mode != "copy":
-            source = path.resolve(strict=True)  # a Hugging Face snapshot link: its blob
-            shared = hard_link(source, self._layout.blobs_dir)
-            placement = Placement.LINKED
-            if shared is None:
-                shared, placement = reflink(source, self._layout.blobs_dir), Placement.CLONED
+            shared, placement = self._share(path, opened)
             if shared is not None:
                 return self._commit_shared(shared, placement, expected, on_hashed, on_progress)
             if mode == "link":
                 raise NotLinkableError(
-                    f"{path.name} cannot be linked into the store (another file system, or a "
-                    "file another user owns); add it as a copy instead"
+                    f"{path.name} cannot be linked into the store (another file system, a file "
+                    "another user owns, or one that changed while it was added); add it as a "
+                    "copy instead"
                 )
-        with path.open("rb") as stream:
+        with contextlib.ExitStack() as stack:
+            stream = opened if opened is not None else stack.enter_context(path.open("rb"))
+            stream.seek(0)
+            size = os.fstat(stream.fileno()).st_size
             reader = _ProgressReader(stream, on_progress)
-            blob, present = self._write(reader, expected, path.stat().st_size, on_hashed)  # type: ignore[arg-type]
+            blob, present = self._write(reader, expected, size, on_hashed)  # type: ignore[arg-type]
         return blob, Placement.PRESENT if present else Placement.COPIED
+
+    def _share(self, path: Path, opened: BinaryIO | None) -> tuple[Path | None, Placement]:
+        """A temp-named hard link or clone of the file in the blob directory, or None."""
+        source = path.resolve(strict=True)  # a Hugging Face snapshot link: its blob
+        linked = hard_link(source, self._layout.blobs_dir)
+        if linked is not None and (opened is None or _same_file(linked, opened)):
+            return linked, Placement.LINKED
+        if linked is not None:
+            linked.unlink()  # the name leads elsewhere now: not the file that was checked
+        return reflink(opened or source, self._layout.blobs_dir), Placement.CLONED
 
     def _commit_shared(
         self,
@@ -209,6 +224,11 @@ class BlobStore:
     def _entries(self) -> Iterator[Path]:
         if self._layout.blobs_dir.is_dir():
             yield from (path for path in self._layout.blobs_dir.iterdir() if path.is_file())
+
+
+def _same_file(path: Path, opened: BinaryIO) -> bool:
+    here, there = os.stat(path), os.fstat(opened.fileno())
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
 
 class _ProgressReader:

@@ -8,12 +8,14 @@ verifies it and only then renames it into place, as every other blob write does.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import errno
 import os
 import secrets
 import sys
 from pathlib import Path
+from typing import BinaryIO
 
 from model_registry.store.atomic import TEMP_PREFIX
 
@@ -61,15 +63,17 @@ def hard_link(source: Path, directory: Path) -> Path | None:
     return temp
 
 
-def reflink(source: Path, directory: Path) -> Path | None:
-    """A new temp-named copy-on-write clone of ``source``; None where cloning is unsupported."""
+def reflink(source: Path | BinaryIO, directory: Path) -> Path | None:
+    """A new temp-named copy-on-write clone of ``source`` (a path, or the file already open);
+    None where cloning is unsupported. Readable by its owner only, as a copied blob is."""
     if not sys.platform.startswith("linux"):
         return None
     import fcntl
 
     temp = _temp_name(directory)
-    with open(source, "rb") as src:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    with contextlib.ExitStack() as stack:
+        src = source if not isinstance(source, Path) else stack.enter_context(open(source, "rb"))
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             fcntl.ioctl(fd, _FICLONE, src.fileno())
         except OSError as error:
@@ -78,5 +82,6 @@ def reflink(source: Path, directory: Path) -> Path | None:
             if error.errno in _CANNOT_SHARE:
                 return None
             raise
+        os.fchmod(fd, 0o600)  # whatever the umask
         os.close(fd)
     return temp

@@ -183,9 +183,11 @@ def test_always_allow_runs_that_tool_without_asking_from_then_on(
     with qtbot.waitSignal(chat.reply_finished, timeout=120_000):
         _click(window, call.id, "always")
     assert len(_ran(folder)) == 1
-    qtbot.waitUntil(lambda: services.tools.settings.is_allowed("pantry", "shop"))
+    [shop] = [tool for tool in services.tools.tools_of("pantry") if tool.name == "shop"]
+    allowed = lambda settings: settings.is_allowed(settings.server("pantry"), shop)  # noqa: E731
+    qtbot.waitUntil(lambda: allowed(services.tools.settings))
     saved = McpSettingsStore(tmp_path, keyring_backend=NO_KEYRING)
-    qtbot.waitUntil(lambda: saved.load().is_allowed("pantry", "shop"), timeout=5000)
+    qtbot.waitUntil(lambda: allowed(saved.load()), timeout=5000)
 
     answers = len(chat.session.messages) + 3  # the question, the call, the answer after it
     _ask(qtbot, window, "And eggs")  # the call's reply: it runs at once, then the model goes on

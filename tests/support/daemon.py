@@ -60,10 +60,12 @@ class Daemon:
             "LOCALLLM_MODELS": str(store_dir),
             "LOCALLLM_LOGS": str(log_dir),
             "LOCALLLM_DATA": str(log_dir / "data"),  # pull list, temp files: never the user's
+            "LOCALLLM_CONFIG": str(log_dir / "config"),  # its admin token: never the user's
             "LOCALLLM_NUM_THREADS": "1",
             "PYTHONUNBUFFERED": "1",
             **(env or {}),
         }
+        self.config_dir = Path(full_env["LOCALLLM_CONFIG"])
         self._log = self.log_path.open("ab")  # O_APPEND: a test may add lines too
         self.process = subprocess.Popen(
             [sys.executable, "-m", "daemon", "serve", "--host", f"127.0.0.1:{self.port}"],

@@ -1,5 +1,6 @@
 """A daemon app served in this process, for tests that run the real ``daemon.client.Client``
-against the real app without starting ``python -m daemon``.
+against the real app without starting ``python -m daemon`` (``serve_in_thread``), or that talk
+to it through starlette's ``TestClient`` (``app_settings``, ``app_client``).
 
 Uvicorn serves the app on a free 127.0.0.1 port in a thread: a real socket and the server the
 shipped daemon runs, through public API only. (httpx's ``ASGITransport`` is async-only, so the
@@ -12,13 +13,38 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 
 import uvicorn
+from fastapi.testclient import TestClient
 
+from daemon.settings import Settings
+from tests.support.daemon import make_store
 from tests.support.polling import wait_for
 
-__all__ = ["serve_in_thread"]
+__all__ = ["app_client", "app_settings", "serve_in_thread"]
+
+
+def app_settings(root: Path, models: Mapping[str, Path] | None = None, **fields) -> Settings:
+    """Settings whose every folder is under ``root`` (never the user's), with a store of
+    ``models`` (name -> GGUF), one runner thread and one slot unless ``fields`` say else."""
+    fields = {"num_ctx": 512, "num_parallel": 1, "num_threads": 1, **fields}
+    return Settings(
+        models_dir=make_store(root / "store", models or {}),
+        data_dir=root / "data",
+        log_dir=root / "logs",
+        config_dir=root / "config",
+        **fields,
+    )
+
+
+@contextlib.contextmanager
+def app_client(app, address: str = "testclient") -> Iterator[TestClient]:
+    """``app`` running (its lifespan too) behind a ``TestClient`` whose requests come from
+    ``address`` (``127.0.0.1`` for a caller on this machine)."""
+    with TestClient(app, base_url="http://localhost", client=(address, 50000)) as client:
+        yield client
 
 
 @contextlib.contextmanager

@@ -14,7 +14,11 @@ _MODELS = json.dumps({"object": "list", "data": [{"id": "m", "object": "model"}]
 
 
 def _chunk(text: str) -> bytes:
-    body = {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}
+    return _delta({"content": text})
+
+
+def _delta(delta: dict) -> bytes:
+    body = {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
     return b"data: " + json.dumps(body).encode() + b"\n\n"
 
 
@@ -23,11 +27,14 @@ class RawRemote:
 
     Modes: "huge_models" (a model list of 20 MiB), "slow" (one chunk, then the rest once
     ``release`` is set), "huge_line", "malformed", "html", "silent" (headers, then nothing),
-    "broken_mid" (a chunk, then garbage).
+    "broken_mid" (a chunk, then garbage), "wrong_shape" (JSON events of the wrong shape:
+    ``"choices": 1``), "endless_call" (a tool call whose arguments never end), "ok" (a short
+    answer, as an engine gives it).
     """
 
     def __init__(self, mode: str):
         self.mode = mode
+        self.heads: list[bytes] = []  # every request's line and headers, as received
         self.release = threading.Event()
         self.frozen = threading.Event()  # set: new connections are never answered
         self._sock = socket.socket()
@@ -49,6 +56,7 @@ class RawRemote:
         with conn:
             try:
                 head = self._read_request(conn)
+                self.heads.append(head)
                 if self.frozen.is_set():
                     self.release.wait(60)
                     return
@@ -92,10 +100,25 @@ class RawRemote:
             conn.sendall(b"data: {not json\n\n")
         elif self.mode == "broken_mid":
             conn.sendall(_chunk("Hello") + b"data: {oops\n\n")
+        elif self.mode == "wrong_shape":
+            conn.sendall(b'data: {"choices": 1}\n\n')
+        elif self.mode == "endless_call":
+            self._endless_call(conn)
+        elif self.mode == "ok":
+            conn.sendall(_chunk("Hello") + _chunk(" world") + _finish() + b"data: [DONE]\n\n")
         elif self.mode == "slow":
             conn.sendall(_chunk("Hello"))
             self.release.wait(60)
             conn.sendall(_chunk(" world") + _finish() + b"data: [DONE]\n\n")
+
+    @staticmethod
+    def _endless_call(conn: socket.socket) -> None:
+        """A tool call, then 1 MiB parts of its arguments until the client hangs up."""
+        call = {"index": 0, "id": "c1", "function": {"name": "f", "arguments": "{"}}
+        conn.sendall(_delta({"tool_calls": [call]}))
+        part = _delta({"tool_calls": [{"index": 0, "function": {"arguments": "x" * (1 << 20)}}]})
+        while True:
+            conn.sendall(part)
 
     def close(self) -> None:
         self._closed = True

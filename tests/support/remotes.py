@@ -1,5 +1,6 @@
 """Helpers for the remotes tests: a front daemon whose config lives in the test's folder (its
-keys in the user-only key file, never the test machine's keyring), and adding remotes to it."""
+keys in the user-only key file, never the test machine's keyring), and adding and removing
+remotes on it, with its admin token as the CLI sends it."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from pathlib import Path
 
 import httpx
 
+from daemon.security.keys import ADMIN_HEADER, AdminTokenStore
 from tests.support.daemon import Daemon, make_store
 
-__all__ = ["add_remote", "front_daemon"]
+__all__ = ["add_remote", "admin_headers", "front_daemon", "remove_remote"]
 
 NO_KEYRING = "keyring.backends.fail.Keyring"
 
@@ -29,6 +31,18 @@ def front_daemon(root: Path, env: dict[str, str] | None = None) -> Daemon:
     )
 
 
+def admin_headers(token: str | None) -> dict[str, str]:
+    return {ADMIN_HEADER: token} if token else {}
+
+
+def _admin(front: Daemon) -> dict[str, str]:
+    return admin_headers(AdminTokenStore(front.config_dir).load())
+
+
 def add_remote(front: Daemon, name: str, urls: list[str], **fields) -> httpx.Response:
     body = {"name": name, "urls": urls, **fields}
-    return httpx.post(front.url + "/api/remotes", json=body, timeout=30)
+    return httpx.post(front.url + "/api/remotes", json=body, headers=_admin(front), timeout=30)
+
+
+def remove_remote(front: Daemon, name: str) -> httpx.Response:
+    return httpx.delete(f"{front.url}/api/remotes/{name}", headers=_admin(front), timeout=10)

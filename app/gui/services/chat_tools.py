@@ -167,7 +167,8 @@ class ChatTools(QObject):
         """A reply just made tool calls: run those the user always allows."""
         for call in session.pending_calls:
             spec = self._spec(call.name)
-            if spec is not None and self.settings.is_allowed(spec.server, spec.name):
+            server = self.settings.server(spec.server) if spec is not None else None
+            if spec is not None and server is not None and self.settings.is_allowed(server, spec):
                 self._decide(session, call.id, "approve")
 
     def decide(self, call_id: str, choice: str) -> None:
@@ -185,8 +186,9 @@ class ChatTools(QObject):
             self._change(lambda s: s.settle(call_id, DENIED), session)
             return self._maybe_resume(session)
         spec = self._spec(call.name)
-        if choice == "always" and spec is not None:
-            self.save(self.settings.allowing(spec.server, spec.name))
+        server = self.settings.server(spec.server) if spec is not None else None
+        if choice == "always" and spec is not None and server is not None:
+            self.save(self.settings.allowing(server, spec))
         self._change(lambda s: s.settle(call_id, RUNNING), session)
 
         def settle(status: str, text: str) -> None:

@@ -57,6 +57,7 @@ from app.gui.state.remotes import RemoteStatus, remote_status
 from daemon.api import ServerResponse
 from daemon.api.remotes import RemoteAddRequest
 from daemon.client import Client, DaemonClient, DaemonUnavailable
+from daemon.client.launcher import admin_token_reader
 
 __all__ = ["DEFAULT_BASE_URL", "ChatTurn", "Gateway", "GatewayError"]
 
@@ -117,7 +118,13 @@ class Gateway:
         agent = app_user_agent()
 
         def make(key: str | None, timeout: float) -> DaemonClient:  # at the daemon's address now
-            return Client(control.url, api_key=key, timeout=timeout, user_agent=agent)
+            return Client(
+                control.url,
+                api_key=key,
+                timeout=timeout,
+                user_agent=agent,
+                admin_token=admin_token_reader(control.settings),  # read when a call needs it
+            )
 
         return cls(None, control, make_client=make, quick_timeout=quick_timeout)
 

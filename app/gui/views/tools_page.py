@@ -160,9 +160,10 @@ class ToolsPage(QWidget):
         name = self._selected()
         for text in ("Edit…", "Remove", "Check now"):
             self.buttons[text].setEnabled(bool(name))
-        allowed = self._tools.settings.allowed
+        settings = self._tools.settings
+        server = settings.server(name)
         lines = [
-            f"{t.name}{'  (always allowed)' if (name, t.name) in allowed else ''}\n"
+            f"{t.name}{'  (always allowed)' if server and settings.is_allowed(server, t) else ''}\n"
             f"    {t.description.strip() or '(no description)'}"
             for t in self._tools.tools_of(name)
         ]

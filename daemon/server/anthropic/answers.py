@@ -6,7 +6,6 @@ Shared by the whole message (``messages``) and the stream (``events``), so both 
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 
 from daemon.api.anthropic import (
@@ -18,6 +17,7 @@ from daemon.api.anthropic import (
 )
 from daemon.inference import Finished
 from daemon.inference.generation import GenerationStats
+from daemon.inference.json_scan import loads
 from daemon.inference.tool_calls import ToolCall
 
 __all__ = ["content_out", "signature", "stop_reason", "tool_input", "usage_out"]
@@ -40,7 +40,7 @@ def tool_input(arguments: str) -> dict[str, object]:
     """A call's JSON arguments text as the object Anthropic's ``input`` is ({} when the text
     never became one: a call cut off by ``max_tokens``)."""
     try:
-        value = json.loads(arguments or "{}")
+        value = loads(arguments or "{}")
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {"value": value}

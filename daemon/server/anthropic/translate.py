@@ -221,7 +221,7 @@ def _tool_choice(choice: Mapping | None, has_tools: bool) -> ToolChoice:
     if kind == "tool" and isinstance(choice.get("name"), str):
         return ToolChoice("function", choice["name"])
     modes = {"auto": "auto", "any": "required", "none": "none"}
-    if kind not in modes:
+    if not isinstance(kind, str) or kind not in modes:  # a list or an object is no mode
         raise BadRequestError(
             'tool_choice must be {"type": "auto"}, {"type": "any"}, {"type": "none"} or '
             '{"type": "tool", "name": ...}',

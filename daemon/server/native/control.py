@@ -12,7 +12,6 @@ when one is configured (the key middleware sees to that). The stop is the same g
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import signal
 from collections.abc import Callable
 
@@ -20,7 +19,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from daemon.api.native_system import ServerResponse
-from daemon.security import is_loopback_address
+from daemon.security import is_local_client, is_loopback_address
 from daemon.settings import Settings
 
 __all__ = ["router", "stop_server"]
@@ -44,7 +43,7 @@ async def server(request: Request) -> ServerResponse:
 @router.post("/api/shutdown")
 async def shutdown(request: Request) -> JSONResponse:
     client = request.client.host if request.client else ""
-    if not _is_local_client(client):
+    if not is_local_client(client):
         return _refused("only a program on the daemon's own machine may stop it")
     if "origin" in request.headers:
         return _refused("a web page may not stop the daemon")
@@ -61,16 +60,6 @@ def stop_server() -> None:
         handler(signal.SIGTERM, None)
     else:
         signal.raise_signal(signal.SIGTERM)
-
-
-def _is_local_client(address: str) -> bool:
-    """Loopback, including IPv4 loopback seen through a dual-stack socket (``::ffff:127.0.0.1``)."""
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return False
-    mapped = getattr(ip, "ipv4_mapped", None)
-    return ip.is_loopback or (mapped is not None and mapped.is_loopback)
 
 
 def _refused(message: str) -> JSONResponse:

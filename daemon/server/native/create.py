@@ -45,7 +45,7 @@ async def create(body: CreateRequest, request: Request) -> Response:
     request.app.state.remotes.refuse_local_work(body.model, "create")
     name = parse_name(body.model)
     files = _digests(body.files) | _digests(body.adapters)
-    modelfile = _modelfile(body, files)
+    modelfile = await to_thread.run_sync(_modelfile, body, files)  # a text of up to 32 MiB
     quant = normalize_quant(body.quantize)
     resolve = blob_resolver(store, files)
     if modelfile.template is not None:

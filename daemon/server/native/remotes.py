@@ -1,13 +1,15 @@
 """``/api/remotes``: list, add and remove remotes (management: behind the same API key, Host
-and CORS guards as every route). Keys go in, never out."""
+and CORS guards as every route; adding and removing also need a caller on this machine with
+the admin token, see ``admin``). Keys go in, never out."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
 from daemon.api.remotes import RemoteAddRequest, RemoteInfo, RemoteList
 from daemon.remotes import Remotes
+from daemon.server.admin import admin_only
 
 __all__ = ["router"]
 
@@ -23,12 +25,12 @@ async def list_remotes(request: Request) -> RemoteList:
     return _remotes(request).list()
 
 
-@router.post("/api/remotes")
+@router.post("/api/remotes", dependencies=[Depends(admin_only)])
 async def add_remote(body: RemoteAddRequest, request: Request) -> RemoteInfo:
     return await _remotes(request).add(body)
 
 
-@router.delete("/api/remotes/{name}")
+@router.delete("/api/remotes/{name}", dependencies=[Depends(admin_only)])
 async def remove_remote(name: str, request: Request) -> JSONResponse:
     await _remotes(request).remove(name)
     return JSONResponse({"status": "success"})

@@ -6,7 +6,6 @@ one inference path, never a second engine.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -23,6 +22,7 @@ from daemon.errors import BadRequestError
 from daemon.inference import GenerationJob
 from daemon.inference.generation import GenerationStats
 from daemon.inference.images import decode_base64
+from daemon.inference.json_scan import loads
 from daemon.inference.options import checked, parse_keep_alive
 from daemon.inference.templates import image_part
 from daemon.inference.tool_calls import ToolCall, ToolCallDelta, ToolChoice
@@ -141,7 +141,7 @@ def _arguments_object(function: OllamaFunctionCall) -> dict[str, object]:
     arguments = function.arguments
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments or "{}")
+            arguments = loads(arguments or "{}")
         except ValueError:
             raise BadRequestError(
                 "tool call arguments must be a JSON object", param="messages"
@@ -193,7 +193,7 @@ def tool_calls_out(calls: Sequence[ToolCall]) -> list[OllamaToolCall] | None:
 
 def _object(text: str) -> dict[str, object] | None:
     try:
-        value = json.loads(text)
+        value = loads(text)
     except ValueError:
         return None
     return value if isinstance(value, dict) else None

@@ -25,7 +25,7 @@ router = APIRouter()
 @router.post("/v1/responses", response_model=None)
 async def create_response(body: ResponsesRequest, request: Request) -> Response | ResponseObject:
     store: ResponseStore = request.app.state.responses
-    previous = store.get(body.previous_response_id) if body.previous_response_id else None
+    previous = await store.get(body.previous_response_id) if body.previous_response_id else None
     turn = responses_turn(body, previous)
     shape = ResponseShape(body, turn, store)
     stream = ResponseStream(shape)
@@ -41,10 +41,10 @@ async def create_response(body: ResponsesRequest, request: Request) -> Response 
 
 @router.get("/v1/responses/{response_id}")
 async def retrieve_response(response_id: str, request: Request) -> ResponseObject:
-    return request.app.state.responses.get(response_id).response
+    return (await request.app.state.responses.get(response_id)).response
 
 
 @router.delete("/v1/responses/{response_id}")
 async def delete_response(response_id: str, request: Request) -> ResponseDeleted:
-    request.app.state.responses.delete(response_id)
+    await request.app.state.responses.delete(response_id)
     return ResponseDeleted(id=response_id)

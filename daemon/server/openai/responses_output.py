@@ -27,7 +27,7 @@ from daemon.api.openai_responses import (
 )
 from daemon.inference import Collected, Finished, Generation, GenerationStats
 from daemon.inference.tool_calls import ToolCall
-from daemon.server.openai.response_store import ResponseStore, StoredResponse
+from daemon.server.openai.response_store import ResponseStore
 from daemon.server.openai.responses_translate import Turn
 
 __all__ = [
@@ -104,7 +104,7 @@ class ResponseShape:
         )
         if self._store is not None:
             messages = [*self._turn.history, _assistant_message(output)]
-            self._store.put(StoredResponse.of(response, messages, self._turn.job.images))
+            self._store.keep(response, messages, self._turn.job.images)  # copied off the loop
         return response
 
     def failed(self, model: str, output: Sequence[OutputItem], message: str) -> ResponseObject:

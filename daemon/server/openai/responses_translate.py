@@ -37,6 +37,7 @@ __all__ = ["Turn", "responses_turn"]
 
 M = TypeVar("M", bound=BaseModel)
 _ITEMS = "message, function_call, function_call_output and reasoning"
+MAX_INPUT_ITEMS = 10_000  # a long coding-agent session holds a few thousand
 _EFFORTS = {"none": False, "minimal": "low", "xhigh": "high"}  # the rest are taken as they are
 
 
@@ -148,12 +149,18 @@ class _Transcript:
     def __init__(self, images: list[bytes]):
         self._images = images
         self._out: list[dict[str, object]] = []
-        self._thinking = ""  # from a reasoning item, for the next assistant message
+        self._thinking: list[str] = []  # from reasoning items, for the next assistant message
         self._call_names: dict[str, str] = {}
 
     def messages(self, given: str | list[Mapping]) -> list[dict[str, object]]:
         if isinstance(given, str):
             return [{"role": "user", "content": given}]
+        if len(given) > MAX_INPUT_ITEMS:
+            raise BadRequestError(
+                f"input has {len(given):,} items; at most {MAX_INPUT_ITEMS:,} are taken (chain "
+                "long conversations with previous_response_id)",
+                param="input",
+            )
         for number, item in enumerate(given):
             self._add(item, f"input[{number}]")
         return self._out
@@ -167,7 +174,8 @@ class _Transcript:
         elif kind == "function_call_output":
             self._call_output(_valid(FunctionCallOutputItem, item, where), where)
         elif kind == "reasoning":
-            self._thinking += _reasoning_text(_valid(ReasoningItem, item, where))
+            text = _reasoning_text(_valid(ReasoningItem, item, where))
+            self._thinking += [text] if text else []
         else:
             raise BadRequestError(
                 f"{where}: input item type {kind!r} is not supported ({_ITEMS} are)",
@@ -193,7 +201,7 @@ class _Transcript:
         }
         last = self._out[-1] if self._out else {}
         if last.get("role") == "assistant" and not self._thinking:
-            last["tool_calls"] = [*last.get("tool_calls", ()), call]  # one turn, several calls
+            last.setdefault("tool_calls", []).append(call)  # type: ignore[union-attr]
             return
         message: dict[str, object] = {"role": "assistant", "content": "", "tool_calls": [call]}
         self._take_thinking(message)
@@ -209,8 +217,8 @@ class _Transcript:
 
     def _take_thinking(self, message: dict[str, object]) -> None:
         if self._thinking:
-            message["thinking"] = self._thinking
-            self._thinking = ""
+            message["thinking"] = "".join(self._thinking)
+            self._thinking = []
 
     def _part(self, part: Mapping, where: str) -> dict[str, object]:
         kind = part.get("type")
