@@ -179,8 +179,8 @@ class RequestLogMiddleware:
         state = scope.get("state", {})
         if state.get(_WARNINGS):
             line["warnings"] = list(state[_WARNINGS])
-        if status >= 400:
-            line["error"] = _error_message(error)
+        if status >= 400 and (message := _error_message(error)):
+            line["error"] = message
         line.update(_generation_fields(state.get(_GENERATION)))
         self.log.info("%s", json.dumps(line))
 

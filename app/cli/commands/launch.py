@@ -40,10 +40,10 @@ def register(commands: argparse._SubParsersAction) -> None:
         summary="start a coding agent (Claude Code, Codex, opencode) on a local model",
         description=f"""
             Start Claude Code, Codex or opencode against a model of this computer. The daemon
-            is started if need be; without --model, a model with tools and a context of at
-            least {MIN_CONTEXT:,} tokens is picked (a loaded one first). The agent's settings
-            go on its command line and environment, or in a private temporary folder: your own
-            config files are left alone. Arguments after `--` go to the agent.
+            is started if need be. Without --model, a model with tools and a context of at
+            least {MIN_CONTEXT:,} tokens is picked (a loaded one first). The agent's settings go
+            on its command line and in its environment, or in a private temporary folder: your
+            own config files are left alone. Arguments after `--` go to the agent.
             """,
         examples=[
             "localllm launch claude",
@@ -80,6 +80,8 @@ def _launch(context: Context, args: argparse.Namespace) -> int:
     setup = agent.setup(target, folder)
     for name, text in setup.files.items():
         (folder / name).write_text(text, encoding="utf-8")
+    if not setup.files:
+        folder.rmdir()
     argv = [program or agent.program, *setup.args, *_agent_args(args.extra)]
     if args.print:
         _show(context, agent, target, setup, folder, argv)

@@ -118,6 +118,7 @@ class _Tools:
         self.echoed: list[dict] = []
         self.namespaces: dict[str, str] = {}
         self.warnings: list[str] = []
+        self._names: set[str] = set()
         for number, tool in enumerate(tools):
             self._add(tool, f"tools[{number}]")
 
@@ -127,7 +128,7 @@ class _Tools:
             self.echoed.append(self._function(tool, where, None))
         elif kind == "namespace":
             self.echoed.append(self._namespace(_valid(NamespaceToolIn, tool, where), where))
-        elif kind in _CLIENT_TOOLS:
+        elif kind in _CLIENT_TOOLS or not isinstance(kind, str):
             raise BadRequestError(
                 f"tool type {kind!r} is not supported; function and namespace tools are ({where})",
                 param="tools",
@@ -152,13 +153,14 @@ class _Tools:
                 param="tools",
             )
         function = _valid(FunctionToolIn, tool, where).model_dump()
-        if any(f["name"] == function["name"] for f in self.functions):
+        if function["name"] in self._names:
             raise BadRequestError(
                 f"{where}: tool name {function['name']!r} is given twice; the model sees one "
                 "list of functions, namespaces included",
                 param="tools",
             )
         self.functions.append(function)
+        self._names.add(function["name"])
         if namespace is not None:
             self.namespaces[function["name"]] = namespace
         return function
