@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -39,7 +39,7 @@ from llama_server_build import build, pinned_version  # noqa: E402
 
 # One client (building one costs ~30 ms), but a new loopback connection per request: a kept-alive
 # one that llama-server closes after 5 s idle races the next request ("Server disconnected").
-HTTP = httpx.Client(timeout=600, limits=httpx.Limits(max_keepalive_connections=0))
+HTTP = httpx.Client(timeout=3600, limits=httpx.Limits(max_keepalive_connections=0))
 PROMPT = "Once upon a time, in a small village by the sea, there lived an old fisherman who"
 SAMPLING = {
     "temperature": 0.8,
@@ -64,6 +64,7 @@ class Stream:
     prompt_tokens: int | None
     started: float
     ended: float
+    usage: dict = field(default_factory=dict)  # as the server reported it
 
 
 @dataclass
@@ -125,7 +126,7 @@ def stream(url: str, request: dict) -> Stream:
     ended = time.perf_counter()
     tokens = usage.get("completion_tokens", chunks)
     ttft = (first or ended) - started
-    return Stream(ttft, tokens, usage.get("prompt_tokens"), started, ended)
+    return Stream(ttft, tokens, usage.get("prompt_tokens"), started, ended, usage)
 
 
 def run_cell(url: str, requests: list[dict]) -> tuple[float, float, list[Stream]]:
@@ -138,23 +139,31 @@ def run_cell(url: str, requests: list[dict]) -> tuple[float, float, list[Stream]
 
 
 # -- servers ----------------------------------------------------------------------------------
-def start_ours(work: Path, model: Path, threads: int, ctx: int) -> tuple[subprocess.Popen, str]:
+def start_ours(
+    work: Path, model: Path, threads: int, ctx: int, parallel: int = 4, **settings: str
+) -> tuple[subprocess.Popen, str]:
+    """Our daemon serving ``model`` as "bench" (one store per ``work``, shared by the daemons
+    started on it); ``settings`` are more ``LOCALLLM_*`` variables."""
     from model_registry.importer import import_gguf
     from model_registry.store import Store
 
-    import_gguf(Store(work / "store"), "bench", model)
-    port, logs = free_port(), work / "logs"
+    store = work / "store"
+    if not (store / "manifests").exists():
+        import_gguf(Store(store), "bench", model)
+    port = free_port()
+    logs = work / f"logs-{port}"
     logs.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOCALLLM_")}
     env |= {
-        "LOCALLLM_MODELS": str(work / "store"),
+        "LOCALLLM_MODELS": str(store),
         "LOCALLLM_LOGS": str(logs),
         "LOCALLLM_DATA": str(work / "data"),
         "LOCALLLM_CONFIG": str(work / "config"),
         "LOCALLLM_NUM_THREADS": str(threads),
-        "LOCALLLM_NUM_PARALLEL": "4",
+        "LOCALLLM_NUM_PARALLEL": str(parallel),
         "LOCALLLM_CONTEXT_LENGTH": str(ctx),
         "LOCALLLM_KEEP_ALIVE": "3600",
+        **settings,
     }
     command = [sys.executable, "-m", "daemon", "serve", "--host", f"127.0.0.1:{port}"]
     out = (logs / "daemon.out").open("wb")
@@ -164,10 +173,13 @@ def start_ours(work: Path, model: Path, threads: int, ctx: int) -> tuple[subproc
     return proc, url
 
 
-def llama_server_command(binary: Path, model: Path, threads: int, ctx: int, port: int) -> list:
+def llama_server_command(
+    binary: Path, model: Path, threads: int, ctx: int, port: int, parallel: int = 4
+) -> list:
     return [
         str(binary),
-        *("-m", str(model), "-t", str(threads), "-np", "4", "-c", str(4 * ctx)),
+        *("-m", str(model), "-t", str(threads), "-np", str(parallel)),
+        *("-c", str(parallel * ctx)),
         *("-b", "512", "-ub", "512"),  # our runner's batch; llama-server's default is 2048
         *("--host", "127.0.0.1", "--port", str(port)),
     ]
@@ -270,12 +282,13 @@ def load() -> str:
     return " / ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-def write_results(text: str) -> None:
+def write_results(text: str, section: str = SECTION) -> None:
+    """``text`` as bench/RESULTS.md's section ``section`` (replaced, or added at the end)."""
     path = ROOT / "bench" / "RESULTS.md"
     old = path.read_text() if path.exists() else "# Benchmark results\n"
-    head, marker, rest = old.partition(f"\n## {SECTION}\n")
+    head, marker, rest = old.partition(f"\n## {section}\n")
     tail = "\n## " + rest.split("\n## ", 1)[1] if marker and "\n## " in rest else ""
-    path.write_text(head.rstrip() + f"\n\n## {SECTION}\n\n" + text.strip() + "\n" + tail)
+    path.write_text(head.rstrip() + f"\n\n## {section}\n\n" + text.strip() + "\n" + tail)
 
 
 def model_path(name: str, work: Path) -> Path:

@@ -2,6 +2,9 @@
 
 Settings come from the environment (``LOCALLLM_*``) once, here; ``--host`` overrides
 ``LOCALLLM_HOST``. Logs go to stderr: the daemon's own lines, and one JSON line per request.
+They also go to ``<log dir>/daemon.log`` (what ``GET /api/logs`` and the app's Server page
+read) unless stderr is that file already, as when the launcher started the daemon: so the log
+is there however the daemon was started, ``localllm serve`` in a terminal too.
 """
 
 from __future__ import annotations
@@ -10,17 +13,24 @@ import argparse
 import contextlib
 import dataclasses
 import logging
+import logging.handlers
+import os
 import sys
+from pathlib import Path
 
 import uvicorn
 
 from daemon.security import AdminTokenStore, ApiKeyStore, is_loopback_address
 from daemon.server import create_app
 from daemon.server.http_protocol import header_timeout_protocol
+from daemon.server.native.system import LOG_NAME
 from daemon.settings import Settings, parse_host
 from model_registry.hf_token import load_hf_token
 
 __all__ = ["main"]
+
+_LOG_ROTATE_BYTES = 10 << 20  # then one older log is kept, as the launcher does
+_REQUEST_LOG = "localllm.requests"  # one JSON line per request (``server.metrics``)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,8 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         print(f"localllm: {error}", file=sys.stderr)
         return 2
-    _configure_logging(args.log_level)
     _make_private_folders(settings)
+    _configure_logging(args.log_level, settings.log_dir / LOG_NAME)
     app = create_app(settings, admin_token=_admin_token(settings))
     config = uvicorn.Config(
         app,
@@ -95,21 +105,48 @@ def _make_private_folders(settings: Settings) -> None:
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
 
 
-def _configure_logging(level: str) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    requests = logging.StreamHandler(sys.stderr)
-    requests.setFormatter(logging.Formatter("%(message)s"))
+def _configure_logging(level: str, log_path: Path) -> None:
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    log_file = _log_file(log_path)
+    if log_file is not None:
+        handlers.append(log_file)
+    for handler in handlers:
+        handler.setFormatter(_LogFormat())
     root = logging.getLogger()
-    root.handlers[:] = [handler]
+    root.handlers[:] = handlers
     root.setLevel(level.upper())
     # httpx logs every request at INFO (and huggingface_hub's httpx2 too): remotes' health
     # checks and hub browsing would fill the log
     for name in ("httpx", "httpx2"):
         logging.getLogger(name).setLevel(max(logging.WARNING, root.level))
-    request_log = logging.getLogger("localllm.requests")
-    request_log.handlers[:] = [requests]
-    request_log.propagate = False
+
+
+class _LogFormat(logging.Formatter):
+    """The daemon's own lines with time, level and logger; request lines as their JSON."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.name == _REQUEST_LOG:
+            return record.getMessage()
+        return super().format(record)
+
+
+def _log_file(path: Path) -> logging.Handler | None:
+    """A handler appending to the log file (readable by its user only), or None when stderr
+    already goes there (the launcher's doing) or it cannot be opened (then stderr has it)."""
+    with contextlib.suppress(OSError, ValueError):
+        if os.path.samestat(os.fstat(sys.stderr.fileno()), os.stat(path)):
+            return None
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+        os.chmod(path, 0o600)
+        return logging.handlers.RotatingFileHandler(
+            path, maxBytes=_LOG_ROTATE_BYTES, backupCount=1, encoding="utf-8"
+        )
+    except OSError:
+        return None
 
 
 if __name__ == "__main__":

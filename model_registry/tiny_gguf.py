@@ -10,7 +10,9 @@ stream is a constant "bias channel" (set in every token embedding, never written
 which lets the output matrix push chosen tokens' logits far down or up whatever the input.
 By default that keeps control tokens and raw bytes out of the samples, so generation produces
 printable text and always runs to its token limit; ``end_of_turn="immediately"`` makes the
-first sampled token the end-of-turn token instead.
+first sampled token the end-of-turn token instead, and ``"soon"`` gives it a small push, so a
+reply is a few words, then ends (about 20 tokens on average): what a client that waits for the
+end of a turn (a coding agent) needs.
 
 ``thinking="qwen3"`` or ``"gpt-oss"`` makes a model that thinks the way those families do: their
 marker tokens join the vocabulary (never sampled, like control tokens) and their chat template
@@ -55,6 +57,8 @@ _COMMON_WORDS += ("Hello", "hello", "world", "Hi", "hi")
 _COMMON_PIECES = ("ing", "ed", "er", "es", "th", "he", "in", "an", "re", "on", "at", "en", "ll")
 _LOGIT_MARGIN = 40.0  # how far the bias channel moves a chosen token's logit
 _LAYER_STD = 0.02
+# the end-of-turn token's push: never, a small one (sampled about once in 20 tokens), always
+_END_OF_TURN_PUSH = {"never": -1.0, "soon": 0.05, "immediately": 1.0}
 _OUTPUT_LOGIT_STD = 2.0
 
 
@@ -151,7 +155,7 @@ def write_tiny_model(
     name: str = "tiny-llama",
     license: str | None = None,
     chat_template: str | None = CHATML_TEMPLATE,
-    end_of_turn: Literal["never", "immediately", "random"] = "never",
+    end_of_turn: Literal["never", "immediately", "soon", "random"] = "never",
     thinking: ThinkingStyle = "none",
     sampling: Mapping[str, float] | None = None,
 ) -> Path:
@@ -292,13 +296,12 @@ def _add_tensor_info(writer: gguf.GGUFWriter, name: str, shape: tuple[int, ...],
 
 def _output_bias(vocab: TinyVocabulary, end_of_turn: str) -> np.ndarray:
     """Per-token push on the bias channel: -1 never sampled, +1 always, 0 left to chance."""
-    if end_of_turn not in ("never", "immediately", "random"):
-        raise ValueError("end_of_turn must be 'never', 'immediately' or 'random'")
+    if end_of_turn not in _END_OF_TURN_PUSH and end_of_turn != "random":
+        raise ValueError("end_of_turn must be 'never', 'immediately', 'soon' or 'random'")
     bias = np.zeros(len(vocab.tokens), dtype=np.float32)
     if end_of_turn != "random":
         bias[vocab.quiet_ids] = -1.0
-    if end_of_turn == "immediately":
-        bias[vocab.eos_id] = 1.0
+        bias[vocab.eos_id] = _END_OF_TURN_PUSH[end_of_turn]
     return bias
 
 

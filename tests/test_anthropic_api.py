@@ -17,6 +17,7 @@ from anthropic.types import RawMessageStreamEvent
 from model_registry.tiny_gguf import write_tiny_model
 from model_registry.tiny_projector import TINY_IMAGE_TOKENS
 from tests.support.daemon import Daemon, make_store
+from tests.test_late_system import STRICT
 from tests.test_server_images import BLUE, RED
 
 pytestmark = pytest.mark.slow
@@ -55,7 +56,8 @@ def daemon(tmp_path_factory, tiny_model_path):
     root = tmp_path_factory.mktemp("anthropic-api")
     # thinks as Qwen3 does; Q8_0 gives the same logits whatever the batch, so runs compare
     qwen = write_tiny_model(root / "qwen.gguf", thinking="qwen3", seed=4, file_type="Q8_0")
-    store = make_store(root / "store", {"tiny": tiny_model_path, "qwen": qwen})
+    strict = write_tiny_model(root / "strict.gguf", chat_template=STRICT, seed=1)
+    store = make_store(root / "store", {"tiny": tiny_model_path, "qwen": qwen, "strict": strict})
     projector = write_tiny_projector(root / "mmproj.gguf")
     import_gguf(Store(store), "seer", tiny_model_path, projector=projector)
     with Daemon(store, root / "logs", env={"LOCALLLM_API_KEY": KEY}) as running:
@@ -363,9 +365,6 @@ def test_bad_requests_are_400s_in_anthropics_shape(daemon):
     body = {"model": "tiny", "max_tokens": 4, "messages": [{"role": "user", "content": [document]}]}
     refused = post(body).json()["error"]
     assert "messages[0].content[0]" in refused["message"] and "'document'" in refused["message"]
-    server_tool = {"type": "web_search_20250305", "name": "web_search"}
-    refused = post({"model": "tiny", "max_tokens": 4, "messages": HELLO, "tools": [server_tool]})
-    assert refused.status_code == 400 and "server tools" in refused.json()["error"]["message"]
     thinking = {"type": "enabled", "budget_tokens": 0}
     refused = post({"model": "tiny", "messages": HELLO, "thinking": thinking}, "/v1/messages/x")
     assert refused.status_code == 404 and refused.json()["error"]["type"] == "not_found_error"
@@ -373,3 +372,81 @@ def test_bad_requests_are_400s_in_anthropics_shape(daemon):
         {"model": "tiny", "messages": HELLO, "thinking": thinking}, "/v1/messages/count_tokens"
     )
     assert refused.status_code == 400 and "budget_tokens" in refused.json()["error"]["message"]
+
+
+def request_lines(daemon) -> list[dict]:
+    return [
+        json.loads(line)
+        for line in daemon.log().splitlines()
+        if line.startswith('{"event": "request"')
+    ]
+
+
+def test_what_claude_code_sends_is_understood(daemon):
+    """Its fields as it sends them on every turn: adaptive thinking (a model that cannot think
+    just answers), a system message mid-conversation, server tools (left out, with a warning in
+    the request log), betas in the query and headers, fields of features we do not have."""
+    server_tool = {"type": "web_search_20250305", "name": "web_search"}
+    body = {
+        "model": "tiny",
+        "max_tokens": 3,
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "Hello there"}]},
+            {"role": "system", "content": [{"type": "text", "text": "The cwd is /tmp."}]},
+        ],
+        "system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
+        "tools": [WEATHER, server_tool],
+        "thinking": {"type": "adaptive", "display": "omitted"},
+        "context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]},
+        "output_config": {"effort": "high"},
+        "metadata": {"user_id": "someone"},
+    }
+    headers = {"x-api-key": KEY, "anthropic-beta": "claude-code-20250219,effort-2025-11-24"}
+    answer = httpx.post(
+        daemon.url + "/v1/messages?beta=true", json=body, headers=headers, timeout=120
+    )
+    assert answer.status_code == 200, answer.text
+    message = anthropic.types.Message.model_validate(answer.json())
+    assert message.stop_reason == "max_tokens" and message.content[0].type == "text"
+    assert request_lines(daemon)[-1]["warnings"] == [
+        "tools[1]: server tool 'web_search' (web_search_20250305) left out: localllm runs no "
+        "server tools"
+    ]
+    enabled = {**body, "thinking": {"type": "enabled", "budget_tokens": 1024}}
+    answer = httpx.post(daemon.url + "/v1/messages", json=enabled, headers=headers, timeout=120)
+    assert answer.status_code == 200, answer.text
+    counted = httpx.post(
+        daemon.url + "/v1/messages/count_tokens", json=body, headers=headers, timeout=60
+    )
+    without = {**body, "messages": body["messages"][:1]}
+    fewer = httpx.post(
+        daemon.url + "/v1/messages/count_tokens", json=without, headers=headers, timeout=60
+    )
+    assert counted.json()["input_tokens"] > fewer.json()["input_tokens"]  # the system message
+
+
+def test_the_request_log_says_why_a_request_failed(daemon):
+    thinking = {"type": "enabled", "budget_tokens": 0}
+    body = {"model": "tiny", "max_tokens": 4, "messages": HELLO, "thinking": thinking}
+    refused = httpx.post(
+        daemon.url + "/v1/messages", json=body, headers={"x-api-key": KEY}, timeout=60
+    )
+    assert refused.status_code == 400
+    line = request_lines(daemon)[-1]
+    assert (line["path"], line["status"]) == ("/v1/messages", 400)
+    assert line["error"] == refused.json()["error"]["message"] and "budget_tokens" in line["error"]
+
+
+def test_a_template_that_wants_one_system_message_first_gets_them_folded(daemon):
+    headers = {"x-api-key": KEY}
+
+    def count(messages: list[dict]) -> httpx.Response:
+        body = {"model": "strict", "system": "Rules.", "messages": messages}
+        return httpx.post(
+            daemon.url + "/v1/messages/count_tokens", json=body, headers=headers, timeout=60
+        )
+
+    late = count([*HELLO, {"role": "system", "content": "The cwd is /tmp."}])
+    assert late.status_code == 200, late.text
+    folded = count([{"role": "user", "content": "Hello there\n\nThe cwd is /tmp."}])
+    assert late.json() == folded.json()

@@ -153,6 +153,73 @@ def test_tools_tool_choice_and_thinking():
     assert counted.tools == job.tools and "num_predict" not in counted.options
 
 
+def test_claude_codes_fields_system_messages_anywhere_and_thinking_as_a_wish():
+    job = messages_job(
+        request(
+            system="Be brief.",
+            messages=[
+                {"role": "user", "content": "Hello"},
+                {"role": "system", "content": [{"type": "text", "text": "The cwd is /tmp."}]},
+                {"role": "assistant", "content": "Hi"},
+                {"role": "system", "content": "Tools changed."},
+            ],
+            thinking={"type": "adaptive", "display": "omitted"},
+            context_management={"edits": []},
+            output_config={"effort": "high"},
+        )
+    )
+    assert job.messages == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Hello"},
+        {"role": "system", "content": "The cwd is /tmp."},
+        {"role": "assistant", "content": "Hi"},
+        {"role": "system", "content": "Tools changed."},
+    ]
+    assert (job.think, job.think_optional, job.json_schema) == (True, True, None)
+    enabled = messages_job(request(thinking={"type": "enabled", "budget_tokens": 64}))
+    assert (enabled.think, enabled.think_budget, enabled.think_optional) == (True, 64, True)
+
+
+def test_server_tools_are_left_out_with_a_warning():
+    tool = {"name": "f", "input_schema": {"type": "object"}}
+    search = {"type": "web_search_20250305", "name": "web_search", "max_uses": 3}
+    job = messages_job(request(tools=[search, tool], tool_choice={"type": "auto"}))
+    assert [t["function"]["name"] for t in job.tools] == ["f"]
+    assert job.warnings == [
+        "tools[0]: server tool 'web_search' (web_search_20250305) left out: localllm runs no "
+        "server tools"
+    ]
+    assert messages_job(request(tools=[tool])).warnings == []
+
+
+def test_a_deferred_tool_is_offered_once_a_tool_reference_names_it():
+    search = {"name": "ToolSearch", "input_schema": {"type": "object"}}
+    fetch = {"name": "WebFetch", "input_schema": {"type": "object"}, "defer_loading": True}
+    notes = {"name": "Notes", "input_schema": {"type": "object"}, "defer_loading": True}
+    first = messages_job(request(tools=[search, fetch, notes]))
+    assert [t["function"]["name"] for t in first.tools] == ["ToolSearch"]
+    call = {"type": "tool_use", "id": "toolu_1", "name": "ToolSearch", "input": {"query": "web"}}
+    found = [{"type": "tool_reference", "tool_name": "WebFetch"}]
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": found}
+    later = messages_job(
+        request(
+            tools=[search, fetch, notes],
+            messages=[
+                *USER,
+                {"role": "assistant", "content": [call]},
+                {"role": "user", "content": [result]},
+            ],
+        )
+    )
+    assert [t["function"]["name"] for t in later.tools] == ["ToolSearch", "WebFetch"]
+    assert later.messages[-1] == {
+        "role": "tool",
+        "tool_call_id": "toolu_1",
+        "name": "ToolSearch",
+        "content": [{"type": "text", "text": "Tool WebFetch is loaded."}],
+    }
+
+
 @pytest.mark.parametrize(
     ("fields", "words"),
     [
@@ -192,12 +259,28 @@ def test_tools_tool_choice_and_thinking():
             },
             ["messages[0].content[0].content must be a string or a list"],
         ),
-        ({"tools": [{"name": "web_search", "type": "web_search_20250305"}]}, ["server tools"]),
         ({"tools": [{"name": "f"}]}, ["tool 'f' needs an input_schema"]),
         ({"tool_choice": {"type": "required"}}, ['{"type": "any"}']),
         ({"thinking": {"type": "enabled", "budget_tokens": 0}}, ["budget_tokens"]),
         ({"thinking": {"type": "enabled"}}, ["budget_tokens"]),
-        ({"system": [{"type": "image", "source": {}}]}, ["system[0]", "'image'"]),
+        ({"system": [{"type": "image", "source": {}}]}, ["system.content[0]", "'image'"]),
+        (
+            {"messages": [{"role": "system", "content": [{"type": "image", "source": {}}]}]},
+            ["messages[0].content[0]", "'image'"],
+        ),
+        (
+            {
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "tool_result", "tool_use_id": "t", "content": [{"type": "x"}]}
+                        ],
+                    }
+                ]
+            },
+            ["messages[0].content[0].content[0]", "text, image and tool_reference"],
+        ),
         ({"output_config": {"format": {"type": "json_schema"}}}, ["output_config.format"]),
     ],
 )

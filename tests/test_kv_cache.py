@@ -11,7 +11,7 @@ import pytest
 
 from daemon.errors import BadRequestError
 from daemon.inference.options import merge_options, runner_options
-from daemon.runners.attention import MOST_SCORE_BYTES, flash_attention_setting
+from daemon.runners.attention import LONG_CONTEXT, MOST_SCORE_BYTES, flash_attention_setting
 from daemon.scheduler.memory import ModelFootprint, estimate_bytes
 from daemon.settings import Settings
 from model_registry.importer import ModelExtras
@@ -141,6 +141,9 @@ def test_auto_flash_attention_is_off_for_small_heads_on_a_cpu():
     assert _setting(kv="q8_0") == "auto"  # a quantized V cache needs it
     assert _setting(n_ctx=8192) == "auto"  # the scores would take 512 MiB
     assert MOST_SCORE_BYTES == 4 * 32 * 4096 * 512
+    assert _setting(n_head=4, n_ctx=LONG_CONTEXT) == "off"
+    # past it, a context for long prompts: read 1.5x faster with it, as llama-server runs
+    assert _setting(n_head=4, n_ctx=LONG_CONTEXT + 256) == "auto"  # scores would fit
     assert _setting("on") == "on" and _setting("off", head_size=256) == "off"
 
 

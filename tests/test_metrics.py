@@ -105,3 +105,31 @@ def test_one_json_log_line_per_request_with_timings(client, caplog):
     assert generation["cached_tokens"] == 3 and generation["ttft_ms"] >= 0
     assert generation["duration_ms"] >= 0 and generation["finish_reason"] == "length"
     assert health["path"] == "/health" and "model" not in health
+
+
+def test_an_error_answer_logs_its_message_in_every_api(client, caplog):
+    """The message a client got (native, OpenAI and Anthropic shapes alike), not only the
+    status: a coding agent that retries and gives up shows nothing more."""
+    with caplog.at_level(logging.INFO, logger="localllm.requests"):
+        assert chat(client, model="missing").status_code == 404
+        hi = [{"role": "user", "content": "hi"}]
+        native = {"model": "tiny", "messages": hi, "think": "maximum", "stream": False}
+        client.post("/api/chat", json=native)
+        client.post("/v1/messages", json={"model": "tiny", "messages": hi})
+        client.get("/no/such/route")
+    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "localllm.requests"]
+    assert [line["status"] for line in lines] == [404, 400, 400, 404]
+    openai, native, anthropic, unknown = (line["error"] for line in lines)
+    assert "model 'missing' not found" in openai
+    assert native.startswith("think must be true, false")
+    assert anthropic.startswith("invalid request: max_tokens")
+    assert unknown == "Not Found"
+    assert "error" not in chat_line(client, caplog)
+
+
+def chat_line(client, caplog) -> dict:
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="localllm.requests"):
+        chat(client)
+    (record,) = [r for r in caplog.records if r.name == "localllm.requests"]
+    return json.loads(record.getMessage())

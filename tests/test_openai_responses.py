@@ -54,6 +54,26 @@ CLOCK = {
     },
 }
 PROFILE_FORMAT = {"format": {"type": "json_schema", "name": "profile", "schema": PROFILE_SCHEMA}}
+CLOSE = {
+    "type": "function",
+    "name": "close_agent",
+    "parameters": {
+        "type": "object",
+        "properties": {"target": {"enum": ["agent-1", "agent-2"]}},
+        "required": ["target"],
+        "additionalProperties": False,
+    },
+}
+AGENTS = {"type": "namespace", "name": "multi_agent_v1", "description": "Agents", "tools": [CLOSE]}
+# What Codex sends besides its tools (store false, with everything it asks to be included)
+CODEX_FIELDS = {
+    "store": False,
+    "include": ["reasoning.encrypted_content"],
+    "prompt_cache_key": "session-1",
+    "client_metadata": {"turn_id": "turn-1", "session_id": "session-1"},
+    "reasoning": {"effort": "medium", "summary": "auto"},
+    "parallel_tool_calls": True,
+}
 
 
 @pytest.fixture(scope="module")
@@ -242,6 +262,49 @@ def test_a_named_tool_call_streams_its_arguments(daemon, client):
         assert stream.get_final_response().output[0].name == "get_weather"
 
 
+def test_codex_tools_namespaces_flatten_and_hosted_tools_are_left_out(daemon, client):
+    hosted = {"type": "web_search", "external_web_access": False}
+    body = {"input": "Close the agent", "tools": [CLOCK, AGENTS, hosted], **CODEX_FIELDS}
+    forced = {"tool_choice": {"type": "function", "name": "close_agent"}, "seed": 3}
+    whole = post(daemon, **body, **forced)
+    assert whole.status_code == 200, whole.text  # reasoning on a model that cannot think too
+    reply = Response.model_validate(whole.json())
+    (call,) = reply.output
+    assert (call.type, call.name, call.namespace) == (
+        "function_call",
+        "close_agent",
+        AGENTS["name"],
+    )
+    assert [tool.type for tool in reply.tools] == ["function", "namespace"]  # no web_search
+    events = checked_events(post(daemon, **body, **forced, stream=True).text)
+    items = [e.item for e in events if e.type.startswith("response.output_item.")]
+    assert [(i.name, i.namespace) for i in items] == [("close_agent", AGENTS["name"])] * 2
+    line = next(
+        json.loads(text)
+        for text in reversed(daemon.log().splitlines())
+        if text.startswith('{"event": "request"') and '"/v1/responses"' in text
+    )
+    assert line["status"] == 200
+    assert line["warnings"] == [
+        "tools[2]: hosted tool 'web_search' left out: localllm runs no hosted tools"
+    ]
+    # the call goes back as Codex sends it (namespace included), with what the tool answered
+    result = {"type": "function_call_output", "call_id": call.call_id, "output": "closed"}
+    history = [{"role": "user", "content": "Close the agent"}, call.model_dump(), result]
+    after = Response.model_validate(
+        post(daemon, **{**body, "input": history, "max_output_tokens": 4, "seed": 1}).json()
+    )
+    assert after.status == "incomplete" and after.output_text
+    plain = client.responses.create(
+        model="tiny",
+        input=history,
+        max_output_tokens=4,
+        tools=[CLOCK, CLOSE],
+        extra_body={"seed": 1},
+    )
+    assert after.usage.input_tokens == plain.usage.input_tokens  # the same prompt, flattened
+
+
 def test_previous_response_id_continues_the_conversation_from_the_cache(client):
     story = "Tell me a long story about the sea and the ships upon it. " * 20
     first = client.responses.create(
@@ -331,7 +394,16 @@ def test_a_streamed_response_is_stored_too(daemon, client):
             "input item type 'web_search_call' is not supported",
             "input",
         ),
-        ({"input": "Hi", "tools": [{"type": "web_search"}]}, "only function tools", "tools"),
+        (
+            {"input": "Hi", "tools": [{"type": "custom", "name": "patch"}]},
+            "tool type 'custom' is not supported; function and namespace tools are (tools[0])",
+            "tools",
+        ),
+        (
+            {"input": "Hi", "tools": [CLOCK, {**AGENTS, "tools": [CLOCK]}]},
+            "tools[1].tools[0]: tool name 'get_time' is given twice",
+            "tools",
+        ),
         ({"input": [{"role": "user"}]}, "input[0].content: Field required", "input[0].content"),
         (
             {"input": [{"role": "user", "content": [{"type": "input_file", "file_id": "f"}]}]},

@@ -247,6 +247,21 @@ def test_end_of_turn_immediately_stops_at_once(llama_cpp, tmp_path, file_type):
     assert chat["choices"][0]["message"]["content"] == ""
 
 
+def test_end_of_turn_soon_ends_replies_after_a_few_words(llama_cpp, tmp_path):
+    """What a client that waits for the end of a turn needs (a coding agent's one-shot run)."""
+    path = write_tiny_model(tmp_path / "m.gguf", file_type="Q8_0", seed=2, end_of_turn="soon")
+    model = llama_cpp.Llama(model_path=str(path), n_ctx=1024, verbose=False)
+    lengths = []
+    for seed in range(8):
+        chat = model.create_chat_completion(
+            [{"role": "user", "content": "Say hello"}], max_tokens=400, seed=seed, temperature=0.8
+        )
+        assert chat["choices"][0]["finish_reason"] == "stop"
+        assert is_plain_text(chat["choices"][0]["message"]["content"])
+        lengths.append(chat["usage"]["completion_tokens"])
+    assert 5 < sum(lengths) / len(lengths) < 100, lengths
+
+
 @pytest.mark.parametrize("style", ["qwen3", "gpt-oss"])
 def test_thinking_models_tokenize_markers_whole_and_never_write_them(llama_cpp, tmp_path, style):
     vocab = tiny_vocabulary(thinking=style)

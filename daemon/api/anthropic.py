@@ -1,11 +1,11 @@
 """Anthropic wire format: the Messages API (request, response, stream events, token count).
 
 Field names and shapes follow Anthropic's API reference so its SDKs and coding agents parse our
-answers. Unknown request fields (``metadata``, ``cache_control``, ``service_tier``...) are
-ignored; content blocks arrive as plain objects and are checked one by one in
-``daemon.server.anthropic.translate``, which names the block that is wrong. Two localllm
-extras are accepted, as on the OpenAI routes: ``options`` (Ollama's option names, e.g. a
-``seed``) and ``keep_alive``.
+answers. Unknown request fields (``metadata``, ``cache_control``, ``context_management``...),
+the ``anthropic-beta`` header and ``?beta=true`` are ignored; content blocks arrive as plain
+objects and are checked one by one in ``daemon.server.anthropic.translate``, which names the
+block that is wrong. Two localllm extras are accepted, as on the OpenAI routes: ``options``
+(Ollama's option names, e.g. a ``seed``) and ``keep_alive``.
 """
 
 from __future__ import annotations
@@ -46,7 +46,9 @@ class _Request(BaseModel):
 
 
 class MessageParam(_Request):
-    role: Literal["user", "assistant"]
+    # "system" anywhere in the conversation: instructions that changed mid-conversation
+    # (Claude Code sends its environment and tool changes this way)
+    role: Literal["user", "assistant", "system"]
     content: str | list[dict[str, Any]]
 
 
@@ -54,7 +56,8 @@ class ToolParam(_Request):
     name: str = Field(min_length=1, max_length=128)
     description: str | None = None
     input_schema: dict[str, Any] | None = None
-    type: str | None = None  # "custom" (or absent); Anthropic's server tools are refused
+    type: str | None = None  # "custom" (or absent); Anthropic's server tools are left out
+    defer_loading: bool | None = None  # hidden until a tool_reference block names it
 
 
 class CountTokensRequest(_Request):

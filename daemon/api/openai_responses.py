@@ -21,6 +21,7 @@ __all__ = [
     "FunctionToolIn",
     "InputMessage",
     "InputTokensDetails",
+    "NamespaceToolIn",
     "OutputItem",
     "OutputItemEvent",
     "OutputMessage",
@@ -86,6 +87,15 @@ class FunctionToolIn(_In):
     description: str | None = None
     parameters: dict[str, Any] | None = None
     strict: bool | None = None
+
+
+class NamespaceToolIn(_In):
+    """Function tools grouped under one name (Codex's ``multi_agent_v1``)."""
+
+    type: Literal["namespace"]
+    name: str = Field(min_length=1, max_length=64)
+    description: str | None = None
+    tools: list[dict[str, Any]]
 
 
 class TextFormat(_In):
@@ -178,6 +188,7 @@ class FunctionCallOut(BaseModel):
     call_id: str
     name: str
     arguments: str
+    namespace: str | None = None  # the namespace tool the function came in
 
 
 OutputItem = OutputMessage | ReasoningOut | FunctionCallOut

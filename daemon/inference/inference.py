@@ -263,7 +263,10 @@ class Inference:
             tokenize = lambda text: runner.tokenize(text, False, True)  # noqa: E731
             fmt = await self._vocabularies.get(model.target.model_paths, tokenize)
         budget = job.think_budget if job.think_budget is not None else options.get("think_budget")
-        return thinking_run(model.name, fmt, parse_think(job.think), budget, request)
+        think = parse_think(job.think)
+        if fmt is None and job.think_optional:
+            think, budget = None, None  # a model that cannot think simply answers
+        return thinking_run(model.name, fmt, think, budget, request)
 
     # -- sampling ---------------------------------------------------------------------------
     def _sampling(

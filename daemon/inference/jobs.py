@@ -38,8 +38,13 @@ class GenerationJob:
     # the model's own default. Thinking never reaches ``Delta.text``.
     think: bool | str | None = None
     think_budget: int | None = None  # thinking tokens before the model is made to answer
+    # A model that cannot think answers without thinking instead of refusing ``think``
+    # (Anthropic's ``thinking``: "adaptive" lets the model decide, as Anthropic's API does).
+    think_optional: bool = False
     # Drop the oldest turns of a chat that does not fit its context (``history_fit``).
     truncate: bool = False
+    # What the route left out of the request (tools it cannot run...), for the request log.
+    warnings: Sequence[str] = ()
 
 
 @dataclass(frozen=True, slots=True)

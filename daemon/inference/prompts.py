@@ -1,8 +1,9 @@
 """A job's prompt as its model's runner gets it: the chat template rendered (thinking
 variables, tools, a continued reply), images placed and prepared.
 
-Templates render in worker threads, never on the event loop: a render may take up to its
-budget's 2 s (``template_budget``), and every other request goes on meanwhile.
+A template that refuses system messages past the first place gets them folded in
+(``late_system``). Templates render in worker threads, never on the event loop: a render may
+take up to its budget's 2 s (``template_budget``), and every other request goes on meanwhile.
 
 Generating and counting a prompt's tokens both go through ``Prompts.call``, so the prompt a
 count measures is the one a generation sends.
@@ -19,6 +20,7 @@ from daemon.errors import BadRequestError, TemplateError, TemplateRejectedError
 from daemon.inference.image_cache import ImageCache
 from daemon.inference.images import prepare_images
 from daemon.inference.jobs import GenerationJob
+from daemon.inference.late_system import fold_late_system
 from daemon.inference.resolve import ResolvedModel
 from daemon.inference.templates import (
     TemplateCache,
@@ -124,7 +126,13 @@ class Prompts:
         if tools and not template.supports_tools:
             conversation = with_tool_prompt(conversation, tools)
         tools = tools if template.supports_tools else ()
-        prompt = template.render(conversation, tools=tools, variables=variables)
+        try:
+            prompt = template.render(conversation, tools=tools, variables=variables)
+        except TemplateRejectedError:
+            folded = fold_late_system(conversation)
+            if folded is None:
+                raise
+            prompt = template.render(folded, tools=tools, variables=variables)
         return prompt + reply_so_far
 
     # -- images ---------------------------------------------------------------------------

@@ -1,5 +1,7 @@
 """Observability: Prometheus metrics (per app, never process-global) and one JSON log line
-per request.
+per request: with its generation's numbers, what the route left out of the request
+(``warnings``), and for an error answer its message (``error``), so a client that only shows
+"400" (a coding agent retrying) can be debugged from the log.
 
 Counters and histograms are fed by the request middleware and by inference's "generation
 finished" callback; queue depth, loaded models and busy slots are read from the scheduler
@@ -11,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
@@ -20,12 +23,21 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from daemon.inference import Finished, Generation
 from daemon.scheduler import Scheduler
 
-__all__ = ["CONTENT_TYPE", "Metrics", "RequestLogMiddleware", "log_fields", "log_generation"]
+__all__ = [
+    "CONTENT_TYPE",
+    "Metrics",
+    "RequestLogMiddleware",
+    "log_fields",
+    "log_generation",
+    "log_warnings",
+]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 _GENERATION = "localllm.generation"  # where a request's generation waits for its log line
 _FIELDS = "localllm.log_fields"  # and where other work puts what its log line says
+_WARNINGS = "localllm.warnings"  # what the route left out of the request, for its log line
+_ERROR_BYTES = 2048  # of an error answer's body, read for its message
 _AGENT_CHARS = 100  # of a User-Agent header, in the log line
 _TOKEN_BUCKETS = (0.002, 0.005, 0.01, 0.02, 0.035, 0.05, 0.075, 0.1, 0.2, 0.5, 1)
 
@@ -151,18 +163,21 @@ class RequestLogMiddleware:
             return
         started = time.perf_counter()
         status = [500]
+        error = bytearray()  # the start of an error answer's body
 
         async def send_wrapper(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status[0] = message["status"]
+            elif status[0] >= 400 and len(error) < _ERROR_BYTES:
+                error.extend(message.get("body", b"")[: _ERROR_BYTES - len(error)])
             await send(message)
 
         try:
             await self.app(scope, receive, send_wrapper)
         finally:
-            self._record(scope, status[0], time.perf_counter() - started)
+            self._record(scope, status[0], time.perf_counter() - started, bytes(error))
 
-    def _record(self, scope: Scope, status: int, seconds: float) -> None:
+    def _record(self, scope: Scope, status: int, seconds: float, error: bytes) -> None:
         route = getattr(scope.get("route"), "path", None) or "other"
         self.metrics.requests.labels(route, scope["method"], str(status)).inc()
         self.metrics.request_seconds.labels(route).observe(seconds)
@@ -177,9 +192,26 @@ class RequestLogMiddleware:
         if agent:  # who asked: the desktop app tags its own requests, so it can hide them
             line["user_agent"] = agent
         state = scope.get("state", {})
+        if state.get(_WARNINGS):
+            line["warnings"] = list(state[_WARNINGS])
+        if status >= 400 and (message := _error_message(error)):
+            line["error"] = message
         line.update(_generation_fields(state.get(_GENERATION)))
         line.update(state.get(_FIELDS, {}))
         self.log.info("%s", json.dumps(line))
+
+
+def _error_message(body: bytes) -> str:
+    """The message of an error answer, in any of the three APIs' shapes (``{"error": "..."}``,
+    ``{"error": {"message": "..."}}``), else its text."""
+    text = body.decode(errors="replace")
+    try:
+        error = json.loads(text).get("error")
+    except (ValueError, AttributeError):
+        return text.strip()
+    if isinstance(error, dict):
+        error = error.get("message")
+    return error if isinstance(error, str) else text.strip()
 
 
 def _user_agent(scope: Scope) -> str:
@@ -187,6 +219,12 @@ def _user_agent(scope: Scope) -> str:
         if name == b"user-agent":
             return value.decode("latin-1")[:_AGENT_CHARS]
     return ""
+
+
+def log_warnings(request: Request, warnings: Sequence[str]) -> None:
+    """What the route left out of the request, for its log line."""
+    if warnings:
+        request.scope.setdefault("state", {}).setdefault(_WARNINGS, []).extend(warnings)
 
 
 def log_generation(request: Request, generation: Generation) -> None:

@@ -2,9 +2,9 @@
 
 A route translates its request into a ``GenerationJob`` and names how its answer looks: the
 frames of a stream (``chunks``) and the whole answer (``whole``). ``respond`` does the rest the
-same way for every API: start the generation (cancelled if the client hangs up), hand it to
-the request log, stream it or collect it, and close it (which gives the runner's slot back)
-however the response ends.
+same way for every API: start the generation (cancelled if the client hangs up), hand it
+(and what the route left out of the request) to the request log, stream it or collect it, and
+close it (which gives the runner's slot back) however the response ends.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from starlette.responses import Response
 
 from daemon.inference import Collected, Generation, GenerationJob, Inference
 from daemon.server.errors import Redact, anthropic_stream_error
-from daemon.server.metrics import log_generation
+from daemon.server.metrics import log_generation, log_warnings
 from daemon.server.ndjson import ndjson_stream
 from daemon.server.sse import EventStream, sse_stream, until_disconnect
 
@@ -65,6 +65,7 @@ async def respond(
 ) -> Response | BaseModel:
     """Run ``job`` and answer with its stream of ``chunks`` or its ``whole`` answer."""
     inference: Inference = request.app.state.inference
+    log_warnings(request, job.warnings)
     generation = await until_disconnect(request, inference.generate(job))
     log_generation(request, generation)
     if stream:

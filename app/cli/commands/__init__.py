@@ -9,6 +9,7 @@ from app.cli.commands import (
     accounts,
     create,
     doctor,
+    launch,
     local_import,
     maintenance,
     models,
@@ -32,5 +33,6 @@ COMMAND_MODULES = (
     maintenance,
     accounts,
     programs,
+    launch,
     doctor,
 )

@@ -1,12 +1,20 @@
 """Anthropic Messages requests -> inference jobs (the answers go back through ``answers``).
 
 A conversation becomes the messages the chat templates read (OpenAI's shape): ``system`` a
-system message; ``tool_use`` blocks an assistant's ``tool_calls``; ``tool_result`` blocks
-``tool`` messages (named after their call); ``thinking`` blocks the assistant's
+system message, and so is a ``system`` message anywhere in ``messages`` (instructions that
+changed mid-conversation); ``tool_use`` blocks an assistant's ``tool_calls``; ``tool_result``
+blocks ``tool`` messages (named after their call); ``thinking`` blocks the assistant's
 ``reasoning_content`` (templates that show earlier reasoning read it); ``image`` blocks image
 parts, their base64 images the job's ``images``. An image given by URL is refused, never
 fetched (the daemon downloading whatever a request names would be a server-side request
 forgery hole).
+
+Tools: a tool with ``defer_loading`` stays hidden until a ``tool_reference`` block in a tool
+result names it (Claude Code's tool search); Anthropic's server tools (``web_search_...``,
+``code_execution_...``) are left out, with a warning in the request log, since localllm runs
+none. ``thinking`` is a wish, not a demand: a model that cannot think answers without it, as
+on Anthropic's API (``adaptive`` lets the model decide); its ``display`` is not needed, the
+thinking streams either way.
 """
 
 from __future__ import annotations
@@ -47,8 +55,10 @@ def _job(
     req: CountTokensRequest, sampling: Mapping[str, object], schema: Mapping | None
 ) -> GenerationJob:
     images: list[bytes] = []
-    messages = _conversation(req.system, req.messages, images)
-    tools = [_tool(tool) for tool in req.tools or ()]
+    loaded: set[str] = set()  # deferred tools a tool_reference block named
+    messages = _conversation(req.system, req.messages, images, loaded)
+    warnings: list[str] = []
+    tools = _tools(req.tools or (), loaded, warnings)
     think, budget = _thinking(req.thinking)
     return GenerationJob(
         model=req.model,
@@ -61,32 +71,39 @@ def _job(
         keep_alive=parse_keep_alive(req.keep_alive),
         think=think,
         think_budget=budget,
+        think_optional=True,
+        warnings=warnings,
     )
 
 
 # -- the conversation -----------------------------------------------------------------------
 def _conversation(
-    system: str | list[dict] | None, messages: Sequence[MessageParam], images: list[bytes]
+    system: str | list[dict] | None,
+    messages: Sequence[MessageParam],
+    images: list[bytes],
+    loaded: set[str],
 ) -> list[dict[str, object]]:
     out: list[dict[str, object]] = []
     if system:
-        out.append({"role": "system", "content": _system_text(system)})
+        out.append({"role": "system", "content": _system_text(system, "system")})
     tool_names: dict[str, str] = {}  # tool_use id -> name, for the results that answer them
     for number, message in enumerate(messages):
         where = f"messages[{number}]"
-        if isinstance(message.content, str):
+        if message.role == "system":
+            out.append({"role": "system", "content": _system_text(message.content, where)})
+        elif isinstance(message.content, str):
             out.append({"role": message.role, "content": message.content})
         elif message.role == "assistant":
             out.append(_assistant(message.content, where, tool_names))
         else:
-            out.extend(_user(message.content, where, images, tool_names))
+            out.extend(_user(message.content, where, images, tool_names, loaded))
     return out
 
 
-def _system_text(system: str | list[dict]) -> str:
+def _system_text(system: str | list[dict], where: str) -> str:
     if isinstance(system, str):
         return system
-    return "\n\n".join(_text(block, f"system[{i}]") for i, block in enumerate(system))
+    return "\n\n".join(_text(block, f"{where}.content[{i}]") for i, block in enumerate(system))
 
 
 def _assistant(blocks: list[dict], where: str, tool_names: dict[str, str]) -> dict[str, object]:
@@ -111,7 +128,11 @@ def _assistant(blocks: list[dict], where: str, tool_names: dict[str, str]) -> di
 
 
 def _user(
-    blocks: list[dict], where: str, images: list[bytes], tool_names: Mapping[str, str]
+    blocks: list[dict],
+    where: str,
+    images: list[bytes],
+    tool_names: Mapping[str, str],
+    loaded: set[str],
 ) -> list[dict[str, object]]:
     """Tool results (each a ``tool`` message), then the user's own text and images."""
     results: list[dict[str, object]] = []
@@ -119,7 +140,7 @@ def _user(
     for i, block in enumerate(blocks):
         kind, at = block.get("type"), f"{where}.content[{i}]"
         if kind == "tool_result":
-            results.append(_tool_result(block, at, images, tool_names))
+            results.append(_tool_result(block, at, images, tool_names, loaded))
         elif kind in ("text", "image"):
             parts.append(_part(block, at, images))
         else:
@@ -135,13 +156,18 @@ def _part(block: Mapping, at: str, images: list[bytes]) -> dict[str, object]:
 
 
 def _tool_result(
-    block: Mapping, at: str, images: list[bytes], tool_names: Mapping[str, str]
+    block: Mapping,
+    at: str,
+    images: list[bytes],
+    tool_names: Mapping[str, str],
+    loaded: set[str],
 ) -> dict[str, object]:
     call_id = _string(block, "tool_use_id", at)
     content = block.get("content", "")
     if isinstance(content, list):
         content = [
-            _result_part(part, f"{at}.content[{i}]", images) for i, part in enumerate(content)
+            _result_part(part, f"{at}.content[{i}]", images, loaded)
+            for i, part in enumerate(content)
         ]
     elif not isinstance(content, str):
         raise BadRequestError(f"{at}.content must be a string or a list of blocks", "messages")
@@ -149,10 +175,13 @@ def _tool_result(
     return {"role": "tool", "tool_call_id": call_id, "name": name, "content": content}
 
 
-def _result_part(part: object, at: str, images: list[bytes]) -> dict[str, object]:
+def _result_part(part: object, at: str, images: list[bytes], loaded: set[str]) -> dict[str, object]:
     kind = part.get("type") if isinstance(part, Mapping) else None
+    if kind == "tool_reference":  # a tool search found this deferred tool: it is offered now
+        loaded.add(_string(part, "tool_name", at))
+        return {"type": "text", "text": f"Tool {part['tool_name']} is loaded."}
     if kind not in ("text", "image"):
-        raise _unsupported(kind, at, "text and image")
+        raise _unsupported(kind, at, "text, image and tool_reference")
     return _part(part, at, images)
 
 
@@ -202,14 +231,24 @@ def _unsupported(kind: object, at: str, allowed: str) -> BadRequestError:
 
 
 # -- tools and thinking ---------------------------------------------------------------------
+def _tools(
+    tools: Sequence[ToolParam], loaded: set[str], warnings: list[str]
+) -> list[dict[str, object]]:
+    """The client tools the model is offered; server tools are left out, with a warning."""
+    offered = []
+    for number, tool in enumerate(tools):
+        if tool.type not in (None, "custom"):
+            warnings.append(
+                f"tools[{number}]: server tool {tool.name!r} ({tool.type}) left out: "
+                "localllm runs no server tools"
+            )
+        elif not tool.defer_loading or tool.name in loaded:
+            offered.append(_tool(tool))
+    return offered
+
+
 def _tool(tool: ToolParam) -> dict[str, object]:
     """A client tool as the templates read tools (OpenAI's function shape)."""
-    if tool.type not in (None, "custom"):
-        raise BadRequestError(
-            f"tool {tool.name!r} has type {tool.type!r}: only client tools (name, description, "
-            "input_schema) are supported; localllm runs no server tools",
-            param="tools",
-        )
     if tool.input_schema is None:
         raise BadRequestError(f"tool {tool.name!r} needs an input_schema", param="tools")
     function = {"name": tool.name, "description": tool.description, "parameters": tool.input_schema}

@@ -32,7 +32,6 @@ from daemon.server.openai.responses_translate import Turn
 
 __all__ = [
     "ResponseShape",
-    "call_item",
     "item_status",
     "message_item",
     "new_id",
@@ -87,8 +86,19 @@ class ResponseShape:
             output.append(reasoning_item(new_id("rs"), result.thinking, status))
         if result.text or not finished.tool_calls:
             output.append(message_item(new_id("msg"), result.text, status))
-        output += [call_item(new_id("fc"), call, "completed") for call in finished.tool_calls]
+        output += [self.call_item(new_id("fc"), call, "completed") for call in finished.tool_calls]
         return self.finish(generation.model, output, finished)
+
+    def call_item(self, item_id: str, call: ToolCall, status: str) -> FunctionCallOut:
+        """A function call item, naming the namespace its function came in (if any)."""
+        return FunctionCallOut(
+            id=item_id,
+            status=status,
+            call_id=call.id,
+            name=call.name,
+            arguments=call.arguments,
+            namespace=self._turn.namespaces.get(call.name),
+        )
 
     def finish(
         self, model: str, output: Sequence[OutputItem], finished: Finished
@@ -124,12 +134,6 @@ def message_item(item_id: str, text: str, status: str) -> OutputMessage:
 def reasoning_item(item_id: str, text: str, status: str) -> ReasoningOut:
     content = [ReasoningText(text=text)] if status != "in_progress" else []
     return ReasoningOut(id=item_id, status=status, content=content)
-
-
-def call_item(item_id: str, call: ToolCall, status: str) -> FunctionCallOut:
-    return FunctionCallOut(
-        id=item_id, status=status, call_id=call.id, name=call.name, arguments=call.arguments
-    )
 
 
 def usage_out(usage: GenerationStats) -> ResponseUsage:

@@ -36,7 +36,6 @@ from daemon.inference.tool_calls import ToolCall
 from daemon.server.errors import Redact, error_detail
 from daemon.server.openai.responses_output import (
     ResponseShape,
-    call_item,
     item_status,
     message_item,
     new_id,
@@ -181,15 +180,18 @@ class ResponseStream:
         call = _OpenCall(len(self._output), new_id("fc"), call_id, name)
         self._output.append(None)
         self._calls[key] = call
-        yield self._item_event("added", call.index, _call_item(call, "", "in_progress"))
+        yield self._item_event("added", call.index, self._call_item(call, "", "in_progress"))
 
     def _close_call(self, key: int) -> Iterator[bytes]:
         call = self._calls.pop(key)
         arguments = "".join(call.parts)
         yield self._arguments_event(call, arguments=arguments)
-        item = _call_item(call, arguments, "completed")
+        item = self._call_item(call, arguments, "completed")
         self._output[call.index] = item
         yield self._item_event("done", call.index, item)
+
+    def _call_item(self, call: _OpenCall, arguments: str, status: str) -> OutputItem:
+        return self._shape.call_item(call.id, ToolCall(call.call_id, call.name, arguments), status)
 
     # -- the end ----------------------------------------------------------------------------
     def _finish(self, finished: Finished) -> Iterator[bytes]:
@@ -266,7 +268,3 @@ def _text_item(opened: _OpenText, status: str) -> OutputItem:
     if opened.kind == "message":
         return message_item(opened.id, text, status)
     return reasoning_item(opened.id, text, status)
-
-
-def _call_item(call: _OpenCall, arguments: str, status: str) -> OutputItem:
-    return call_item(call.id, ToolCall(call.call_id, call.name, arguments), status)

@@ -7,12 +7,18 @@ templates read (as chat completions' messages become, see ``translate``).
 of the assistant message after it. ``instructions`` are the system message, for this request
 only: a follow-up (``previous_response_id``) starts from the stored conversation without them,
 as OpenAI does. Images are ``input_image`` parts holding ``data:`` URLs, never fetched.
+
+Tools: ``function`` tools as they are; a ``namespace`` tool's function tools join them (the
+model sees one flat list; a call of one names its namespace, as OpenAI's do); hosted tools
+(``web_search``, ``file_search``, ``code_interpreter``...) are left out with a warning in the
+request log, since localllm runs none. ``reasoning`` is a wish: a model that cannot think
+answers without it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -22,6 +28,7 @@ from daemon.api.openai_responses import (
     FunctionCallOutputItem,
     FunctionToolIn,
     InputMessage,
+    NamespaceToolIn,
     ReasoningItem,
     ResponsesRequest,
 )
@@ -39,13 +46,15 @@ M = TypeVar("M", bound=BaseModel)
 _ITEMS = "message, function_call, function_call_output and reasoning"
 MAX_INPUT_ITEMS = 10_000  # a long coding-agent session holds a few thousand
 _EFFORTS = {"none": False, "minimal": "low", "xhigh": "high"}  # the rest are taken as they are
+_CLIENT_TOOLS = ("custom",)  # tools the client would run, which we cannot offer as functions
 
 
 @dataclass(frozen=True, slots=True)
 class Turn:
     job: GenerationJob
     history: list[dict[str, object]]  # the conversation without the instructions
-    tools: list[dict]  # the function tools, as the response echoes them
+    tools: list[dict]  # the function and namespace tools, as the response echoes them
+    namespaces: Mapping[str, str] = field(default_factory=dict)  # function -> its namespace
 
 
 def responses_turn(req: ResponsesRequest, previous: StoredResponse | None) -> Turn:
@@ -57,8 +66,8 @@ def responses_turn(req: ResponsesRequest, previous: StoredResponse | None) -> Tu
     if not history:
         raise BadRequestError("input is empty: send text or at least one item", param="input")
     system = [{"role": "system", "content": req.instructions}] if req.instructions else []
-    echoed = _echoed_tools(req.tools)
-    tools = [_chat_tool(tool) for tool in echoed]
+    offered = _Tools(req.tools or ())
+    tools = [_chat_tool(tool) for tool in offered.functions]
     job = GenerationJob(
         model=req.model,
         messages=system + history,
@@ -69,8 +78,10 @@ def responses_turn(req: ResponsesRequest, previous: StoredResponse | None) -> Tu
         json_schema=_schema(req),
         keep_alive=parse_keep_alive(req.keep_alive),
         think=_think(req),
+        think_optional=True,
+        warnings=offered.warnings,
     )
-    return Turn(job, history, echoed)
+    return Turn(job, history, offered.echoed, offered.namespaces)
 
 
 def _refuse_unsupported(req: ResponsesRequest) -> None:
@@ -99,18 +110,61 @@ def _schema(req: ResponsesRequest) -> dict | None:
     return fmt.schema_
 
 
-def _echoed_tools(tools: Sequence[Mapping] | None) -> list[dict]:
-    """The function tools as a response echoes them; other tool types are a 400."""
-    checked = []
-    for number, tool in enumerate(tools or ()):
+class _Tools:
+    """A request's tools: the functions the model is offered (namespaces flattened), what the
+    response echoes, each namespaced function's namespace, and what was left out."""
+
+    def __init__(self, tools: Sequence[Mapping]):
+        self.functions: list[dict] = []
+        self.echoed: list[dict] = []
+        self.namespaces: dict[str, str] = {}
+        self.warnings: list[str] = []
+        self._names: set[str] = set()
+        for number, tool in enumerate(tools):
+            self._add(tool, f"tools[{number}]")
+
+    def _add(self, tool: Mapping, where: str) -> None:
         kind = tool.get("type")
-        if kind != "function":
+        if kind == "function":
+            self.echoed.append(self._function(tool, where, None))
+        elif kind == "namespace":
+            self.echoed.append(self._namespace(_valid(NamespaceToolIn, tool, where), where))
+        elif kind in _CLIENT_TOOLS or not isinstance(kind, str):
             raise BadRequestError(
-                f"tool type {kind!r} is not supported; only function tools are (tools[{number}])",
+                f"tool type {kind!r} is not supported; function and namespace tools are ({where})",
                 param="tools",
             )
-        checked.append(_valid(FunctionToolIn, tool, f"tools[{number}]").model_dump())
-    return checked
+        else:
+            self.warnings.append(
+                f"{where}: hosted tool {kind!r} left out: localllm runs no hosted tools"
+            )
+
+    def _namespace(self, space: NamespaceToolIn, where: str) -> dict:
+        inner = [
+            self._function(tool, f"{where}.tools[{i}]", space.name)
+            for i, tool in enumerate(space.tools)
+        ]
+        return {**space.model_dump(exclude_none=True), "tools": inner}
+
+    def _function(self, tool: Mapping, where: str, namespace: str | None) -> dict:
+        if tool.get("type") != "function":
+            raise BadRequestError(
+                f"{where}: tool type {tool.get('type')!r} is not supported in a namespace; "
+                "only function tools are",
+                param="tools",
+            )
+        function = _valid(FunctionToolIn, tool, where).model_dump()
+        if function["name"] in self._names:
+            raise BadRequestError(
+                f"{where}: tool name {function['name']!r} is given twice; the model sees one "
+                "list of functions, namespaces included",
+                param="tools",
+            )
+        self.functions.append(function)
+        self._names.add(function["name"])
+        if namespace is not None:
+            self.namespaces[function["name"]] = namespace
+        return function
 
 
 def _chat_tool(tool: Mapping) -> dict:

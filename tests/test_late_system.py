@@ -1,0 +1,83 @@
+"""System messages past the first place, folded for templates that refuse them there."""
+
+from __future__ import annotations
+
+import pytest
+
+from daemon.errors import TemplateRejectedError
+from daemon.inference.late_system import fold_late_system
+from daemon.inference.templates import ChatTemplate
+
+# Gemma's and Mistral's rule: one system message, first, or the template raises
+STRICT = (
+    "{% for m in messages %}"
+    "{% if m['role'] == 'system' and not loop.first %}"
+    "{{ raise_exception('System message must be first') }}{% endif %}"
+    "<|{{ m['role'] }}|>{{ m['content'] if m['content'] is string else m['content'][0]['text'] }}"
+    "{% endfor %}"
+)
+
+
+def test_a_conversation_with_one_leading_system_message_is_left_alone():
+    first = [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}]
+    assert fold_late_system(first) is None
+    assert fold_late_system([{"role": "user", "content": "U"}]) is None
+    assert fold_late_system([{"role": "system", "content": "S"}]) is None
+
+
+def test_leading_system_messages_become_one_and_late_ones_join_a_user_message():
+    folded = fold_late_system(
+        [
+            {"role": "system", "content": "Rules."},
+            {"role": "system", "content": [{"type": "text", "text": "More rules."}]},
+            {"role": "user", "content": "Hello"},
+            {"role": "system", "content": "The cwd is /tmp."},
+            {"role": "assistant", "content": "Hi"},
+            {"role": "user", "content": [{"type": "text", "text": "Go on"}]},
+            {"role": "system", "content": "Tools changed."},
+        ]
+    )
+    assert folded == [
+        {"role": "system", "content": "Rules.\n\nMore rules."},
+        {"role": "user", "content": "Hello\n\nThe cwd is /tmp."},
+        {"role": "assistant", "content": "Hi"},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Go on"},
+                {"type": "text", "text": "Tools changed."},
+            ],
+        },
+    ]
+
+
+def test_a_late_system_message_before_any_user_message_joins_the_next_one():
+    folded = fold_late_system(
+        [
+            {"role": "assistant", "content": "Hi"},
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Hello"},
+        ]
+    )
+    assert folded == [
+        {"role": "assistant", "content": "Hi"},
+        {"role": "user", "content": "Be brief.\n\nHello"},
+    ]
+    alone = fold_late_system(
+        [{"role": "assistant", "content": "Hi"}, {"role": "system", "content": "S"}]
+    )
+    assert alone == [{"role": "assistant", "content": "Hi"}, {"role": "user", "content": "S"}]
+
+
+def test_the_folded_conversation_renders_where_the_strict_template_refused():
+    template = ChatTemplate(STRICT)
+    conversation = [
+        {"role": "system", "content": "Rules."},
+        {"role": "user", "content": "Hello"},
+        {"role": "system", "content": "The cwd is /tmp."},
+    ]
+    with pytest.raises(TemplateRejectedError, match="System message must be first"):
+        template.render(conversation)
+    assert template.render(fold_late_system(conversation)) == (
+        "<|system|>Rules.<|user|>Hello\n\nThe cwd is /tmp."
+    )
