@@ -13,12 +13,15 @@ import contextlib
 import socket
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import uvicorn
 
+from daemon.server.app import create_app
+from daemon.settings import Settings
 from tests.support.polling import wait_for
 
-__all__ = ["serve_in_thread"]
+__all__ = ["serve_daemon_in_thread", "serve_in_thread"]
 
 
 @contextlib.contextmanager
@@ -41,3 +44,15 @@ def serve_in_thread(make_app: Callable[[int], object]) -> Iterator[str]:
         finally:
             server.should_exit = True
             thread.join(30)
+
+
+@contextlib.contextmanager
+def serve_daemon_in_thread(root: Path, store: Path) -> Iterator[str]:
+    """The daemon's app on the models in ``store``, its logs, data and config under ``root``."""
+
+    def make_app(port: int):
+        folders = {"data_dir": root / "data", "config_dir": root / "config"}
+        return create_app(Settings(port=port, models_dir=store, log_dir=root / "logs", **folders))
+
+    with serve_in_thread(make_app) as url:
+        yield url
