@@ -406,7 +406,7 @@ def test_request_log_lines_are_json_with_timings(daemon, client):
         chats = [x for x in lines if x["path"] == "/v1/chat/completions" and x["status"] == 200]
         return chats[-1] if chats and chats[-1]["completion_tokens"] == 3 else None
 
-    assert wait_for(last_chat_line, timeout=5)
+    assert wait_for(last_chat_line)
     chat = last_chat_line()
     assert chat["model"] == "tiny" and chat["finish_reason"] == "length"
     assert chat["ttft_ms"] > 0 and chat["duration_ms"] >= chat["ttft_ms"]
