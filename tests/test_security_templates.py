@@ -116,7 +116,8 @@ def test_a_runaway_model_template_is_an_error_naming_the_model(daemon, model, or
     assert response.status_code == 400, response.text
     error = response.json()["error"]
     assert error.startswith(f"model '{model}': the {origin} chat template went over its budget")
-    assert "looped more than 1,000,000 times" in error
+    # its million loops, or its 2 s first on a busy machine (test_template_budget: each alone)
+    assert "looped more than 1,000,000 times" in error or "ran longer than 2 s" in error
 
 
 def test_openai_clients_get_a_400_they_do_not_retry(daemon):

@@ -23,7 +23,9 @@ from tests.support.polling import wait_for
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.timeout(480),  # the first test also builds the bundle
+    # The first test also builds the bundle: about a minute on 2 idle cores, over 7 with both
+    # busy. These bound a hung build, not a slow one.
+    pytest.mark.timeout(2400),
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the Linux bundle"),
 ]
 
@@ -36,7 +38,7 @@ def bundle(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("bundle")
     command = [sys.executable, "installers/build_bundle.py", "--out", str(root / "dist")]
     command += ["--work", str(root / "work")]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=420)
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1800)
     if done.returncode != 0:
         pytest.fail(f"the bundle did not build:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}")
     return root / "dist" / "localllm"
