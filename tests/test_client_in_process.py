@@ -23,10 +23,8 @@ from daemon.api import (
     VerifyResponse,
 )
 from daemon.client import Client, DaemonClient, ModelNotFound
-from daemon.server.app import create_app
-from daemon.settings import Settings
 from tests.support.daemon import make_store
-from tests.support.in_process import serve_in_thread
+from tests.support.in_process import serve_daemon_in_thread
 
 pytestmark = pytest.mark.slow
 
@@ -42,13 +40,7 @@ def root(tmp_path_factory):
 def client(root, tiny_model_path, thinking_model_path):
     models = {"tiny": tiny_model_path, "thinker": thinking_model_path}
     store = make_store(root / "store", models)
-
-    def app(port: int):
-        folders = {"data_dir": root / "data", "config_dir": root / "config"}
-        settings = Settings(port=port, models_dir=store, log_dir=root / "logs", **folders)
-        return create_app(settings)
-
-    with serve_in_thread(app) as url, Client(url) as client:
+    with serve_daemon_in_thread(root, store) as url, Client(url) as client:
         yield client
 
 

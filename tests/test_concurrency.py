@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -95,13 +94,12 @@ def test_a_client_that_hangs_up_frees_its_slot(daemon):
     next(lines)
     response.close()
     http.close()
-    assert wait_for(lambda: cancelled() == before + 1, timeout=5)
+    assert wait_for(lambda: cancelled() == before + 1)
     assert wait_for(
         lambda: metric_value(daemon.metrics(), "localllm_slots_busy", model="tiny") == 0
     )
-    started = time.monotonic()
     text, finish, _ = stream_text(daemon.openai(), seed=1, max_tokens=8)
-    assert finish == "length" and text and time.monotonic() - started < 5
+    assert finish == "length" and text
 
 
 def test_a_runner_killed_mid_stream_fails_its_streams_cleanly_and_the_next_request_works(daemon):
@@ -147,11 +145,13 @@ def test_a_full_queue_answers_503_at_once(store):
             )
             assert metric_value(small.metrics(), "localllm_requests_in_flight") == 2
             assert metric_value(small.metrics(), "localllm_queue_depth") == 1
-            started = time.monotonic()
             with pytest.raises(openai.APIStatusError) as caught:
                 small.openai().chat.completions.create(model="tiny", messages=PROMPT, max_tokens=2)
             assert caught.value.status_code == 503
-            assert "server busy" in caught.value.message and time.monotonic() - started < 2
+            assert "server busy" in caught.value.message
+            # At once: refused while both still hold their places, not once one was free.
+            assert metric_value(small.metrics(), "localllm_slots_busy", model="tiny") == 1
+            assert metric_value(small.metrics(), "localllm_queue_depth") == 1
             for future in held:
                 http, response = future.result()
                 response.close()

@@ -6,7 +6,6 @@ import contextlib
 import json
 import re
 import struct
-import time
 import tracemalloc
 from pathlib import Path
 
@@ -215,15 +214,12 @@ def test_a_large_vocabulary_is_counted_in_bounded_memory(tmp_path):
     path = write(tmp_path, gguf_bytes([ARCH, kv_array("tokenizer.ggml.tokens", V.STRING, tokens)]))
     tracemalloc.start()
     try:
-        started = time.perf_counter()
         info = read_gguf_info(path)
-        elapsed = time.perf_counter() - started
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
     assert info.vocab_size == 150_000
     assert peak < 1 << 20
-    assert elapsed < 2
 
 
 def test_invalid_utf8_in_values_is_tolerated(tmp_path):
@@ -311,13 +307,13 @@ HOSTILE = {
 
 
 @pytest.mark.parametrize("case", HOSTILE, ids=list(HOSTILE))
-def test_hostile_files_raise_gguf_error_quickly(tmp_path, case):
+def test_hostile_files_raise_a_gguf_error_saying_why(tmp_path, case):
+    """Absurd counts and lengths are refused as they are read: a reader that believed 2**62
+    items would loop or allocate until the suite's timeout instead of raising."""
     data, message = HOSTILE[case]
     path = write(tmp_path, data)
-    started = time.perf_counter()
     with pytest.raises(GGUFError, match=re.escape(message)) as caught:
         read_gguf_info(path)
-    assert time.perf_counter() - started < 1
     assert str(tmp_path) not in str(caught.value)
     assert "x.gguf" not in str(caught.value)
 

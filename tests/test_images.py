@@ -9,7 +9,6 @@ import base64
 import io
 import random
 import struct
-import time
 import tracemalloc
 import zlib
 
@@ -122,14 +121,12 @@ def test_a_huge_header_is_refused_before_decoding():
     bomb = png_claiming(100_000, 100_000)
     assert len(bomb) < 200
     tracemalloc.start()
-    started = time.perf_counter()
     try:
         with pytest.raises(BadRequestError, match="image 1 is too large") as caught:
             prepare_image(bomb)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert time.perf_counter() - started < 1.0
     assert peak < 10 << 20  # decoding would need 30 GB
     assert caught.value.param == "images" and "megapixels" in str(caught.value)
 

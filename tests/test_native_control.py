@@ -32,7 +32,7 @@ def test_a_local_program_stops_the_daemon(tmp_path):
     with local(app) as client:
         answer = client.post("/api/shutdown")
         assert answer.status_code == 200 and answer.json() == {"status": "stopping"}
-        assert wait_for(lambda: stops == [1], timeout=5)  # scheduled just after the answer
+        assert wait_for(lambda: stops == [1])  # scheduled just after the answer
 
 
 @pytest.mark.parametrize("address", ["192.168.1.20", "10.0.0.7", "testclient"])
@@ -59,7 +59,7 @@ def test_the_key_is_needed_when_one_is_set(tmp_path):
         assert client.get("/api/server").status_code == 401
         keyed = {"Authorization": f"Bearer {KEY}"}
         assert client.post("/api/shutdown", headers=keyed).status_code == 200
-        assert wait_for(lambda: stops == [1], timeout=5)
+        assert wait_for(lambda: stops == [1])
 
 
 def test_how_the_daemon_is_served(tmp_path):

@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 import httpx
 import ollama
@@ -20,7 +19,7 @@ import pytest
 
 from tests.support.daemon import Daemon, free_port, make_store
 from tests.support.polling import wait_for
-from tests.support.raw_remote import RawRemote, black_hole
+from tests.support.raw_remote import BlackHole, RawRemote
 from tests.support.remotes import add_remote, front_daemon, remove_remote
 
 pytestmark = pytest.mark.slow
@@ -69,11 +68,9 @@ def test_a_hostile_remote_gives_a_clear_error(front, mode, says):
     name = mode.replace("_", "-")
     try:
         assert add_remote(front, name, [raw.url], timeout_seconds=2).status_code == 200
-        started = time.monotonic()
-        r = _chat(front, f"{name}/m", timeout=30)
+        r = _chat(front, f"{name}/m", timeout=60)  # a 502, not this client's own timeout
         assert r.status_code == 502, r.text
         assert f"remote {name!r} {says}" in r.json()["error"]["message"]
-        assert time.monotonic() - started < 20  # the remote's timeout, not the client's
     finally:
         remove_remote(front, name)
         raw.close()
@@ -130,17 +127,17 @@ def test_ps_lists_a_remote_model_while_it_is_in_use(front):
         raw.close()
 
 
-def test_lists_answer_fast_while_a_remote_never_answers(front, steady):
-    hole = black_hole()
-    url = f"http://127.0.0.1:{hole.getsockname()[1]}"
+def test_lists_answer_while_a_remote_never_answers(front, steady):
+    hole = BlackHole()
     try:
-        assert add_remote(front, "hole", [url], timeout_seconds=3).status_code == 200
+        assert add_remote(front, "hole", [hole.url], timeout_seconds=5).status_code == 200
         assert add_remote(front, "ok", [steady.url]).status_code == 200
-        for _ in range(3):  # while the hole's checks hang in the background
-            for path in ("/api/tags", "/v1/models", "/api/remotes", "/api/ps"):
-                started = time.monotonic()
-                assert httpx.get(front.url + path, timeout=10).status_code == 200
-                assert time.monotonic() - started < 2.0, path
+        check = hole.taken  # the next health check of the hole: it will hang for 5 s
+        assert wait_for(lambda: hole.taken > check, 60), "the hole was never checked again"
+        for path in ("/api/tags", "/v1/models", "/api/remotes", "/api/ps"):
+            assert httpx.get(front.url + path, timeout=60).status_code == 200
+        assert hole.waiting(check), "a list waited for the hole's check to give up"
+        assert wait_for(lambda: not hole.waiting(check), 60)  # which it does, by its timeout
         assert "ok/tiny" in [m["name"] for m in httpx.get(front.url + "/api/tags").json()["models"]]
         assert _chat(front, "ok/tiny").status_code == 200  # other remotes are not held up
         r = _chat(front, "hole/m", timeout=30)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import stat
-import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -13,6 +13,7 @@ from daemon.errors import BadRequestError, RemoteError
 from daemon.inference.jobs import GenerationJob
 from daemon.inference.tool_calls import ToolCallDelta, ToolChoice
 from daemon.remotes import RemoteConfig, ollama_wire, openai_wire
+from daemon.remotes import replicas as replica_module
 from daemon.remotes.config import RemotesFile, check_name, check_url
 from daemon.remotes.replicas import ReplicaSet
 from daemon.remotes.stream_state import StreamState
@@ -53,15 +54,22 @@ def test_bad_names_are_refused(name):
         check_name(name)
 
 
-def test_least_outstanding_requests_and_doubling_backoff():
+def test_least_outstanding_requests_and_doubling_backoff(monkeypatch):
+    now = 1000.0  # the replicas' clock, stopped: a busy machine cannot end a backoff early
+    monkeypatch.setattr(replica_module, "time", SimpleNamespace(monotonic=lambda: now))
     replicas = ReplicaSet(("http://a", "http://b", "http://c"), max_concurrency=2)
     a, b, c = replicas.replicas
     a.in_flight, b.in_flight, c.in_flight = 1, 0, 2
     assert replicas.pick(set()) is b
     assert replicas.pick({"http://b"}) is a  # c is at its limit
     ReplicaSet.failed(b, "boom")
+    assert b.ejected_until == now + 1.0
     ReplicaSet.failed(b, "boom")
-    assert 1.5 < b.ejected_until - time.monotonic() <= 2.0  # 1 s, then 2 s
+    assert b.ejected_until == now + 2.0  # 1 s, then 2 s
+    assert replicas.pick(set()) is a
+    now += 2.0
+    assert replicas.pick(set()) is b  # its backoff is over
+    ReplicaSet.failed(b, "boom")
     assert replicas.pick(set()) is a
     ReplicaSet.checked(b, 3.0, None)  # an active check that passes lifts the ejection
     assert replicas.pick(set()) is b and b.failures == 0

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from daemon.runners.types import SamplingParams
+from daemon.runners.types import GenerateCall, SamplingParams, TokenEvent
 from tests.support.runner import GREEDY, collect, make_spec, write_tiny_model
 
 
@@ -66,21 +66,30 @@ def test_different_seeds_give_different_text(harness, runner):
 
 
 def test_same_seed_same_text_at_any_concurrency(harness, q8_runner):
-    """Each request alone, then eight at once through four slots, arriving at different times
-    (so prompts prefill beside other sequences' decodes, and slots are reused)."""
+    """Each request alone, then eight at once through four slots, each sent once the one
+    before it has streamed a token (so prompts prefill beside other sequences' decodes, and the
+    last four take slots the first four freed)."""
     prompts = [f"Prompt number {i} says" for i in range(8)]
     params = [SamplingParams(temperature=0.9, seed=100 + i, max_tokens=80) for i in range(8)]
     pairs = list(zip(prompts, params, strict=True))
     alone = [harness.run(collect(q8_runner, p, s)).text for p, s in pairs]
 
-    async def staggered(i, prompt, params):
-        await asyncio.sleep(0.003 * i)
-        return await collect(q8_runner, prompt, params)
+    async def together() -> list[str]:
+        streaming = [asyncio.Event() for _ in pairs]
 
-    async def together():
-        return await asyncio.gather(*(staggered(i, p, s) for i, (p, s) in enumerate(pairs)))
+        async def in_turn(i: int, prompt: str, params: SamplingParams) -> str:
+            if i:
+                await streaming[i - 1].wait()
+            text = ""
+            async for event in q8_runner.generate(GenerateCall(prompt, params)):
+                streaming[i].set()
+                if isinstance(event, TokenEvent):
+                    text += event.text
+            return text
 
-    assert [s.text for s in harness.run(together())] == alone
+        return await asyncio.gather(*(in_turn(i, *pair) for i, pair in enumerate(pairs)))
+
+    assert harness.run(together()) == alone
 
 
 def test_more_requests_than_slots_queue_and_all_complete(harness, runner):

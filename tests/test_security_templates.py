@@ -4,7 +4,6 @@ each is a clear 400 (naming the model when the template is the model's own)."""
 
 from __future__ import annotations
 
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -12,7 +11,10 @@ import httpx
 import openai
 import pytest
 
+from daemon.inference.templates import ChatTemplate
 from tests.support.daemon import Daemon, make_store
+from tests.support.gate import Gate
+from tests.support.in_process import serve_daemon_in_thread
 
 pytestmark = pytest.mark.slow
 
@@ -50,9 +52,10 @@ def daemon(tmp_path_factory, tiny_model_path):
         yield running
 
 
-def generate(daemon: Daemon, template: str) -> httpx.Response:
+def generate(url: str, template: str) -> httpx.Response:
     body = {"model": "tiny", "prompt": "hi", "template": template, "stream": False}
-    return httpx.post(daemon.url + "/api/generate", json={**body, "options": {"num_predict": 1}})
+    options = {"num_predict": 1}
+    return httpx.post(url + "/api/generate", json={**body, "options": options}, timeout=120)
 
 
 def peak_memory(pid: int) -> int:
@@ -64,27 +67,32 @@ def peak_memory(pid: int) -> int:
 
 
 @pytest.mark.parametrize("template", [NESTED_LOOPS, FOREVER], ids=["nested loops", "forever"])
-def test_a_runaway_template_neither_freezes_the_daemon_nor_hangs(daemon, template):
-    with ThreadPoolExecutor(1) as pool:
-        started = time.monotonic()
-        answer = pool.submit(generate, daemon, template)
-        time.sleep(0.3)  # the render is under way
-        asked = time.monotonic()
-        health = httpx.get(daemon.url + "/", timeout=30)
-        waited = time.monotonic() - asked
-        response = answer.result(timeout=60)
-        took = time.monotonic() - started
-    assert health.status_code == 200 and waited < 2, f"GET / waited {waited:.1f} s"
+def test_a_runaway_template_neither_freezes_the_daemon_nor_hangs(
+    tmp_path, tiny_model_path, monkeypatch, template
+):
+    """Renders run in a thread: held at its start here, the render leaves the daemon answering
+    others (on the event loop, it would hold every answer until the gate opened); let go, it
+    stops itself at its budget with a 400."""
+    gate = Gate()
+    monkeypatch.setattr(ChatTemplate, "render", gate.wrap(ChatTemplate.render))
+    store = make_store(tmp_path / "store", {"tiny": tiny_model_path})
+    with serve_daemon_in_thread(tmp_path, store) as url, ThreadPoolExecutor(1) as pool:
+        answer = pool.submit(generate, url, template)
+        try:
+            assert gate.entered.wait(120), "the template was never rendered"
+            assert httpx.get(url + "/", timeout=60).status_code == 200  # while it renders
+        finally:
+            gate.open()
+        response = answer.result()
     assert response.status_code == 400, response.text
     assert "request chat template went over its budget" in response.json()["error"]
-    assert took < 15, f"the 400 took {took:.1f} s"  # the render stops at its 2 s deadline
 
 
 def test_memory_blow_ups_are_400s_and_the_daemon_stays_small(daemon):
-    assert generate(daemon, "{{ .Prompt }}").status_code == 200
+    assert generate(daemon.url, "{{ .Prompt }}").status_code == 200
     before = peak_memory(daemon.process.pid)
     for name, template in BLOW_UPS.items():
-        response = generate(daemon, template)
+        response = generate(daemon.url, template)
         assert response.status_code == 400, (name, response.text)
         assert "went over its budget" in response.json()["error"], name
     grew = peak_memory(daemon.process.pid) - before
@@ -93,9 +101,7 @@ def test_memory_blow_ups_are_400s_and_the_daemon_stays_small(daemon):
 
 def test_a_huge_template_is_refused_before_it_is_parsed(daemon):
     huge = "{{ messages[0].content }}" * 115_000  # 2.8 MB: half a minute to parse
-    started = time.monotonic()
-    response = generate(daemon, huge)
-    assert time.monotonic() - started < 5
+    response = generate(daemon.url, huge)  # test_template_budget: refused unparsed
     assert response.status_code == 400
     error = response.json()["error"]
     assert "2,875,000 characters" in error and "at most 262,144 (256 KiB)" in error
@@ -110,7 +116,8 @@ def test_a_runaway_model_template_is_an_error_naming_the_model(daemon, model, or
     assert response.status_code == 400, response.text
     error = response.json()["error"]
     assert error.startswith(f"model '{model}': the {origin} chat template went over its budget")
-    assert "looped more than 1,000,000 times" in error
+    # its million loops, or its 2 s first on a busy machine (test_template_budget: each alone)
+    assert "looped more than 1,000,000 times" in error or "ran longer than 2 s" in error
 
 
 def test_openai_clients_get_a_400_they_do_not_retry(daemon):

@@ -19,6 +19,7 @@ from model_registry.errors import (
     ModelExistsError,
     ModelNotFoundError,
 )
+from model_registry.names import parse_name
 from model_registry.store import BlobRef, Layer, LayerType, Manifest, Store
 from tests.support.store import assert_store_consistent, put_model
 
@@ -80,12 +81,13 @@ def test_manifest_cannot_refer_to_missing_blobs(store):
 
 def test_list_shows_name_id_size_and_modified(store):
     put_model(store, "a", b"1" * 10)
-    time.sleep(0.01)
     put_model(store, "hf.co/org/repo:q4_k_m", b"2" * 20)
+    older = store.layout.manifest_path(parse_name("a"))
+    os.utime(older, (older.stat().st_atime, older.stat().st_mtime - 60))  # written a minute ago
     entries = store.list_models()
     assert [e.name.display for e in entries] == ["hf.co/org/repo:q4_k_m", "a"]
     assert entries[0].size == 20 + entries[0].manifest.config.size
-    assert entries[0].modified >= entries[1].modified
+    assert entries[1].modified == older.stat().st_mtime < entries[0].modified
 
 
 def test_copy_shares_blobs(store):

@@ -35,12 +35,15 @@ WRITER = textwrap.dedent(
         if i % 4 == 0:
             store.remove(f"m{(i + 2) % 5}") if store.exists(f"m{(i + 2) % 5}") else None
         i += 1
+        print(i, flush=True)
     """
 )
 
 
 def start(script: str, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", script, *args], cwd=".", stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-c", script, *args], cwd=".", stdout=subprocess.PIPE, text=True
+    )
 
 
 def test_sigkill_at_random_points_never_leaves_a_broken_model(tmp_path):
@@ -49,9 +52,11 @@ def test_sigkill_at_random_points_never_leaves_a_broken_model(tmp_path):
     rng = random.Random(1234)
     for _ in range(12):
         writer = start(WRITER, str(root))
-        time.sleep(rng.uniform(0.3, 0.9))
+        for _ in range(rng.randint(1, 6)):  # some rounds done: the kill lands inside the next
+            assert writer.stdout.readline(), "the writer died by itself"
+        time.sleep(rng.uniform(0, 0.05))  # not to wait for anything: a random point in it
         writer.send_signal(signal.SIGKILL)
-        writer.wait()
+        writer.communicate()
         store = Store(root)
         assert_store_consistent(store)
     assert store.list_models(), "the writer never committed a model: the test proved nothing"
@@ -61,29 +66,34 @@ def test_sigkill_at_random_points_never_leaves_a_broken_model(tmp_path):
     assert not [p for p in store.layout.blobs_dir.iterdir() if p.name.startswith(".tmp-")]
 
 
+# Each says "busy" once it has done a few, then goes on until the stop file appears (so each
+# ran beside the other all along) and prints how many it did.
 IMPORTER = textwrap.dedent(
     """
-    import sys, time
+    import sys
+    from pathlib import Path
     from model_registry.store import Store
     from tests.support.store import put_model
-    store = Store(sys.argv[1])
-    deadline = time.monotonic() + float(sys.argv[2])
+    store, stop = Store(sys.argv[1]), Path(sys.argv[2])
     i = 0
-    while time.monotonic() < deadline:
+    while i <= 10 or not stop.exists():
         put_model(store, f"import{i % 7}", b"shared weights " * 4096, f"own {i}".encode())
         i += 1
+        if i == 11:
+            print("busy", flush=True)
     print(i)
     """
 )
 REMOVER = textwrap.dedent(
     """
-    import sys, time
+    import sys
+    from pathlib import Path
     from model_registry.errors import ModelNotFoundError
     from model_registry.store import Store
-    store = Store(sys.argv[1])
-    deadline = time.monotonic() + float(sys.argv[2])
+    store, stop = Store(sys.argv[1]), Path(sys.argv[2])
     removed = 0
-    while time.monotonic() < deadline:
+    while removed <= 5 or not stop.exists():
+        before = removed
         for i in range(7):
             try:
                 store.remove(f"import{i}")
@@ -91,6 +101,8 @@ REMOVER = textwrap.dedent(
             except ModelNotFoundError:
                 pass
         store.prune(grace_seconds=0)
+        if before <= 5 < removed:
+            print("busy", flush=True)
     print(removed)
     """
 )
@@ -99,15 +111,16 @@ REMOVER = textwrap.dedent(
 def test_importing_and_removing_at_once_loses_nothing(tmp_path):
     from tests.support.store import put_model
 
-    root = tmp_path / "store"
+    root, stop = tmp_path / "store", tmp_path / "stop"
     store = Store(root)
     keeper = put_model(store, "keeper", b"shared weights " * 4096, b"keeper's own")
-    importer = subprocess.Popen(
-        [sys.executable, "-c", IMPORTER, str(root), "4"], stdout=subprocess.PIPE, text=True
-    )
-    remover = subprocess.Popen(
-        [sys.executable, "-c", REMOVER, str(root), "4"], stdout=subprocess.PIPE, text=True
-    )
+    importer = start(IMPORTER, str(root), str(stop))
+    remover = start(REMOVER, str(root), str(stop))
+    try:
+        assert importer.stdout.readline() == "busy\n"
+        assert remover.stdout.readline() == "busy\n"
+    finally:
+        stop.touch()
     imported, _ = importer.communicate(timeout=60)
     removed, _ = remover.communicate(timeout=60)
     assert importer.returncode == 0 and remover.returncode == 0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import time
 from pathlib import Path
 
 import gguf
@@ -34,11 +33,9 @@ def test_same_arguments_give_the_same_bytes(tmp_path):
     assert digest(a) == digest(b) != digest(c)
 
 
-def test_default_model_is_small_and_quick(tmp_path):
-    started = time.perf_counter()
+def test_default_model_is_small(tmp_path):
     path = write_tiny_model(tmp_path / "m.gguf")
-    assert time.perf_counter() - started < 1
-    assert path.stat().st_size < 1 << 20
+    assert path.stat().st_size < 1 << 20  # what keeps writing and loading it quick
 
 
 @pytest.mark.parametrize(
@@ -278,8 +275,7 @@ def test_thinking_models_tokenize_markers_whole_and_never_write_them(llama_cpp, 
 
 
 @pytest.mark.slow
-def test_bench_sized_model_writes_quickly_and_runs(llama_cpp, tmp_path):
-    started = time.perf_counter()
+def test_bench_sized_model_writes_and_runs(llama_cpp, tmp_path):
     path = write_tiny_model(
         tmp_path / "bench.gguf",
         n_layer=16,
@@ -289,7 +285,6 @@ def test_bench_sized_model_writes_quickly_and_runs(llama_cpp, tmp_path):
         vocab_size=32000,
         file_type="Q8_0",
     )
-    assert time.perf_counter() - started < 30
     info = read_gguf_info(path)
     assert (info.parameter_size, info.file_type, info.vocab_size) == ("271.1M", "Q8_0", 32000)
     model = llama_cpp.Llama(model_path=str(path), n_ctx=256, verbose=False)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
 
 import pytest
 
@@ -105,9 +104,12 @@ def test_ctrl_c_pauses_and_the_same_command_resumes(env, hub, model_bytes):
     assert pull.returncode == 130
     assert err.rstrip().endswith("paused; run the same command again to resume")
     assert "Traceback" not in err
-    time.sleep(0.5)
-    paused = json.loads(run_cli(["pulls", "--json"], env).stdout)
-    assert paused == [] or all(p.get("status") != "running" for p in paused)
+
+    def paused() -> bool:
+        listed = json.loads(run_cli(["pulls", "--json"], env).stdout)
+        return all(p.get("status") != "running" for p in listed)
+
+    assert wait_for(paused, timeout=60, interval=0.2), "the pull still runs after Ctrl+C"
     served_before = hub.bytes_served(REPO, FILE)
     hub.set_throttle(REPO, FILE, None)
     result = run_cli(["pull", "tiny-pause:1m"], env)

@@ -6,6 +6,7 @@ import io
 
 from app.cli.progress import ProgressBoard, RateMeter, render_bar
 from daemon.api import ProgressResponse
+from tests.support.polling import wait_for
 
 DIGEST = "sha256:" + "8eeb52dfb3bb" + "0" * 52
 PULLING = "pulling 8eeb52dfb3bb"
@@ -96,15 +97,13 @@ def test_board_on_a_terminal_throttles_redraws():
 
 
 def test_spinner_draws_until_stopped_and_erases_itself():
-    import time
-
     from app.cli.progress import Spinner
 
     stream = io.StringIO()
     spinner = Spinner(stream, interval=0.01).start()
-    time.sleep(0.1)
+    assert wait_for(lambda: "\r⠙ " in stream.getvalue()), "it drew no second frame"
     spinner.stop()
     text = stream.getvalue()
-    assert text.startswith("\r⠋ ") and text.endswith("\r\x1b[K")
+    assert text.startswith("\r⠋ \r⠙ ") and text.endswith("\r\x1b[K")
     spinner.stop()  # stopping twice is harmless
     assert stream.getvalue() == text

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from PySide6.QtWidgets import QApplication
+
 from app.gui.services.chat import ChatController
 from app.gui.state.chat.records import ChatOptions, Conversation
 from app.gui.state.gateway import Gateway
@@ -160,8 +162,7 @@ def test_model_default_texts_are_never_cut_off(qtbot):
     panel.show()
     qtbot.waitExposed(panel)
     panel.set_defaults(ModelDefaults(0.8, 2048, 2048, None))  # the model's details came
-    qtbot.wait(50)
+    QApplication.sendPostedEvents()  # the layout requests it made, handled now
     panel.resize(panel.minimumSizeHint())
-    qtbot.wait(50)
-    for box in (panel.temperature, panel.context, panel.max_tokens):
-        assert box.width() >= box.sizeHint().width(), box.specialValueText()
+    boxes = (panel.temperature, panel.context, panel.max_tokens)
+    qtbot.waitUntil(lambda: all(box.width() >= box.sizeHint().width() for box in boxes))

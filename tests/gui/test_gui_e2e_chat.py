@@ -124,7 +124,7 @@ def test_restart_the_app_and_find_the_conversation(qtbot, daemon, tmp_path):
         again.shutdown()
 
 
-def test_escape_stops_a_reply_and_keeps_what_came(qtbot, window):
+def test_escape_stops_a_reply_and_keeps_what_came(qtbot, window, monkeypatch):
     _ready(qtbot, window)
     chat = window.services.chat
     chat.update_settings(
@@ -133,18 +133,24 @@ def test_escape_stops_a_reply_and_keeps_what_came(qtbot, window):
             options=replace(chat.session.conversation.options, num_predict=LONG_REPLY),
         )
     )
+    net, streams = window.services.net, []
+    stream = net.stream
+    monkeypatch.setattr(net, "stream", lambda *args: streams.append(stream(*args)) or streams[-1])
     composer = window.chat_page.composer
     qtbot.keyClicks(composer.editor, "Count to a thousand")
     qtbot.keyClick(composer.editor, Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: bool(chat.session.messages) and _streamed(chat), timeout=30_000)
     assert composer.button.text() == "Stop"
+    ended = []  # delivered after every token the stream's worker read before it saw the stop
+    queued = Qt.ConnectionType.QueuedConnection
+    streams[-1].signals.finished.connect(lambda: ended.append(1), queued)
     qtbot.keyClick(composer.editor, Qt.Key.Key_Escape)
     qtbot.waitUntil(lambda: composer.button.text() == "Send")
     reply = chat.session.messages[-1]
     assert reply.stats.done_reason == "stopped" and reply.content
     assert "stopped" in window.chat_page.transcript.toPlainText()
     kept = reply.content
-    qtbot.wait(300)
+    qtbot.waitUntil(lambda: bool(ended), timeout=30_000)
     assert chat.session.messages[-1].content == kept  # late tokens are dropped
 
 

@@ -17,6 +17,7 @@ from app.gui.state.chat.records import Conversation, Message
 from app.gui.state.chat.store import ConversationStore
 from daemon.client import Client
 from tests.support.gui_e2e import MODEL, GuiDaemon, open_app, tiny_models, wait_idle
+from tests.support.qt_text import laid_out
 
 pytestmark = pytest.mark.slow
 ROOMY = "roomy:latest"  # trained for 32,768 tokens; the daemon sizes it to its cap of 4,096
@@ -227,16 +228,17 @@ def test_a_chat_opens_at_its_end_and_stays_there(qtbot, daemon, tmp_path):
     try:
         transcript = window.chat_page.transcript
         qtbot.waitUntil(lambda: "answer 24" in transcript.toPlainText(), timeout=10_000)
-        qtbot.wait(300)  # Qt lays long documents out in steps
+        qtbot.waitUntil(lambda: laid_out(transcript))  # Qt lays long documents out in steps
         assert _at_end(transcript)
+        width = transcript.width()
         window.chat_page.settings_button.click()  # the panel takes width: the text grows taller
-        qtbot.wait(300)
+        qtbot.waitUntil(lambda: transcript.width() < width and laid_out(transcript))
         assert _at_end(transcript)
         services.chat.new_chat(MODEL)
         qtbot.waitUntil(lambda: "answer 24" not in transcript.toPlainText())
         services.chat.open("long")
         qtbot.waitUntil(lambda: "answer 24" in transcript.toPlainText(), timeout=10_000)
-        qtbot.wait(300)
+        qtbot.waitUntil(lambda: laid_out(transcript))
         assert _at_end(transcript)
     finally:
         services.shutdown()

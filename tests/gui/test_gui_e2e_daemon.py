@@ -6,8 +6,6 @@ internet that says so in place. Each test has its own daemon: they stop and star
 
 from __future__ import annotations
 
-import time
-
 import httpx
 import pytest
 from PySide6.QtCore import QTimer
@@ -38,6 +36,13 @@ def cleanup():
         daemon.stop()
 
 
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url + "/", timeout=10).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
 def _close(services) -> None:
     services.shutdown()
 
@@ -50,12 +55,11 @@ def test_the_window_opens_at_once_and_starts_the_daemon(
     planned.use_env(monkeypatch)
     app = QApplication.instance()
     config = AppConfig(planned.settings(), history_dir=tmp_path, theme="light")
-    started = time.monotonic()
     window, _tray = open_window(app, planned.gateway(), config, prefs_in(tmp_path))
     qtbot.addWidget(window)
     app.aboutToQuit.disconnect(window.services.shutdown)
     try:
-        assert window.isVisible() and time.monotonic() - started < 2.0
+        assert window.isVisible() and not _answers(planned.url)  # shown before it can answer
         states = []
         window.services.monitor.status_changed.connect(lambda s: states.append(s.state))
         qtbot.waitUntil(lambda: window.services.monitor.status.up, timeout=60_000)
@@ -97,27 +101,26 @@ def test_a_hanging_daemon_never_freezes_the_window(qtbot, tmp_path):
             tmp_path / "d", env={"LOCALLLM_HOST": f"127.0.0.1:{stuck.port}"}, start=False
         )
         planned.env["LOCALLLM_HOST"] = f"127.0.0.1:{stuck.port}"
-        gateway = planned.gateway(quick_timeout=1.5)
+        gateway = planned.gateway(quick_timeout=5.0)
         app = QApplication.instance()
         config = AppConfig(planned.settings(), history_dir=tmp_path, autostart=False)
-        ticks = []
-        timer = QTimer(interval=20)
-        timer.timeout.connect(lambda: ticks.append(time.monotonic()))
-        timer.start()
-        started = time.monotonic()
         window, _tray = open_window(app, gateway, config, prefs_in(tmp_path))
         qtbot.addWidget(window)
         app.aboutToQuit.disconnect(window.services.shutdown)
+        shown: list[str] = []  # the status the window showed at each tick of a UI timer
+        timer = QTimer(interval=20)
+        timer.timeout.connect(lambda: shown.append(window.indicator.text.text()))
         try:
-            assert window.isVisible() and time.monotonic() - started < 2.0
+            assert window.isVisible() and "Connecting" in window.indicator.text.text()
             window.services.library.refresh()  # more calls that hang
             window.services.hub.search("qwen")
-            qtbot.wait(1000)
-            assert "Connecting" in window.indicator.text.text()  # the check is still out...
-            assert len([t for t in ticks if t > started]) >= 20  # ...and the loop ran on
+            timer.start()
+            # The loop runs on while the check is still out (it gives up after 5 s): a window
+            # that waited on any of these calls would tick only once it had given up.
+            qtbot.waitUntil(lambda: sum("Connecting" in t for t in shown) >= 20, timeout=30_000)
             window.show_page("Server")  # pages switch while calls hang
             assert window.pages.currentWidget() is window.server_page
-            qtbot.waitUntil(lambda: window.indicator.restart.isVisibleTo(window), timeout=10_000)
+            qtbot.waitUntil(lambda: window.indicator.restart.isVisibleTo(window), timeout=30_000)
             assert "not answering" in window.indicator.text.text()
             assert not window.services.library.loaded
         finally:
@@ -279,7 +282,8 @@ def test_discover_offline_lists_the_catalog_and_keeps_the_window_on_screen(
         )
         qtbot.keyClicks(page.query, "qwen")
         qtbot.waitUntil(lambda: "could not reach Hugging Face" in page.state.text(), timeout=20_000)
-        qtbot.wait(50)  # the layout settles
+        QApplication.sendPostedEvents()  # the layout requests the new text made...
+        window.layout().activate()  # ...and the layout they ask for, done now
         assert window.width() == 1000 and window.minimumSizeHint().width() < 1000
         assert page.state.minimumSizeHint().width() < 200  # it wraps: no width of its own
         assert page.state.wordWrap() and "Error" not in page.state.text()

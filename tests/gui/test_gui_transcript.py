@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QAbstractSlider, QLineEdit, QVBoxLayout, QWidget
 from app.gui.state.chat.records import Message
 from app.gui.state.chat.stats import ReplyStats
 from app.gui.views.transcript import Transcript
-from tests.support.qt_text import click_link
+from tests.support.qt_text import click_link, laid_out
 
 
 def _chat(turns: int, words: int = 60) -> tuple[Message, ...]:
@@ -43,8 +43,8 @@ def _at_end(view: Transcript) -> bool:
 
 
 def _settled(qtbot, view: Transcript) -> None:
-    """Long enough for the coalescing timer and Qt's lazy layout to have run."""
-    qtbot.wait(200)
+    """Until Qt's lazy layout has caught up with what the transcript drew."""
+    qtbot.waitUntil(lambda: laid_out(view))
 
 
 def test_a_new_message_and_a_streaming_reply_are_followed(qtbot, transcript):
@@ -58,9 +58,9 @@ def test_a_new_message_and_a_streaming_reply_are_followed(qtbot, transcript):
     for n in range(30):
         text += f"token{n} " + ("\n\n" if n % 5 == 4 else "")
         transcript.show_messages((*messages, Message("streaming", "assistant", text)), "tiny", True)
-        qtbot.wait(15)
+        qtbot.wait(15)  # a stream's pace: some tokens come within one frame, some do not
+    qtbot.waitUntil(lambda: "token29" in transcript.toPlainText())  # the coalesced last draw
     _settled(qtbot, transcript)
-    assert "token29" in transcript.toPlainText()
     assert _at_end(transcript)
 
 
@@ -89,7 +89,7 @@ def test_a_user_who_scrolled_up_is_not_pulled_down(qtbot, transcript):
     for n in range(5):
         more = (Message(f"late{n}", "assistant", "more words " * 40),)
         transcript.show_messages(messages + more, "tiny", n < 4)
-        qtbot.wait(50)
+        qtbot.wait(50)  # a stream's pace: each update coalesced into a later draw
     _settled(qtbot, transcript)
     assert bar.value() == reading
     transcript.follow_end()  # the user sends a message: back to the end

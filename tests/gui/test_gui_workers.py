@@ -1,4 +1,6 @@
-"""Blocking work runs off the UI thread: the event loop keeps turning while a call hangs."""
+"""Blocking work runs off the UI thread: the event loop keeps turning while a call hangs.
+
+Each wait here is for an event; its timeout only bounds a failure, far past a busy machine."""
 
 from __future__ import annotations
 
@@ -13,23 +15,23 @@ def test_the_event_loop_keeps_running_while_a_request_hangs(qtbot):
     workers = Workers()
     release = threading.Event()
     results, ticks = [], []
-    workers.call(lambda: release.wait(10) and "answer", results.append)
+    workers.call(lambda: release.wait(60) and "answer", results.append)
     timer = QTimer(interval=5)
     timer.timeout.connect(lambda: ticks.append(1))
     timer.start()
-    qtbot.waitUntil(lambda: len(ticks) >= 10, timeout=2000)  # painted while it hangs
+    qtbot.waitUntil(lambda: len(ticks) >= 10, timeout=30_000)  # painted while it hangs
     assert results == [] and workers.busy == 1
     release.set()
-    qtbot.waitUntil(lambda: results == ["answer"], timeout=2000)
+    qtbot.waitUntil(lambda: results == ["answer"], timeout=30_000)
     timer.stop()
-    qtbot.waitUntil(lambda: workers.busy == 0, timeout=1000)
+    qtbot.waitUntil(lambda: workers.busy == 0, timeout=30_000)
 
 
 def test_errors_are_delivered_not_raised(qtbot):
     workers = Workers()
     errors = []
     workers.call(lambda: 1 / 0, lambda _r: None, errors.append)
-    qtbot.waitUntil(lambda: bool(errors), timeout=2000)
+    qtbot.waitUntil(lambda: bool(errors), timeout=30_000)
     assert isinstance(errors[0], ZeroDivisionError)
 
 
@@ -37,10 +39,10 @@ def test_a_cancelled_call_delivers_nothing(qtbot):
     workers = Workers()
     release = threading.Event()
     results = []
-    job = workers.call(lambda: release.wait(10), results.append, results.append)
+    job = workers.call(lambda: release.wait(60), results.append, results.append)
     job.cancel()
     release.set()
-    qtbot.waitUntil(lambda: workers.busy == 0, timeout=2000)
+    qtbot.waitUntil(lambda: workers.busy == 0, timeout=30_000)
     assert results == []
 
 
@@ -48,7 +50,7 @@ def test_streams_deliver_items_in_order_then_done(qtbot):
     workers = Workers()
     items, done = [], []
     workers.stream(lambda: iter(range(50)), items.append, done.append)
-    qtbot.waitUntil(lambda: done == [None], timeout=2000)
+    qtbot.waitUntil(lambda: done == [None], timeout=30_000)
     assert items == list(range(50))
 
 
@@ -61,7 +63,7 @@ def test_cancelling_a_stream_closes_its_iterator(qtbot):
         try:
             yield 1
             first_sent.set()
-            go_on.wait(10)
+            go_on.wait(60)
             yield 2
             yield 3
         finally:
@@ -69,9 +71,9 @@ def test_cancelling_a_stream_closes_its_iterator(qtbot):
 
     items = []
     job = workers.stream(source, items.append)
-    assert first_sent.wait(5)
+    assert first_sent.wait(30)
     job.cancel()
     go_on.set()
-    assert closed.wait(5)
-    qtbot.waitUntil(lambda: workers.busy == 0, timeout=2000)
+    assert closed.wait(30)
+    qtbot.waitUntil(lambda: workers.busy == 0, timeout=30_000)
     assert 2 not in items and 3 not in items

@@ -19,11 +19,12 @@ from pathlib import Path
 import uvicorn
 from fastapi.testclient import TestClient
 
+from daemon.server.app import create_app
 from daemon.settings import Settings
 from tests.support.daemon import make_store
 from tests.support.polling import wait_for
 
-__all__ = ["app_client", "app_settings", "serve_in_thread"]
+__all__ = ["app_client", "app_settings", "serve_daemon_in_thread", "serve_in_thread"]
 
 
 def app_settings(root: Path, models: Mapping[str, Path] | None = None, **fields) -> Settings:
@@ -67,3 +68,15 @@ def serve_in_thread(make_app: Callable[[int], object]) -> Iterator[str]:
         finally:
             server.should_exit = True
             thread.join(30)
+
+
+@contextlib.contextmanager
+def serve_daemon_in_thread(root: Path, store: Path) -> Iterator[str]:
+    """The daemon's app on the models in ``store``, its logs, data and config under ``root``."""
+
+    def make_app(port: int):
+        folders = {"data_dir": root / "data", "config_dir": root / "config"}
+        return create_app(Settings(port=port, models_dir=store, log_dir=root / "logs", **folders))
+
+    with serve_in_thread(make_app) as url:
+        yield url

@@ -15,8 +15,9 @@ Repos are registered in-process (``hub.add_repo("org/repo", {"m.gguf": data_or_p
 Per file, :class:`Fault` injects a dropped connection, a stall, corrupt bytes, a 200 answer to
 a Range request or an error status; ``set_throttle`` limits each response of a file,
 ``set_link_rate`` all responses together (one shared link); ``bytes_served`` and
-``blob_requests`` count what went out, so tests can assert how much was (re-)fetched, and
-``peak_files_sending`` how many distinct files were being sent at the same moment.
+``blob_requests`` count what went out, so tests can assert how much was (re-)fetched,
+``stalls_abandoned`` the stalled responses a client hung up on, and ``peak_files_sending``
+how many distinct files were being sent at the same moment.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import hashlib
 import json
 import os
 import re
+import select
 import socket
 import sys
 import threading
@@ -51,8 +53,8 @@ class Fault:
     """Misbehaviour for the next ``times`` responses of one file's bytes (None: all)."""
 
     drop_at: int | None = None  # close the connection when reaching this byte offset
-    stall_at: int | None = None  # at this offset, send nothing for stall_seconds
-    stall_seconds: float = 5.0
+    stall_at: int | None = None  # at this offset, send nothing until the client hangs up
+    stall_seconds: float = 5.0  # or until this long has passed: then go on sending
     corrupt: bool = False  # serve inverted bytes
     ignore_range: bool = False  # answer a Range request with 200 and the whole file
     status: int | None = None  # answer with this HTTP status instead of the bytes
@@ -73,6 +75,7 @@ class _File:
     throttle: float | None = None
     served: int = 0
     requests: int = 0
+    stalls_abandoned: int = 0
 
 
 @dataclass
@@ -205,6 +208,10 @@ class LocalHub:
     def bytes_served(self, repo_id: str, path: str) -> int:
         return self._file(repo_id, path).served
 
+    def stalls_abandoned(self, repo_id: str, path: str) -> int:
+        """Stalled responses of this file whose client hung up before the stall ended."""
+        return self._file(repo_id, path).stalls_abandoned
+
     def blob_requests(self, repo_id: str, path: str) -> int:
         """GET requests that reached this file's bytes (resolve or CDN)."""
         return self._file(repo_id, path).requests
@@ -219,7 +226,7 @@ class LocalHub:
             self.requests_log.clear()
             for repo in self._repos.values():
                 for entry in repo.files.values():
-                    entry.served = entry.requests = 0
+                    entry.served = entry.requests = entry.stalls_abandoned = 0
 
     def commit(self, repo_id: str) -> str:
         return self._repos[repo_id.lower()].commit
@@ -524,8 +531,21 @@ class _Body:
                 return fault.stall_at - position
             self.hub._consume(self.entry, fault)
             self.fault = None  # stall once per response, then go on
-            time.sleep(fault.stall_seconds)
+            if self._client_hung_up_within(fault.stall_seconds):
+                with self.hub._lock:
+                    self.entry.stalls_abandoned += 1
+                return None
         return count
+
+    def _client_hung_up_within(self, seconds: float) -> bool:
+        """Send nothing for ``seconds``, or until the client hangs up (True)."""
+        connection = self.handler.connection
+        if not select.select([connection], [], [], seconds)[0]:
+            return False
+        try:
+            return connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
 
     def _write(self, position: int, count: int) -> None:
         if self.entry.data is not None:

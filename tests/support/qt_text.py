@@ -1,4 +1,5 @@
-"""What a Qt label draws, for tests of text that must never become markup.
+"""What a Qt label draws, for tests of text that must never become markup; and when a text
+view has laid out all of its document.
 
 Qt draws a label's text as HTML when its format says so, or (the default, ``AutoText``) when
 its first line looks like HTML. ``shown`` builds the document by that same rule (the one Qt's
@@ -11,9 +12,17 @@ from __future__ import annotations
 from PySide6 import QtGui
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QTextCursor, QTextDocument
-from PySide6.QtWidgets import QLabel, QTextBrowser, QWidget
+from PySide6.QtWidgets import QLabel, QTextBrowser, QTextEdit, QWidget
 
-__all__ = ["LINK", "assert_literal", "assert_literal_tooltip", "click_link", "links", "shown"]
+__all__ = [
+    "LINK",
+    "assert_literal",
+    "assert_literal_tooltip",
+    "click_link",
+    "laid_out",
+    "links",
+    "shown",
+]
 
 LINK = '<a href="x">click to repair</a>'  # what a crafted model or hub would like us to draw
 
@@ -80,3 +89,14 @@ def assert_literal_tooltip(widget: QWidget, text: str) -> None:
     document = _document(widget.toolTip(), Qt.TextFormat.AutoText)
     assert text in document.toPlainText(), document.toPlainText()
     assert links(document) == []
+
+
+def laid_out(view: QTextEdit) -> bool:
+    """Whether ``view``'s scroll bar spans its whole document as laid out at its width now.
+
+    Qt lays a long document out in steps, and again when the width changes; the scroll bar
+    follows each step. Asking for the document's size finishes the layout, so a test waits
+    for this instead of a guess at how long the steps take (longer on a busy machine).
+    """
+    height = view.document().documentLayout().documentSize().toSize().height()
+    return view.verticalScrollBar().maximum() == max(0, height - view.viewport().height())

@@ -4,11 +4,12 @@ the wrong content type, silence, a stream held open until the test says go)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
 
-__all__ = ["RawRemote", "black_hole"]
+__all__ = ["BlackHole", "RawRemote"]
 
 _MODELS = json.dumps({"object": "list", "data": [{"id": "m", "object": "model"}]}).encode()
 
@@ -143,10 +144,52 @@ def _stream_head(kind: str) -> bytes:
     return f"HTTP/1.1 200 OK\r\nContent-Type: {kind}\r\nConnection: close\r\n\r\n".encode()
 
 
-def black_hole() -> socket.socket:
-    """A listening socket nobody accepts from: connections open (the kernel's backlog) and
-    then nothing ever answers."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    return sock
+class BlackHole:
+    """An engine that takes every connection, reads what comes and never answers. It notes
+    each connection in the order taken, and whether the client still holds it open (waits)
+    or has given up on it, so a test can act while a request to it is certainly waiting."""
+
+    def __init__(self):
+        self._sock = socket.socket()
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(64)
+        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+        self._given_up: list[threading.Event] = []
+        self._taken: list[socket.socket] = []
+        threading.Thread(target=self._take, daemon=True).start()
+
+    @property
+    def taken(self) -> int:
+        """Connections taken so far."""
+        return len(self._given_up)
+
+    def waiting(self, index: int) -> bool:
+        """Whether the client still waits on the connection taken ``index``-th (from 0)."""
+        return not self._given_up[index].is_set()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)  # wakes the thread waiting in accept
+        self._sock.close()
+        for conn in self._taken:
+            conn.close()
+
+    def _take(self) -> None:
+        while True:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return
+            given_up = threading.Event()
+            self._taken.append(conn)
+            self._given_up.append(given_up)
+            threading.Thread(target=self._hold, args=(conn, given_up), daemon=True).start()
+
+    @staticmethod
+    def _hold(conn: socket.socket, given_up: threading.Event) -> None:
+        try:
+            while conn.recv(65536):  # the request, then nothing until the client hangs up
+                pass
+        except OSError:
+            pass
+        given_up.set()
