@@ -118,6 +118,7 @@ def runner_options(
         num_batch=min(num_ctx or 512, max(1, ints.get("num_batch") or 512)),  # never above ctx
         kv_cache_type=kv_cache_type,
         flash_attention=flash_attention,
+        backend_sampling=settings.backend_sampling,
         host_cache_bytes=max(0, settings.host_cache_mib) << 20,
         num_draft=ints.get("num_draft", DEFAULT_DRAFT),
     )

@@ -84,6 +84,7 @@ class RunnerOptions:
     num_batch: int = 512
     kv_cache_type: str = "f16"
     flash_attention: str = "auto"
+    backend_sampling: str = "auto"  # sampling in llama.cpp's graph: "auto", "on" or "off"
     host_cache_bytes: int = 0
     num_draft: int = DEFAULT_DRAFT  # speculative decoding's most guessed tokens per step; 0: off
 

@@ -163,6 +163,7 @@ class Scheduler:
             embedding_only=target.embedding_only,
             kv_cache_type=options.kv_cache_type,
             flash_attention=options.flash_attention,
+            backend_sampling=options.backend_sampling,
             host_cache_bytes=options.host_cache_bytes,
         )
 
