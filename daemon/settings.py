@@ -125,7 +125,7 @@ class Settings:
     keep_alive_seconds: float = 300.0
     max_loaded_models: int = 0  # 0: decided by memory
     max_queue: int = 512
-    num_parallel: int = 4
+    num_parallel: int = 0  # 0: 4, or more where a GPU holds the model (``scheduler.parallel``)
     num_ctx: int = 0  # 0: sized per model from its trained context and free memory
     context_cap: int = 32768  # the most that sizing picks (a larger num_ctx may be asked)
     num_threads: int | None = None
