@@ -138,7 +138,10 @@ def run_cell(url: str, requests: list[dict]) -> tuple[float, float, list[Stream]
 
 
 # -- servers ----------------------------------------------------------------------------------
-def start_ours(work: Path, model: Path, threads: int, ctx: int) -> tuple[subprocess.Popen, str]:
+def start_ours(
+    work: Path, model: Path, threads: int, ctx: int, slots: int = 4, env: dict | None = None
+) -> tuple[subprocess.Popen, str]:
+    """Our daemon on ``model`` (imported into a store under ``work``); ``env``: more settings."""
     from model_registry.importer import import_gguf
     from model_registry.store import Store
 
@@ -152,9 +155,10 @@ def start_ours(work: Path, model: Path, threads: int, ctx: int) -> tuple[subproc
         "LOCALLLM_DATA": str(work / "data"),
         "LOCALLLM_CONFIG": str(work / "config"),
         "LOCALLLM_NUM_THREADS": str(threads),
-        "LOCALLLM_NUM_PARALLEL": "4",
+        "LOCALLLM_NUM_PARALLEL": str(slots),
         "LOCALLLM_CONTEXT_LENGTH": str(ctx),
         "LOCALLLM_KEEP_ALIVE": "3600",
+        **(env or {}),
     }
     command = [sys.executable, "-m", "daemon", "serve", "--host", f"127.0.0.1:{port}"]
     out = (logs / "daemon.out").open("wb")
@@ -164,12 +168,15 @@ def start_ours(work: Path, model: Path, threads: int, ctx: int) -> tuple[subproc
     return proc, url
 
 
-def llama_server_command(binary: Path, model: Path, threads: int, ctx: int, port: int) -> list:
+def llama_server_command(
+    binary: Path, model: Path, threads: int, ctx: int, port: int, slots: int = 4, extra=()
+) -> list:
     return [
         str(binary),
-        *("-m", str(model), "-t", str(threads), "-np", "4", "-c", str(4 * ctx)),
+        *("-m", str(model), "-t", str(threads), "-np", str(slots), "-c", str(slots * ctx)),
         *("-b", "512", "-ub", "512"),  # our runner's batch; llama-server's default is 2048
         *("--host", "127.0.0.1", "--port", str(port)),
+        *extra,
     ]
 
 
@@ -270,12 +277,13 @@ def load() -> str:
     return " / ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-def write_results(text: str) -> None:
+def write_results(text: str, section: str = SECTION) -> None:
+    """Replace ``## section`` of bench/RESULTS.md with ``text`` (appended when missing)."""
     path = ROOT / "bench" / "RESULTS.md"
     old = path.read_text() if path.exists() else "# Benchmark results\n"
-    head, marker, rest = old.partition(f"\n## {SECTION}\n")
+    head, marker, rest = old.partition(f"\n## {section}\n")
     tail = "\n## " + rest.split("\n## ", 1)[1] if marker and "\n## " in rest else ""
-    path.write_text(head.rstrip() + f"\n\n## {SECTION}\n\n" + text.strip() + "\n" + tail)
+    path.write_text(head.rstrip() + f"\n\n## {section}\n\n" + text.strip() + "\n" + tail)
 
 
 def model_path(name: str, work: Path) -> Path:
