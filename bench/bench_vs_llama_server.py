@@ -174,7 +174,7 @@ def start_ours(
 
 
 def llama_server_command(
-    binary: Path, model: Path, threads: int, ctx: int, port: int, parallel: int = 4
+    binary: Path, model: Path, threads: int, ctx: int, port: int, parallel: int = 4, extra=()
 ) -> list:
     return [
         str(binary),
@@ -182,6 +182,7 @@ def llama_server_command(
         *("-c", str(parallel * ctx)),
         *("-b", "512", "-ub", "512"),  # our runner's batch; llama-server's default is 2048
         *("--host", "127.0.0.1", "--port", str(port)),
+        *extra,
     ]
 
 

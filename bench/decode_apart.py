@@ -38,9 +38,14 @@ class FixedPlan(DecodePlan):
         return self.apart and count > 1
 
 
-def tokens_per_second(engine: Engine, out: FrameWriter, streams: int, tokens: int, run: int):
+def tokens_per_second(
+    engine: Engine, out: FrameWriter, streams: int, tokens: int, run: int, **sampling
+) -> float:
+    """Aggregate tokens/s of ``streams`` requests run together (``sampling``: more
+    ``SamplingParams`` fields; temperature 0.8 unless set)."""
+    sampling = {"temperature": 0.8} | sampling
     for rid in range(1, streams + 1):
-        params = SamplingParams(temperature=0.8, seed=rid, max_tokens=tokens)
+        params = SamplingParams(seed=rid, max_tokens=tokens, **sampling)
         engine.submit(rid, GenerateCall(f"{run} {rid} Hello world, this is", params))
     started = time.perf_counter()
     while engine.busy:

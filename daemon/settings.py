@@ -26,6 +26,7 @@ __all__ = [
 DEFAULT_PORT = 11435
 MAX_KEEP_ALIVE_SECONDS = 1e9  # about 31 years; a negative keep_alive is "for ever"
 _APP = "localllm"
+BACKEND_SAMPLING = ("auto", "on", "off")  # LOCALLLM_BACKEND_SAMPLING's choices
 
 # What the daemon's children (runners, the quantizer) see of its environment. They parse
 # untrusted GGUF files in native code, so secrets (LOCALLLM_API_KEY, HF_TOKEN, any cloud
@@ -144,12 +145,13 @@ class Settings:
     keep_alive_seconds: float = 300.0
     max_loaded_models: int = 0  # 0: decided by memory
     max_queue: int = 512
-    num_parallel: int = 4
+    num_parallel: int = 0  # 0: 4, or more where a GPU holds the model (``scheduler.parallel``)
     num_ctx: int = 0  # 0: sized per model from its trained context and free memory
     context_cap: int = 32768  # the most that sizing picks (a larger num_ctx may be asked)
     num_threads: int | None = None
     kv_cache_type: str = "f16"  # the K/V cache type of models that do not set kv_cache_type
     flash_attention: str = "auto"
+    backend_sampling: str = "auto"  # sampling inside the decode: "auto" (on a GPU), "on", "off"
     host_cache_mib: int = 1024  # per runner: KV of sequences evicted from slots (0: off)
     max_pulls: int = 3  # pulls that download at once; the others wait, queued
     header_timeout: float = 30.0  # seconds a request's headers may take to arrive, in all
@@ -205,6 +207,7 @@ class Settings:
             num_threads=_int(env, "LOCALLLM_NUM_THREADS", 0) or None,
             kv_cache_type=_choice(env, "LOCALLLM_KV_CACHE_TYPE", "f16", KV_CACHE_TYPES),
             flash_attention=_choice(env, "LOCALLLM_FLASH_ATTENTION", "auto", FLASH_ATTENTION),
+            backend_sampling=_choice(env, "LOCALLLM_BACKEND_SAMPLING", "auto", BACKEND_SAMPLING),
             host_cache_mib=_int(env, "LOCALLLM_HOST_CACHE_MB", base.host_cache_mib),
             max_pulls=_positive(env, "LOCALLLM_MAX_PULLS", base.max_pulls),
             header_timeout=_seconds(env, "LOCALLLM_HEADER_TIMEOUT", base.header_timeout),

@@ -24,6 +24,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import re
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -59,6 +60,7 @@ _LOGIT_MARGIN = 40.0  # how far the bias channel moves a chosen token's logit
 _LAYER_STD = 0.02
 # the end-of-turn token's push: never, a small one (sampled about once in 20 tokens), always
 _END_OF_TURN_PUSH = {"never": -1.0, "soon": 0.05, "immediately": 1.0}
+_LAYER = re.compile(r"blk\.\d+\.")  # the layer part of a tensor's name
 _OUTPUT_LOGIT_STD = 2.0
 
 
@@ -158,12 +160,16 @@ def write_tiny_model(
     end_of_turn: Literal["never", "immediately", "soon", "random"] = "never",
     thinking: ThinkingStyle = "none",
     sampling: Mapping[str, float] | None = None,
+    shared_layers: bool = False,
 ) -> Path:
     """Write a llama-architecture GGUF with random weights that llama.cpp can run.
 
     With ``thinking``, the default ChatML template becomes that style's template (pass
     another ``chat_template`` to override it). ``sampling`` writes ``general.sampling.*``
-    keys, by their short name (``temp``, ``top_k``...), as converters write them."""
+    keys, by their short name (``temp``, ``top_k``...), as converters write them.
+    ``shared_layers``: every layer gets the first layer's weights, made and quantized once,
+    so a model of a real shape (8B) is written in seconds rather than minutes; speed
+    benchmarks do not care what the weights are."""
     spec = _Spec.build(n_layer, n_embd, n_head, n_head_kv, n_ff, file_type)
     vocab = tiny_vocabulary(vocab_size, thinking)
     if chat_template == CHATML_TEMPLATE:
@@ -185,9 +191,16 @@ def write_tiny_model(
         writer.write_header_to_file(path)
         writer.write_kv_data_to_file()
         writer.write_ti_data_to_file()
+        made: dict[str, np.ndarray] = {}  # with shared_layers: by layer-less name
         for index, (tensor_name, shape, qtype) in enumerate(plan):  # one tensor in memory at once
-            values = _weights(tensor_name, shape, np.random.default_rng((seed, index)), bias)
-            writer.write_tensor_data(gguf.quants.quantize(values, qtype))
+            key = _LAYER.sub("blk.", tensor_name) if shared_layers else tensor_name
+            data = made.get(key)
+            if data is None:
+                values = _weights(tensor_name, shape, np.random.default_rng((seed, index)), bias)
+                data = gguf.quants.quantize(values, qtype)
+                if shared_layers:
+                    made[key] = data
+            writer.write_tensor_data(data)
     finally:
         writer.close()
     return path

@@ -144,9 +144,9 @@ def test_a_small_vocabulary_takes_the_bias_into_llama_cpps_chain(model):
     penalised = SequenceSampler(model, SamplingParams(repeat_penalty=1.2, logit_bias={5: 2.0}), [])
     try:
         assert bias_only._narrow is None and not bias_only._adjuster.active
-        assert lc.llama_sampler_chain_n(bias_only._chain) == 6  # bias, top_k, top_p, ...
+        assert lc.llama_sampler_chain_n(bias_only.chain) == 6  # bias, top_k, top_p, ...
         assert penalised._narrow is None and penalised._adjuster.active
-        assert lc.llama_sampler_chain_n(penalised._chain) == 5
+        assert lc.llama_sampler_chain_n(penalised.chain) == 5
     finally:
         bias_only.close()
         penalised.close()

@@ -79,6 +79,7 @@ def test_show_in_the_cli_says_what_it_runs_at_and_why(daemon):
     text = render_show(ShowResponse.model_validate(response.json()))
     assert "    runs at             1024 tokens x 4 slots\n" in text
     assert "    because             the model's num_ctx parameter\n" in text
+    assert "    slots               the default of 4\n" in text
     assert "    kv cache            f16, flash attention auto\n" in text
 
 
@@ -86,7 +87,10 @@ def _context_in_ps(daemon, name: str) -> int:
     body = {"model": name, "prompt": "hi", "stream": False, "options": {"num_predict": 2}}
     assert httpx.post(f"{daemon.url}/api/generate", json=body, timeout=120).status_code == 200
     running = httpx.get(f"{daemon.url}/api/ps", timeout=30).json()["models"]
-    return next(m["context_length"] for m in running if m["name"] == f"{name}:latest")
+    entry = next(m for m in running if m["name"] == f"{name}:latest")
+    # a CPU runs 4 slots, as it always did (more only where a GPU holds the model)
+    assert (entry["num_parallel"], entry["parallel_reason"]) == (4, "the default of 4")
+    return entry["context_length"]
 
 
 def test_a_model_trained_for_2048_runs_at_2048(daemon):
@@ -104,6 +108,7 @@ def test_a_model_trained_for_131072_runs_at_the_cap_or_what_memory_holds(daemon)
     else:
         assert "cap of 32,768" in shown["context_reason"]
     assert shown["kv_cache_type"] == "f16" and shown["num_parallel"] == 4
+    assert shown["parallel_reason"] == "the default of 4"
     assert _context_in_ps(daemon, "long") == shown["context_length"]
 
 
@@ -126,5 +131,5 @@ def test_an_embedding_model_is_sized_as_before_at_most_4096():
     spec = RunnerSpec("e", ("e.gguf",), num_ctx=0, num_gpu_layers=AUTO_GPU_LAYERS)
     embedder = LoadTarget("e", ("e.gguf",), LLAMA_8B, embedding_only=True, n_ctx_train=8192)
     chat = LoadTarget("c", ("c.gguf",), LLAMA_8B, n_ctx_train=8192)
-    assert asyncio.run(loader.context(embedder, spec, 64 * GIB, 32768)).num_ctx == 4096
-    assert asyncio.run(loader.context(chat, spec, 64 * GIB, 32768)).num_ctx == 8192
+    assert asyncio.run(loader.sizes(embedder, spec, 64 * GIB, 32768))[1].num_ctx == 4096
+    assert asyncio.run(loader.sizes(chat, spec, 64 * GIB, 32768))[1].num_ctx == 8192

@@ -85,3 +85,78 @@ def test_after_a_busy_spell_the_first_recheck_brings_the_batch_back():
     assert apart[:-1] == [True] * 31 and apart[-1] is False  # the 32nd step times the batch
     plan.record(4, 0.015)  # the machine is quiet again
     assert choices(plan, 4, 256) == [False] * 256
+
+
+class FakeDevice:
+    """A device whose decode call returns once the work is queued (``launch`` seconds of host
+    work) and whose wait takes the rest (``work`` seconds), both by decode size, on a fake
+    clock: the way a GPU build behaves."""
+
+    def __init__(self, launch: dict[int, float], work: dict[int, float]):
+        self.now = 0.0
+        self.launch, self.work = launch, work
+        self.queued = 0.0
+        self.decodes: list[int] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def decode(self, count: int) -> None:
+        self.now += self.launch[count]
+        self.queued += self.work[count]
+        self.decodes.append(count)
+
+    def wait(self) -> None:
+        self.now += self.queued
+        self.queued = 0.0
+
+
+def run_steps(plan: DecodePlan, device: FakeDevice, streams: int, steps: int) -> None:
+    """Drive ``plan`` as the engine does: ask, then decode (and time) as it says."""
+    for _ in range(steps):
+        if plan.one_at_a_time(streams):
+            for _ in range(streams):
+                plan.timed(1, lambda: device.decode(1), device.wait)
+        else:
+            plan.timed(streams, lambda: device.decode(streams), device.wait)
+
+
+def test_a_timing_includes_the_wait_for_the_result():
+    """On a GPU a lone token's call returns fast and a batch's call does more host work, while
+    the device needs about as long for 4 tokens as for one. Timed through the wait, the batch
+    wins; timed by the calls alone (0.2 ms x 4 against 2 ms) one at a time would have won."""
+    device = FakeDevice(launch={1: 0.0002, 4: 0.002}, work={1: 0.005, 4: 0.0055})
+    plan = DecodePlan(clock=device.clock)
+    run_steps(plan, device, 4, 1024)
+    # one at a time only on the 256th steps that learn what a lone token costs, and once
+    # learned (5.2 ms, against 7.5 ms for all 4), no more
+    assert device.decodes.count(1) == 4
+    assert device.queued == 0.0  # every timed decode waited for its work
+
+
+def test_cpu_timings_still_decode_apart():
+    """A CPU whose batch of 2 costs 2.9x one token (the Q8_0 case): the decode is the work,
+    and the plan keeps choosing one at a time, re-timing the batch now and then."""
+    device = FakeDevice(launch={1: 0.0099, 2: 0.029}, work={1: 0.0, 2: 0.0})
+    plan = DecodePlan(clock=device.clock)
+    run_steps(plan, device, 2, 256)  # batched and timed, then a lone token's cost learned
+    device.decodes.clear()
+    run_steps(plan, device, 2, 512)
+    assert device.decodes.count(2) == 512 // 32  # the re-checks of the batch
+    assert device.decodes.count(1) == 2 * (512 - 512 // 32)
+
+
+def test_where_the_batch_is_free_nothing_is_split_or_timed():
+    """The whole model on a GPU: every step one batch, even after timings that would say
+    otherwise, and no clock read nor wait (whatever reads the logits waits for them)."""
+    device = FakeDevice(launch={4: 0.0}, work={4: 0.005})
+
+    def no_clock() -> float:
+        raise AssertionError("a free batch is not timed")
+
+    plan = DecodePlan(batch_is_free=True, clock=no_clock)
+    for count, seconds in ((1, 0.001), (1, 0.001), (4, 0.5), (4, 0.5)):
+        plan.record(count, seconds)
+    run_steps(plan, device, 4, 300)
+    assert device.decodes == [4] * 300
+    assert device.queued > 0  # never waited here

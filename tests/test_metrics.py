@@ -26,7 +26,7 @@ class ScriptedRunner:
     async def generate(self, request):
         for word in ("a", " b", " c"):
             yield TokenEvent(word, (1,))
-        yield DoneEvent("length", 5, 2, 3, 0.01, 0.02, 0.005)
+        yield DoneEvent("length", 5, 2, 3, 0.01, 0.02, 0.005, sampling="backend")
 
     async def tokenize(self, text, add_bos=True, special=True):
         return [1] * len(text)  # one token per character: no thinking markers
@@ -104,6 +104,7 @@ def test_one_json_log_line_per_request_with_timings(client, caplog):
     assert generation["model"] == "tiny" and generation["completion_tokens"] == 3
     assert generation["cached_tokens"] == 3 and generation["ttft_ms"] >= 0
     assert generation["duration_ms"] >= 0 and generation["finish_reason"] == "length"
+    assert generation["sampling"] == "backend"  # where the runner said it sampled
     assert health["path"] == "/health" and "model" not in health
 
 

@@ -410,6 +410,7 @@ def test_request_log_lines_are_json_with_timings(daemon, client):
     chat = last_chat_line()
     assert chat["model"] == "tiny" and chat["finish_reason"] == "length"
     assert chat["ttft_ms"] > 0 and chat["duration_ms"] >= chat["ttft_ms"]
+    assert chat["sampling"] == "host"  # a CPU build samples on the host (backend_sampling auto)
 
 
 def test_the_daemon_client_streams_chat_and_raises_typed_errors(daemon):

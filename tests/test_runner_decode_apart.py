@@ -24,14 +24,14 @@ class FixedPlan(DecodePlan):
     def __init__(self, apart: bool):
         super().__init__()
         self.apart = apart
-        self.timed: list[int] = []
+        self.sizes: list[int] = []
 
     def one_at_a_time(self, count: int) -> bool:
         return self.apart and count > 1
 
     def record(self, count: int, seconds: float) -> None:
         assert seconds > 0
-        self.timed.append(count)
+        self.sizes.append(count)
 
 
 @pytest.fixture(scope="module")
@@ -69,8 +69,8 @@ def test_one_at_a_time_gives_the_same_texts_as_one_batch(model):
     assert len(set(apart_texts.values())) == 3, "seeded streams differ"
     # Apart: every stream's 15 later tokens were decoded (and timed) alone; batched, the same
     # steps were 15 decodes of all three streams together.
-    assert apart.timed == [1] * 45
-    assert batched.timed == [3] * 15
+    assert apart.sizes == [1] * 45
+    assert batched.sizes == [3] * 15
 
 
 def test_streams_that_end_at_different_steps(model):

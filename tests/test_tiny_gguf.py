@@ -290,3 +290,20 @@ def test_bench_sized_model_writes_and_runs(llama_cpp, tmp_path):
     model = llama_cpp.Llama(model_path=str(path), n_ctx=256, verbose=False)
     out = model.create_completion("Hello world", max_tokens=4, seed=1)
     assert out["usage"]["completion_tokens"] == 4
+
+
+def test_shared_layers_repeat_the_first_layers_weights(llama_cpp, tmp_path):
+    """For benchmarks of real shapes: one layer's random weights in every layer, the same
+    shapes and metadata as without, and a model llama.cpp runs."""
+    shape = {"n_layer": 4, "n_embd": 128, "n_head": 4, "vocab_size": 1000, "file_type": "Q8_0"}
+    shared = gguf.GGUFReader(write_tiny_model(tmp_path / "s.gguf", shared_layers=True, **shape))
+    plain = gguf.GGUFReader(write_tiny_model(tmp_path / "p.gguf", **shape))
+    tensors = {t.name: bytes(t.data) for t in shared.tensors}
+    assert [(t.name, list(t.shape)) for t in shared.tensors] == [
+        (t.name, list(t.shape)) for t in plain.tensors
+    ]
+    for name, data in tensors.items():
+        if name.startswith("blk."):
+            assert data == tensors["blk.0." + name.split(".", 2)[2]]
+    model = llama_cpp.Llama(model_path=str(tmp_path / "s.gguf"), n_ctx=128, verbose=False)
+    assert model.create_completion("Hello", max_tokens=4, seed=1)["usage"]["completion_tokens"] == 4

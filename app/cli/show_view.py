@@ -61,6 +61,7 @@ def _run_facts(info: ShowResponse) -> list[tuple[str, object]]:
     return [
         ("runs at", f"{runs.context_length} tokens x {runs.num_parallel} slots"),
         ("because", runs.context_reason),
+        ("slots", runs.parallel_reason),
         ("kv cache", f"{runs.kv_cache_type}, flash attention {runs.flash_attention}"),
     ]
 

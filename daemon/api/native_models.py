@@ -125,6 +125,7 @@ class RunSettingsOut(BaseModel):
     num_parallel: int
     kv_cache_type: str
     flash_attention: str
+    parallel_reason: str = ""  # "the default of 4", "8 of 32,768 tokens fit in ...", ...
 
 
 class ShowResponse(BaseModel):
@@ -158,6 +159,8 @@ class RunningModel(BaseModel):
     remote: str | None = None  # the remote serving it (ours); None: a local runner
     kv_cache_type: str = "f16"  # ours: the K/V cache type it runs with
     flash_attention: str = "auto"  # ours: as it runs: "on", "off" or "auto" (llama.cpp decides)
+    num_parallel: int = 0  # ours: its slots (requests it serves at once); 0: not known (remote)
+    parallel_reason: str = ""  # ours: why that many
 
 
 class RunningResponse(BaseModel):

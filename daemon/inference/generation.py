@@ -46,6 +46,7 @@ class GenerationStats:
     generation_seconds: float
     time_to_first_token: float  # from the request reaching inference to the first token
     total_seconds: float
+    sampling: str = ""  # where the runner sampled: "backend" (in the decode), "host", "" unknown
 
     @property
     def seconds_per_token(self) -> float:
@@ -233,6 +234,7 @@ class Generation:
             generation_seconds=done.generation_seconds,
             time_to_first_token=first,
             total_seconds=now - self._started,
+            sampling=done.sampling,
         )
 
     async def collect(self) -> Collected:

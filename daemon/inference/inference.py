@@ -150,18 +150,20 @@ class Inference:
     async def run_settings(self, model: ResolvedModel) -> RunSettings:
         """How ``model`` runs for a request that sets no load options (for ``show``)."""
         options = runner_options(merge_options(model.params), self.settings, model.context_length)
-        choice = await self.scheduler.context(model.target, options)
+        parallel, choice = await self.scheduler.sizes(model.target, options)
         reason = choice.reason
         if reason.endswith("num_ctx"):  # set, not sized: say by whom
             own = "num_ctx" in model.params
             source = "the model's num_ctx parameter" if own else "LOCALLLM_CONTEXT_LENGTH"
             reason = reason.removesuffix("num_ctx") + source
+        slots = parallel.reason.replace("num_parallel", "LOCALLLM_NUM_PARALLEL")
         return RunSettings(
             choice.num_ctx,
             reason,
-            options.num_parallel,
+            parallel.num_parallel,
             options.kv_cache_type,
             options.flash_attention,
+            slots,
         )
 
     async def unload(self, name: str) -> str:

@@ -137,12 +137,13 @@ def runner_options(
     kv_cache_type, flash_attention = _cache_options(options, settings)
     return RunnerOptions(
         num_ctx=num_ctx,
-        num_parallel=max(1, ints.get("num_parallel") or settings.num_parallel),
+        num_parallel=max(0, ints.get("num_parallel") or settings.num_parallel),  # 0: chosen
         num_gpu=ints.get("num_gpu"),
         num_threads=ints.get("num_thread") or settings.num_threads,
         num_batch=min(num_ctx or 512, max(1, ints.get("num_batch") or 512)),  # never above ctx
         kv_cache_type=kv_cache_type,
         flash_attention=flash_attention,
+        backend_sampling=settings.backend_sampling,
         host_cache_bytes=max(0, settings.host_cache_mib) << 20,
         num_draft=ints.get("num_draft", DEFAULT_DRAFT),
     )

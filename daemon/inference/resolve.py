@@ -69,6 +69,7 @@ class RunSettings:
     num_parallel: int
     kv_cache_type: str
     flash_attention: str
+    parallel_reason: str = "LOCALLLM_NUM_PARALLEL"  # why that many slots
 
 
 def resolve_model(store: Store, text: str) -> ResolvedModel:

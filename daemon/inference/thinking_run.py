@@ -124,4 +124,5 @@ def add_parts(first: DoneEvent, second: DoneEvent) -> DoneEvent:
         + second.prompt_seconds
         + second.generation_seconds,
         first_token_seconds=first.first_token_seconds or second.first_token_seconds,
+        sampling=second.sampling,
     )

@@ -58,6 +58,9 @@ class RunnerSpec:
     embedding_only: bool = False  # an embedding model (no generation)
     kv_cache_type: str = "f16"  # K and V cache: "f16", "q8_0" or "q4_0"
     flash_attention: str = "auto"  # "auto", "on" or "off" (a quantized V cache needs it on)
+    # sampling in llama.cpp's graph where a request allows it: "auto" (where the whole model
+    # runs on a GPU), "on" or "off"
+    backend_sampling: str = "auto"
     host_cache_bytes: int = 0  # host-RAM prompt cache for sequences evicted from slots; 0: off
     num_draft: int = DEFAULT_DRAFT  # most tokens guessed per step (speculative decoding); 0: off
     draft_name: str | None = None  # the draft model that guesses them, for messages
@@ -157,6 +160,7 @@ class DoneEvent:
     stop_sequence: str | None = None  # the stop string that ended it (reason "stop")
     draft_tokens: int = 0  # tokens guessed by speculative decoding
     draft_accepted: int = 0  # of those, the ones the model agreed with
+    sampling: str = ""  # where its tokens were sampled: "backend" (in the decode) or "host"
 
 
 class RunnerError(Exception):

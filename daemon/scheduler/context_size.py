@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from daemon.scheduler.memory import COMPUTE_MARGIN_BYTES, ModelFootprint, kv_cache_bytes
 
-__all__ = ["CONTEXT_FLOOR", "CONTEXT_STEP", "ContextChoice", "default_context"]
+__all__ = ["CONTEXT_FLOOR", "CONTEXT_STEP", "ContextChoice", "context_ceiling", "default_context"]
 
 CONTEXT_FLOOR = 2048  # tokens: below this a chat with a system prompt barely starts
 CONTEXT_STEP = 256  # contexts are whole multiples of this (llama.cpp pads to 256 anyway)
@@ -25,6 +25,11 @@ _GIB = 1 << 30
 class ContextChoice:
     num_ctx: int  # tokens per slot
     reason: str  # why this length, in words for `show` and the load log
+
+
+def context_ceiling(n_ctx_train: int | None, cap: int) -> int:
+    """The most context a slot gets by default: the trained context, at most ``cap``."""
+    return min(cap, n_ctx_train) if n_ctx_train else cap
 
 
 def default_context(
@@ -38,7 +43,7 @@ def default_context(
 ) -> ContextChoice:
     """The context per slot for a model that sets none (see the module's docstring)."""
     trained = n_ctx_train or 0
-    ceiling = min(cap, trained) if trained else cap
+    ceiling = context_ceiling(n_ctx_train, cap)
     floor = min(floor, ceiling)
     per_token = kv_cache_bytes(footprint, max(1, num_parallel), kv_cache_type)
     budget = free_bytes - footprint.weights_bytes - COMPUTE_MARGIN_BYTES

@@ -81,12 +81,13 @@ class RunnerOptions:
     """Per-request options that decide how a runner is started (a change means a reload)."""
 
     num_ctx: int = 4096  # 0: sized at load from free memory (``context_size``)
-    num_parallel: int = 4
+    num_parallel: int = 4  # 0: chosen at load (``parallel``)
     num_gpu: int | None = None  # None: choose from free VRAM; -1: all layers
     num_threads: int | None = None
     num_batch: int = 512
     kv_cache_type: str = "f16"
     flash_attention: str = "auto"
+    backend_sampling: str = "auto"  # sampling in llama.cpp's graph: "auto", "on" or "off"
     host_cache_bytes: int = 0
     num_draft: int = DEFAULT_DRAFT  # speculative decoding's most guessed tokens per step; 0: off
 
@@ -104,6 +105,7 @@ class ModelStatus:
     busy_slots: int  # requests generating right now
     expires_in: float | None  # seconds until unloaded when idle; None: kept forever
     context_reason: str = "num_ctx"  # why its context is as long as it is
+    parallel_reason: str = "num_parallel"  # why it has as many slots as it has
 
 
 @dataclass(eq=False)
@@ -121,6 +123,7 @@ class LoadedModel:
     expires_at: float | None = None
     requested: RunnerSpec | None = None  # the spec asked for, before GPU placement changed it
     context_reason: str = "num_ctx"  # why its context is as long as it is (``context_size``)
+    parallel_reason: str = "num_parallel"  # why it has as many slots as it has (``parallel``)
     slots: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(1))
     idle: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -144,4 +147,5 @@ class LoadedModel:
             self.busy,
             expires_in,
             self.context_reason,
+            self.parallel_reason,
         )

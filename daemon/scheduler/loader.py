@@ -22,9 +22,10 @@ from daemon.runners.types import (
     RunnerError,
     RunnerSpec,
 )
-from daemon.scheduler.context_size import ContextChoice, default_context
+from daemon.scheduler.context_size import ContextChoice, context_ceiling, default_context
 from daemon.scheduler.loaded import LoadTarget, Runner, RunnerFactory
 from daemon.scheduler.memory import COMPUTE_MARGIN_BYTES, ModelFootprint, estimate_bytes
+from daemon.scheduler.parallel import ParallelChoice, default_parallel
 from daemon.scheduler.placement import (
     VRAM_MARGIN,
     Placement,
@@ -46,6 +47,7 @@ class LoadPlan:
     placement: Placement
     estimate_bytes: int  # the whole runner: weights + KV cache + compute buffers
     context_reason: str = "num_ctx"  # why the context is as long as it is
+    parallel_reason: str = "num_parallel"  # why it has as many slots as it has
 
     @property
     def ram_bytes(self) -> int:
@@ -69,9 +71,14 @@ class RunnerLoader:
     async def plan(
         self, target: LoadTarget, spec: RunnerSpec, free_ram: float = 0.0, cap: int = 32768
     ) -> LoadPlan:
-        """GPU layers, and the context when the spec leaves it to us (``num_ctx`` 0)."""
+        """GPU layers, and the slots and context where the spec leaves them to us
+        (``num_parallel``, ``num_ctx`` 0)."""
         auto = spec.num_gpu_layers == AUTO_GPU_LAYERS
         free_vram = await asyncio.to_thread(self._gpu_probe) if auto else []
+        parallel = None
+        if not spec.num_parallel:
+            parallel = _parallel_for(target, spec, free_vram, cap)
+            spec = replace(spec, num_parallel=parallel.num_parallel)
         context = None
         if not spec.num_ctx:
             context = _context_for(target, spec, free_ram, free_vram, cap)
@@ -87,15 +94,29 @@ class RunnerLoader:
         estimate = estimate_bytes(
             target.footprint, spec.num_ctx, spec.num_parallel, kv_type, scores
         )
-        return LoadPlan(spec, placement, estimate, context.reason if context else "num_ctx")
+        return LoadPlan(
+            spec,
+            placement,
+            estimate,
+            context.reason if context else "num_ctx",
+            parallel.reason if parallel else "num_parallel",
+        )
 
-    async def context(
+    async def sizes(
         self, target: LoadTarget, spec: RunnerSpec, free_ram: float, cap: int
-    ) -> ContextChoice:
-        """The context :meth:`plan` would pick for a spec that leaves it to us."""
+    ) -> tuple[ParallelChoice, ContextChoice]:
+        """The slots and context :meth:`plan` would pick for a spec that leaves them to us
+        (a spec that sets them gets them back, said so)."""
         auto = spec.num_gpu_layers == AUTO_GPU_LAYERS
         free_vram = await asyncio.to_thread(self._gpu_probe) if auto else []
-        return _context_for(target, spec, free_ram, free_vram, cap)
+        parallel = ParallelChoice(spec.num_parallel, "num_parallel")
+        if not spec.num_parallel:
+            parallel = _parallel_for(target, spec, free_vram, cap)
+            spec = replace(spec, num_parallel=parallel.num_parallel)
+        context = ContextChoice(spec.num_ctx, "num_ctx")
+        if not spec.num_ctx:
+            context = _context_for(target, spec, free_ram, free_vram, cap)
+        return parallel, context
 
     async def start(self, target: LoadTarget, plan: LoadPlan) -> tuple[Runner, str]:
         """The started runner and where it runs ("100% CPU", ...)."""
@@ -124,22 +145,49 @@ class RunnerLoader:
         return self._log_dir / f"runner-{safe}.log"
 
 
+def _gpu_room(target: LoadTarget, spec: RunnerSpec, free_vram: list[int]) -> float | None:
+    """The usable VRAM of the largest GPU where the layers are left to us and the weights fit
+    there; None where the model will run (wholly or partly) on the CPU."""
+    if not free_vram or spec.num_gpu_layers != AUTO_GPU_LAYERS:
+        return None
+    vram = max(free_vram) * (1 - VRAM_MARGIN)
+    if vram > target.footprint.weights_bytes + COMPUTE_MARGIN_BYTES:
+        return vram
+    return None
+
+
+def _context_cap(target: LoadTarget, cap: int) -> int:
+    if target.embedding_only:  # one ubatch holds a whole input: keep it as it always was
+        return min(cap, EMBEDDING_MAX_CONTEXT)
+    return cap
+
+
 def _context_for(
     target: LoadTarget, spec: RunnerSpec, free_ram: float, free_vram: list[int], cap: int
 ) -> ContextChoice:
     """The default context of ``target``: sized to the GPU when its weights fit there (and the
     layers are left to us), else to free RAM."""
-    footprint = target.footprint
-    if target.embedding_only:  # one ubatch holds a whole input: keep it as it always was
-        cap = min(cap, EMBEDDING_MAX_CONTEXT)
-    free = free_ram
-    if free_vram and spec.num_gpu_layers == AUTO_GPU_LAYERS:
-        vram = max(free_vram) * (1 - VRAM_MARGIN)
-        if vram > footprint.weights_bytes + COMPUTE_MARGIN_BYTES:
-            free = vram
+    vram = _gpu_room(target, spec, free_vram)
     return default_context(
-        footprint, target.n_ctx_train, free, spec.num_parallel, spec.kv_cache_type, cap
+        target.footprint,
+        target.n_ctx_train,
+        free_ram if vram is None else vram,
+        spec.num_parallel,
+        spec.kv_cache_type,
+        _context_cap(target, cap),
     )
+
+
+def _parallel_for(
+    target: LoadTarget, spec: RunnerSpec, free_vram: list[int], cap: int
+) -> ParallelChoice:
+    """The default slots of ``target``: more than 4 only where a GPU holds it whole (an
+    embedding model keeps 4), each slot counted with the context it would get anyway."""
+    vram = None if target.embedding_only else _gpu_room(target, spec, free_vram)
+    if vram is None:
+        return default_parallel(target.footprint, 0, None)
+    slot_context = spec.num_ctx or context_ceiling(target.n_ctx_train, cap)
+    return default_parallel(target.footprint, slot_context, vram, spec.kv_cache_type)
 
 
 def _attention_scores(footprint: ModelFootprint, spec: RunnerSpec) -> int:
@@ -170,7 +218,8 @@ def _log_load(name: str, plan: LoadPlan, processor: str, info, seconds: float) -
     message = (
         f"loaded {name} in {seconds:.2f}s: {processor} (backend {info.backend}, "
         f"{info.gpu_layers}/{info.total_layers} layers on GPU; {placement.reason}), "
-        f"ctx {info.n_ctx} x {info.n_parallel} parallel ({plan.context_reason}), "
+        f"ctx {info.n_ctx} ({plan.context_reason}) x {info.n_parallel} parallel "
+        f"({plan.parallel_reason}), "
         f"KV cache {plan.spec.kv_cache_type}"
     )
     if placement.gpu_layers > 0 and info.gpu_layers == 0:

@@ -31,6 +31,7 @@ from daemon.scheduler.loaded import (
 )
 from daemon.scheduler.loader import AUTO_GPU_LAYERS, RunnerLoader
 from daemon.scheduler.memory import MemoryInfo, nvidia_free_vram, system_memory
+from daemon.scheduler.parallel import ParallelChoice
 
 __all__ = ["Scheduler", "SchedulerConfig"]
 
@@ -134,16 +135,19 @@ class Scheduler:
     def _expiry(self, model: LoadedModel) -> float | None:
         return None if model.keep_alive < 0 else model.last_used + model.keep_alive
 
-    async def context(self, target: LoadTarget, options: RunnerOptions) -> ContextChoice:
-        """The context ``target`` runs (or would run) at with ``options``, and why."""
+    async def sizes(
+        self, target: LoadTarget, options: RunnerOptions
+    ) -> tuple[ParallelChoice, ContextChoice]:
+        """The slots and context ``target`` runs (or would run) with ``options``, and why."""
         spec = self._spec(target, options)
         loaded = self._models.get(target.name)
         if loaded is not None and loaded.usable and _same(loaded, spec):
-            return ContextChoice(loaded.spec.num_ctx, f"loaded: {loaded.context_reason}")
-        if spec.num_ctx:
-            return ContextChoice(spec.num_ctx, "num_ctx")
+            return (
+                ParallelChoice(loaded.spec.num_parallel, f"loaded: {loaded.parallel_reason}"),
+                ContextChoice(loaded.spec.num_ctx, f"loaded: {loaded.context_reason}"),
+            )
         free = await self._free_memory()
-        return await self._loader.context(target, spec, free, self.config.context_cap)
+        return await self._loader.sizes(target, spec, free, self.config.context_cap)
 
     # -- loading ----------------------------------------------------------------------------
     def _spec(self, target: LoadTarget, options: RunnerOptions) -> RunnerSpec:
@@ -163,6 +167,7 @@ class Scheduler:
             embedding_only=target.embedding_only,
             kv_cache_type=options.kv_cache_type,
             flash_attention=options.flash_attention,
+            backend_sampling=options.backend_sampling,
             host_cache_bytes=options.host_cache_bytes,
         )
 
@@ -219,6 +224,7 @@ class Scheduler:
             self._clock(),
             requested=spec,
             context_reason=plan.context_reason,
+            parallel_reason=plan.parallel_reason,
         )
         model.expires_at = self._expiry(model)  # waiters claim it at once; else it expires
         self._models[target.name] = model

@@ -257,4 +257,5 @@ def _generation_fields(generation: Generation | None) -> dict:
         "prompt_ms": round(u.prompt_seconds * 1000, 2),
         "generation_ms": round(u.generation_seconds * 1000, 2),
         "tokens_per_second": round(rate, 2) if rate else None,
+        **({"sampling": u.sampling} if u.sampling else {}),
     }

@@ -11,7 +11,14 @@ import pytest
 
 from daemon.api import ProgressResponse, VerifyProblem, VerifyResponse
 from daemon.client import DaemonUnavailable, ServerBusy
-from tests.support.cli import MODEL, SHOW, answer_chunks, running_model, thinking_chunks
+from tests.support.cli import (
+    MODEL,
+    PS_HEADER,
+    SHOW,
+    answer_chunks,
+    running_model,
+    thinking_chunks,
+)
 
 DIGEST = "sha256:" + "8eeb52dfb3bb" + "0" * 52
 
@@ -40,6 +47,7 @@ def test_ps_table(run_cli, fake):
             size_vram=0,
             processor="100% CPU",
             context_length=4096,
+            num_parallel=16,
             expires_at="2999-01-01T00:00:00Z",
         ),
         running_model("gpu:latest", size=1000, size_vram=500, expires_at=""),
@@ -47,9 +55,9 @@ def test_ps_table(run_cli, fake):
     status, out, _ = run_cli("ps")
     header, first, second = out.splitlines()
     assert status == 0
-    assert header.split() == ["NAME", "ID", "SIZE", "PROCESSOR", "CONTEXT", "KV", "CACHE", "UNTIL"]
+    assert header.split() == PS_HEADER
     assert "cdcdcdcdcdcd" in first and "5.5 GB" in first and "100% CPU" in first
-    assert "4096" in first and first.endswith("Forever")
+    assert first.split()[6:8] == ["4096", "16"] and first.endswith("Forever")  # ctx, slots
     assert "f16, flash auto" in first  # the KV cache type and flash attention it runs with
     assert "50%/50% CPU/GPU" in second
     assert json.loads(run_cli("ps", "--json")[1])[0]["context_length"] == 4096

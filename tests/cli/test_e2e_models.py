@@ -11,6 +11,7 @@ import shutil
 import pytest
 
 from app.cli.main import main
+from tests.support.cli import PS_HEADER
 from tests.support.cli_e2e import cli_env
 from tests.support.daemon import Daemon, make_store
 
@@ -112,7 +113,7 @@ def test_ps_and_stop(cli):
     assert cli("run", "tiny", "Hello")[0] == 0
     status, out, _ = cli("ps")
     header, *rows = out.splitlines()
-    assert header.split() == ["NAME", "ID", "SIZE", "PROCESSOR", "CONTEXT", "KV", "CACHE", "UNTIL"]
+    assert header.split() == PS_HEADER
     assert any(row.startswith("tiny:latest ") and "from now" in row for row in rows)
     assert cli("stop", "tiny")[0] == 0
     assert all(not row.startswith("tiny:latest") for row in cli("ps")[1].splitlines()[1:])

@@ -94,7 +94,7 @@ def test_remotes_end_to_end(cli, daemons):
             _, out, _ = cli("ps")
             last = json.loads(list(lines)[-1])  # and it ends, at the remote's context
         assert out.splitlines()[1].split() == [
-            "back/tiny", "-", "-", "remote", "back", "-", "-", "1", "in", "flight",
+            "back/tiny", "-", "-", "remote", "back", "-", "-", "-", "1", "in", "flight",
         ]  # fmt: skip
         assert last["done"] and last["done_reason"] == "length"
         assert cli("ps")[1].splitlines()[1:] == []

@@ -124,7 +124,7 @@ def test_list_marks_remote_models(run_cli, fake):
 def test_ps_shows_remote_models_in_use(run_cli, fake):
     fake.loaded = [running_model("gpu/qwen3-8b", remote="gpu", active_requests=2)]
     _, out, _ = run_cli("ps")
-    row = ["gpu/qwen3-8b", "-", "-", "remote", "gpu", "-", "-", "2", "in", "flight"]
+    row = ["gpu/qwen3-8b", "-", "-", "remote", "gpu", "-", "-", "-", "2", "in", "flight"]
     assert out.splitlines()[1].split() == row
 
 

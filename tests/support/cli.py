@@ -77,6 +77,10 @@ SHOW = ShowResponse(
 )
 
 
+# ``localllm ps``'s header, split on spaces
+PS_HEADER = ["NAME", "ID", "SIZE", "PROCESSOR", "CONTEXT", "SLOTS", "KV", "CACHE", "UNTIL"]
+
+
 def running_model(name: str, **fields: Any) -> RunningModel:
     """``/api/ps``'s entry for ``name``; ``fields`` replace the defaults (a small CPU model)."""
     defaults: dict[str, Any] = {

@@ -19,7 +19,8 @@ def run_engine(
     rounds: Sequence[Sequence[GenerateCall]],
     prepare: Callable[[object], None] | None = None,
 ) -> tuple[dict[int, list[int]], dict[int, dict]]:
-    """Token ids and done frames (plus the whole ``text``) by request id, ids counted from 1.
+    """Token ids and done frames (plus the whole ``text`` and its ``logprobs`` entries) by
+    request id, ids counted from 1.
     Each round's requests run together, the rounds one after another on the same engine (its
     slots and caches reused); ``prepare`` gets the engine before the first request."""
     from daemon.runners.worker.engine import Engine  # imports llama_cpp: only when used
@@ -42,10 +43,11 @@ def run_engine(
         sink.seek(0)
         reader = FrameReader(sink)
         while (message := reader.read()) is not None:
-            entry = done.setdefault(message["id"], {"text": ""})
+            entry = done.setdefault(message["id"], {"text": "", "logprobs": []})
             if message["ev"] == "token":
                 ids[message["id"]] += message["ids"]
                 entry["text"] += message["text"]
+                entry["logprobs"] += message.get("logprobs", ())
             elif message["ev"] == "done":
                 entry.update(message)
     return dict(ids), done

@@ -21,8 +21,9 @@ def register(commands: argparse._SubParsersAction) -> None:
         _ps,
         summary="list the models loaded in memory",
         description="""
-            List loaded models: memory used, where they run (CPU/GPU split), context length and
-            when they will be unloaded (LOCALLLM_KEEP_ALIVE, or a request's keep_alive).
+            List loaded models: memory used, where they run (CPU/GPU split), context length per
+            slot, slots (requests served at once), and when they will be unloaded
+            (LOCALLLM_KEEP_ALIVE, or a request's keep_alive).
             Models of a remote engine in use show as "remote NAME" with their requests in
             flight.
             """,
@@ -48,7 +49,7 @@ def _ps(context: Context, args: argparse.Namespace) -> int:
         return 0
     now = datetime.now(UTC)
     rows = [_remote_row(model) if model.remote else _local_row(model, now) for model in running]
-    headers = ["NAME", "ID", "SIZE", "PROCESSOR", "CONTEXT", "KV CACHE", "UNTIL"]
+    headers = ["NAME", "ID", "SIZE", "PROCESSOR", "CONTEXT", "SLOTS", "KV CACHE", "UNTIL"]
     context.print(table(headers, rows))
     return 0
 
@@ -60,6 +61,7 @@ def _local_row(model: RunningModel, now: datetime) -> list[object]:
         format_size(model.size),
         model.processor or _processor(model),
         model.context_length or "-",
+        model.num_parallel or "-",
         f"{model.kv_cache_type}, flash {model.flash_attention}",
         format_until(model.expires_at, now),
     ]
@@ -68,7 +70,7 @@ def _local_row(model: RunningModel, now: datetime) -> list[object]:
 def _remote_row(model: RunningModel) -> list[object]:
     """A model another engine serves: nothing here to size or unload; how busy it is."""
     busy = f"{model.active_requests} in flight"
-    return [model.name or model.model, "-", "-", f"remote {model.remote}", "-", "-", busy]
+    return [model.name or model.model, "-", "-", f"remote {model.remote}", "-", "-", "-", busy]
 
 
 def _processor(model: RunningModel) -> str:

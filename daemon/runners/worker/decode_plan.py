@@ -7,6 +7,13 @@ faster one after the other (bench/RESULTS.md: a batch of 2 at 2.9x the time of o
 The engine therefore times both ways and takes the cheaper, trying the other way now and then
 because the machine's load and the context lengths change.
 
+A timing covers the decode and the wait for its result (``timed``): on a GPU ``llama_decode``
+returns once the work is queued and the wait lands on whatever reads the logits next, so the
+call alone says nothing about what a step costs (a plan that timed it decoded 4 streams apart
+on an H200 at 0.55x llama-server). Where the whole model runs on a GPU a batch of k tokens
+costs about one token, so the plan is not asked at all there (``batch_is_free``): the streams
+always share one decode, and nothing is timed or probed.
+
 Timings taken while other programs use the cores swing widely: one slow batch must not send
 the engine to one-at-a-time for good (a bench run once found it decoding 4 streams at the
 1-stream rate long after the load had gone). So a single timing moves an average by at most
@@ -14,6 +21,9 @@ a quarter of its value, and the batch timing taken on a re-check replaces the st
 """
 
 from __future__ import annotations
+
+import time
+from collections.abc import Callable
 
 __all__ = ["DecodePlan"]
 
@@ -26,9 +36,16 @@ _MOST_CHANGE = 2.0  # a new timing counts as at most this many times (or 1/this)
 
 
 class DecodePlan:
-    """Running averages of decode times for steps of single tokens, one per sequence."""
+    """Running averages of decode times for steps of single tokens, one per sequence.
 
-    def __init__(self) -> None:
+    ``batch_is_free``: the model runs wholly on a GPU; every step is one batch, untimed.
+    ``clock``: seconds, monotonic (tests give their own)."""
+
+    def __init__(
+        self, batch_is_free: bool = False, clock: Callable[[], float] = time.perf_counter
+    ) -> None:
+        self.batch_is_free = batch_is_free
+        self._clock = clock
         self._single: float | None = None  # seconds for a decode of one token
         self._batched: dict[int, float] = {}  # seconds for one decode of k tokens
         self._steps: dict[int, int] = {}
@@ -37,7 +54,7 @@ class DecodePlan:
 
     def one_at_a_time(self, count: int) -> bool:
         """True if ``count`` tokens (of ``count`` sequences) should be decoded separately."""
-        if count < 2:
+        if count < 2 or self.batch_is_free:
             return False
         steps = self._steps[count] = self._steps.get(count, 0) + 1
         if count not in self._batched:
@@ -51,6 +68,18 @@ class DecodePlan:
             self._rechecking.add(count)  # now and then, time the batch again
             return False
         return apart < _CLOSE * together and steps % _PROBE_EVERY == 0
+
+    def timed(self, count: int, decode: Callable[[], None], wait: Callable[[], None]) -> None:
+        """Run a decode of ``count`` tokens (one per sequence) and ``wait`` for its result,
+        learning from the time of both together. Where the batch is free, only ``decode``
+        runs: whatever reads the result next waits for it."""
+        if self.batch_is_free:
+            decode()
+            return
+        started = self._clock()
+        decode()
+        wait()
+        self.record(count, self._clock() - started)
 
     def record(self, count: int, seconds: float) -> None:
         """A decode of ``count`` tokens, one per sequence, took ``seconds``. The first one

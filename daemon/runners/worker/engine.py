@@ -4,7 +4,9 @@ Each step puts the next token of every generating sequence into the batch, then 
 left of the batch with prompt chunks of the sequences still prefilling, so a long prompt is
 spread over several steps and never stalls the streams already running. Requests beyond the
 number of slots wait in a FIFO until a slot frees. A step of only the streams' next tokens is
-decoded one token at a time instead where that has been measured to be cheaper (``decode_plan``).
+decoded one token at a time instead where that has been measured to be cheaper (``decode_plan``;
+never where the whole model runs on a GPU). There, a request's sampler chain runs inside the
+decode where its sampling allows (``backend_sampling``).
 
 A prompt with images is fed the same way up to each image, which is then encoded into its
 sequence on its own (see ``vision``), holding the other streams for that long.
@@ -26,10 +28,12 @@ from ..types import (
     RunnerError,
     RunnerSpec,
 )
+from .backend_sampling import BackendSamplers, use_backend
 from .batch import Batch
 from .decode_plan import DecodePlan
 from .host_cache import HostCache
 from .model import ContextConfig, Model
+from .offload import whole_model_on_gpu
 from .sampling import SequenceSampler, token_logprobs
 from .slots import Slot
 from .speculative import Speculator, draft_stats
@@ -82,7 +86,10 @@ class Engine:
         self.host = HostCache(self.ctx, self.memory, spec.host_cache_bytes)
         self.batch = Batch(n_batch)
         self._one = Batch(1)  # for decoding the streams' tokens one at a time
-        self.plan = DecodePlan()
+        on_gpu = whole_model_on_gpu(spec, model.n_layer)
+        self.plan = DecodePlan(batch_is_free=on_gpu)
+        self.backend_sampling = use_backend(spec.backend_sampling, on_gpu)
+        self.samplers = BackendSamplers(self.ctx)
         self.speculator = Speculator.open(model, spec, threads, self.memory)
         self.slots = [Slot(i) for i in range(spec.num_parallel)]
         self.waiting: deque[_Job] = deque()
@@ -134,7 +141,9 @@ class Engine:
             rid=rid,
             prompt=prompt,
             images=parsed.images,
-            sampler=SequenceSampler(self.model, params, [t for t in prompt if t >= 0]),
+            sampler=SequenceSampler(
+                self.model, params, [t for t in prompt if t >= 0], self.backend_sampling
+            ),
             text=TextStream(params.stop),
             max_tokens=params.max_tokens,
             logprobs=params.logprobs,
@@ -170,10 +179,10 @@ class Engine:
         if singles and self.plan.one_at_a_time(len(ready)):
             self._decode_apart(ready)
             return
-        started = time.perf_counter()
-        self._decode(self.batch)
         if singles:
-            self.plan.record(len(ready), time.perf_counter() - started)
+            self.plan.timed(len(ready), lambda: self._decode(self.batch), self._wait)
+        else:
+            self._decode(self.batch)
         for job in ready:
             self.speculator.advance(job, self._advance)
 
@@ -185,9 +194,7 @@ class Engine:
             token, position = int(batch.tokens[row]), int(batch.positions[row])
             one.clear()
             one.add(token, position, int(batch.seq_ids[row]), True)
-            started = time.perf_counter()
-            self._decode(one)
-            self.plan.record(1, time.perf_counter() - started)
+            self.plan.timed(1, lambda: self._decode(one), self._wait)
             job.row = 0
             self._advance(job)
 
@@ -195,6 +202,10 @@ class Engine:
         rc = batch.decode(self.ctx)
         if rc != 0:
             raise RuntimeError(f"llama_decode failed with status {rc}")
+
+    def _wait(self) -> None:
+        """Until the last decode's work is done (on a GPU it runs on after the call)."""
+        lc.llama_synchronize(self.ctx)
 
     def _admit(self) -> None:
         while self.waiting:
@@ -212,6 +223,7 @@ class Engine:
                     common = 0
                 del slot.cached[common:]
             slot.job, job.slot, job.fed = job, slot, common
+            self.samplers.start(slot.seq_id, job.sampler)
             job.admitted = time.perf_counter()
             self.active.append(job)
 
@@ -323,6 +335,7 @@ class Engine:
                 "prompt_seconds": (first - job.admitted) if job.admitted else 0.0,
                 "generation_seconds": now - first,
                 "first_token_seconds": (first - job.arrived) if job.first_token else 0.0,
+                "sampling": job.sampler.where,
                 **draft_stats(job),
             }
         )
@@ -338,7 +351,7 @@ class Engine:
         self._release(job, time.perf_counter())
 
     def _release(self, job: _Job, now: float) -> None:
-        job.sampler.close()
+        self.samplers.release(job.slot.seq_id if job.slot else None, job.sampler)
         for image in job.images.values():
             image.free()
         if job.slot is not None:

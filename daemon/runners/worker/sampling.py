@@ -2,9 +2,10 @@
 
 Each sequence owns its chain (its RNG, penalty history and grammar state), so what one request
 samples never depends on which other requests share the batch: the same seed gives the same
-text at any concurrency. Sampling runs in C; Python only sees the chosen token, adjusts the
-few logits that logit bias and penalties touch (``penalties``), and hands the chain only the
-highest logits where that gives the same token (``candidates``).
+text at any concurrency. Sampling runs in C. On the host, Python only sees the chosen token,
+adjusts the few logits that logit bias and penalties touch (``penalties``), and hands the chain
+only the highest logits where that gives the same token (``candidates``). In the graph
+(``backend_sampling``), the whole chain, bias and penalties included, runs inside the decode.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import llama_cpp as lc
 import numpy as np
 
 from ..types import InvalidRequestError, SamplingParams
+from .backend_sampling import host_reason
 from .candidates import CandidateSampler
 from .json_grammar import schema_grammar
 from .model import Model
@@ -25,20 +27,33 @@ __all__ = ["SequenceSampler", "token_logprobs"]
 
 
 class SequenceSampler:
-    """Owns one ``llama_sampler`` chain; :meth:`close` frees it."""
+    """Owns one ``llama_sampler`` chain; :meth:`close` frees it.
 
-    def __init__(self, model: Model, params: SamplingParams, prompt: list[int]):
+    ``backend``: the runner samples in the graph where a request allows it; ``on_backend``
+    says whether this one does (the engine attaches :attr:`chain` to its sequence)."""
+
+    def __init__(
+        self, model: Model, params: SamplingParams, prompt: list[int], backend: bool = False
+    ):
         # llama.cpp seeds are 32-bit; any 64-bit seed maps onto one (-1: 0xFFFFFFFF, "random").
         self.seed = params.seed % (1 << 32) if params.seed is not None else random.getrandbits(32)
+        self.on_backend = False
         self._model = model
-        self._chain = lc.llama_sampler_chain_init(lc.llama_sampler_chain_default_params())
+        self.chain = lc.llama_sampler_chain_init(lc.llama_sampler_chain_default_params())
         try:
-            self._build(model, params, prompt)
+            self._build(model, params, prompt, backend)
         except BaseException:
             self.close()
             raise
 
-    def _build(self, model: Model, params: SamplingParams, prompt: list[int]) -> None:
+    @property
+    def where(self) -> str:
+        """``backend`` (in the graph) or ``host``, for the request's done frame."""
+        return "backend" if self.on_backend else "host"
+
+    def _build(
+        self, model: Model, params: SamplingParams, prompt: list[int], backend: bool
+    ) -> None:
         bias = dict(params.logit_bias)
         if params.ignore_eos:
             bias.update((t, -math.inf) for t in model.eog_tokens())
@@ -52,8 +67,15 @@ class SequenceSampler:
         grammar = _grammar_text(params)
         greedy = params.temperature <= 0
         self._narrow = None
+        if backend and host_reason(params, len(bias)) is None:
+            self.on_backend = True
+            self._adjuster = LogitAdjuster(params, {}, 0, ())  # nothing left to adjust
+            self._add_bias(model, bias)
+            self._add_penalties(model, params, last_n, prompt)
+            self._add_choice(params, greedy)
+            return
         if CandidateSampler.usable(params.top_k, greedy, grammar is not None, model.n_vocab):
-            self._narrow = CandidateSampler(self._chain, 0 if greedy else params.top_k)
+            self._narrow = CandidateSampler(self.chain, 0 if greedy else params.top_k)
         if self._narrow is None and not LogitAdjuster.penalises(params, last_n):
             # llama.cpp's whole-array path reads the logits itself: a bias alone joins its
             # chain (llama.cpp adds it where the array is in vocabulary order: per token).
@@ -65,6 +87,10 @@ class SequenceSampler:
             if not sampler:
                 raise InvalidRequestError("the grammar is not valid GBNF (see the runner log)")
             self._add(sampler)
+        self._add_choice(params, greedy)
+
+    def _add_choice(self, params: SamplingParams, greedy: bool) -> None:
+        """The samplers that pick the token: greedy, or top_k ... temperature, the draw."""
         if greedy:
             self._add(lc.llama_sampler_init_greedy())
             return
@@ -80,7 +106,25 @@ class SequenceSampler:
         self._add(lc.llama_sampler_init_dist(self.seed))
 
     def _add(self, sampler) -> None:
-        lc.llama_sampler_chain_add(self._chain, sampler)
+        lc.llama_sampler_chain_add(self.chain, sampler)
+
+    def _add_penalties(
+        self, model: Model, params: SamplingParams, last_n: int, prompt: list[int]
+    ) -> None:
+        """llama.cpp's penalties sampler (the graph has it), its window filled from the prompt
+        as the host's ``LogitAdjuster`` fills its own."""
+        if not LogitAdjuster.penalises(params, last_n):
+            return
+        sampler = lc.llama_sampler_init_penalties(
+            model.n_vocab,
+            last_n,
+            params.repeat_penalty,
+            params.frequency_penalty,
+            params.presence_penalty,
+        )
+        self._add(sampler)  # the chain owns it from here
+        for token in prompt[-last_n:]:
+            lc.llama_sampler_accept(sampler, token)
 
     def _add_bias(self, model: Model, bias: dict[int, float]) -> None:
         if bias:
@@ -93,13 +137,13 @@ class SequenceSampler:
         """Sample from the logits of batch row ``row`` and advance this chain's state."""
         adjuster, narrow = self._adjuster, self._narrow
         if not adjuster.active and narrow is None:
-            return lc.llama_sampler_sample(self._chain, ctx, row)
+            return lc.llama_sampler_sample(self.chain, ctx, row)
         logits = self._model.logits(ctx, row)
         undo = adjuster.apply(logits) if adjuster.active else None
         try:
             token = narrow.sample(logits) if narrow is not None else None
             if token is None:
-                token = lc.llama_sampler_sample(self._chain, ctx, row)
+                token = lc.llama_sampler_sample(self.chain, ctx, row)
         finally:
             if undo is not None:
                 adjuster.restore(logits, undo)
@@ -107,9 +151,9 @@ class SequenceSampler:
         return token
 
     def close(self) -> None:
-        if self._chain:
-            lc.llama_sampler_free(self._chain)
-            self._chain = None
+        if self.chain:
+            lc.llama_sampler_free(self.chain)
+            self.chain = None
 
 
 def _grammar_text(params: SamplingParams) -> str | None:

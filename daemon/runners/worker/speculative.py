@@ -21,7 +21,8 @@ twice one), so a sequence's first guess is one token, and it guesses further onl
 guesses hold; after wholly wrong guesses it pauses, longer each time (up to 256 steps). On text
 that never repeats, starting at 8 tokens cost 3% of every token (bench/RESULTS.md); this costs
 nothing measurable. Nothing is drafted while more than a few sequences decode together (their
-batch already reads the weights once).
+batch already reads the weights once), nor for a sequence whose sampler chain runs inside the
+decode (``backend_sampling``: llama.cpp samples one row per sequence there).
 """
 
 from __future__ import annotations
@@ -99,6 +100,8 @@ class Speculator:
         if not self.most or len(generating) > MAX_STREAMS:
             return
         for job in generating:
+            if job.sampler.on_backend:
+                continue  # one output row per sequence and decode (``backend_sampling``)
             state = job.speculation
             if state is None:
                 state = job.speculation = Speculation(self._source(job))

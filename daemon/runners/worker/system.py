@@ -10,6 +10,7 @@ import llama_cpp as lc
 
 from ..types import RunnerSpec
 from .model import Model
+from .offload import offloaded_layers
 
 __all__ = ["LogRouter", "default_threads", "describe", "resident_bytes"]
 
@@ -80,9 +81,7 @@ def describe(spec: RunnerSpec, model: Model, load_seconds: float) -> dict:
     """The fields of ``RunnerInfo``, measured after load and warm-up."""
     system_info = lc.llama_print_system_info().decode(errors="replace").strip()
     total = model.n_layer + 1  # llama.cpp counts the output layer as one more
-    gpu_layers = 0
-    if lc.llama_supports_gpu_offload() and spec.num_gpu_layers != 0:
-        gpu_layers = total if spec.num_gpu_layers < 0 else min(spec.num_gpu_layers, total)
+    gpu_layers = offloaded_layers(spec, model.n_layer)
     backend = _backend(system_info) if gpu_layers else "cpu"
     return {
         "backend": backend,

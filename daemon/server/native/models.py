@@ -127,6 +127,8 @@ def _running(store: Store, status: ModelStatus) -> RunningModel:
         active_requests=status.active,
         kv_cache_type=status.spec.kv_cache_type,
         flash_attention=status.info.flash_attention or status.spec.flash_attention,
+        num_parallel=status.info.n_parallel,
+        parallel_reason=status.parallel_reason,
     )
 
 
