@@ -17,6 +17,7 @@ class CatalogModel(BaseModel):
     repo: str  # the Hugging Face repository it comes from
     quant: str
     kind: str  # "chat", "embedding" or "vision"
+    capabilities: list[str] = []  # beyond plain chat: "vision", "tools", "thinking", "embedding"
     parameter_size: str
     size: int  # bytes, approximate
     description: str
