@@ -247,6 +247,12 @@ class MainWindow(QMainWindow):
 
     # the Settings page
 
+    def use_theme(self, theme, flag: str | None = None) -> None:
+        """The ``Theme`` the Settings page switches; ``flag``: the ``--theme`` that chose its
+        mode for this run (the page shows what is in effect, and why)."""
+        self.theme = theme
+        self.settings_page.show_theme(theme.mode, flag)
+
     def _theme_picked(self, mode: str) -> None:
         self.settings.setValue(THEME_KEY, mode)
         if self.theme is not None:
