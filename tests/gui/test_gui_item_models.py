@@ -76,10 +76,10 @@ def test_installed_columns_read_well_and_sort_by_value(model_tester):
         ]
     )
     row = [table.index(0, c).data() for c in range(table.columnCount())]
-    assert row[:7] == ["qwen:7b", "", "", "7.6B", "Q4_K_M", "4.7 GB", "32,768"]
-    assert table.index(0, 5).data(SORT_ROLE) == 4_683_073_184
+    assert row[:7] == ["qwen:7b", "4.7 GB", "", "", "7.6B", "Q4_K_M", "32,768"]
+    assert table.index(0, 1).data(SORT_ROLE) == 4_683_073_184
     assert table.index(0, 0).data(ITEM_ROLE).name == "qwen:7b"
-    assert table.headerData(5, Qt.Orientation.Horizontal) == "Size"
+    assert table.headerData(1, Qt.Orientation.Horizontal) == "Size"
     table.upsert(replace(table.item(0), context_length=4096))
     assert table.index(0, 6).data() == "4,096"
     table.remove("qwen:7b")
@@ -92,16 +92,16 @@ def test_installed_and_catalog_rows_carry_the_same_badges(model_tester):
     table = model_tester(InstalledModelsModel())
     eyes = _model("eyes", 2 * GB, capabilities=frozenset({"completion", "vision", "tools"}))
     table.replace([eyes, _model("big", 40 * GB), _model("far", 0, remote="gpu")])
-    headers = [table.headerData(c, Qt.Orientation.Horizontal) for c in range(3)]
-    assert headers == ["Name", "Fits", "Can"]
-    assert table.index(0, 1).data() == ""  # until the machine is known
+    headers = [table.headerData(c, Qt.Orientation.Horizontal) for c in range(4)]
+    assert headers == ["Name", "Size", "Fits", "Can"]
+    assert table.index(0, 2).data() == ""  # until the machine is known
     table.set_system(SystemInfo(16 * GB, 8 * GB))
-    assert [table.index(r, 1).data() for r in range(3)] == [Fit.RAM.label, "too large", ""]
-    assert table.index(1, 1).data(TONE_ROLE) == "warning"
-    assert table.index(0, 2).data() == "vision, tools"  # sorted and searched as words
-    assert table.index(0, 2).data(BADGES_ROLE) == (("vision", "info"), ("tools", "accent"))
-    assert "Sees images" in table.index(0, 2).data(Qt.ItemDataRole.ToolTipRole)
-    assert table.index(1, 2).data(BADGES_ROLE) == ()  # not known yet: no badge
+    assert [table.index(r, 2).data() for r in range(3)] == [Fit.RAM.label, "too large", ""]
+    assert table.index(1, 2).data(TONE_ROLE) == "warning"
+    assert table.index(0, 3).data() == "vision, tools"  # sorted and searched as words
+    assert table.index(0, 3).data(BADGES_ROLE) == (("vision", "info"), ("tools", "accent"))
+    assert "Sees images" in table.index(0, 3).data(Qt.ItemDataRole.ToolTipRole)
+    assert table.index(1, 3).data(BADGES_ROLE) == ()  # not known yet: no badge
 
     catalog = model_tester(CatalogTableModel())
     qwen = CatalogModel(

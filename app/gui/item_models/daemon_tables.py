@@ -70,14 +70,14 @@ def _fits(fit: Callable[[Any], Fit], tip: Callable[[Any], str] | None = None) ->
 
 
 _INSTALLED_FACTS = (
-    Column("Parameters", _local(lambda m: m.parameter_size)),
-    Column("Quantization", _local(lambda m: m.quantization)),
-    Column("Size", _local(lambda m: bytes_text(m.size)), lambda m: m.size, numeric=True),
+    Column("Params", _local(lambda m: m.parameter_size), about="Parameters"),
+    Column("Quant", _local(lambda m: m.quantization), about="Quantization"),
     Column(  # what the model was trained for; the details say what chats run at
-        "Trained context",
+        "Trained for",
         lambda m: _context(m.context_length),
         lambda m: m.context_length or 0,
         numeric=True,
+        about="The context length it was trained for, in tokens",
     ),
     Column("Modified", _local(lambda m: ago(m.modified_at)), lambda m: _stamp(m.modified_at)),
 )
@@ -88,13 +88,14 @@ class InstalledModelsModel(RecordTableModel):
     model picker shows the same first column), with badges for whether each fits this computer
     and what it can do (known once its details came)."""
 
-    FITS = 1  # the column of the fit badge
+    FITS = 2  # the column of the fit badge
 
     def __init__(self, parent=None):
         super().__init__(lambda m: m.name, parent)
         self._system: SystemInfo | None = None
         self.columns = (
             Column("Name", _model_name, lambda m: m.name, tooltip=_served_by),
+            Column("Size", _local(lambda m: bytes_text(m.size)), lambda m: m.size, numeric=True),
             _fits(self.fit),
             _CAN,
             *_INSTALLED_FACTS,

@@ -32,6 +32,7 @@ class Column:
     tooltip: Callable[[Any], str] | None = None
     tone: Callable[[Any], str | None] | None = None  # drawn as a badge of this meaning
     badges: Callable[[Any], tuple[tuple[str, str], ...]] | None = None  # drawn as badges
+    about: str = ""  # the heading's tooltip (what a short title stands for)
 
     @property
     def drawn_as_badges(self) -> bool:
@@ -57,8 +58,12 @@ class RecordTableModel(QAbstractTableModel):
         return 0 if parent.isValid() else len(self.columns)
 
     def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+        if orientation != Qt.Orientation.Horizontal:
+            return None
+        if role == Qt.ItemDataRole.DisplayRole:
             return self.columns[section].title
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return self.columns[section].about or None
         return None
 
     def data(self, index: QModelIndex | QPersistentModelIndex, role=Qt.ItemDataRole.DisplayRole):

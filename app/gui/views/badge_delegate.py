@@ -6,7 +6,7 @@ same on every page. A cell holds one badge (``TONE_ROLE``: its text and tone) or
 from __future__ import annotations
 
 from PySide6.QtCore import QModelIndex, QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QFontMetrics, QPainter
+from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
 from app.gui.design.widgets import page_palette
@@ -17,6 +17,7 @@ __all__ = ["BadgeDelegate"]
 _PAD_X, _PAD_Y = 8, 3
 _GAP = 4  # between two badges
 _MARGIN = 6  # before the first
+_EDGE_ALPHA = 60  # of 255
 
 
 def _badges(index: QModelIndex) -> tuple[tuple[str, str], ...]:
@@ -60,18 +61,23 @@ class BadgeDelegate(QStyledItemDelegate):
         left, right = option.rect.left() + _MARGIN, option.rect.right() - _MARGIN
         painter.save()
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setFont(option.font)  # the font ``metrics`` measures
         for text, tone in badges:
             room = right - left
             if room < 2 * _PAD_X + metrics.horizontalAdvance("…"):
                 break  # no room for another: the tooltip and the text say them all
-            width = min(metrics.horizontalAdvance(text) + 2 * _PAD_X, room)
+            natural = metrics.horizontalAdvance(text) + 2 * _PAD_X
+            width = min(natural, room)
             rect = QRectF(left, top, width, height)
             colour, background = palette.tone(tone)
-            painter.setPen(Qt.PenStyle.NoPen)
+            edge = QColor(colour)
+            edge.setAlpha(_EDGE_ALPHA)  # a hint of an edge: the pill shows on a chosen row too
+            painter.setPen(QPen(edge, 1))
             painter.setBrush(QColor(background))
-            painter.drawRoundedRect(rect, height / 2, height / 2)
+            painter.drawRoundedRect(rect.adjusted(0.5, 0.5, -0.5, -0.5), height / 2, height / 2)
             painter.setPen(QColor(colour))
-            shown = metrics.elidedText(text, Qt.TextElideMode.ElideRight, int(width) - 2 * _PAD_X)
-            painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, shown)
+            if width < natural:  # (eliding at the natural width cuts: advances round down)
+                text = metrics.elidedText(text, Qt.TextElideMode.ElideRight, width - 2 * _PAD_X)
+            painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, text)
             left += width + _GAP
         painter.restore()

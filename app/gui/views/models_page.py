@@ -55,7 +55,7 @@ class ModelsPage(QWidget):
         super().__init__(parent)
         self.setAcceptDrops(True)
         self.library = library
-        self.table = table_view(library.table, self)
+        self.table = table_view(library.table, self, stretch=0)  # the name gives way
         self.table.sortByColumn(0, Qt.SortOrder.AscendingOrder)
         self.table.selectionModel().selectionChanged.connect(lambda *_: self._selected())
         self.tabs = QTabWidget()
@@ -132,10 +132,14 @@ class ModelsPage(QWidget):
             return
         abilities = ", ".join(sorted(d.capabilities)) or "completion"
         context = self.library.defaults(d).context_text()  # "runs at 4,096 of 32,768 tokens"
-        facts = (  # from the GGUF file: anyone's text, never markup
-            f"{model.family or 'unknown family'} · {model.parameter_size} · "
-            f"{model.quantization} · context {context} · can: {abilities}"
+        parts = (  # from the GGUF file: anyone's text, never markup
+            model.family or "unknown family",
+            model.parameter_size,
+            model.quantization,
+            f"context {context}",
+            f"can: {abilities}",
         )
+        facts = " · ".join(part for part in parts if part)
         self.summary.setText(f"<b>{html.escape(d.name)}</b> · {html.escape(facts)}")
         self.tabs.clear()
         self.tabs.addTab(self._overview(model, d), "Overview")
@@ -165,6 +169,7 @@ class ModelsPage(QWidget):
         form.setContentsMargins(SPACE.md, SPACE.md, SPACE.md, SPACE.md)
         form.setVerticalSpacing(SPACE.sm)
         abilities = QHBoxLayout()
+        abilities.setSpacing(SPACE.xs)
         basic = "chat" if d.has_chat_template else "completion"  # what every model does
         abilities.addWidget(badge(basic, "neutral"))
         for ability in abilities_of(d.capabilities):
