@@ -209,6 +209,8 @@ class MainWindow(QMainWindow):
         self.discover_page.pull_requested.connect(self._pull)
         self.models_page.import_requested.connect(self._import)
         self.models_page.chat_requested.connect(self._chat_with)
+        if self.chat_page.tools_button is not None:
+            self.chat_page.tools_button.manage_requested.connect(lambda: self.show_page("Tools"))
         self.chat_page.transcript.copied.connect(self.message)
         self.chat_page.model_picker.activated.connect(  # after the page took the choice
             lambda _row: self.server_page.set_model(s.chat.default_model)
