@@ -277,19 +277,23 @@ def test_a_reply_sits_in_a_round_cornered_card_and_its_code_in_a_round_block(qtb
 def test_the_message_under_the_pointer_is_highlighted_whole(qtbot, transcript):
     from app.gui.design.tokens import LIGHT
 
+    transcript.resize(640, 600)  # every message on screen
     transcript.show_messages(_chat(2, words=4), "tiny", False)
     _settled(qtbot, transcript)
-    rects = transcript._message_rects()
-    reply = rects[1]  # the first reply: its card spans the column, the highlight around it
-    beside = (reply.left() - 3, reply.center().y() - transcript.verticalScrollBar().value())
+    assert transcript.verticalScrollBar().maximum() == 0
+
+    def centre(row: int) -> QPoint:
+        return transcript._message_rects()[row].center().toPoint()
+
+    reply = transcript._message_rects()[1]  # the first reply: the highlight is around its card
+    beside = (reply.left() - 3, reply.center().y())
     hover = QColor(LIGHT.hover).rgb()
     assert _pixel(transcript, *beside) != hover
-    qtbot.mouseMove(transcript.viewport(), QPoint(int(reply.center().x()), int(beside[1])))
+    qtbot.mouseMove(transcript.viewport(), centre(1) + QPoint(1, 1))  # (a pointer left right
+    qtbot.mouseMove(transcript.viewport(), centre(1))  # there by another test would not move)
     qtbot.waitUntil(lambda: transcript.active_message() == "a0")
     qtbot.waitUntil(lambda: _pixel(transcript, *beside) == hover)
-    question = rects[2]  # the next question: the highlight moves with the pointer
-    spot = QPoint(int(question.left()) + 20, int(question.center().y()))
-    qtbot.mouseMove(transcript.viewport(), spot - QPoint(0, transcript.verticalScrollBar().value()))
+    qtbot.mouseMove(transcript.viewport(), centre(2))  # the next question: it moves along
     qtbot.waitUntil(lambda: transcript.active_message() == "u1")
     qtbot.waitUntil(lambda: _pixel(transcript, *beside) != hover)
 

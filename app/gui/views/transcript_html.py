@@ -81,7 +81,7 @@ def message_block(
         body = (  # a bubble: marked by its colour, painted round by ``transcript_boxes``
             f"<table align='right' cellpadding='10' cellspacing='0' bgcolor='{p.bubble}' "
             f"style='margin-top:4px;'><tr><td style='color:{p.text};'>"
-            f"{thumbnails + '<br>' if thumbnails else ''}{text}</td></tr></table>{more}"
+            f"{thumbnails + '<br>' if thumbnails else ''}{text}</td></tr></table>{more}{after}"
         )
     else:
         who = html.escape(style.assistant)
@@ -95,7 +95,7 @@ def message_block(
         reply += tool_calls_block(m.tool_calls, open_results or set(), p)
         body = (  # a card: marked by its colour, painted round with its edge
             f"<table width='100%' cellpadding='12' cellspacing='0' bgcolor='{p.surface}'>"
-            f"<tr><td>{reply}{more}</td></tr></table>"
+            f"<tr><td>{reply}{more}{after}</td></tr></table>"  # its sources in it too
         )
     if streaming:
         footer = _live_footer(style.live, p)
@@ -105,7 +105,7 @@ def message_block(
     head = f"<tr><td>{before}</td></tr>" if before else ""
     return (
         "<table width='100%' cellspacing='0' cellpadding='0' style='margin-bottom:10px;'>"
-        f"{head}<tr><td align='{align}'>{body}{after}</td></tr>"
+        f"{head}<tr><td align='{align}'>{body}</td></tr>"
         f"<tr><td>{footer}</td></tr></table>"
     )
 
