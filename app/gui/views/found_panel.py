@@ -79,7 +79,7 @@ class FoundPanel(QWidget):
         self.buttons: dict[str, QPushButton] = {}
         found.changed.connect(self._show)
         found.progress.connect(self._progress)
-        found.error.connect(self.status.setText)
+        found.error.connect(self._say)
 
         self._list = QVBoxLayout()
         self._list.setContentsMargins(0, 0, 0, 0)
@@ -110,7 +110,7 @@ class FoundPanel(QWidget):
         super().showEvent(event)
         if not self._loaded:  # the first look, when the page is first shown
             self._loaded = True
-            self.status.setText("Looking for models on this computer…")
+            self._say("Looking for models on this computer…")
             self.found.refresh()
 
     def _show(self, models: tuple[FoundModel, ...]) -> None:
@@ -129,7 +129,7 @@ class FoundPanel(QWidget):
             self._list.addWidget(row)
             self.rows[model.name], self.buttons[model.name] = row, row.button
         waiting = sum(not m.in_store for m in models)
-        self.status.setText(
+        self._say(
             f"{len(models)} found, {waiting} not added yet." if models else "No GGUF models found."
         )
 
@@ -149,4 +149,9 @@ class FoundPanel(QWidget):
 
     def _progress(self, name: str, step: ImportStep) -> None:
         percent = f" {step.fraction:.0%}" if step.fraction is not None and not step.model else ""
-        self.status.setText(f"{name}: {step.text}{percent}")
+        self._say(f"{name}: {step.text}{percent}")
+
+    def _say(self, text: str) -> None:
+        """The header's line, whole in its tooltip (the line gives way to the title)."""
+        self.status.setText(text)
+        self.status.setToolTip(plain_tooltip(text))
