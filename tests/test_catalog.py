@@ -8,7 +8,7 @@ import pytest
 
 from model_registry.errors import PullError, UnknownModelError
 from model_registry.names import parse_name
-from model_registry.pull.catalog import KINDS, Catalog
+from model_registry.pull.catalog import CAPABILITIES, KINDS, Catalog
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +35,18 @@ def test_every_entry_is_valid(catalog):
         assert catalog.lookup(entry.name) is entry
         for alias in entry.aliases:
             assert catalog.lookup(alias) is entry
+
+
+def test_entries_say_what_their_models_can_do(catalog):
+    """The app shows these as badges before a download; a model's kind agrees with them."""
+    for entry in catalog:
+        assert set(entry.capabilities) <= set(CAPABILITIES), entry.name
+        assert (entry.kind == "vision") == ("vision" in entry.capabilities), entry.name
+        assert (entry.kind == "embedding") == ("embedding" in entry.capabilities), entry.name
+        assert (entry.kind == "rerank") == ("rerank" in entry.capabilities), entry.name
+    assert catalog.lookup("qwen3:4b").capabilities == ("thinking", "tools")
+    assert catalog.lookup("gemma3:4b").capabilities == ("vision",)
+    assert catalog.lookup("gemma3:1b").capabilities == ()
 
 
 @pytest.mark.parametrize(
@@ -100,6 +112,9 @@ def test_another_catalog_file_replaces_the_builtin_one(tmp_path):
         b' "parameter_size": "1B", "size": 1, "description": "d"}]}',
         b'{"models": [{"name": "x", "repo": "a/b", "quant": "Q4_K_M", "kind": "audio",'
         b' "parameter_size": "1B", "size": 1, "description": "d"}]}',
+        b'{"models": [{"name": "x", "repo": "a/b", "quant": "Q4_K_M", "kind": "chat",'
+        b' "capabilities": ["telepathy"], "parameter_size": "1B", "size": 1,'
+        b' "description": "d"}]}',
     ],
 )
 def test_a_broken_catalog_file_is_a_clear_error(tmp_path, broken):

@@ -202,6 +202,8 @@ def test_the_catalog_is_listed_without_the_hub(client):
     assert small.size == 491_400_032 and small.parameter_size == "494M"
     assert "qwen:0.5b" in small.aliases and small.kind == "chat" and small.description
     assert small.repo == "Qwen/Qwen2.5-0.5B-Instruct-GGUF" and small.quant == "Q4_K_M"
+    assert small.capabilities == ["tools"]  # what the app's badges show before a download
+    assert listed["qwen3:4b"].capabilities == ["thinking", "tools"]
 
 
 def test_hub_files_errors(client):

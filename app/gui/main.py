@@ -174,7 +174,7 @@ def open_window(
         remember_port=port_memory(settings),
     )
     window = MainWindow(services, settings, icons, config.base_url)
-    window.theme = theme
+    window.use_theme(theme, config.theme)
     theme.changed.connect(window.retheme)
     theme.apply()
     tray = _tray(window, icons, services)

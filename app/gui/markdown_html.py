@@ -80,12 +80,12 @@ class MarkdownRenderer:
             f'<a href="{href}" style="color:{p.muted}; text-decoration:none;">'
             f'<img src="icon:copy" width="{ICON_SIZE}" height="{ICON_SIZE}"> Copy</a>'
         )
-        return (
+        return (  # a code block: the transcript paints it round, its header in a band
             f'<table width="100%" cellspacing="0" cellpadding="8" bgcolor="{p.code}"'
             ' style="margin-top:8px; margin-bottom:8px;">'
-            f'<tr><td bgcolor="{p.code_header}" style="font-size:small;">'
+            '<tr><td style="font-size:small;">'
             f'<span style="color:{p.muted};">{html.escape(language or "text")}</span></td>'
-            f'<td bgcolor="{p.code_header}" align="right" style="font-size:small;">{copy}</td></tr>'
+            f'<td align="right" style="font-size:small;">{copy}</td></tr>'
             f'<tr><td colspan="2"><pre style="margin:0;">'
             f"{self._highlight(token.content, language)}</pre></td></tr></table>\n"
         )

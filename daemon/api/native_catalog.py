@@ -17,6 +17,7 @@ class CatalogModel(BaseModel):
     repo: str  # the Hugging Face repository it comes from
     quant: str
     kind: str  # "chat", "embedding", "vision" or "rerank"
+    capabilities: list[str] = []  # beyond chat: vision, tools, thinking, embedding, rerank
     parameter_size: str
     size: int  # bytes, approximate
     description: str

@@ -1,9 +1,10 @@
 """The curated catalog: short names (``qwen:7b``) for popular Hugging Face GGUF models.
 
 Short names are what people type; each entry maps one (plus aliases) onto a repository and a
-quant, with what the desktop app shows before a download (kind, parameter size, approximate
-bytes). The built-in list ships as ``model_registry/catalog.json``; a caller may pass another
-file (the daemon passes ``LOCALLLM_CATALOG``), which replaces it.
+quant, with what the desktop app shows before a download (kind, what the model can do beyond
+plain chat, parameter size, approximate bytes). The built-in list ships as
+``model_registry/catalog.json``; a caller may pass another file (the daemon passes
+``LOCALLLM_CATALOG``), which replaces it.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from pathlib import Path
 from model_registry.errors import PullError, RegistryError, UnknownModelError
 from model_registry.names import ModelName, parse_name
 
-__all__ = ["KINDS", "Catalog", "CatalogEntry"]
+__all__ = ["CAPABILITIES", "KINDS", "Catalog", "CatalogEntry"]
 
 KINDS = ("chat", "embedding", "vision", "rerank")
+# what a model can do beyond plain chat, in the words of ``show``'s capabilities
+CAPABILITIES = ("vision", "tools", "thinking", "embedding", "rerank")
 _REPO = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
 _HF_HINT = "or pull any GGUF model from Hugging Face as hf.co/<org>/<repo>[:quant]"
 
@@ -36,6 +39,7 @@ class CatalogEntry:
     size: int
     description: str
     aliases: tuple[str, ...] = ()
+    capabilities: tuple[str, ...] = ()
 
     @property
     def hf_name(self) -> ModelName:
@@ -53,6 +57,7 @@ class CatalogEntry:
             "repo": self.repo,
             "quant": self.quant,
             "kind": self.kind,
+            "capabilities": list(self.capabilities),
             "parameter_size": self.parameter_size,
             "size": self.size,
             "description": self.description,
@@ -130,11 +135,17 @@ def _entry(item: dict[str, object]) -> CatalogEntry:
         size=int(item.get("size", 0)),  # type: ignore[call-overload]
         description=_text(item, "description"),
         aliases=tuple(str(alias) for alias in item.get("aliases", ())),  # type: ignore[attr-defined]
+        capabilities=tuple(str(c) for c in item.get("capabilities", ())),  # type: ignore[attr-defined]
     )
     if not _REPO.fullmatch(entry.repo):
         raise ValueError(f"{entry.name}: repo must be <org>/<name>, not {entry.repo!r}")
     if entry.kind not in KINDS:
         raise ValueError(f"{entry.name}: kind must be one of {', '.join(KINDS)}")
+    unknown = sorted(set(entry.capabilities) - set(CAPABILITIES))
+    if unknown:
+        raise ValueError(
+            f"{entry.name}: capabilities are among {', '.join(CAPABILITIES)}, not {unknown[0]!r}"
+        )
     if any(not name.is_catalog for name in entry.names):
         raise ValueError(f"{entry.name}: catalog names are short names like qwen:7b")
     entry.hf_name  # noqa: B018 - validates the quant as a tag

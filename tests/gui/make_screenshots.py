@@ -1,7 +1,8 @@
 """Screenshots of every page of the real app, for the README: ``assets/screenshots/*.png``.
 
 Runs the app as users do (``app.gui.main.open_window``, the xcb platform, a real X server)
-against a real daemon on a free port: the chats whose words matter talk to the real-model tier
+against a real daemon on a free port (and, for the first run offline, a second one whose Hugging
+Face cannot be reached): the chats whose words matter talk to the real-model tier
 (Gemma 3 270M, imported as a first-time user imports a GGUF), the others to generated models
 (random weights: their replies are nonsense), with the built-in catalog and a local stand-in for
 Hugging Face (stopped part way, for Discover offline), so it needs no network and touches none
@@ -159,15 +160,19 @@ class Shooter:
         from app.gui.main import AppConfig, open_window
         from tests.support.gui_e2e import prefs_in
 
-        app = QApplication(["localllm"])
-        config = AppConfig(daemon.settings(), history_dir=self.folder / "app", theme="light")
-        window, _tray = open_window(app, daemon.gateway(), config, prefs_in(self.folder))
-        window.setGeometry(20, 20, *SIZE)
-        self.app, self.window = app, window
+        self.app = app = QApplication(["localllm"])
         failures: list[BaseException] = []
 
         def tour() -> None:
             try:
+                self._offline_first_run()
+                config = AppConfig(
+                    daemon.settings(), history_dir=self.folder / "app", theme="light"
+                )
+                self.window, _tray = open_window(
+                    app, daemon.gateway(), config, prefs_in(self.folder)
+                )
+                self.window.setGeometry(20, 20, *SIZE)
                 self._tour(hub)
             except BaseException as error:  # reported after the event loop ends
                 failures.append(error)
@@ -175,11 +180,40 @@ class Shooter:
 
         QTimer.singleShot(0, tour)
         app.exec()
-        window.deleteLater()  # Qt's objects go while Qt still runs, not at interpreter exit
-        app.processEvents()
-        del self.window
+        if hasattr(self, "window"):
+            self.window.deleteLater()  # Qt's objects go while Qt runs, not at interpreter exit
+            app.processEvents()
+            del self.window
         if failures:
             raise failures[0]
+
+    def _offline_first_run(self) -> None:
+        """The first run without internet, before the tour: its own daemon (whose Hugging Face
+        is a port nobody listens on) and window, closed once photographed."""
+        from app.gui.main import AppConfig, open_window
+        from tests.support.daemon import free_port
+        from tests.support.gui_e2e import GuiDaemon, prefs_in
+
+        folder = self.folder / "offline"
+        dead = {"HF_ENDPOINT": f"http://127.0.0.1:{free_port()}", "HOME": str(folder / "home")}
+        daemon = GuiDaemon(folder / "daemon", env=dead)
+        try:
+            config = AppConfig(daemon.settings(), history_dir=folder / "app", theme="light")
+            self.window, _tray = open_window(self.app, daemon.gateway(), config, prefs_in(folder))
+            self.window.setGeometry(20, 20, *SIZE)
+            welcome = self.window.welcome
+            self.wait(lambda: self.window.chat_page.currentWidget() is welcome)
+            self.wait(lambda: self.window.offline.isVisible() and welcome.buttons)
+            self.wait(lambda: not any(b.isEnabled() for b in welcome.buttons.values()))
+            self.snap("first-run-offline")
+        finally:
+            window = self.window
+            self.app.aboutToQuit.disconnect(window.services.shutdown)
+            window.services.shutdown()
+            window.hide()
+            window.deleteLater()
+            del self.window
+            daemon.stop()
 
     def _tour(self, hub) -> None:
         from tests.gui import screenshot_scenes as scenes

@@ -104,8 +104,9 @@ def ask(shot, question: str) -> None:
 
 
 def first_chat(shot) -> None:
-    """Gemma asked twice with the settings open, then Regenerate: the last reply shows its
-    code block, < 2/2 > and its numbers; the pointer rests on it, so its buttons show."""
+    """Gemma asked twice with the settings open, then Regenerate: the last reply shows
+    < 2/2 > and its numbers; the pointer rests on it, so it is highlighted and its buttons
+    show. (Gemma 3 270M is a base model: asked for code, it writes prose.)"""
     from PySide6.QtCore import QPoint
     from PySide6.QtGui import QCursor
 
@@ -407,14 +408,12 @@ def tools_chat(shot) -> None:
 
 
 def dark(shot, first_chat_id: str) -> None:
-    """What the app does when the system switches to dark, on the first chat."""
-    from app.gui.theme import Theme
-
+    """The dark theme, picked on the Settings page as a user picks it, on the first chat."""
     app, window = shot.app, shot.window
-    theme = Theme(app, "dark")
-    theme.changed.connect(lambda _d: window.icons.set_color(app.palette().windowText().color()))
-    theme.changed.connect(window.retheme)
-    theme.apply()
+    page = window.settings_page
+    page.theme.setCurrentIndex(page.theme.findData("dark"))
+    page.theme.activated.emit(page.theme.currentIndex())
+    shot.wait(lambda: app.palette().window().color().lightness() < 128)
     window.show_page("Chat")
     chat = window.services.chat
     chat.open(first_chat_id)

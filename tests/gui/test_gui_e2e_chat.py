@@ -90,7 +90,10 @@ def test_type_enter_and_watch_the_reply_stream_in(qtbot, window):
     page = window.chat_page
     shown = _as_rendered(reply.content)  # the raw text may hold markdown ("1.", "*", "#")
     qtbot.waitUntil(lambda: shown in " ".join(page.transcript.toPlainText().split()))
-    assert "tok/s" in page.status.text() and "first token" in page.status.text()
+    assert "tok/s · stopped at the token limit ▸" in page.transcript.toPlainText()  # quiet line
+    assert "tok/s" not in page.status.text()
+    page.transcript.anchorClicked.emit(QUrl(f"action:stats:{reply.id}"))  # opened on demand
+    assert "first token" in page.transcript.toPlainText()
     assert page.composer.editor.toPlainText() == ""
     assert chat.conversations.index(0, 0).data() == "Say hello"
 

@@ -69,3 +69,33 @@ def test_a_copy_is_made_only_after_the_size_was_agreed(qtbot, monkeypatch):
         ("import_file", "near.gguf", "near", "auto"),
     ]
     workers.shutdown(wait_ms=2000)
+
+
+def test_every_add_button_has_its_room_at_1024_px(qtbot, tmp_path):
+    """The list once was a table whose last column cut its buttons off at 1,280 px; its rows
+    now give the button its width and cut a long name instead."""
+    from PySide6.QtCore import QPoint
+
+    from app.gui.services.bundle import build_services
+    from app.gui.views.main_window import MainWindow
+    from tests.support.gui_e2e import prefs_in
+
+    long = "mistral-7b-instruct-v0.3-with-a-very-long-name-somebody-gave-it:q5_k_m"
+    found = [_out("far"), _out("near", linkable=True), _out("old", in_store=True), _out(long)]
+    services = build_services(Gateway(FakeClient(found=found)), tmp_path, autostart=False)
+    window = MainWindow(services, prefs_in(tmp_path))
+    qtbot.addWidget(window)
+    window.resize(1024, 700)
+    window.show()
+    window.show_page("Models")
+    panel = window.found_panel
+    qtbot.waitUntil(lambda: len(panel.buttons) == 4, timeout=10_000)
+    qtbot.waitUntil(lambda: panel.buttons[long].isVisible())
+    viewport = panel.scroll.viewport()
+    for name, button in panel.buttons.items():
+        left = button.mapTo(viewport, QPoint(0, 0)).x()
+        assert left >= 0 and left + button.width() <= viewport.width(), name
+        assert button.width() >= button.sizeHint().width(), name  # not squeezed either
+    assert [panel.buttons[n].text() for n in ("far", "near", "old")] == ["Copy…", "Add", "Added"]
+    assert window.width() == 1024  # and no long name widened the window
+    services.shutdown()

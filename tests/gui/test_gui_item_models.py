@@ -12,17 +12,25 @@ from app.gui.item_models.conversations import (
     ConversationListModel,
 )
 from app.gui.item_models.daemon_tables import (
+    CatalogTableModel,
     DownloadsModel,
     HubFilesModel,
     InstalledModelsModel,
     RunningModelsModel,
 )
-from app.gui.item_models.table import ITEM_ROLE, SORT_ROLE, TONE_ROLE
+from app.gui.item_models.table import BADGES_ROLE, ITEM_ROLE, SORT_ROLE, TONE_ROLE
 from app.gui.state.chat.conversation_list import ConversationList
 from app.gui.state.chat.records import Conversation
 from app.gui.state.downloads import Download
 from app.gui.state.fit import Fit
-from app.gui.state.records import GpuInfo, HubFile, InstalledModel, RunningModel, SystemInfo
+from app.gui.state.records import (
+    CatalogModel,
+    GpuInfo,
+    HubFile,
+    InstalledModel,
+    RunningModel,
+    SystemInfo,
+)
 
 GB = 1_000_000_000
 
@@ -68,14 +76,45 @@ def test_installed_columns_read_well_and_sort_by_value(model_tester):
         ]
     )
     row = [table.index(0, c).data() for c in range(table.columnCount())]
-    assert row[:5] == ["qwen:7b", "7.6B", "Q4_K_M", "4.7 GB", "32,768"]
-    assert table.index(0, 3).data(SORT_ROLE) == 4_683_073_184
+    assert row[:7] == ["qwen:7b", "4.7 GB", "", "", "7.6B", "Q4_K_M", "32,768"]
+    assert table.index(0, 1).data(SORT_ROLE) == 4_683_073_184
     assert table.index(0, 0).data(ITEM_ROLE).name == "qwen:7b"
-    assert table.headerData(3, Qt.Orientation.Horizontal) == "Size"
+    assert table.headerData(1, Qt.Orientation.Horizontal) == "Size"
     table.upsert(replace(table.item(0), context_length=4096))
-    assert table.index(0, 4).data() == "4,096"
+    assert table.index(0, 6).data() == "4,096"
     table.remove("qwen:7b")
     assert table.rowCount() == 0
+
+
+def test_installed_and_catalog_rows_carry_the_same_badges(model_tester):
+    """Whether a model fits this computer, and what it can do beyond chat: for an installed
+    model once its details came, for a catalog model from the catalog itself."""
+    table = model_tester(InstalledModelsModel())
+    eyes = _model("eyes", 2 * GB, capabilities=frozenset({"completion", "vision", "tools"}))
+    table.replace([eyes, _model("big", 40 * GB), _model("far", 0, remote="gpu")])
+    headers = [table.headerData(c, Qt.Orientation.Horizontal) for c in range(4)]
+    assert headers == ["Name", "Size", "Fits", "Can"]
+    assert table.index(0, 2).data() == ""  # until the machine is known
+    table.set_system(SystemInfo(16 * GB, 8 * GB))
+    assert [table.index(r, 2).data() for r in range(3)] == [Fit.RAM.label, "too large", ""]
+    assert table.index(1, 2).data(TONE_ROLE) == "warning"
+    assert table.index(0, 3).data() == "vision, tools"  # sorted and searched as words
+    assert table.index(0, 3).data(BADGES_ROLE) == (("vision", "info"), ("tools", "accent"))
+    assert "Sees images" in table.index(0, 3).data(Qt.ItemDataRole.ToolTipRole)
+    assert table.index(1, 3).data(BADGES_ROLE) == ()  # not known yet: no badge
+
+    catalog = model_tester(CatalogTableModel())
+    qwen = CatalogModel(
+        "qwen3:4b", "4B", 2 * GB, "thinks", capabilities=frozenset({"tools", "thinking"})
+    )
+    catalog.replace([qwen])
+    catalog.set_system(SystemInfo(16 * GB, 8 * GB))
+    header = [
+        catalog.headerData(c, Qt.Orientation.Horizontal) for c in range(catalog.columnCount())
+    ]
+    fits, can = header.index("Fits"), header.index("Can")
+    assert catalog.index(0, fits).data() == Fit.RAM.label
+    assert catalog.index(0, can).data(BADGES_ROLE) == (("thinking", "accent"), ("tools", "accent"))
 
 
 def test_hub_files_show_a_fit_badge_once_the_machine_is_known(model_tester):

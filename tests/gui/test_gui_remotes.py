@@ -133,8 +133,8 @@ def test_remote_models_are_marked_without_local_columns(qtbot, tmp_path):
     table = InstalledModelsModel()
     table.replace([wire.installed(MODEL), wire.installed(far)])
     row = [table.data(table.index(1, c)) for c in range(table.columnCount())]
-    assert row == ["gpu/qwen3-8b  · remote gpu", "", "", "", "", ""]
-    assert table.data(table.index(0, 3)) == "4.7 GB"
+    assert row == ["gpu/qwen3-8b  · remote gpu", "", "", "", "", "", "", ""]
+    assert table.data(table.index(0, 1)) == "4.7 GB"
     running = RunningModelsModel()
     running.replace([wire.running(running_model("gpu/qwen3-8b", remote="gpu"))])
     assert running.data(running.index(0, 1)) == "" and running.data(running.index(0, 2)) == (

@@ -240,3 +240,96 @@ def test_the_users_words_sit_in_a_round_cornered_bubble(qtbot, transcript):
     assert shown.pixel(start.left() - 5, start.center().y()) == bubble  # inside, before the text
     assert shown.pixel(start.left() - 10, start.top() - 10) != bubble  # the corner is round
     assert start.left() > transcript.viewport().width() // 2  # on the right, as a reply is not
+
+
+def _pixel(view: Transcript, x: float, y: float) -> int:
+    return view.viewport().grab().toImage().pixel(int(x), int(y))
+
+
+def test_a_reply_sits_in_a_round_cornered_card_and_its_code_in_a_round_block(qtbot, transcript):
+    from PySide6.QtGui import QTextTable
+
+    from app.gui.design.tokens import LIGHT
+
+    reply = Message("a", "assistant", "Here:\n\n```python\nx = 1\n```\n\nDone.")
+    transcript.show_messages((reply,), "tiny", False)
+    _settled(qtbot, transcript)
+    message = transcript.document().rootFrame().childFrames()[0]
+    card = message.childFrames()[0]
+    code = card.childFrames()[0]
+    assert isinstance(card, QTextTable) and isinstance(code, QTextTable)
+    assert card.format().background().style() == Qt.BrushStyle.NoBrush  # painted round by us
+    first = transcript.cursorRect(card.cellAt(0, 0).firstCursorPosition())  # the model's name
+    left, top = first.left() - 12, first.top() - 12  # less the card's padding: its corner
+    assert _pixel(transcript, left, top + 30) == QColor(LIGHT.border).rgb()  # its edge
+    assert _pixel(transcript, left + 1, top + 1) != QColor(LIGHT.border).rgb()  # round corner
+    header = transcript.cursorRect(code.cellAt(0, 0).firstCursorPosition())  # "python"
+    body = transcript.cursorRect(code.cellAt(1, 0).firstCursorPosition())  # "x = 1"
+    assert (
+        _pixel(transcript, header.left() - 4, header.center().y())
+        == QColor(LIGHT.code_header).rgb()
+    )
+    assert _pixel(transcript, body.left() - 4, body.center().y()) == QColor(LIGHT.code).rgb()
+    corner = (header.left() - 8, header.top() - 8)  # less the block's padding
+    assert _pixel(transcript, *corner) != QColor(LIGHT.code_header).rgb()
+
+
+def test_the_message_under_the_pointer_is_highlighted_whole(qtbot, transcript):
+    from app.gui.design.tokens import LIGHT
+
+    transcript.resize(640, 600)  # every message on screen
+    transcript.show_messages(_chat(2, words=4), "tiny", False)
+    _settled(qtbot, transcript)
+    assert transcript.verticalScrollBar().maximum() == 0
+
+    def centre(row: int) -> QPoint:
+        return transcript._message_rects()[row].center().toPoint()
+
+    reply = transcript._message_rects()[1]  # the first reply: the highlight is around its card
+    beside = (reply.left() - 3, reply.center().y())
+    hover = QColor(LIGHT.hover).rgb()
+    assert _pixel(transcript, *beside) != hover
+    qtbot.mouseMove(transcript.viewport(), centre(1) + QPoint(1, 1))  # (a pointer left right
+    qtbot.mouseMove(transcript.viewport(), centre(1))  # there by another test would not move)
+    qtbot.waitUntil(lambda: transcript.active_message() == "a0")
+    qtbot.waitUntil(lambda: _pixel(transcript, *beside) == hover)
+    qtbot.mouseMove(transcript.viewport(), centre(2))  # the next question: it moves along
+    qtbot.waitUntil(lambda: transcript.active_message() == "u1")
+    qtbot.waitUntil(lambda: _pixel(transcript, *beside) != hover)
+
+
+def test_the_actions_have_their_room_and_cover_the_quiet_switcher(qtbot, transcript):
+    """The buttons once ended two pixels short of the message's edge, and the footer's arrow
+    showed past them, like a button cut off."""
+    first = Message("a1", "assistant", "first try", stats=ReplyStats(3, 30.0, 0.1, 0.2, 4))
+    reply = Message("a2", "assistant", "second", stats=ReplyStats(3, 5.7, 0.1, 0.2, 4))
+    reply = reply.with_versions(first.versions)
+    transcript.show_messages((Message("u", "user", "hi"), reply), "tiny", False)
+    _settled(qtbot, transcript)
+    transcript.pick("a2")
+    bar = transcript.actions
+    inside = bar.rect()
+    shown = [w for w in bar.findChildren(QWidget) if w.parent() is bar and w.isVisible()]
+    assert len(shown) == 6  # copy, regenerate, delete, back, "2/2", ahead: none cut off
+    assert all(inside.contains(w.geometry()) for w in shown)
+    assert bar.geometry().right() < transcript.viewport().width()
+    arrow = transcript.document().find("\u203a")  # the footer's switcher, at the line's end
+    assert transcript.cursorRect(arrow).right() <= bar.geometry().right()
+    order = [b.accessibleName() for b in bar.buttons()]
+    assert order == ["Copy", "Regenerate", "Delete", "Previous version", "Next version"]
+
+
+def test_a_replys_quiet_line_counts_live_while_it_streams(qtbot, transcript):
+    from app.gui.state.chat.stats import STREAMING
+
+    question = Message("u", "user", "count")
+    live = ReplyStats(7, 12.5, 0.25, 1.0, done_reason=STREAMING)
+    transcript.show_messages((question, Message("a", "assistant", "one two")), "t", True, live)
+    _settled(qtbot, transcript)
+    assert "12.5 tok/s · 7 tokens · first token 250 ms" in transcript.toPlainText()
+    done = Message("a", "assistant", "one two three", stats=ReplyStats(9, 11.0, 0.25, 1.2, 4))
+    transcript.show_messages((question, done), "t", False)
+    shown = transcript.toPlainText()
+    assert "11.0 tok/s ▸" in shown and "first token" not in shown  # quiet until opened
+    transcript.anchorClicked.emit(QUrl("action:stats:a"))
+    assert "11.0 tok/s · 9 tokens · first token 250 ms" in transcript.toPlainText()

@@ -150,3 +150,24 @@ def test_the_chat_list_highlights_the_chat_opened_elsewhere(qtbot):
     sidebar.select("c2")
     qtbot.waitUntil(lambda: highlighted_on_screen() == {"c2"})  # redrawn, not left on c0
     assert opened == []  # selecting it did not ask to open it again
+
+
+def test_the_context_meter_says_the_numbers_alone_where_the_sentence_does_not_fit(qtbot):
+    """With the chat settings open at 1,024 px the sentence was cut to "...tokens (3"."""
+    from app.gui.state.chat.context_use import ContextUse
+    from app.gui.state.chat.records import Message as ChatMessage
+    from app.gui.state.chat.stats import ReplyStats
+    from app.gui.views.context_meter import ContextMeter
+
+    meter = ContextMeter()
+    qtbot.addWidget(meter)
+    counted = ReplyStats(35, 9.0, 0.1, 1.0, prompt_tokens=100, context_tokens=135)
+    meter.show_use(ContextUse.of([ChatMessage("r", "assistant", "hi", stats=counted)], 4096))
+    meter.resize(420, 30)
+    meter.show()
+    qtbot.waitUntil(lambda: meter.label.text() == "Context: 135 of 4,096 tokens (3%)")
+    meter.resize(240, 30)
+    qtbot.waitUntil(lambda: meter.label.text() == "135 of 4,096 (3%)")
+    meter.resize(110, 30)
+    qtbot.waitUntil(lambda: meter.label.text() == "3%")
+    assert "out of the Context length" in meter.toolTip()  # the words are still there

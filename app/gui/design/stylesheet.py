@@ -190,6 +190,8 @@ QStatusBar::item {{ border: none; }}
 QFrame#card {{ background: {p.surface}; border: 1px solid {p.border};
     border-radius: {RADIUS.lg}px; }}
 QFrame#card[chosen="true"] {{ border: 2px solid {p.accent}; }}
+QScrollArea#card > QWidget#qt_scrollarea_viewport, QWidget#foundList {{
+    background: transparent; }}
 QFrame#banner {{ border-radius: {RADIUS.md}px; border: 1px solid {p.border}; }}
 QFrame#banner[tone="info"] {{ background: {p.info_soft}; border-color: {p.info_soft}; }}
 QFrame#banner[tone="success"] {{ background: {p.success_soft}; border-color: {p.success_soft}; }}
@@ -219,6 +221,7 @@ def _labels(p: Palette, _images) -> str:
 QLabel {{ color: {p.text}; }}
 QLabel#pageTitle {{ font-size: {TYPE.title}pt; font-weight: 700; }}
 QLabel#sectionTitle {{ font-size: {TYPE.section}pt; font-weight: 600; }}
+QLabel#rowTitle {{ font-weight: 600; }}
 QLabel#muted, QLabel#caption {{ color: {p.muted}; }}
 QLabel#caption {{ font-size: {TYPE.small}pt; }}
 QLabel#problem {{ color: {p.danger}; }}

@@ -46,9 +46,12 @@ class Palette:
     pygments: str  # the Pygments style that colours code on ``code``
 
     def tone(self, name: str) -> tuple[str, str]:
-        """A tone's (text, background): "success", "warning", "danger", "info", "neutral"."""
+        """A tone's (text, background): "success", "warning", "danger", "info", "accent",
+        "neutral"."""
         if name == "neutral":
             return self.muted, self.surface_alt
+        if name == "accent":  # the link colour reads better on the soft accent, in the dark too
+            return self.link, self.accent_soft
         return getattr(self, name), getattr(self, f"{name}_soft")
 
 

@@ -6,12 +6,15 @@ the daemon is the base class's job.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 from app.gui.item_models.table import Column, RecordTableModel
+from app.gui.state.abilities import abilities_of, abilities_text
 from app.gui.state.downloads import Download
 from app.gui.state.fit import Fit, fit_for
-from app.gui.state.records import CatalogModel, HubFile, RunningModel, SystemInfo
+from app.gui.state.records import CatalogModel, HubFile, InstalledModel, RunningModel, SystemInfo
 from app.gui.state.units import ago, bytes_text, duration_text, rate_text
 
 __all__ = [
@@ -53,26 +56,59 @@ def _served_by(m) -> str:
     return f"Served by the remote engine '{m.remote}' (Server page, Remotes)"
 
 
+_CAN = Column(  # what a model can do beyond chat, as badges: vision, thinking, tools
+    "Can",
+    lambda m: abilities_text(m.capabilities),
+    badges=lambda m: tuple((a.label, a.tone) for a in abilities_of(m.capabilities)),
+    tooltip=lambda m: "\n".join(a.why for a in abilities_of(m.capabilities)),
+)
+
+
+def _fits(fit: Callable[[Any], Fit], tip: Callable[[Any], str] | None = None) -> Column:
+    """Whether a model of its size runs well on this computer, as a badge."""
+    return Column("Fits", lambda m: fit(m).label, tooltip=tip, tone=lambda m: fit(m).tone)
+
+
+_INSTALLED_FACTS = (
+    Column("Params", _local(lambda m: m.parameter_size), about="Parameters"),
+    Column("Quant", _local(lambda m: m.quantization), about="Quantization"),
+    Column(  # what the model was trained for; the details say what chats run at
+        "Trained for",
+        lambda m: _context(m.context_length),
+        lambda m: m.context_length or 0,
+        numeric=True,
+        about="The context length it was trained for, in tokens",
+    ),
+    Column("Modified", _local(lambda m: ago(m.modified_at)), lambda m: _stamp(m.modified_at)),
+)
+
+
 class InstalledModelsModel(RecordTableModel):
     """Installed models and remote ones, the latter marked with their remote's name (the chat's
-    model picker shows the same first column)."""
+    model picker shows the same first column), with badges for whether each fits this computer
+    and what it can do (known once its details came)."""
 
-    columns = (
-        Column("Name", _model_name, lambda m: m.name, tooltip=_served_by),
-        Column("Parameters", _local(lambda m: m.parameter_size)),
-        Column("Quantization", _local(lambda m: m.quantization)),
-        Column("Size", _local(lambda m: bytes_text(m.size)), lambda m: m.size, numeric=True),
-        Column(  # what the model was trained for; the details say what chats run at
-            "Trained context",
-            lambda m: _context(m.context_length),
-            lambda m: m.context_length or 0,
-            numeric=True,
-        ),
-        Column("Modified", _local(lambda m: ago(m.modified_at)), lambda m: _stamp(m.modified_at)),
-    )
+    FITS = 2  # the column of the fit badge
 
     def __init__(self, parent=None):
         super().__init__(lambda m: m.name, parent)
+        self._system: SystemInfo | None = None
+        self.columns = (
+            Column("Name", _model_name, lambda m: m.name, tooltip=_served_by),
+            Column("Size", _local(lambda m: bytes_text(m.size)), lambda m: m.size, numeric=True),
+            _fits(self.fit),
+            _CAN,
+            *_INSTALLED_FACTS,
+        )
+
+    def set_system(self, system: SystemInfo | None) -> None:
+        self._system = system
+        if self.rowCount():
+            last = self.rowCount() - 1
+            self.dataChanged.emit(self.index(0, self.FITS), self.index(last, self.FITS))
+
+    def fit(self, m: InstalledModel) -> Fit:
+        return Fit.UNKNOWN if m.remote else fit_for(m.size, self._system)
 
     def names(self) -> list[str]:
         return [m.name for m in self.items()]
@@ -147,12 +183,7 @@ class HubFilesModel(RecordTableModel):
                 tooltip=lambda f: _RECOMMENDED if f.recommended else "",
             ),
             Column("Size", lambda f: bytes_text(f.size), lambda f: f.size, numeric=True),
-            Column(
-                "Fits",
-                lambda f: self.fit(f).label,
-                tooltip=self._fit_tip,
-                tone=lambda f: self.fit(f).tone,
-            ),
+            _fits(self.fit, self._fit_tip),
             Column("File", lambda f: f.file),
         )
 
@@ -179,7 +210,8 @@ _RECOMMENDED = "The best quality that fits in this machine's free memory"
 
 
 class CatalogTableModel(RecordTableModel):
-    """The curated models (known without the internet), each with its fit badge."""
+    """The curated models (known without the internet), each with its fit badge and what it
+    can do (the catalog says, so it shows before a download)."""
 
     def __init__(self, parent=None):
         super().__init__(lambda m: m.name, parent)
@@ -189,7 +221,8 @@ class CatalogTableModel(RecordTableModel):
             Column("Model", lambda m: m.name, tooltip=lambda m: m.repo),
             Column("Parameters", lambda m: m.parameter_size),
             Column("Size", lambda m: bytes_text(m.size), lambda m: m.size, numeric=True),
-            Column("Fits", lambda m: self.fit(m).label, tone=lambda m: self.fit(m).tone),
+            _fits(self.fit),
+            _CAN,
             Column("About", lambda m: m.description, tooltip=lambda m: m.description),
         )
 

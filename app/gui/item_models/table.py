@@ -14,11 +14,12 @@ from typing import Any
 from PySide6 import QtGui
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 
-__all__ = ["ITEM_ROLE", "SORT_ROLE", "TONE_ROLE", "Column", "RecordTableModel"]
+__all__ = ["BADGES_ROLE", "ITEM_ROLE", "SORT_ROLE", "TONE_ROLE", "Column", "RecordTableModel"]
 
 SORT_ROLE = Qt.ItemDataRole.UserRole
 ITEM_ROLE = Qt.ItemDataRole.UserRole + 1
 TONE_ROLE = Qt.ItemDataRole.UserRole + 2  # a badge's meaning: "success", "warning", "danger"
+BADGES_ROLE = Qt.ItemDataRole.UserRole + 3  # several badges: ((text, tone), ...)
 _RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
 
 
@@ -30,6 +31,12 @@ class Column:
     numeric: bool = False  # right-aligned
     tooltip: Callable[[Any], str] | None = None
     tone: Callable[[Any], str | None] | None = None  # drawn as a badge of this meaning
+    badges: Callable[[Any], tuple[tuple[str, str], ...]] | None = None  # drawn as badges
+    about: str = ""  # the heading's tooltip (what a short title stands for)
+
+    @property
+    def drawn_as_badges(self) -> bool:
+        return self.tone is not None or self.badges is not None
 
 
 class RecordTableModel(QAbstractTableModel):
@@ -51,8 +58,12 @@ class RecordTableModel(QAbstractTableModel):
         return 0 if parent.isValid() else len(self.columns)
 
     def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+        if orientation != Qt.Orientation.Horizontal:
+            return None
+        if role == Qt.ItemDataRole.DisplayRole:
             return self.columns[section].title
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return self.columns[section].about or None
         return None
 
     def data(self, index: QModelIndex | QPersistentModelIndex, role=Qt.ItemDataRole.DisplayRole):
@@ -71,6 +82,8 @@ class RecordTableModel(QAbstractTableModel):
             return _never_markup(column.tooltip(item))
         if role == TONE_ROLE and column.tone:
             return column.tone(item)
+        if role == BADGES_ROLE and column.badges:
+            return column.badges(item)
         return None
 
     def items(self) -> tuple[Any, ...]:

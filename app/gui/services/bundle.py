@@ -123,6 +123,7 @@ def build_services(
     services.chat.context_for = services.library.chat_context
     services.chat.context_ready = services.library.with_chat_context
     services.found.added.connect(lambda _name: services.library.refresh())
+    services.hub.system_changed.connect(services.library.table.set_system)  # fit badges
     services.monitor.came_up.connect(services._daemon_up)
     services.server.switching.connect(services._hold_pulls)
     services.downloads.finished.connect(lambda _name: services.library.refresh())

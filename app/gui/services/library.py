@@ -2,7 +2,8 @@
 here): list, details, delete, copy, in workers.
 
 Owns the Models page's table model. Details (metadata, template, capabilities) cost a request
-each, so they are fetched once per digest and kept; the context column is filled from them.
+each, so they are fetched once per digest and kept; the context column and the badges of what
+each model can do are filled from them.
 What a chat gets by default (``defaults``) also needs the context length the daemon starts
 models with, which comes from the same settings the daemon reads, and the context the app
 prefers for its chats (the Settings page).
@@ -115,11 +116,11 @@ class ModelLibrary(QObject):
         for m in models:
             cached = self._details.get(m.name)
             same = cached is not None and cached[0] == m.digest
-            filled.append(replace(m, context_length=cached[1].context_length) if same else m)
+            filled.append(_with_details(m, cached[1]) if same else m)
         self.table.replace(filled)
         self.changed.emit(self.table.items())
         for m in filled:
-            if m.context_length is None and m.name not in self._details and not m.remote:
+            if m.capabilities is None and m.name not in self._details and not m.remote:
                 self._fetch(m.name, lambda _d: None, lambda _e: None)  # best effort
 
     def _fetch(self, name: str, then, on_error) -> None:
@@ -127,15 +128,15 @@ class ModelLibrary(QObject):
 
         def got(details: ModelDetails) -> None:
             self._details[name] = (digest, details)
-            self._fill_context(details)
+            self._fill_row(details)
             then(details)
 
         self._workers.call(lambda: self._gateway.details(name), got, on_error)
 
-    def _fill_context(self, details: ModelDetails) -> None:
+    def _fill_row(self, details: ModelDetails) -> None:
         row = self.table.row_of(details.name)
-        if row is not None and details.context_length:
-            self.table.upsert(replace(self.table.item(row), context_length=details.context_length))
+        if row is not None:
+            self.table.upsert(_with_details(self.table.item(row), details))
 
     def _digest(self, name: str) -> str:
         row = self.table.row_of(name)
@@ -148,3 +149,9 @@ class ModelLibrary(QObject):
 
     def _report(self, error: Exception) -> None:
         self.error.emit(str(error))
+
+
+def _with_details(model: InstalledModel, details: ModelDetails) -> InstalledModel:
+    """The list's row with what only the details say: the trained context, the capabilities."""
+    context = details.context_length or model.context_length
+    return replace(model, context_length=context, capabilities=details.capabilities)

@@ -39,6 +39,7 @@ class InstalledModel:
     format: str = ""
     context_length: int | None = None  # not in the list; filled in from details later
     remote: str = ""  # the remote engine serving it; "" when it is in this store
+    capabilities: frozenset[str] | None = None  # from its details too (None: not known yet)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +121,7 @@ class CatalogModel:
     description: str
     kind: str = "chat"
     repo: str = ""
+    capabilities: frozenset[str] = frozenset()  # beyond plain chat: "vision", "tools", ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,10 +154,19 @@ class SystemInfo:
     ram_available: int
     gpus: tuple[GpuInfo, ...] = ()
     backend: str = ""
+    # a GPU the installed llama.cpp build cannot use, and the fix, as a sentence ("": none)
+    build_advice: str = ""
 
     @property
     def vram_total(self) -> int:
         return sum(gpu.vram_total for gpu in self.gpus)
+
+    @property
+    def advice_command(self) -> str:
+        """The command ``build_advice`` quotes (between backticks), "" when it quotes none."""
+        _before, tick, rest = self.build_advice.partition("`")
+        command, closed, _after = rest.partition("`")
+        return command.strip() if tick and closed else ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -170,7 +170,13 @@ def _arguments(arguments: dict[str, Any] | str) -> dict[str, Any]:
 
 def catalog_model(item: api.CatalogModel) -> CatalogModel:
     return CatalogModel(
-        item.name, item.parameter_size, item.size, item.description, item.kind, item.repo
+        item.name,
+        item.parameter_size,
+        item.size,
+        item.description,
+        item.kind,
+        item.repo,
+        frozenset(item.capabilities),
     )
 
 
@@ -189,7 +195,16 @@ def system_info(data: api.SystemResponse) -> SystemInfo:
         ram_available=data.ram_available,
         gpus=gpus,
         backend=data.backend,
+        build_advice=_sentence(data.build_advice or ""),
     )
+
+
+def _sentence(text: str) -> str:
+    """The daemon's clause ("this llama.cpp build runs on the CPU only, ...") as a sentence."""
+    text = text.strip()
+    if not text:
+        return ""
+    return f"{text[:1].upper()}{text[1:]}{'' if text.endswith(('.', '!', '?')) else '.'}"
 
 
 def server_info(data: api.ServerResponse, lan_url: str = "") -> ServerInfo:

@@ -1,9 +1,10 @@
 """The Chat page: chat list, the conversation, the composer, the per-chat settings.
 
 Wiring only. The controller owns chats and streams, the library knows models and their
-capabilities; this page forwards what the user does and draws what they report: the transcript,
-the reply's numbers (live while it streams), how full the context is, and what "model default"
-means in the settings. When no model is installed it shows the first-run page instead.
+capabilities; this page forwards what the user does and draws what they report: the transcript
+(with each reply's numbers in its own quiet line, live while it streams), how full the context
+is, and what "model default" means in the settings; the composer holds the chat's tools
+(Attach, Documents, Tools). When no model is installed it shows the first-run page instead.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ from app.gui.services.library import ModelLibrary
 from app.gui.state.chat.context_offer import larger_context
 from app.gui.state.chat.context_use import ContextUse
 from app.gui.state.chat.memory_notice import memory_notice
-from app.gui.state.chat.records import Message
 from app.gui.state.chat.session import ChatSession
 from app.gui.state.model_defaults import ModelDefaults
 from app.gui.state.records import ModelDetails, SystemInfo
@@ -41,6 +41,7 @@ from app.gui.views.documents_bar import DocumentsBar
 from app.gui.views.memory_notice import MemoryNoticeBar
 from app.gui.views.plain_text import plain_label
 from app.gui.views.sidebar import ChatSidebar
+from app.gui.views.tools_menu import ToolsButton
 from app.gui.views.transcript import Transcript
 
 __all__ = ["ChatPage"]
@@ -62,6 +63,7 @@ class ChatPage(QStackedWidget):
         self.sidebar = ChatSidebar(chat.filter, icons)
         self.transcript = Transcript(icons=icons)
         self.composer = Composer(icons)
+        self.tools_button = ToolsButton(chat.tools, icons) if chat.tools is not None else None
         self.settings = ChatSettingsPanel(icons=icons)
         self.settings_area = QScrollArea(widgetResizable=True, minimumWidth=250, maximumWidth=340)
         self.settings_area.setWidget(self.settings)
@@ -79,7 +81,7 @@ class ChatPage(QStackedWidget):
         self.problem = Banner(icons, tone="danger")  # what went wrong, and what to do
         self._details: ModelDetails | None = None
         self._system: SystemInfo | None = None
-        self.status = plain_label(objectName="caption", wordWrap=True)  # live numbers
+        self.status = plain_label(objectName="caption", wordWrap=True)  # "Exported to ..."
         self._icons = icons
         self.welcome = welcome
         self.addWidget(welcome)
@@ -94,6 +96,8 @@ class ChatPage(QStackedWidget):
         for banner in (self.problem, self.memory_notice, self.settings.model_notice):
             banner.retheme()
         self.header.retheme()
+        if self.tools_button is not None:
+            self.tools_button.retheme()
         if self._icons is not None and self.documents is not None:
             self.documents.button.setIcon(self._icons.get("documents"))
 
@@ -121,6 +125,8 @@ class ChatPage(QStackedWidget):
             self.composer.add_tool(self.documents.button)
             if self._icons is not None:
                 self.documents.button.setIcon(self._icons.get("documents"))
+        if self.tools_button is not None:
+            self.composer.add_tool(self.tools_button)
         column.addWidget(self.composer)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setChildrenCollapsible(False)
@@ -139,7 +145,6 @@ class ChatPage(QStackedWidget):
         chat.opened.connect(self._opened)
         chat.transcript_changed.connect(self._redraw)
         chat.streaming_changed.connect(self.composer.set_streaming)
-        chat.reply_finished.connect(self._finished)
         chat.error.connect(self._show_problem)
         self.sidebar.open_requested.connect(chat.open)
         self.sidebar.new_requested.connect(self.new_chat)
@@ -261,10 +266,8 @@ class ChatPage(QStackedWidget):
             return
         name = session.conversation.model or "Assistant"
         self.transcript.show_memory(session.conversation.memory)
-        self.transcript.show_messages(session.messages, name, session.streaming)
-        live = session.live_stats()
-        if live is not None:  # the reply in progress, never the previous one's numbers
-            self.status.setText(live.summary())
+        live = session.live_stats()  # the reply in progress, in its own quiet line
+        self.transcript.show_messages(session.messages, name, session.streaming, live)
         self._show_context()
 
     def _show_context(self) -> None:
@@ -317,10 +320,6 @@ class ChatPage(QStackedWidget):
             self._regenerate()
         self._show_context()
 
-    def _finished(self, message: Message) -> None:
-        if message.stats is not None:
-            self.status.setText(message.stats.summary())
-
     def _model_picked(self, row: int) -> None:
         session = self.chat.session
         name = self.library.table.item(row).name
@@ -357,6 +356,9 @@ class ChatPage(QStackedWidget):
         vision = details is not None and details.has_vision
         self._vision_for = current if vision else ""
         self.header.show_abilities(details)
+        if self.tools_button is not None:
+            calls = None if details is None else "tools" in details.capabilities
+            self.tools_button.set_model(current, calls)
         self.composer.set_vision(vision)
         self._defaults = self.library.defaults(details) if details is not None else None
         self._details = details

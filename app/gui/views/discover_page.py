@@ -2,10 +2,11 @@
 whether it fits this machine, and a pull.
 
 With the search box empty (or Hugging Face out of reach) the page lists the catalog's models
-with their fit badges, filtered by what is typed (offline, the search looks through them);
-typing searches the hub after a short pause, and picking a repository lists its files, smallest
-first, each with its badge ("fits in VRAM", "fits in RAM", "too large"). What goes wrong is said
-in one wrapped line, so no message can widen the window.
+with their badges (whether each fits, what each can do), filtered by what is typed (offline,
+the search looks through them); typing searches the hub after a short pause, and picking a
+repository lists its files, smallest first, each with its badge ("fits in VRAM", "fits in
+RAM", "too large"). What goes wrong is said in one wrapped line, so no message can widen the
+window.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ class DiscoverPage(QWidget):
         )
         self.machine = _wrapped()  # GPU names, as the daemon reports them
         self.state = _wrapped()  # the hub's errors
-        self.catalog = table_view(hub.catalog, self, stretch=4)
+        self.catalog = table_view(hub.catalog, self, stretch=5)  # About
         self.catalog_filter: QSortFilterProxyModel = self.catalog.model()
         self.catalog_filter.setFilterKeyColumn(-1)  # the name, the size, what it is for
         self.catalog_filter.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)

@@ -13,7 +13,9 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QPushButton,
+    QStyle,
     QStyledItemDelegate,
+    QStyleOptionViewItem,
     QVBoxLayout,
     QWidget,
 )
@@ -36,6 +38,13 @@ class ProgressDelegate(QStyledItemDelegate):
     def paint(self, painter, option, index: QModelIndex) -> None:
         download: Download = index.data(ITEM_ROLE)
         p = page_palette()
+        plain = QStyleOptionViewItem(option)  # the row's own background: hover, chosen
+        self.initStyleOption(plain, index)
+        plain.text = ""
+        widget = option.widget
+        if widget is not None:
+            item = QStyle.ControlElement.CE_ItemViewItem
+            widget.style().drawControl(item, plain, painter, widget)
         painter.save()
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         rect = option.rect.adjusted(8, 0, -8, 0)

@@ -1,100 +1,135 @@
-"""The Models page's "Found on this computer" list: GGUF models other apps downloaded, each
-with an Add button. A model on the store's file system is linked in (no second copy); one
-elsewhere is copied, and the size is asked about first. The scan and the adding run in
-workers; this panel only shows what they report."""
+"""The Models page's "Found on this computer" list: GGUF models other apps downloaded, one row
+each (its name; where it came from, its size and what adding it does) with its Add button at
+the row's end. A model on the store's file system is linked in (no second copy); one elsewhere
+is copied, and the size is asked about first. The scan and the adding run in workers; this
+panel only shows what they report.
+
+Rows are laid out, not a table's cells: the button always has its room and a long name is cut
+(its path in the tooltip), so the list reads at 1,024 px as at any width.
+"""
 
 from __future__ import annotations
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
-    QAbstractItemView,
+    QFrame,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QPushButton,
-    QTableWidget,
-    QTableWidgetItem,
+    QScrollArea,
+    QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
 
+from app.gui.design.tokens import SPACE
 from app.gui.services.found_models import FoundModels
 from app.gui.state.found_models import FoundModel, ImportStep
 from app.gui.views.plain_text import confirm, plain_label, plain_tooltip
 
-__all__ = ["FoundPanel"]
+__all__ = ["FoundPanel", "FoundRow"]
 
-_COLUMNS = ("Model", "From", "Size", "Quantization", "Adding it", "")
+_ROWS_SHOWN = 2  # at the least, however the page is split
+
+_ABOUT = (
+    "GGUF models other apps downloaded (Hugging Face, LM Studio, Ollama, the folders in "
+    "LOCALLLM_IMPORT_DIRS). Adding one links the file into your models: no second copy. A file "
+    "on another disk is copied, and you are asked first."
+)
+
+
+def _cut(text: str, name: str) -> QLabel:
+    """A one-line label that gives up width rather than asking for it (file names are long)."""
+    label = plain_label(text, objectName=name)  # file names are anyone's text: never markup
+    label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+    return label
+
+
+class FoundRow(QWidget):
+    """One model found: its name, a quiet line of facts, and the button that adds it."""
+
+    def __init__(self, model: FoundModel, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.name = _cut(model.name, "rowTitle")
+        facts = (model.source_text, model.size_text, model.quantization, model.how_text)
+        self.details = _cut(" · ".join(fact for fact in facts if fact), "caption")
+        self.button = QPushButton(model.button_text, accessibleName=f"Add {model.name}")
+        self.button.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
+        self.setToolTip(plain_tooltip(model.path))
+        text = QVBoxLayout()
+        text.setSpacing(2)
+        text.addWidget(self.name)
+        text.addWidget(self.details)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(SPACE.md, SPACE.sm, SPACE.md, SPACE.sm)
+        row.setSpacing(SPACE.md)
+        row.addLayout(text, 1)
+        row.addWidget(self.button, 0, Qt.AlignmentFlag.AlignVCenter)
 
 
 class FoundPanel(QWidget):
     def __init__(self, found: FoundModels, parent: QWidget | None = None):
         super().__init__(parent)
         self.found = found
-        self.table = QTableWidget(0, len(_COLUMNS))
-        self.table.setHorizontalHeaderLabels(list(_COLUMNS))
-        self.table.verticalHeader().hide()
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
-        self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        self.status = plain_label("", wordWrap=True)
+        self.status = _cut("", "muted")  # how many, or what is being added: in the header
+        self.status.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         self.look_again = QPushButton("Look again")
         self.look_again.clicked.connect(found.refresh)
+        self.rows: dict[str, FoundRow] = {}
         self.buttons: dict[str, QPushButton] = {}
         found.changed.connect(self._show)
         found.progress.connect(self._progress)
-        found.error.connect(self.status.setText)
+        found.error.connect(self._say)
 
+        self._list = QVBoxLayout()
+        self._list.setContentsMargins(0, 0, 0, 0)
+        self._list.setSpacing(0)
+        body = QWidget(objectName="foundList")
+        column = QVBoxLayout(body)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.addLayout(self._list)
+        column.addStretch(1)
+        self.scroll = QScrollArea(widgetResizable=True, objectName="card")
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.scroll.setWidget(body)
+        self.scroll.setMinimumHeight(_ROWS_SHOWN * (3 * self.fontMetrics().height() + SPACE.sm))
+        about = plain_label(_ABOUT, wordWrap=True, objectName="muted")
+        about.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         header = QHBoxLayout()
-        header.addWidget(QLabel("<b>Found on this computer</b>"))
-        header.addStretch(1)
+        header.addWidget(QLabel("Found on this computer", objectName="sectionTitle"))
+        header.addWidget(self.status, 1)
         header.addWidget(self.look_again)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(header)
-        layout.addWidget(
-            plain_label(
-                "GGUF models other apps downloaded (Hugging Face, LM Studio, Ollama, the "
-                "folders in LOCALLLM_IMPORT_DIRS). Adding one links the file into your models: "
-                "no second copy. A file on another disk is copied, and you are asked first.",
-                wordWrap=True,
-            )
-        )
-        layout.addWidget(self.table, 1)
-        layout.addWidget(self.status)
+        layout.addWidget(about)
+        layout.addWidget(self.scroll, 1)
         self._loaded = False
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
         if not self._loaded:  # the first look, when the page is first shown
             self._loaded = True
-            self.status.setText("Looking for models on this computer…")
+            self._say("Looking for models on this computer…")
             self.found.refresh()
 
     def _show(self, models: tuple[FoundModel, ...]) -> None:
         self._loaded = True
-        self.table.setRowCount(len(models))
-        self.buttons = {}
-        for row, model in enumerate(models):
-            cells = (
-                model.name,
-                model.source_text,
-                model.size_text,
-                model.quantization,
-                model.how_text,
-            )
-            for column, text in enumerate(cells):
-                item = QTableWidgetItem(text)  # file names are anyone's text: never markup
-                item.setToolTip(plain_tooltip(model.path))
-                self.table.setItem(row, column, item)
-            button = QPushButton(model.button_text)
-            button.setEnabled(not model.in_store and model.name not in self.found.adding)
-            button.clicked.connect(lambda _=False, m=model: self._add(m))
-            self.table.setCellWidget(row, len(cells), button)
-            self.buttons[model.name] = button
-        self.table.resizeColumnsToContents()
-        self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        while self._list.count():
+            widget = self._list.takeAt(0).widget()
+            if widget is not None:
+                widget.deleteLater()
+        self.rows, self.buttons = {}, {}
+        for number, model in enumerate(models):
+            if number:
+                self._list.addWidget(QFrame(objectName="rule", fixedHeight=1))
+            row = FoundRow(model)
+            row.button.setEnabled(not model.in_store and model.name not in self.found.adding)
+            row.button.clicked.connect(lambda _=False, m=model: self._add(m))
+            self._list.addWidget(row)
+            self.rows[model.name], self.buttons[model.name] = row, row.button
         waiting = sum(not m.in_store for m in models)
-        self.status.setText(
+        self._say(
             f"{len(models)} found, {waiting} not added yet." if models else "No GGUF models found."
         )
 
@@ -114,4 +149,9 @@ class FoundPanel(QWidget):
 
     def _progress(self, name: str, step: ImportStep) -> None:
         percent = f" {step.fraction:.0%}" if step.fraction is not None and not step.model else ""
-        self.status.setText(f"{name}: {step.text}{percent}")
+        self._say(f"{name}: {step.text}{percent}")
+
+    def _say(self, text: str) -> None:
+        """The header's line, whole in its tooltip (the line gives way to the title)."""
+        self.status.setText(text)
+        self.status.setToolTip(plain_tooltip(text))

@@ -1,6 +1,6 @@
-"""The main window: navigation, the pages, the offline banner, the status bar, shortcuts, and
-what is remembered between runs (size, position, last chat, last model, the Settings page's
-choices) in ``QSettings``.
+"""The main window: navigation, the pages, the banners that concern every page (offline; a GPU
+the llama.cpp build leaves unused), the status bar, shortcuts, and what is remembered between
+runs (size, position, last chat, last model, the Settings page's choices) in ``QSettings``.
 
 The window never grows by itself: its minimum size is set here, so a page that asks for more
 room (the chat settings opening at 1,024 px) is laid out within the width the user chose.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt
-from PySide6.QtGui import QCloseEvent, QKeySequence, QShortcut
+from PySide6.QtGui import QCloseEvent, QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QApplication,
     QFileDialog,
@@ -31,8 +31,10 @@ from app.gui.icons import Icons
 from app.gui.services.bundle import Services
 from app.gui.services.hub import OFFLINE_BANNER
 from app.gui.state.chat.session import ChatSession
+from app.gui.state.gateway import DEFAULT_BASE_URL
 from app.gui.state.memory_cost import MemoryCost
 from app.gui.state.preferences import Preferences
+from app.gui.state.records import SystemInfo
 from app.gui.views.chat_page import ChatPage
 from app.gui.views.discover_page import DiscoverPage
 from app.gui.views.documents_bar import DocumentsBar
@@ -94,7 +96,7 @@ class MainWindow(QMainWindow):
         self.models_page.add_panel(self.found_panel)
         self.discover_page = DiscoverPage(s.hub)
         self.downloads_page = DownloadsPage(s.downloads)
-        self.server_page = ServerPage(s.server, base_url) if base_url else ServerPage(s.server)
+        self.server_page = ServerPage(s.server, base_url or DEFAULT_BASE_URL, icons=self.icons)
         self.tools_page = ToolsPage(s.tools)
         folders = (
             ("Models", s.gateway.control.settings.models_dir if s.gateway.control else ""),
@@ -123,6 +125,13 @@ class MainWindow(QMainWindow):
         self.offline.add_action("Import a GGUF file…", lambda: self._import(None))
         self.offline.add_action("Try again", s.hub.check_online)
         self.offline.finish_actions()
+        self.build_advice = Banner(self.icons, tone="warning")  # a GPU the build leaves unused
+        self._advice_command = ""
+        self.copy_advice = self.build_advice.add_action(
+            "Copy the command",
+            lambda: QGuiApplication.clipboard().setText(self._advice_command),
+        )
+        self.build_advice.finish_actions()
         self.setCentralWidget(self._frame())
         self.indicator = DaemonIndicator()
         self.downloads_label = QLabel()
@@ -144,6 +153,7 @@ class MainWindow(QMainWindow):
         column = QVBoxLayout(page)
         column.setContentsMargins(SPACE.md, SPACE.md, SPACE.md, 0)
         column.addWidget(self.offline)
+        column.addWidget(self.build_advice)
         column.addWidget(self.pages, 1)
         central = QWidget()
         row = QHBoxLayout(central)
@@ -158,6 +168,8 @@ class MainWindow(QMainWindow):
         for row, (_title, icon) in enumerate(PAGES):
             self.nav.item(row).setIcon(self.icons.get(icon))
         self.offline.retheme()
+        self.build_advice.retheme()
+        self.server_page.retheme()
         self.chat_page.retheme(dark)
         self.welcome.retheme()
         self.discover_page.retheme()
@@ -177,6 +189,7 @@ class MainWindow(QMainWindow):
         self.indicator.restart_requested.connect(s.monitor.restart)
         s.library.changed.connect(self._models_changed)
         s.hub.system_changed.connect(self.welcome.set_system)
+        s.hub.system_changed.connect(self._system_changed)
         s.downloads.active_changed.connect(self._downloads_changed)
         s.downloads.finished.connect(self._download_finished)
         s.chat.loaded.connect(self._open_last_chat)
@@ -196,6 +209,8 @@ class MainWindow(QMainWindow):
         self.discover_page.pull_requested.connect(self._pull)
         self.models_page.import_requested.connect(self._import)
         self.models_page.chat_requested.connect(self._chat_with)
+        if self.chat_page.tools_button is not None:
+            self.chat_page.tools_button.manage_requested.connect(lambda: self.show_page("Tools"))
         self.chat_page.transcript.copied.connect(self.message)
         self.chat_page.model_picker.activated.connect(  # after the page took the choice
             lambda _row: self.server_page.set_model(s.chat.default_model)
@@ -234,6 +249,12 @@ class MainWindow(QMainWindow):
 
     # the Settings page
 
+    def use_theme(self, theme, flag: str | None = None) -> None:
+        """The ``Theme`` the Settings page switches; ``flag``: the ``--theme`` that chose its
+        mode for this run (the page shows what is in effect, and why)."""
+        self.theme = theme
+        self.settings_page.show_theme(theme.mode, flag)
+
     def _theme_picked(self, mode: str) -> None:
         self.settings.setValue(THEME_KEY, mode)
         if self.theme is not None:
@@ -260,6 +281,14 @@ class MainWindow(QMainWindow):
             self.settings_page.show_cost(name, cost)
 
         library.details(name, show)
+
+    def _system_changed(self, system: SystemInfo) -> None:
+        """The daemon's advice about its llama.cpp build (a GPU it leaves unused), said in a
+        banner until dismissed for this session, and on the Server page."""
+        self._advice_command = system.advice_command
+        self.copy_advice.setVisible(bool(self._advice_command))
+        self.build_advice.show_text(system.build_advice, "warning")
+        self.server_page.show_system(system)
 
     def _offline_changed(self, offline: bool) -> None:
         self.offline.show_text(OFFLINE_BANNER if offline else "", "warning")

@@ -1,7 +1,8 @@
 """The buttons of one message, shown over its footer while the pointer is on it or the keyboard
 picked it (Alt+Up and Alt+Down in the conversation, then Tab): Copy, Edit, Regenerate (or
-Answer), Delete, and the version switcher beside them. Each has a screen-reader name and a
-tooltip; the transcript decides where they go and what they act on."""
+Answer), Delete, and the version switcher beside them, last (where the footer shows it). Each
+has a screen-reader name and a tooltip; the transcript decides where they go and what they act
+on."""
 
 from __future__ import annotations
 
@@ -40,16 +41,16 @@ class MessageActions(QFrame):
             icons, "delete", "Delete", "Delete the message", lambda: self._do("delete")
         )
         row = QHBoxLayout(self)
-        row.setContentsMargins(0, 0, 0, 0)
+        row.setContentsMargins(2, 1, 4, 1)
         row.setSpacing(2)
         for widget in (
-            self.back,
-            self.version,
-            self.ahead,
             self.copy,
             self.edit,
             self.regenerate,
             self.delete,
+            self.back,
+            self.version,
+            self.ahead,
         ):
             row.addWidget(widget, 0, Qt.AlignmentFlag.AlignVCenter)
         self._message: Message | None = None
@@ -57,7 +58,7 @@ class MessageActions(QFrame):
 
     def buttons(self) -> list[QToolButton]:
         """The ones shown, in order (what Tab goes through)."""
-        every = (self.back, self.ahead, self.copy, self.edit, self.regenerate, self.delete)
+        every = (self.copy, self.edit, self.regenerate, self.delete, self.back, self.ahead)
         return [b for b in every if not b.isHidden()]
 
     def show_for(self, message: Message, last: bool, streaming: bool) -> None:

@@ -1,11 +1,12 @@
 """The Models page: what is installed, each model's details, delete, copy, import; the
 remote engines' models too, marked with their remote's name (chat only: no copy or delete).
 
-Details are fetched when a row is selected: an Overview that reads as a summary (what it can
-do, as badges; its size; the context chats run at next to the one it was trained for; what that
-costs in memory), then the template, system prompt, parameters, license and Modelfile, with the
-raw GGUF keys last. GGUF files can be imported with the button or by dropping them; the buttons
-that act on a model are enabled only while one is selected.
+Each row has badges: whether the model fits this computer and what it can do beyond chat
+(vision, thinking, tools). Details are fetched when a row is selected: an Overview that reads
+as a summary (what it can do, as badges; its size; the context chats run at next to the one it
+was trained for; what that costs in memory), then the template, system prompt, parameters,
+license and Modelfile, with the raw GGUF keys last. GGUF files can be imported with the button
+or by dropping them; the buttons that act on a model are enabled only while one is selected.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from PySide6.QtWidgets import (
 from app.gui.design.tokens import SPACE
 from app.gui.design.widgets import badge, set_kind
 from app.gui.services.library import ModelLibrary
+from app.gui.state.abilities import abilities_of
 from app.gui.state.memory_cost import MemoryCost
 from app.gui.state.records import InstalledModel, ModelDetails
 from app.gui.views.plain_text import ask_text, confirm, plain_label, rich_label
@@ -37,9 +39,6 @@ from app.gui.views.record_table import selected_record, table_view
 from app.gui.views.welcome import gguf_paths
 
 __all__ = ["ModelsPage"]
-
-
-_ABILITY_TONES = {"vision": "info", "tools": "accent", "thinking": "accent", "embedding": "neutral"}
 
 
 def _text_tab(text: str, empty: str) -> QPlainTextEdit:
@@ -56,7 +55,7 @@ class ModelsPage(QWidget):
         super().__init__(parent)
         self.setAcceptDrops(True)
         self.library = library
-        self.table = table_view(library.table, self)
+        self.table = table_view(library.table, self, stretch=0)  # the name gives way
         self.table.sortByColumn(0, Qt.SortOrder.AscendingOrder)
         self.table.selectionModel().selectionChanged.connect(lambda *_: self._selected())
         self.tabs = QTabWidget()
@@ -133,10 +132,14 @@ class ModelsPage(QWidget):
             return
         abilities = ", ".join(sorted(d.capabilities)) or "completion"
         context = self.library.defaults(d).context_text()  # "runs at 4,096 of 32,768 tokens"
-        facts = (  # from the GGUF file: anyone's text, never markup
-            f"{model.family or 'unknown family'} · {model.parameter_size} · "
-            f"{model.quantization} · context {context} · can: {abilities}"
+        parts = (  # from the GGUF file: anyone's text, never markup
+            model.family or "unknown family",
+            model.parameter_size,
+            model.quantization,
+            f"context {context}",
+            f"can: {abilities}",
         )
+        facts = " · ".join(part for part in parts if part)
         self.summary.setText(f"<b>{html.escape(d.name)}</b> · {html.escape(facts)}")
         self.tabs.clear()
         self.tabs.addTab(self._overview(model, d), "Overview")
@@ -166,8 +169,11 @@ class ModelsPage(QWidget):
         form.setContentsMargins(SPACE.md, SPACE.md, SPACE.md, SPACE.md)
         form.setVerticalSpacing(SPACE.sm)
         abilities = QHBoxLayout()
-        for ability in sorted(d.capabilities) or ["completion"]:
-            abilities.addWidget(badge(ability, _ABILITY_TONES.get(ability, "neutral")))
+        abilities.setSpacing(SPACE.xs)
+        basic = "chat" if d.has_chat_template else "completion"  # what every model does
+        abilities.addWidget(badge(basic, "neutral"))
+        for ability in abilities_of(d.capabilities):
+            abilities.addWidget(badge(ability.label, ability.tone, ability.why))
         abilities.addStretch(1)
         form.addRow("Can", abilities)
         size = " · ".join(part for part in (model.parameter_size, model.quantization) if part)

@@ -30,7 +30,7 @@ def table_view(model, parent=None, stretch: int | None = None) -> QTableView:
     view.horizontalHeader().setDefaultAlignment(Qt.AlignmentFlag.AlignLeft)
     view.horizontalHeader().setHighlightSections(False)
     for number, column in enumerate(getattr(model, "columns", ())):
-        if column.tone is not None:
+        if column.drawn_as_badges:
             view.setItemDelegateForColumn(number, BadgeDelegate(view))
     view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
     header = view.horizontalHeader()

@@ -1,6 +1,7 @@
-"""The Server page: the daemon (running or not, its port, start and stop), where the API
-lives, code to call it, what is loaded, the remote engines it serves, who may connect, and
-the daemon's log.
+"""The Server page: the daemon (running or not, its port, start and stop, and what it advises
+about its llama.cpp build: a GPU the build leaves unused, with the fix), where the API lives,
+code to call it, what is loaded, the remote engines it serves, who may connect, and the
+daemon's log.
 
 Serving on the local network needs the API key, so the switch shows the key (hidden until
 asked) with a copy button, and the snippets include it. The log leaves out the app's own
@@ -27,11 +28,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.gui.design.widgets import Banner
 from app.gui.services.server import ServerService
 from app.gui.state.daemon_health import DaemonState, DaemonStatus
 from app.gui.state.daemon_log import readable, visible_log
 from app.gui.state.gateway import DEFAULT_BASE_URL
-from app.gui.state.records import ServerInfo
+from app.gui.state.records import ServerInfo, SystemInfo
 from app.gui.state.snippets import snippets
 from app.gui.views.plain_text import plain_label, rich_label
 from app.gui.views.record_table import selected_record, table_view
@@ -55,9 +57,12 @@ def _copy_button(text_source, what: str = "Copy") -> QPushButton:
 
 
 class ServerPage(QWidget):
-    def __init__(self, server: ServerService, base_url: str = DEFAULT_BASE_URL, parent=None):
+    def __init__(
+        self, server: ServerService, base_url: str = DEFAULT_BASE_URL, parent=None, icons=None
+    ):
         super().__init__(parent)
         self.server = server
+        self.build_advice = Banner(icons, dismissible=False, tone="warning")  # a GPU left unused
         self._base_url = base_url
         self._api_key = ""
         self._model = ""
@@ -155,6 +160,7 @@ class ServerPage(QWidget):
         layout = QVBoxLayout(body)
         layout.addWidget(QLabel("Server", objectName="pageTitle"))
         layout.addLayout(daemon)
+        layout.addWidget(self.build_advice)
         layout.addLayout(address)
         layout.addWidget(self.snippet_tabs)
         layout.addLayout(loaded)
@@ -196,6 +202,13 @@ class ServerPage(QWidget):
             self.port.setToolTip(
                 "Set by --host or LOCALLLM_HOST (or the daemon runs on another computer)"
             )
+
+    def show_system(self, system: SystemInfo) -> None:
+        """The daemon's advice about its llama.cpp build ("": nothing to say)."""
+        self.build_advice.show_text(system.build_advice, "warning")
+
+    def retheme(self) -> None:
+        self.build_advice.retheme()
 
     def set_model(self, name: str) -> None:
         """Use a model the user has in the snippets."""

@@ -1,6 +1,7 @@
-"""The Settings page: the theme, the context length chats ask for (with what it costs in memory
-for the chat's model, and what the loaded models take now, and why), the server's switch and
-port, and the folders the app keeps its data in.
+"""The Settings page: the theme (the one in effect, saying so when ``--theme`` chose it), the
+context length chats ask for (with what it costs in memory for the chat's model, and what the
+loaded models take now, and why), the server's switch and port, and the folders the app keeps
+its data in.
 
 Drawing and wiring only: the window applies and remembers what changes here.
 """
@@ -66,6 +67,8 @@ class SettingsPage(QScrollArea):
         self.theme = QComboBox(accessibleName="Theme")
         for value, label in THEMES:
             self.theme.addItem(label, value)
+        self.theme_note = _wrapped()  # when --theme chose the theme of this run
+        self.theme_note.hide()
         self.context = QComboBox(accessibleName="Context length for chats")
         for value, label in CONTEXT_CHOICES:
             self.context.addItem(label, value)
@@ -74,7 +77,7 @@ class SettingsPage(QScrollArea):
         self.lan = QCheckBox("Serve on the local network (other devices need the API key)")
         self.server_status = _wrapped()
         self.show_preferences(preferences)
-        self.theme.activated.connect(lambda _i: self.theme_changed.emit(self.theme.currentData()))
+        self.theme.activated.connect(lambda _i: self._theme_picked())
         self.context.activated.connect(
             lambda _i: self.context_changed.emit(self.context.currentData())
         )
@@ -92,6 +95,7 @@ class SettingsPage(QScrollArea):
         column.addWidget(QLabel("Settings", objectName="pageTitle"))
         look = QFormLayout()
         look.addRow("Theme", self.theme)
+        look.addRow("", self.theme_note)
         column.addWidget(_section("Appearance", look))
         memory = QVBoxLayout()
         form = QFormLayout()
@@ -125,6 +129,22 @@ class SettingsPage(QScrollArea):
     def show_preferences(self, preferences: Preferences) -> None:
         self.theme.setCurrentIndex(max(0, self.theme.findData(preferences.theme)))
         self.context.setCurrentIndex(max(0, self.context.findData(preferences.context)))
+
+    def show_theme(self, mode: str, flag: str | None = None) -> None:
+        """The theme in effect ("system", "light" or "dark"); ``flag``: the ``--theme`` that
+        chose it for this run over the saved choice (None: the saved choice is in effect)."""
+        self.theme.setCurrentIndex(max(0, self.theme.findData(mode)))
+        self.theme_note.setText(
+            f"Set by --theme {flag} for this run. A choice here applies at once and is kept "
+            "for the next runs started without --theme."
+            if flag
+            else ""
+        )
+        self.theme_note.setVisible(bool(flag))
+
+    def _theme_picked(self) -> None:
+        self.theme_note.hide()  # the choice made here is the one in effect now
+        self.theme_changed.emit(self.theme.currentData())
 
     def show_cost(self, model: str, cost: MemoryCost | None) -> None:
         """What the chat's model takes at the chosen context (None: not known yet)."""

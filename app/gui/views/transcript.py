@@ -1,11 +1,13 @@
-"""The conversation as one scrolling document: the user's bubbles and the model's replies,
-Markdown with code blocks that name their language and copy with one click, a quiet line of
-numbers under each reply that opens on demand, errors in place with what to do next, and a
-thinking model's reasoning folded into one line above its reply until it is clicked open.
+"""The conversation as one scrolling document: the user's bubbles and the model's replies in
+cards, Markdown with code blocks that name their language and copy with one click, a quiet line
+of numbers under each reply that opens on demand (live while it streams), errors in place with
+what to do next, and a thinking model's reasoning folded into one line above its reply until it
+is clicked open. The round shapes are painted under the text (``transcript_boxes``).
 
-A message's actions (``MessageActions``) appear over its footer while the pointer is on it;
-from the keyboard, Alt+Up and Alt+Down pick a message (the last one when the conversation gets
-the focus with Tab) and Tab goes to its buttons. The text keeps a readable width, centred.
+A message's actions (``MessageActions``) appear over its footer, and the message is
+highlighted, while the pointer is on it; from the keyboard, Alt+Up and Alt+Down pick a message
+(the last one when the conversation gets the focus with Tab) and Tab goes to its buttons. The
+text keeps a readable width, centred.
 
 Redrawing on every streamed token would be wasteful, so changes are coalesced (about 25 frames
 a second) and each finished message's HTML is cached. The view follows new content while the
@@ -27,7 +29,6 @@ from PySide6.QtGui import (
     QImage,
     QKeyEvent,
     QPainter,
-    QTextTable,
 )
 from PySide6.QtWidgets import QApplication, QFrame, QTextBrowser, QWidget
 
@@ -35,8 +36,10 @@ from app.gui.design.tokens import palette
 from app.gui.markdown_html import ICON_SIZE, MarkdownRenderer, copy_target
 from app.gui.state.chat.memory import ChatMemory
 from app.gui.state.chat.records import Message
+from app.gui.state.chat.stats import ReplyStats
 from app.gui.views.message_actions import MessageActions
 from app.gui.views.scroll_follow import BottomFollower
+from app.gui.views.transcript_boxes import Boxes
 from app.gui.views.transcript_html import BlockStyle, empty_html, message_block
 from app.gui.views.transcript_memory import memory_divider
 
@@ -47,8 +50,6 @@ _THUMBNAIL = 160  # pixels, the longest side of an image shown in a message
 _READABLE = 820  # pixels: the widest the text gets; wider views centre it
 _SIDE = 16  # pixels of margin beside the text at the least
 _PICK = {Qt.Key.Key_Up: -1, Qt.Key.Key_Down: 1}
-_ROUND = 14  # pixels: the corners of the user's bubbles
-_PAD = 10  # their cells' padding (``transcript_html``)
 
 
 class Transcript(QTextBrowser):
@@ -81,6 +82,8 @@ class Transcript(QTextBrowser):
         self._thinking_open: set[str] = set()  # replies whose reasoning the user opened
         self._assistant = "Assistant"
         self._streaming = False
+        self._live: ReplyStats | None = None
+        self._boxes = Boxes()
         self._memory = ChatMemory()  # where the model's memory starts (a long chat)
         self._summary_open = False
         self._stats_open: set[str] = set()  # replies whose numbers the user opened
@@ -102,9 +105,17 @@ class Transcript(QTextBrowser):
         self.actions.retheme()
         self._render()
 
-    def show_messages(self, messages: tuple[Message, ...], assistant: str, streaming: bool):
-        """Draw soon (coalesced while streaming), or now when the reply is complete."""
+    def show_messages(
+        self,
+        messages: tuple[Message, ...],
+        assistant: str,
+        streaming: bool,
+        live: ReplyStats | None = None,
+    ):
+        """Draw soon (coalesced while streaming), or now when the reply is complete; ``live``:
+        the numbers of the reply streaming now, for its quiet line."""
         self._messages, self._assistant, self._streaming = messages, assistant, streaming
+        self._live = live
         if streaming:
             if not self._timer.isActive():
                 self._timer.start()
@@ -127,7 +138,11 @@ class Transcript(QTextBrowser):
 
     def _render(self) -> None:
         style = BlockStyle(
-            self._assistant, self._palette, self._markdown, frozenset(self._stats_open)
+            self._assistant,
+            self._palette,
+            self._markdown,
+            frozenset(self._stats_open),
+            self._live,
         )
         count = len(self._messages)
         divider = memory_divider(self._memory, self._summary_open, self._palette)
@@ -147,6 +162,7 @@ class Transcript(QTextBrowser):
         ]
         with self.follower.redrawing():
             self.setHtml("".join(blocks) or empty_html(self._palette))
+            self._boxes.find(self.document(), self._palette)
             self._centre()
         self._place_actions()
 
@@ -162,26 +178,14 @@ class Transcript(QTextBrowser):
             root.setFrameFormat(frame)
 
     def paintEvent(self, event) -> None:
-        """The user's bubbles, with round corners (HTML tables have none), under the text:
-        placed from where the bubble's text starts on screen, less the cell's padding."""
-        frames = self.document().rootFrame().childFrames()
-        if len(frames) == len(self._messages):
-            layout = self.document().documentLayout()
-            painter = QPainter(self.viewport())
-            painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-            painter.setPen(Qt.PenStyle.NoPen)
-            painter.setBrush(QColor(self._palette.bubble))
-            for message, frame in zip(self._messages, frames, strict=True):
-                inner = frame.childFrames() if message.role == "user" else []
-                if inner and isinstance(inner[0], QTextTable):
-                    start = self.cursorRect(inner[0].cellAt(0, 0).firstCursorPosition())
-                    size = layout.frameBoundingRect(inner[0]).size()
-                    bubble = QRectF(
-                        start.left() - _PAD, start.top() - _PAD, size.width(), size.height()
-                    )
-                    if bubble.intersects(QRectF(event.rect())):
-                        painter.drawRoundedRect(bubble, _ROUND, _ROUND)
-            painter.end()
+        """The bubbles, cards and code blocks with round corners, and the highlight of the
+        message whose actions show, under the text (``transcript_boxes``)."""
+        ids = [m.id for m in self._messages]
+        active = self.active_message()
+        painter = QPainter(self.viewport())
+        highlight = ids.index(active) if active in ids else None
+        self._boxes.paint(self, painter, QRectF(event.rect()), highlight, self._palette.hover)
+        painter.end()
         super().paintEvent(event)
 
     def resizeEvent(self, event) -> None:
@@ -218,7 +222,9 @@ class Transcript(QTextBrowser):
         ids = [m.id for m in self._messages]
         rects = self._message_rects()
         if self._active not in ids or not rects:
-            self.actions.hide()
+            if self.actions.isVisible():
+                self.actions.hide()
+                self.viewport().update()
             return
         row = ids.index(self._active)
         last = row == len(ids) - 1
@@ -228,11 +234,12 @@ class Transcript(QTextBrowser):
             self.follower.hold()
             bar.setValue(int(rect.bottom()) - bar.pageStep() + 12)
         width, height = self.actions.sizeHint().width(), self.actions.sizeHint().height()
-        x = int(rect.right()) - width - 2
+        x = int(rect.right()) - width + 1  # over the footer's switcher, to the message's edge
         y = int(rect.bottom()) - bar.value() - height - 4
         self.actions.setGeometry(x, y, width, height)
         self.actions.setVisible(True)
         self.actions.raise_()
+        self.viewport().update()  # the message's highlight
 
     def mouseMoveEvent(self, event) -> None:
         super().mouseMoveEvent(event)
@@ -247,6 +254,7 @@ class Transcript(QTextBrowser):
         if not inside and not self._actions_have_focus() and not self.hasFocus():
             self._active = ""
             self.actions.hide()
+            self.viewport().update()
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         step = _PICK.get(Qt.Key(event.key()))

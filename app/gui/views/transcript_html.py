@@ -1,8 +1,10 @@
 """The transcript's HTML, one block per message: the user's words in a bubble on the right; a
-reply under the model's name with a thinking model's reasoning folded into one line ("Thought
-for 3.2 s · 412 words ▸", "Thinking…" while it goes on), its text (folded when very long), an
-error in place with what to do, and a quiet footer: the version switcher ("< 2/2 >"), Continue
-for a reply that was cut off, and its numbers in one short line that opens to all of them.
+reply in a card, under the model's name, with a thinking model's reasoning folded into one line
+("Thought for 3.2 s · 412 words ▸", "Thinking…" while it goes on), its text (folded when very
+long), an error in place with what to do, and a quiet footer: the version switcher ("< 2/2 >"),
+Continue for a reply that was cut off, and its numbers in one short line that opens to all of
+them (live while the reply streams). Bubbles, cards and the boxes in them are tables marked by
+their colour; ``transcript_boxes`` paints them with round corners.
 
 Copy, Edit, Regenerate and Delete are not in the text: they are buttons that appear over the
 footer of the message under the pointer or picked with the keyboard (``message_actions``); the
@@ -22,12 +24,14 @@ from dataclasses import dataclass
 from app.gui.design.tokens import Palette
 from app.gui.state.chat.folding import fold
 from app.gui.state.chat.records import Message
+from app.gui.state.chat.stats import ReplyStats
 from app.gui.state.chat.thinking import thinking_summary
 from app.gui.views.tool_call_html import tool_calls_block
 
 __all__ = ["ACTIONS_HEIGHT", "EMPTY", "BlockStyle", "empty_html", "message_block"]
 
 ACTIONS_HEIGHT = 28  # pixels the footer keeps for the action buttons
+_INDENT = 12  # pixels: a footer starts under its card's text (the card's padding)
 EMPTY = "Ask anything"
 
 
@@ -45,6 +49,7 @@ class BlockStyle:
     palette: Palette
     markdown: Callable[[Message, str], str]  # (message, the text to show) -> HTML
     stats_open: frozenset[str] = frozenset()  # replies whose numbers are shown in full
+    live: ReplyStats | None = None  # the numbers of the reply streaming now, so far
 
 
 def message_block(
@@ -65,34 +70,42 @@ def message_block(
     p = style.palette
     folded = fold(m.content)
     shown = m.content if expanded or streaming or not folded.folded else folded.shown
+    more = ""  # under the text: "Show all", an error
+    if folded.folded and not streaming:
+        more += _fold_link(m.id, expanded, folded.hidden_lines)
+    if m.failed:
+        more += _error(m, p)
     if m.role == "user":
         text = html.escape(shown).replace("\n", "<br>")
         thumbnails = "".join(f"<img src='image:{m.id}/{i}'> " for i in range(len(m.images)))
-        body = (
-            # the transcript paints the bubble itself, with round corners
-            "<table align='right' cellpadding='10' cellspacing='0' "
+        body = (  # a bubble: marked by its colour, painted round by ``transcript_boxes``
+            f"<table align='right' cellpadding='10' cellspacing='0' bgcolor='{p.bubble}' "
             f"style='margin-top:4px;'><tr><td style='color:{p.text};'>"
-            f"{thumbnails + '<br>' if thumbnails else ''}{text}</td></tr></table>"
+            f"{thumbnails + '<br>' if thumbnails else ''}{text}</td></tr></table>{more}{after}"
         )
     else:
         who = html.escape(style.assistant)
-        body = (
-            f"<p style='margin:0 0 4px 0; color:{p.muted}; font-size:small; font-weight:600;'>"
+        reply = (
+            f"<p style='margin:0 0 6px 0; color:{p.muted}; font-size:small; font-weight:600;'>"
             f"{who}</p>"
         )
         waiting = f"<p style='color:{p.muted};'>…</p>" if streaming and not m.thinking else ""
-        body += _thinking(m, p, streaming, thinking_open)
-        body += style.markdown(m, shown) if shown else ("" if m.tool_calls else waiting)
-        body += tool_calls_block(m.tool_calls, open_results or set(), p)
-    if folded.folded and not streaming:
-        body += _fold_link(m.id, expanded, folded.hidden_lines)
-    if m.failed:
-        body += _error(m, p)
-    footer = "" if streaming else _footer(m, p, last, m.id in style.stats_open)
+        reply += _thinking(m, p, streaming, thinking_open)
+        reply += style.markdown(m, shown) if shown else ("" if m.tool_calls else waiting)
+        reply += tool_calls_block(m.tool_calls, open_results or set(), p)
+        body = (  # a card: marked by its colour, painted round with its edge
+            f"<table width='100%' cellpadding='12' cellspacing='0' bgcolor='{p.surface}'>"
+            f"<tr><td>{reply}{more}{after}</td></tr></table>"  # its sources in it too
+        )
+    if streaming:
+        footer = _live_footer(style.live, p)
+    else:
+        footer = _footer(m, p, last, m.id in style.stats_open)
     align = "right" if m.role == "user" else "left"
+    head = f"<tr><td>{before}</td></tr>" if before else ""
     return (
-        "<table width='100%' cellspacing='0' cellpadding='0' style='margin-bottom:6px;'>"
-        f"<tr><td>{before}</td></tr><tr><td align='{align}'>{body}{after}</td></tr>"
+        "<table width='100%' cellspacing='0' cellpadding='0' style='margin-bottom:10px;'>"
+        f"{head}<tr><td align='{align}'>{body}</td></tr>"
         f"<tr><td>{footer}</td></tr></table>"
     )
 
@@ -150,8 +163,8 @@ def _versions(m: Message, p: Palette) -> str:
 
 def _footer(m: Message, p: Palette, last: bool, stats_open: bool) -> str:
     """The quiet line under a message: what to do next and its numbers on the left, the
-    version switcher on the right, where the action buttons appear beside it (the line keeps
-    ``ACTIONS_HEIGHT`` for them)."""
+    version switcher on the right, where the action buttons appear over it (their own switcher
+    last, in its place; the line keeps ``ACTIONS_HEIGHT`` for them)."""
     parts = []
     if m.role == "assistant" and last and m.can_continue and not m.failed:
         parts.append(f"<a href='action:continue:{m.id}'>Continue</a>")
@@ -159,13 +172,22 @@ def _footer(m: Message, p: Palette, last: bool, stats_open: bool) -> str:
         parts.append("<a href='action:regenerate'>Answer</a>")
     if m.stats is not None:
         parts.append(_stats(m, p, stats_open))
-    spacer = f"<img src='spacer:' width='1' height='{ACTIONS_HEIGHT}'>"
-    line = " &nbsp;·&nbsp; ".join(parts)
+    return _quiet_line(" &nbsp;·&nbsp; ".join(parts), _versions(m, p), p)
+
+
+def _live_footer(live: ReplyStats | None, p: Palette) -> str:
+    """A reply's quiet line while it streams: its numbers so far (live, never the last
+    reply's)."""
+    return _quiet_line(html.escape(live.summary()) if live is not None else "", "", p)
+
+
+def _quiet_line(left: str, right: str, p: Palette) -> str:
+    spacer = f"<img src='spacer:' width='{_INDENT}' height='{ACTIONS_HEIGHT}'>"  # under the text
     quiet = f"style='font-size:small; color:{p.muted};'"
     return (
         "<table width='100%' cellspacing='0' cellpadding='0'><tr>"
-        f"<td valign='middle' {quiet}>{spacer}{line}</td>"
-        f"<td align='right' valign='middle' {quiet}>{_versions(m, p)}</td></tr></table>"
+        f"<td valign='middle' {quiet}>{spacer}{left}</td>"
+        f"<td align='right' valign='middle' {quiet}>{right}</td></tr></table>"
     )
 
 

@@ -51,6 +51,14 @@ class ContextUse:
         share = round(100 * (self.fraction or 0.0))
         return f"Context: {self.used:,} of {self.available:,} tokens ({share}%)"
 
+    def texts(self) -> tuple[str, ...]:
+        """``text`` and shorter forms for a narrow header, longest first: "Context: 135 of
+        4,096 tokens (3%)", "135 of 4,096 (3%)", "3%"."""
+        if not self.available or not self.text():
+            return (self.text(),)
+        share = f"{round(100 * (self.fraction or 0.0))}%"
+        return (self.text(), f"{self.used:,} of {self.available:,} ({share})", share)
+
     def advice(self) -> str:
         """The tooltip: what the numbers are and what to do when the context fills up."""
         what = (
