@@ -39,7 +39,8 @@ def daemons(tmp_path_factory, tiny_model_path):
 @pytest.fixture
 def cli(daemons, tmp_path, capsys, monkeypatch):
     front, _back = daemons
-    env = cli_env(tmp_path, front.port, LOCALLLM_DEBUG="1")
+    # the CLI shares the daemon's config folder, as on one computer: its admin token is there
+    env = cli_env(tmp_path, front.port, LOCALLLM_DEBUG="1", LOCALLLM_CONFIG=str(front.config_dir))
 
     def run(*argv: str, stdin: str = "") -> tuple[int, str, str]:
         monkeypatch.setattr("sys.stdin", io.StringIO(stdin))

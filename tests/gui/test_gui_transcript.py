@@ -325,7 +325,7 @@ def test_a_replys_quiet_line_counts_live_while_it_streams(qtbot, transcript):
     question = Message("u", "user", "count")
     live = ReplyStats(7, 12.5, 0.25, 1.0, done_reason=STREAMING)
     transcript.show_messages((question, Message("a", "assistant", "one two")), "t", True, live)
-    _settled(qtbot, transcript)
+    qtbot.waitUntil(lambda: "one two" in transcript.toPlainText())  # the coalesced draw
     assert "12.5 tok/s · 7 tokens · first token 250 ms" in transcript.toPlainText()
     done = Message("a", "assistant", "one two three", stats=ReplyStats(9, 11.0, 0.25, 1.2, 4))
     transcript.show_messages((question, done), "t", False)

@@ -164,6 +164,7 @@ class Transcript(QTextBrowser):
             self.setHtml("".join(blocks) or empty_html(self._palette))
             self._boxes.find(self.document(), self._palette)
             self._centre()
+            self._finish_layout()
         self._place_actions()
 
     # the readable column
@@ -176,6 +177,14 @@ class Transcript(QTextBrowser):
             frame.setLeftMargin(side)
             frame.setRightMargin(side)
             root.setFrameFormat(frame)
+
+    def _finish_layout(self) -> None:
+        """Lay the document out to its end and give the scroll bar its true range. Qt lays a
+        long document out lazily and extrapolates the range meanwhile; measuring a message
+        (its box, its actions) finishes the layout without telling the scroll bar, which then
+        kept the guess: blank space below the last message, or an end it never reached."""
+        layout = self.document().documentLayout()
+        layout.documentSizeChanged.emit(layout.documentSize())
 
     def paintEvent(self, event) -> None:
         """The bubbles, cards and code blocks with round corners, and the highlight of the
@@ -192,6 +201,7 @@ class Transcript(QTextBrowser):
         super().resizeEvent(event)
         with self.follower.redrawing():
             self._centre()
+            self._finish_layout()
         self._place_actions()
 
     # a message's actions: under the pointer, or picked with the keyboard
