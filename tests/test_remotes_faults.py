@@ -223,6 +223,9 @@ def llama_cpp_server(tiny_model_path, tmp_path_factory):
         sys.executable, "-m", "llama_cpp.server", "--model", str(tiny_model_path),
         "--model_alias", "tiny", "--host", "127.0.0.1", "--port", str(port), "--n_threads", "1",
         "--n_ctx", "512",
+        # by default it ends a stream with [DONE] when any other request comes in, our
+        # health check of its model list too: on a busy machine that cut the reply at once
+        "--interrupt_requests", "False",
     ]  # fmt: skip
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
