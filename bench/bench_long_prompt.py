@@ -211,7 +211,7 @@ def report(results, args, loads, binary: Path) -> str:
     for name, result in results:
         lines.append(f"{name}: {describe(result['model'])}.  ")
     lines.append(f"Command: `python bench/bench_long_prompt.py {' '.join(sys.argv[1:])}`")
-    return "\n".join(lines) + "\n\n" + table(results) + "\n".join(reuse_lines(results))
+    return "\n".join(lines) + "\n\n" + table(results) + "\n" + "\n".join(reuse_lines(results))
 
 
 def main() -> None:
