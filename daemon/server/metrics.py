@@ -36,7 +36,6 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 _GENERATION = "localllm.generation"  # where a request's generation waits for its log line
 _FIELDS = "localllm.log_fields"  # and where other work puts what its log line says
-_WARNINGS = "localllm.warnings"  # what the route left out of the request, for its log line
 _ERROR_BYTES = 2048  # of an error answer's body, read for its message
 _AGENT_CHARS = 100  # of a User-Agent header, in the log line
 _TOKEN_BUCKETS = (0.002, 0.005, 0.01, 0.02, 0.035, 0.05, 0.075, 0.1, 0.2, 0.5, 1)
@@ -192,8 +191,6 @@ class RequestLogMiddleware:
         if agent:  # who asked: the desktop app tags its own requests, so it can hide them
             line["user_agent"] = agent
         state = scope.get("state", {})
-        if state.get(_WARNINGS):
-            line["warnings"] = list(state[_WARNINGS])
         if status >= 400 and (message := _error_message(error)):
             line["error"] = message
         line.update(_generation_fields(state.get(_GENERATION)))
@@ -224,7 +221,8 @@ def _user_agent(scope: Scope) -> str:
 def log_warnings(request: Request, warnings: Sequence[str]) -> None:
     """What the route left out of the request, for its log line."""
     if warnings:
-        request.scope.setdefault("state", {}).setdefault(_WARNINGS, []).extend(warnings)
+        fields = request.scope.setdefault("state", {}).setdefault(_FIELDS, {})
+        fields.setdefault("warnings", []).extend(warnings)
 
 
 def log_generation(request: Request, generation: Generation) -> None:
