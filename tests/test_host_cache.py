@@ -99,6 +99,17 @@ def llama(tmp_path_factory):
     model.close()
 
 
+def _host_cache(ctx, limit_bytes: int):
+    """A host cache over ``ctx`` (the generated model has no sliding window)."""
+    import llama_cpp as lc
+
+    from daemon.runners.worker.host_cache import HostCache
+    from daemon.runners.worker.window import SlidingWindow
+
+    memory = lc.llama_get_memory(ctx)
+    return HostCache(ctx, memory, limit_bytes, SlidingWindow(ctx, memory, 0, 128))
+
+
 def _fill(ctx, slot, tokens: list[int]) -> None:
     """Decode ``tokens`` into ``slot``'s sequence, as the engine does."""
     from daemon.runners.worker.batch import Batch
@@ -123,7 +134,6 @@ def _logits(ctx, n_vocab: int) -> list[float]:
 def test_the_cache_keeps_to_its_bound_and_drops_the_least_recently_used(llama):
     import llama_cpp as lc
 
-    from daemon.runners.worker.host_cache import HostCache
     from daemon.runners.worker.slots import Slot
 
     model, context = llama
@@ -133,7 +143,7 @@ def test_the_cache_keeps_to_its_bound_and_drops_the_least_recently_used(llama):
     slot = Slot(0)
     _fill(ctx, slot, prompts[0])
     one = lc.llama_state_seq_get_size(ctx, 0)
-    cache = HostCache(ctx, memory, limit_bytes=2 * one + one // 2)  # room for two states
+    cache = _host_cache(ctx, 2 * one + one // 2)  # room for two states
     for prompt in prompts:
         lc.llama_memory_seq_rm(memory, 0, -1, -1)
         _fill(ctx, slot, prompt)
@@ -151,7 +161,6 @@ def test_the_cache_keeps_to_its_bound_and_drops_the_least_recently_used(llama):
 def test_a_restored_state_gives_the_same_logits_and_a_bad_one_is_never_restored(llama):
     import llama_cpp as lc
 
-    from daemon.runners.worker.host_cache import HostCache
     from daemon.runners.worker.slots import Slot
 
     model, context = llama
@@ -161,11 +170,11 @@ def test_a_restored_state_gives_the_same_logits_and_a_bad_one_is_never_restored(
     slot = Slot(0)
     _fill(ctx, slot, prompt)
     expected = _logits(ctx, model.n_vocab)
-    cache = HostCache(ctx, memory, 64 << 20)
+    cache = _host_cache(ctx, 64 << 20)
     assert cache.save(slot)
 
     other = context("q8_0")  # another context (KV cache q8_0): the state does not fit it
-    stranger = HostCache(other, lc.llama_get_memory(other), 64 << 20)
+    stranger = _host_cache(other, 64 << 20)
     stranger._entries.update(cache._entries)
     stranger.bytes = cache.bytes
     target = Slot(1)
@@ -176,8 +185,8 @@ def test_a_restored_state_gives_the_same_logits_and_a_bad_one_is_never_restored(
     entry = next(iter(cache._entries.values()))
     broken = (ctypes.c_uint8 * (entry.size // 2))()
     ctypes.memmove(broken, entry.state, entry.size // 2)  # a truncated state
-    corrupt = HostCache(ctx, memory, 64 << 20)
-    corrupt._entries[tuple(prompt)] = type(entry)(broken, entry.size // 2)
+    corrupt = _host_cache(ctx, 64 << 20)
+    corrupt._entries[tuple(prompt)] = replace(entry, state=broken, size=entry.size // 2)
     corrupt.bytes = entry.size // 2
     _, held = corrupt.pick([target], [*prompt, 7], set())
     assert held == 0 and target.cached == []
@@ -198,7 +207,6 @@ def test_a_full_cache_restores_what_the_slot_asks_while_saving_what_it_held(llam
     """Saving the slot's own state may evict to make room: never the state being restored."""
     import llama_cpp as lc
 
-    from daemon.runners.worker.host_cache import HostCache
     from daemon.runners.worker.slots import Slot
 
     model, context = llama
@@ -208,7 +216,7 @@ def test_a_full_cache_restores_what_the_slot_asks_while_saving_what_it_held(llam
     slot = Slot(0)
     _fill(ctx, slot, wanted)
     one = lc.llama_state_seq_get_size(ctx, 0)
-    cache = HostCache(ctx, memory, limit_bytes=one + one // 2)  # room for one state only
+    cache = _host_cache(ctx, one + one // 2)  # room for one state only
     assert cache.save(slot)
     lc.llama_memory_seq_rm(memory, 0, -1, -1)
     _fill(ctx, slot, held)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import llama_cpp as lc
 
@@ -39,6 +39,7 @@ from .slots import Slot
 from .speculative import Speculator, draft_stats
 from .text import TextStream
 from .vision import ImagePrompt, ImageSpan, Vision, reusable_prefix
+from .window import SlidingWindow
 
 __all__ = ["Engine"]
 
@@ -63,6 +64,7 @@ class _Job:
     admitted: float = 0.0
     first_token: float = 0.0
     speculation: object = None  # its guessing state, once it guessed (``speculative``)
+    checkpoint_at: list[int] = field(default_factory=list)  # prompt positions (``window``)
 
 
 class Engine:
@@ -81,9 +83,11 @@ class Engine:
         self.n_ctx = spec.num_ctx
         n_batch = max(spec.num_batch, spec.num_parallel)
         n_seq = spec.num_parallel
-        self.ctx = model.new_context(ContextConfig(spec.num_ctx * n_seq, n_seq, n_batch, threads))
+        config = ContextConfig(spec.num_ctx * n_seq, n_seq, n_batch, threads, swa_full=False)
+        self.ctx = model.new_context(config)
         self.memory = lc.llama_get_memory(self.ctx)
-        self.host = HostCache(self.ctx, self.memory, spec.host_cache_bytes)
+        self.window = SlidingWindow(self.ctx, self.memory, model.n_swa, n_batch)
+        self.host = HostCache(self.ctx, self.memory, spec.host_cache_bytes, self.window)
         self.batch = Batch(n_batch)
         self._one = Batch(1)  # for decoding the streams' tokens one at a time
         on_gpu = whole_model_on_gpu(spec, model.n_layer)
@@ -165,6 +169,7 @@ class Engine:
             "busy": len(self.active),
             "queued": len(self.waiting),
             "cached_tokens": [len(s.cached) for s in self.slots],
+            "checkpoints": [len(s.checkpoints) for s in self.slots],
             "host_cache": {"entries": len(self.host), "bytes": self.host.bytes},
             **self.speculator.totals(),
         }
@@ -214,14 +219,12 @@ class Engine:
                 return
             job = self.waiting.popleft()
             busy = {s.seq_id for s in self.slots if s.job is not None}
-            slot, common = self.host.pick(free, job.prompt, busy, not job.images)
-            common = reusable_prefix(job.images, min(common, len(job.prompt) - 1), self.vision)
+            slot, shared = self.host.pick(free, job.prompt, busy, not job.images)
+            shared = reusable_prefix(job.images, min(shared, len(job.prompt) - 1), self.vision)
             slot.shift = 0  # what is kept of the cache holds no M-RoPE image (see there)
-            if common < len(slot.cached):
-                if not lc.llama_memory_seq_rm(self.memory, slot.seq_id, common, -1):
-                    lc.llama_memory_seq_rm(self.memory, slot.seq_id, -1, -1)
-                    common = 0
-                del slot.cached[common:]
+            common = self.window.cut(slot, shared)
+            if not job.images:  # a window state taken past an image could not be resumed
+                job.checkpoint_at = self.window.plan(len(job.prompt), common, shared)
             slot.job, job.slot, job.fed = job, slot, common
             self.samplers.start(slot.seq_id, job.sampler)
             job.admitted = time.perf_counter()
@@ -252,9 +255,16 @@ class Engine:
                 if queued or not self._decode_image(job, image):
                     return True
                 continue
+            if job.checkpoint_at and job.checkpoint_at[0] == job.fed:
+                if queued:  # taken once what is in the batch is decoded: next step
+                    return True
+                self.window.take(job.slot)
+                del job.checkpoint_at[0]
             if self.batch.free <= 0:
                 return False
             end = min((s for s in job.images if s > job.fed), default=len(job.prompt))
+            if job.checkpoint_at:
+                end = min(end, job.checkpoint_at[0])
             take = min(end - job.fed, self.batch.free)
             chunk = job.prompt[job.fed : job.fed + take]
             done = job.fed + take == len(job.prompt)
@@ -348,6 +358,7 @@ class Engine:
         if slot is not None:
             lc.llama_memory_seq_rm(self.memory, slot.seq_id, -1, -1)
             slot.cached.clear()
+            slot.checkpoints.clear()
         self._release(job, time.perf_counter())
 
     def _release(self, job: _Job, now: float) -> None:

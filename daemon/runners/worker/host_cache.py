@@ -9,6 +9,10 @@ bounded by bytes and drops the least recently used entries first (as llama-serve
 ``--cache-ram``). It lives and dies with the runner process, so a state from another model or
 context never reaches it; llama.cpp refuses a state that does not fit its context, and a
 refused restore clears the sequence and decodes the prompt as if nothing were cached.
+
+Of a sliding-window model's cache a state holds the last window only (see ``window``); an
+entry keeps its slot's checkpoints with it, so a prompt that parts from it earlier resumes
+from one of those, and a prefix is only worth what can be resumed of it.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from dataclasses import dataclass
 import llama_cpp as lc
 
 from .slots import Slot, common_prefix, pick_slot
+from .window import Checkpoint, SlidingWindow, reach
 
 __all__ = ["MIN_TOKENS", "HostCache"]
 
@@ -29,15 +34,18 @@ MIN_TOKENS = 32  # a prefix shorter than this is cheaper to decode again than to
 @dataclass(frozen=True, slots=True)
 class _Entry:
     state: ctypes.Array  # the bytes llama_state_seq_get_data wrote
-    size: int
+    size: int  # its bytes and its checkpoints'
+    window_start: int  # the first position its window cache holds
+    checkpoints: tuple[Checkpoint, ...]
 
 
 class HostCache:
     """Sequence states by token prefix, at most ``limit_bytes`` of them (0: off)."""
 
-    def __init__(self, ctx, memory, limit_bytes: int):
+    def __init__(self, ctx, memory, limit_bytes: int, window: SlidingWindow):
         self._ctx = ctx
         self._memory = memory
+        self._window = window
         self.limit_bytes = limit_bytes
         self.bytes = 0
         self._entries: OrderedDict[tuple[int, ...], _Entry] = OrderedDict()  # oldest first
@@ -54,8 +62,9 @@ class HostCache:
         (its own is saved first). ``plain``: the prompt has no image (only those are cached)."""
         slot, common = pick_slot(free, prompt, busy)
         key, shared = self._best(prompt) if plain and self.limit_bytes else ((), 0)
-        shared = min(shared, len(prompt) - 1)  # the last token is decoded for its logits
-        if shared < max(common, 0) + MIN_TOKENS:
+        last = len(prompt) - 1  # the last token is decoded for its logits
+        kept = self._window.reach(slot, min(common, last))
+        if not key or self._resumed(key, min(shared, last)) < kept + MIN_TOKENS:
             if len(slot.cached) - common >= MIN_TOKENS:
                 self.save(slot)  # the slot is about to lose what the prompt does not share
             return slot, common
@@ -63,7 +72,7 @@ class HostCache:
         self.save(slot)
         if not self._restore(key, entry, slot):
             return slot, 0
-        return slot, shared
+        return slot, min(shared, last)
 
     def save_free(self, slots: list[Slot]) -> None:
         """Copy what the free slots hold while nothing runs, so a prompt that takes one later
@@ -90,10 +99,17 @@ class HostCache:
         written = lc.llama_state_seq_get_data(self._ctx, state, size, slot.seq_id)
         if written == 0:
             return False
+        checkpoints = tuple(slot.checkpoints)
+        total = written + sum(c.size for c in checkpoints)
+        if total > self.limit_bytes:
+            return False
         for other in [k for k in self._entries if len(k) <= len(key) and key[: len(k)] == k]:
             self._drop(other)  # this state holds theirs and more
-        self._entries[key] = _Entry(state, written)
-        self.bytes += written
+        # the state keeps the window before its last token (llama.cpp saves no masked cell)
+        start = self._window.window_start(slot.seq_id)
+        start = max(start, len(key) - self._window.n_swa) if self._window.n_swa else 0
+        self._entries[key] = _Entry(state, total, start, checkpoints)
+        self.bytes += total
         while self.bytes > self.limit_bytes:
             self._drop(next(iter(self._entries)))
         return True
@@ -107,15 +123,22 @@ class HostCache:
                 best, shared = key, n
         return best, shared
 
+    def _resumed(self, key: tuple[int, ...], shared: int) -> int:
+        """How many of the ``shared`` tokens the entry of ``key`` can be resumed at."""
+        entry = self._entries[key]
+        return reach(shared, len(key), entry.window_start, entry.checkpoints, self._window.n_swa)
+
     def _restore(self, key: tuple[int, ...], entry: _Entry, slot: Slot) -> bool:
         """Load the state of ``key`` into ``slot``'s sequence (the slot now owns it)."""
         lc.llama_memory_seq_rm(self._memory, slot.seq_id, -1, -1)
         slot.cached.clear()
+        slot.checkpoints.clear()
         slot.shift = 0
         if lc.llama_state_seq_set_data(self._ctx, entry.state, entry.size, slot.seq_id) == 0:
             lc.llama_memory_seq_rm(self._memory, slot.seq_id, -1, -1)  # nothing half-loaded
             return False
         slot.cached.extend(key)
+        slot.checkpoints = list(entry.checkpoints)
         self.restored += 1
         return True
 

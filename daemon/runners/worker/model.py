@@ -52,6 +52,8 @@ class ContextConfig:
     # splits a batch into one pass per run of consecutive sequence ids (see ``slots``).
     unified_kv: bool = False
     flash_attn: int = lc.LLAMA_FLASH_ATTN_TYPE_AUTO
+    # False: sliding-window layers keep a cache of their window only (see ``window``)
+    swa_full: bool = True
 
 
 class Model:
@@ -70,6 +72,7 @@ class Model:
             self.n_embd // self.n_head if self.n_head else 0
         )
         self.n_ctx_train = lc.llama_model_n_ctx_train(handle)
+        self.n_swa = lc.llama_model_n_swa(handle)  # sliding-window size; 0: none
         self.size_bytes = lc.llama_model_size(handle)
         self.encoder_only = lc.llama_model_has_encoder(handle) and not (
             lc.llama_model_has_decoder(handle)
@@ -124,6 +127,7 @@ class Model:
         params.pooling_type = config.pooling
         params.kv_unified = config.unified_kv
         params.flash_attn_type = config.flash_attn
+        params.swa_full = config.swa_full
         if not config.embeddings:  # generation: the KV cache type and attention the spec asks
             params.type_k = params.type_v = _CACHE_TYPES[self.spec.kv_cache_type]
             self.attention = self.flash_attention(config)

@@ -26,6 +26,7 @@ class Slot:
     cached: list[int] = field(default_factory=list)  # tokens whose KV this sequence holds
     job: Any = None  # the generation using it, None when free
     shift: int = 0  # next position minus len(cached): negative after an M-RoPE image
+    checkpoints: list = field(default_factory=list)  # of its sliding-window cache (``window``)
     last_used: float = 0.0
 
 

@@ -1,0 +1,136 @@
+"""Sliding-window layers kept small, and checkpoints so a cached prefix stays reusable.
+
+A sliding-window layer (Gemma 3: 15 of 18 layers see only the last 512 tokens) needs the cache
+of its window only. llama.cpp keeps that cache either full size, a cell for every token of the
+context (``swa_full``), or small: the window and one batch. Full size, every prompt chunk
+attends over the whole cache, masked: a 30,000-token prompt took 1.16x as long as on
+llama-server, which keeps it small (bench/RESULTS.md, "Long prompts"). Small, the cache forgets
+what slid out of the window, so a sequence can be cut back (a new prompt shares only part of
+the cached one) only to a point whose window it still holds.
+
+So, as llama-server does, the engine copies a sequence's window state
+(``LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY``: a few MB) at prompt positions where later prompts are
+likely to part from this one: a few tokens before the prompt's end, and a batch before that
+(the next turn, or the same prompt again, parts in the reply or just before it), and where
+this prompt parted from the longest prefix cached before it (where a family of prompts parts,
+such as an agent's sessions that share a system prompt). To cut back to a point the window no
+longer holds, the engine restores the latest checkpoint at or before it and decodes from there.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import llama_cpp as lc
+
+__all__ = ["MOST_CHECKPOINTS", "Checkpoint", "SlidingWindow", "holds", "reach"]
+
+MOST_CHECKPOINTS = 4  # per slot: a few turns' parting points; each is a window of the cache
+_END_MARGIN = 4  # tokens before a prompt's end where a checkpoint goes (as llama-server)
+_PARTIAL = lc.LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    tokens: int  # the sequence's length when it was taken: it resumes there
+    state: ctypes.Array  # what llama_state_seq_get_data_ext wrote
+    size: int
+
+
+def reach(
+    keep: int, held: int, window_start: int, checkpoints: Sequence[Checkpoint], n_swa: int
+) -> int:
+    """How many of a sequence's first ``keep`` tokens can be kept, when it holds ``held``
+    tokens and its window cache starts at position ``window_start``: all of them if nothing
+    is cut or the window of ``keep`` is still there, else as many as the latest checkpoint
+    at or before ``keep`` resumes from (0: none)."""
+    if holds(keep, held, window_start, n_swa):
+        return keep
+    return max((c.tokens for c in checkpoints if c.tokens <= keep), default=0)
+
+
+def holds(keep: int, held: int, window_start: int, n_swa: int) -> bool:
+    """Whether a sequence of ``held`` tokens whose window cache starts at ``window_start``
+    can be cut to its first ``keep`` and go on: the window before ``keep`` is all there."""
+    return not n_swa or keep >= held or window_start <= max(0, keep - n_swa)
+
+
+class SlidingWindow:
+    """The checkpoints of one context's sequences (``n_swa`` 0: a model without windows)."""
+
+    def __init__(self, ctx, memory, n_swa: int, n_batch: int):
+        self._ctx = ctx
+        self._memory = memory
+        self.n_swa = n_swa
+        self._n_batch = n_batch
+
+    def window_start(self, seq_id: int) -> int:
+        """The first position the sequence's window cache holds (0 when it holds all)."""
+        return max(0, lc.llama_memory_seq_pos_min(self._memory, seq_id)) if self.n_swa else 0
+
+    def reach(self, slot, keep: int) -> int:
+        """How many of ``slot``'s first ``keep`` tokens it can keep (see :func:`reach`)."""
+        start = self.window_start(slot.seq_id) if keep < len(slot.cached) else 0
+        return reach(keep, len(slot.cached), start, slot.checkpoints, self.n_swa)
+
+    def cut(self, slot, keep: int) -> int:
+        """Cut ``slot``'s sequence to at most its first ``keep`` tokens, restoring a
+        checkpoint where its window no longer holds them; returns how many it keeps."""
+        if keep >= len(slot.cached):
+            return keep
+        window_start = self.window_start(slot.seq_id)
+        start = reach(keep, len(slot.cached), window_start, slot.checkpoints, self.n_swa)
+        resumes = not holds(keep, len(slot.cached), window_start, self.n_swa)
+        if resumes and start and not self._restore(slot, start):
+            start = 0
+        if start and not lc.llama_memory_seq_rm(self._memory, slot.seq_id, start, -1):
+            start = 0
+        if not start:
+            lc.llama_memory_seq_rm(self._memory, slot.seq_id, -1, -1)
+        del slot.cached[start:]
+        slot.checkpoints = [c for c in slot.checkpoints if c.tokens <= start]
+        return start
+
+    def plan(self, prompt_tokens: int, start: int, parted: int) -> list[int]:
+        """Where to take checkpoints while a prompt of ``prompt_tokens`` is read from
+        ``start`` on, when it parted from the longest cached prefix at ``parted``: positions
+        past one batch (less is cheaper to read again), in order."""
+        if not self.n_swa:
+            return []
+        end = prompt_tokens - _END_MARGIN
+        wanted = {parted, end - self._n_batch, end}
+        return sorted(p for p in wanted if max(start, self._n_batch) <= p <= end)
+
+    def take(self, slot) -> None:
+        """Copy ``slot``'s window state as a checkpoint at its current length."""
+        tokens = len(slot.cached)
+        if any(c.tokens == tokens for c in slot.checkpoints):
+            return
+        size = lc.llama_state_seq_get_size_ext(self._ctx, slot.seq_id, _PARTIAL)
+        if size <= 0:
+            return
+        state = (ctypes.c_uint8 * size)()
+        written = lc.llama_state_seq_get_data_ext(self._ctx, state, size, slot.seq_id, _PARTIAL)
+        if not written:
+            return
+        slot.checkpoints = sorted(
+            [*slot.checkpoints, Checkpoint(tokens, state, written)], key=lambda c: c.tokens
+        )
+        while len(slot.checkpoints) > MOST_CHECKPOINTS:
+            del slot.checkpoints[_closest(slot.checkpoints)]
+
+    def _restore(self, slot, tokens: int) -> bool:
+        (checkpoint,) = (c for c in slot.checkpoints if c.tokens == tokens)
+        loaded = lc.llama_state_seq_set_data_ext(
+            self._ctx, checkpoint.state, checkpoint.size, slot.seq_id, _PARTIAL
+        )
+        return loaded != 0
+
+
+def _closest(checkpoints: Sequence[Checkpoint]) -> int:
+    """The index of the checkpoint nearest the one before it (the first is never dropped:
+    it is where a family of prompts parts): what a full list gives up."""
+    gaps = [checkpoints[i].tokens - checkpoints[i - 1].tokens for i in range(1, len(checkpoints))]
+    return 1 + gaps.index(min(gaps))
