@@ -107,7 +107,7 @@ def _host_cache(ctx, limit_bytes: int):
     from daemon.runners.worker.window import SlidingWindow
 
     memory = lc.llama_get_memory(ctx)
-    return HostCache(ctx, memory, limit_bytes, SlidingWindow(ctx, memory, 0, 128))
+    return HostCache(ctx, memory, limit_bytes, SlidingWindow(ctx, memory, 0, 128, limit_bytes))
 
 
 def _fill(ctx, slot, tokens: list[int]) -> None:

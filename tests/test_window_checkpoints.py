@@ -20,7 +20,8 @@ from tests.support.runner import make_spec
 pytestmark = pytest.mark.slow
 
 GREEDY = SamplingParams(temperature=0, max_tokens=8, ignore_eos=True)
-SPEC = {"num_ctx": 2048, "num_parallel": 1, "num_batch": 32}
+# checkpoints may take as much RAM again as the host cache (0: none)
+SPEC = {"num_ctx": 2048, "num_parallel": 1, "num_batch": 32, "host_cache_bytes": 256 << 20}
 
 
 def _sentences(start: int, stop: int, topic: str = "river") -> str:
@@ -91,7 +92,6 @@ def test_the_same_prompt_again_after_a_long_reply_resumes_just_before_its_end(ge
 
 def test_a_conversation_back_from_the_host_cache_brings_its_checkpoints(gemma):
     model, spec = gemma
-    spec = replace(spec, host_cache_bytes=256 << 20)
     held = _sentences(0, 75)
     other = _sentences(300, 320, "lake")  # takes the one slot: the first goes to host RAM
     later = held + _sentences(75, 80)

@@ -29,12 +29,13 @@ def test_a_cut_past_the_window_resumes_from_the_latest_checkpoint_before_it():
 
 
 def test_checkpoints_go_where_prompts_part_and_before_the_end():
-    window = SlidingWindow(None, None, N_SWA, 64)
+    window = SlidingWindow(None, None, N_SWA, 64, 1 << 30)
     assert window.plan(2000, 0, 900) == [900, 1932, 1996]
     assert window.plan(2000, 1000, 900) == [1932, 1996]  # only where it reads
     assert window.plan(2000, 0, 10) == [1932, 1996]  # less than a batch: read again
     assert window.plan(2000, 0, 1999) == [1932, 1996]  # no room left to read past it
-    assert SlidingWindow(None, None, 0, 64).plan(2000, 0, 900) == []
+    assert SlidingWindow(None, None, 0, 64, 1 << 30).plan(2000, 0, 900) == []  # no window
+    assert SlidingWindow(None, None, N_SWA, 64, 0).plan(2000, 0, 900) == []  # no RAM for them
 
 
 def test_a_full_list_gives_up_the_checkpoint_closest_to_the_one_before():
@@ -44,3 +45,4 @@ def test_a_full_list_gives_up_the_checkpoint_closest_to_the_one_before():
     assert _closest(points) == 3  # 5964, 64 past 5900
     assert len(points) == MOST_CHECKPOINTS + 1
     assert _closest(_checkpoints(10, 20, 5000)) == 1  # never the first: where a family parts
+    assert _closest(_checkpoints(10)) == 0  # one alone, over the bytes allowed

@@ -86,7 +86,9 @@ class Engine:
         config = ContextConfig(spec.num_ctx * n_seq, n_seq, n_batch, threads, swa_full=False)
         self.ctx = model.new_context(config)
         self.memory = lc.llama_get_memory(self.ctx)
-        self.window = SlidingWindow(self.ctx, self.memory, model.n_swa, n_batch)
+        # checkpoints take RAM beside the host cache's, as much again, shared by the slots
+        slot_bytes = spec.host_cache_bytes // n_seq
+        self.window = SlidingWindow(self.ctx, self.memory, model.n_swa, n_batch, slot_bytes)
         self.host = HostCache(self.ctx, self.memory, spec.host_cache_bytes, self.window)
         self.batch = Batch(n_batch)
         self._one = Batch(1)  # for decoding the streams' tokens one at a time

@@ -27,7 +27,7 @@ import llama_cpp as lc
 
 __all__ = ["MOST_CHECKPOINTS", "Checkpoint", "SlidingWindow", "holds", "reach"]
 
-MOST_CHECKPOINTS = 4  # per slot: a few turns' parting points; each is a window of the cache
+MOST_CHECKPOINTS = 4  # per slot: a few turns' parting points
 _END_MARGIN = 4  # tokens before a prompt's end where a checkpoint goes (as llama-server)
 _PARTIAL = lc.LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY
 
@@ -58,13 +58,15 @@ def holds(keep: int, held: int, window_start: int, n_swa: int) -> bool:
 
 
 class SlidingWindow:
-    """The checkpoints of one context's sequences (``n_swa`` 0: a model without windows)."""
+    """The checkpoints of one context's sequences (``n_swa`` 0: a model without windows), at
+    most ``slot_bytes`` of them per sequence (a window of a big model is hundreds of MB)."""
 
-    def __init__(self, ctx, memory, n_swa: int, n_batch: int):
+    def __init__(self, ctx, memory, n_swa: int, n_batch: int, slot_bytes: int):
         self._ctx = ctx
         self._memory = memory
         self.n_swa = n_swa
         self._n_batch = n_batch
+        self._slot_bytes = slot_bytes
 
     def window_start(self, seq_id: int) -> int:
         """The first position the sequence's window cache holds (0 when it holds all)."""
@@ -97,7 +99,7 @@ class SlidingWindow:
         """Where to take checkpoints while a prompt of ``prompt_tokens`` is read from
         ``start`` on, when it parted from the longest cached prefix at ``parted``: positions
         past one batch (less is cheaper to read again), in order."""
-        if not self.n_swa:
+        if not self.n_swa or not self._slot_bytes:
             return []
         end = prompt_tokens - _END_MARGIN
         wanted = {parted, end - self._n_batch, end}
@@ -109,17 +111,16 @@ class SlidingWindow:
         if any(c.tokens == tokens for c in slot.checkpoints):
             return
         size = lc.llama_state_seq_get_size_ext(self._ctx, slot.seq_id, _PARTIAL)
-        if size <= 0:
+        if not 0 < size <= self._slot_bytes:
             return
         state = (ctypes.c_uint8 * size)()
         written = lc.llama_state_seq_get_data_ext(self._ctx, state, size, slot.seq_id, _PARTIAL)
         if not written:
             return
-        slot.checkpoints = sorted(
-            [*slot.checkpoints, Checkpoint(tokens, state, written)], key=lambda c: c.tokens
-        )
-        while len(slot.checkpoints) > MOST_CHECKPOINTS:
-            del slot.checkpoints[_closest(slot.checkpoints)]
+        kept = sorted([*slot.checkpoints, Checkpoint(tokens, state, written)], key=_tokens)
+        while len(kept) > MOST_CHECKPOINTS or sum(c.size for c in kept) > self._slot_bytes:
+            del kept[_closest(kept)]
+        slot.checkpoints = kept
 
     def _restore(self, slot, tokens: int) -> bool:
         (checkpoint,) = (c for c in slot.checkpoints if c.tokens == tokens)
@@ -129,8 +130,14 @@ class SlidingWindow:
         return loaded != 0
 
 
+def _tokens(checkpoint: Checkpoint) -> int:
+    return checkpoint.tokens
+
+
 def _closest(checkpoints: Sequence[Checkpoint]) -> int:
     """The index of the checkpoint nearest the one before it (the first is never dropped:
     it is where a family of prompts parts): what a full list gives up."""
+    if len(checkpoints) < 2:
+        return 0
     gaps = [checkpoints[i].tokens - checkpoints[i - 1].tokens for i in range(1, len(checkpoints))]
     return 1 + gaps.index(min(gaps))
