@@ -34,9 +34,14 @@ MIN_TOKENS = 32  # a prefix shorter than this is cheaper to decode again than to
 @dataclass(frozen=True, slots=True)
 class _Entry:
     state: ctypes.Array  # the bytes llama_state_seq_get_data wrote
-    size: int  # its bytes and its checkpoints'
+    size: int
     window_start: int  # the first position its window cache holds
     checkpoints: tuple[Checkpoint, ...]
+
+    @property
+    def footprint(self) -> int:
+        """Its bytes and its checkpoints' (what the bound counts)."""
+        return self.size + sum(c.size for c in self.checkpoints)
 
 
 class HostCache:
@@ -99,17 +104,16 @@ class HostCache:
         written = lc.llama_state_seq_get_data(self._ctx, state, size, slot.seq_id)
         if written == 0:
             return False
-        checkpoints = tuple(slot.checkpoints)
-        total = written + sum(c.size for c in checkpoints)
-        if total > self.limit_bytes:
-            return False
-        for other in [k for k in self._entries if len(k) <= len(key) and key[: len(k)] == k]:
-            self._drop(other)  # this state holds theirs and more
         # the state keeps the window before its last token (llama.cpp saves no masked cell)
         start = self._window.window_start(slot.seq_id)
         start = max(start, len(key) - self._window.n_swa) if self._window.n_swa else 0
-        self._entries[key] = _Entry(state, total, start, checkpoints)
-        self.bytes += total
+        entry = _Entry(state, written, start, tuple(slot.checkpoints))
+        if entry.footprint > self.limit_bytes:
+            return False
+        for other in [k for k in self._entries if len(k) <= len(key) and key[: len(k)] == k]:
+            self._drop(other)  # this state holds theirs and more
+        self._entries[key] = entry
+        self.bytes += entry.footprint
         while self.bytes > self.limit_bytes:
             self._drop(next(iter(self._entries)))
         return True
@@ -144,5 +148,5 @@ class HostCache:
 
     def _drop(self, key: tuple[int, ...]) -> _Entry:
         entry = self._entries.pop(key)
-        self.bytes -= entry.size
+        self.bytes -= entry.footprint
         return entry
