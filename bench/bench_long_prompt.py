@@ -16,9 +16,12 @@ shows what the choice is worth (where ``auto`` could pick ``off``: heads of 64 v
 fewer). llama-server runs as it does by default (flash attention ``auto``: on, on a CPU) with
 ``cache_prompt`` false.
 
-Then, on ours only: a second turn (the last prompt and a few hundred tokens more), and a new
+Then, on ours only: a second turn (the last prompt and a few hundred tokens more), a new
 session with the same start after another conversation took the one slot (the first one's
-cache moved to the host cache). ``--write`` replaces "## Long prompts" in bench/RESULTS.md.
+cache moved to the host cache), and through the chat API a new chat with the same system
+prompt after a first chat whose long question moved the sliding window far past it (Gemma:
+it resumes from the checkpoint where the system prompt ends). ``--write`` replaces
+"## Long prompts" in bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,6 +40,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from bench_serving import describe, free_port, machine, stop  # noqa: E402
 from bench_vs_llama_server import (  # noqa: E402
+    HTTP,
     Stream,
     llama_server_command,
     load,
@@ -86,6 +91,16 @@ def completion(url: str, prompt: str, tokens: int, **extra) -> Stream:
     return stream(url, body)
 
 
+def chat(url: str, system: str, question: str) -> tuple[float, dict]:
+    """One chat turn of one token: its time (reading the prompt, mostly) and its usage."""
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": question}]
+    body = {"model": "bench", "messages": messages, "max_tokens": 1, "temperature": 0}
+    started = time.perf_counter()
+    answer = HTTP.post(url + "/v1/chat/completions", json=body)
+    answer.raise_for_status()
+    return time.perf_counter() - started, answer.json()["usage"]
+
+
 def decode_rate(answer: Stream) -> float:
     """Tokens/s after the first one."""
     return (answer.tokens - 1) / (answer.ended - answer.started - answer.ttft)
@@ -131,7 +146,7 @@ def bench_model(name: str, model: Path, binary: Path, args: argparse.Namespace) 
                     f"{name} round {r} {variant:13} prompt {cell['prompt']} tokens: "
                     f"ttft {answer.ttft:.1f} s, {cell['rate'][-1]:.1f} tok/s", flush=True
                 )  # fmt: skip
-        reuse = prefix_reuse(urls["ours (auto)"], f"{args.rounds - 1}. {prompt}")
+        reuse = prefix_reuse(urls["ours (auto)"], f"{args.rounds - 1}. {prompt}", prompt)
     finally:
         for proc in procs:
             stop(proc)
@@ -139,15 +154,18 @@ def bench_model(name: str, model: Path, binary: Path, args: argparse.Namespace) 
     return {"model": model, "cells": cells, "reuse": reuse, "command": command}
 
 
-def prefix_reuse(url: str, held: str) -> dict:
+def prefix_reuse(url: str, held: str, system: str) -> dict:
     """The turns after a first one on ours (whose prompt ``held`` its one slot holds): the
-    next turn, and a new session with the same start once another conversation has taken the
-    slot (the first one waits in the host cache)."""
+    next turn, a new session with the same start once another conversation has taken the
+    slot (the first one waits in the host cache), and a new chat with ``system`` as its
+    system prompt after a first one with a long question."""
     second = completion(url, held + "\n\nThe tool answered: 42 files changed." * 20, 1)
     completion(url, "Another conversation, short. " * 50, 1)
     session = completion(url, held + "\n\nA new question.", 1)
-    turns = (("second", second), ("session", session))
-    return {label: (answer.ttft, answer.usage) for label, answer in turns}
+    turns = {"second": (second.ttft, second.usage), "session": (session.ttft, session.usage)}
+    chat(url, system, "Review this file:\n" + agent_text()[:6000])  # ~1,500 tokens past it
+    turns["chat"] = chat(url, system, "A new question: what changed?")
+    return turns
 
 
 # -- report -----------------------------------------------------------------------------------
@@ -187,6 +205,7 @@ def reuse_lines(results: list[tuple[str, dict]]) -> list[str]:
     words = {
         "second": "second turn (+~200 tokens)",
         "session": "new session, same start, after another took the slot (host cache)",
+        "chat": "new chat, same system prompt, after a chat whose question ran 1,500 tokens on",
     }
     for name, result in results:
         for label, (ttft, usage) in result["reuse"].items():

@@ -70,6 +70,28 @@ def test_a_longer_prompt_reuses_the_cached_one_past_the_sliding_window(daemon):
     assert cached >= first.usage.prompt_tokens - 1  # only the new words were decoded
 
 
+def test_a_new_chat_with_the_same_system_prompt_resumes_where_it_ends(daemon):
+    """The daemon says where the system prompt ends; the runner keeps a checkpoint of Gemma's
+    window cache there, which a new chat with that system prompt resumes from though the
+    first chat's window has moved far past it."""
+    rules = " ".join(f"Rule {i}: answer question {i} in {i % 7 + 1} words." for i in range(90))
+    client = daemon.openai(timeout=180)
+
+    def chat(question: str):
+        messages = [{"role": "system", "content": rules}, {"role": "user", "content": question}]
+        return client.chat.completions.create(
+            model="gemma", messages=messages, max_tokens=4, temperature=0
+        )
+
+    story = "Once upon a time, in a land far away, there lived a king who loved stories. "
+    first = chat("Sum this up: " + story * 40)
+    second = chat("What is rule 3?")
+    # the first chat's window cache (512 tokens and a batch) lies past the system prompt
+    assert first.usage.prompt_tokens - second.usage.prompt_tokens > 600
+    cached = second.usage.prompt_tokens_details.cached_tokens
+    assert cached >= second.usage.prompt_tokens - 32  # only the question (and its turn) was read
+
+
 def test_embeddings_are_normalized_and_tell_texts_apart(daemon):
     body = {"model": "gemma", "input": ["a cat sat on the mat", "a cat sat on the mat", "stocks"]}
     answer = httpx.post(daemon.url + "/api/embed", json=body, timeout=60).json()

@@ -68,7 +68,7 @@ def test_requests_survive_the_wire():
     params = SamplingParams(
         logit_bias={5: -float("inf"), 9: 2.5}, stop=("\n\n",), seed=3, logprobs=2
     )
-    req = GenerateCall("<|im_start|>user\nhi", params, add_bos=False)
+    req = GenerateCall("<|im_start|>user\nhi", params, add_bos=False, system_chars=12)
     assert generate_from_wire(decode(generate_to_wire(req))) == req
     spec = RunnerSpec("m", ("/a-00001-of-00002.gguf", "/a-00002-of-00002.gguf"), num_ctx=8192)
     assert spec_from_wire(decode(spec_to_wire(spec))) == spec

@@ -101,3 +101,18 @@ def test_a_conversation_back_from_the_host_cache_brings_its_checkpoints(gemma):
 
     cold, _, _ = _run(model, spec, later)
     assert ids[2] == cold[0]
+
+
+def test_a_new_session_with_the_same_system_part_resumes_where_it_ends(gemma):
+    model, spec = gemma
+    system = _sentences(0, 60)  # the daemon says where it ends (daemon.inference.system_part)
+    first = system + _sentences(100, 130, "road")  # the window moves past the system part
+    second = system + _sentences(200, 210, "hill")
+    calls = [[GenerateCall(p, GREEDY, system_chars=len(system))] for p in (first, second)]
+    ids, done = run_engine(model, spec, calls)
+    system_tokens = len(model.tokenize(system, add_bos=True))
+    assert done[1]["prompt_tokens"] - system_tokens > 256  # past the window from there
+    assert done[2]["prompt_tokens"] - done[2]["prompt_evaluated"] >= system_tokens - 1
+
+    cold, _ = run_engine(model, spec, [[GenerateCall(second, GREEDY)]])
+    assert ids[2] == cold[1]

@@ -22,6 +22,7 @@ from daemon.inference.images import prepare_images
 from daemon.inference.jobs import GenerationJob
 from daemon.inference.late_system import fold_late_system
 from daemon.inference.resolve import ResolvedModel
+from daemon.inference.system_part import system_part_chars
 from daemon.inference.templates import (
     TemplateCache,
     assemble_messages,
@@ -69,9 +70,13 @@ class Prompts:
             raise BadRequestError("think needs the chat template; it cannot go with raw", "think")
         fmt = None if job.raw else detect_format(_template_source(model, job))
         marker = _image_marker() if job.images else ""
-        prompt = await self._prompt(model, job, marker, template_variables(think, fmt))
+        variables = template_variables(think, fmt)
+        prompt, system_chars = await self._prompt(model, job, marker, variables)
         images = await self._prepared_images(job.images, prompt, marker)
-        call = GenerateCall(prompt, params, add_bos=True, images=images, image_marker=marker)
+        call = GenerateCall(
+            prompt, params, add_bos=True, images=images, image_marker=marker,
+            system_chars=system_chars,
+        )  # fmt: skip
         return call, fmt
 
     # -- prompt -----------------------------------------------------------------------------
@@ -81,12 +86,14 @@ class Prompts:
         job: GenerationJob,
         image_marker: str,
         variables: Mapping[str, object],
-    ) -> str:
+    ) -> tuple[str, int]:
+        """The prompt, and how many of its characters its system messages take
+        (``system_part``)."""
         if job.messages is None:
             if job.prompt is None:
                 raise BadRequestError("either messages or a prompt is required")
             if job.raw:
-                return image_marker * len(job.images) + job.prompt
+                return image_marker * len(job.images) + job.prompt, 0
             messages: Sequence[Mapping[str, object]] = [_user_message(job.prompt, job.images)]
         else:
             messages = job.messages
@@ -109,7 +116,7 @@ class Prompts:
         messages: Sequence[Mapping[str, object]],
         image_marker: str,
         variables: Mapping[str, object],
-    ) -> str:
+    ) -> tuple[str, int]:
         if job.template is not None:
             template = self._templates.get(job.template, "request")
         else:
@@ -132,8 +139,10 @@ class Prompts:
             folded = fold_late_system(conversation)
             if folded is None:
                 raise
-            prompt = template.render(folded, tools=tools, variables=variables)
-        return prompt + reply_so_far
+            conversation = folded
+            prompt = template.render(conversation, tools=tools, variables=variables)
+        head = system_part_chars(template, conversation, prompt, tools=tools, variables=variables)
+        return prompt + reply_so_far, head
 
     # -- images ---------------------------------------------------------------------------
     async def _prepared_images(

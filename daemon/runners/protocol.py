@@ -176,6 +176,8 @@ def generate_to_wire(req: GenerateCall) -> dict[str, Any]:
         message["image_marker"] = req.image_marker
     if req.visible_tokens:
         message["visible_tokens"] = list(req.visible_tokens)
+    if req.system_chars:
+        message["system_chars"] = req.system_chars
     return message
 
 
@@ -195,6 +197,7 @@ def generate_from_wire(data: dict[str, Any]) -> GenerateCall:
         images=tuple(base64.b64decode(image) for image in data.get("images", ())),
         image_marker=data.get("image_marker", ""),
         visible_tokens=tuple(data.get("visible_tokens", ())),
+        system_chars=int(data.get("system_chars", 0)),
     )
 
 

@@ -121,6 +121,9 @@ class GenerateCall:
     # renders none of the control tokens): a thinking format's markers, such as harmony's
     # ``<|channel|>``. A text that is not one token of the model is ignored.
     visible_tokens: tuple[str, ...] = ()
+    # How many characters at the prompt's start its system messages and tools rendered: where
+    # other conversations with the same ones part from it (a checkpoint goes there: ``window``).
+    system_chars: int = 0
 
 
 @dataclass(frozen=True, slots=True)

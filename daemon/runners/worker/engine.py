@@ -35,7 +35,7 @@ from .host_cache import HostCache
 from .model import ContextConfig, Model
 from .offload import whole_model_on_gpu
 from .sampling import SequenceSampler, token_logprobs
-from .slots import Slot
+from .slots import Slot, common_prefix
 from .speculative import Speculator, draft_stats
 from .text import TextStream
 from .vision import ImagePrompt, ImageSpan, Vision, reusable_prefix
@@ -65,6 +65,7 @@ class _Job:
     first_token: float = 0.0
     speculation: object = None  # its guessing state, once it guessed (``speculative``)
     checkpoint_at: list[int] = field(default_factory=list)  # prompt positions (``window``)
+    system_end: int = 0  # prompt tokens of its system part (0: unknown)
 
 
 class Engine:
@@ -155,7 +156,16 @@ class Engine:
             logprobs=params.logprobs,
             arrived=time.perf_counter(),
             visible=self.model.special_tokens(req.visible_tokens),
+            system_end=self._system_end(req, prompt),
         )
+
+    def _system_end(self, req: GenerateCall, prompt: list[int]) -> int:
+        """How many of ``prompt``'s tokens its system part takes (``req.system_chars``), for
+        a checkpoint there; 0 where checkpoints are never taken."""
+        if not (req.system_chars and self.model.n_swa) or req.images:
+            return 0
+        head = self.model.tokenize(req.prompt[: req.system_chars], req.add_bos, special=True)
+        return common_prefix(head, prompt)  # the head's last token may merge into the next
 
     def cancel(self, rid: int) -> None:
         for job in (*self.waiting, *self.active):
@@ -226,7 +236,9 @@ class Engine:
             slot.shift = 0  # what is kept of the cache holds no M-RoPE image (see there)
             common = self.window.cut(slot, shared)
             if not job.images:  # a window state taken past an image could not be resumed
-                job.checkpoint_at = self.window.plan(len(job.prompt), common, shared)
+                job.checkpoint_at = self.window.plan(
+                    len(job.prompt), common, shared, job.system_end
+                )
             slot.job, job.slot, job.fed = job, slot, common
             self.samplers.start(slot.seq_id, job.sampler)
             job.admitted = time.perf_counter()

@@ -11,9 +11,10 @@ the cached one) only to a point whose window it still holds.
 So, as llama-server does, the engine copies a sequence's window state
 (``LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY``: a few MB) at prompt positions where later prompts are
 likely to part from this one: a few tokens before the prompt's end, and a batch before that
-(the next turn, or the same prompt again, parts in the reply or just before it), and where
-this prompt parted from the longest prefix cached before it (where a family of prompts parts,
-such as an agent's sessions that share a system prompt). To cut back to a point the window no
+(the next turn, or the same prompt again, parts in the reply or just before it), where its
+system messages end (the daemon says where: ``daemon.inference.system_part``; an agent's
+sessions share them), and where this prompt parted from the longest prefix cached before it
+(where a family of prompts parts). To cut back to a point the window no
 longer holds, the engine restores the latest checkpoint at or before it and decodes from there.
 """
 
@@ -95,14 +96,15 @@ class SlidingWindow:
         slot.checkpoints = [c for c in slot.checkpoints if c.tokens <= start]
         return start
 
-    def plan(self, prompt_tokens: int, start: int, parted: int) -> list[int]:
+    def plan(self, prompt_tokens: int, start: int, parted: int, system: int = 0) -> list[int]:
         """Where to take checkpoints while a prompt of ``prompt_tokens`` is read from
-        ``start`` on, when it parted from the longest cached prefix at ``parted``: positions
-        past one batch (less is cheaper to read again), in order."""
+        ``start`` on, when it parted from the longest cached prefix at ``parted`` and its
+        system part ends at ``system`` (0: unknown): positions past one batch (less is
+        cheaper to read again), in order."""
         if not self.n_swa or not self._slot_bytes:
             return []
         end = prompt_tokens - _END_MARGIN
-        wanted = {parted, end - self._n_batch, end}
+        wanted = {parted, system, end - self._n_batch, end}
         return sorted(p for p in wanted if max(start, self._n_batch) <= p <= end)
 
     def take(self, slot) -> None:
