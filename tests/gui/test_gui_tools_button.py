@@ -71,3 +71,27 @@ def test_the_message_box_holds_documents_and_tools_and_leads_to_the_tools_page(q
     items["Add or edit servers…"].trigger()
     assert window.pages.currentWidget() is window.tools_page
     services.shutdown()
+
+
+def test_changes_made_while_one_is_being_written_are_saved_in_order(qtbot, tmp_path):
+    """Two clicks in a row: the second's settings must be what the file keeps, however the
+    workers that write them are scheduled (an older write once landed after a newer one)."""
+    from tests.support.gate import Gate
+
+    net = Workers(max_threads=2)
+    tools = ChatTools(Gateway(), net, tmp_path, keyring_backend=NO_KEYRING)
+    gate = Gate(guard=30.0)
+    store = tools._store
+    store.save = gate.wrap(store.save)  # the first write waits until the test lets it go
+    tools.save(tools.settings.with_servers(SERVERS))
+    assert gate.entered.wait(10)
+    tools.save(tools.settings.with_servers(SERVERS[:1]))
+    newest = tools.settings.with_servers(SERVERS[1:])
+    tools.save(newest)
+    qtbot.waitUntil(lambda: net.busy == 1, timeout=10_000)  # nothing else is left to write
+    gate.open()
+    qtbot.waitUntil(lambda: net.busy == 0, timeout=10_000)
+    saved = McpSettingsStore(tmp_path, keyring_backend=NO_KEYRING).load()
+    assert [s.name for s in saved.servers] == ["notes"]
+    tools.shutdown()
+    net.shutdown(wait_ms=2000)

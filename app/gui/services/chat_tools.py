@@ -59,6 +59,7 @@ class ChatTools(QObject):
         self.host = McpHost(log_dir=Path(config_dir) / "mcp-logs")
         self.settings = McpSettings()
         self._lock = threading.Lock()
+        self._unsaved: McpSettings | None = None  # newer than the file; a worker writes it
         self._listed: dict[str, list[ToolSpec]] = {}  # server name -> its tools
         self.status: dict[str, str] = {}  # server name -> a line for the settings page
         self._capable: dict[str, bool] = {}  # model -> it can call tools
@@ -83,8 +84,28 @@ class ChatTools(QObject):
         for name, server in old.items():
             if settings.server(name) != server:
                 self._net.call(lambda n=name: self.host.stop(n))
-        self._net.call(lambda: self._store.save(settings), None, lambda e: self.error.emit(str(e)))
+        with self._lock:
+            writing, self._unsaved = self._unsaved is not None, settings
+        if not writing:
+            self._net.call(self._write_unsaved, None, lambda e: self.error.emit(str(e)))
         self.changed.emit()
+
+    def _write_unsaved(self) -> None:
+        """Write the newest settings until none are left (a worker): one writer at a time, so
+        an older write never lands after a newer one (two clicks in a row lost the second)."""
+        while True:
+            with self._lock:
+                settings = self._unsaved
+            try:
+                self._store.save(settings)
+            except BaseException:
+                with self._lock:
+                    self._unsaved = None  # said as an error; the next save writes again
+                raise
+            with self._lock:
+                if self._unsaved is settings:
+                    self._unsaved = None
+                    return
 
     def refresh(self, server: ServerConfig) -> None:
         """List one server's tools now (the settings page's "Check")."""
