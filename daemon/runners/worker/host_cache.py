@@ -104,9 +104,7 @@ class HostCache:
         written = lc.llama_state_seq_get_data(self._ctx, state, size, slot.seq_id)
         if written == 0:
             return False
-        # the state keeps the window before its last token (llama.cpp saves no masked cell)
-        start = self._window.window_start(slot.seq_id)
-        start = max(start, len(key) - self._window.n_swa) if self._window.n_swa else 0
+        start = self._window.saved_window_start(slot)
         entry = _Entry(state, written, start, tuple(slot.checkpoints))
         if entry.footprint > self.limit_bytes:
             return False

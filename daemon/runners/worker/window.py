@@ -73,6 +73,13 @@ class SlidingWindow:
         """The first position the sequence's window cache holds (0 when it holds all)."""
         return max(0, lc.llama_memory_seq_pos_min(self._memory, seq_id)) if self.n_swa else 0
 
+    def saved_window_start(self, slot) -> int:
+        """Where the window of a state saved from ``slot`` (``llama_state_seq_get_data``)
+        starts: llama.cpp saves no cell the last token's window has left."""
+        if not self.n_swa:
+            return 0
+        return max(self.window_start(slot.seq_id), len(slot.cached) - self.n_swa)
+
     def reach(self, slot, keep: int) -> int:
         """How many of ``slot``'s first ``keep`` tokens it can keep (see :func:`reach`)."""
         start = self.window_start(slot.seq_id) if keep < len(slot.cached) else 0
@@ -83,11 +90,11 @@ class SlidingWindow:
         checkpoint where its window no longer holds them; returns how many it keeps."""
         if keep >= len(slot.cached):
             return keep
-        window_start = self.window_start(slot.seq_id)
-        start = reach(keep, len(slot.cached), window_start, slot.checkpoints, self.n_swa)
-        resumes = not holds(keep, len(slot.cached), window_start, self.n_swa)
-        if resumes and start and not self._restore(slot, start):
-            start = 0
+        window_start, start = self.window_start(slot.seq_id), keep
+        if not holds(keep, len(slot.cached), window_start, self.n_swa):
+            start = reach(keep, len(slot.cached), window_start, slot.checkpoints, self.n_swa)
+            if start and not self._restore(slot, start):
+                start = 0
         if start and not lc.llama_memory_seq_rm(self._memory, slot.seq_id, start, -1):
             start = 0
         if not start:
