@@ -20,8 +20,9 @@ Then, on ours only: a second turn (the last prompt and a few hundred tokens more
 session with the same start after another conversation took the one slot (the first one's
 cache moved to the host cache), and through the chat API a new chat with the same system
 prompt after a first chat whose long question moved the sliding window far past it (Gemma:
-it resumes from the checkpoint where the system prompt ends). ``--write`` replaces
-"## Long prompts" in bench/RESULTS.md.
+it resumes from the checkpoint where the system prompt ends). llama-server takes the same
+second turn with its prompt cache on, for what reading the new tokens costs here.
+``--write`` replaces "## Long prompts" in bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ SECTION = "Long prompts"
 # leave flash attention off here (daemon/runners/attention.py)
 SMALL_MODEL = {"n_layer": 8, "n_embd": 128, "n_head": 4, "vocab_size": 32000, "context_length": CTX}
 VARIANTS = ("ours (auto)", "ours (off)", "llama-server")
+TOOL_ANSWER = "\n\nThe tool answered: 42 files changed." * 20  # a second turn: ~200 tokens
 
 
 def agent_text() -> str:
@@ -146,7 +148,9 @@ def bench_model(name: str, model: Path, binary: Path, args: argparse.Namespace) 
                     f"{name} round {r} {variant:13} prompt {cell['prompt']} tokens: "
                     f"ttft {answer.ttft:.1f} s, {cell['rate'][-1]:.1f} tok/s", flush=True
                 )  # fmt: skip
-        reuse = prefix_reuse(urls["ours (auto)"], f"{args.rounds - 1}. {prompt}", prompt)
+        held, question = f"{args.rounds - 1}. {prompt}", cut(model, agent_text(), 1500)
+        reuse = prefix_reuse(urls["ours (auto)"], held, prompt, question)
+        reuse["peer second"] = peer_second_turn(urls["llama-server"], held)
     finally:
         for proc in procs:
             stop(proc)
@@ -154,18 +158,26 @@ def bench_model(name: str, model: Path, binary: Path, args: argparse.Namespace) 
     return {"model": model, "cells": cells, "reuse": reuse, "command": command}
 
 
-def prefix_reuse(url: str, held: str, system: str) -> dict:
+def prefix_reuse(url: str, held: str, system: str, question: str) -> dict:
     """The turns after a first one on ours (whose prompt ``held`` its one slot holds): the
     next turn, a new session with the same start once another conversation has taken the
     slot (the first one waits in the host cache), and a new chat with ``system`` as its
-    system prompt after a first one with a long question."""
-    second = completion(url, held + "\n\nThe tool answered: 42 files changed." * 20, 1)
+    system prompt after a first one whose long ``question`` moved on from it."""
+    second = completion(url, held + TOOL_ANSWER, 1)
     completion(url, "Another conversation, short. " * 50, 1)
     session = completion(url, held + "\n\nA new question.", 1)
     turns = {"second": (second.ttft, second.usage), "session": (session.ttft, session.usage)}
-    chat(url, system, "Review this file:\n" + agent_text()[:6000])  # ~1,500 tokens past it
+    chat(url, system, "Review this file:\n" + question)
     turns["chat"] = chat(url, system, "A new question: what changed?")
     return turns
+
+
+def peer_second_turn(url: str, held: str) -> tuple[float, dict]:
+    """llama-server's time for the same second turn, its prompt cache holding ``held``:
+    what reading the new tokens against that much cache costs on this machine."""
+    completion(url, held, 1, cache_prompt=True)
+    second = completion(url, held + TOOL_ANSWER, 1, cache_prompt=True)
+    return second.ttft, second.usage
 
 
 # -- report -----------------------------------------------------------------------------------
@@ -204,11 +216,13 @@ def reuse_lines(results: list[tuple[str, dict]]) -> list[str]:
     ]
     words = {
         "second": "second turn (+~200 tokens)",
+        "peer second": "llama-server, the same second turn (its prompt cache on)",
         "session": "new session, same start, after another took the slot (host cache)",
         "chat": "new chat, same system prompt, after a chat whose question ran 1,500 tokens on",
     }
     for name, result in results:
-        for label, (ttft, usage) in result["reuse"].items():
+        for label in words:
+            ttft, usage = result["reuse"][label]
             cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0)
             total = usage.get("prompt_tokens", 0)
             lines.append(f"| {name} | {words[label]} | {ttft:.2f} | {cached} of {total} |")
