@@ -9,6 +9,7 @@ import pexpect
 import pytest
 
 from tests.support.daemon import ROOT
+from tests.support.interrupt import default_sigint
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
 
@@ -48,6 +49,7 @@ def spawn(tmp_path):
             cwd=str(ROOT),
             encoding="utf-8",
             timeout=30,
+            preexec_fn=default_sigint,
         )
         children.append(child)
         return child

@@ -11,6 +11,7 @@ import pytest
 
 from tests.support.cli_e2e import CLI, cli_env, run_cli
 from tests.support.daemon import ROOT, Daemon
+from tests.support.interrupt import default_sigint
 from tests.support.local_hub import LocalHub
 from tests.support.polling import wait_for
 
@@ -93,6 +94,7 @@ def test_ctrl_c_pauses_and_the_same_command_resumes(env, hub, model_bytes):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_sigint,
     )
     try:
         assert wait_for(lambda: hub.bytes_served(REPO, FILE) > size // 10, timeout=60)
