@@ -29,6 +29,8 @@ def run_engine(
     done: dict[int, dict] = {}
     with tempfile.TemporaryFile() as sink:
         out = FrameWriter(sink.fileno())
+        # One thread, so a resumed read can be compared token for token with a cold one:
+        # with two, the window tests' greedy tokens parted from a cold read's at the 8th
         engine = Engine(model, spec, 1, out)
         if prepare is not None:
             prepare(engine)
