@@ -17,6 +17,7 @@ from anthropic.types import RawMessageStreamEvent
 from model_registry.tiny_gguf import write_tiny_model
 from model_registry.tiny_projector import TINY_IMAGE_TOKENS
 from tests.support.daemon import Daemon, make_store
+from tests.support.polling import wait_for
 from tests.test_late_system import STRICT
 from tests.test_server_images import BLUE, RED
 
@@ -382,6 +383,19 @@ def request_lines(daemon) -> list[dict]:
     ]
 
 
+def next_messages_line(daemon, seen: int) -> dict:
+    """The first ``/v1/messages`` line after the log's first ``seen`` request lines, once the
+    daemon wrote it: it logs a request as its response ends, which can be after the client has
+    read the whole answer (a busy CI machine found the last line still the one before)."""
+
+    def line() -> dict | None:
+        later = [x for x in request_lines(daemon)[seen:] if x["path"] == "/v1/messages"]
+        return later[0] if later else None
+
+    assert wait_for(line), "the request was not logged"
+    return line()
+
+
 def test_what_claude_code_sends_is_understood(daemon):
     """Its fields as it sends them on every turn: adaptive thinking (a model that cannot think
     just answers), a system message mid-conversation, server tools (left out, with a warning in
@@ -402,13 +416,14 @@ def test_what_claude_code_sends_is_understood(daemon):
         "metadata": {"user_id": "someone"},
     }
     headers = {"x-api-key": KEY, "anthropic-beta": "claude-code-20250219,effort-2025-11-24"}
+    seen = len(request_lines(daemon))
     answer = httpx.post(
         daemon.url + "/v1/messages?beta=true", json=body, headers=headers, timeout=120
     )
     assert answer.status_code == 200, answer.text
     message = anthropic.types.Message.model_validate(answer.json())
     assert message.stop_reason == "max_tokens" and message.content[0].type == "text"
-    assert request_lines(daemon)[-1]["warnings"] == [
+    assert next_messages_line(daemon, seen)["warnings"] == [
         "tools[1]: server tool 'web_search' (web_search_20250305) left out: localllm runs no "
         "server tools"
     ]
@@ -428,12 +443,13 @@ def test_what_claude_code_sends_is_understood(daemon):
 def test_the_request_log_says_why_a_request_failed(daemon):
     thinking = {"type": "enabled", "budget_tokens": 0}
     body = {"model": "tiny", "max_tokens": 4, "messages": HELLO, "thinking": thinking}
+    seen = len(request_lines(daemon))
     refused = httpx.post(
         daemon.url + "/v1/messages", json=body, headers={"x-api-key": KEY}, timeout=60
     )
     assert refused.status_code == 400
-    line = request_lines(daemon)[-1]
-    assert (line["path"], line["status"]) == ("/v1/messages", 400)
+    line = next_messages_line(daemon, seen)
+    assert line["status"] == 400
     assert line["error"] == refused.json()["error"]["message"] and "budget_tokens" in line["error"]
 
 
