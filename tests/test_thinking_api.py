@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+import anthropic
 import ollama
 import openai
 import pytest
@@ -283,3 +284,27 @@ def test_the_responses_api_puts_thinking_in_a_reasoning_item(daemon, model):
     assert streamed == thinking  # the same seed: the same thinking, streamed apart
     answer = "".join(e.delta for e in events if e.type == "response.output_text.delta")
     assert answer == whole.output_text
+
+
+def test_a_stop_string_that_ends_the_answer_after_a_budget_is_named(daemon):
+    """The answer part ends on the stop string; the whole answer (both parts) names it."""
+    client = anthropic.Anthropic(base_url=daemon.url, api_key="unused", max_retries=0)
+    fields = {
+        "model": "qwen",
+        "max_tokens": 40,
+        "messages": HI,
+        "thinking": {"type": "enabled", "budget_tokens": 8},
+        "extra_body": {"temperature": 0, "options": {"seed": 3}},
+    }
+    full = client.messages.create(**fields)
+    thinking, text = (
+        block.thinking if block.type == "thinking" else block.text for block in full.content
+    )
+    assert thinking and len(text) > 6 and clean(text)
+    stop = text[4:7]
+    cut = client.messages.create(**fields, stop_sequences=["never in this text", stop])
+    assert cut.stop_reason == "stop_sequence" and cut.stop_sequence == stop
+    assert (
+        next(block.text for block in cut.content if block.type == "text")
+        == text[: text.index(stop)]
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from dataclasses import replace
 
 import pytest
@@ -152,6 +153,55 @@ def test_a_budget_makes_a_thinking_part_then_an_answer_part():
     total = add_parts(run.first_part, done("stop", 2, prompt=25))
     assert (total.prompt_tokens, total.completion_tokens, total.reason) == (10, 10, "stop")
     assert total.generation_seconds == 1.0 + 0.5 + 1.0 and total.prompt_seconds == 0.5
+
+
+# How two parts' DoneEvents combine, field by field: a field added to DoneEvent must be
+# named here (and, unless it is the answer part's, in ``add_parts``) or the test below fails.
+FROM_FIRST = ("prompt_tokens", "prompt_evaluated", "prompt_seconds", "first_token_seconds")
+FROM_SECOND = ("reason", "stop_sequence", "sampling")  # how the answer ended, and where
+SUMMED = ("completion_tokens", "draft_tokens", "draft_accepted")
+COMBINED = {
+    "generation_seconds": lambda a, b: (
+        a.generation_seconds + b.prompt_seconds + b.generation_seconds
+    )
+}
+
+
+def distinct_done(offset: int) -> DoneEvent:
+    """A DoneEvent whose every field holds a value no other field (or offset) holds."""
+    made = {"int": lambda n: n, "float": lambda n: n + 0.25, "str": lambda n: f"s{n}"}
+    values = {}
+    for index, field in enumerate(dataclasses.fields(DoneEvent)):
+        kind = str(field.type).split(" | ")[0]
+        assert kind in made, f"give distinct_done a value for {field.name}: {field.type}"
+        values[field.name] = made[kind](offset + index + 1)
+    return DoneEvent(**values)
+
+
+def test_every_field_of_the_parts_reaches_the_whole():
+    first, second = distinct_done(100), distinct_done(200)
+    total = add_parts(first, second)
+    for field in dataclasses.fields(DoneEvent):
+        name, got = field.name, getattr(total, field.name)
+        a, b = getattr(first, name), getattr(second, name)
+        if name in FROM_FIRST:
+            assert got == a, name
+        elif name in FROM_SECOND:
+            assert got == b, name
+        elif name in SUMMED:
+            assert got == a + b, name
+        elif name in COMBINED:
+            assert got == COMBINED[name](first, second), name
+        else:
+            pytest.fail(f"DoneEvent.{name}: say in add_parts and here how two parts combine it")
+
+
+def test_the_answer_part_names_the_stop_string_and_guesses_add_up():
+    first = replace(done("stop", 8), stop_sequence="</think>", draft_tokens=6, draft_accepted=4)
+    second = replace(done("stop", 3), stop_sequence="STOP", draft_tokens=2, draft_accepted=1)
+    total = add_parts(first, second)
+    assert (total.reason, total.stop_sequence) == ("stop", "STOP")
+    assert (total.draft_tokens, total.draft_accepted) == (8, 5)
 
 
 def test_a_harmony_answer_part_opens_the_final_channel():

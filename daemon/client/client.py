@@ -7,8 +7,9 @@ comes back as the ``daemon.api`` model the server built it from (``ModelSummary`
 request goes out on the first ``next()``, and closing the iterator closes the connection.
 Error responses, and ``{"error": ...}`` lines in the middle of a stream, come back as typed
 exceptions (``ModelNotFound``, ``BadRequest``, ``ServerBusy``, ``Unauthorized``,
-``Forbidden``, ``ServerError``; ``DaemonUnavailable`` when nothing answers). The remotes
-calls live in ``daemon.client.remotes``.
+``Forbidden``, ``ServerError``, also for an answer that is not JSON; ``DaemonUnavailable``
+when nothing answers, ``DaemonTimeout`` when the daemon took the request but did not answer
+within ``timeout``). The remotes calls live in ``daemon.client.remotes``.
 
 ``DaemonClient`` (``daemon.client.protocol``) is this class's interface, for front ends to
 annotate against and test stand-ins to implement. To test without sockets pass
@@ -57,8 +58,15 @@ from daemon.api import (
     VerifyResponse,
     VersionResponse,
 )
-from daemon.client.answers import Answer, json_or_text, ndjson_objects, parsed, sse_objects
-from daemon.client.errors import DaemonUnavailable, raise_for_body
+from daemon.client.answers import (
+    Answer,
+    json_body,
+    json_or_text,
+    ndjson_objects,
+    parsed,
+    sse_objects,
+)
+from daemon.client.errors import DaemonTimeout, DaemonUnavailable, raise_for_body
 from daemon.client.local_models import LocalModelCalls
 from daemon.client.protocol import Progress
 from daemon.client.remotes import RemoteCalls
@@ -307,7 +315,7 @@ class Client(LocalModelCalls, RemoteCalls):
         return parsed(model, self._json(method, path, **kwargs), path)
 
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
-        return self._request(method, path, **kwargs).json()
+        return json_body(self._request(method, path, **kwargs), path)
 
     def _request(
         self, method: str, path: str, allowed: tuple[int, ...] = (), **kwargs: Any
@@ -331,13 +339,21 @@ class Client(LocalModelCalls, RemoteCalls):
                 if response.status_code >= 400:
                     response.read()
                     raise_for_body(response.status_code, json_or_text(response))
-                for data in (sse_objects if sse else ndjson_objects)(response):
+                for data in (sse_objects if sse else ndjson_objects)(response, path):
                     yield parsed(model, data, path)
         except httpx.TransportError as error:
             raise self._unavailable(error) from None
 
-    def _unavailable(self, error: Exception) -> DaemonUnavailable:
-        return DaemonUnavailable(f"cannot reach the daemon at {self._http.base_url}: {error}")
+    def _unavailable(self, error: httpx.TransportError) -> DaemonUnavailable:
+        """What a failure before an answer means: a wait for one that ran out is a daemon
+        that is there but busy; anything else (refused, no route...) one not reached."""
+        url, timeout = self._http.base_url, self._http.timeout
+        if isinstance(error, httpx.ReadTimeout) and timeout.read is not None:
+            return DaemonTimeout(
+                f"the daemon at {url} did not answer within {timeout.read:g} seconds; it may "
+                "be busy (loading a model, a long prompt): try again once it is done"
+            )
+        return DaemonUnavailable(f"cannot reach the daemon at {url}: {error}")
 
 
 def _fields(**fields: Any) -> dict[str, Any]:

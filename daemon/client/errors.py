@@ -12,6 +12,7 @@ __all__ = [
     "BadRequest",
     "ClientError",
     "Conflict",
+    "DaemonTimeout",
     "DaemonUnavailable",
     "Forbidden",
     "ModelNotFound",
@@ -34,6 +35,11 @@ class ClientError(Exception):
 
 class DaemonUnavailable(ClientError):
     """Nothing answered at the daemon's address (is ``localllm serve`` running?)."""
+
+
+class DaemonTimeout(DaemonUnavailable):
+    """The daemon took the request but did not answer within the client's timeout: it is
+    there but busy (loading a model, a long prompt), not gone."""
 
 
 class BadRequest(ClientError):
@@ -65,7 +71,8 @@ class ServerBusy(ClientError):
 
 
 class ServerError(ClientError):
-    """5xx, or an error the daemon reported in the middle of a stream."""
+    """5xx, an error the daemon reported in the middle of a stream, or an answer this client
+    cannot read (not JSON, or not the shape it expects: ``code`` "unexpected_answer")."""
 
 
 _BY_STATUS: dict[int, type[ClientError]] = {

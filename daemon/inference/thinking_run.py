@@ -112,10 +112,12 @@ class ThinkingRun:
 
 
 def add_parts(first: DoneEvent, second: DoneEvent) -> DoneEvent:
-    """One generation's numbers from its two parts: the prompt is the first part's (the
-    answer part's prompt is mostly the first's, cached), the tokens and times of both."""
-    return DoneEvent(
-        reason=second.reason,
+    """One generation's numbers from its two parts. Built from the answer part, so a field
+    this function does not name is the answer's (how it ended, its stop string, where it was
+    sampled), never dropped. The prompt is the first part's (the answer part's prompt is
+    mostly the first's, cached); tokens, times and speculative guesses are both parts'."""
+    return dataclasses.replace(
+        second,
         prompt_tokens=first.prompt_tokens,
         prompt_evaluated=first.prompt_evaluated,
         completion_tokens=first.completion_tokens + second.completion_tokens,
@@ -124,5 +126,6 @@ def add_parts(first: DoneEvent, second: DoneEvent) -> DoneEvent:
         + second.prompt_seconds
         + second.generation_seconds,
         first_token_seconds=first.first_token_seconds or second.first_token_seconds,
-        sampling=second.sampling,
+        draft_tokens=first.draft_tokens + second.draft_tokens,
+        draft_accepted=first.draft_accepted + second.draft_accepted,
     )
