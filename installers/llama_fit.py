@@ -188,17 +188,43 @@ def step_folder(cache: Path, version: str, base_cmake: str, step: Step) -> Path:
 
 
 class Record:
-    """``records.json``: for each computer, the builds that passed and those killed here."""
+    """``records.json``: for each computer, the builds that passed and those killed here.
 
-    def __init__(self, path: Path, machine: str):
+    The file sits in a cache anyone may edit, a disk may truncate and another version may have
+    written: what cannot be read as a build passed or killed here is ignored with a warning
+    (that build is proved again), never a crash of the install."""
+
+    def __init__(self, path: Path, machine: str, say: Say = print):
         self._path, self._machine = path, machine
-        try:
-            everything = json.loads(path.read_text())
-        except (OSError, ValueError):
-            everything = {}
-        mine = everything.get(machine, {})
-        self.passed: dict[str, str] = dict(mine.get("passed", {}))
-        self.failed: dict[str, dict] = dict(mine.get("failed", {}))  # why, features
+        everything, problem = _read(path)
+        self.passed: dict[str, str] = {}
+        self.failed: dict[str, dict] = {}  # why, features
+        ignored = self._take(everything.get(machine, {}))
+        if ignored and not problem:
+            problem = f"has {ignored} entr{'y' if ignored == 1 else 'ies'} it cannot be read"
+        if problem:
+            say(
+                f"llama.cpp build: warning: {path.name} {problem}; what it says is ignored "
+                "and those builds are proved again"
+            )
+
+    def _take(self, mine: object) -> int:
+        """Keep this computer's readable entries; returns how many were not."""
+        if not isinstance(mine, dict):
+            return 1
+        passed, failed = mine.get("passed", {}), mine.get("failed", {})
+        ignored = sum(not isinstance(part, dict) for part in (passed, failed))
+        for key, step in passed.items() if isinstance(passed, dict) else ():
+            if isinstance(step, str):
+                self.passed[key] = step
+            else:
+                ignored += 1
+        for key, failure in failed.items() if isinstance(failed, dict) else ():
+            if _is_failure(failure):
+                self.failed[key] = {"why": failure["why"], "features": failure["features"]}
+            else:
+                ignored += 1
+        return ignored
 
     def forget(self) -> None:
         """Drop what was learned here (after a hypervisor or kernel update, say)."""
@@ -215,15 +241,33 @@ class Record:
         self._save()
 
     def _save(self) -> None:
-        try:
-            everything = json.loads(self._path.read_text())
-        except (OSError, ValueError):
-            everything = {}
+        everything, _ = _read(self._path)  # other computers' entries are kept as they are
         everything[self._machine] = {"passed": self.passed, "failed": self.failed}
         self._path.parent.mkdir(parents=True, exist_ok=True)
         temporary = self._path.with_suffix(".tmp")
         temporary.write_text(json.dumps(everything, indent=2) + "\n")
         os.replace(temporary, self._path)
+
+
+def _read(path: Path) -> tuple[dict, str | None]:
+    """The whole file as a dict, and why it could not be read (None: it could, or is not there)."""
+    try:
+        everything = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}, None
+    except (OSError, ValueError, RecursionError) as error:  # RecursionError: [[[[...
+        return {}, f"cannot be read ({type(error).__name__})"
+    if not isinstance(everything, dict):
+        return {}, "is not a JSON object"
+    return everything, None
+
+
+def _is_failure(value: object) -> bool:
+    """Whether ``value`` is a build killed here as ``add_failure`` writes it."""
+    if not isinstance(value, dict) or not isinstance(value.get("why"), str):
+        return False
+    features = value.get("features")
+    return isinstance(features, list) and all(isinstance(name, str) for name in features)
 
 
 def machine_key(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:

@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import stat
 
+import pytest
+
+from app.gui.state.mcp_json import McpJsonError, servers_from_mcp_json
 from app.tools.catalog import ToolSpec
 from app.tools.config_store import FILE_NAME, McpSettings, McpSettingsStore
 from app.tools.servers import ServerConfig
@@ -69,3 +72,18 @@ def test_an_unreadable_file_is_set_aside_not_overwritten(tmp_path):
     assert McpSettingsStore(tmp_path, keyring_backend=NO_KEYRING).load() == McpSettings()
     assert (tmp_path / (FILE_NAME + ".unreadable")).read_text() == "{not json"
     assert json.loads(json.dumps(WEB.to_json()))["url"] == WEB.url
+
+
+def test_a_pasted_mcp_json_whose_keys_make_one_name_is_refused_naming_both():
+    """``a/b`` and ``a-b`` are both named ``a-b``: two servers of one name would share one
+    secret and one set of approvals, so the paste is refused, not renamed behind the user."""
+    pasted = {"mcpServers": {"a/b": {"command": "one"}, "x": {"url": "http://h/mcp"}}}
+    pasted["mcpServers"]["a-b"] = {"command": "two"}
+    with pytest.raises(McpJsonError) as refused:
+        servers_from_mcp_json(json.dumps(pasted))
+    assert str(refused.value) == (
+        "'a/b' and 'a-b' would both be named 'a-b' (a name keeps letters, digits, spaces, '.', "
+        "'_' and '-'): rename one of them."
+    )
+    del pasted["mcpServers"]["a-b"]
+    assert [s.name for s in servers_from_mcp_json(json.dumps(pasted))] == ["a-b", "x"]

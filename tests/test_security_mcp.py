@@ -1,7 +1,7 @@
 """MCP servers run with the user's rights, so an "always allow" is for exactly what the user
-approved: that tool, as its server is started (command line, folder or URL) and as it takes
-its arguments (its schema). A change of any of them asks again. A stdio server's stderr log
-is bounded: it cannot fill the disk."""
+approved: that tool, as its server is started (command line, environment, folder or URL) and
+as it takes its arguments (its schema). A change of any of them asks again. A stdio server's
+stderr log is bounded: it cannot fill the disk."""
 
 from __future__ import annotations
 
@@ -41,10 +41,27 @@ def test_an_approval_holds_for_what_was_approved():
         replace(LOCAL, command="bash"),
         replace(LOCAL, args=("-y", "server-files", "/")),
         replace(LOCAL, cwd="/tmp"),
+        replace(LOCAL, env={"NODE_OPTIONS": "--require /tmp/hook.js"}),
     ],
 )
 def test_a_changed_command_asks_again(changed):
     assert not approved().is_allowed(changed, READ)
+
+
+def test_a_changed_environment_asks_again_and_its_values_stay_out_of_the_file(tmp_path):
+    """Same command line, other code: ``NODE_OPTIONS=--require ...`` runs a script first."""
+    server = replace(LOCAL, env={"GITHUB_TOKEN": "ghp_first"})
+    store = McpSettingsStore(tmp_path, keyring_backend=NO_KEYRING)
+    store.save(McpSettings((server,)).allowing(server, READ))
+    loaded = store.load()
+    assert loaded.is_allowed(loaded.server("files"), READ)  # the environment read back
+    hooked = replace(server, env={**server.env, "NODE_OPTIONS": "--require ./hook.js"})
+    store.save(loaded.with_servers([hooked]))
+    again = store.load()
+    assert again.server("files").env == hooked.env
+    assert not again.is_allowed(again.server("files"), READ)
+    assert not again.is_allowed(replace(server, env={"GITHUB_TOKEN": "ghp_other"}), READ)
+    assert "ghp_first" not in (tmp_path / FILE_NAME).read_text()
 
 
 def test_a_changed_url_asks_again():

@@ -5,7 +5,8 @@ with, through what it reads, never by editing the user's own configuration: Clau
 through environment variables (its Anthropic base URL and model names), Codex through ``-c``
 overrides on its command line (a ``localllm`` model provider on the Responses API), opencode
 through a config file in a private temporary folder (``OPENCODE_CONFIG``; opencode merges it
-with the user's own).
+with the user's own). That file holds the key: ``launch`` writes it 0600 and removes the folder
+when the agent exits.
 """
 
 from __future__ import annotations

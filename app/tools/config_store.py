@@ -3,10 +3,12 @@ config folder, with each stdio server's environment (often tokens) in the system
 or in a 0600 file beside it where no keyring works (``model_registry.credentials``).
 
 Allowed tools ("always allow") are kept here too, by server and tool name and a fingerprint of
-what the approval was for: the server's command line (or URL) and the tool's input schema. A
-renamed or removed server forgets them, and so does a server whose command or URL changes, or a
-tool whose schema does: the next call asks again. A file that cannot be read is set aside,
-never overwritten.
+what the approval was for: everything that decides what runs (the server's command, arguments,
+environment and folder, or its URL) and the tool's input schema. A renamed or removed server
+forgets them, and so does a server any of whose launch definition changes (an added
+``NODE_OPTIONS=--require ...`` runs other code under the same command line), or a tool whose
+schema does: the next call asks again. The fingerprint is a digest: the environment's values
+(tokens) are not in this file. A file that cannot be read is set aside, never overwritten.
 """
 
 from __future__ import annotations
@@ -32,10 +34,12 @@ Approval = tuple[str, str, str]  # server name, tool name, fingerprint
 
 def approval_key(server: ServerConfig, tool: ToolSpec) -> Approval:
     """What an "always allow" is for: this tool of this server, as the server is started (its
-    command line, folder or URL) and as the tool takes its arguments (its schema)."""
+    command line, environment, folder or URL) and as the tool takes its arguments (its
+    schema)."""
     what = {
         "command": server.command,
         "args": list(server.args),
+        "env": dict(server.env),  # sort_keys: the order it was typed in does not count
         "cwd": server.cwd,
         "url": server.url,
         "schema": tool.schema,

@@ -1,4 +1,4 @@
-"""The Server page's Qt-free parts: the daemon log without the app's own requests, the
+"""The Server page's Qt-free parts: the daemon log without the app's own polling, the
 daemon's stop as the status bar tells it, and what moving the daemon to another port refuses.
 The page over a real daemon is in ``test_gui_e2e_server``."""
 
@@ -11,14 +11,14 @@ import pytest
 
 from app.gui.state.daemon_control import DaemonControl
 from app.gui.state.daemon_health import DaemonHealth, DaemonState
-from app.gui.state.daemon_log import app_user_agent, is_app_request, readable, visible_log
+from app.gui.state.daemon_log import app_user_agent, is_app_polling, readable, visible_log
 from daemon.client.launcher import DaemonStartError
 from daemon.security.keys import ApiKeyStore
 from daemon.settings import Settings
 
 
-def _request(path: str, agent: str | None) -> str:
-    line = {"event": "request", "method": "GET", "path": path, "status": 200}
+def _request(path: str, agent: str | None, method: str = "GET", status: int = 200) -> str:
+    line = {"event": "request", "method": method, "path": path, "status": status}
     return json.dumps({**line, "user_agent": agent} if agent else line)
 
 
@@ -43,7 +43,32 @@ def test_the_log_leaves_out_the_apps_own_requests_unless_asked():
     assert "/api/chat" in shown[3]  # a chat the user sent through the app stays
     assert visible_log(log, show_app_requests=True) == log
     assert visible_log(log, show_app_requests=True, lines=2).splitlines() == log.splitlines()[-2:]
-    assert is_app_request(_request("/api/ps", ours)) and not is_app_request("plain text")
+    assert is_app_polling(_request("/api/ps", ours)) and not is_app_polling("plain text")
+
+
+def test_the_apps_header_alone_hides_no_failure_no_change_and_no_other_route():
+    """Any program can say it is the app: only a successful read of a route the app polls is
+    hidden, never what the user must see (someone refused, something changed)."""
+    ours = "localllm-app/9"
+    refused = _request("/api/remotes", ours, method="POST", status=403)
+    shown = [
+        refused,
+        _request("/api/remotes", ours, method="POST", status=200),  # a remote added
+        _request("/api/delete", ours, method="DELETE", status=200),
+        _request("/api/ps", ours, status=401),
+        _request("/api/logs", ours, status=500),
+        _request("/v1/responses/resp_1", ours),  # not a route the app polls
+        json.dumps({"event": "request", "method": "GET", "path": "/api/ps", "user_agent": ours}),
+        json.dumps({"method": "GET", "path": ["/api/ps"], "status": 200, "user_agent": ours}),
+    ]
+    hidden = [
+        _request("/api/remotes", ours),
+        _request("/api/version", ours, method="HEAD"),
+        _request("/api/show", ours, method="POST"),  # a model's details: a POST that reads
+    ]
+    log = "\n".join(shown + hidden)
+    assert visible_log(log).splitlines() == shown
+    assert readable(refused) == "POST /api/remotes  403  (localllm-app/9)"
 
 
 def test_a_stop_on_purpose_is_said_and_never_undone_behind_the_users_back():

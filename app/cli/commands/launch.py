@@ -3,20 +3,35 @@
 What ``ollama launch`` does: make sure the daemon runs, pick a model that fits the agent (tools
 and a context of at least 32k tokens, a loaded one first) unless ``--model`` names one, point
 the agent at it (``app.cli.agents``: variables, ``-c`` overrides or a config file in a private
-temporary folder, never the user's own config) and replace this process with the agent.
-``--print`` shows all that instead, for people who start agents their own way.
+temporary folder, never the user's own config), run the agent and pass on its exit status.
+``--print`` shows all that instead, for people who start agents their own way, and writes
+nothing.
+
+The private folder may hold the API key, so it lives exactly as long as the agent: made 0700
+(checked), its files written 0600, and removed when the agent exits, whatever ends it. That is
+why localllm waits for the agent rather than becoming it (exec): while the agent runs, Ctrl-C
+(SIGINT, SIGQUIT), which the terminal sends to both, is left to the agent, and SIGTERM or
+SIGHUP (``kill``, a closed terminal) is passed on to it; only SIGKILL leaves the folder behind.
+The program is found on PATH without the current folder, and without cmd.exe on Windows
+(``app.cli.agent_program``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import shutil
+import signal
+import stat
 import subprocess
 import tempfile
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from types import FrameType
 
+from app.cli.agent_program import ProgramError, find_program
 from app.cli.agents import AGENTS, MIN_CONTEXT, Agent, Setup, Target
 from app.cli.commands.running import same_model
 from app.cli.context import Context
@@ -30,6 +45,9 @@ __all__ = ["register"]
 
 _KEY_PLACEHOLDER = "localllm"  # what agents send when the daemon needs no key
 _SUGGESTED = "qwen2.5-coder:7b"
+_WINDOWS_PATHEXT = ".COM;.EXE;.BAT;.CMD"  # Windows' own default
+_LEFT_TO_THE_AGENT = ("SIGINT", "SIGQUIT")  # the terminal's keys: sent to the agent too
+_PASSED_ON = ("SIGTERM", "SIGHUP")  # sent to localllm alone: the agent must hear them
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -42,8 +60,9 @@ def register(commands: argparse._SubParsersAction) -> None:
             Start Claude Code, Codex or opencode against a model of this computer. The daemon
             is started if need be. Without --model, a model with tools and a context of at
             least {MIN_CONTEXT:,} tokens is picked (a loaded one first). The agent's settings go
-            on its command line and in its environment, or in a private temporary folder: your
-            own config files are left alone. Arguments after `--` go to the agent.
+            on its command line and in its environment, or in a private temporary folder
+            removed when the agent exits: your own config files are left alone. Arguments
+            after `--` go to the agent.
             """,
         examples=[
             "localllm launch claude",
@@ -67,37 +86,137 @@ def register(commands: argparse._SubParsersAction) -> None:
 def _launch(context: Context, args: argparse.Namespace) -> int:
     agent = AGENTS[args.agent]
     environment = context.settings.environment
-    program = shutil.which(agent.program, path=environment.get("PATH"))
-    if program is None and not args.print:
-        raise CliError(
-            f"{agent.title} is not installed (no `{agent.program}` on PATH); install it with "
-            f"`{agent.install_hint}` and run this again"
-        )
+    program = () if args.print else _program(agent, environment)
     model, runs_at = _model(context, agent, args.model)
     key = context.settings.api_key or _KEY_PLACEHOLDER
     target = Target(connect_url(context.settings), key, model, runs_at)
-    folder = Path(tempfile.mkdtemp(prefix=f"localllm-{agent.name}-"))  # 0700: the key may be in it
-    setup = agent.setup(target, folder)
-    for name, text in setup.files.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    if not setup.files:
-        folder.rmdir()
-    argv = [program or agent.program, *setup.args, *_agent_args(args.extra)]
+    extra = _agent_args(args.extra)
     if args.print:
-        _show(context, agent, target, setup, folder, argv)
+        _show(context, agent, target, agent.setup(target, Path.cwd()), extra)
         return 0
     context.note(f"starting {agent.title} on {model} (context {runs_at:,} tokens)")
-    env = {**environment, **setup.env}
     context.out.flush()
     context.err.flush()
-    if os.name == "nt":  # no exec on Windows: wait for the agent and pass on its status
-        return subprocess.call(argv, env=env)
-    os.execve(argv[0], argv, env)
-    return 0  # not reached
+    with _Relay() as relay, _private_folder(context, agent) as folder:
+        setup = agent.setup(target, folder)
+        for name, text in setup.files.items():
+            _write_private(folder / name, text)
+        return relay.run(agent, [*program, *setup.args, *extra], {**environment, **setup.env})
 
 
 def _agent_args(extra: list[str]) -> list[str]:
     return extra[1:] if extra[:1] == ["--"] else extra
+
+
+def _program(agent: Agent, environment: Mapping[str, str]) -> tuple[str, ...]:
+    windows = os.name == "nt"
+    try:
+        cwd = os.getcwd()
+    except OSError:  # the current folder was removed: nothing to leave out
+        cwd = ""
+    try:
+        program = find_program(
+            agent.program,
+            windows=windows,
+            path=environment.get("PATH", os.defpath),
+            pathext=environment.get("PATHEXT", _WINDOWS_PATHEXT),
+            cwd=cwd,
+        )
+    except ProgramError as error:
+        raise CliError(
+            f"{agent.title} cannot be started safely: {error}. Reinstall it with "
+            f"`{agent.install_hint}`, or start it yourself as `localllm launch {agent.name} "
+            "--print` shows"
+        ) from error
+    if program is None:
+        raise CliError(
+            f"{agent.title} is not installed (no `{agent.program}` on PATH); install it with "
+            f"`{agent.install_hint}` and run this again"
+        )
+    return program
+
+
+# -- the agent's private folder and its run ---------------------------------------------------
+@contextlib.contextmanager
+def _private_folder(context: Context, agent: Agent) -> Iterator[Path]:
+    """A folder only this user can read, removed when the block ends, however it ends."""
+    folder = Path(tempfile.mkdtemp(prefix=f"localllm-{agent.name}-"))  # 0700
+    try:
+        _check_private(folder)
+        yield folder
+    finally:
+        try:
+            shutil.rmtree(folder)
+        except OSError as error:
+            context.note(
+                f"warning: the agent's private folder {folder.name} (in the temporary folder) "
+                f"could not be removed ({error.strerror}); it may hold the API key: delete it"
+            )
+
+
+def _check_private(folder: Path) -> None:
+    if os.name == "nt":  # a folder in the user's own temporary folder; no modes to check
+        return
+    found = folder.lstat()
+    if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.geteuid() or found.st_mode & 0o077:
+        raise CliError(
+            "the agent's private folder is not private (another user could read it): check "
+            "the temporary folder (TMPDIR) and run this again"
+        )
+
+
+def _write_private(path: Path, text: str) -> None:
+    """A new file only this user can read (never through a link put there first)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    with os.fdopen(os.open(path, flags, 0o600), "w", encoding="utf-8") as stream:
+        stream.write(text)
+
+
+class _Relay:
+    """Runs the agent while localllm stays to clean up after it: the terminal's Ctrl-C reaches
+    the agent by itself and is left to it; SIGTERM and SIGHUP are passed on to it. Handlers
+    are put back when the block ends; a signal ignored on entry stays ignored (the agent
+    inherits that, as it would have through exec)."""
+
+    def __init__(self) -> None:
+        self._child: subprocess.Popen | None = None
+        self._pending: list[int] = []
+        self._previous: dict[int, object] = {}
+
+    def __enter__(self) -> _Relay:
+        for name in _LEFT_TO_THE_AGENT + _PASSED_ON:
+            number = getattr(signal, name, None)
+            if number is None or signal.getsignal(number) in (signal.SIG_IGN, None):
+                continue
+            with contextlib.suppress(ValueError):  # not the main thread: nothing to relay
+                self._previous[number] = signal.signal(number, self._received)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        for number, handler in self._previous.items():
+            signal.signal(number, handler)
+
+    def run(self, agent: Agent, argv: list[str], env: dict[str, str]) -> int:
+        """The agent's exit status, as a shell gives it (128 + the signal that killed it)."""
+        try:
+            self._child = subprocess.Popen(argv, env=env)
+        except OSError as error:
+            raise CliError(
+                f"{agent.title} could not be started ({error.strerror}); reinstall it with "
+                f"`{agent.install_hint}`"
+            ) from error
+        for number in self._pending:
+            self._child.send_signal(number)
+        status = self._child.wait()
+        return 128 - status if status < 0 else status
+
+    def _received(self, number: int, frame: FrameType | None) -> None:
+        if signal.Signals(number).name not in _PASSED_ON:
+            return  # Ctrl-C: the agent got it too and decides
+        if self._child is None:
+            self._pending.append(number)
+        else:
+            self._child.send_signal(number)
 
 
 # -- the model ------------------------------------------------------------------------------
@@ -162,16 +281,16 @@ def _trained(shown: ShowResponse) -> int:
 
 
 # -- --print --------------------------------------------------------------------------------
-def _show(
-    context: Context, agent: Agent, target: Target, setup: Setup, folder: Path, argv: list[str]
-) -> None:
+def _show(context: Context, agent: Agent, target: Target, setup: Setup, extra: list[str]) -> None:
+    """The setup as a shell takes it; a file is shown, not written: saved where its variable
+    says (this folder), it holds the API key, so it is for the user to keep or delete."""
     context.print(
         f"# {agent.title} on localllm at {target.url}: {target.model}, "
         f"context {target.context:,} tokens"
     )
     for name, text in setup.files.items():
-        context.print(f"# {folder / name}:")
+        context.print(f"# save as {name} here (it holds the API key: keep it private):")
         context.print(text.rstrip("\n"))
     for name, value in setup.env.items():
         context.print(f"export {name}={shlex.quote(value)}")
-    context.print(shlex.join([agent.program, *argv[1:]]))
+    context.print(shlex.join([agent.program, *setup.args, *extra]))

@@ -1,10 +1,15 @@
-"""The daemon's log as the Server page shows it: without the app's own requests, by default.
+"""The daemon's log as the Server page shows it: without the app's own routine polling, by
+default.
 
 The app asks the daemon things every few seconds (is it up, what is loaded, the log itself);
 those request lines would bury what the user came to read. Every request the app sends says
-``User-Agent: localllm-app/<version>``, the daemon's request log (one JSON object a line) keeps
-that, and this drops those lines; the app's chats stay, since they are the user's own work
-(their lines name the model and its timings). Qt-free.
+``User-Agent: localllm-app/<version>`` and the daemon's request log (one JSON object a line)
+keeps that, but a header is only a claim: any program can send it. So a line is hidden only
+when hiding it loses nothing: it claims to be the app's, it only read what the app reads on
+its own (the status routes it polls, a model's details) and it succeeded. A failure (a 403 on
+``POST /api/remotes``), a change (any other POST, a PUT, PATCH or DELETE), any other route,
+and the app's chats (their lines name the model and its timings) always show, whoever
+claims to have sent them. Qt-free.
 """
 
 from __future__ import annotations
@@ -12,9 +17,27 @@ from __future__ import annotations
 import json
 from importlib import metadata
 
-__all__ = ["APP_AGENT", "app_user_agent", "is_app_request", "readable", "visible_log"]
+__all__ = ["APP_AGENT", "app_user_agent", "is_app_polling", "readable", "visible_log"]
 
 APP_AGENT = "localllm-app"
+# what the app asks on its own, and nothing that answers with more than the daemon's state
+_POLLED = (
+    "/health",
+    "/api/version",
+    "/api/server",
+    "/api/system",
+    "/api/logs",
+    "/api/ps",
+    "/api/tags",
+    "/api/pulls",
+    "/api/remotes",
+    "/api/local-models",
+    "/api/hub/catalog",
+)
+_READS = frozenset(
+    [(method, path) for method in ("GET", "HEAD") for path in _POLLED]
+    + [("POST", "/api/show")]  # a model's details: a POST that only reads
+)
 
 
 def app_user_agent() -> str:
@@ -25,9 +48,10 @@ def app_user_agent() -> str:
     return f"{APP_AGENT}/{version}"
 
 
-def is_app_request(line: str) -> bool:
-    """Whether ``line`` is the daemon's record of a request this app sent by itself (not a
-    chat the user sent through it)."""
+def is_app_polling(line: str) -> bool:
+    """Whether ``line`` is the daemon's record of the app checking on it: a successful read of
+    a status route, sent as the app (not a chat the user sent through it, nor a change, nor a
+    request the daemon refused or failed)."""
     if not line.startswith("{") or APP_AGENT not in line:
         return False
     try:
@@ -36,15 +60,24 @@ def is_app_request(line: str) -> bool:
         return False
     if not isinstance(record, dict) or "model" in record:  # a generation: the user's
         return False
-    agent = record.get("user_agent")
-    return isinstance(agent, str) and agent.startswith(APP_AGENT + "/")
+    agent, status = record.get("user_agent"), record.get("status")
+    request = (record.get("method"), record.get("path"))
+    return (
+        isinstance(agent, str)
+        and agent.startswith(APP_AGENT + "/")
+        and all(isinstance(part, str) for part in request)
+        and request in _READS
+        and isinstance(status, int)
+        and not isinstance(status, bool)
+        and 200 <= status < 400
+    )
 
 
 def visible_log(text: str, show_app_requests: bool = False, lines: int = 400) -> str:
-    """The last ``lines`` lines of the log, the app's own requests left out unless asked."""
+    """The last ``lines`` lines of the log, the app's routine polling left out unless asked."""
     kept = text.splitlines()
     if not show_app_requests:
-        kept = [line for line in kept if not is_app_request(line)]
+        kept = [line for line in kept if not is_app_polling(line)]
     return "\n".join(kept[-lines:])
 
 

@@ -1,6 +1,7 @@
 """Servers from a pasted ``mcp.json``: the ``{"mcpServers": {name: {...}}}`` file Claude
 Desktop, Cursor, LM Studio and others share (``command``, ``args``, ``env``, ``cwd`` for a
 program; ``url`` for a server already running). Qt-free; what is wrong is said in one sentence.
+A key becomes a server's name with what a name cannot hold replaced by ``-``.
 """
 
 from __future__ import annotations
@@ -67,4 +68,19 @@ def servers_from_mcp_json(text: str) -> list[ServerConfig]:
     servers = data.get("mcpServers", data.get("servers")) if isinstance(data, dict) else None
     if not isinstance(servers, dict) or not servers:
         raise McpJsonError('No servers found: an mcp.json has {"mcpServers": {"name": {...}}}.')
-    return [_one(key, entry) for key, entry in servers.items()]
+    found = [_one(key, entry) for key, entry in servers.items()]
+    _refuse_clashes(list(servers), found)
+    return found
+
+
+def _refuse_clashes(keys: list[str], found: list[ServerConfig]) -> None:
+    """Two keys a name cannot tell apart (``a/b`` and ``a-b`` are both ``a-b``): refused
+    rather than renamed, so the user decides which server is which."""
+    first: dict[str, str] = {}
+    for key, server in zip(keys, found, strict=True):
+        if server.name in first:
+            raise McpJsonError(
+                f"{first[server.name]!r} and {key!r} would both be named {server.name!r} "
+                "(a name keeps letters, digits, spaces, '.', '_' and '-'): rename one of them."
+            )
+        first[server.name] = key

@@ -82,7 +82,8 @@ class ServerPage(QWidget):
         self.show_own = QCheckBox("Show the app's own requests")
         self.show_own.setToolTip(
             "This window's checks on the daemon (is it up, downloads, loaded models, this "
-            "log), hidden by default; its chats always show"
+            "log), hidden by default; its chats, its changes and anything refused or failed "
+            "always show"
         )
         self.port = QSpinBox(minimum=1, maximum=65535, toolTip="The port the daemon listens on")
         self.move_port = QPushButton("Use this port", enabled=False)
