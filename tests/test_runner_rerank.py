@@ -72,8 +72,11 @@ def test_without_truncation_a_long_document_is_an_error(harness, runner):
 
 
 def test_a_query_that_leaves_no_room_is_an_error(harness, runner):
-    with pytest.raises(ContextOverflowError):
+    """Said of the query, with the context it must fit (not of "the prompt")."""
+    with pytest.raises(InvalidRequestError) as caught:
         harness.run(runner.rerank(RerankCall("word " * 80, ("a document",))))
+    message = str(caught.value)
+    assert "the query is too long" in message and "64 tokens the context holds" in message
 
 
 def test_special_token_text_in_a_document_is_plain_text(harness, runner):

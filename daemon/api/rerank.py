@@ -6,6 +6,10 @@
 ``POST /api/rerank`` takes the same request and answers in Ollama's manner (durations in
 nanoseconds, ``prompt_eval_count``). Both say which documents were cut to fit the model's
 context (``truncated``, by index). Unknown request fields are ignored.
+
+The query is paired with every document, so besides ``MAX_RERANK_DOCUMENTS`` a request's pairs
+may hold at most 2,000,000 tokens together; the runner counts them before it scores any and
+answers 400 past that, as it does for a query that leaves no room for a document.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .log_tail import RunnerLog
+from .log_tail import RunnerLog, quotable_lines
 from .protocol import (
     ProtocolError,
     done_from_wire,
@@ -143,7 +143,9 @@ class RunnerProcess:
         return self._closed is None and self._proc.returncode is None
 
     def last_log_lines(self, n: int = _ERROR_LOG_LINES) -> list[str]:
-        return list(self._log.lines)[-n:] if n > 0 else []
+        """The runner's last ``n`` log lines that an answer may quote: a native backtrace (its
+        libraries' addresses) is left to the log file."""
+        return quotable_lines(self._log.lines)[-n:] if n > 0 else []
 
     async def generate(self, req: GenerateCall) -> AsyncIterator[TokenEvent | DoneEvent]:
         """Stream a generation; the last item is a DoneEvent. Closing early cancels it."""

@@ -6,13 +6,26 @@ loop turn embeds one packed batch of inputs, so a long list does not stall runni
 
 A reranker (a model whose pooling is llama.cpp's rank: a classification head on the pooled
 state) scores query-document pairs the same way: each pair is one sequence of the batch, and
-its score is the head's first output, as llama-server reports it.
+its score is the head's first output, as llama-server reports it. A request's pairs are
+counted when it comes (``pairs``: its limit and refusals come before any decode), but each is
+made again only when its batch is (tokenizing costs far less than decoding): a request holds
+the tokens of one batch at a time, and a cancel (between two steps) drops it at once. Jobs
+take turns, a batch each, so a long one does not hold up a short one behind it.
+
+A model that places tokens with a learned table of positions (BERT's ``position_embd``, as
+llama.cpp's bert, gpt2, starcoder and mpt graphs read it; llama.cpp loads it with exactly
+``n_ctx_train`` rows) cannot see a token past that table: llama.cpp aborts the process
+(``GGML_ASSERT`` in ``get_rows``). Its context is capped there, whatever ``num_ctx`` says.
 """
 
 from __future__ import annotations
 
 import base64
+import ctypes
+import os
+import sys
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import llama_cpp as lc
@@ -31,20 +44,21 @@ _MAX_SEQUENCES = 16  # inputs packed into one decode
 # sizes its compute buffer for that many rows of logits: a 262k vocabulary at 32k tokens is
 # 33 GB. Its inputs stay within the old default context, whatever the chats run at.
 _GENERATIVE_MAX_CONTEXT = 4096
+# llama.cpp's architectures whose graph reads a learned position table (``position_embd``)
+_LEARNED_POSITIONS = frozenset({"bert", "gpt2", "starcoder", "mpt"})
 
 
 @dataclass(eq=False)
 class _EmbedJob:
     rid: int
-    inputs: list[list[int]]
+    count: int  # inputs
+    make: Callable[[int], list[int]]  # input i's tokens (a rerank pair is made here, late)
+    tokens: int  # all inputs' tokens together
     normalize: bool
     scores: list[float] | None = None  # a rerank job's, as they come; None: embeddings
     truncated: list[int] = field(default_factory=list)  # inputs cut to fit the context
     done: int = 0
-    tokens: int = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.tokens = sum(len(t) for t in self.inputs)
+    waiting: list[int] | None = None  # input ``done``, made but left for the next batch
 
 
 class Embedder:
@@ -52,11 +66,16 @@ class Embedder:
         self.model = model
         self._native = spec.embedding_only
         self.n_ctx = spec.num_ctx if self._native else min(spec.num_ctx, _GENERATIVE_MAX_CONTEXT)
+        positions = _position_table(model)
+        if 0 < positions < self.n_ctx:
+            _log(f"embedding context capped at {positions} tokens: the model's learned positions")
+            self.n_ctx = positions
         self._threads = threads
         self._out = out
         self._ctx = None
         self._batch: Batch | None = None
         self._jobs: deque[_EmbedJob] = deque()
+        self._pairs: PairFormat | None = None
         self.ranks = False  # the context pools with a classification head (a reranker)
         self._width = model.n_embd_out  # floats a pooled sequence gives
 
@@ -103,7 +122,8 @@ class Embedder:
             if not tokens:
                 raise InvalidRequestError("cannot embed an empty input")
             tokenized.append(tokens)
-        self._enqueue(_EmbedJob(rid, tokenized, normalize))
+        total = sum(len(tokens) for tokens in tokenized)
+        self._enqueue(_EmbedJob(rid, len(tokenized), tokenized.__getitem__, total, normalize))
 
     def submit_rerank(self, rid: int, call: RerankCall) -> None:
         """Queue the query-document pairs of ``call``; a model that is no reranker is refused."""
@@ -112,28 +132,41 @@ class Embedder:
             raise InvalidRequestError(
                 f"{self.model.spec.model_name} is not a reranker (its GGUF has no rank pooling)"
             )
-        pairs = PairFormat(self.model, self.n_ctx)
-        made = [pairs.pair(call.query, document, call.truncate) for document in call.documents]
-        truncated = [index for index, pair in enumerate(made) if pair.truncated]
-        self._enqueue(_EmbedJob(rid, [p.tokens for p in made], False, [], truncated))
+        if self._pairs is None:
+            self._pairs = PairFormat(self.model, self.n_ctx)
+        pairs = self._pairs.query(call.query)
+        documents, truncate = call.documents, call.truncate
+        measured = pairs.measure(documents, truncate)
+
+        def make(index: int) -> list[int]:
+            return pairs.pair(documents[index], truncate).tokens
+
+        count = len(documents)
+        self._enqueue(_EmbedJob(rid, count, make, measured.tokens, False, [], measured.truncated))
 
     def _enqueue(self, job: _EmbedJob) -> None:
-        if not job.inputs:
+        if not job.count:
             self._finish(job)
         else:
             self._jobs.append(job)
 
     def cancel(self, rid: int) -> None:
+        for job in self._jobs:
+            if job.rid == rid:
+                _log(f"request {rid} cancelled after {job.done} of {job.count} inputs")
         self._jobs = deque(j for j in self._jobs if j.rid != rid)
 
     def step(self) -> None:
+        """Embed (or score) the next batch of the first job, then let the next job go."""
         job = self._jobs[0]
         batch, first = self._batch, job.done
         batch.clear()
         lc.llama_memory_clear(lc.llama_get_memory(self._ctx), True)
-        while job.done < len(job.inputs) and job.done - first < _MAX_SEQUENCES:
-            tokens = job.inputs[job.done]
+        while job.done < job.count and job.done - first < _MAX_SEQUENCES:
+            tokens = job.waiting if job.waiting is not None else job.make(job.done)
+            job.waiting = None
             if len(tokens) > batch.free:
+                job.waiting = tokens
                 break
             batch.extend(tokens, 0, job.done - first, True)
             batch.logits[batch.n - len(tokens) : batch.n] = 1
@@ -148,9 +181,11 @@ class Embedder:
                 job.scores.append(float(vector[0]))
             else:
                 self._emit(job, index, vector)
-        if job.done == len(job.inputs):
+        if job.done == job.count:
             self._jobs.popleft()
             self._finish(job)
+        else:
+            self._jobs.rotate(-1)
 
     def _read(self, seq: int, normalize: bool) -> np.ndarray:
         pointer = lc.llama_get_embeddings_seq(self._ctx, seq)
@@ -168,7 +203,22 @@ class Embedder:
         self._out.send({"ev": "embedding", "id": job.rid, "index": index, "f32": data})
 
     def _finish(self, job: _EmbedJob) -> None:
-        value = {"count": len(job.inputs), "prompt_tokens": job.tokens}
+        value = {"count": job.count, "prompt_tokens": job.tokens}
         if job.scores is not None:
             value |= {"scores": job.scores, "truncated": job.truncated}
         self._out.send({"ev": "result", "id": job.rid, "value": value})
+
+
+def _position_table(model: Model) -> int:
+    """The rows of the model's learned position table (its trained context); 0: it has none."""
+    return model.n_ctx_train if _architecture(model) in _LEARNED_POSITIONS else 0
+
+
+def _architecture(model: Model) -> str:
+    buf = ctypes.create_string_buffer(64)
+    n = lc.llama_model_meta_val_str(model.handle, b"general.architecture", buf, len(buf))
+    return buf.value.decode(errors="replace") if n >= 0 else ""
+
+
+def _log(text: str) -> None:
+    print(f"runner[{os.getpid()}]: {text}", file=sys.stderr, flush=True)

@@ -208,9 +208,21 @@ class Model:
 
     def head(self, text: str, tokens: int) -> str:
         """A start of ``text`` that holds at least its first ``tokens`` tokens (and a margin),
-        so truncating a long text never needs tokenizing all of it."""
-        keep = (tokens + _HEAD_MARGIN) * self.longest_token_bytes()
-        return text[:keep] if len(text) > keep else text
+        so truncating a long text never needs tokenizing all of it.
+
+        ``tokens`` times the longest token's length always holds enough, but that bound is
+        loose (a vocabulary's longest token may be 50 bytes, a CJK character takes 3 byte
+        tokens, and llama.cpp's tokenizer is quadratic on such runs): starts that double from
+        ``_CHEAP_BYTES_PER_TOKEN`` characters a token are counted first, so the work is a few
+        times the head's length, never the text's."""
+        want = tokens + _HEAD_MARGIN
+        most = want * self.longest_token_bytes()  # a token is at most this many characters
+        keep = want * _CHEAP_BYTES_PER_TOKEN
+        while keep < min(len(text), most):
+            if len(self.tokenize(text[:keep], add_bos=False, special=True)) >= want:
+                return text[:keep]
+            keep *= 2
+        return text[:most] if len(text) > most else text
 
     def piece(self, token: int) -> bytes:
         """The bytes a token adds to generated text (control tokens add none); cached."""
