@@ -1,10 +1,13 @@
 """``python -m daemon serve [--host HOST[:PORT]]``: run the daemon in the foreground.
 
 Settings come from the environment (``LOCALLLM_*``) once, here; ``--host`` overrides
-``LOCALLLM_HOST``. Logs go to stderr: the daemon's own lines, and one JSON line per request.
-They also go to ``<log dir>/daemon.log`` (what ``GET /api/logs`` and the app's Server page
-read) unless stderr is that file already, as when the launcher started the daemon: so the log
-is there however the daemon was started, ``localllm serve`` in a terminal too.
+``LOCALLLM_HOST``. The log (the daemon's own lines, and one JSON line per request) goes to
+``<log dir>/daemon.log`` however the daemon was started (what ``GET /api/logs`` and the app's
+Server page read), which the daemon rotates itself (``server.log_file``). In a terminal it also
+goes to stderr. Started in the background (``--log-file-only``, as the launcher does, or with
+stderr already that file, as a launchd agent does) it goes only to the file, and so does
+anything printed to stdout or stderr once the log is set up: whoever started the daemon has
+nothing that grows while it runs.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ import argparse
 import contextlib
 import dataclasses
 import logging
-import logging.handlers
 import os
 import sys
 from pathlib import Path
@@ -23,14 +25,14 @@ import uvicorn
 from daemon.security import AdminTokenStore, ApiKeyStore, is_loopback_address
 from daemon.server import create_app
 from daemon.server.http_protocol import header_timeout_protocol
-from daemon.server.native.system import LOG_NAME
+from daemon.server.log_file import LOG_NAME, PrivateLogFile
 from daemon.settings import Settings, parse_host
 from model_registry.hf_token import load_hf_token
 
 __all__ = ["main"]
 
-_LOG_ROTATE_BYTES = 10 << 20  # then one older log is kept, as the launcher does
 _REQUEST_LOG = "localllm.requests"  # one JSON line per request (``server.metrics``)
+_RECORD_CHARS = 64 << 10  # of any other log record: a message quoting a client is cut
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,6 +41,11 @@ def main(argv: list[str] | None = None) -> int:
     serve = commands.add_parser("serve", help="serve the HTTP API in the foreground")
     serve.add_argument("--host", help="HOST[:PORT] to listen on (default: LOCALLLM_HOST)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
+    serve.add_argument(
+        "--log-file-only",
+        action="store_true",
+        help="log only to the log file, with stdout and stderr (started in the background)",
+    )
     args = parser.parse_args(argv)
     try:
         settings = Settings.from_env()
@@ -52,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"localllm: {error}", file=sys.stderr)
         return 2
     _make_private_folders(settings)
-    _configure_logging(args.log_level, settings.log_dir / LOG_NAME)
+    _configure_logging(args.log_level, settings, file_only=args.log_file_only)
     app = create_app(settings, admin_token=_admin_token(settings))
     config = uvicorn.Config(
         app,
@@ -105,9 +112,17 @@ def _make_private_folders(settings: Settings) -> None:
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
 
 
-def _configure_logging(level: str, log_path: Path) -> None:
-    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
-    log_file = _log_file(log_path)
+def _configure_logging(level: str, settings: Settings, *, file_only: bool) -> None:
+    path = settings.log_dir / LOG_NAME
+    file_only = file_only or _is_stderr(path)
+    problem = ""
+    try:
+        log_file = PrivateLogFile(path, settings.log_max_bytes, take_output=file_only)
+    except OSError as error:
+        log_file, problem = None, error.strerror or type(error).__name__
+    handlers: list[logging.Handler] = []
+    if log_file is None or not file_only:  # a terminal shows it, or nothing would
+        handlers.append(logging.StreamHandler(sys.stderr))
     if log_file is not None:
         handlers.append(log_file)
     for handler in handlers:
@@ -119,10 +134,22 @@ def _configure_logging(level: str, log_path: Path) -> None:
     # checks and hub browsing would fill the log
     for name in ("httpx", "httpx2"):
         logging.getLogger(name).setLevel(max(logging.WARNING, root.level))
+    if problem:
+        logging.getLogger("localllm").warning(
+            "cannot write the log file %s (%s): the log goes to stderr only", LOG_NAME, problem
+        )
+
+
+def _is_stderr(path: Path) -> bool:
+    """Whether stderr is the log file already (a launchd agent's, an older launcher's way)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        return os.path.samestat(os.fstat(sys.stderr.fileno()), os.stat(path))
+    return False
 
 
 class _LogFormat(logging.Formatter):
-    """The daemon's own lines with time, level and logger; request lines as their JSON."""
+    """The daemon's own lines with time, level and logger, cut to ``_RECORD_CHARS``; request
+    lines as their JSON (bounded where they are made, and cut they would be no JSON)."""
 
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -130,23 +157,10 @@ class _LogFormat(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         if record.name == _REQUEST_LOG:
             return record.getMessage()
-        return super().format(record)
-
-
-def _log_file(path: Path) -> logging.Handler | None:
-    """A handler appending to the log file (readable by its user only), or None when stderr
-    already goes there (the launcher's doing) or it cannot be opened (then stderr has it)."""
-    with contextlib.suppress(OSError, ValueError):
-        if os.path.samestat(os.fstat(sys.stderr.fileno()), os.stat(path)):
-            return None
-    try:
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
-        os.chmod(path, 0o600)
-        return logging.handlers.RotatingFileHandler(
-            path, maxBytes=_LOG_ROTATE_BYTES, backupCount=1, encoding="utf-8"
-        )
-    except OSError:
-        return None
+        text = super().format(record)
+        if len(text) <= _RECORD_CHARS:
+            return text
+        return f"{text[:_RECORD_CHARS]}... ({len(text) - _RECORD_CHARS:,} more characters)"
 
 
 if __name__ == "__main__":

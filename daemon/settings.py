@@ -157,6 +157,7 @@ class Settings:
     header_timeout: float = 30.0  # seconds a request's headers may take to arrive, in all
     body_timeout: float = 60.0  # seconds a request body may stall (not its whole upload)
     remote_check_interval: float = 10.0  # seconds between health checks of remotes
+    log_max_bytes: int = 10 << 20  # daemon.log rolls over past this (3 older files kept)
     # the daemon's environment, for the variables remotes name for their keys (never logged)
     environment: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
     runner_env: tuple[tuple[str, str], ...] = field(
@@ -215,6 +216,7 @@ class Settings:
             remote_check_interval=_seconds(
                 env, "LOCALLLM_REMOTE_CHECK_INTERVAL", base.remote_check_interval
             ),
+            log_max_bytes=_positive(env, "LOCALLLM_LOG_MAX_BYTES", base.log_max_bytes),
             environment=dict(env),
             runner_env=runner_environment(env),
             home=Path(env["HOME"]) if env.get("HOME") else base.home,

@@ -1,16 +1,21 @@
 """The daemon's log is in ``<log dir>/daemon.log`` (what ``GET /api/logs`` and the app's Server
-page read) however the daemon was started: by the launcher, which sends its output there, or
-in a terminal with ``localllm serve``, whose output goes elsewhere."""
+page read) however the daemon was started: by the launcher, which sends its output to a file
+of its own, in a terminal with ``localllm serve``, whose output goes elsewhere, or with its
+output sent to the log itself, as a launchd agent does. (Its bounds: ``test_log_bounds``.)"""
 
 from __future__ import annotations
 
 import json
+import os
 import stat
 
 import httpx
 import pytest
 
-from tests.support.daemon import Daemon
+from daemon.client.launcher import DaemonStartError, ensure_daemon
+from daemon.settings import Settings
+from tests.support.daemon import Daemon, free_port
+from tests.support.modes import mode_of
 
 pytestmark = pytest.mark.slow
 
@@ -44,3 +49,33 @@ def test_a_daemon_whose_output_is_the_log_writes_each_line_once(tmp_path):
         served = httpx.get(daemon.url + "/api/logs", timeout=30).json()["text"]
     assert len(request_lines(daemon.log(), "/api/version")) == 1
     assert len(request_lines(served, "/api/version")) == 1
+
+
+def test_a_daemon_that_refuses_its_settings_shows_why_and_not_older_lines(tmp_path, monkeypatch):
+    """What the daemon printed before its log was set up is in the launcher's error, from a
+    0600 file of its output emptied at each start; lines of earlier runs in the log are not."""
+    logs = tmp_path / "logs"
+    logs.mkdir(mode=0o700)
+    (logs / "daemon.log").write_text("an earlier daemon's line\n")
+    for key in [key for key in os.environ if key.startswith("LOCALLLM_")]:
+        monkeypatch.delenv(key)
+    for key, value in {
+        "LOCALLLM_HOST": f"127.0.0.1:{free_port()}",
+        "LOCALLLM_DATA": str(tmp_path / "data"),
+        "LOCALLLM_MODELS": str(tmp_path / "models"),
+        "LOCALLLM_LOGS": str(logs),
+        "LOCALLLM_CONFIG": str(tmp_path / "config"),
+    }.items():
+        monkeypatch.setenv(key, value)
+    settings = Settings.from_env()
+    monkeypatch.setenv("LOCALLLM_KEEP_ALIVE", "a while")  # the daemon it starts refuses it
+    for _ in range(2):  # the second start's file holds its own output only
+        with pytest.raises(DaemonStartError) as caught:
+            ensure_daemon(settings, timeout=60)
+        assert "exited (status 2)" in str(caught.value)
+        assert [line for line in caught.value.details if "KEEP_ALIVE" in line] == [
+            "localllm: LOCALLLM_KEEP_ALIVE must be a number, got 'a while'"
+        ]
+        assert not any("earlier daemon" in line for line in caught.value.details)
+    assert (logs / "daemon-start.log").read_text().count("LOCALLLM_KEEP_ALIVE") == 1
+    assert mode_of(logs / "daemon-start.log") == 0o600

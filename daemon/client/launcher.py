@@ -2,14 +2,19 @@
 
 ``localllm list`` should just work, as ``ollama list`` does once its service runs: if nothing
 answers at the configured address and that address is on this machine's loopback, start
-``python -m daemon serve`` detached (its own session, output to ``<log dir>/daemon.log``) and
-wait until it answers. A daemon meant for the network (any other address) is never started
-behind the user's back: it has to be started on purpose (``network=True``, the desktop app's
+``python -m daemon serve --log-file-only`` detached (its own session) and wait until it
+answers. A daemon meant for the network (any other address) is never started behind the
+user's back: it has to be started on purpose (``network=True``, the desktop app's
 "serve on the local network" switch), and the daemon itself refuses to listen there without an
 API key. A lock file keeps two front ends starting at once from racing to start two daemons.
 The started process is reaped by a background thread, so a long-running front end (the
-desktop app) never collects zombies when the daemon it started exits. The log may quote
-prompts and model names: it is readable by its user only (0600; new folders 0700).
+desktop app) never collects zombies when the daemon it started exits.
+
+The daemon writes and rotates ``<log dir>/daemon.log`` itself, and once its log is set up it
+sends its own stdout and stderr there too. What it prints before that (a setting it refuses, a
+crash at import) goes to ``daemon-start.log``, emptied at each start: nothing here grows while
+the daemon runs. When a start fails, the error shows the end of both. Logs may quote model
+names and paths: they are readable by their user only (0600; new folders 0700).
 """
 
 from __future__ import annotations
@@ -41,9 +46,10 @@ __all__ = [
     "is_loopback",
 ]
 
-LOG_NAME = "daemon.log"
-_LOG_ROTATE_BYTES = 10 << 20
+LOG_NAME = "daemon.log"  # the daemon's (``daemon.server.log_file``)
+START_LOG_NAME = "daemon-start.log"  # the daemon's output before its log is set up
 _TAIL_LINES = 12
+_TAIL_BYTES = 16384
 _PROBE_TIMEOUT = 2.0
 _UNSPECIFIED = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}
 
@@ -122,11 +128,12 @@ def ensure_daemon(
         with FileLock(str(settings.data_dir / "daemon-start.lock"), timeout=timeout):
             if daemon_answers(url):  # another front end started it while we waited
                 return None
-            process = _spawn(settings)
+            log = _LaunchLog(settings.log_dir)
+            process = _spawn(settings, log)
             _reap_when_done(process)
             if on_start is not None:
                 on_start()
-            _wait_until_up(url, process, settings.log_dir / LOG_NAME, deadline)
+            _wait_until_up(url, process, log, deadline)
             return process
     except Timeout:
         raise DaemonStartError(
@@ -140,39 +147,66 @@ def _reap_when_done(process: subprocess.Popen) -> None:
     threading.Thread(target=process.wait, name="localllm-daemon-reaper", daemon=True).start()
 
 
-def _spawn(settings: Settings) -> subprocess.Popen:
+class _LaunchLog:
+    """What a daemon being started wrote: its output before its log was set up, and the lines
+    its log (which holds earlier runs too) got since the start."""
+
+    def __init__(self, log_dir: Path):
+        log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.path = log_dir / LOG_NAME
+        self.start_path = log_dir / START_LOG_NAME
+        try:
+            self._start = self.path.stat().st_size
+        except OSError:
+            self._start = 0
+
+    def open_output(self) -> BinaryIO:
+        """The start log, emptied, 0600 whatever the umask (and if an older version left it
+        readable to others)."""
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0)
+        fd = os.open(self.start_path, flags, 0o600)
+        os.chmod(self.start_path, 0o600)
+        return os.fdopen(fd, "wb")
+
+    def tail(self, lines: int = _TAIL_LINES) -> list[str]:
+        text = _read_end(self.start_path, 0) + _read_end(self.path, self._start)
+        kept = [line for line in text.splitlines() if line.strip()][-lines:]
+        return kept or ["(the log is empty)"]
+
+
+def _read_end(path: Path, start: int) -> str:
+    """The end of ``path`` from ``start`` on (from its beginning if it was rotated since)."""
+    try:
+        with path.open("rb") as stream:
+            size = stream.seek(0, os.SEEK_END)
+            stream.seek(max(start if size >= start else 0, size - _TAIL_BYTES))
+            return stream.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _spawn(settings: Settings, log: _LaunchLog) -> subprocess.Popen:
     """``python -m daemon serve`` in its own session, outliving this process."""
-    settings.log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    log_path = settings.log_dir / LOG_NAME
-    _rotate(log_path)
     host = f"[{settings.host}]" if ":" in settings.host else settings.host
     argv = [sys.executable, "-m", "daemon", "serve", "--host", f"{host}:{settings.port}"]
+    argv.append("--log-file-only")  # it logs to daemon.log, and rotates it, itself
     detach: dict[str, object] = {"start_new_session": True}
     if os.name == "nt":
         flags = ("DETACHED_PROCESS", "CREATE_NEW_PROCESS_GROUP", "CREATE_NO_WINDOW")
         detach = {"creationflags": sum(getattr(subprocess, flag, 0) for flag in flags)}
-    with _open_private_log(log_path) as log:
+    with log.open_output() as output:
         return subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
-            stdout=log,
+            stdout=output,
             stderr=subprocess.STDOUT,
             close_fds=True,
-            cwd=Path(__file__).resolve().parents[1],  # runs the daemon package this one is
+            cwd=Path(__file__).resolve().parents[2],  # runs the daemon package this one is
             **detach,  # type: ignore[arg-type]
         )
 
 
-def _open_private_log(path: Path) -> BinaryIO:
-    """The log opened for appending, 0600 whatever the umask (and if an older version left
-    it readable to others)."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0)
-    fd = os.open(path, flags, 0o600)
-    os.chmod(path, 0o600)
-    return os.fdopen(fd, "ab")
-
-
-def _wait_until_up(url: str, process: subprocess.Popen, log_path: Path, deadline: float) -> None:
+def _wait_until_up(url: str, process: subprocess.Popen, log: _LaunchLog, deadline: float) -> None:
     delay = 0.05
     while time.monotonic() < deadline:
         if daemon_answers(url, timeout=min(_PROBE_TIMEOUT, max(deadline - time.monotonic(), 0.1))):
@@ -180,33 +214,14 @@ def _wait_until_up(url: str, process: subprocess.Popen, log_path: Path, deadline
         code = process.poll()
         if code is not None:
             raise DaemonStartError(
-                f"the daemon exited (status {code}) instead of starting; its log, {log_path}, "
+                f"the daemon exited (status {code}) instead of starting; its log, {log.path}, "
                 "ends with:",
-                _tail(log_path),
+                log.tail(),
             )
         time.sleep(delay)
         delay = min(delay * 1.5, 0.5)
     raise DaemonStartError(
         f"the daemon did not answer at {url} in time (it may still be starting); "
-        f"its log, {log_path}, ends with:",
-        _tail(log_path),
+        f"its log, {log.path}, ends with:",
+        log.tail(),
     )
-
-
-def _rotate(log_path: Path) -> None:
-    """Keep one older log once the current one grows past a few megabytes."""
-    try:
-        if log_path.stat().st_size > _LOG_ROTATE_BYTES:
-            os.replace(log_path, log_path.with_name(LOG_NAME + ".1"))
-    except OSError:
-        pass
-
-
-def _tail(path: Path, lines: int = _TAIL_LINES) -> list[str]:
-    try:
-        with path.open("rb") as stream:
-            stream.seek(max(stream.seek(0, os.SEEK_END) - 16384, 0))
-            text = stream.read().decode("utf-8", errors="replace")
-    except OSError:
-        return ["(no log was written)"]
-    return [line for line in text.splitlines() if line.strip()][-lines:] or ["(the log is empty)"]

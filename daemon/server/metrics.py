@@ -1,7 +1,10 @@
 """Observability: Prometheus metrics (per app, never process-global) and one JSON log line
 per request: with its generation's numbers, what the route left out of the request
 (``warnings``), and for an error answer its message (``error``), so a client that only shows
-"400" (a coding agent retrying) can be debugged from the log.
+"400" (a coding agent retrying) can be debugged from the log. Much of that is the client's
+text (a hosted tool's type, a model name, a path): the line is bounded where it is written,
+for every route, each string cut to ``_TEXT_CHARS`` and each list to ``_LIST_ITEMS``, with
+how much was cut.
 
 Counters and histograms are fed by the request middleware and by inference's "generation
 finished" callback; queue depth, loaded models and busy slots are read from the scheduler
@@ -38,6 +41,8 @@ _GENERATION = "localllm.generation"  # where a request's generation waits for it
 _FIELDS = "localllm.log_fields"  # and where other work puts what its log line says
 _ERROR_BYTES = 2048  # of an error answer's body, read for its message
 _AGENT_CHARS = 100  # of a User-Agent header, in the log line
+_TEXT_CHARS = 500  # of any other string in the log line
+_LIST_ITEMS = 20  # of any list in it (warnings), then how many more there were
 _TOKEN_BUCKETS = (0.002, 0.005, 0.01, 0.02, 0.035, 0.05, 0.075, 0.1, 0.2, 0.5, 1)
 
 
@@ -195,7 +200,24 @@ class RequestLogMiddleware:
             line["error"] = message
         line.update(_generation_fields(state.get(_GENERATION)))
         line.update(state.get(_FIELDS, {}))
-        self.log.info("%s", json.dumps(line))
+        self.log.info("%s", json.dumps(_bounded(line)))
+
+
+def _bounded(value: object) -> object:
+    """``value`` (a log line's JSON) with each string cut to ``_TEXT_CHARS`` characters and
+    each list to ``_LIST_ITEMS`` items, each cut saying how much it left out."""
+    if isinstance(value, str):
+        if len(value) <= _TEXT_CHARS:
+            return value
+        return f"{value[:_TEXT_CHARS]}... ({len(value) - _TEXT_CHARS:,} more characters)"
+    if isinstance(value, dict):
+        return {_bounded(str(key)): _bounded(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        kept = [_bounded(item) for item in value[:_LIST_ITEMS]]
+        if len(value) > _LIST_ITEMS:
+            kept.append(f"... and {len(value) - _LIST_ITEMS:,} more")
+        return kept
+    return value
 
 
 def _error_message(body: bytes) -> str:

@@ -18,6 +18,7 @@ from daemon.api.native_system import (
 from daemon.scheduler import Scheduler
 from daemon.scheduler.system_report import system_report
 from daemon.security import is_loopback_address
+from daemon.server.log_file import LOG_NAME
 from daemon.server.redaction import PathRedactor
 from daemon.settings import Settings
 
@@ -25,7 +26,6 @@ __all__ = ["LOG_NAME", "router"]
 
 router = APIRouter()
 
-LOG_NAME = "daemon.log"  # where the launcher sends the daemon's output
 _TAIL_BYTES = 4 << 20  # read at most this much of the log's end
 
 
