@@ -9,6 +9,7 @@ DaemonError
 ├── ForbiddenError          the caller may not ask this (a daemon-side path from afar) (403)
 ├── ConflictError           the request would take a name already taken (409)
 ├── ServerBusyError         the request queue is full (503)
+├── EvictionBlockedError    a load needs a model unloaded that never could be (503)
 ├── TemplateError           the chat template is broken or failed to render (500)
 │   ├── TemplateRejectedError  the template refused the conversation (raise_exception) (400)
 │   ├── TemplateSecurityError  the template tried something the sandbox forbids (500)
@@ -27,6 +28,7 @@ __all__ = [
     "BadRequestError",
     "ConflictError",
     "DaemonError",
+    "EvictionBlockedError",
     "ForbiddenError",
     "InsufficientMemoryError",
     "ModelLoadError",
@@ -74,6 +76,23 @@ class ServerBusyError(DaemonError):
         )
 
 
+class EvictionBlockedError(DaemonError):
+    """A load needs models unloaded whose requests wait for a load themselves: loads run one
+    at a time, so neither side would ever finish (an impossible wait, answered at once)."""
+
+    def __init__(self, model: str, blocked: list[str], room: str):
+        self.model = model
+        self.blocked = blocked
+        names = ", ".join(repr(name) for name in blocked)
+        held = "it is" if len(blocked) == 1 else "each is"
+        super().__init__(
+            f"cannot load model {model!r} now: {room}, so {names} must be unloaded first, "
+            f"but {held} held by a request that is itself waiting for a model to load "
+            "(models load one at a time, so neither could ever finish); retry once that "
+            "request is done"
+        )
+
+
 class TemplateError(DaemonError):
     pass
 
@@ -118,14 +137,20 @@ class RemoteLoopError(DaemonError):
 
 
 class InsufficientMemoryError(DaemonError, MemoryError):
-    def __init__(self, model: str, needed: int, available: int):
+    """``loaded``: how many loaded models ``available`` counts as unloaded (it would not fit
+    even without them, so none is unloaded for it)."""
+
+    def __init__(self, model: str, needed: int, available: int, loaded: int = 0):
         self.model = model
         self.needed = needed
         self.available = available
+        free, advice = "is free", "close other programs, unload models"
+        if loaded:
+            free = f"would be free even after unloading the {loaded} loaded model(s)"
+            advice = "close other programs"
         super().__init__(
             f"model {model!r} needs about {_gib(needed)} of memory but only {_gib(available)} "
-            "is free (keeping 20% headroom); close other programs, unload models, "
-            "or use a smaller context (num_ctx)"
+            f"{free} (keeping 20% headroom); {advice}, or use a smaller context (num_ctx)"
         )
 
 

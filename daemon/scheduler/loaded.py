@@ -7,6 +7,7 @@ decisions about it are all made in ``Scheduler``.
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,6 +107,7 @@ class ModelStatus:
     expires_in: float | None  # seconds until unloaded when idle; None: kept forever
     context_reason: str = "num_ctx"  # why its context is as long as it is
     parallel_reason: str = "num_parallel"  # why it has as many slots as it has
+    draining: bool = False  # a waiting load needs it unloaded: it takes no new requests
 
 
 @dataclass(eq=False)
@@ -120,20 +122,35 @@ class LoadedModel:
     refs: int = 0
     busy: int = 0
     stale: bool = False  # asked to reload with other options: take no new requests
+    draining: bool = False  # a waiting load needs it unloaded: take no new requests
     expires_at: float | None = None
     requested: RunnerSpec | None = None  # the spec asked for, before GPU placement changed it
     context_reason: str = "num_ctx"  # why its context is as long as it is (``context_size``)
     parallel_reason: str = "num_parallel"  # why it has as many slots as it has (``parallel``)
     slots: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(1))
-    idle: asyncio.Event = field(default_factory=asyncio.Event)
+    # the tasks of the requests that hold it (``refs`` of them in all): one that waits for
+    # a load can never let go while that load waits for this model to drain
+    holders: Counter[asyncio.Task | None] = field(default_factory=Counter)
 
     def __post_init__(self) -> None:
         self.slots = asyncio.Semaphore(max(1, self.spec.num_parallel))
-        self.idle.set()
 
     @property
     def usable(self) -> bool:
-        return not self.stale and self.runner.alive
+        """Whether a new request may take it."""
+        return not self.stale and not self.draining and self.runner.alive
+
+    def take(self, holder: asyncio.Task | None) -> None:
+        """One more request (run by ``holder``) holds the model: it cannot expire."""
+        self.refs += 1
+        self.holders[holder] += 1
+        self.expires_at = None
+
+    def let_go(self, holder: asyncio.Task | None) -> None:
+        self.refs -= 1
+        self.holders[holder] -= 1
+        if self.holders[holder] <= 0:
+            del self.holders[holder]
 
     def status(self, now: float) -> ModelStatus:
         expires_in = None if self.expires_at is None else max(0.0, self.expires_at - now)
@@ -148,4 +165,5 @@ class LoadedModel:
             expires_in,
             self.context_reason,
             self.parallel_reason,
+            self.draining,
         )

@@ -6,6 +6,12 @@ unloaded, unloads it when its keep-alive runs out, evicts the least recently use
 when memory or ``max_loaded_models`` demand it, reloads it when a request needs other runner
 options, and drops a crashed runner so the next request starts a fresh one. A bounded count of
 waiting and running requests turns overload into an immediate "server busy".
+
+A load that needs room no idle model gives drains the least recently used busy ones: they
+take no new requests (those wait for their model's next load, behind this one) and are
+unloaded as their running requests finish. So a request that needs an eviction is served in
+turn, as in Ollama's first-in-first-out queue, however busy the model it evicts; a wait that
+could never end (no evictions could make room) is refused at once, saying why.
 """
 
 from __future__ import annotations
@@ -15,10 +21,11 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
-from daemon.errors import InsufficientMemoryError, ServerBusyError
+from daemon.errors import EvictionBlockedError, InsufficientMemoryError, ServerBusyError
 from daemon.runners.types import RunnerSpec
 from daemon.scheduler.context_size import ContextChoice
 from daemon.scheduler.lease import Lease
@@ -37,6 +44,8 @@ __all__ = ["Scheduler", "SchedulerConfig"]
 
 log = logging.getLogger("localllm.scheduler")
 
+GIB = 1 << 30
+
 
 @dataclass(frozen=True, slots=True)
 class SchedulerConfig:
@@ -46,6 +55,16 @@ class SchedulerConfig:
     headroom: float = 0.20  # fraction of free memory never planned for
     context_cap: int = 32768  # the longest default context (``context_size``)
     log_dir: Path | None = None  # runner logs, one file per model load
+
+
+@dataclass(eq=False, slots=True)
+class _Claim:
+    """A request waiting for a load: the load hands it the model (one reference taken) before
+    anything else runs, so no other load can evict or drain the model under it."""
+
+    spec: RunnerSpec
+    holder: asyncio.Task | None = field(default_factory=asyncio.current_task)
+    model: LoadedModel | None = None
 
 
 class Scheduler:
@@ -68,7 +87,7 @@ class Scheduler:
         self._load_lock = asyncio.Lock()
         self._changed = asyncio.Condition()
         self._wake = asyncio.Event()
-        self._claims: dict[str, int] = {}  # requests waiting on a load: not evictable yet
+        self._claims: dict[asyncio.Task, list[_Claim]] = {}  # per load: who waits for it
         self._pending = 0
         self._background: set[asyncio.Task] = set()
 
@@ -95,6 +114,7 @@ class Scheduler:
         if self._pending >= self.config.max_queue:
             raise ServerBusyError(self.config.max_queue)
         self._pending += 1
+        holder = asyncio.current_task()
         try:
             model = await self._get(target, self._spec(target, options))
         except BaseException:
@@ -104,27 +124,29 @@ class Scheduler:
         try:
             await model.slots.acquire()
         except BaseException:
-            self._finish(model, crashed=False)
+            self._finish(model, holder, crashed=False)
             raise
         model.busy += 1
-        return Lease(model, self._release)
+        return Lease(model, partial(self._release, holder=holder))
 
-    def _release(self, model: LoadedModel, crashed: bool) -> None:
+    def _release(self, model: LoadedModel, crashed: bool, holder: asyncio.Task | None) -> None:
         model.busy -= 1
         model.slots.release()
-        self._finish(model, crashed)
+        self._finish(model, holder, crashed)
 
-    def _finish(self, model: LoadedModel, crashed: bool) -> None:
-        """A request let go of ``model``: drop the count, then expire, unload or forget it."""
+    def _finish(self, model: LoadedModel, holder: asyncio.Task | None, crashed: bool) -> None:
         self._pending -= 1
-        model.refs -= 1
+        self._let_go(model, holder, crashed)
+
+    def _let_go(self, model: LoadedModel, holder: asyncio.Task | None, crashed: bool) -> None:
+        """A request let go of ``model``: drop the count, then expire, unload or forget it."""
+        model.let_go(holder)
         model.last_used = self._clock()
         dead = crashed or not model.runner.alive
         if dead and self._forget(model, "its runner stopped"):
-            self._spawn(model.runner.stop())
+            self._spawn(self._unload(model, "its runner stopped"))  # stop it, tell who waits
         if model.refs > 0:
             return
-        model.idle.set()
         if model.keep_alive == 0 or model.stale:
             self._spawn(self._unload_if_idle(model, "keep_alive reached"))
         else:
@@ -172,7 +194,8 @@ class Scheduler:
         )
 
     async def _get(self, target: LoadTarget, spec: RunnerSpec) -> LoadedModel:
-        """The loaded model for ``spec`` with one more reference, loading it if need be."""
+        """The loaded model for ``spec`` with one more reference, loading it if need be. A
+        model that is draining or stale takes no new request: it waits for the next load."""
         while True:
             model = self._ready(target.name, spec)
             if model is not None:
@@ -181,27 +204,56 @@ class Scheduler:
             if task is None or task.done():
                 task = asyncio.get_running_loop().create_task(self._load(target, spec))
                 self._loading[target.name] = task
-            self._claims[target.name] = self._claims.get(target.name, 0) + 1
-            try:
-                await asyncio.shield(task)
-            finally:
-                self._claims[target.name] -= 1
+            model = await self._wait_for(task, spec)
+            if model is not None and model.runner.alive:
+                return model
+            if model is not None:  # its runner died before this request woke
+                self._let_go(model, asyncio.current_task(), crashed=False)
 
     def _ready(self, name: str, spec: RunnerSpec) -> LoadedModel | None:
         model = self._models.get(name)
         if model is None or not model.usable or not _same(model, spec):
             return None
-        model.refs += 1
-        model.idle.clear()
-        model.expires_at = None
+        model.take(asyncio.current_task())
         return model
 
+    async def _wait_for(self, task: asyncio.Task, spec: RunnerSpec) -> LoadedModel | None:
+        """Wait for a load; the model it handed this request, if it suits ``spec``."""
+        claim = _Claim(spec)
+        waiting = self._claims.setdefault(task, [])
+        waiting.append(claim)
+        self._spawn(self._notify())  # a request that holds a model may now block a drain
+        try:
+            await asyncio.shield(task)
+        except BaseException:
+            if claim.model is not None:  # handed over, then cancelled before it woke
+                self._let_go(claim.model, claim.holder, crashed=False)
+            raise
+        finally:
+            if claim in waiting:
+                waiting.remove(claim)
+            if not waiting and self._claims.get(task) is waiting:
+                del self._claims[task]
+        return claim.model
+
     async def _load(self, target: LoadTarget, spec: RunnerSpec) -> LoadedModel:
+        task = asyncio.current_task()
         try:
             async with self._load_lock:
-                return await self._load_locked(target, spec)
+                model = await self._load_locked(target, spec)
+                self._hand_over(model, self._claims.pop(task, []))
+                return model
         finally:
             self._loading.pop(target.name, None)
+            self._claims.pop(task, None)
+
+    def _hand_over(self, model: LoadedModel, claims: list[_Claim]) -> None:
+        """Give each waiting request that ``model`` suits its reference now, before the next
+        load runs: they were first, so nothing evicts or drains it before they wake."""
+        for claim in claims:
+            if _same(model, claim.spec):
+                model.take(claim.holder)
+                claim.model = model
 
     async def _load_locked(self, target: LoadTarget, spec: RunnerSpec) -> LoadedModel:
         current = self._models.get(target.name)
@@ -233,37 +285,91 @@ class Scheduler:
 
     # -- making room ------------------------------------------------------------------------
     async def _make_room(self, name: str, needed: int) -> None:
-        """Evict idle models, least recently used first, until ``needed`` fits."""
-        while True:
-            free = await self._free_memory()
-            too_many = 0 < self.config.max_loaded_models <= len(self._models)
-            if not too_many and needed <= free:
-                return
-            victim = self._least_recently_used_idle()
-            if victim is not None:
-                await self._unload(victim, "to make room")
+        """Evict idle models, least recently used first, until ``needed`` fits; where none is
+        idle, drain the least recently used busy ones and evict them as they empty."""
+        try:
+            while True:
+                info = await asyncio.to_thread(self._memory_probe)
+                if self._fits(needed, info, []):
+                    return
+                everything = list(self._models.values())
+                if not self._fits(needed, info, everything, count=False):
+                    best = int(self._free(info, everything))
+                    raise InsufficientMemoryError(name, needed, best, len(everything))
+                victim = min((m for m in everything if m.refs == 0), key=_last_used, default=None)
+                if victim is not None:
+                    await self._unload(victim, "to make room")
+                    continue
+                self._drain(name, needed, info)
+                await self._next_change()
+        finally:
+            for model in self._models.values():
+                model.draining = False
+
+    def _drain(self, name: str, needed: int, info: MemoryInfo) -> None:
+        """Mark draining the least recently used models that together make room (none that
+        can never drain); refuse the load where no such set exists."""
+        chosen: list[LoadedModel] = []
+        blocked: list[LoadedModel] = []
+        for model in sorted(self._models.values(), key=_last_used):
+            if self._fits(needed, info, chosen):
+                break
+            if model.name == name:
                 continue
-            if not self._models:
-                raise InsufficientMemoryError(name, needed, int(free))
-            async with self._changed:
-                await self._changed.wait()
+            (blocked if self._blocked(model) else chosen).append(model)
+        if not self._fits(needed, info, chosen):
+            room = self._room_wanted(needed, info)
+            raise EvictionBlockedError(name, [m.name for m in blocked], room)
+        for model in self._models.values():
+            model.draining = model in chosen
+
+    def _fits(
+        self, needed: int, info: MemoryInfo, unloaded: list[LoadedModel], count: bool = True
+    ) -> bool:
+        """Whether ``needed`` fits once ``unloaded`` are (``count``: and the model count)."""
+        left = len(self._models) - len(unloaded)
+        too_many = count and 0 < self.config.max_loaded_models <= left
+        return not too_many and needed <= self._free(info, unloaded)
+
+    def _room_wanted(self, needed: int, info: MemoryInfo) -> str:
+        limit = self.config.max_loaded_models
+        if 0 < limit <= len(self._models):
+            return f"LOCALLLM_MAX_LOADED_MODELS is {limit}"
+        free = self._free(info, [])
+        return f"it needs about {needed / GIB:.1f} GiB and {free / GIB:.1f} GiB is free"
+
+    def _blocked(self, model: LoadedModel) -> bool:
+        """Whether a request holding ``model`` waits for a load itself: loads run one at a
+        time, so it waits behind the load that waits for ``model``, and never lets go."""
+        waiting = {claim.holder for claims in self._claims.values() for claim in claims}
+        return any(holder in waiting for holder in model.holders)
 
     async def _free_memory(self) -> float:
         """Free memory we may plan for, after headroom; loaded models count as used."""
-        info = await asyncio.to_thread(self._memory_probe)
-        loaded = sum(m.estimate_bytes for m in self._models.values())
-        free = min(info.available, info.total - loaded)
-        return max(0.0, free * (1 - self.config.headroom))
+        return self._free(await asyncio.to_thread(self._memory_probe), [])
 
-    def _least_recently_used_idle(self) -> LoadedModel | None:
-        idle = [m for m in self._models.values() if m.refs == 0 and not self._claims.get(m.name)]
-        return min(idle, key=lambda m: m.last_used, default=None)
+    def _free(self, info: MemoryInfo, unloaded: list[LoadedModel]) -> float:
+        """Free memory we may plan for once ``unloaded`` are gone (their estimates back)."""
+        freed = sum(m.estimate_bytes for m in unloaded)
+        loaded = sum(m.estimate_bytes for m in self._models.values()) - freed
+        free = min(info.available + freed, info.total - loaded)
+        return max(0.0, free * (1 - self.config.headroom))
 
     async def _retire(self, model: LoadedModel) -> None:
         """Reload path: stop new requests, let running ones finish, then unload."""
         model.stale = True
-        await model.idle.wait()
+        while model.refs > 0:
+            if self._blocked(model):
+                model.stale = False
+                room = "it runs with other options" if model.runner.alive else "its runner stopped"
+                raise EvictionBlockedError(model.name, [model.name], room)
+            await self._next_change()
         await self._unload(model, "runner options changed")
+
+    async def _next_change(self) -> None:
+        """Until a model is let go of or unloaded, or a request starts waiting for a load."""
+        async with self._changed:
+            await self._changed.wait()
 
     # -- unloading --------------------------------------------------------------------------
     async def _unload_if_idle(self, model: LoadedModel, why: str) -> None:
@@ -335,6 +441,10 @@ class Scheduler:
         task = asyncio.get_running_loop().create_task(coroutine)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+
+def _last_used(model: LoadedModel) -> float:
+    return model.last_used
 
 
 def _same(model: LoadedModel, wanted: RunnerSpec) -> bool:

@@ -23,6 +23,7 @@ from daemon.api.error_bodies import Shape, shape_for, shaped_body
 from daemon.errors import (
     BadRequestError,
     ConflictError,
+    EvictionBlockedError,
     ForbiddenError,
     InsufficientMemoryError,
     ModelLoadError,
@@ -110,6 +111,7 @@ ERROR_TABLE: tuple[tuple[type[BaseException], int, str, str | None], ...] = (
     (TemplateBudgetError, 400, "invalid_request_error", "template_budget_exceeded"),
     (TemplateError, 500, "server_error", "template_error"),
     (ServerBusyError, 503, "server_error", "server_busy"),
+    (EvictionBlockedError, 503, "server_error", "eviction_blocked"),
     (InsufficientMemoryError, 507, "server_error", "insufficient_memory"),
     (ModelLoadError, 500, "server_error", "model_load_failed"),
     (QuantizeError, 500, "server_error", "quantize_failed"),
