@@ -37,19 +37,18 @@ EXAMPLE_DIGESTS = (  # the blobs the docs upload and create from; ours stand in 
     "432f310a77f4650a88d0fd59ecdd7cebed8d684bafea53cbff0473542964f0c3",
 )
 TEXT_MODELS = (
-    "llama3.2", "llama3.1", "llama3.1:8b", "llama3:13b", "codellama:code", "mistral",
+    "llama3.2", "llama3.1", "llama3.1:8b", "llama3:13b", "mistral",
     "all-minilm", "gemma4", "qwen3-coder", "qwen3:8b", "gpt-oss:20b", "gpt-3.5-turbo",
     "mymodel", "claude-3-5-sonnet", "gpt-5", "gpt-4.1", "text-embedding-ada-002",
 )  # fmt: skip
 VISION_MODELS = ("llava", "qwen3-vl:8b")
+CODE_MODEL = "codellama:code"  # fills in the middle (its vocabulary has FIM tokens)
 FP16_MODEL = "llama3.2:3b-instruct-fp16"  # quantized by an example
 PULLED = ("bartowski/Llama-3.2-3B-Instruct-GGUF", "Llama-3.2-3B-Instruct-Q4_K_M.gguf")
 # What Ollama itself answers these with: every other example succeeds.
 REFUSED = {
     # its "// the message from the model" comments make the body no JSON (Go refuses it too)
     "docs/api.md:885": (400, "the request body is not JSON"),
-    # fill in the middle: our generated model has no FIM tokens, nor any prompt for a suffix
-    "docs/api.md:166": (400, "suffix (fill in the middle) is not supported"),
     # a model from safetensors files: we import GGUF only
     "docs/api.md:1306": (400, "convert_hf_to_gguf.py"),
     # pushing to ollama.com: there is no registry to push to
@@ -116,11 +115,13 @@ def daemon(workspace, model_file, hub):
     store = Store(workspace / "store")
     projector = write_tiny_projector(workspace / "mmproj.gguf")
     fp16 = write_tiny_model(workspace / "fp16.gguf", file_type="F16", seed=6)
+    code = write_tiny_model(workspace / "code.gguf", fill_in_middle=True, end_of_turn="soon")
     for name in TEXT_MODELS:
         import_gguf(store, name, model_file)
     for name in VISION_MODELS:
         import_gguf(store, name, model_file, projector=projector)
     import_gguf(store, FP16_MODEL, fp16)
+    import_gguf(store, CODE_MODEL, code)
     env = {"HF_ENDPOINT": hub.endpoint, "LOCALLLM_NUM_CTX": "1024"}
     with Daemon(workspace / "store", workspace / "logs", env=env) as running:
         yield running
