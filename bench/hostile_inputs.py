@@ -20,6 +20,7 @@ import httpx
 
 from daemon.api.openai_responses import ResponsesRequest
 from daemon.errors import BadRequestError
+from daemon.inference.late_system import fold_late_system
 from daemon.inference.options import parse_keep_alive
 from daemon.inference.thinking_split import HarmonySplitter
 from daemon.remotes.stream_state import StreamState
@@ -120,6 +121,13 @@ def harmony_header(n: int) -> Callable[[], object]:
     return feed
 
 
+def late_system_messages(n: int) -> Callable[[], object]:
+    chat: list[dict[str, object]] = [{"role": "user", "content": "hi"}]
+    for turn in range(n):
+        chat += [{"role": "assistant", "content": f"a{turn}"}, {"role": "system", "content": "s"}]
+    return lambda: fold_late_system(chat)
+
+
 CONSTRUCTS = {
     "reference: json.dumps of 100N strings": reference,
     "Responses: N reasoning items of 1,000 characters": reasoning_items,
@@ -129,6 +137,7 @@ CONSTRUCTS = {
     "remote stream: a 64N-byte line in 256-byte chunks": remote_line,
     "remote tool call: 10N argument parts of 64 characters": tool_arguments,
     "harmony header: 10N pieces that never end it": harmony_header,
+    "late system: N assistant and N system messages after a user's": late_system_messages,
 }
 
 

@@ -38,6 +38,7 @@ from model_registry.tiny_thinking import ThinkingStyle, style_template, style_to
 
 __all__ = [
     "CHATML_TEMPLATE",
+    "FIM_TOKENS",
     "TinyVocabulary",
     "tiny_vocabulary",
     "write_tiny_model",
@@ -61,6 +62,7 @@ _LAYER_STD = 0.02
 # the end-of-turn token's push: never, a small one (sampled about once in 20 tokens), always
 _END_OF_TURN_PUSH = {"never": -1.0, "soon": 0.05, "immediately": 1.0}
 _LAYER = re.compile(r"blk\.\d+\.")  # the layer part of a tensor's name
+FIM_TOKENS = ("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>")  # before, after, the gap
 _OUTPUT_LOGIT_STD = 2.0
 
 
@@ -90,10 +92,11 @@ class TinyVocabulary:
 
 
 def tiny_vocabulary(
-    vocab_size: int | None = None, thinking: ThinkingStyle = "none"
+    vocab_size: int | None = None, thinking: ThinkingStyle = "none", fill_in_middle: bool = False
 ) -> TinyVocabulary:
     """A byte-fallback SentencePiece vocabulary, padded with letter pieces to ``vocab_size``;
-    with ``thinking``, that style's marker tokens follow the ChatML ones."""
+    with ``thinking``, that style's marker tokens follow the ChatML ones, and with
+    ``fill_in_middle`` Qwen2.5-Coder's FIM markers after them."""
     tokens = ["<unk>", "<s>", "</s>", *(f"<0x{b:02X}>" for b in range(256))]
     types = [_T.UNKNOWN, _T.CONTROL, _T.CONTROL, *([_T.BYTE] * 256)]
     tokens += ["<|im_start|>", "<|im_end|>"]
@@ -101,6 +104,9 @@ def tiny_vocabulary(
     markers, control = style_tokens(thinking)
     tokens += markers
     types += [_T.CONTROL if control else _T.USER_DEFINED] * len(markers)
+    if fill_in_middle:
+        tokens += list(FIM_TOKENS)
+        types += [_T.CONTROL] * len(FIM_TOKENS)
     pieces = _pieces()
     base = len(tokens) + len(pieces)
     if vocab_size is not None and vocab_size < base:
@@ -161,6 +167,7 @@ def write_tiny_model(
     thinking: ThinkingStyle = "none",
     sampling: Mapping[str, float] | None = None,
     shared_layers: bool = False,
+    fill_in_middle: bool = False,
 ) -> Path:
     """Write a llama-architecture GGUF with random weights that llama.cpp can run.
 
@@ -169,9 +176,10 @@ def write_tiny_model(
     keys, by their short name (``temp``, ``top_k``...), as converters write them.
     ``shared_layers``: every layer gets the first layer's weights, made and quantized once,
     so a model of a real shape (8B) is written in seconds rather than minutes; speed
-    benchmarks do not care what the weights are."""
+    benchmarks do not care what the weights are. ``fill_in_middle`` gives the vocabulary a
+    code model's FIM markers (``FIM_TOKENS``)."""
     spec = _Spec.build(n_layer, n_embd, n_head, n_head_kv, n_ff, file_type)
-    vocab = tiny_vocabulary(vocab_size, thinking)
+    vocab = tiny_vocabulary(vocab_size, thinking, fill_in_middle)
     if chat_template == CHATML_TEMPLATE:
         chat_template = style_template(thinking) or chat_template
     bias = _output_bias(vocab, end_of_turn)
@@ -275,6 +283,10 @@ def _add_tokenizer(writer: gguf.GGUFWriter, vocab: TinyVocabulary, template: str
     writer.add_add_eos_token(False)
     if template:
         writer.add_chat_template(template)
+    if FIM_TOKENS[0] in vocab.tokens:  # as converters write them (llama.cpp knows them anyway)
+        keys = gguf.Keys.Tokenizer.FIM_PRE_ID, gguf.Keys.Tokenizer.FIM_SUF_ID
+        for key, token in zip((*keys, gguf.Keys.Tokenizer.FIM_MID_ID), FIM_TOKENS, strict=True):
+            writer.add_uint32(key, vocab.tokens.index(token))
 
 
 def _tensor_plan(spec: _Spec, n_vocab: int) -> list[tuple[str, tuple[int, ...], object]]:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from daemon.errors import TemplateRejectedError
+from daemon.inference import late_system
 from daemon.inference.late_system import fold_late_system
 from daemon.inference.templates import ChatTemplate
+from tests.support.work_count import lines_run
 
 # Gemma's and Mistral's rule: one system message, first, or the template raises
 STRICT = (
@@ -81,3 +83,32 @@ def test_the_folded_conversation_renders_where_the_strict_template_refused():
     assert template.render(fold_late_system(conversation)) == (
         "<|system|>Rules.<|user|>Hello\n\nThe cwd is /tmp."
     )
+
+
+def agent_chat(turns: int, parts: bool = False) -> list[dict[str, object]]:
+    """A user message, then ``turns`` assistant and late system messages in turn."""
+    user = [{"type": "text", "text": "U"}] if parts else "U"
+    chat: list[dict[str, object]] = [{"role": "user", "content": user}]
+    for turn in range(turns):
+        chat += [
+            {"role": "assistant", "content": f"A{turn}"},
+            {"role": "system", "content": f"S{turn}"},
+        ]
+    return chat
+
+
+@pytest.mark.parametrize("parts", [False, True], ids=["string", "parts"])
+def test_thousands_of_late_system_messages_are_folded_in_one_pass(parts):
+    """A chat of 12,000 late system messages took 13.5 s in the render pool: each was joined
+    to the user message by searching back for it and rebuilding its text."""
+    work = {n: lines_run(lambda n=n: fold_late_system(agent_chat(n, parts)), late_system)
+            for n in (500, 2000)}  # fmt: skip
+    assert work[2000] < 5 * work[500], work  # linear: about 4x; the quadratic fold was 16x
+    folded = fold_late_system(agent_chat(12_000, parts))
+    assert len(folded) == 12_001 and folded[0]["role"] == "user"
+    late = [f"S{turn}" for turn in range(12_000)]
+    if parts:
+        assert folded[0]["content"] == [{"type": "text", "text": t} for t in ["U", *late]]
+    else:
+        assert folded[0]["content"] == "\n\n".join(["U", *late])
+    assert [m["content"] for m in folded[1:]] == [f"A{turn}" for turn in range(12_000)]

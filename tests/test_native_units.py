@@ -129,8 +129,10 @@ def test_generate_translation():
     assert job.json_schema == {"type": "object"}
     raw = generate_job(GenerateRequest(model="m", prompt="hi", raw=True, keep_alive="1m"))
     assert raw.prompt == "hi" and raw.raw and raw.keep_alive == 60
-    with pytest.raises(BadRequestError, match="suffix"):
-        generate_job(GenerateRequest(model="m", prompt="hi", suffix="x"))
+    filled = generate_job(GenerateRequest(model="m", prompt="hi", suffix="x", raw=True))
+    assert (filled.prompt, filled.suffix, filled.templated) == ("hi", "x", False)
+    with pytest.raises(BadRequestError, match="system cannot go with a suffix"):
+        generate_job(GenerateRequest(model="m", prompt="hi", suffix="x", system="s"))
 
 
 def test_chat_translation_keeps_tool_calls_as_objects():

@@ -155,8 +155,8 @@ def test_legacy_completion_prompts():
     for prompt in (["a", "b"], [1, 2, 3], [[1, 2]]):
         with pytest.raises(BadRequestError):
             completion_job(CompletionRequest(model="m", prompt=prompt))
-    with pytest.raises(BadRequestError, match="suffix"):
-        completion_job(CompletionRequest(model="m", prompt="x", suffix="y"))
+    filled = completion_job(CompletionRequest(model="m", prompt="x", suffix="y"))
+    assert (filled.prompt, filled.suffix, filled.raw, filled.templated) == ("x", "y", False, False)
 
 
 def test_completion_logprobs_shape():

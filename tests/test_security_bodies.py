@@ -61,3 +61,40 @@ def test_a_body_as_deep_as_allowed_gets_through_to_the_route(client):
         "name": "f", "parameters": schema}}]}  # fmt: skip
     answer = client.post("/api/chat", json=body)
     assert answer.status_code == 404, answer.text[:300]  # the model, not the body
+
+
+@pytest.mark.parametrize(
+    "label", [None, "application/x-www-form-urlencoded", "text/plain"], ids=str
+)
+def test_a_body_is_json_whatever_its_label_says_and_is_counted_as_json(client, label):
+    """``curl -d`` labels its body a form and LiteLLM's Ollama providers send none: Ollama reads
+    either as JSON. Read so, it is counted like any JSON body (before, a label that was not
+    JSON skipped the count)."""
+    headers = {} if label is None else {"content-type": label}
+    body = json.dumps({"model": "nope", "prompt": "Why is the sky blue?"}).encode()
+    answer = client.post("/api/generate", content=body, headers=headers)
+    assert answer.status_code == 404 and "'nope' not found" in answer.json()["error"]
+    many = {"model": "nope", "prompt": "x", "logit_bias": {str(i): 1 for i in range(150_000)}}
+    answer = client.post("/v1/completions", content=json.dumps(many).encode(), headers=headers)
+    assert answer.status_code == 400
+    assert "more than 100,000 JSON values" in answer.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("path", "read"),
+    [
+        ("/api/chat", lambda body: body["error"]),
+        ("/v1/chat/completions", lambda body: body["error"]["message"]),
+        ("/v1/messages", lambda body: body["error"]["message"]),
+    ],
+)
+def test_a_body_that_is_no_json_object_is_a_400_that_says_what_to_send(client, path, read):
+    for body, says in [
+        (b"model=llama3.2&prompt=hi", "the request body is not JSON (Expecting value)"),
+        (b'{"model": "x",}', "the request body is not JSON (Expecting property name"),
+        (b"[1, 2]", "the request body must be a JSON object"),
+        (b"", "the request has no body"),
+    ]:
+        answer = client.post(path, content=body, headers={"content-type": "text/plain"})
+        assert answer.status_code == 400, (path, body)
+        assert read(answer.json()).startswith(says), (path, body, answer.text)

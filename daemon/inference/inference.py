@@ -258,7 +258,7 @@ class Inference:
         lease: Lease,
     ) -> ThinkingRun | None:
         """How this generation thinks; the vocabulary tells where the template does not."""
-        if job.raw:
+        if not job.templated:
             return None
         if fmt is None:
             runner = lease.runner
@@ -320,6 +320,6 @@ async def _counted(name: str, lease: Lease, request: GenerateCall) -> int:
 
 def _template_stops(model: ResolvedModel, job: GenerationJob) -> tuple[str, ...]:
     """The fallback template's end marker, when the prompt is rendered with it."""
-    if job.template or (job.messages is None and job.raw):
+    if job.template or (job.messages is None and not job.templated):
         return ()
     return model.fallback_stops

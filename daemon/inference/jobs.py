@@ -25,6 +25,9 @@ class GenerationJob:
     messages: Sequence[Mapping[str, object]] | None = None
     prompt: str | None = None
     raw: bool = False  # the prompt goes to the model as is (no template)
+    # Fill in the middle: the text after the gap, the prompt being the text before it; both
+    # go to the model as plain text in its FIM prompt, never through the template.
+    suffix: str | None = None
     options: Mapping[str, object] = field(default_factory=dict)  # Ollama option names
     tools: Sequence[Mapping[str, object]] = ()
     tool_choice: ToolChoice = field(default_factory=ToolChoice)
@@ -45,6 +48,11 @@ class GenerationJob:
     truncate: bool = False
     # What the route left out of the request (tools it cannot run...), for the request log.
     warnings: Sequence[str] = ()
+
+    @property
+    def templated(self) -> bool:
+        """Whether the prompt goes through a chat template: not a raw one, nor a FIM one."""
+        return not self.raw and self.suffix is None
 
 
 @dataclass(frozen=True, slots=True)

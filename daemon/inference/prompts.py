@@ -65,6 +65,8 @@ class Prompts:
         self, model: ResolvedModel, job: GenerationJob, params: SamplingParams
     ) -> tuple[GenerateCall, ThinkingFormat | None]:
         """The runner call for ``job``, and the thinking format its template shows (if any)."""
+        if job.suffix is not None:
+            return GenerateCall(job.prompt or "", params, suffix=job.suffix), None
         think = parse_think(job.think)
         if job.raw and think is not None:
             raise BadRequestError("think needs the chat template; it cannot go with raw", "think")

@@ -178,6 +178,8 @@ def generate_to_wire(req: GenerateCall) -> dict[str, Any]:
         message["visible_tokens"] = list(req.visible_tokens)
     if req.system_chars:
         message["system_chars"] = req.system_chars
+    if req.suffix is not None:
+        message["suffix"] = req.suffix
     return message
 
 
@@ -198,6 +200,7 @@ def generate_from_wire(data: dict[str, Any]) -> GenerateCall:
         image_marker=data.get("image_marker", ""),
         visible_tokens=tuple(data.get("visible_tokens", ())),
         system_chars=int(data.get("system_chars", 0)),
+        suffix=data.get("suffix"),
     )
 
 

@@ -124,6 +124,9 @@ class GenerateCall:
     # How many characters at the prompt's start its system messages and tools rendered: where
     # other conversations with the same ones part from it (a checkpoint goes there: ``window``).
     system_chars: int = 0
+    # Fill in the middle: the text after the gap. With it, ``prompt`` is the plain text before
+    # the gap, and the runner writes the model's FIM prompt around both (``infill``).
+    suffix: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

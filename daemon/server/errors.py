@@ -145,6 +145,9 @@ def error_status(error: BaseException) -> int:
 def _message(error: BaseException, redact: Redact) -> str:
     if isinstance(error, RequestValidationError):
         first = error.errors()[0] if error.errors() else {}
+        body = _body_problem(first)
+        if body is not None:
+            return body
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
         return f"invalid request: {where + ': ' if where else ''}{first.get('msg', 'invalid')}"
     if isinstance(error, HTTPException):
@@ -154,13 +157,29 @@ def _message(error: BaseException, redact: Redact) -> str:
     return redact(str(error))
 
 
+def _body_problem(first: dict) -> str | None:
+    """What is wrong with the body as a whole (not JSON, none, not an object), said as what
+    to send; None when the problem is in one of its fields."""
+    if first.get("type") == "json_invalid":
+        why = (first.get("ctx") or {}).get("error", "it does not parse")
+        return f"the request body is not JSON ({why}); send a JSON object, as the API documents"
+    if tuple(first.get("loc", ())) != ("body",):
+        return None
+    if first.get("type") == "missing":
+        return "the request has no body; send a JSON object, as the API documents"
+    return "the request body must be a JSON object, as the API documents"
+
+
 def _param(error: BaseException) -> str | None:
     if isinstance(error, BadRequestError):
         return error.param
     if isinstance(error, InvalidParameterError):
         return error.name
     if isinstance(error, RequestValidationError) and error.errors():
-        loc = [str(p) for p in error.errors()[0].get("loc", ()) if p != "body"]
+        first = error.errors()[0]
+        if _body_problem(first) is not None:
+            return None
+        loc = [str(p) for p in first.get("loc", ()) if p != "body"]
         return ".".join(loc) or None
     if isinstance(error, ModelNotFoundError | InvalidNameError):
         return "model"

@@ -12,8 +12,15 @@ said only "There was an error parsing the body"), so more than ``MAX_JSON_DEPTH`
 holding a lone surrogate (``"\\ud800"``: no Unicode text, it failed requests late, after a
 whole generation) is a 400 that names its field (``surrogates``).
 
-The body is judged by its one ``Content-Type``: a request with two (``application/json``, which
-FastAPI parses by, and ``text/plain``, which a last-wins reading would skip) is refused.
+Every body is read as JSON whatever its ``Content-Type`` says, as Ollama and llama-server read
+theirs: the curl lines in Ollama's and OpenAI's docs send ``-d '{...}'``, which curl labels
+``application/x-www-form-urlencoded``, and LiteLLM's Ollama providers send no type at all.
+FastAPI parses only a body labelled JSON, so such a request is relabelled here, and budgeted
+like any other. The label is not what keeps web pages out (the CORS check refuses other
+origins and other sites, whatever they send). Only blob uploads (raw bytes, any size) and
+``multipart/form-data`` keep their own reading. A request with two ``Content-Type`` headers
+(``application/json``, which FastAPI parses by, and ``text/plain``, which a last-wins reading
+would skip) is refused.
 """
 
 from __future__ import annotations
@@ -91,9 +98,10 @@ class JsonBudgetMiddleware:
         if len(types) > 1:
             await _refuse(scope, receive, send, _TWO_TYPES.format(count=len(types)))
             return
-        if not _is_json(scope, types[0] if types else b"application/json"):
+        if not _is_json(scope, types[0] if types else b""):
             await self.app(scope, receive, send)
             return
+        scope = _labelled_json(scope)
         body, last = await _read_body(receive)
         problem = await self._problem(body)
         if problem is not None:
@@ -154,9 +162,18 @@ async def _refuse(scope: Scope, receive: Receive, send: Send, problem: str | Bad
 
 
 def _is_json(scope: Scope, content_type: bytes) -> bool:
+    """Whether the body is read as JSON: any body but a blob upload's (streamed to disk, any
+    size) or a multipart form's."""
     if scope["method"] in ("GET", "HEAD", "OPTIONS") or scope["path"].startswith("/api/blobs/"):
-        return False  # blob uploads stream to disk, any size
-    return b"json" in content_type.lower()
+        return False
+    return not content_type.lower().lstrip().startswith(b"multipart/")
+
+
+def _labelled_json(scope: Scope) -> Scope:
+    """``scope`` with its body labelled ``application/json``, the one label FastAPI surely
+    parses (it skips ``text/json``, a form's label, or none), in place of what it said."""
+    headers = [(name, value) for name, value in scope["headers"] if name.lower() != b"content-type"]
+    return {**scope, "headers": [*headers, (b"content-type", b"application/json")]}
 
 
 async def _read_body(receive: Receive) -> tuple[bytes, Message | None]:

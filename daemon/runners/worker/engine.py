@@ -32,6 +32,7 @@ from .backend_sampling import BackendSamplers, use_backend
 from .batch import Batch
 from .decode_plan import DecodePlan
 from .host_cache import HostCache
+from .infill import infill_tokens
 from .model import ContextConfig, Model
 from .offload import whole_model_on_gpu
 from .sampling import SequenceSampler, token_logprobs
@@ -128,6 +129,9 @@ class Engine:
         self.waiting.append(job)
 
     def _tokenize(self, req: GenerateCall) -> ImagePrompt:
+        if req.suffix is not None:
+            fim = infill_tokens(self.model, req.prompt, req.suffix, req.add_bos, self.n_ctx)
+            return ImagePrompt(fim)
         if not req.images:
             tokens = self.model.tokenize(req.prompt, req.add_bos, special=True, most=self.n_ctx)
             return ImagePrompt(tokens)

@@ -103,9 +103,16 @@ def _modelfile(body: CreateRequest, files: dict[str, Digest]) -> Modelfile:
 def _only_file(files: Mapping[str, str] | None) -> str:
     if not files:
         raise BadRequestError("create needs a Modelfile, `from`, or an uploaded file in `files`")
-    if len(files) > 1:
-        raise BadRequestError("several files were sent: say which is the model in `from`")
-    return next(iter(files))
+    if len(files) == 1:
+        return next(iter(files))
+    if not any(name.lower().endswith(".gguf") for name in files):
+        raise BadRequestError(
+            "localllm creates models from GGUF files, and none was sent (safetensors files "
+            "and their configs, as `ollama create` takes, are not GGUF): convert the model "
+            "with llama.cpp's convert_hf_to_gguf.py, then create it from the .gguf",
+            param="files",
+        )
+    raise BadRequestError("several files were sent: say which is the model in `from`")
 
 
 def _as_reference(reference: str, files: dict[str, Digest]) -> str:

@@ -54,7 +54,7 @@ ChunkMaker = Callable[
 
 @router.post("/api/generate", response_model=None)
 async def generate(body: GenerateRequest, request: Request) -> Response:
-    if not body.prompt and not body.system and not body.images:
+    if not (body.prompt or body.suffix or body.system or body.images):  # a FIM at a file's start
         return await _load_or_unload(request, body.model, body.options, body.keep_alive, False)
     return await _run(request, generate_job(body), body.stream, _generate_chunk)
 

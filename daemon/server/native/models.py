@@ -1,5 +1,6 @@
-"""Ollama's model management routes: tags, show, ps, copy, delete; and our own store
-upkeep (prune, verify). Store work that touches the disk runs in a worker thread."""
+"""Ollama's model management routes: tags, show, ps, copy, delete (and push, which says why
+there is none); and our own store upkeep (prune, verify). Store work that touches the disk
+runs in a worker thread."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import time
 from datetime import UTC, datetime
 
 from anyio import to_thread
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse
 
 from daemon.api.native_models import (
@@ -158,6 +159,18 @@ async def copy(body: CopyRequest, request: Request) -> JSONResponse:
     source, destination = parse_name(body.source), parse_name(body.destination)
     await to_thread.run_sync(_store(request).copy, source, destination)
     return JSONResponse({"status": "success"})
+
+
+@router.post("/api/push")
+async def push() -> None:
+    """Ollama's push uploads to ollama.com; models here come from Hugging Face, so an Ollama
+    user's push gets a reason, not a bare 404."""
+    raise HTTPException(
+        501,
+        "localllm cannot push models: there is no registry to push to. Share the model's GGUF "
+        "file instead, or upload it to Hugging Face, where `localllm pull hf.co/USER/REPO` "
+        "finds it",
+    )
 
 
 @router.post("/api/prune")

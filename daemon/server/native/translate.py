@@ -47,8 +47,6 @@ def created_at() -> str:
 
 
 def generate_job(req: GenerateRequest) -> GenerationJob:
-    if req.suffix:
-        raise BadRequestError("suffix (fill in the middle) is not supported", param="suffix")
     if req.context:
         raise BadRequestError(
             "context (continuing from returned tokens) is not supported; "
@@ -58,6 +56,9 @@ def generate_job(req: GenerateRequest) -> GenerationJob:
     common = _common(req.format, req.options, req.keep_alive, req.logprobs, req.top_logprobs)
     common["think"] = req.think
     images = _decoded(req.images)
+    if req.suffix:  # as Ollama: an empty suffix is none
+        _check_fill_in(req, images)
+        return GenerationJob(model=req.model, prompt=req.prompt or "", suffix=req.suffix, **common)
     if req.raw or req.system is None:
         return GenerationJob(
             model=req.model,
@@ -72,6 +73,21 @@ def generate_job(req: GenerateRequest) -> GenerationJob:
     return GenerationJob(
         model=req.model, messages=messages, template=req.template, images=images, **common
     )
+
+
+def _check_fill_in(req: GenerateRequest, images: list[bytes]) -> None:
+    """Fill in the middle writes code between two plain texts: what a chat template, a system
+    prompt, images or thinking would add has no place in it."""
+    for name, given in (
+        ("system", req.system), ("template", req.template), ("images", images),
+        ("think", req.think),
+    ):  # fmt: skip
+        if given:
+            raise BadRequestError(
+                f"{name} cannot go with a suffix: fill in the middle takes the text before the "
+                "gap (prompt) and after it (suffix) only",
+                param=name,
+            )
 
 
 def chat_job(req: ChatRequest) -> GenerationJob:

@@ -77,12 +77,11 @@ def completion_job(req: CompletionRequest) -> GenerationJob:
     _only_one(req.n)
     if req.best_of is not None and req.best_of > 1:
         raise BadRequestError("best_of > 1 is not supported", param="best_of")
-    if req.suffix:
-        raise BadRequestError("suffix (fill in the middle) is not supported", param="suffix")
     return GenerationJob(
         model=req.model,
         prompt=_prompt_text(req.prompt),
-        raw=True,
+        raw=not req.suffix,
+        suffix=req.suffix or None,
         options=sampling_options(req, req.max_tokens),
         logit_bias=_logit_bias(req.logit_bias),
         logprobs=req.logprobs,
