@@ -101,7 +101,7 @@ class JsonBudgetMiddleware:
         if not _is_json(scope, types[0] if types else b""):
             await self.app(scope, receive, send)
             return
-        scope = _labelled_json(scope)
+        _label_json(scope)
         body, last = await _read_body(receive)
         problem = await self._problem(body)
         if problem is not None:
@@ -169,11 +169,12 @@ def _is_json(scope: Scope, content_type: bytes) -> bool:
     return not content_type.lower().lstrip().startswith(b"multipart/")
 
 
-def _labelled_json(scope: Scope) -> Scope:
-    """``scope`` with its body labelled ``application/json``, the one label FastAPI surely
-    parses (it skips ``text/json``, a form's label, or none), in place of what it said."""
+def _label_json(scope: Scope) -> None:
+    """Label the body ``application/json``, the one label FastAPI surely parses (it skips
+    ``text/json``, a form's label, or none), in place of what it said. The scope is changed,
+    not copied: the middlewares outside read what the router writes into it (the route)."""
     headers = [(name, value) for name, value in scope["headers"] if name.lower() != b"content-type"]
-    return {**scope, "headers": [*headers, (b"content-type", b"application/json")]}
+    scope["headers"] = [*headers, (b"content-type", b"application/json")]
 
 
 async def _read_body(receive: Receive) -> tuple[bytes, Message | None]:
