@@ -399,11 +399,14 @@ def rerank(daemon: Daemon, query: str, documents: list[str], **fields) -> httpx.
 def test_a_context_past_the_learned_positions_is_capped_and_the_runner_lives(daemon):
     """``num_ctx`` 2048 on a BERT reranker of 512 positions aborted its runner (a 500 with a
     backtrace); the context is capped at 512: a long query is a 400 that says so, long
-    documents are cut to 512-token pairs, and the same runner answers throughout."""
+    documents are cut to 512-token pairs, the same runner answers throughout, and ``ps`` says
+    512."""
     options = {"options": {"num_ctx": 2048}}
     first = rerank(daemon, QUERY, ["warm"], **options)
     assert first.status_code == 200, first.text
     (pid,) = daemon.runner_pids()
+    [loaded] = httpx.get(daemon.url + "/api/ps", timeout=30).json()["models"]
+    assert loaded["context_length"] == 512
     long_query = rerank(daemon, "word " * 350, ["a document"], **options)  # 701 tokens
     assert long_query.status_code == 400, long_query.text
     message = long_query.json()["error"]["message"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import sys
@@ -52,6 +53,10 @@ def _serve(spec, reader, out, verbose: bool) -> int:
     threads = spec.num_threads or default_threads()
     try:
         model = Model.load(spec)
+        positions = model.context_within_positions(spec.num_ctx)
+        if positions < spec.num_ctx:
+            _log(f"context capped at {positions} tokens: the model's learned position table")
+            spec = dataclasses.replace(spec, num_ctx=positions)
         worker = Worker(spec, model, threads, out)
         worker.warm_up()
     except LoadError as exc:

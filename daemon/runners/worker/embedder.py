@@ -11,17 +11,11 @@ counted when it comes (``pairs``: its limit and refusals come before any decode)
 made again only when its batch is (tokenizing costs far less than decoding): a request holds
 the tokens of one batch at a time, and a cancel (between two steps) drops it at once. Jobs
 take turns, a batch each, so a long one does not hold up a short one behind it.
-
-A model that places tokens with a learned table of positions (BERT's ``position_embd``, as
-llama.cpp's bert, gpt2, starcoder and mpt graphs read it; llama.cpp loads it with exactly
-``n_ctx_train`` rows) cannot see a token past that table: llama.cpp aborts the process
-(``GGML_ASSERT`` in ``get_rows``). Its context is capped there, whatever ``num_ctx`` says.
 """
 
 from __future__ import annotations
 
 import base64
-import ctypes
 import os
 import sys
 from collections import deque
@@ -44,8 +38,6 @@ _MAX_SEQUENCES = 16  # inputs packed into one decode
 # sizes its compute buffer for that many rows of logits: a 262k vocabulary at 32k tokens is
 # 33 GB. Its inputs stay within the old default context, whatever the chats run at.
 _GENERATIVE_MAX_CONTEXT = 4096
-# llama.cpp's architectures whose graph reads a learned position table (``position_embd``)
-_LEARNED_POSITIONS = frozenset({"bert", "gpt2", "starcoder", "mpt"})
 
 
 @dataclass(eq=False)
@@ -66,10 +58,6 @@ class Embedder:
         self.model = model
         self._native = spec.embedding_only
         self.n_ctx = spec.num_ctx if self._native else min(spec.num_ctx, _GENERATIVE_MAX_CONTEXT)
-        positions = _position_table(model)
-        if 0 < positions < self.n_ctx:
-            _log(f"embedding context capped at {positions} tokens: the model's learned positions")
-            self.n_ctx = positions
         self._threads = threads
         self._out = out
         self._ctx = None
@@ -207,17 +195,6 @@ class Embedder:
         if job.scores is not None:
             value |= {"scores": job.scores, "truncated": job.truncated}
         self._out.send({"ev": "result", "id": job.rid, "value": value})
-
-
-def _position_table(model: Model) -> int:
-    """The rows of the model's learned position table (its trained context); 0: it has none."""
-    return model.n_ctx_train if _architecture(model) in _LEARNED_POSITIONS else 0
-
-
-def _architecture(model: Model) -> str:
-    buf = ctypes.create_string_buffer(64)
-    n = lc.llama_model_meta_val_str(model.handle, b"general.architecture", buf, len(buf))
-    return buf.value.decode(errors="replace") if n >= 0 else ""
 
 
 def _log(text: str) -> None:

@@ -25,6 +25,10 @@ _GGUF_MAGIC = b"GGUF"
 _CHEAP_BYTES_PER_TOKEN = 4  # a text of up to this many bytes per allowed token is tokenized
 _HEAD_MARGIN = 16  # tokens kept past a cut, so the cut cannot change the tokens before it
 _MOST_LOGIT_VIEWS = 1024  # a context's output rows; past this many addresses, start again
+# llama.cpp's architectures whose graph reads a learned table of positions (``position_embd``,
+# loaded with exactly ``n_ctx_train`` rows): a token past it aborts the process (GGML_ASSERT in
+# ``get_rows``)
+_LEARNED_POSITIONS = frozenset({"bert", "gpt2", "starcoder", "mpt"})
 _CACHE_TYPES = {"f16": lc.GGML_TYPE_F16, "q8_0": lc.GGML_TYPE_Q8_0, "q4_0": lc.GGML_TYPE_Q4_0}
 _FLASH_ATTENTION = {
     "auto": lc.LLAMA_FLASH_ATTN_TYPE_AUTO,
@@ -160,6 +164,12 @@ class Model:
             kv_cache_type=self.spec.kv_cache_type,
             on_gpu=on_gpu,
         )
+
+    def context_within_positions(self, n_ctx: int) -> int:
+        """``n_ctx`` (per sequence), cut to the model's learned position table where it has
+        one: no ``num_ctx`` may ask llama.cpp for a position the table lacks."""
+        learned = self._meta_str("general.architecture") in _LEARNED_POSITIONS
+        return min(n_ctx, self.n_ctx_train) if learned and self.n_ctx_train > 0 else n_ctx
 
     def _meta_int(self, key: str) -> int:
         """An integer of the GGUF's ``{architecture}.{key}``; 0 when absent."""
