@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import httpx
 
@@ -128,6 +131,48 @@ def late_system_messages(n: int) -> Callable[[], object]:
     return lambda: fold_late_system(chat)
 
 
+@functools.cache
+def _tiny_reranker() -> tuple[object, object]:
+    """The tiny BGE-style reranker (512 positions), written and loaded in this process once,
+    with the router that keeps llama.cpp's load lines off the table (kept as long as the
+    model: llama.cpp calls it)."""
+    import llama_cpp
+
+    from daemon.runners.types import RunnerSpec
+    from daemon.runners.worker.model import Model
+    from daemon.runners.worker.system import LogRouter
+    from model_registry.tiny_reranker import write_tiny_reranker
+
+    path = write_tiny_reranker(Path(tempfile.mkdtemp()) / "reranker.gguf")
+    router = LogRouter(verbose=False)
+    llama_cpp.llama_backend_init()
+    spec = RunnerSpec(model_name="bench", model_paths=(str(path),), num_ctx=512,
+                      num_threads=1, embedding_only=True)  # fmt: skip
+    return Model.load(spec), router
+
+
+def rerank_pairs(n: int) -> Callable[[], object]:
+    """A rerank request's pairs at N documents with a 200-token query, made as the runner
+    makes them: counted against the budget, then each made (as its batch would make it)."""
+    from daemon.runners.worker.pairs import PairFormat
+
+    model, _router = _tiny_reranker()
+    query = "word " * 100  # 201 tokens of the tiny vocabulary; at 4N = 8,000: 1.7M pair tokens
+    documents = [f"document number {i} about the capital" for i in range(n)]
+    pairs = PairFormat(model, 512)
+
+    def build() -> None:
+        if not hasattr(pairs, "query"):  # before: every pair made at once, the query each time
+            [pairs.pair(query, document, True) for document in documents]
+            return
+        made = pairs.query(query)
+        made.measure(documents, True)
+        for document in documents:
+            made.pair(document, True)
+
+    return build
+
+
 CONSTRUCTS = {
     "reference: json.dumps of 100N strings": reference,
     "Responses: N reasoning items of 1,000 characters": reasoning_items,
@@ -138,6 +183,7 @@ CONSTRUCTS = {
     "remote tool call: 10N argument parts of 64 characters": tool_arguments,
     "harmony header: 10N pieces that never end it": harmony_header,
     "late system: N assistant and N system messages after a user's": late_system_messages,
+    "rerank: N documents with a 200-token query made into pairs": rerank_pairs,
 }
 
 
