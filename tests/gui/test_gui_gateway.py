@@ -27,7 +27,7 @@ from daemon.api import (
     ProgressResponse,
     SystemResponse,
 )
-from daemon.client import DaemonUnavailable, ServerError
+from daemon.client import DaemonTimeout, DaemonUnavailable, ServerError
 from tests.support.cli import SHOW, WHEN, FakeClient, running_model, signature_drift, text_chunk
 
 QWEN = ModelSummary(
@@ -195,6 +195,19 @@ def test_errors_arrive_as_gateway_errors_with_a_next_step(client):
     with pytest.raises(GatewayError, match="disk full") as failed:
         next(stream)
     assert "Resume it on the Downloads page" in failed.value.hint
+
+
+class Busy(CornerCases):
+    def version(self) -> str:
+        raise DaemonTimeout("the daemon did not answer within 30 seconds")
+
+
+def test_a_daemon_that_answers_late_is_busy_not_down():
+    """A read timeout is a daemon that is there: no restart is offered, nothing marked down."""
+    with pytest.raises(GatewayError) as late:
+        Gateway(Busy(models=[QWEN])).version()
+    assert not late.value.unavailable and "did not answer in time" in late.value.message
+    assert "try again" in late.value.hint and "Restart" not in late.value.hint
 
 
 def test_without_a_way_to_start_the_daemon_the_user_is_told_what_to_run():

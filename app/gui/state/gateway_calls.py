@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TypeVar
 
-from daemon.client import ClientError, DaemonUnavailable
+from daemon.client import ClientError, DaemonTimeout, DaemonUnavailable
 from daemon.client.launcher import DaemonStartError
 
 __all__ = ["HINTS", "PULL_HINTS", "REMOTE_HINTS", "GatewayError", "call", "flatten", "stream"]
@@ -64,6 +64,11 @@ def _translate(exc: ClientError, hints: Hints) -> GatewayError:
     if isinstance(exc, DaemonStartError):
         tail = next((line for line in reversed(exc.details) if line.strip()), "")
         return GatewayError(exc.message, tail, unavailable=True)
+    if isinstance(exc, DaemonTimeout):  # there, but busy: nothing to restart
+        return GatewayError(
+            "The localllm daemon did not answer in time.",
+            "It is busy (loading a model, reading a long prompt): try again once it is done.",
+        )
     if isinstance(exc, DaemonUnavailable):
         return GatewayError(
             "The localllm daemon is not answering.",
