@@ -6,7 +6,6 @@ output sent to the log itself, as a launchd agent does. (Its bounds: ``test_log_
 from __future__ import annotations
 
 import json
-import os
 import stat
 
 import httpx
@@ -14,7 +13,7 @@ import pytest
 
 from daemon.client.launcher import DaemonStartError, ensure_daemon
 from daemon.settings import Settings
-from tests.support.daemon import Daemon, free_port
+from tests.support.daemon import Daemon, launcher_env
 from tests.support.modes import mode_of
 
 pytestmark = pytest.mark.slow
@@ -57,16 +56,7 @@ def test_a_daemon_that_refuses_its_settings_shows_why_and_not_older_lines(tmp_pa
     logs = tmp_path / "logs"
     logs.mkdir(mode=0o700)
     (logs / "daemon.log").write_text("an earlier daemon's line\n")
-    for key in [key for key in os.environ if key.startswith("LOCALLLM_")]:
-        monkeypatch.delenv(key)
-    for key, value in {
-        "LOCALLLM_HOST": f"127.0.0.1:{free_port()}",
-        "LOCALLLM_DATA": str(tmp_path / "data"),
-        "LOCALLLM_MODELS": str(tmp_path / "models"),
-        "LOCALLLM_LOGS": str(logs),
-        "LOCALLLM_CONFIG": str(tmp_path / "config"),
-    }.items():
-        monkeypatch.setenv(key, value)
+    launcher_env(monkeypatch, tmp_path)
     settings = Settings.from_env()
     monkeypatch.setenv("LOCALLLM_KEEP_ALIVE", "a while")  # the daemon it starts refuses it
     for _ in range(2):  # the second start's file holds its own output only

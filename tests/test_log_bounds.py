@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import re
 import sys
 from pathlib import Path
@@ -21,7 +20,7 @@ import pytest
 from daemon.client.launcher import ensure_daemon
 from daemon.runners.log_tail import RunnerLog
 from daemon.settings import Settings
-from tests.support.daemon import Daemon, free_port
+from tests.support.daemon import Daemon, launcher_env
 from tests.support.modes import mode_of, umask
 from tests.support.polling import wait_for
 
@@ -98,7 +97,7 @@ def test_the_launched_daemon_rotates_its_log_while_it_runs(tmp_path, monkeypatch
     0700; the launcher's file of the daemon's output gets none of it, and ``/api/logs`` reads
     the newest lines."""
     logs = tmp_path / "logs"
-    _launcher_env(monkeypatch, tmp_path, LOCALLLM_LOG_MAX_BYTES=str(SMALL_LOG))
+    launcher_env(monkeypatch, tmp_path, LOCALLLM_LOG_MAX_BYTES=str(SMALL_LOG))
     settings = Settings.from_env()
     with umask(0o022):
         process = ensure_daemon(settings, timeout=60)
@@ -184,19 +183,3 @@ def test_a_runner_log_rolls_over_to_one_older_file(tmp_path):
     assert (mode_of(path), mode_of(older)) == (0o600, 0o600)
     assert (older.read_bytes() + path.read_bytes()).endswith(b"".join(printed[-60:]))
     assert log.lines[-1].startswith("line 99 ")
-
-
-def _launcher_env(monkeypatch, tmp_path: Path, **extra: str) -> None:
-    """The environment the launcher passes on to the daemon it starts: this test's folders."""
-    for key in [key for key in os.environ if key.startswith("LOCALLLM_")]:
-        monkeypatch.delenv(key)
-    for key, value in {
-        "LOCALLLM_HOST": f"127.0.0.1:{free_port()}",
-        "LOCALLLM_DATA": str(tmp_path / "data"),
-        "LOCALLLM_MODELS": str(tmp_path / "models"),
-        "LOCALLLM_LOGS": str(tmp_path / "logs"),
-        "LOCALLLM_CONFIG": str(tmp_path / "config"),
-        "LOCALLLM_NUM_THREADS": "1",
-        **extra,
-    }.items():
-        monkeypatch.setenv(key, value)

@@ -39,6 +39,23 @@ def make_store(root: Path, models: Mapping[str, Path | tuple[Path, object]]) -> 
     return root
 
 
+def launcher_env(monkeypatch, root: Path, **extra: str) -> None:
+    """The environment a daemon that ``ensure_daemon`` starts inherits: every folder under
+    ``root``, a free port, one runner thread, none of the test run's own ``LOCALLLM_*``."""
+    for key in [key for key in os.environ if key.startswith("LOCALLLM_")]:
+        monkeypatch.delenv(key)
+    for key, value in {
+        "LOCALLLM_HOST": f"127.0.0.1:{free_port()}",
+        "LOCALLLM_DATA": str(root / "data"),
+        "LOCALLLM_MODELS": str(root / "models"),
+        "LOCALLLM_LOGS": str(root / "logs"),
+        "LOCALLLM_CONFIG": str(root / "config"),
+        "LOCALLLM_NUM_THREADS": "1",
+        **extra,
+    }.items():
+        monkeypatch.setenv(key, value)
+
+
 def upload(client, path: Path) -> str:
     """Send ``path`` as a blob with a ``daemon.client.Client``, as ``localllm create`` does
     for a Modelfile's files; its digest, for the ``files`` of ``/api/create``."""
