@@ -44,6 +44,7 @@ from .types import (
     DoneEvent,
     GenerateCall,
     InvalidRequestError,
+    LlamaBuffer,
     LoraAdapter,
     RunnerError,
     RunnerInfo,
@@ -210,7 +211,8 @@ def done_from_wire(data: dict[str, Any]) -> DoneEvent:
 
 
 def info_from_wire(data: dict[str, Any]) -> RunnerInfo:
-    return RunnerInfo(**data)
+    buffers = tuple(LlamaBuffer(**buffer) for buffer in data.get("buffers", ()))
+    return RunnerInfo(**{**data, "buffers": buffers})
 
 
 def error_to_wire(rid: int, exc: RunnerError) -> dict[str, Any]:

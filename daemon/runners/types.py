@@ -17,6 +17,7 @@ __all__ = [
     "GenerateCall",
     "IncompatibleBuildError",
     "InvalidRequestError",
+    "LlamaBuffer",
     "LoraAdapter",
     "RerankCall",
     "RunnerCrashed",
@@ -68,6 +69,19 @@ class RunnerSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class LlamaBuffer:
+    """One buffer llama.cpp allocated at load: for which ``part`` of the runner ("model",
+    "context", "draft", "projector"), on which of its buffer types (``CPU``, ``CPU_Mapped``,
+    ``CPU_REPACK``, ``CUDA0``, ``CUDA_Host``...), of which kind ("weights", "kv", "window kv",
+    "recurrent", "output", "compute", "lora"), and how many bytes."""
+
+    part: str
+    device: str
+    kind: str
+    bytes: int
+
+
+@dataclass(frozen=True, slots=True)
 class RunnerInfo:
     """What a runner reports once it is ready."""
 
@@ -85,6 +99,8 @@ class RunnerInfo:
     load_seconds: float
     system_info: str = ""
     flash_attention: str = ""  # what llama.cpp was given ("auto" may be decided: attention.py)
+    # what llama.cpp allocated at load, as it said so (``worker.buffers``)
+    buffers: tuple[LlamaBuffer, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

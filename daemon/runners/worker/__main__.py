@@ -47,7 +47,7 @@ def _serve(spec, reader, out, verbose: bool) -> int:
     from .model import LoadError, Model
     from .system import LogRouter, default_threads, describe
 
-    router = LogRouter(verbose)  # noqa: F841 (llama.cpp calls it until the process exits)
+    router = LogRouter(verbose)  # llama.cpp calls it until the process exits
     _log(f"loading {spec.model_name} from {', '.join(spec.model_paths)}")
     lc.llama_backend_init()
     threads = spec.num_threads or default_threads()
@@ -57,13 +57,13 @@ def _serve(spec, reader, out, verbose: bool) -> int:
         if positions < spec.num_ctx:
             _log(f"context capped at {positions} tokens: the model's learned position table")
             spec = dataclasses.replace(spec, num_ctx=positions)
-        worker = Worker(spec, model, threads, out)
+        worker = Worker(spec, model, threads, out, router.ledger)
         worker.warm_up()
     except LoadError as exc:
         out.send({"ev": "fatal", "message": str(exc), "invalid": exc.invalid_request})
         out.flush()
         return 1
-    info = describe(spec, model, time.perf_counter() - started)
+    info = describe(spec, model, time.perf_counter() - started, router.ledger)
     _log(
         f"ready in {info['load_seconds']:.2f} s: {info['backend']}, {threads} threads, "
         f"{info['gpu_layers']}/{info['total_layers']} layers on GPU, "

@@ -30,6 +30,7 @@ from ..types import (
 )
 from .backend_sampling import BackendSamplers, use_backend
 from .batch import Batch
+from .buffers import BufferLedger
 from .decode_plan import DecodePlan
 from .host_cache import HostCache
 from .infill import infill_tokens
@@ -79,6 +80,7 @@ class Engine:
         threads: int,
         out: FrameWriter,
         vision: Vision | None = None,
+        ledger: BufferLedger | None = None,
     ):
         self.model = model
         self.vision = vision
@@ -98,6 +100,8 @@ class Engine:
         self.plan = DecodePlan(batch_is_free=on_gpu)
         self.backend_sampling = use_backend(spec.backend_sampling, on_gpu)
         self.samplers = BackendSamplers(self.ctx)
+        if ledger is not None:
+            ledger.begin("draft")
         self.speculator = Speculator.open(model, spec, threads, self.memory)
         self.slots = [Slot(i) for i in range(spec.num_parallel)]
         self.waiting: deque[_Job] = deque()

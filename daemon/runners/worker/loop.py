@@ -20,6 +20,7 @@ from typing import Any
 
 from ..protocol import FrameReader, FrameWriter, error_to_wire, generate_from_wire
 from ..types import InvalidRequestError, RerankCall, RunnerError, RunnerSpec
+from .buffers import BufferLedger
 from .embedder import Embedder
 from .engine import Engine
 from .model import Model
@@ -54,16 +55,30 @@ def start_reader(reader: FrameReader) -> queue.SimpleQueue:
 class Worker:
     """Dispatches the protocol's ops to the generation engine and the embedder."""
 
-    def __init__(self, spec: RunnerSpec, model: Model, threads: int, out: FrameWriter):
+    def __init__(
+        self,
+        spec: RunnerSpec,
+        model: Model,
+        threads: int,
+        out: FrameWriter,
+        ledger: BufferLedger | None = None,
+    ):
+        """``ledger`` is told which part each of llama.cpp's allocations is for."""
         self.spec = spec
         self.model = model
         self.out = out
+        ledger = ledger or BufferLedger()
         vision = None
         if spec.projector_path and not spec.embedding_only:
+            ledger.begin("projector")
             vision = Vision(model, spec.projector_path, threads, spec.num_gpu_layers != 0)
-        self.engine = None if spec.embedding_only else Engine(model, spec, threads, out, vision)
+        self.engine = None
+        if not spec.embedding_only:
+            ledger.begin("context")
+            self.engine = Engine(model, spec, threads, out, vision, ledger)
         self.embedder = Embedder(model, spec, threads, out)
         if spec.embedding_only:
+            ledger.begin("context")
             self.embedder.open()
 
     def warm_up(self) -> None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import os
 import sys
 
 import llama_cpp as lc
 
 from ..types import RunnerSpec
+from .buffers import BufferLedger
 from .model import Model
 from .offload import offloaded_layers
 
@@ -19,23 +21,30 @@ _WARN, _ERROR, _CONT = 3, 4, 5  # ggml_log_level
 
 
 class LogRouter:
-    """Sends llama.cpp's warnings and errors to stderr (the daemon keeps them as the runner log).
+    """Sends llama.cpp's warnings and errors to stderr (the daemon keeps them as the runner log),
+    and every line to ``ledger`` (the buffers it allocates are announced at info level).
 
     Info lines are dropped unless ``verbose``: a model load prints hundreds of them.
     """
 
-    def __init__(self, verbose: bool = False):
+    def __init__(self, verbose: bool = False, ledger: BufferLedger | None = None):
         self._verbose = verbose
         self._showing = False
+        self.ledger = ledger or BufferLedger()
+        self._line = ""  # a line llama.cpp has not ended yet
         self._callback = lc.llama_log_callback(self._log)  # must outlive the process's use
         lc.llama_log_set(self._callback, ctypes.c_void_p(0))
 
     def _log(self, level: int, text: bytes, _user) -> None:
         if level != _CONT:
             self._showing = self._verbose or level in (_WARN, _ERROR)
+        decoded = text.decode(errors="replace")
         if self._showing:
-            sys.stderr.write(text.decode(errors="replace"))
+            sys.stderr.write(decoded)
             sys.stderr.flush()
+        *ended, self._line = (self._line + decoded).split("\n")
+        for line in ended:
+            self.ledger.read(line)
 
 
 def default_threads() -> int:
@@ -77,8 +86,11 @@ def _backend(system_info: str) -> str:
     return next((name for key, name in _BACKENDS if key in upper), "gpu")
 
 
-def describe(spec: RunnerSpec, model: Model, load_seconds: float) -> dict:
-    """The fields of ``RunnerInfo``, measured after load and warm-up."""
+def describe(
+    spec: RunnerSpec, model: Model, load_seconds: float, ledger: BufferLedger | None = None
+) -> dict:
+    """The fields of ``RunnerInfo``, measured after load and warm-up (with llama.cpp's own
+    buffer sizes where ``ledger`` collected them)."""
     system_info = lc.llama_print_system_info().decode(errors="replace").strip()
     total = model.n_layer + 1  # llama.cpp counts the output layer as one more
     gpu_layers = offloaded_layers(spec, model.n_layer)
@@ -98,4 +110,5 @@ def describe(spec: RunnerSpec, model: Model, load_seconds: float) -> dict:
         "load_seconds": load_seconds,
         "system_info": system_info,
         "flash_attention": model.attention,
+        "buffers": [dataclasses.asdict(b) for b in ledger.buffers()] if ledger else [],
     }
