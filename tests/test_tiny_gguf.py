@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from pathlib import Path
 
 import gguf
@@ -12,6 +13,8 @@ import pytest
 from model_registry.gguf_info import read_gguf_info
 from model_registry.tiny_gguf import (
     CHATML_TEMPLATE,
+    TinyGGUFWriter,
+    add_tokenizer,
     tiny_vocabulary,
     write_tiny_model,
 )
@@ -31,6 +34,72 @@ def test_same_arguments_give_the_same_bytes(tmp_path):
     b = write_tiny_model(tmp_path / "b.gguf", seed=7)
     c = write_tiny_model(tmp_path / "c.gguf", seed=8)
     assert digest(a) == digest(b) != digest(c)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        ({}, "92637b664b9fcfc88a282e63c03a6a47e67a22d5c72e6f4aa89af757fdf69c96"),
+        (
+            {
+                "file_type": "Q4_0",
+                "vocab_size": 1000,
+                "n_layer": 3,
+                "n_embd": 96,
+                "n_head": 6,
+                "n_head_kv": 2,
+            },
+            "f31cdcf1bad5ce3cef2ea808d5fe84a8b3bc2d61d6969c48da25df58fb80efe2",
+        ),
+        (
+            {
+                "file_type": "Q8_0",
+                "thinking": "qwen3",
+                "fill_in_middle": True,
+                "end_of_turn": "soon",
+            },
+            "dfbb072378517d97a9b01dbc424108b1be251e6befe2239bd196a03f027df961",
+        ),
+    ],
+)
+def test_dense_models_keep_their_bytes(tmp_path, kwargs, expected):
+    """Experts and the fast metadata packing changed nothing for a dense model: these digests
+    are the generator's before them (benchmarks' and tests' models must not change by accident;
+    a new gguf or numpy that changes them fails here first, on purpose)."""
+    assert digest(write_tiny_model(tmp_path / "m.gguf", **kwargs)) == expected
+
+
+def test_fast_packing_gives_ggufs_own_bytes(tmp_path):
+    """The tiny writers' writer packs long metadata arrays whole, into the bytes gguf's own
+    writer packs item by item."""
+    vocab = tiny_vocabulary(5000, thinking="qwen3")
+    files = []
+    for name, kind in (("own.gguf", gguf.GGUFWriter), ("fast.gguf", TinyGGUFWriter)):
+        writer = kind(None, "llama")
+        add_tokenizer(writer, vocab, CHATML_TEMPLATE)
+        writer.write_header_to_file(tmp_path / name)
+        writer.write_kv_data_to_file()
+        writer.close()
+        files.append((tmp_path / name).read_bytes())
+    assert files[0] == files[1]
+
+
+def test_a_262k_vocabulary_packs_its_arrays_whole(tmp_path, monkeypatch):
+    """Gemma's vocabulary size: its tokens, scores and types are packed in a few calls, not
+    one per item (786,432 calls before), and the file says what it holds."""
+    calls = 0
+    item_by_item = gguf.GGUFWriter._pack_val
+
+    def counted(self, *args, **kwargs):
+        nonlocal calls
+        calls += 1
+        return item_by_item(self, *args, **kwargs)
+
+    monkeypatch.setattr(gguf.GGUFWriter, "_pack_val", counted)
+    path = write_tiny_model(tmp_path / "big.gguf", vocab_size=262144, file_type="Q4_0")
+    assert calls < 100
+    info = read_gguf_info(path)
+    assert (info.vocab_size, info.file_type) == (262144, "Q4_0")
 
 
 def test_default_model_is_small(tmp_path):
@@ -71,11 +140,45 @@ def test_configuration_shows_in_the_metadata(tmp_path, kwargs, expected):
         {"n_layer": 0},
         {"vocab_size": 100},
         {"end_of_turn": "sometimes"},
+        {"n_expert": 4, "n_expert_used": 5},
+        {"n_expert": 4},
+        {"n_expert_used": 2},
+        {"n_expert": 1025, "n_expert_used": 2},
+        {"n_expert": -1},
     ],
 )
 def test_bad_configurations_are_refused(tmp_path, kwargs):
     with pytest.raises(ValueError):
         write_tiny_model(tmp_path / "m.gguf", **kwargs)
+
+
+def test_experts_replace_the_dense_feed_forward_network(tmp_path):
+    """Mixtral's layout, as llama.cpp's llama architecture loads it: a router (kept F32) and
+    the experts stacked along a third dimension, each of ``n_ff``."""
+    path = write_tiny_model(tmp_path / "m.gguf", n_expert=4, n_expert_used=2, n_ff=96)
+    info = read_gguf_info(path)
+    assert info.metadata["llama.expert_count"] == 4
+    assert info.metadata["llama.expert_used_count"] == 2
+    tensors = {t.name: ([int(n) for n in t.shape], t.tensor_type.name) for t in info_tensors(path)}
+    assert tensors["blk.1.ffn_gate_inp.weight"] == ([64, 4], "F32")
+    assert tensors["blk.1.ffn_gate_exps.weight"] == ([64, 96, 4], "F16")
+    assert tensors["blk.1.ffn_up_exps.weight"] == ([64, 96, 4], "F16")
+    assert tensors["blk.1.ffn_down_exps.weight"] == ([96, 64, 4], "F16")
+    assert not [name for name in tensors if re.search(r"ffn_(gate|up|down)\.weight", name)]
+
+
+def info_tensors(path: Path) -> list:
+    return list(gguf.GGUFReader(path).tensors)
+
+
+def test_control_tokens_join_the_vocabulary_once():
+    vocab = tiny_vocabulary(1000, control_tokens=("<start_of_turn>", "<end_of_turn>"))
+    assert len(vocab.tokens) == 1000
+    start = vocab.tokens.index("<start_of_turn>")
+    assert vocab.tokens[:start] == tiny_vocabulary().tokens[:start]
+    assert start in vocab.quiet_ids and vocab.types[start] == gguf.TokenType.CONTROL
+    with pytest.raises(ValueError, match="control_tokens"):
+        tiny_vocabulary(control_tokens=("<|im_end|>",))
 
 
 def test_vocabulary_layout():
@@ -290,6 +393,26 @@ def test_bench_sized_model_writes_and_runs(llama_cpp, tmp_path):
     model = llama_cpp.Llama(model_path=str(path), n_ctx=256, verbose=False)
     out = model.create_completion("Hello world", max_tokens=4, seed=1)
     assert out["usage"]["completion_tokens"] == 4
+
+
+@pytest.mark.parametrize("file_type", FILE_TYPES)
+def test_experts_are_routed_in_llama_cpp(llama_cpp, tmp_path, file_type):
+    """The same weights run with one expert a token or two give other logits: the router and
+    the experts are live. Greedy text is the same twice and plain, at every quantization."""
+    logits = []
+    for used in (1, 2):
+        path = write_tiny_model(
+            tmp_path / f"m{used}.gguf", n_expert=4, n_expert_used=used, file_type=file_type
+        )
+        model = llama_cpp.Llama(model_path=str(path), n_ctx=256, logits_all=True, verbose=False)
+        greedy = [
+            model.create_completion("Hello", max_tokens=16, temperature=0)["choices"][0]["text"]
+            for _ in range(2)
+        ]
+        assert greedy[0] == greedy[1] and is_plain_text(greedy[0])
+        out = model.create_completion("Hello world", max_tokens=1, temperature=0, logprobs=8)
+        logits.append(out["choices"][0]["logprobs"]["top_logprobs"][0])
+    assert logits[0] != logits[1]
 
 
 def test_shared_layers_repeat_the_first_layers_weights(llama_cpp, tmp_path):
