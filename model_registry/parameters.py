@@ -52,6 +52,7 @@ OPTIONS: dict[str, Parameter] = {
     "num_ctx": Parameter(int, 0, MAX_CONTEXT),  # 0: the daemon's default
     "num_batch": Parameter(int, 0, 1 << 16),
     "num_gpu": Parameter(int, -1, 1 << 16),  # layers; -1: all of them
+    "num_cpu_moe": Parameter(int, -1, 1 << 16),  # layers whose experts stay in RAM; -1: all
     "num_thread": Parameter(int, 0, 1024),
     "num_parallel": Parameter(int, 0, 256, modelfile=False),
     "num_keep": Parameter(int, -1, MAX_CONTEXT),

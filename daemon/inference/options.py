@@ -36,7 +36,8 @@ _INTS = {
     "seed": "seed",
     "num_predict": "max_tokens",
 }
-_RUNNER_INTS = ("num_ctx", "num_batch", "num_gpu", "num_thread", "num_parallel", "num_draft")
+_RUNNER_INTS = ("num_ctx", "num_batch", "num_gpu", "num_cpu_moe", "num_thread", "num_parallel")
+_RUNNER_INTS += ("num_draft",)
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _MAX_DURATION_TEXT = 64  # "2562047h47m16.854775807s" is Go's longest duration
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -139,6 +140,7 @@ def runner_options(
         num_ctx=num_ctx,
         num_parallel=max(0, ints.get("num_parallel") or settings.num_parallel),  # 0: chosen
         num_gpu=ints.get("num_gpu"),
+        num_cpu_moe=ints.get("num_cpu_moe"),
         num_threads=ints.get("num_thread") or settings.num_threads,
         num_batch=min(num_ctx or 512, max(1, ints.get("num_batch") or 512)),  # never above ctx
         kv_cache_type=kv_cache_type,

@@ -54,6 +54,9 @@ class RunnerSpec:
     num_ctx: int = 4096  # context per sequence (0 only before the scheduler sizes it)
     num_parallel: int = 4  # sequences that share one context (continuous batching)
     num_gpu_layers: int = 0  # -1 = all
+    # a MoE model's layers whose experts stay in RAM (llama-server's --n-cpu-moe): the first
+    # ones; -1: all; 0: none
+    num_cpu_moe: int = 0
     num_threads: int | None = None
     num_batch: int = 512  # prompt prefill chunk size
     embedding_only: bool = False  # an embedding model (no generation)
@@ -101,6 +104,8 @@ class RunnerInfo:
     flash_attention: str = ""  # what llama.cpp was given ("auto" may be decided: attention.py)
     # what llama.cpp allocated at load, as it said so (``worker.buffers``)
     buffers: tuple[LlamaBuffer, ...] = ()
+    expert_layers: int = 0  # layers with experts (a MoE model); 0: a dense model
+    cpu_expert_layers: int = 0  # of them, those whose experts stay in RAM (``num_cpu_moe``)
 
 
 @dataclass(frozen=True, slots=True)

@@ -84,6 +84,7 @@ class RunnerOptions:
     num_ctx: int = 4096  # 0: sized at load from free memory (``context_size``)
     num_parallel: int = 4  # 0: chosen at load (``parallel``)
     num_gpu: int | None = None  # None: choose from free VRAM; -1: all layers
+    num_cpu_moe: int | None = None  # a MoE model's layers whose experts stay in RAM; -1: all
     num_threads: int | None = None
     num_batch: int = 512
     kv_cache_type: str = "f16"

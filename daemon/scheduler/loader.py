@@ -131,7 +131,8 @@ class RunnerLoader:
             raise ModelLoadError(f"failed to load model {target.name!r}: {error}") from None
         seconds = time.monotonic() - started
         info = runner.info
-        processor = describe_placement(info.gpu_layers, info.total_layers, info.backend)
+        experts = (info.cpu_expert_layers, info.expert_layers)
+        processor = describe_placement(info.gpu_layers, info.total_layers, info.backend, experts)
         _log_load(target.name, plan, processor, info, seconds)
         if self._on_load is not None:
             self._on_load(target.name, seconds)

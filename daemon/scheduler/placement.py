@@ -50,11 +50,17 @@ def choose_gpu_layers(
     return Placement(layers, total, f"{layers}/{total} layers fit in {free_gib:.1f} GiB free VRAM")
 
 
-def describe_placement(gpu_layers: int, total_layers: int, backend: str) -> str:
-    """Ollama's PROCESSOR column: "100% CPU", "100% GPU" or "25%/75% CPU/GPU"."""
+def describe_placement(
+    gpu_layers: int, total_layers: int, backend: str, experts: tuple[int, int] = (0, 0)
+) -> str:
+    """Ollama's PROCESSOR column: "100% CPU", "100% GPU" or "25%/75% CPU/GPU"; with a MoE
+    model's experts kept in RAM (``experts``: layers with them in RAM, layers with experts),
+    "100% GPU, experts of 12/48 layers on CPU"."""
     if gpu_layers <= 0 or backend.lower() == "cpu" or total_layers <= 0:
         return "100% CPU"
+    on_cpu, with_experts = experts
+    kept = f", experts of {on_cpu}/{with_experts} layers on CPU" if on_cpu else ""
     if gpu_layers >= total_layers:
-        return "100% GPU"
+        return f"100% GPU{kept}"
     gpu = round(100 * gpu_layers / total_layers)
-    return f"{100 - gpu}%/{gpu}% CPU/GPU"
+    return f"{100 - gpu}%/{gpu}% CPU/GPU{kept}"

@@ -181,6 +181,7 @@ class Scheduler:
             num_ctx=options.num_ctx,
             num_parallel=options.num_parallel,
             num_gpu_layers=AUTO_GPU_LAYERS if options.num_gpu is None else options.num_gpu,
+            num_cpu_moe=options.num_cpu_moe or 0,
             num_threads=options.num_threads,
             num_batch=options.num_batch,
             num_draft=options.num_draft,

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..attention import flash_attention_setting
 from ..types import ContextOverflowError, RunnerSpec
+from .expert_placement import ExpertsOnCpu
 
 __all__ = ["ContextConfig", "LoadError", "Model"]
 
@@ -77,6 +78,8 @@ class Model:
         )
         self.n_ctx_train = lc.llama_model_n_ctx_train(handle)
         self.n_swa = lc.llama_model_n_swa(handle)  # sliding-window size; 0: none
+        self.n_expert = self._meta_int("expert_count")  # 0: a dense model
+        self.leading_dense_layers = self._meta_int("leading_dense_block_count")
         self.size_bytes = lc.llama_model_size(handle)
         self.encoder_only = lc.llama_model_has_encoder(handle) and not (
             lc.llama_model_has_decoder(handle)
@@ -95,6 +98,8 @@ class Model:
             _check_gguf(path)
         params = lc.llama_model_default_params()
         params.n_gpu_layers = spec.num_gpu_layers
+        experts = ExpertsOnCpu(spec.num_cpu_moe)  # kept alive until the load returns
+        experts.apply(params)
         if len(paths) == 1:
             handle = lc.llama_model_load_from_file(os.fsencode(paths[0]), params)
         else:
@@ -103,6 +108,7 @@ class Model:
         if not handle:
             raise LoadError(f"llama.cpp rejected {paths[0].name} (see the log lines below)")
         model = cls(handle, spec)
+        del experts  # llama.cpp has placed the tensors
         try:
             model._load_adapters()
         except LoadError:

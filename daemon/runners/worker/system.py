@@ -111,4 +111,16 @@ def describe(
         "system_info": system_info,
         "flash_attention": model.attention,
         "buffers": [dataclasses.asdict(b) for b in ledger.buffers()] if ledger else [],
+        **_expert_layers(spec, model),
     }
+
+
+def _expert_layers(spec: RunnerSpec, model: Model) -> dict[str, int]:
+    """How many layers hold experts, and of them how many keep them in RAM. The override
+    counts layers from the first, as llama-server's ``--n-cpu-moe`` does, dense ones too (a
+    DeepSeek-style model's first layers have no experts)."""
+    if not model.n_expert:
+        return {"expert_layers": 0, "cpu_expert_layers": 0}
+    dense = model.leading_dense_layers
+    covered = model.n_layer if spec.num_cpu_moe < 0 else min(spec.num_cpu_moe, model.n_layer)
+    return {"expert_layers": model.n_layer - dense, "cpu_expert_layers": max(0, covered - dense)}
