@@ -4,21 +4,23 @@ A GGUF header is a run of counts, lengths and offsets that a truncated or hostil
 to anything. ``gguf.GGUFReader`` maps the whole file and believes every one of them, so this
 parser checks each count against a fixed cap and against the bytes left in the file *before*
 anything is read or allocated, and counts big arrays (the tokenizer's 150k tokens and merges)
-without keeping them. The tables (value types, quantization block sizes) come from the ``gguf``
-package. Every problem with the file surfaces as :class:`GGUFError`, naming no path.
+without keeping them. Each tensor's name, type, shape and size are kept (a memory plan sums them
+by layer and kind), up to a fixed number of tensors: past it they are counted, not listed. The
+tables (value types, quantization block sizes) come from the ``gguf`` package. Every problem
+with the file surfaces as :class:`GGUFError`, naming no path.
 """
 
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import BinaryIO
 
 import gguf
 
 from model_registry.errors import GGUFError
 
-__all__ = ["OMITTED", "GGUFHeader", "parse_header"]
+__all__ = ["OMITTED", "GGUFHeader", "TensorInfo", "parse_header"]
 
 _MAX_TENSORS = 1_000_000
 _MAX_KV = 100_000
@@ -28,6 +30,7 @@ _MAX_DIMS = 4  # ggml's GGML_MAX_DIMS; the gguf package does not export it
 _KEEP_ARRAY = 256  # arrays longer than this are counted, not kept
 _KEEP_STRING = 1 << 20  # strings longer than this are skipped, not kept
 _KEEP_BUDGET = 32 << 20  # total string bytes kept per file
+_KEEP_TENSORS = 65_536  # tensor infos listed per file (a 671B MoE has about 1,900)
 _CHUNK = 1 << 16
 
 _U32 = struct.Struct("<I")
@@ -48,9 +51,21 @@ _SCALARS: dict[int, struct.Struct] = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class TensorInfo:
+    """One tensor of the file: its name, ggml type (``gguf.GGMLQuantizationType``), dimensions
+    in ggml's order (``ne[0]`` first: a row's length) and the bytes of its data."""
+
+    name: str
+    ggml_type: int
+    dims: tuple[int, ...]
+    n_bytes: int
+
+
 @dataclass
 class GGUFHeader:
-    """The parts of a header that :mod:`model_registry.gguf_info` interprets."""
+    """The parts of a header that :mod:`model_registry.gguf_info` and
+    :mod:`model_registry.model_shape` interpret."""
 
     version: int
     kv_count: int
@@ -60,6 +75,8 @@ class GGUFHeader:
     parameter_count: int
     weight_elements: dict[int, int]  # elements per ggml type, tensors of 2+ dimensions
     other_elements: dict[int, int]  # the same for vectors (norms, biases)
+    tensors: list[TensorInfo] = field(default_factory=list)  # in file order, at most a cap
+    tensor_bytes: int = 0  # all tensors' data, listed or not
 
 
 class _Omitted:
@@ -197,6 +214,9 @@ def _read_tensor_infos(cur: _Cursor, header: GGUFHeader, alignment: int) -> int:
         (ggml_type,) = cur.unpack(_U32, "tensor info")
         (offset,) = cur.unpack(_U64, "tensor info")
         elements, nbytes = _tensor_size(name, dims, ggml_type, cur.size)
+        if len(header.tensors) < _KEEP_TENSORS:
+            header.tensors.append(TensorInfo(name, ggml_type, tuple(dims), nbytes))
+        header.tensor_bytes += nbytes
         if offset % alignment:
             raise GGUFError(f"GGUF tensor {name!r} has a misaligned data offset")
         data_end = max(data_end, offset + nbytes)

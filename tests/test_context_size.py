@@ -1,7 +1,10 @@
-"""The default context: the trained context, under a cap, as far as free memory holds the KV
-cache of every slot; ``show`` says what a model would run at and why, ``ps`` what it runs at."""
+"""The default context: the trained context, under a cap, as far as free memory holds the load
+as the memory plan counts it (every slot's cache, the compute buffer...); ``show`` says what a
+model would run at and why, ``ps`` what it runs at."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import httpx
 import pytest
@@ -9,8 +12,10 @@ import pytest
 from app.cli.show_view import render_show
 from daemon.api.native_models import ShowResponse
 from daemon.inference.options import merge_options, runner_options
+from daemon.runners.types import RunnerSpec
 from daemon.scheduler.context_size import CONTEXT_FLOOR, default_context
-from daemon.scheduler.memory import COMPUTE_MARGIN_BYTES, ModelFootprint, kv_cache_bytes
+from daemon.scheduler.memory import ModelFootprint, footprint_shape
+from daemon.scheduler.memory_plan import plan_memory, plan_settings
 from daemon.settings import Settings
 from model_registry.importer import ModelExtras
 from tests.support.daemon import Daemon, make_store
@@ -21,31 +26,54 @@ GIB = 1 << 30
 LLAMA_8B = ModelFootprint(int(4.5 * GIB), n_layer=32, n_embd=4096, n_head=32, n_head_kv=8)
 
 
+def need(slots: int, kv_type: str = "f16"):
+    """What a load of LLAMA_8B takes in RAM at a context per slot, as the plan counts it."""
+    shape = footprint_shape(LLAMA_8B)
+
+    def planned(num_ctx: int) -> int:
+        spec = RunnerSpec("m", ("m.gguf",), num_ctx=num_ctx, num_parallel=slots)
+        spec = dataclasses.replace(spec, kv_cache_type=kv_type)
+        return plan_memory(shape, plan_settings(spec, shape)).ram_bytes
+
+    return planned
+
+
 def test_plenty_of_memory_gives_the_trained_context_or_the_cap():
-    choice = default_context(LLAMA_8B, 8192, 64 * GIB, 4)
+    choice = default_context(need(4), 8192, 64 * GIB, 4)
     assert choice.num_ctx == 8192 and "trained context" in choice.reason
-    choice = default_context(LLAMA_8B, 131_072, 64 * GIB, 4)
+    choice = default_context(need(4), 131_072, 64 * GIB, 4)
     assert choice.num_ctx == 32768 and "cap of 32,768" in choice.reason
-    assert default_context(LLAMA_8B, 131_072, 640 * GIB, 1, cap=65536).num_ctx == 65536
+    assert default_context(need(1), 131_072, 640 * GIB, 1, cap=65536).num_ctx == 65536
 
 
-def test_the_context_is_what_free_memory_holds_for_every_slot():
+def test_the_context_is_the_largest_whose_plan_fits_free_memory():
+    """The plan's whole load (weights, every slot's cache, compute buffer), not the old
+    weights + cache + a fixed 96 MiB: the largest multiple of 256 that fits, not one more."""
     free = 8 * GIB
-    choice = default_context(LLAMA_8B, 131_072, free, 4)
-    per_token = kv_cache_bytes(LLAMA_8B, 4)
-    budget = free - LLAMA_8B.weights_bytes - COMPUTE_MARGIN_BYTES
+    choice = default_context(need(4), 131_072, free, 4)
     assert choice.num_ctx % 256 == 0 and CONTEXT_FLOOR < choice.num_ctx < 32768
-    assert choice.num_ctx * per_token <= budget < (choice.num_ctx + 256) * per_token
+    assert need(4)(choice.num_ctx) <= free < need(4)(choice.num_ctx + 256)
     assert "fits in 8.0 GiB free with 4 slots" in choice.reason
     # a quantized cache, or fewer slots, holds more context in the same memory
-    assert default_context(LLAMA_8B, 131_072, free, 4, "q8_0").num_ctx > choice.num_ctx
-    assert default_context(LLAMA_8B, 131_072, free, 1).num_ctx > choice.num_ctx
+    assert default_context(need(4, "q8_0"), 131_072, free, 4).num_ctx > choice.num_ctx
+    assert default_context(need(1), 131_072, free, 1).num_ctx > choice.num_ctx
+
+
+def test_the_bisection_asks_the_plan_a_few_times_not_once_a_step():
+    asked = []
+
+    def counted(num_ctx: int) -> int:
+        asked.append(num_ctx)
+        return need(4)(num_ctx)
+
+    default_context(counted, 131_072, 8 * GIB, 4)
+    assert len(asked) <= 10  # 2 + log2(32768 / 256) probes; a walk would make 120
 
 
 def test_never_below_the_floor_nor_above_the_training():
-    assert default_context(LLAMA_8B, 131_072, 1 * GIB, 4).num_ctx == CONTEXT_FLOOR
-    assert default_context(LLAMA_8B, 1024, 1 * GIB, 4).num_ctx == 1024
-    unknown = default_context(LLAMA_8B, None, 64 * GIB, 4)
+    assert default_context(need(4), 131_072, 1 * GIB, 4).num_ctx == CONTEXT_FLOOR
+    assert default_context(need(4), 1024, 1 * GIB, 4).num_ctx == 1024
+    unknown = default_context(need(4), None, 64 * GIB, 4)
     assert unknown.num_ctx == 32768
 
 

@@ -4,8 +4,6 @@ what llama.cpp cannot run with a clear 400."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import httpx
 import pytest
 
@@ -147,19 +145,30 @@ def test_auto_flash_attention_is_off_for_small_heads_on_a_cpu():
     assert _setting("on") == "on" and _setting("off", head_size=256) == "off"
 
 
-def test_the_estimate_counts_the_scores_kept_without_flash_attention():
-    from daemon.scheduler.loader import _attention_scores
+def test_the_plan_counts_the_scores_kept_without_flash_attention():
+    """The memory plan decides ``auto`` as the runner does, and without flash attention its
+    compute buffer holds a layer's scores: a float per head, batch token and cell (it was a
+    term of its own in the old estimate; now the compute buffer's, ``compute_buffer``)."""
+    from daemon.scheduler.memory import footprint_shape
+    from daemon.scheduler.memory_plan import plan_memory, plan_settings
 
-    small = ModelFootprint(1 << 30, n_layer=16, n_embd=2048, n_head=32, n_head_kv=8)
-    wide = ModelFootprint(1 << 30, n_layer=16, n_embd=4096, n_head=32, n_head_kv=8)
-    spec = make_spec("m.gguf", num_ctx=2048, num_batch=512, num_parallel=4)
-    assert _attention_scores(small, spec) == 4 * 32 * 2048 * 512
-    assert _attention_scores(wide, spec) == 0
-    forced = make_spec("m.gguf", num_ctx=2048, num_batch=512, flash_attention="off")
-    assert _attention_scores(wide, forced) == 4 * 32 * 2048 * 512
-    assert _attention_scores(small, make_spec("m.gguf", num_ctx=2048, kv_cache_type="q8_0")) == 0
-    drafted = dataclasses.replace(wide, draft=small)  # a small-headed draft keeps its scores
-    assert _attention_scores(drafted, spec) == 4 * 32 * 2048 * 512
+    small = footprint_shape(ModelFootprint(1 << 30, n_layer=16, n_embd=2048, n_head=32))
+    wide = footprint_shape(ModelFootprint(1 << 30, n_layer=16, n_embd=4096, n_head=32))
+    scores = 32 * 2048 * 512 * 4  # heads x cells x batch tokens x f32
+
+    def compute(shape, **spec) -> tuple[bool, int]:
+        spec = make_spec("m.gguf", **({"num_ctx": 2048, "num_batch": 512} | spec))
+        plan = plan_memory(shape, plan_settings(spec, shape))
+        return plan.settings.flash_attention, plan.kind_bytes("compute")
+
+    flash_small, off_small = compute(small, num_parallel=1)
+    assert not flash_small and off_small > scores  # small heads: auto means off
+    assert compute(wide, num_parallel=1)[0]  # llama.cpp's auto: on
+    flash_forced, off_wide = compute(wide, num_parallel=1, flash_attention="off")
+    assert not flash_forced and off_wide > scores
+    on_wide = compute(wide, num_parallel=1)[1]
+    assert off_wide - on_wide > scores  # the scores, and a wider (f32) mask
+    assert compute(small, num_parallel=1, kv_cache_type="q8_0")[0]  # a quantized V needs it
 
 
 def test_the_runner_decides_auto_by_its_models_heads(harness, model_path, tmp_path):

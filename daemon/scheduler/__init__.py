@@ -8,17 +8,25 @@ from daemon.scheduler.loaded import (
     RunnerFactory,
     RunnerOptions,
 )
+from daemon.scheduler.loader import LoadPlan
+from daemon.scheduler.measured import MEASURED_FILE
 from daemon.scheduler.memory import MemoryInfo, ModelFootprint, estimate_bytes, system_memory
+from daemon.scheduler.memory_plan import MemoryPlan, PlanPart, PlanSettings, plan_memory
 from daemon.scheduler.placement import Placement, describe_placement
 from daemon.scheduler.scheduler import Scheduler, SchedulerConfig
 
 __all__ = [
+    "MEASURED_FILE",
     "Lease",
+    "LoadPlan",
     "LoadTarget",
     "MemoryInfo",
+    "MemoryPlan",
     "ModelFootprint",
     "ModelStatus",
     "Placement",
+    "PlanPart",
+    "PlanSettings",
     "Runner",
     "RunnerFactory",
     "RunnerOptions",
@@ -26,5 +34,6 @@ __all__ = [
     "SchedulerConfig",
     "describe_placement",
     "estimate_bytes",
+    "plan_memory",
     "system_memory",
 ]

@@ -2,17 +2,17 @@
 
 When neither the request, the Modelfile nor the daemon's settings give ``num_ctx``, a model
 runs with the largest context (per slot) that its training covers, that stays under a cap, and
-whose KV cache for every slot (of the cache type asked) fits the free memory next to its
-weights; never less than a floor (or the trained context, if that is smaller). llama-server
-does the same from its ``--ctx-size 0`` (the trained context) and ``--fit`` (what memory holds).
-A pure function: free memory is an input, so the rule is tested without a machine of that size.
+whose whole load fits the free memory as the memory plan counts it (``memory_plan``: weights,
+every slot's cache, the compute buffer...); never less than a floor (or the trained context, if
+that is smaller). llama-server does the same from its ``--ctx-size 0`` (the trained context)
+and ``--fit`` (what memory holds). A pure function: what a context needs is a function given
+to it and free memory is an input, so the rule is tested without a machine of that size.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-
-from daemon.scheduler.memory import COMPUTE_MARGIN_BYTES, ModelFootprint, kv_cache_bytes
 
 __all__ = ["CONTEXT_FLOOR", "CONTEXT_STEP", "ContextChoice", "context_ceiling", "default_context"]
 
@@ -33,26 +33,35 @@ def context_ceiling(n_ctx_train: int | None, cap: int) -> int:
 
 
 def default_context(
-    footprint: ModelFootprint,
+    need: Callable[[int], int],
     n_ctx_train: int | None,
     free_bytes: float,
     num_parallel: int,
-    kv_cache_type: str = "f16",
     cap: int = 32768,
     floor: int = CONTEXT_FLOOR,
 ) -> ContextChoice:
-    """The context per slot for a model that sets none (see the module's docstring)."""
+    """The context per slot for a model that sets none (see the module's docstring).
+    ``need(num_ctx)``: the bytes the load takes at ``num_ctx`` tokens a slot where memory is
+    short (the plan's, for that device); it grows with ``num_ctx``, so the largest context
+    that fits is found by bisection over multiples of ``CONTEXT_STEP``."""
     trained = n_ctx_train or 0
     ceiling = context_ceiling(n_ctx_train, cap)
     floor = min(floor, ceiling)
-    per_token = kv_cache_bytes(footprint, max(1, num_parallel), kv_cache_type)
-    budget = free_bytes - footprint.weights_bytes - COMPUTE_MARGIN_BYTES
-    fits = int(budget // per_token) // CONTEXT_STEP * CONTEXT_STEP if per_token else ceiling
     free = f"{free_bytes / _GIB:.1f} GiB free"
-    if fits >= ceiling:
+    if need(ceiling) <= free_bytes:
         if trained and trained <= cap:
             return ContextChoice(ceiling, f"the model's trained context ({free})")
         return ContextChoice(ceiling, f"the default cap of {cap:,} tokens ({free})")
+    low, high = -(-floor // CONTEXT_STEP), ceiling // CONTEXT_STEP  # in steps
+    if low > high or need(low * CONTEXT_STEP) > free_bytes:
+        return ContextChoice(floor, f"the floor of {floor:,} tokens: {free} holds no more")
+    while low < high:  # need(low) fits, need(high + 1) does not
+        middle = (low + high + 1) // 2
+        if need(middle * CONTEXT_STEP) <= free_bytes:
+            low = middle
+        else:
+            high = middle - 1
+    fits = low * CONTEXT_STEP
     if fits <= floor:
         return ContextChoice(floor, f"the floor of {floor:,} tokens: {free} holds no more")
     return ContextChoice(fits, f"what fits in {free} with {num_parallel} slots")

@@ -25,6 +25,7 @@ from daemon.runners.types import (
     TokenEvent,
 )
 from daemon.scheduler.memory import ModelFootprint
+from daemon.scheduler.memory_plan import MemoryPlan
 
 __all__ = [
     "LoadTarget",
@@ -64,7 +65,8 @@ RunnerFactory = Callable[[RunnerSpec, Path | None], Awaitable[Runner]]
 
 @dataclass(frozen=True, slots=True)
 class LoadTarget:
-    """A model resolved from the store: which files, and the numbers that size it."""
+    """A model resolved from the store: which files, and the numbers that size it (the
+    store's summary; the memory plan reads the files' headers: ``planner``)."""
 
     name: str  # display name; the scheduler's key
     model_paths: tuple[str, ...]
@@ -109,6 +111,7 @@ class ModelStatus:
     context_reason: str = "num_ctx"  # why its context is as long as it is
     parallel_reason: str = "num_parallel"  # why it has as many slots as it has
     draining: bool = False  # a waiting load needs it unloaded: it takes no new requests
+    memory: MemoryPlan | None = None  # what it was planned to take (``estimate_bytes``'s parts)
 
 
 @dataclass(eq=False)
@@ -128,6 +131,7 @@ class LoadedModel:
     requested: RunnerSpec | None = None  # the spec asked for, before GPU placement changed it
     context_reason: str = "num_ctx"  # why its context is as long as it is (``context_size``)
     parallel_reason: str = "num_parallel"  # why it has as many slots as it has (``parallel``)
+    memory: MemoryPlan | None = None  # its memory plan, part by part (``memory_plan``)
     slots: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(1))
     # the tasks of the requests that hold it (``refs`` of them in all): one that waits for
     # a load can never let go while that load waits for this model to drain
@@ -167,4 +171,5 @@ class LoadedModel:
             self.context_reason,
             self.parallel_reason,
             self.draining,
+            self.memory,
         )

@@ -1,9 +1,11 @@
-"""Memory: how much a model will take, and how much the machine has free.
+"""Memory: a model's numbers from the store's summary, and how much the machine has free.
 
-The estimate is deliberately simple (weights file + KV cache + a fixed compute margin):
-it only has to be good enough to evict before a load runs the machine out of memory, and
-simple enough to explain in an error message. The probes are plain callables so tests can
-inject their own numbers.
+What a load will take is the memory plan's (``memory_plan``, from the model's own header);
+``ModelFootprint`` is the store's short summary of a model (weights, layers, heads), which the
+slot and GPU-layer rules still size with (``estimate_bytes``: weights + KV cache + a fixed
+margin), and which stands in for the header where the file cannot be read
+(:func:`footprint_shape`). The probes are plain callables so tests can inject their own
+numbers.
 """
 
 from __future__ import annotations
@@ -14,12 +16,15 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from model_registry.model_shape import ModelShape, WeightGroup
+
 __all__ = [
     "COMPUTE_MARGIN_BYTES",
     "KV_BYTES_PER_VALUE",
     "MemoryInfo",
     "ModelFootprint",
     "estimate_bytes",
+    "footprint_shape",
     "kv_cache_bytes",
     "nvidia_free_vram",
     "parse_nvidia_smi",
@@ -84,6 +89,31 @@ def estimate_bytes(
     (``scores_bytes``: attention scores it keeps without flash attention)."""
     kv = kv_cache_bytes(footprint, num_ctx * max(1, num_parallel), kv_cache_type)
     return footprint.weights_bytes + kv + COMPUTE_MARGIN_BYTES + scores_bytes
+
+
+def footprint_shape(footprint: ModelFootprint) -> ModelShape:
+    """A shape from the summary alone, for a plan where the model's header cannot be read:
+    the weights spread evenly over the layers, every layer full attention, no vocabulary
+    known (so no logits planned), the draft's shape likewise."""
+    n_layer = footprint.n_layer
+    per_layer = footprint.weights_bytes // (n_layer + 1) if n_layer else 0
+    weights = [WeightGroup(i, "other", "", per_layer) for i in range(n_layer)]
+    rest = footprint.weights_bytes - per_layer * n_layer
+    weights.append(WeightGroup(None, "embeddings", "", rest))
+    head = footprint.values_per_head
+    return ModelShape(
+        architecture="",
+        n_layer=n_layer,
+        n_embd=footprint.n_embd,
+        n_head=(footprint.n_head,) * n_layer,
+        n_head_kv=(footprint.n_head_kv or footprint.n_head,) * n_layer,
+        head_k=head,
+        head_v=head,
+        head_k_swa=head,
+        head_v_swa=head,
+        weights=tuple(weights),
+        notes=("planned from the store's summary: the model file could not be read",),
+    )
 
 
 def system_memory() -> MemoryInfo:

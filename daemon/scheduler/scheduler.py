@@ -36,9 +36,10 @@ from daemon.scheduler.loaded import (
     RunnerFactory,
     RunnerOptions,
 )
-from daemon.scheduler.loader import AUTO_GPU_LAYERS, RunnerLoader
+from daemon.scheduler.loader import AUTO_GPU_LAYERS, LoadPlan, RunnerLoader
 from daemon.scheduler.memory import MemoryInfo, nvidia_free_vram, system_memory
 from daemon.scheduler.parallel import ParallelChoice
+from daemon.scheduler.planner import MemoryPlanner
 
 __all__ = ["Scheduler", "SchedulerConfig"]
 
@@ -55,6 +56,7 @@ class SchedulerConfig:
     headroom: float = 0.20  # fraction of free memory never planned for
     context_cap: int = 32768  # the longest default context (``context_size``)
     log_dir: Path | None = None  # runner logs, one file per model load
+    memory_file: Path | None = None  # llama.cpp's buffers as measured (None: in memory)
 
 
 @dataclass(eq=False, slots=True)
@@ -79,7 +81,8 @@ class Scheduler:
         on_load: Callable[[str, float], None] | None = None,
     ):
         self.config = config
-        self._loader = RunnerLoader(runner_factory, gpu_probe, config.log_dir, on_load)
+        planner = MemoryPlanner(config.memory_file)
+        self._loader = RunnerLoader(runner_factory, gpu_probe, config.log_dir, on_load, planner)
         self._memory_probe = memory_probe
         self._clock = clock
         self._models: dict[str, LoadedModel] = {}
@@ -170,6 +173,13 @@ class Scheduler:
             )
         free = await self._free_memory()
         return await self._loader.sizes(target, spec, free, self.config.context_cap)
+
+    async def plan(self, target: LoadTarget, options: RunnerOptions) -> LoadPlan:
+        """What a load of ``target`` with ``options`` would run with and take (``.memory``:
+        its memory plan, part by part), as the next load would plan it now."""
+        spec = self._spec(target, options)
+        free = await self._free_memory()
+        return await self._loader.plan(target, spec, free, self.config.context_cap)
 
     # -- loading ----------------------------------------------------------------------------
     def _spec(self, target: LoadTarget, options: RunnerOptions) -> RunnerSpec:
@@ -278,6 +288,7 @@ class Scheduler:
             requested=spec,
             context_reason=plan.context_reason,
             parallel_reason=plan.parallel_reason,
+            memory=plan.memory,
         )
         model.expires_at = self._expiry(model)  # waiters claim it at once; else it expires
         self._models[target.name] = model

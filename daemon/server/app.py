@@ -22,7 +22,14 @@ from daemon.remotes import Remotes
 from daemon.remotes.hops import HopsMiddleware
 from daemon.runners.build_probe import BuildProbe
 from daemon.runners.types import RunnerError, RunnerSpec
-from daemon.scheduler import MemoryInfo, Runner, RunnerFactory, Scheduler, SchedulerConfig
+from daemon.scheduler import (
+    MEASURED_FILE,
+    MemoryInfo,
+    Runner,
+    RunnerFactory,
+    Scheduler,
+    SchedulerConfig,
+)
 from daemon.security import (
     ApiKeyMiddleware,
     BodyLimitMiddleware,
@@ -169,6 +176,7 @@ def _scheduler_config(settings: Settings) -> SchedulerConfig:
         max_queue=settings.max_queue,
         log_dir=settings.log_dir,
         context_cap=settings.context_cap,
+        memory_file=settings.data_dir / MEASURED_FILE,
     )
 
 
