@@ -19,7 +19,8 @@ DaemonError
 ├── RemoteError             a remote engine failed or answered something unusable (502)
 │   └── RemoteUnavailableError  no replica of the remote is healthy or answering (503)
 ├── RemoteLoopError         the request went round a loop of remotes (508)
-└── InsufficientMemoryError the model does not fit in free memory, even after evicting (507)
+└── InsufficientMemoryError the model's plan does not fit free RAM (even after evicting) or,
+                            where its GPU layers were asked for, free VRAM (507)
 """
 
 from __future__ import annotations
@@ -137,22 +138,53 @@ class RemoteLoopError(DaemonError):
 
 
 class InsufficientMemoryError(DaemonError, MemoryError):
-    """``loaded``: how many loaded models ``available`` counts as unloaded (it would not fit
-    even without them, so none is unloaded for it)."""
+    """A load whose memory plan does not fit, refused before any runner starts: ``needed``
+    bytes of ``memory`` ("RAM", or "VRAM" where GPU layers were asked for) where only
+    ``available`` are free. ``loaded``: how many loaded models ``available`` counts as
+    unloaded (it would not fit even without them, so none is unloaded for it); ``parts``: the
+    plan's parts there, in words; ``fits``: what would fit, in words ("it fits at 8,192
+    tokens a slot..."). The option ``load_anyway`` skips the refusal."""
 
-    def __init__(self, model: str, needed: int, available: int, loaded: int = 0):
+    def __init__(
+        self,
+        model: str,
+        needed: int,
+        available: int,
+        loaded: int = 0,
+        *,
+        memory: str = "RAM",
+        parts: str = "",
+        fits: str = "",
+        headroom: float = 0.20,
+    ):
         self.model = model
         self.needed = needed
         self.available = available
-        free, advice = "is free", "close other programs, unload models"
-        if loaded:
+        self.memory = memory
+        self.fits = fits
+        if memory == "VRAM":
+            free = "is free on the GPU (keeping a margin for the driver)"
+            advice = "ask for fewer layers (num_gpu), or leave num_gpu unset to place them"
+        elif loaded:
             free = f"would be free even after unloading the {loaded} loaded model(s)"
             advice = "close other programs"
+        else:
+            free, advice = "is free", "close other programs, unload models"
+        if memory != "VRAM":
+            free += f" (keeping {headroom:.0%} headroom)"
+        if not fits and memory != "VRAM":
+            advice += ", or use a smaller context (num_ctx)"
+        what = f"{_size(needed)} of {memory}" + (f" ({parts})" if parts else "")
         super().__init__(
-            f"model {model!r} needs about {_gib(needed)} of memory but only {_gib(available)} "
-            f"{free} (keeping 20% headroom); {advice}, or use a smaller context (num_ctx)"
+            f"model {model!r} needs {what} but only {_size(available)} {free}"
+            + (f"; {fits}" if fits else "")
+            + f"; {advice}, or load it anyway with the option load_anyway "
+            "(`localllm run --load-anyway`)"
         )
 
 
-def _gib(n: int) -> str:
-    return f"{n / (1 << 30):.1f} GiB"
+def _size(n: int) -> str:
+    """GiB to a tenth; under a tenth of a GiB, MiB; under one, KiB."""
+    if n >= (1 << 30) // 10:
+        return f"{n / (1 << 30):.1f} GiB"
+    return f"{n / (1 << 20):,.0f} MiB" if n >= 1 << 20 else f"{n / 1024:,.0f} KiB"

@@ -75,6 +75,7 @@ OPTIONS: dict[str, Parameter] = {
     "stop": Parameter(str, 0, STOP_LENGTH),
     "kv_cache_type": Parameter(str, choices=KV_CACHE_TYPES),  # load-time: a change reloads
     "flash_attention": Parameter(str, choices=FLASH_ATTENTION),  # load-time, as kv_cache_type
+    "load_anyway": Parameter(bool),  # load where the memory plan says it does not fit
 }
 
 #: OpenAI request fields that are no option of their own but need a range all the same.

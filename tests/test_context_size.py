@@ -53,7 +53,9 @@ def test_the_context_is_the_largest_whose_plan_fits_free_memory():
     choice = default_context(need(4), 131_072, free, 4)
     assert choice.num_ctx % 256 == 0 and CONTEXT_FLOOR < choice.num_ctx < 32768
     assert need(4)(choice.num_ctx) <= free < need(4)(choice.num_ctx + 256)
-    assert "fits in 8.0 GiB free with 4 slots" in choice.reason
+    assert choice.reason == (
+        f"the largest context that fits: {choice.num_ctx:,} tokens (4 slots, 8.0 GiB free)"
+    )
     # a quantized cache, or fewer slots, holds more context in the same memory
     assert default_context(need(4, "q8_0"), 131_072, free, 4).num_ctx > choice.num_ctx
     assert default_context(need(1), 131_072, free, 1).num_ctx > choice.num_ctx
@@ -132,7 +134,8 @@ def test_a_model_trained_for_131072_runs_at_the_cap_or_what_memory_holds(daemon)
     shown = _show(daemon, "long")
     assert CONTEXT_FLOOR <= shown["context_length"] <= 32768
     if shown["context_length"] < 32768:  # only when the machine is short of memory
-        assert "fits in" in shown["context_reason"] or "floor" in shown["context_reason"]
+        reason = shown["context_reason"]
+        assert reason.startswith("the largest context that fits") or "floor" in reason
     else:
         assert "cap of 32,768" in shown["context_reason"]
     assert shown["kv_cache_type"] == "f16" and shown["num_parallel"] == 4

@@ -173,10 +173,12 @@ def test_parameter_types(key, raw, value):
 
 def test_every_parameter_has_a_type_case():
     assert set(PARAMETER_TYPES) <= {
-        "num_ctx", "num_predict", "num_gpu", "num_cpu_moe", "num_thread", "num_batch", "num_keep", "num_draft",
+        "num_ctx", "num_predict", "num_gpu", "num_cpu_moe", "num_thread", "num_batch", "num_keep",
+        "num_draft",
         "temperature", "top_k", "top_p", "min_p", "typical_p", "repeat_penalty",
         "repeat_last_n", "presence_penalty", "frequency_penalty", "seed", "stop", "mirostat",
         "mirostat_eta", "mirostat_tau", "penalize_newline", "kv_cache_type", "flash_attention",
+        "load_anyway",
     }  # fmt: skip
 
 

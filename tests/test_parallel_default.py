@@ -1,6 +1,6 @@
 """The default number of slots (``scheduler/parallel.py``): 4 on a CPU, as before; more where a
-GPU holds the whole model and has room for them; what a setting or a request asks wins. Free
-memory is an input, so no test needs a card of any size."""
+GPU holds the whole model and has room for them, as its memory plan counts it; what a setting or
+a request asks wins. Free memory is an input, so no test needs a card of any size."""
 
 from __future__ import annotations
 
@@ -12,8 +12,14 @@ from daemon.inference.options import merge_options, runner_options
 from daemon.runners.types import RunnerSpec
 from daemon.scheduler import LoadTarget, RunnerOptions
 from daemon.scheduler.loader import AUTO_GPU_LAYERS, RunnerLoader
-from daemon.scheduler.memory import COMPUTE_MARGIN_BYTES, ModelFootprint, kv_cache_bytes
-from daemon.scheduler.parallel import DEFAULT_PARALLEL, MOST_PARALLEL, default_parallel
+from daemon.scheduler.memory import ModelFootprint, footprint_shape
+from daemon.scheduler.memory_plan import plan_memory, plan_settings
+from daemon.scheduler.parallel import (
+    DEFAULT_PARALLEL,
+    MOST_PARALLEL,
+    default_parallel,
+    slots_fit,
+)
 from daemon.settings import Settings
 from tests.test_scheduler import Harness, run, settle
 
@@ -22,6 +28,24 @@ GIB = 1 << 30
 # (128 KiB of f16 cache a token); Llama 3.2 1B at Q8_0: 1.3 GB, 16 layers, 8 KV heads of 64.
 LLAMA_8B = ModelFootprint(int(4.9e9), n_layer=32, n_embd=4096, n_head=32, n_head_kv=8)
 LLAMA_1B = ModelFootprint(int(1.3e9), n_layer=16, n_embd=2048, n_head=32, n_head_kv=8)
+
+
+def on_gpu(footprint: ModelFootprint, slot_context: int, kv_type: str = "f16"):
+    """The plan of ``footprint`` with every layer on the GPU, for a number of slots."""
+    shape = footprint_shape(footprint)
+
+    def plan_for(slots: int):
+        spec = RunnerSpec(
+            "m",
+            ("m.gguf",),
+            num_ctx=slot_context,
+            num_parallel=slots,
+            num_gpu_layers=-1,
+            kv_cache_type=kv_type,
+        )
+        return plan_memory(shape, plan_settings(spec, shape))
+
+    return plan_for
 
 
 @pytest.mark.parametrize(
@@ -40,13 +64,14 @@ LLAMA_1B = ModelFootprint(int(1.3e9), n_layer=16, n_embd=2048, n_head=32, n_head
 def test_slots_double_while_half_the_vram_the_weights_leave_holds_them(
     footprint, vram_gib, slot_context, slots
 ):
+    """Half of what the plan's other GPU parts (weights, compute buffer) leave holds the
+    slots' caches; twice as many would not fit in it."""
     usable = vram_gib * GIB * 0.9
-    choice = default_parallel(footprint, slot_context, usable)
+    plan_for = on_gpu(footprint, slot_context)
+    choice = default_parallel(plan_for, slot_context, usable)
     assert choice.num_parallel == slots
-    budget = (usable - footprint.weights_bytes - COMPUTE_MARGIN_BYTES) / 2
-    cache = kv_cache_bytes(footprint, slot_context)
-    assert slots == DEFAULT_PARALLEL or slots * cache <= budget
-    assert slots == MOST_PARALLEL or 2 * slots * cache > budget
+    assert slots == DEFAULT_PARALLEL or slots_fit(plan_for(slots), usable)
+    assert slots == MOST_PARALLEL or not slots_fit(plan_for(2 * slots), usable)
     if slots > DEFAULT_PARALLEL:
         assert (
             choice.reason
@@ -58,12 +83,13 @@ def test_slots_double_while_half_the_vram_the_weights_leave_holds_them(
 
 def test_a_quantized_cache_fits_more_slots():
     usable = 24 * GIB * 0.9
-    assert default_parallel(LLAMA_8B, 12288, usable).num_parallel == 4
-    assert default_parallel(LLAMA_8B, 12288, usable, "q8_0").num_parallel == 8
+    assert default_parallel(on_gpu(LLAMA_8B, 12288), 12288, usable).num_parallel == 4
+    q8 = on_gpu(LLAMA_8B, 12288, "q8_0")
+    assert default_parallel(q8, 12288, usable).num_parallel == 8
 
 
 def test_off_a_gpu_it_stays_4():
-    choice = default_parallel(LLAMA_1B, 32768, None)
+    choice = default_parallel(on_gpu(LLAMA_1B, 32768), 32768, None)
     assert (choice.num_parallel, choice.reason) == (4, "the default of 4")
 
 

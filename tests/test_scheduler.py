@@ -20,7 +20,6 @@ from daemon.scheduler import (
     estimate_bytes,
 )
 from daemon.scheduler.memory import kv_cache_bytes, parse_nvidia_smi
-from daemon.scheduler.placement import choose_gpu_layers
 
 GIB = 1 << 30
 
@@ -414,10 +413,6 @@ def test_memory_estimate_and_placement_arithmetic():
     assert footprint.n_embd_kv == 256
     assert kv_cache_bytes(footprint, 4096) == 2 * 16 * 4096 * 256 * 2
     assert estimate_bytes(footprint, 1024, 4) > GIB + kv_cache_bytes(footprint, 4096) - 1
-    assert choose_gpu_layers(footprint, 4096, []).gpu_layers == 0
-    assert choose_gpu_layers(footprint, 4096, [], requested=-1).gpu_layers == 17
-    partial = choose_gpu_layers(footprint, 4096, [GIB // 2])
-    assert 0 < partial.gpu_layers < 17
     assert describe_placement(0, 17, "cuda") == "100% CPU"
     assert describe_placement(17, 17, "cuda") == "100% GPU"
     assert describe_placement(5, 20, "cuda") == "75%/25% CPU/GPU"

@@ -148,6 +148,7 @@ def runner_options(
         backend_sampling=settings.backend_sampling,
         host_cache_bytes=max(0, settings.host_cache_mib) << 20,
         num_draft=ints.get("num_draft", DEFAULT_DRAFT),
+        load_anyway=checked("load_anyway", options.get("load_anyway", False)),
     )
 
 

@@ -81,7 +81,8 @@ class LoadTarget:
 
 @dataclass(frozen=True, slots=True)
 class RunnerOptions:
-    """Per-request options that decide how a runner is started (a change means a reload)."""
+    """Per-request options that decide how a runner is started (a change means a reload),
+    and whether it is started where its plan does not fit (``load_anyway``: no reload)."""
 
     num_ctx: int = 4096  # 0: sized at load from free memory (``context_size``)
     num_parallel: int = 4  # 0: chosen at load (``parallel``)
@@ -94,6 +95,7 @@ class RunnerOptions:
     backend_sampling: str = "auto"  # sampling in llama.cpp's graph: "auto", "on" or "off"
     host_cache_bytes: int = 0
     num_draft: int = DEFAULT_DRAFT  # speculative decoding's most guessed tokens per step; 0: off
+    load_anyway: bool = False  # load even where the memory plan does not fit (``refusal``)
 
 
 @dataclass(frozen=True, slots=True)

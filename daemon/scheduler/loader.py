@@ -1,10 +1,14 @@
-"""Starting one runner: plan (GPU layers, memory), start the process, report where it runs.
+"""Starting one runner: plan (slots, context, GPU layers, memory), start it, say where it runs.
 
 The scheduler decides *whether* and *when* to load; this module only knows *how*. What a load
 takes is its memory plan (``planner``: from the model's header, corrected by what llama.cpp
-reported for the same model and settings before), and what a load reports is kept for the
-next plan. The load log line always says where the model runs ("100% CPU", "100% GPU", a
-split) and warns when GPU layers were planned but the runner came up without a GPU backend.
+reported for the same model and settings before), and every choice left to the daemon is made
+on it: the slots and the context (``parallel``, ``context_size``: sized to the GPU where the
+whole model fits there, else to free RAM), then the GPU layers and a MoE model's experts kept
+in RAM (``placement``). Where no GPU is found the plan keeps every part in RAM, whatever the
+layers asked (a CPU-only build runs them there). What a load reports is kept for the next
+plan. The load log line always says where the model runs ("100% CPU", "100% GPU", a split)
+and warns when GPU layers were planned but the runner came up without a GPU backend.
 """
 
 from __future__ import annotations
@@ -23,23 +27,29 @@ from daemon.runners.types import (
     RunnerError,
     RunnerSpec,
 )
-from daemon.scheduler.context_size import ContextChoice, context_ceiling, default_context
+from daemon.scheduler.context_size import (
+    CONTEXT_FLOOR,
+    ContextChoice,
+    context_ceiling,
+    default_context,
+)
 from daemon.scheduler.loaded import LoadTarget, Runner, RunnerFactory
-from daemon.scheduler.memory import COMPUTE_MARGIN_BYTES
 from daemon.scheduler.memory_plan import MemoryPlan
-from daemon.scheduler.parallel import ParallelChoice, default_parallel
+from daemon.scheduler.parallel import DEFAULT_PARALLEL, ParallelChoice, default_parallel
 from daemon.scheduler.placement import (
-    VRAM_MARGIN,
     Placement,
-    choose_gpu_layers,
+    choose_placement,
     describe_placement,
+    usable_vram,
 )
 from daemon.scheduler.planner import MemoryPlanner, TargetShapes
+from daemon.scheduler.refusal import what_fits
 
-__all__ = ["AUTO_GPU_LAYERS", "LoadPlan", "RunnerLoader"]
+__all__ = ["AUTO_CPU_MOE", "AUTO_GPU_LAYERS", "LoadPlan", "RunnerLoader"]
 
 EMBEDDING_MAX_CONTEXT = 4096  # the sized context of an embedding model, at most
 AUTO_GPU_LAYERS = -2  # RunnerSpec.num_gpu_layers before placement: "choose from free VRAM"
+AUTO_CPU_MOE = -2  # RunnerSpec.num_cpu_moe before placement: "choose, if the model needs it"
 
 log = logging.getLogger("localllm.scheduler")
 _MIB = 1 << 20
@@ -53,6 +63,10 @@ class LoadPlan:
     context_reason: str = "num_ctx"  # why the context is as long as it is
     parallel_reason: str = "num_parallel"  # why it has as many slots as it has
     measured_key: str = ""  # what llama.cpp's figures for this load are kept under
+    ram_free: float = 0.0  # the free RAM it was planned for (after headroom; models loaded
+    # then counted as used: a load unloads idle ones first if it must)
+    vram_free: int = 0  # the largest GPU's free VRAM less the margin; 0: no GPU found
+    suggestion: str = ""  # where it does not fit: what would ("it fits at 8,192 tokens...")
 
     @property
     def estimate_bytes(self) -> int:
@@ -63,6 +77,16 @@ class LoadPlan:
     def ram_bytes(self) -> int:
         """The part that lands in system memory (weights mapped from the file included)."""
         return self.memory.ram_bytes
+
+    @property
+    def vram_bytes(self) -> int:
+        """The part on the GPU (0 where no GPU was found)."""
+        return self.memory.vram_bytes
+
+    @property
+    def fits(self) -> bool:
+        """Whether the RAM part fits ``ram_free`` and the GPU part ``vram_free``."""
+        return self.ram_bytes <= self.ram_free and self.vram_bytes <= self.vram_free
 
 
 class RunnerLoader:
@@ -83,32 +107,34 @@ class RunnerLoader:
     async def plan(
         self, target: LoadTarget, spec: RunnerSpec, free_ram: float = 0.0, cap: int = 32768
     ) -> LoadPlan:
-        """GPU layers, and the slots and context where the spec leaves them to us
-        (``num_parallel``, ``num_ctx`` 0)."""
-        auto = spec.num_gpu_layers == AUTO_GPU_LAYERS
-        free_vram = await asyncio.to_thread(self._gpu_probe) if auto else []
+        """Slots and context where the spec leaves them to us (``num_parallel``, ``num_ctx``
+        0), then GPU layers and experts in RAM (``AUTO_GPU_LAYERS``, ``AUTO_CPU_MOE``: ours to
+        choose), and the memory plan of the result."""
+        free_vram = await asyncio.to_thread(self._gpu_probe)
         shapes = await self.planner.shapes(target)
-        parallel = None
-        if not spec.num_parallel:
-            parallel = _parallel_for(target, spec, free_vram, cap)
-            spec = replace(spec, num_parallel=parallel.num_parallel)
-        context = None
-        if not spec.num_ctx:
-            context = self._context_for(target, shapes, spec, free_ram, free_vram, cap)
-            spec = _with_context(spec, context.num_ctx)
-        n_ctx_total = spec.num_ctx * spec.num_parallel
-        requested = None if auto else spec.num_gpu_layers
-        kv_type = spec.kv_cache_type
-        placement = choose_gpu_layers(target.footprint, n_ctx_total, free_vram, requested, kv_type)
-        spec = replace(spec, num_gpu_layers=placement.gpu_layers)
-        memory, key = self.planner.plan(shapes, spec)
+        spec, parallel, context = self._sizes(target, shapes, spec, free_ram, free_vram, cap)
+        layers = None if spec.num_gpu_layers == AUTO_GPU_LAYERS else spec.num_gpu_layers
+        cpu_moe = None if spec.num_cpu_moe == AUTO_CPU_MOE else spec.num_cpu_moe
+
+        def plan_for(gpu_layers: int, moe: int) -> MemoryPlan:
+            placed = replace(spec, num_gpu_layers=gpu_layers, num_cpu_moe=moe)
+            return self.planner.plan(shapes, placed)[0]
+
+        placement = choose_placement(shapes.model, plan_for, free_vram, layers, cpu_moe)
+        spec = replace(
+            spec, num_gpu_layers=placement.gpu_layers, num_cpu_moe=placement.cpu_moe_layers
+        )
+        planned = spec if free_vram else replace(spec, num_gpu_layers=0)  # all in RAM
+        memory, key = self.planner.plan(shapes, planned)
         return LoadPlan(
             spec,
             placement,
             memory,
-            context.reason if context else "num_ctx",
-            parallel.reason if parallel else "num_parallel",
+            context.reason,
+            parallel.reason,
             key,
+            free_ram,
+            usable_vram(free_vram),
         )
 
     async def sizes(
@@ -116,17 +142,129 @@ class RunnerLoader:
     ) -> tuple[ParallelChoice, ContextChoice]:
         """The slots and context :meth:`plan` would pick for a spec that leaves them to us
         (a spec that sets them gets them back, said so)."""
-        auto = spec.num_gpu_layers == AUTO_GPU_LAYERS
-        free_vram = await asyncio.to_thread(self._gpu_probe) if auto else []
+        free_vram = await asyncio.to_thread(self._gpu_probe)
+        shapes = await self.planner.shapes(target)
+        _, parallel, context = self._sizes(target, shapes, spec, free_ram, free_vram, cap)
+        return parallel, context
+
+    async def what_fits(self, target: LoadTarget, plan: LoadPlan, free: float) -> str:
+        """What of ``plan`` would fit ``free`` bytes of RAM, in words: a shorter context, or
+        fewer slots (the same layers on the GPU)."""
+        shapes = await self.planner.shapes(target)
+        spec = replace(plan.spec, num_gpu_layers=plan.memory.settings.gpu_layers)
+
+        def need(num_ctx: int, slots: int) -> int:
+            sized = replace(_with_context(spec, num_ctx), num_parallel=slots)
+            return self.planner.plan(shapes, sized)[0].ram_bytes
+
+        return what_fits(need, free, spec.num_ctx, spec.num_parallel)
+
+    def _sizes(
+        self,
+        target: LoadTarget,
+        shapes: TargetShapes,
+        spec: RunnerSpec,
+        free_ram: float,
+        free_vram: list[int],
+        cap: int,
+    ) -> tuple[RunnerSpec, ParallelChoice, ContextChoice]:
+        """The spec with its slots and context decided, and why each."""
+        vram = self._whole_on_gpu(target, shapes, spec, free_vram, cap)
         parallel = ParallelChoice(spec.num_parallel, "num_parallel")
         if not spec.num_parallel:
-            parallel = _parallel_for(target, spec, free_vram, cap)
+            parallel = self._parallel_for(target, shapes, spec, vram, cap)
             spec = replace(spec, num_parallel=parallel.num_parallel)
         context = ContextChoice(spec.num_ctx, "num_ctx")
         if not spec.num_ctx:
-            shapes = await self.planner.shapes(target)
-            context = self._context_for(target, shapes, spec, free_ram, free_vram, cap)
-        return parallel, context
+            context = self._context_for(target, shapes, spec, free_ram, vram, cap)
+            spec = _with_context(spec, context.num_ctx)
+        return spec, parallel, context
+
+    def _whole_on_gpu(
+        self,
+        target: LoadTarget,
+        shapes: TargetShapes,
+        spec: RunnerSpec,
+        free_vram: list[int],
+        cap: int,
+    ) -> int | None:
+        """The usable VRAM of the largest GPU where the layers are left to us and the whole
+        model fits there (its context as set, else the shortest a default gives); None where
+        it will run (wholly or partly) on the CPU."""
+        vram = usable_vram(free_vram)
+        if not vram or spec.num_gpu_layers != AUTO_GPU_LAYERS:
+            return None
+        ceiling = context_ceiling(target.n_ctx_train, _context_cap(target, cap))
+        num_ctx = spec.num_ctx or min(CONTEXT_FLOOR, ceiling)
+        whole = self._on_gpu(shapes, spec, num_ctx, spec.num_parallel or DEFAULT_PARALLEL)
+        return vram if whole.vram_bytes <= vram else None
+
+    def _on_gpu(
+        self, shapes: TargetShapes, spec: RunnerSpec, num_ctx: int, slots: int
+    ) -> MemoryPlan:
+        """The plan with every layer on the GPU at ``num_ctx`` tokens x ``slots``."""
+        placed = replace(
+            _with_context(spec, num_ctx),
+            num_parallel=slots,
+            num_gpu_layers=-1,
+            num_cpu_moe=_asked_cpu_moe(spec),
+        )
+        return self.planner.plan(shapes, placed)[0]
+
+    def _parallel_for(
+        self,
+        target: LoadTarget,
+        shapes: TargetShapes,
+        spec: RunnerSpec,
+        vram: int | None,
+        cap: int,
+    ) -> ParallelChoice:
+        """The default slots of ``target``: more than 4 only where a GPU holds it whole (an
+        embedding model keeps 4), each slot counted with the context it would get anyway."""
+        if vram is None or target.embedding_only:
+            return default_parallel(None, 0, None)
+        slot_context = spec.num_ctx or context_ceiling(target.n_ctx_train, cap)
+        return default_parallel(
+            lambda slots: self._on_gpu(shapes, spec, slot_context, slots), slot_context, vram
+        )
+
+    def _context_for(
+        self,
+        target: LoadTarget,
+        shapes: TargetShapes,
+        spec: RunnerSpec,
+        free_ram: float,
+        vram: int | None,
+        cap: int,
+    ) -> ContextChoice:
+        """The default context of ``target``: sized to the GPU where it holds the whole model
+        (and the layers are left to us), else to free RAM; what a context needs is the
+        plan's."""
+        if vram is None:
+
+            def need(num_ctx: int) -> int:
+                sized = replace(
+                    _with_context(spec, num_ctx),
+                    num_gpu_layers=0,
+                    num_cpu_moe=_asked_cpu_moe(spec),
+                )
+                return self.planner.plan(shapes, sized)[0].ram_bytes
+
+            limit, where = free_ram, "free"
+        else:
+
+            def need(num_ctx: int) -> int:
+                return self._on_gpu(shapes, spec, num_ctx, spec.num_parallel).vram_bytes
+
+            limit, where = vram, "free VRAM"
+        return default_context(
+            need,
+            target.n_ctx_train,
+            limit,
+            spec.num_parallel,
+            _context_cap(target, cap),
+            where=where,
+        )
 
     async def start(self, target: LoadTarget, plan: LoadPlan) -> tuple[Runner, str]:
         """The started runner and where it runs ("100% CPU", ...)."""
@@ -149,50 +287,12 @@ class RunnerLoader:
         await self.planner.record(plan.measured_key, info.buffers)
         return runner, processor
 
-    def _context_for(
-        self,
-        target: LoadTarget,
-        shapes: TargetShapes,
-        spec: RunnerSpec,
-        free_ram: float,
-        free_vram: list[int],
-        cap: int,
-    ) -> ContextChoice:
-        """The default context of ``target``: sized to the GPU when its weights fit there (and
-        the layers are left to us), else to free RAM; what a context needs is the plan's."""
-        vram = _gpu_room(target, spec, free_vram)
-        layers = 0 if vram is None else -1
-
-        def need(num_ctx: int) -> int:
-            sized = replace(_with_context(spec, num_ctx), num_gpu_layers=layers)
-            memory, _ = self.planner.plan(shapes, sized)
-            return memory.ram_bytes if vram is None else memory.vram_bytes
-
-        return default_context(
-            need,
-            target.n_ctx_train,
-            free_ram if vram is None else vram,
-            spec.num_parallel,
-            _context_cap(target, cap),
-        )
-
     def _log_path(self, name: str) -> Path | None:
         if self._log_dir is None:
             return None
         self._log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # logs are private
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
         return self._log_dir / f"runner-{safe}.log"
-
-
-def _gpu_room(target: LoadTarget, spec: RunnerSpec, free_vram: list[int]) -> float | None:
-    """The usable VRAM of the largest GPU where the layers are left to us and the weights fit
-    there; None where the model will run (wholly or partly) on the CPU."""
-    if not free_vram or spec.num_gpu_layers != AUTO_GPU_LAYERS:
-        return None
-    vram = max(free_vram) * (1 - VRAM_MARGIN)
-    if vram > target.footprint.weights_bytes + COMPUTE_MARGIN_BYTES:
-        return vram
-    return None
 
 
 def _context_cap(target: LoadTarget, cap: int) -> int:
@@ -206,16 +306,9 @@ def _with_context(spec: RunnerSpec, num_ctx: int) -> RunnerSpec:
     return replace(spec, num_ctx=num_ctx, num_batch=min(spec.num_batch, num_ctx))
 
 
-def _parallel_for(
-    target: LoadTarget, spec: RunnerSpec, free_vram: list[int], cap: int
-) -> ParallelChoice:
-    """The default slots of ``target``: more than 4 only where a GPU holds it whole (an
-    embedding model keeps 4), each slot counted with the context it would get anyway."""
-    vram = None if target.embedding_only else _gpu_room(target, spec, free_vram)
-    if vram is None:
-        return default_parallel(target.footprint, 0, None)
-    slot_context = spec.num_ctx or context_ceiling(target.n_ctx_train, cap)
-    return default_parallel(target.footprint, slot_context, vram, spec.kv_cache_type)
+def _asked_cpu_moe(spec: RunnerSpec) -> int:
+    """The layers whose experts stay in RAM as asked (none where it is ours to choose)."""
+    return 0 if spec.num_cpu_moe == AUTO_CPU_MOE else spec.num_cpu_moe
 
 
 def _log_load(name: str, plan: LoadPlan, processor: str, info, seconds: float) -> None:
@@ -227,7 +320,9 @@ def _log_load(name: str, plan: LoadPlan, processor: str, info, seconds: float) -
         f"({plan.parallel_reason}), "
         f"KV cache {plan.spec.kv_cache_type}, memory {plan.estimate_bytes / _MIB:,.0f} MiB "
         f"({'measured' if plan.memory.measured else 'planned'}; "
-        f"{plan.ram_bytes / _MIB:,.0f} MiB RAM)"
+        f"{plan.ram_bytes / _MIB:,.0f} MiB RAM"
+        + (f", {plan.vram_bytes / _MIB:,.0f} MiB VRAM" if plan.vram_bytes else "")
+        + ")"
     )
     if placement.gpu_layers > 0 and info.gpu_layers == 0:
         log.warning("%s: GPU layers were planned but the runner has no GPU backend", message)

@@ -7,21 +7,32 @@ Studio. On a GPU a decode of k tokens costs about one token far beyond 4 streams
 1B model at 1,580 tokens/s with 4 streams and 2,567 with 16: bench/RESULTS.md), so where the
 whole model fits in free VRAM the slots double from 4, up to 16, while all of them, each with
 the context a slot gets anyway (``num_ctx``, or the trained context up to the cap), fit in
-half of the VRAM the weights leave: the other half stays for a longer context or another model.
-A pure function: free memory is an input, so the rule is tested without a card of that size.
+half of the VRAM the rest of the plan leaves (weights, compute buffer: the plan's GPU part
+without its caches): the other half stays for a longer context or another model. A pure
+function: the plan and free memory are inputs, so the rule is tested without a card of that
+size.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from daemon.scheduler.memory import COMPUTE_MARGIN_BYTES, ModelFootprint, kv_cache_bytes
+from daemon.scheduler.memory_plan import CPU, MemoryPlan
 
-__all__ = ["DEFAULT_PARALLEL", "MOST_PARALLEL", "ParallelChoice", "default_parallel"]
+__all__ = [
+    "CACHE_KINDS",
+    "DEFAULT_PARALLEL",
+    "MOST_PARALLEL",
+    "ParallelChoice",
+    "default_parallel",
+    "slots_fit",
+]
 
 DEFAULT_PARALLEL = 4  # slots on a CPU, and the fewest on a GPU
 MOST_PARALLEL = 16  # the most the default picks (LOCALLLM_NUM_PARALLEL or num_parallel: more)
-KV_SHARE = 0.5  # of the VRAM the weights leave, the most the extra slots' caches may fill
+KV_SHARE = 0.5  # of the VRAM the rest of the plan leaves, the most the slots' caches may fill
+CACHE_KINDS = ("kv", "window kv", "recurrent")  # the parts that grow with the slots
 _GIB = 1 << 30
 
 
@@ -32,22 +43,25 @@ class ParallelChoice:
 
 
 def default_parallel(
-    footprint: ModelFootprint,
-    slot_context: int,
-    free_vram: float | None,
-    kv_cache_type: str = "f16",
+    plan_for: Callable[[int], MemoryPlan] | None, slot_context: int, free_vram: float | None
 ) -> ParallelChoice:
-    """Slots for a model that sets none. ``slot_context``: the tokens each slot would hold;
-    ``free_vram``: the usable VRAM of the GPU that holds the whole model, None where it runs
-    (wholly or partly) on the CPU."""
-    if free_vram is None:
+    """Slots for a model that sets none. ``plan_for(slots)``: the plan with every layer on
+    the GPU at ``slot_context`` tokens a slot; ``free_vram``: the usable VRAM of the GPU that
+    holds the whole model, None where it runs (wholly or partly) on the CPU."""
+    if free_vram is None or plan_for is None:
         return ParallelChoice(DEFAULT_PARALLEL, f"the default of {DEFAULT_PARALLEL}")
-    budget = (free_vram - footprint.weights_bytes - COMPUTE_MARGIN_BYTES) * KV_SHARE
-    per_slot = kv_cache_bytes(footprint, max(1, slot_context), kv_cache_type)
     slots = DEFAULT_PARALLEL
-    while slots * 2 <= MOST_PARALLEL and slots * 2 * per_slot <= budget:
+    while slots * 2 <= MOST_PARALLEL and slots_fit(plan_for(slots * 2), free_vram):
         slots *= 2
     free = f"{free_vram / _GIB:.1f} GiB free VRAM"
     if slots == DEFAULT_PARALLEL:
         return ParallelChoice(slots, f"the default of {slots}: {free} holds no more")
     return ParallelChoice(slots, f"{slots} of {slot_context:,} tokens fit in {free}")
+
+
+def slots_fit(plan: MemoryPlan, free_vram: float) -> bool:
+    """Whether ``plan``'s caches on the GPU fill at most ``KV_SHARE`` of what its other GPU
+    parts leave of ``free_vram``."""
+    cache = sum(p.bytes for p in plan.parts if p.kind in CACHE_KINDS and p.device != CPU)
+    rest = plan.vram_bytes - cache
+    return cache <= (free_vram - rest) * KV_SHARE

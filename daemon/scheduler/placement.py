@@ -1,20 +1,53 @@
-"""GPU layer placement: how many layers go to the GPU, and how we say so.
+"""GPU layer placement from the memory plan, and how we say where a model runs.
 
-The choice is made from free VRAM before loading; what the runner actually did comes back in
-its ``RunnerInfo`` and is what gets reported. A CPU-only llama.cpp build, or a GPU we could
-not use, is always reported as "100% CPU" in the load log and the model status: never a
-silent CPU fallback.
+llama.cpp's ``n_gpu_layers`` offloads the output layer first, then the repeating layers from
+the last; a GPU holds those layers' weights, their KV cache and its own compute buffer. The
+plan counts each of these from the model's own tensors (``memory_plan``), so the placement is
+the largest layer count whose plan's GPU part fits the largest GPU's free VRAM less a margin,
+found by bisection (the plan's GPU part grows with the layers: a few plans, not one a layer).
+
+A mixture of experts that does not fit whole keeps its attention and shared weights, and its
+cache, on the GPU, and the experts of its first layers in RAM (llama-server's ``--n-cpu-moe``,
+as its ``-fit`` chooses it): the fewest layers whose experts in RAM let every layer's rest onto
+the GPU. That is preferred to fewer GPU layers unless these put more of what a token reads on
+the GPU (``read_on_gpu``: a token reads only the experts it uses, so a whole layer is mostly
+experts it skips; but with many slots of long contexts, each layer's cache is mostly other
+slots', and a layer's experts may be the better use of the room).
+Only where the user set neither ``num_gpu`` nor ``num_cpu_moe``: what they set is kept
+(layers asked for explicitly are checked against the GPU, and refused where they cannot fit:
+``refusal``). No GPU found (a CPU-only machine or build) runs the plan unchanged, 0 layers.
+
+What the runner actually did comes back in its ``RunnerInfo`` and is what gets reported: a
+CPU-only llama.cpp build, or a GPU we could not use, is always "100% CPU" in the load log and
+the model status, never a silent CPU fallback.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from daemon.scheduler.memory import COMPUTE_MARGIN_BYTES, ModelFootprint, kv_cache_bytes
+from daemon.scheduler.context_size import largest_fitting
+from daemon.scheduler.memory_plan import CPU, MemoryPlan
+from model_registry.model_shape import ModelShape
 
-__all__ = ["VRAM_MARGIN", "Placement", "choose_gpu_layers", "describe_placement"]
+__all__ = [
+    "VRAM_MARGIN",
+    "VRAM_RESERVE",
+    "Placement",
+    "PlanFor",
+    "choose_placement",
+    "describe_placement",
+    "read_on_gpu",
+    "usable_vram",
+]
 
-VRAM_MARGIN = 0.10  # keep 10% of free VRAM for the driver and other programs
+VRAM_MARGIN = 0.10  # keep 10% of free VRAM for the driver and other programs...
+VRAM_RESERVE = 512 << 20  # ... and at least this: the runner's CUDA context and libraries'
+# workspaces, which are in no llama.cpp buffer
+_GIB = 1 << 30
+
+PlanFor = Callable[[int, int], MemoryPlan]  # (GPU layers, layers with experts in RAM) -> plan
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,32 +55,157 @@ class Placement:
     gpu_layers: int  # layers to offload; total_layers means all
     total_layers: int  # repeating layers + the output layer, as llama.cpp counts them
     reason: str
+    cpu_moe_layers: int = 0  # the first layers whose experts stay in RAM (asked or chosen)
+    fitting_layers: int | None = None  # layers asked explicitly that do not fit: what would
+    plans: int = 0  # plans the choice made (a bisection's few: bounded)
 
     @property
     def gpu_fraction(self) -> float:
         return min(1.0, self.gpu_layers / self.total_layers) if self.total_layers else 0.0
 
 
-def choose_gpu_layers(
-    footprint: ModelFootprint,
-    n_ctx_total: int,
-    free_vram: list[int],
-    requested: int | None = None,
-    kv_cache_type: str = "f16",
-) -> Placement:
-    """Offload as many layers as fit in the largest GPU's free memory (or what was asked)."""
-    total = footprint.n_layer + 1
-    if requested is not None:
-        layers = total if requested < 0 else min(requested, total)
-        return Placement(layers, total, f"num_gpu={requested} requested")
+def usable_vram(free_vram: list[int]) -> int:
+    """The largest GPU's free VRAM less the margin (0: no GPU found)."""
     if not free_vram:
-        return Placement(0, total, "no GPU found")
-    usable = max(free_vram) * (1 - VRAM_MARGIN) - COMPUTE_MARGIN_BYTES
-    kv_bytes = kv_cache_bytes(footprint, n_ctx_total, kv_cache_type)
-    per_layer = (footprint.weights_bytes + kv_bytes) / total
-    layers = max(0, min(total, int(usable // per_layer))) if per_layer > 0 else total
-    free_gib = max(free_vram) / (1 << 30)
-    return Placement(layers, total, f"{layers}/{total} layers fit in {free_gib:.1f} GiB free VRAM")
+        return 0
+    free = max(free_vram)
+    return max(0, free - max(int(free * VRAM_MARGIN), VRAM_RESERVE))
+
+
+def read_on_gpu(plan: MemoryPlan, shape: ModelShape) -> int:
+    """What a token reads on a GPU under ``plan``: the weights there, but of the experts only
+    the share a token uses (``n_expert_used`` of ``n_expert``), and its own slot's share of
+    the caches there. The rest it reads in RAM, on the CPU: the slow part of a split model."""
+    used = shape.n_expert_used / shape.n_expert if shape.n_expert else 1.0
+    slots = max(1, plan.settings.slots)
+    read = 0.0
+    for part in plan.parts:
+        if part.device == CPU:
+            continue
+        if part.kind == "weights":
+            read += part.bytes
+        elif part.kind == "experts":
+            read += part.bytes * used
+        elif part.kind in ("kv", "window kv", "recurrent"):
+            read += part.bytes / slots
+    return int(read)
+
+
+def choose_placement(
+    shape: ModelShape,
+    plan_for: PlanFor,
+    free_vram: list[int],
+    layers: int | None = None,
+    cpu_moe: int | None = None,
+) -> Placement:
+    """The GPU layers and the layers whose experts stay in RAM: what was asked (``layers``:
+    ``num_gpu``, -1 all; ``cpu_moe``: ``num_cpu_moe``), the rest chosen from the plan."""
+    return _Search(shape, plan_for, free_vram).choose(layers, cpu_moe)
+
+
+class _Search:
+    """One placement's search, counting the plans it makes."""
+
+    def __init__(self, shape: ModelShape, plan_for: PlanFor, free_vram: list[int]):
+        self.shape = shape
+        self.total = shape.n_layer + 1
+        self._plan_for = plan_for
+        self.free = max(free_vram, default=0)
+        self.usable = usable_vram(free_vram)
+        self.plans = 0
+
+    def plan(self, layers: int, cpu_moe: int) -> MemoryPlan:
+        self.plans += 1
+        return self._plan_for(layers, cpu_moe)
+
+    def vram(self, layers: int, cpu_moe: int) -> int:
+        return self.plan(layers, cpu_moe).vram_bytes
+
+    def choose(self, layers: int | None, cpu_moe: int | None) -> Placement:
+        if layers is not None:
+            return self._asked(layers, cpu_moe or 0)
+        if not self.free:
+            return self._placed(0, cpu_moe or 0, "no GPU found")
+        if cpu_moe is not None or not self._expert_layers():
+            return self._layers(cpu_moe or 0)
+        return self._moe()
+
+    def _asked(self, layers: int, cpu_moe: int) -> Placement:
+        """Layers set by the user: kept, and where a GPU was found, checked (a refusal names
+        what would fit)."""
+        count = self.total if layers < 0 else min(layers, self.total)
+        reason = f"num_gpu={layers} requested"
+        if not self.free or self.vram(count, cpu_moe) <= self.usable:
+            return self._placed(count, cpu_moe, reason)
+        fitting = self._most_layers(cpu_moe, count - 1)
+        return self._placed(count, cpu_moe, reason, fitting)
+
+    def _layers(self, cpu_moe: int) -> Placement:
+        """The most layers that fit, the experts' placement as given."""
+        layers = self._most_layers(cpu_moe, self.total)
+        reason = f"{layers}/{self.total} layers fit in {self._free_text()}"
+        if cpu_moe:
+            reason += f", experts of {self._experts_text(cpu_moe)} layers in RAM (num_cpu_moe)"
+        return self._placed(layers, cpu_moe, reason)
+
+    def _moe(self) -> Placement:
+        """A mixture of experts: every layer on the GPU if it fits; else the fewest layers'
+        experts in RAM that let every layer's rest on (or, where even all of them in RAM do
+        not, all experts in RAM and the most layers), unless the most whole layers put more
+        of what a token reads on the GPU (``read_on_gpu``)."""
+        n_layer, total = self.shape.n_layer, self.total
+        whole = self._most_layers(0, total)
+        if whole == total:
+            return self._placed(total, 0, f"{total}/{total} layers fit in {self._free_text()}")
+        # the most layers whose experts stay on the GPU with every layer there (the GPU part
+        # grows with them)
+        kept = largest_fitting(
+            lambda on_gpu: self.vram(total, n_layer - on_gpu), self.usable, 0, n_layer - 1, 1
+        )
+        if kept is not None:
+            layers, cpu_moe = total, n_layer - kept
+        else:
+            layers, cpu_moe = self._most_layers(n_layer, total), n_layer
+        dense, experts_in_ram = self.plan(whole, 0), self.plan(layers, cpu_moe)
+        if not layers or self._read(dense) > self._read(experts_in_ram):
+            return self._placed(whole, 0, f"{whole}/{total} layers fit in {self._free_text()}")
+        experts = f"experts of {self._experts_text(cpu_moe)} layers in RAM"
+        if layers == total:
+            reason = f"all layers on the GPU, {experts} ({self._free_text()})"
+        else:
+            reason = f"{layers}/{total} layers fit in {self._free_text()}, {experts}"
+        return self._placed(layers, cpu_moe, reason)
+
+    def _read(self, plan: MemoryPlan) -> int:
+        return read_on_gpu(plan, self.shape)
+
+    def _most_layers(self, cpu_moe: int, most: int) -> int:
+        """The most GPU layers, up to ``most``, whose plan's GPU part fits."""
+        if most <= 0:
+            return 0
+        if self.vram(most, cpu_moe) <= self.usable:
+            return most
+        found = largest_fitting(lambda n: self.vram(n, cpu_moe), self.usable, 1, most - 1, 1)
+        return found or 0
+
+    def _expert_layers(self) -> list[int]:
+        return sorted(
+            {g.layer for g in self.shape.weights if g.kind == "experts" and g.layer is not None}
+        )
+
+    def _experts_text(self, cpu_moe: int) -> str:
+        """ "12/48": of the layers with experts, those among the first ``cpu_moe``."""
+        with_experts = self._expert_layers()
+        covered = len(with_experts) if cpu_moe < 0 else sum(i < cpu_moe for i in with_experts)
+        return f"{covered}/{len(with_experts)}"
+
+    def _free_text(self) -> str:
+        return f"{self.free / _GIB:.1f} GiB free VRAM"
+
+    def _placed(
+        self, layers: int, cpu_moe: int, reason: str, fitting: int | None = None
+    ) -> Placement:
+        return Placement(layers, self.total, reason, cpu_moe, fitting, self.plans)
 
 
 def describe_placement(

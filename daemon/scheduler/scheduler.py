@@ -12,6 +12,12 @@ take no new requests (those wait for their model's next load, behind this one) a
 unloaded as their running requests finish. So a request that needs an eviction is served in
 turn, as in Ollama's first-in-first-out queue, however busy the model it evicts; a wait that
 could never end (no evictions could make room) is refused at once, saying why.
+
+A load whose memory plan cannot fit, even once every other model is unloaded (or whose GPU
+layers, asked for, cannot fit the GPU), is refused before its runner starts, with the plan's
+figures and what would fit (``refusal``); the option ``load_anyway`` skips that refusal (the
+idle models are still unloaded first) and the load log says so. Loaded models count against
+free RAM with their plan's RAM part: what a GPU holds is the GPU's.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from pathlib import Path
 
 from daemon.errors import EvictionBlockedError, InsufficientMemoryError, ServerBusyError
 from daemon.runners.types import RunnerSpec
-from daemon.scheduler.context_size import ContextChoice
+from daemon.scheduler.context_size import ContextChoice, size_text
 from daemon.scheduler.lease import Lease
 from daemon.scheduler.loaded import (
     LoadedModel,
@@ -36,10 +42,11 @@ from daemon.scheduler.loaded import (
     RunnerFactory,
     RunnerOptions,
 )
-from daemon.scheduler.loader import AUTO_GPU_LAYERS, LoadPlan, RunnerLoader
+from daemon.scheduler.loader import AUTO_CPU_MOE, AUTO_GPU_LAYERS, LoadPlan, RunnerLoader
 from daemon.scheduler.memory import MemoryInfo, nvidia_free_vram, system_memory
 from daemon.scheduler.parallel import ParallelChoice
 from daemon.scheduler.planner import MemoryPlanner
+from daemon.scheduler.refusal import layers_that_fit, ram_refusal, vram_refusal
 
 __all__ = ["Scheduler", "SchedulerConfig"]
 
@@ -119,7 +126,7 @@ class Scheduler:
         self._pending += 1
         holder = asyncio.current_task()
         try:
-            model = await self._get(target, self._spec(target, options))
+            model = await self._get(target, self._spec(target, options), options.load_anyway)
         except BaseException:
             self._pending -= 1
             raise
@@ -176,10 +183,16 @@ class Scheduler:
 
     async def plan(self, target: LoadTarget, options: RunnerOptions) -> LoadPlan:
         """What a load of ``target`` with ``options`` would run with and take (``.memory``:
-        its memory plan, part by part), as the next load would plan it now."""
+        its memory plan, part by part), as the next load would plan it now; where it does not
+        fit the memory free now, ``.suggestion`` says what would."""
         spec = self._spec(target, options)
         free = await self._free_memory()
-        return await self._loader.plan(target, spec, free, self.config.context_cap)
+        plan = await self._loader.plan(target, spec, free, self.config.context_cap)
+        if plan.fits:
+            return plan
+        if plan.placement.fitting_layers is not None:  # GPU layers asked for that do not fit
+            return replace(plan, suggestion=layers_that_fit(plan.placement))
+        return replace(plan, suggestion=await self._loader.what_fits(target, plan, free))
 
     # -- loading ----------------------------------------------------------------------------
     def _spec(self, target: LoadTarget, options: RunnerOptions) -> RunnerSpec:
@@ -191,7 +204,7 @@ class Scheduler:
             num_ctx=options.num_ctx,
             num_parallel=options.num_parallel,
             num_gpu_layers=AUTO_GPU_LAYERS if options.num_gpu is None else options.num_gpu,
-            num_cpu_moe=options.num_cpu_moe or 0,
+            num_cpu_moe=AUTO_CPU_MOE if options.num_cpu_moe is None else options.num_cpu_moe,
             num_threads=options.num_threads,
             num_batch=options.num_batch,
             num_draft=options.num_draft,
@@ -204,16 +217,20 @@ class Scheduler:
             host_cache_bytes=options.host_cache_bytes,
         )
 
-    async def _get(self, target: LoadTarget, spec: RunnerSpec) -> LoadedModel:
-        """The loaded model for ``spec`` with one more reference, loading it if need be. A
-        model that is draining or stale takes no new request: it waits for the next load."""
+    async def _get(
+        self, target: LoadTarget, spec: RunnerSpec, load_anyway: bool = False
+    ) -> LoadedModel:
+        """The loaded model for ``spec`` with one more reference, loading it if need be
+        (``load_anyway``: even where its plan does not fit). A model that is draining or
+        stale takes no new request: it waits for the next load."""
         while True:
             model = self._ready(target.name, spec)
             if model is not None:
                 return model
             task = self._loading.get(target.name)
             if task is None or task.done():
-                task = asyncio.get_running_loop().create_task(self._load(target, spec))
+                loading = self._load(target, spec, load_anyway)
+                task = asyncio.get_running_loop().create_task(loading)
                 self._loading[target.name] = task
             model = await self._wait_for(task, spec)
             if model is not None and model.runner.alive:
@@ -247,11 +264,11 @@ class Scheduler:
                 del self._claims[task]
         return claim.model
 
-    async def _load(self, target: LoadTarget, spec: RunnerSpec) -> LoadedModel:
+    async def _load(self, target: LoadTarget, spec: RunnerSpec, load_anyway: bool) -> LoadedModel:
         task = asyncio.current_task()
         try:
             async with self._load_lock:
-                model = await self._load_locked(target, spec)
+                model = await self._load_locked(target, spec, load_anyway)
                 self._hand_over(model, self._claims.pop(task, []))
                 return model
         finally:
@@ -266,7 +283,9 @@ class Scheduler:
                 model.take(claim.holder)
                 claim.model = model
 
-    async def _load_locked(self, target: LoadTarget, spec: RunnerSpec) -> LoadedModel:
+    async def _load_locked(
+        self, target: LoadTarget, spec: RunnerSpec, load_anyway: bool
+    ) -> LoadedModel:
         current = self._models.get(target.name)
         if current is not None and current.usable and _same(current, spec):
             return current
@@ -275,7 +294,8 @@ class Scheduler:
         plan = await self._loader.plan(
             target, spec, await self._free_memory(), self.config.context_cap
         )
-        await self._make_room(target.name, plan.ram_bytes)
+        self._check_vram(target.name, plan, load_anyway)
+        await self._make_room(target, plan, load_anyway)
         runner, processor = await self._loader.start(target, plan)
         model = LoadedModel(
             target.name,
@@ -296,18 +316,43 @@ class Scheduler:
         return model
 
     # -- making room ------------------------------------------------------------------------
-    async def _make_room(self, name: str, needed: int) -> None:
-        """Evict idle models, least recently used first, until ``needed`` fits; where none is
-        idle, drain the least recently used busy ones and evict them as they empty."""
+    def _check_vram(self, name: str, plan: LoadPlan, load_anyway: bool) -> None:
+        """Refuse GPU layers asked for that the GPU cannot hold (``load_anyway``: say so and
+        load them all the same); layers left to us are placed to fit."""
+        if plan.placement.fitting_layers is None:
+            return
+        refusal = vram_refusal(name, plan.memory, plan.vram_free, plan.placement)
+        if not load_anyway:
+            log.warning("not loading %s: %s", name, refusal)
+            raise refusal
+        log.warning("loading %s anyway (load_anyway), though %s", name, _why(refusal))
+
+    async def _make_room(self, target: LoadTarget, plan: LoadPlan, load_anyway: bool) -> None:
+        """Evict idle models, least recently used first, until the plan's RAM part fits;
+        where none is idle, drain the least recently used busy ones and evict them as they
+        empty. A plan that could not fit even with every model unloaded is refused (with
+        ``load_anyway``, loaded once the idle models are unloaded)."""
+        name = target.name
+        warned = False
         try:
             while True:
                 info = await asyncio.to_thread(self._memory_probe)
+                everything = list(self._models.values())
+                needed = plan.ram_bytes
+                if not self._fits(needed, info, everything, count=False):
+                    if not (load_anyway and warned):
+                        refusal = await self._ram_refusal(target, plan, info, everything)
+                        if not load_anyway:
+                            log.warning("not loading %s: %s", name, refusal)
+                            raise refusal
+                        log.warning(
+                            "loading %s anyway (load_anyway), though %s", name, _why(refusal)
+                        )
+                        warned = True
+                    idle = [m for m in everything if m.refs == 0]
+                    needed = min(needed, int(self._free(info, idle)))  # what evicting gives
                 if self._fits(needed, info, []):
                     return
-                everything = list(self._models.values())
-                if not self._fits(needed, info, everything, count=False):
-                    best = int(self._free(info, everything))
-                    raise InsufficientMemoryError(name, needed, best, len(everything))
                 victim = min((m for m in everything if m.refs == 0), key=_last_used, default=None)
                 if victim is not None:
                     await self._unload(victim, "to make room")
@@ -317,6 +362,15 @@ class Scheduler:
         finally:
             for model in self._models.values():
                 model.draining = False
+
+    async def _ram_refusal(
+        self, target: LoadTarget, plan: LoadPlan, info: MemoryInfo, loaded: list[LoadedModel]
+    ) -> InsufficientMemoryError:
+        """The refusal of ``plan``, with what would fit once ``loaded`` are unloaded."""
+        best = self._free(info, loaded)
+        fits = await self._loader.what_fits(target, plan, best)
+        headroom = self.config.headroom
+        return ram_refusal(target.name, plan.memory, best, len(loaded), fits, headroom)
 
     def _drain(self, name: str, needed: int, info: MemoryInfo) -> None:
         """Mark draining the least recently used models that together make room (none that
@@ -361,9 +415,9 @@ class Scheduler:
         return self._free(await asyncio.to_thread(self._memory_probe), [])
 
     def _free(self, info: MemoryInfo, unloaded: list[LoadedModel]) -> float:
-        """Free memory we may plan for once ``unloaded`` are gone (their estimates back)."""
-        freed = sum(m.estimate_bytes for m in unloaded)
-        loaded = sum(m.estimate_bytes for m in self._models.values()) - freed
+        """Free memory we may plan for once ``unloaded`` are gone (their RAM back)."""
+        freed = sum(_ram(m) for m in unloaded)
+        loaded = sum(_ram(m) for m in self._models.values()) - freed
         free = min(info.available + freed, info.total - loaded)
         return max(0.0, free * (1 - self.config.headroom))
 
@@ -459,6 +513,20 @@ def _last_used(model: LoadedModel) -> float:
     return model.last_used
 
 
+def _ram(model: LoadedModel) -> int:
+    """What a loaded model takes of system memory: its plan's RAM part (what is on a GPU is
+    the GPU's)."""
+    return model.memory.ram_bytes if model.memory is not None else model.estimate_bytes
+
+
+def _why(refusal: InsufficientMemoryError) -> str:
+    """The figures of a refusal skipped, for the log."""
+    return (
+        f"its plan needs {size_text(refusal.needed)} of {refusal.memory} and "
+        f"{size_text(refusal.available)} is free"
+    )
+
+
 def _same(model: LoadedModel, wanted: RunnerSpec) -> bool:
     """Equal for reuse: the same request as the one that loaded it (placement may have changed
     its GPU layers, e.g. ``num_gpu: -1`` on a CPU build), or an automatic GPU choice that
@@ -467,4 +535,6 @@ def _same(model: LoadedModel, wanted: RunnerSpec) -> bool:
         return True
     if wanted.num_gpu_layers == AUTO_GPU_LAYERS:
         wanted = replace(wanted, num_gpu_layers=model.spec.num_gpu_layers)
+    if wanted.num_cpu_moe == AUTO_CPU_MOE:
+        wanted = replace(wanted, num_cpu_moe=model.spec.num_cpu_moe)
     return model.spec == wanted

@@ -176,6 +176,18 @@ def test_run_one_prompt(run_cli, fake):
     assert kwargs == {"options": {"temperature": 0.0}, "keep_alive": "1m", "format": None}
 
 
+def test_run_load_anyway_reaches_the_daemon_as_an_option(run_cli, fake):
+    """``--load-anyway``: the option that loads a model whose memory plan does not fit."""
+    fake.chat_chunks = answer_chunks("ok")
+    argv = ("run", "tiny", "--load-anyway", "-o", "temperature", "0", "hi")
+    assert run_cli(*argv, stdin="") == (0, "ok\n", "")
+    sent = next(call for call in fake.calls if call[0] == "chat")[3]
+    assert sent["options"] == {"temperature": 0.0, "load_anyway": True}
+    fake.calls.clear()
+    assert run_cli("run", "tiny", "hi", stdin="")[0] == 0
+    assert next(call for call in fake.calls if call[0] == "chat")[3]["options"] is None
+
+
 def test_run_reads_piped_stdin_before_the_prompt(run_cli, fake):
     fake.chat_chunks = answer_chunks("ok")
     run_cli("run", "tiny", "Summarize", "--system", "Be brief", stdin="line one\nline two\n")

@@ -49,6 +49,7 @@ def register(commands: argparse._SubParsersAction) -> None:
             'localllm run llava:7b "What is in this image? ./cat.png"',
             'localllm run qwen3:0.6b --think=low -o think_budget 256 "Is 1009 a prime?"',
             'localllm run qwen3:0.6b --hidethinking "Is 1009 a prime?"',
+            "localllm run qwen2.5:7b --load-anyway",
         ],
     )
     parser.add_argument("model", metavar="MODEL", help="model to run")
@@ -74,6 +75,12 @@ def register(commands: argparse._SubParsersAction) -> None:
         metavar=("NAME", "VALUE"),
         help="a model parameter, e.g. -o temperature 0.2 (repeatable); -o think_budget N caps "
         "a thinking model's thinking at N tokens",
+    )
+    parser.add_argument(
+        "--load-anyway",
+        action="store_true",
+        help="load the model even where its memory plan says it does not fit (the daemon "
+        "refuses such a load otherwise, saying what would fit)",
     )
     _add_think_flags(parser)
 
@@ -124,6 +131,8 @@ def _run(context: Context, args: argparse.Namespace) -> int:
         options = parse_options(args.option)
     except ValueError as error:
         raise CliError(str(error), EXIT_USAGE) from None
+    if args.load_anyway:
+        options["load_anyway"] = True
     answer_format = _answer_format(args.format)
     interactive = not args.prompt and context.stdin_is_tty()
     piped = None if context.stdin_is_tty() else context.stdin.read()

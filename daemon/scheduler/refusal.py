@@ -1,0 +1,109 @@
+"""A load whose plan does not fit, refused before any runner starts: its figures, what fits.
+
+A runner that allocates more than the machine has is killed by the kernel's OOM killer (or
+takes the desktop down with it), so a load whose memory plan (``memory_plan``) does not fit is
+refused instead: its RAM part where free RAM cannot hold it even once every other model is
+unloaded, its GPU part where the user asked for GPU layers the GPU cannot hold (layers left to
+the daemon are placed to fit: ``placement``). The refusal (507, ``InsufficientMemoryError``)
+names the plan's parts on that memory and what would fit, found from the plan by bisection (a
+few plans each): the longest context a slot with these slots, the most slots with this
+context, or the most GPU layers. The option ``load_anyway`` skips the refusal, never the
+eviction of idle models, for those who know better: the plan is an estimate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from daemon.errors import InsufficientMemoryError
+from daemon.scheduler.context_size import CONTEXT_STEP, largest_fitting, size_text
+from daemon.scheduler.memory_plan import CPU, MemoryPlan
+from daemon.scheduler.placement import Placement
+
+__all__ = ["layers_that_fit", "parts_text", "ram_refusal", "vram_refusal", "what_fits"]
+
+# the plan's kinds as a refusal names them, in this order
+_GROUPS = (
+    ("weights", ("weights", "experts")),
+    ("KV cache", ("kv", "window kv", "recurrent")),
+    ("compute", ("compute",)),
+    ("logits", ("output",)),
+    ("projector", ("projector",)),
+    ("draft model", ("draft",)),
+    ("LoRA", ("lora",)),
+)
+
+
+def parts_text(plan: MemoryPlan, vram: bool = False) -> str:
+    """The plan's parts in RAM (``vram``: on the GPUs), in words: "weights 4.1 GiB, KV cache
+    4.0 GiB for 4 x 32,768 tokens, compute 1.2 GiB"."""
+    settings = plan.settings
+    texts = []
+    for name, kinds in _GROUPS:
+        size = sum(p.bytes for p in plan.parts if p.kind in kinds and (p.device != CPU) == vram)
+        if not size:
+            continue
+        text = f"{name} {size_text(size)}"
+        if name == "KV cache":
+            text += f" for {settings.slots} x {settings.ctx_per_slot:,} tokens"
+        texts.append(text)
+    return ", ".join(texts)
+
+
+def what_fits(need: Callable[[int, int], int], free: float, num_ctx: int, slots: int) -> str:
+    """What would fit ``free`` bytes, in words: "it fits at 8,192 tokens a slot (num_ctx
+    8192), or 1 slot of 32,768 tokens (num_parallel 1)". ``need(num_ctx, slots)``: the bytes
+    the load takes there (it grows with both)."""
+    shorter = largest_fitting(lambda ctx: need(ctx, slots), free, CONTEXT_STEP, num_ctx - 1)
+    fewer = None
+    if slots > 1:
+        fewer = largest_fitting(lambda n: need(num_ctx, n), free, 1, slots - 1, 1)
+    shorter_text = f"at {shorter:,} tokens a slot (num_ctx {shorter})" if shorter else ""
+    fewer_text = f"with {_slots(fewer)} of {num_ctx:,} tokens (num_parallel {fewer})"
+    if shorter and fewer:
+        return f"it fits {shorter_text}, or {fewer_text}"
+    if shorter or fewer:
+        return f"it fits {shorter_text or fewer_text}"
+    return f"not even 1 slot of {CONTEXT_STEP} tokens fits"
+
+
+def _slots(n: int) -> str:
+    return f"{n} slot{'s' if n != 1 else ''}"
+
+
+def ram_refusal(
+    name: str, plan: MemoryPlan, free: float, loaded: int, fits: str, headroom: float
+) -> InsufficientMemoryError:
+    """The refusal of a load whose RAM part does not fit ``free`` (with ``loaded`` models
+    counted as unloaded)."""
+    return InsufficientMemoryError(
+        name,
+        plan.ram_bytes,
+        int(free),
+        loaded,
+        memory="RAM",
+        parts=parts_text(plan),
+        fits=fits,
+        headroom=headroom,
+    )
+
+
+def vram_refusal(
+    name: str, plan: MemoryPlan, usable: int, placement: Placement
+) -> InsufficientMemoryError:
+    """The refusal of GPU layers asked for that the GPU cannot hold; what would fit is
+    ``placement.fitting_layers``."""
+    total = placement.total_layers
+    on_gpu = f"{placement.gpu_layers}/{total} layers on the GPU: {parts_text(plan, vram=True)}"
+    fits = layers_that_fit(placement)
+    return InsufficientMemoryError(
+        name, plan.vram_bytes, usable, memory="VRAM", parts=on_gpu, fits=fits
+    )
+
+
+def layers_that_fit(placement: Placement) -> str:
+    """The most GPU layers that would fit, in words ("32/49 layers fit (num_gpu 32)")."""
+    fitting, total = placement.fitting_layers or 0, placement.total_layers
+    if fitting:
+        return f"{fitting}/{total} layers fit (num_gpu {fitting})"
+    return "no layer fits (num_gpu 0 runs it on the CPU)"
