@@ -1,11 +1,11 @@
 """The wire contract: pydantic models shared by the server and every client.
 
 Ollama's native shapes live in ``native_chat`` (generate, chat, embed), ``native_models`` (the
-store, pulls, create); our own endpoints' in ``native_system`` and ``native_catalog`` (the
-curated catalog); OpenAI's in ``openai_chat``, ``openai_common`` and ``openai_responses`` (the
-Responses API); Anthropic's Messages API in ``anthropic``; rerank's (llama-server's, Jina's,
-Cohere's and our native one) in ``rerank``. Every name is re-exported here; none
-is defined twice.
+store, pulls, create); our own endpoints' in ``native_system``, ``native_catalog`` (the
+curated catalog) and ``native_plan`` (a model's memory plan before it loads); OpenAI's in
+``openai_chat``, ``openai_common`` and ``openai_responses`` (the Responses API); Anthropic's
+Messages API in ``anthropic``; rerank's (llama-server's, Jina's, Cohere's and our native one)
+in ``rerank``. Every name is re-exported here; none is defined twice.
 """
 
 from daemon.api.anthropic import (
@@ -68,6 +68,13 @@ from daemon.api.native_models import (
     TagsResponse,
     VerifyProblem,
     VerifyResponse,
+)
+from daemon.api.native_plan import (
+    PlanDevice,
+    PlanPartOut,
+    PlanRequest,
+    PlanResponse,
+    PlanSettingsOut,
 )
 from daemon.api.native_system import (
     GpuInfo,
@@ -240,6 +247,11 @@ __all__ = [
     "OutputText",
     "OutputTokensDetails",
     "Ping",
+    "PlanDevice",
+    "PlanPartOut",
+    "PlanRequest",
+    "PlanResponse",
+    "PlanSettingsOut",
     "ProgressResponse",
     "PromptTokensDetails",
     "PruneResponse",

@@ -45,6 +45,7 @@ from daemon.api import (
     ModelList,
     ModelSummary,
     NativeRerankResponse,
+    PlanResponse,
     ProgressResponse,
     PruneResponse,
     PullListResponse,
@@ -142,6 +143,25 @@ class Client(LocalModelCalls, RemoteCalls):
     def show(self, name: str, verbose: bool = False) -> ShowResponse:
         body = {"model": name, "verbose": verbose}
         return self._answer(ShowResponse, "POST", "/api/show", json=body)
+
+    def plan(self, name: str, options: Mapping[str, Any] | None = None) -> PlanResponse:
+        """What loading ``name`` with ``options`` (a chat's: ``num_ctx``, ``num_parallel``,
+        ``kv_cache_type``...) would take in memory, part by part, and whether it fits; nothing
+        loads."""
+        body = {"model": name, "options": dict(options or {})}
+        return self._answer(PlanResponse, "POST", "/api/plan", json=body)
+
+    def hub_plan(
+        self,
+        repo: str,
+        file: str | None = None,
+        quant: str | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> PlanResponse:
+        """``plan`` for a quant on Hugging Face not downloaded yet (``file``, its first GGUF
+        file, or ``quant`` as a pull names it): the daemon reads only its header."""
+        body = _fields(repo=repo, file=file, quant=quant, options=dict(options or {}))
+        return self._answer(PlanResponse, "POST", "/api/plan", json=body)
 
     def delete(self, name: str) -> None:
         self._request("DELETE", "/api/delete", json={"model": name})

@@ -53,6 +53,7 @@ from daemon.server.native import (
     hub,
     local_models,
     models,
+    plan,
     pulls,
     remotes,
 )
@@ -129,7 +130,7 @@ def create_app(
 _OPENAI = (chat, completions, responses, embeddings, openai_models)
 _ANTHROPIC = (messages, count_tokens)
 _NATIVE = (models, generate, embed, pulls, blobs, create, hub, native_system, control)
-_NATIVE += (local_models, remotes)
+_NATIVE += (local_models, remotes, plan)
 _NATIVE += (rerank,)  # /api/rerank, and /v1/rerank with its aliases
 
 

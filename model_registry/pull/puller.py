@@ -103,6 +103,18 @@ class Puller:
         """What a pull of ``name`` would fetch (one metadata call, no download)."""
         return self._resolver.resolve(name)
 
+    def source(self, plan: PullPlan, file: PlannedFile) -> BlobSource:
+        """Where ``file``'s bytes come from, through this puller's connections and token (a
+        download's parts, or the range reads of a header: ``hub_headers``)."""
+        return BlobSource(
+            self._client,
+            file.url,
+            file.size,
+            repo=plan.repo,
+            token=self._token,
+            timeout=self._options.timeout(),
+        )
+
     def pull(self, name: ModelName | str) -> Iterator[PullEvent]:
         """Pull ``name``, yielding progress; ends with ``success``, ``paused`` or ``cancelled``.
 
@@ -200,16 +212,8 @@ class Puller:
         layout = self._store.layout
 
         def download() -> BlobDownload:
-            source = BlobSource(
-                self._client,
-                file.url,
-                file.size,
-                repo=plan.repo,
-                token=self._token,
-                timeout=self._options.timeout(),
-            )
             return BlobDownload(
-                source,
+                self.source(plan, file),
                 file.digest,
                 file.size,
                 layout.partial_path(file.digest),

@@ -247,6 +247,8 @@ class Shooter:
         page.table.selectRow(scenes.row_of(page.table, GEMMA))
         self.wait(lambda: page.tabs.count() == 7)
         self.snap("models")
+        scenes.model_plan(self, GEMMA)
+        self.snap("models-plan")
         scenes.found_models(self)
         self.snap("models-found")
 

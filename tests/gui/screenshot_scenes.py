@@ -80,6 +80,17 @@ def found_models(shot) -> None:
     page.splitter.setSizes([150, 330, 220])
 
 
+def model_plan(shot, model: str) -> None:
+    """The Models page's Overview of ``model`` with room for its memory plan: the bars, the
+    legend and the figures in words, as the daemon planned them."""
+    page = shot.window.models_page
+    page.table.selectRow(row_of(page.table, model))
+    shot.wait(lambda: page.plan_view is not None and page.plan_view.plan is not None)
+    page.tabs.setCurrentIndex(0)
+    panels = page.splitter.count()  # the list, "Found on this computer", the details
+    page.splitter.setSizes([150, *[0] * (panels - 2), 550])
+
+
 def open_new_chat(shot, model: str) -> None:
     """A new chat with ``model``, picked in the header as a user picks it."""
     services, page = shot.window.services, shot.window.chat_page

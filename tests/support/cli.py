@@ -33,6 +33,10 @@ from daemon.api import (
     ModelSummary,
     NativeRerankResponse,
     OllamaReply,
+    PlanDevice,
+    PlanPartOut,
+    PlanResponse,
+    PlanSettingsOut,
     ProgressResponse,
     PruneResponse,
     PullRecordOut,
@@ -74,6 +78,36 @@ SHOW = ShowResponse(
     },
     capabilities=["completion", "tools"],
     modified_at=WHEN,
+)
+
+
+MIB = 1 << 20
+
+PLAN = PlanResponse(
+    model="tiny:latest",
+    file_size=253 * MIB,
+    settings=PlanSettingsOut(
+        context_length=4096,
+        context_reason="the largest context that fits: 4,096 tokens (4 slots, 6.4 GiB free)",
+        num_parallel=4,
+        parallel_reason="the default of 4",
+        kv_cache_type="f16",
+        flash_attention=True,
+        gpu_layers=0,
+        total_layers=19,
+        placement_reason="no GPU found",
+    ),
+    parts=[
+        PlanPartOut(kind="weights", device="CPU", bytes=248 * MIB, text="weights, mapped"),
+        PlanPartOut(kind="kv", device="CPU", bytes=96 * MIB, text="K and V, 4,096 cells x 4"),
+        PlanPartOut(kind="compute", device="CPU", bytes=514 * MIB, text="graph", measured=True),
+        PlanPartOut(kind="host cache", device="CPU", bytes=1024 * MIB, text="prompts", later=True),
+    ],
+    devices=[PlanDevice(device="CPU", bytes=858 * MIB, later_bytes=1024 * MIB, free=6554 * MIB)],
+    total=858 * MIB,
+    fits=True,
+    fit_reason="it needs 858 MiB of RAM, 6.4 GiB free",
+    measured=True,
 )
 
 
@@ -144,6 +178,7 @@ class FakeClient(FakeRemotes):
     )
     calls: list[tuple] = field(default_factory=list)
     missing: set[str] = field(default_factory=set)  # names show() reports as not found
+    plan_info: PlanResponse = field(default_factory=lambda: PLAN.model_copy(deep=True))
 
     def close(self) -> None:
         pass
@@ -188,6 +223,22 @@ class FakeClient(FakeRemotes):
         if name in self.missing:
             raise ModelNotFound(f"model '{name}' not found", 404)
         return self.show_info
+
+    def plan(self, name: str, options: Mapping[str, Any] | None = None) -> PlanResponse:
+        self.calls.append(("plan", name, dict(options or {})))
+        if name in self.missing:
+            raise ModelNotFound(f"model '{name}' not found", 404)
+        return self.plan_info
+
+    def hub_plan(
+        self,
+        repo: str,
+        file: str | None = None,
+        quant: str | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> PlanResponse:
+        self.calls.append(("hub_plan", repo, file, quant, dict(options or {})))
+        return self.plan_info.model_copy(update={"source": "hub"})
 
     def delete(self, name: str) -> None:
         self.calls.append(("delete", name))

@@ -6,14 +6,19 @@ import argparse
 from datetime import UTC, datetime
 
 from app.cli.context import Context
+from app.cli.errors import EXIT_USAGE, CliError
 from app.cli.formatting import format_size, parse_time, relative_time, short_id, table
 from app.cli.parsing import add_command, add_json_flag, dump_json
+from app.cli.plan_view import render_plan
 from app.cli.show_view import parameter_lines, render_show
 from daemon.client import ClientError
 
 __all__ = ["register"]
 
 _SHOW_FIELDS = ("modelfile", "parameters", "template", "system", "license")
+_KV_CACHE_TYPES = ("f16", "q8_0", "q4_0")
+_PLAN_OPTIONS = (("ctx", "num_ctx"), ("parallel", "num_parallel"))
+_PLAN_OPTIONS += (("kv_cache_type", "kv_cache_type"),)
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -40,16 +45,21 @@ def register(commands: argparse._SubParsersAction) -> None:
         commands,
         "show",
         _show,
-        summary="show a model's details, parameters, template, system prompt or license",
+        summary="show a model's details, template, system prompt, license, or memory plan",
         description="""
             Summarize a model (architecture, parameter count, context and embedding length,
             quantization, capabilities, parameters, system prompt, license), or print one of
-            its parts in full with a flag.
+            its parts in full with a flag. --plan prints what loading it would take in memory,
+            part by part (weights, caches, buffers), where each part goes (RAM or GPU), the
+            totals against free memory and whether it fits, without loading it; --ctx,
+            --parallel and --kv-cache-type plan other settings.
             """,
         examples=[
             "localllm show qwen2.5:0.5b",
             "localllm show qwen2.5:0.5b --modelfile > Modelfile   # start a custom model",
             "localllm show qwen2.5:0.5b --template",
+            "localllm show qwen2.5:0.5b --plan",
+            "localllm show qwen2.5:0.5b --plan --ctx 32768 --parallel 1 --kv-cache-type q8_0",
             "localllm show qwen2.5:0.5b --json",
         ],
     )
@@ -57,6 +67,23 @@ def register(commands: argparse._SubParsersAction) -> None:
     parts = show.add_mutually_exclusive_group()
     for part in _SHOW_FIELDS:
         parts.add_argument(f"--{part}", action="store_true", help=f"print the model's {part}")
+    parts.add_argument(
+        "--plan",
+        action="store_true",
+        help="print what loading it would take in memory, and whether it fits",
+    )
+    show.add_argument(
+        "--ctx", type=_positive, metavar="N", help="with --plan: N tokens of context a slot"
+    )
+    show.add_argument(
+        "--parallel", type=_positive, metavar="N", help="with --plan: N slots (requests at once)"
+    )
+    show.add_argument(
+        "--kv-cache-type",
+        choices=_KV_CACHE_TYPES,
+        metavar="T",
+        help=f"with --plan: the K/V cache type ({', '.join(_KV_CACHE_TYPES)})",
+    )
     show.add_argument(
         "-v", "--verbose", action="store_true", help="include long metadata (vocabularies)"
     )
@@ -113,6 +140,12 @@ def _list(context: Context, args: argparse.Namespace) -> int:
 
 
 def _show(context: Context, args: argparse.Namespace) -> int:
+    options = {key: getattr(args, flag) for flag, key in _PLAN_OPTIONS if getattr(args, flag)}
+    if options and not args.plan:
+        named = [f"--{flag.replace('_', '-')}" for flag, key in _PLAN_OPTIONS if key in options]
+        raise CliError(f"{', '.join(named)} set what --plan plans: add --plan", EXIT_USAGE)
+    if args.plan:
+        return _show_plan(context, args.name, options, args.json)
     info = context.client().show(args.name, verbose=args.verbose)
     if args.json:
         context.print(dump_json(info))
@@ -125,6 +158,18 @@ def _show(context: Context, args: argparse.Namespace) -> int:
     else:
         context.print(_text(getattr(info, part)))
     return 0
+
+
+def _show_plan(context: Context, name: str, options: dict[str, object], as_json: bool) -> int:
+    plan = context.client().plan(name, options)
+    context.out.write(dump_json(plan) + "\n" if as_json else render_plan(plan))
+    return 0
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return int(text)
 
 
 def _text(value: object) -> str:

@@ -6,15 +6,23 @@ the daemon is the base class's job.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from datetime import UTC, datetime
 from typing import Any
 
 from app.gui.item_models.table import Column, RecordTableModel
 from app.gui.state.abilities import abilities_of, abilities_text
 from app.gui.state.downloads import Download
-from app.gui.state.fit import Fit, fit_for
-from app.gui.state.records import CatalogModel, HubFile, InstalledModel, RunningModel, SystemInfo
+from app.gui.state.fit import Fit, fit_for, needed_memory, plan_fit
+from app.gui.state.model_plan import memory_text, plan_tip
+from app.gui.state.records import (
+    CatalogModel,
+    HubFile,
+    InstalledModel,
+    ModelPlan,
+    RunningModel,
+    SystemInfo,
+)
 from app.gui.state.units import ago, bytes_text, duration_text, rate_text
 
 __all__ = [
@@ -65,8 +73,30 @@ _CAN = Column(  # what a model can do beyond chat, as badges: vision, thinking, 
 
 
 def _fits(fit: Callable[[Any], Fit], tip: Callable[[Any], str] | None = None) -> Column:
-    """Whether a model of its size runs well on this computer, as a badge."""
+    """Whether a model runs well on this computer (its plan says; until it came, its file
+    size), as a badge."""
     return Column("Fits", lambda m: fit(m).label, tooltip=tip, tone=lambda m: fit(m).tone)
+
+
+class _PlannedTable(RecordTableModel):
+    """A table whose rows get the daemon's memory plans as they come (``set_plan``): a row's
+    fit badge and memory figure are its plan's once it has one."""
+
+    def __init__(self, key: Callable[[Any], Hashable], parent=None):
+        super().__init__(key, parent)
+        self._plans: dict[Hashable, ModelPlan] = {}
+
+    def set_plan(self, key: Hashable, plan: ModelPlan) -> None:
+        self._plans[key] = plan
+        row = self.row_of(key)
+        if row is not None:
+            self._changed(row)
+
+    def plan(self, key: Hashable) -> ModelPlan | None:
+        return self._plans.get(key)
+
+    def clear_plans(self) -> None:
+        self._plans.clear()
 
 
 _INSTALLED_FACTS = (
@@ -83,10 +113,11 @@ _INSTALLED_FACTS = (
 )
 
 
-class InstalledModelsModel(RecordTableModel):
+class InstalledModelsModel(_PlannedTable):
     """Installed models and remote ones, the latter marked with their remote's name (the chat's
     model picker shows the same first column), with badges for whether each fits this computer
-    and what it can do (known once its details came)."""
+    (its memory plan, once the daemon sent it) and what it can do (known once its details
+    came)."""
 
     FITS = 2  # the column of the fit badge
 
@@ -96,7 +127,7 @@ class InstalledModelsModel(RecordTableModel):
         self.columns = (
             Column("Name", _model_name, lambda m: m.name, tooltip=_served_by),
             Column("Size", _local(lambda m: bytes_text(m.size)), lambda m: m.size, numeric=True),
-            _fits(self.fit),
+            _fits(self.fit, self._fit_tip),
             _CAN,
             *_INSTALLED_FACTS,
         )
@@ -108,7 +139,13 @@ class InstalledModelsModel(RecordTableModel):
             self.dataChanged.emit(self.index(0, self.FITS), self.index(last, self.FITS))
 
     def fit(self, m: InstalledModel) -> Fit:
-        return Fit.UNKNOWN if m.remote else fit_for(m.size, self._system)
+        if m.remote:
+            return Fit.UNKNOWN
+        plan = self._plans.get(m.name)
+        return plan_fit(plan) if plan is not None else fit_for(m.size, self._system)
+
+    def _fit_tip(self, m: InstalledModel) -> str:
+        return "" if m.remote else plan_tip(self._plans.get(m.name), m.size)
 
     def names(self) -> list[str]:
         return [m.name for m in self.items()]
@@ -169,8 +206,12 @@ class HubReposModel(RecordTableModel):
         super().__init__(lambda r: r.repo, parent)
 
 
-class HubFilesModel(RecordTableModel):
-    """A repository's GGUF files, each with its fit badge for this machine."""
+class HubFilesModel(_PlannedTable):
+    """A repository's GGUF files, each with its fit badge for this machine and what it would
+    take in memory: its plan from its header once the daemon read it (``set_plan``), until
+    then "about" a figure from its file size."""
+
+    FITS = 2
 
     def __init__(self, parent=None):
         super().__init__(lambda f: f.file, parent)
@@ -184,6 +225,14 @@ class HubFilesModel(RecordTableModel):
             ),
             Column("Size", lambda f: bytes_text(f.size), lambda f: f.size, numeric=True),
             _fits(self.fit, self._fit_tip),
+            Column(
+                "Memory",
+                lambda f: memory_text(self._plans.get(f.file), f.size),
+                lambda f: self._memory(f),
+                numeric=True,
+                tooltip=self._fit_tip,
+                about="What loading it would take, at the context chats ask for",
+            ),
             Column("File", lambda f: f.file),
         )
 
@@ -193,12 +242,18 @@ class HubFilesModel(RecordTableModel):
             self.dataChanged.emit(self.index(0, 2), self.index(self.rowCount() - 1, 2))
 
     def fit(self, f: HubFile) -> Fit:
-        return fit_for(f.size, self._system)
+        plan = self._plans.get(f.file)
+        return plan_fit(plan) if plan is not None else fit_for(f.size, self._system)
+
+    def _memory(self, f: HubFile) -> int:
+        plan = self._plans.get(f.file)
+        return plan.total if plan is not None else needed_memory(f.size)
 
     def _fit_tip(self, f: HubFile) -> str:
-        if self._system is None:
+        if self._system is None and f.file not in self._plans:
             return "Waiting for this machine's memory from the daemon"
-        return f"About {bytes_text(f.size * 1.2)} with context, on {self._machine()}"
+        tip = plan_tip(self._plans.get(f.file), f.size)
+        return tip if f.file in self._plans else f"{tip}, on {self._machine()}"
 
     def _machine(self) -> str:
         s = self._system
@@ -209,9 +264,10 @@ class HubFilesModel(RecordTableModel):
 _RECOMMENDED = "The best quality that fits in this machine's free memory"
 
 
-class CatalogTableModel(RecordTableModel):
-    """The curated models (known without the internet), each with its fit badge and what it
-    can do (the catalog says, so it shows before a download)."""
+class CatalogTableModel(_PlannedTable):
+    """The curated models (known without the internet), each with its fit badge (its plan's,
+    once the daemon read its header on the hub) and what it can do (the catalog says, so it
+    shows before a download)."""
 
     def __init__(self, parent=None):
         super().__init__(lambda m: m.name, parent)
@@ -221,7 +277,7 @@ class CatalogTableModel(RecordTableModel):
             Column("Model", lambda m: m.name, tooltip=lambda m: m.repo),
             Column("Parameters", lambda m: m.parameter_size),
             Column("Size", lambda m: bytes_text(m.size), lambda m: m.size, numeric=True),
-            _fits(self.fit),
+            _fits(self.fit, lambda m: plan_tip(self._plans.get(m.name), m.size)),
             _CAN,
             Column("About", lambda m: m.description, tooltip=lambda m: m.description),
         )
@@ -234,7 +290,8 @@ class CatalogTableModel(RecordTableModel):
         self.offline = offline  # said once, by the page's banner, not on every row
 
     def fit(self, m: CatalogModel) -> Fit:
-        return fit_for(m.size, self._system)
+        plan = self._plans.get(m.name)
+        return plan_fit(plan) if plan is not None else fit_for(m.size, self._system)
 
     def _changed(self, column: int) -> None:
         if self.rowCount():

@@ -172,9 +172,12 @@ class ChatController(ChatEdits, QObject):
         )
         return True
 
-    def regenerate(self, context: str = "") -> bool:
-        """A new version of the last reply (the earlier ones stay, "< 1/2 >")."""
-        return self._ask(lambda s: s.regenerate(), context=context)
+    def regenerate(self, context: str = "", load_anyway: bool = False) -> bool:
+        """A new version of the last reply (the earlier ones stay, "< 1/2 >"); ``load_anyway``:
+        load the model even where the daemon's memory plan says it does not fit (this reply
+        only)."""
+        extra = {"load_anyway": True} if load_anyway else {}
+        return self._ask(lambda s: s.regenerate(), context=context, extra=extra)
 
     def continue_reply(self, message_id: str, context: str = "") -> bool:
         """Write more of a reply that the token limit or Stop cut off."""
@@ -220,8 +223,13 @@ class ChatController(ChatEdits, QObject):
         return True
 
     def _ask(
-        self, change: Callable[[ChatSession], Persist], session=None, context: str = ""
+        self,
+        change: Callable[[ChatSession], Persist],
+        session=None,
+        context: str = "",
+        extra: dict[str, Any] | None = None,
     ) -> bool:
+        """``extra``: options for this request only, over the chat's own."""
         session = session or self.session
         if not self._can_ask(session):
             return False
@@ -231,7 +239,7 @@ class ChatController(ChatEdits, QObject):
             self.error.emit(str(exc))
             return False
         self._write(persist)
-        self._stream(session, context)
+        self._stream(session, context, extra or {})
         return True
 
     def _change(self, change: Callable[[ChatSession], Persist], session=None) -> bool:
@@ -251,7 +259,9 @@ class ChatController(ChatEdits, QObject):
         self.transcript_changed.emit()
         return True
 
-    def _stream(self, session: ChatSession, context: str = "") -> None:
+    def _stream(
+        self, session: ChatSession, context: str = "", extra: dict[str, Any] | None = None
+    ) -> None:
         reply_id, c = session.reply_id, session.conversation
         self.reply_started.emit(c.id, reply_id)
         self.transcript_changed.emit()
@@ -259,16 +269,22 @@ class ChatController(ChatEdits, QObject):
 
         def start(context_length: int | None) -> None:
             if session.streaming and session.reply_id == reply_id:  # not stopped meanwhile
-                self._start(session, context, context_length)
+                self._start(session, context, context_length, extra or {})
 
         self.context_ready(c.model, start)
 
-    def _start(self, session: ChatSession, context: str, context_length: int | None) -> None:
+    def _start(
+        self,
+        session: ChatSession,
+        context: str,
+        context_length: int | None,
+        extra: dict[str, Any],
+    ) -> None:
         reply_id, c = session.reply_id, session.conversation
         turns = session.turns(context)
         think, truncate = think_request(c.think), c.memory.truncates
         offer = self.tools.offer(c.model, session) if self.tools is not None else dict
-        options = c.options.to_options()
+        options = {**c.options.to_options(), **extra}
         if "num_ctx" not in options and context_length:
             options["num_ctx"] = context_length
         job = self._net.stream(

@@ -6,15 +6,22 @@ call that cannot reach Hugging Face marks the page offline (one plain sentence, 
 catalog marked "needs internet to download") until a hub call succeeds again. Search results
 can come back out of order when the user types fast; each request carries a number and only
 the newest answer is shown.
+
+Whether a quant fits is the daemon's memory plan of it (``/api/plan``: it reads the file's
+header on the hub, a few megabytes), asked for the rows a page shows (``plan_files``,
+``plan_catalog``) and once per file: a guess from the file size stands until it comes.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from PySide6.QtCore import QObject, Signal
 
 from app.gui.item_models.daemon_tables import CatalogTableModel, HubFilesModel, HubReposModel
 from app.gui.state.gateway import Gateway, GatewayError
-from app.gui.state.records import SystemInfo
+from app.gui.state.preferences import DEFAULT_CONTEXT
+from app.gui.state.records import HubFile, ModelPlan, SystemInfo
 from app.gui.workers import Workers
 
 __all__ = ["OFFLINE", "OFFLINE_BANNER", "HubService"]
@@ -35,6 +42,7 @@ class HubService(QObject):
     system_changed = Signal(object)  # SystemInfo
     offline_changed = Signal(bool)
     error = Signal(str)
+    catalog_planned = Signal(str, object)  # a catalog name, its ModelPlan
 
     def __init__(self, gateway: Gateway, workers: Workers, parent: QObject | None = None):
         super().__init__(parent)
@@ -43,9 +51,13 @@ class HubService(QObject):
         self.repos = HubReposModel(self)
         self.files = HubFilesModel(self)
         self.system: SystemInfo | None = None
+        self.plan_context = DEFAULT_CONTEXT  # the context chats ask for (0: the daemon's)
         self._search_seq = 0
         self._files_seq = 0
         self._checking = False
+        self._repo = ""  # whose files are listed
+        self._planning: set[tuple[str, str]] = set()  # (repo, file or catalog name) asked
+        self._wanted: set[str] = set()  # catalog names to plan once the catalog is in
 
     @property
     def offline(self) -> bool:
@@ -55,11 +67,55 @@ class HubService(QObject):
         self._workers.call(self._gateway.system, self._got_system, lambda _e: None)
 
     def load_catalog(self) -> None:
-        self._workers.call(
-            self._gateway.hub_catalog,
-            lambda found: self.catalog.replace(sorted(found, key=lambda m: m.size)),
-            lambda _e: None,
-        )
+        def got(found) -> None:
+            self.catalog.replace(sorted(found, key=lambda m: m.size))
+            self.plan_catalog(self._wanted)
+
+        self._workers.call(self._gateway.hub_catalog, got, lambda _e: None)
+
+    def plan_files(self, files: Iterable[HubFile]) -> None:
+        """Ask for the plans of these files of the listed repository (once each)."""
+        repo, seq = self._repo, self._files_seq
+        for file in files:
+            if (repo, file.file) in self._planning:
+                continue
+            self._planning.add((repo, file.file))
+            self._workers.call(
+                lambda f=file: self._gateway.hub_plan(repo, f.file, options=self._options()),
+                lambda plan, f=file: self._file_planned(seq, f.file, plan),
+                lambda _e: None,  # the guess from the file size stays
+            )
+
+    def plan_catalog(self, names: Iterable[str]) -> None:
+        """Ask for the plans of these catalog models (once each); those not in the catalog
+        yet are asked for when it comes."""
+        for name in names:
+            row = self.catalog.row_of(name)
+            if row is None:
+                self._wanted.add(name)
+                continue
+            entry = self.catalog.item(row)
+            if ("catalog", name) in self._planning or not (entry.repo and entry.quant):
+                continue
+            self._planning.add(("catalog", name))
+            self._workers.call(
+                lambda e=entry: self._gateway.hub_plan(
+                    e.repo, quant=e.quant, options=self._options()
+                ),
+                lambda plan, n=name: self._catalog_planned(n, plan),
+                lambda _e, n=name: self._planning.discard(("catalog", n)),  # asked again later
+            )
+
+    def _options(self) -> dict[str, int]:
+        return {"num_ctx": self.plan_context} if self.plan_context else {}
+
+    def _file_planned(self, seq: int, file: str, plan: ModelPlan) -> None:
+        if seq == self._files_seq:
+            self.files.set_plan(file, plan)
+
+    def _catalog_planned(self, name: str, plan: ModelPlan) -> None:
+        self.catalog.set_plan(name, plan)
+        self.catalog_planned.emit(name, plan)
 
     def check_online(self) -> None:
         """Ask the hub something small, to know whether downloads can work (the answer only
@@ -98,7 +154,9 @@ class HubService(QObject):
     def open_repo(self, repo: str) -> None:
         self._files_seq += 1
         seq = self._files_seq
+        self._repo = repo
         self.files.replace(())
+        self.files.clear_plans()
         self._workers.call(
             lambda: self._gateway.hub_files(repo),
             lambda files: self._files_ready(seq, files),

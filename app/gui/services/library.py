@@ -1,9 +1,11 @@
 """The installed models (and the remote engines' models, which have no details to fetch
-here): list, details, delete, copy, in workers.
+here): list, details, memory plans, delete, copy, in workers.
 
 Owns the Models page's table model. Details (metadata, template, capabilities) cost a request
 each, so they are fetched once per digest and kept; the context column and the badges of what
-each model can do are filled from them.
+each model can do are filled from them. Each model's memory plan (what loading it with the
+context its chats ask for would take, against the memory free now) is asked for after every
+refresh, as free memory changes with what is loaded; the fit badges follow it.
 What a chat gets by default (``defaults``) also needs the context length the daemon starts
 models with, which comes from the same settings the daemon reads, and the context the app
 prefers for its chats (the Settings page).
@@ -20,7 +22,7 @@ from app.gui.item_models.daemon_tables import InstalledModelsModel
 from app.gui.state.gateway import Gateway
 from app.gui.state.model_defaults import ModelDefaults, modelfile_parameters
 from app.gui.state.preferences import DEFAULT_CONTEXT, chat_context
-from app.gui.state.records import InstalledModel, ModelDetails
+from app.gui.state.records import InstalledModel, ModelDetails, ModelPlan
 from app.gui.workers import Workers
 from daemon.settings import Settings
 
@@ -100,6 +102,30 @@ class ModelLibrary(QObject):
         entry = self._details.get(name)
         return entry[1] if entry and entry[0] == self._digest(name) else None
 
+    def plan(
+        self,
+        name: str,
+        then: Callable[[ModelPlan], None] | None = None,
+        on_error: Callable[[Exception], None] | None = None,
+    ) -> None:
+        """The daemon's memory plan of ``name`` with the context its chats ask for; the fit
+        badge of its row follows it. Nothing for a remote model (its engine plans its own)."""
+        if self.is_remote(name) or self.table.row_of(name) is None:
+            return
+
+        def got(plan: ModelPlan) -> None:
+            self.table.set_plan(name, plan)
+            if then is not None:
+                then(plan)
+
+        def ask(context: int | None) -> None:
+            options = {"num_ctx": context} if context else {}
+            self._workers.call(
+                lambda: self._gateway.plan(name, options), got, on_error or (lambda _e: None)
+            )
+
+        self.with_chat_context(name, ask)
+
     def delete(self, name: str) -> None:
         self._workers.call(
             lambda: self._gateway.delete(name), lambda _: self.refresh(), self._report
@@ -119,9 +145,13 @@ class ModelLibrary(QObject):
             filled.append(_with_details(m, cached[1]) if same else m)
         self.table.replace(filled)
         self.changed.emit(self.table.items())
-        for m in filled:
-            if m.capabilities is None and m.name not in self._details and not m.remote:
-                self._fetch(m.name, lambda _d: None, lambda _e: None)  # best effort
+        for m in filled:  # best effort: the badges guess until these come
+            if m.remote:
+                continue
+            if m.capabilities is None and m.name not in self._details:
+                self._fetch(m.name, lambda d: self.plan(d.name), lambda _e: None)
+            else:
+                self.plan(m.name)
 
     def _fetch(self, name: str, then, on_error) -> None:
         digest = self._digest(name)

@@ -1,8 +1,11 @@
-"""Will a model of this size run well on this machine?
+"""Will a model run well on this machine?
 
-The badge users trust in LM Studio and Jan: "fits in VRAM", "fits in RAM", "too large". A model
-needs its file plus room for the context (KV cache) and runtime buffers; we keep the headroom the
-surveys recommend (engines crash near 95% of GPU memory).
+The badge users trust in LM Studio and Jan: "fits in VRAM", "fits in RAM", "too large". The
+daemon's memory plan decides it (``plan_fit``: every part of the load, from the model's own
+header, against the free memory the daemon judges loads by). Until a plan has come, a guess from
+the file size stands in (``fit_for``: the file plus room for the context and runtime buffers,
+with the headroom the surveys recommend: engines crash near 95% of GPU memory), and the figure
+it gives is shown as "about".
 """
 
 from __future__ import annotations
@@ -10,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from app.gui.state.records import SystemInfo
+from app.gui.state.records import ModelPlan, SystemInfo
 
-__all__ = ["Fit", "GpuLayers", "fit_for", "gpu_layers", "needed_memory"]
+__all__ = ["Fit", "GpuLayers", "fit_for", "gpu_layers", "needed_memory", "plan_fit"]
 
 _OVERHEAD = 1.2  # context and compute buffers on top of the weights
 _FIXED = 300_000_000
@@ -23,6 +26,7 @@ _COMPUTE_MARGIN = 96 << 20  # the daemon's placement keeps this for llama.cpp's 
 
 class Fit(Enum):
     VRAM = "fits in VRAM"
+    SPLIT = "fits in VRAM + RAM"  # some layers on the GPU, the rest in RAM
     RAM = "fits in RAM"
     TOO_LARGE = "too large"
     UNKNOWN = ""
@@ -34,7 +38,8 @@ class Fit(Enum):
     @property
     def tone(self) -> str | None:
         """What the badge means (``design.tokens``): it fits, or it is worth a second look."""
-        return {"VRAM": "success", "RAM": "success", "TOO_LARGE": "warning"}.get(self.name)
+        tones = {"VRAM": "success", "SPLIT": "success", "RAM": "success", "TOO_LARGE": "warning"}
+        return tones.get(self.name)
 
 
 def needed_memory(file_size: int) -> int:
@@ -50,6 +55,17 @@ def fit_for(file_size: int, system: SystemInfo | None) -> Fit:
     if needed <= system.ram_total * _RAM_USABLE:
         return Fit.RAM
     return Fit.TOO_LARGE
+
+
+def plan_fit(plan: ModelPlan | None) -> Fit:
+    """The daemon's verdict: too large where its plan does not fit, else where it runs."""
+    if plan is None:
+        return Fit.UNKNOWN
+    if not plan.fits:
+        return Fit.TOO_LARGE
+    if plan.on_gpu:
+        return Fit.VRAM
+    return Fit.SPLIT if plan.gpu_layers else Fit.RAM
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,6 +47,7 @@ from app.gui.state.records import (
     HubRepo,
     InstalledModel,
     ModelDetails,
+    ModelPlan,
     PullProgress,
     PullStatus,
     RunningModel,
@@ -222,6 +223,11 @@ class Gateway:
     def running(self) -> tuple[RunningModel, ...]:
         return tuple(map(wire.running, call(lambda: self._short().running())))
 
+    def plan(self, name: str, options: Mapping[str, Any] | None = None) -> ModelPlan:
+        """What loading ``name`` with a chat's ``options`` would take (the model's header is
+        read, nothing loads): seconds at most the first time."""
+        return wire.model_plan(call(lambda: self._long().plan(name, options)))
+
     def delete(self, name: str) -> None:
         call(lambda: self._short().delete(name))
 
@@ -328,3 +334,15 @@ class Gateway:
 
     def hub_files(self, repo: str) -> tuple[HubFile, ...]:
         return tuple(map(wire.hub_file, call(lambda: self._long().hub_files(repo))))
+
+    def hub_plan(
+        self,
+        repo: str,
+        file: str | None = None,
+        quant: str | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> ModelPlan:
+        """``plan`` for a quant on Hugging Face (``file``, or ``quant``): the daemon reads its
+        header there, a few megabytes."""
+        answer = call(lambda: self._long().hub_plan(repo, file, quant, options), PULL_HINTS)
+        return wire.model_plan(answer)

@@ -19,6 +19,9 @@ __all__ = [
     "HubRepo",
     "InstalledModel",
     "ModelDetails",
+    "ModelPlan",
+    "PlanDevice",
+    "PlanPart",
     "PullProgress",
     "PullStatus",
     "RunningModel",
@@ -122,6 +125,7 @@ class CatalogModel:
     kind: str = "chat"
     repo: str = ""
     capabilities: frozenset[str] = frozenset()  # beyond plain chat: "vision", "tools", ...
+    quant: str = ""  # the quant of ``repo`` it pulls (what a plan of it reads)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +143,57 @@ class HubFile:
     size: int
     name_to_pull: str
     recommended: bool = False  # the daemon's pick: the best quant that fits free memory
+
+
+@dataclass(frozen=True, slots=True)
+class PlanPart:
+    """One part of a model's memory plan: ``bytes`` of ``kind`` (weights, kv, compute...) on
+    ``device`` ("CPU": RAM, "GPU0"...); ``measured``: llama.cpp's own figure; ``later``: RAM
+    the runner may fill after the load (its prompt cache), not at it."""
+
+    kind: str
+    device: str
+    bytes: int
+    text: str = ""
+    measured: bool = False
+    later: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PlanDevice:
+    device: str
+    bytes: int  # at load
+    later_bytes: int = 0
+    free: int | None = None  # what it is judged against (None: not judged)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelPlan:
+    """What loading a model would take, part by part, and how it would run (``/api/plan``)."""
+
+    model: str
+    parts: tuple[PlanPart, ...]
+    devices: tuple[PlanDevice, ...]
+    total: int
+    fits: bool
+    fit_reason: str = ""  # the daemon's figures, in its words
+    suggestion: str = ""  # where it does not fit, what would (the daemon's words)
+    context_length: int = 0
+    context_reason: str = ""
+    num_parallel: int = 1
+    parallel_reason: str = ""
+    kv_cache_type: str = "f16"
+    flash_attention: bool = True
+    gpu_layers: int = 0
+    total_layers: int = 0
+    cpu_moe_layers: int = 0  # a mixture of experts': the first layers whose experts stay in RAM
+    measured: bool = False
+    notes: tuple[str, ...] = ()
+
+    @property
+    def on_gpu(self) -> bool:
+        """Every layer on a GPU."""
+        return self.total_layers > 0 and self.gpu_layers >= self.total_layers
 
 
 @dataclass(frozen=True, slots=True)

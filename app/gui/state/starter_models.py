@@ -1,15 +1,18 @@
 """The first-run suggestions: a few well-known models, sized for this machine.
 
-Names are the catalog's short names, so one click pulls them. Sizes are the Q4_K_M files' and
-only approximate; the page may replace them with exact ones from the hub later.
+Names are the catalog's short names, so one click pulls them. Whether each fits is the
+daemon's memory plan of it (read from its header on the hub, at the context chats ask for),
+once it has come; until then a guess from the file size (the Q4_K_M files' sizes, only
+approximate) stands in.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from app.gui.state.fit import Fit, fit_for
-from app.gui.state.records import SystemInfo
+from app.gui.state.fit import Fit, fit_for, plan_fit
+from app.gui.state.records import ModelPlan, SystemInfo
 
 __all__ = ["STARTERS", "StarterModel", "Suggestion", "suggest"]
 
@@ -28,6 +31,7 @@ class Suggestion:
     model: StarterModel
     fit: Fit
     recommended: bool
+    plan: ModelPlan | None = None  # the daemon's, once it came
 
 
 STARTERS: tuple[StarterModel, ...] = (
@@ -40,18 +44,33 @@ STARTERS: tuple[StarterModel, ...] = (
 _CPU_COMFORT = 2_600_000_000  # above this, CPU-only replies get slow for chat
 
 
-def _best(suggestions: list[Suggestion], system: SystemInfo | None) -> StarterModel:
+def _best(suggestions: list[Suggestion]) -> StarterModel:
     on_gpu = [s.model for s in suggestions if s.fit is Fit.VRAM]
     if on_gpu:
         return max(on_gpu, key=lambda m: m.size)
-    in_ram = [s.model for s in suggestions if s.fit is Fit.RAM and s.model.size <= _CPU_COMFORT]
+    in_ram = [
+        s.model
+        for s in suggestions
+        if s.fit in (Fit.RAM, Fit.SPLIT) and s.model.size <= _CPU_COMFORT
+    ]
     if in_ram:
         return max(in_ram, key=lambda m: m.size)
     return min(STARTERS, key=lambda m: m.size)
 
 
-def suggest(system: SystemInfo | None) -> tuple[Suggestion, ...]:
-    """Every starter with its fit badge; exactly one marked as the one to try first."""
-    plain = [Suggestion(m, fit_for(m.size, system), False) for m in STARTERS]
-    best = _best(plain, system)
-    return tuple(Suggestion(s.model, s.fit, s.model == best) for s in plain)
+def suggest(
+    system: SystemInfo | None, plans: Mapping[str, ModelPlan] | None = None
+) -> tuple[Suggestion, ...]:
+    """Every starter with its fit badge (``plans``: the daemon's, by name, where they came);
+    exactly one marked as the one to try first."""
+    plans = plans or {}
+    plain = [
+        Suggestion(
+            m, plan_fit(plans[m.name]) if m.name in plans else fit_for(m.size, system), False
+        )
+        for m in STARTERS
+    ]
+    best = _best(plain)
+    return tuple(
+        Suggestion(s.model, s.fit, s.model == best, plans.get(s.model.name)) for s in plain
+    )

@@ -23,6 +23,9 @@ from app.gui.state.records import (
     HubRepo,
     InstalledModel,
     ModelDetails,
+    ModelPlan,
+    PlanDevice,
+    PlanPart,
     PullProgress,
     PullStatus,
     RunningModel,
@@ -38,6 +41,7 @@ __all__ = [
     "hub_repo",
     "installed",
     "model_details",
+    "model_plan",
     "progress",
     "pull_status",
     "running",
@@ -177,6 +181,7 @@ def catalog_model(item: api.CatalogModel) -> CatalogModel:
         item.kind,
         item.repo,
         frozenset(item.capabilities),
+        item.quant,
     )
 
 
@@ -186,6 +191,32 @@ def hub_repo(item: api.HubRepo) -> HubRepo:
 
 def hub_file(item: api.HubFile) -> HubFile:
     return HubFile(item.file, item.quant, item.size, item.name_to_pull, item.recommended)
+
+
+def model_plan(data: api.PlanResponse) -> ModelPlan:
+    s = data.settings
+    return ModelPlan(
+        model=data.model,
+        parts=tuple(
+            PlanPart(p.kind, p.device, p.bytes, p.text, p.measured, p.later) for p in data.parts
+        ),
+        devices=tuple(PlanDevice(d.device, d.bytes, d.later_bytes, d.free) for d in data.devices),
+        total=data.total,
+        fits=data.fits,
+        fit_reason=data.fit_reason,
+        suggestion=data.suggestion,
+        context_length=s.context_length,
+        context_reason=s.context_reason,
+        num_parallel=s.num_parallel,
+        parallel_reason=s.parallel_reason,
+        kv_cache_type=s.kv_cache_type,
+        flash_attention=s.flash_attention,
+        gpu_layers=s.gpu_layers,
+        total_layers=s.total_layers,
+        cpu_moe_layers=s.cpu_moe_layers,
+        measured=data.measured,
+        notes=tuple(data.notes),
+    )
 
 
 def system_info(data: api.SystemResponse) -> SystemInfo:

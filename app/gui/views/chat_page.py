@@ -157,6 +157,7 @@ class ChatPage(QStackedWidget):
         self.composer.stop_requested.connect(chat.stop)
         self.transcript.edit_requested.connect(self.composer.begin_edit)
         self.transcript.regenerate_requested.connect(self._regenerate)
+        self.transcript.load_anyway_requested.connect(self._load_anyway)
         self.transcript.continue_requested.connect(self._continue)
         self.transcript.delete_requested.connect(chat.delete_message)
         self.transcript.version_requested.connect(chat.show_version)
@@ -205,6 +206,11 @@ class ChatPage(QStackedWidget):
 
     def _regenerate(self) -> None:
         self._ask(self._last_question(), self.chat.regenerate, self.transcript.follow_end)
+
+    def _load_anyway(self) -> None:
+        """Answer again, with the model loaded though the daemon's plan says it does not fit."""
+        ask = partial(self.chat.regenerate, load_anyway=True)
+        self._ask(self._last_question(), ask, self.transcript.follow_end)
 
     def _continue(self, message_id: str) -> None:
         ask = partial(self.chat.continue_reply, message_id)

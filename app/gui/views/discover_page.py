@@ -5,8 +5,10 @@ With the search box empty (or Hugging Face out of reach) the page lists the cata
 with their badges (whether each fits, what each can do), filtered by what is typed (offline,
 the search looks through them); typing searches the hub after a short pause, and picking a
 repository lists its files, smallest first, each with its badge ("fits in VRAM", "fits in
-RAM", "too large"). What goes wrong is said in one wrapped line, so no message can widen the
-window.
+RAM", "too large") and what it would take in memory. Both are the daemon's memory plan of the
+file, read from its header on the hub, asked for the rows on screen only (more as they scroll
+into view); until a row's plan has come, its figure is "about" one from its size. What goes
+wrong is said in one wrapped line, so no message can widen the window.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from PySide6.QtWidgets import (
     QSizePolicy,
     QSplitter,
     QStackedWidget,
+    QTableView,
     QVBoxLayout,
     QWidget,
 )
@@ -40,6 +43,18 @@ CATALOG, SEARCH = 0, 1
 def _machine(system: SystemInfo) -> str:
     gpus = ", ".join(f"{g.name} {bytes_text(g.vram_total)}" for g in system.gpus) or "no GPU"
     return f"This computer: {bytes_text(system.ram_total)} RAM · {gpus}"
+
+
+def visible_records(view: QTableView) -> list:
+    """The records of the rows on screen, top to bottom."""
+    proxy = view.model()
+    if not view.isVisible() or not proxy.rowCount():
+        return []
+    first = view.rowAt(0)
+    last = view.rowAt(view.viewport().height() - 1)
+    first, last = max(first, 0), proxy.rowCount() - 1 if last < 0 else last
+    source = proxy.sourceModel()
+    return [source.item(proxy.mapToSource(proxy.index(r, 0)).row()) for r in range(first, last + 1)]
 
 
 def _wrapped(text: str = "") -> QLabel:
@@ -78,6 +93,13 @@ class DiscoverPage(QWidget):
         self._checked = False
         self._debounce = QTimer(self, singleShot=True, interval=400)
         self._debounce.timeout.connect(self.search_now)
+        self._planner = QTimer(self, singleShot=True, interval=0)  # one pass per burst
+        self._planner.timeout.connect(self.plan_visible)
+        for view in (self.catalog, self.files):
+            view.verticalScrollBar().valueChanged.connect(lambda _v: self._planner.start())
+            proxy = view.model()
+            for signal in (proxy.rowsInserted, proxy.modelReset, proxy.layoutChanged):
+                signal.connect(lambda *_: self._planner.start())
         self.query.textChanged.connect(self._typed)
         self.query.returnPressed.connect(self.search_now)
         self.catalog.selectionModel().selectionChanged.connect(lambda *_: self._selected())
@@ -115,6 +137,19 @@ class DiscoverPage(QWidget):
         layout.addWidget(self.state)
         layout.addWidget(self.views, 1)
         layout.addLayout(row)
+
+    def plan_visible(self) -> None:
+        """Ask for the memory plans of the rows on screen (each is asked for once)."""
+        if self.hub.offline:
+            return
+        if self._showing_catalog:
+            self.hub.plan_catalog([m.name for m in visible_records(self.catalog)])
+        else:
+            self.hub.plan_files(visible_records(self.files))
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._planner.start()
 
     def retheme(self) -> None:
         self.catalog.viewport().update()
@@ -180,9 +215,11 @@ class DiscoverPage(QWidget):
         elif self.state.text() == OFFLINE:
             self.state.clear()
         self._selected()
+        self._planner.start()
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
+        self._planner.start()
         if not self._checked:  # the first visit: can downloads work at all?
             self._checked = True
             self.hub.check_online()
@@ -191,6 +228,7 @@ class DiscoverPage(QWidget):
         if view != self.views.currentIndex():
             self.views.setCurrentIndex(view)
             self._selected()
+            self._planner.start()
 
     def _open_repo(self) -> None:
         repo = selected_record(self.repos)

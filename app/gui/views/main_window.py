@@ -86,6 +86,7 @@ class MainWindow(QMainWindow):
             settings.value(THEME_KEY, "system"), settings.value(CONTEXT_KEY, "")
         )
         s.library.preferred_context = self.preferences.context
+        s.hub.plan_context = self.preferences.context  # what Discover's plans assume
         self.welcome = WelcomePage()
         documents = DocumentsBar(
             s.documents, s.downloads.pull, lambda: [m.name for m in s.library.models()]
@@ -189,6 +190,8 @@ class MainWindow(QMainWindow):
         self.indicator.restart_requested.connect(s.monitor.restart)
         s.library.changed.connect(self._models_changed)
         s.hub.system_changed.connect(self.welcome.set_system)
+        self.welcome.plans_wanted.connect(s.hub.plan_catalog)
+        s.hub.catalog_planned.connect(self.welcome.set_plan)
         s.hub.system_changed.connect(self._system_changed)
         s.downloads.active_changed.connect(self._downloads_changed)
         s.downloads.finished.connect(self._download_finished)
@@ -263,6 +266,7 @@ class MainWindow(QMainWindow):
     def _context_picked(self, tokens: int) -> None:
         self.settings.setValue(CONTEXT_KEY, str(tokens))
         self.services.library.preferred_context = tokens
+        self.services.hub.plan_context = tokens
         self.chat_page.refresh_model()  # "model default" and the meter say the new length
         self._show_cost()
 

@@ -1,11 +1,13 @@
 """The Models page: what is installed, each model's details, delete, copy, import; the
 remote engines' models too, marked with their remote's name (chat only: no copy or delete).
 
-Each row has badges: whether the model fits this computer and what it can do beyond chat
-(vision, thinking, tools). Details are fetched when a row is selected: an Overview that reads
-as a summary (what it can do, as badges; its size; the context chats run at next to the one it
-was trained for; what that costs in memory), then the template, system prompt, parameters,
-license and Modelfile, with the raw GGUF keys last. GGUF files can be imported with the button
+Each row has badges: whether the model fits this computer (the daemon's memory plan of it) and
+what it can do beyond chat (vision, thinking, tools). Details are fetched when a row is
+selected: an Overview that reads as a summary (what it can do, as badges; its size; the context
+chats run at next to the one it was trained for; what loading it takes, as the daemon plans
+it: a bar per device, RAM or GPU, its parts coloured by what they are, and the figures in
+words), then the template, system prompt, parameters, license and Modelfile, with the raw GGUF
+keys last. GGUF files can be imported with the button
 or by dropping them; the buttons that act on a model are enabled only while one is selected.
 """
 
@@ -33,8 +35,9 @@ from app.gui.design.widgets import badge, set_kind
 from app.gui.services.library import ModelLibrary
 from app.gui.state.abilities import abilities_of
 from app.gui.state.memory_cost import MemoryCost
-from app.gui.state.records import InstalledModel, ModelDetails
+from app.gui.state.records import InstalledModel, ModelDetails, ModelPlan
 from app.gui.views.plain_text import ask_text, confirm, plain_label, rich_label
+from app.gui.views.plan_bar import PlanView
 from app.gui.views.record_table import selected_record, table_view
 from app.gui.views.welcome import gguf_paths
 
@@ -60,6 +63,7 @@ class ModelsPage(QWidget):
         self.table.selectionModel().selectionChanged.connect(lambda *_: self._selected())
         self.tabs = QTabWidget()
         self.metadata: QTableWidget | None = None  # the raw GGUF keys, the last tab
+        self.plan_view: PlanView | None = None  # the memory plan, on the Overview
         self.summary = rich_label("Select a model to see its details.", wordWrap=True)
         self.chat_button = QPushButton("Chat with it")
         set_kind(self.chat_button, "primary")
@@ -180,16 +184,29 @@ class ModelsPage(QWidget):
         form.addRow("Model", plain_label(f"{model.family or 'unknown family'} · {size}"))
         defaults = self.library.defaults(d)
         form.addRow("Context", plain_label(defaults.context_text()))
-        cost = MemoryCost.of(d, model.size, defaults.context, d.slots or 4)
-        memory = plain_label(cost.text(), wordWrap=True)
-        memory.setToolTip(
-            "Weights, plus the K/V cache for every token of context in each slot (the requests "
-            "it serves at once). The context chats ask for is on the Settings page."
+        estimate = MemoryCost.of(d, model.size, defaults.context, d.slots or 4).text()
+        self.plan_view = PlanView()
+        self.plan_view.show_text(f"{estimate} (the daemon is planning it)")
+        form.addRow("Memory", self.plan_view)
+        self.library.plan(
+            d.name,
+            lambda plan, name=d.name: self._show_plan(name, plan),
+            lambda _error, name=d.name: self._plan_failed(name, estimate),
         )
-        form.addRow("Memory", memory)
         template = "its own" if d.has_chat_template else "none: a base model, made to continue text"
         form.addRow("Chat template", plain_label(template))
         return page
+
+    def _show_plan(self, name: str, plan: ModelPlan) -> None:
+        """The daemon's plan, if its model is still the one shown."""
+        model = self.selected()
+        if self.plan_view is not None and model is not None and model.name == name:
+            self.plan_view.show_plan(plan)
+
+    def _plan_failed(self, name: str, estimate: str) -> None:
+        model = self.selected()
+        if self.plan_view is not None and model is not None and model.name == name:
+            self.plan_view.show_text(f"{estimate} (estimated: the daemon could not plan it)")
 
     def _chat(self) -> None:
         model = self.selected()

@@ -55,6 +55,7 @@ _PICK = {Qt.Key.Key_Up: -1, Qt.Key.Key_Down: 1}
 class Transcript(QTextBrowser):
     edit_requested = Signal(str, str)  # message id, its text
     regenerate_requested = Signal()
+    load_anyway_requested = Signal()  # answer again, loading the model though its plan does not fit
     continue_requested = Signal(str)  # the id of a cut-off reply
     delete_requested = Signal(str)  # message id
     version_requested = Signal(str, int)  # reply id, the version to show
@@ -386,6 +387,8 @@ class Transcript(QTextBrowser):
             self.edit_requested.emit(arg, self.message_text(arg))
         elif kind == "regenerate":
             self.regenerate_requested.emit()
+        elif kind == "load_anyway":
+            self.load_anyway_requested.emit()
         elif kind == "continue":
             self.continue_requested.emit(arg)
         elif kind == "delete":

@@ -1,7 +1,8 @@
 """The transcript's HTML, one block per message: the user's words in a bubble on the right; a
 reply in a card, under the model's name, with a thinking model's reasoning folded into one line
 ("Thought for 3.2 s · 412 words ▸", "Thinking…" while it goes on), its text (folded when very
-long), an error in place with what to do, and a quiet footer: the version switcher ("< 2/2 >"),
+long), an error in place with what to do (Try again; Load anyway where the daemon refused the
+model's load for memory), and a quiet footer: the version switcher ("< 2/2 >"),
 Continue for a reply that was cut off, and its numbers in one short line that opens to all of
 them (live while the reply streams). Bubbles, cards and the boxes in them are tables marked by
 their colour; ``transcript_boxes`` paints them with round corners.
@@ -22,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.gui.design.tokens import Palette
+from app.gui.state.chat.errors import memory_refused
 from app.gui.state.chat.folding import fold
 from app.gui.state.chat.records import Message
 from app.gui.state.chat.stats import ReplyStats
@@ -141,10 +143,11 @@ def _fold_link(message_id: str, expanded: bool, hidden: int) -> str:
 
 def _error(m: Message, p: Palette) -> str:
     hint = f"<br><span style='color:{p.text};'>{html.escape(m.hint)}</span>" if m.hint else ""
+    anyway = " · <a href='action:load_anyway'>Load anyway</a>" if memory_refused(m.hint) else ""
     return (
         f"<table width='100%' cellpadding='10' bgcolor='{p.danger_soft}' style='margin-top:4px;'>"
         f"<tr><td><span style='color:{p.danger};'><b>{html.escape(m.error)}</b></span>{hint}"
-        "<br><a href='action:regenerate'>Try again</a></td></tr></table>"
+        f"<br><a href='action:regenerate'>Try again</a>{anyway}</td></tr></table>"
     )
 
 

@@ -1,9 +1,11 @@
 """The first-run page: a few models sized for this machine, one click each, or your own GGUF.
 
 Shown while no model is installed. The suggestion that suits the machine best is marked; the
-others carry the same fit badge the Discover page uses. Importing a GGUF file you have is a
-choice of its own (a card, and a drop anywhere on the page); offline it is the one offered,
-and the downloads say why they wait. A failed download says what happened in one sentence.
+others carry the same fit badge the Discover page uses: the daemon's memory plan of each
+(``plans_wanted`` asks for them when the page first shows; ``set_plan`` brings each), a guess
+from the file size until it comes. Importing a GGUF file you have is a choice of its own (a
+card, and a drop anywhere on the page); offline it is the one offered, and the downloads say
+why they wait. A failed download says what happened in one sentence.
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ from app.gui.design.tokens import SPACE
 from app.gui.design.widgets import badge, set_kind
 from app.gui.state.downloads import Download
 from app.gui.state.fit import Fit
-from app.gui.state.records import SystemInfo
-from app.gui.state.starter_models import Suggestion, suggest
+from app.gui.state.model_plan import memory_text, plan_tip
+from app.gui.state.records import ModelPlan, SystemInfo
+from app.gui.state.starter_models import STARTERS, Suggestion, suggest
 from app.gui.state.units import bytes_text, duration_text
 from app.gui.views.plain_text import plain_label, plain_tooltip
 
@@ -69,11 +72,15 @@ def _machine(system: SystemInfo | None) -> str:
 class WelcomePage(QWidget):
     pull_requested = Signal(str)
     import_requested = Signal(object)  # Path
+    plans_wanted = Signal(object)  # the starters' names, the first time the page shows
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setAcceptDrops(True)
         self.offline = False
+        self.system: SystemInfo | None = None
+        self.plans: dict[str, ModelPlan] = {}
+        self._asked = False
         self.machine = plain_label(_machine(None), objectName="muted")
         self.cards = QGridLayout()
         self.cards.setSpacing(SPACE.md)
@@ -138,14 +145,27 @@ class WelcomePage(QWidget):
         layout.addWidget(QLabel("or drop a .gguf file anywhere here", objectName="caption"))
         return card
 
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if not self._asked:
+            self._asked = True
+            self.plans_wanted.emit([m.name for m in STARTERS])
+
+    def set_plan(self, name: str, plan: ModelPlan) -> None:
+        """The daemon's plan of a starter: its badge, and maybe which one is recommended."""
+        if name in {m.name for m in STARTERS}:
+            self.plans[name] = plan
+            self.set_system(self.system)
+
     def set_system(self, system: SystemInfo | None) -> None:
+        self.system = system
         self.cards.removeWidget(self.import_card)
         while self.cards.count():
             self.cards.takeAt(0).widget().deleteLater()
         self.buttons.clear()
         self.problems.clear()
         self.machine.setText(_machine(system))
-        suggestions = suggest(system)
+        suggestions = suggest(system, self.plans)
         for i, suggestion in enumerate(suggestions):
             self.cards.addWidget(self._card(suggestion), i // 3, i % 3)
         place = len(suggestions)
@@ -197,13 +217,18 @@ class WelcomePage(QWidget):
         blurb.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         layout.addWidget(blurb)
         facts = QHBoxLayout()
+        plan = plan_tip(s.plan, s.model.size)
         facts.addWidget(
             QLabel(f"{s.model.parameters} · {bytes_text(s.model.size)}", objectName="muted")
         )
         if s.fit is not Fit.UNKNOWN:
-            facts.addWidget(badge(s.fit.label, s.fit.tone or "neutral"))
+            facts.addWidget(badge(s.fit.label, s.fit.tone or "neutral", plan))
         facts.addStretch(1)
         layout.addLayout(facts)
+        runs = plain_label(f"runs in {memory_text(s.plan, s.model.size)}", objectName="muted")
+        runs.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        runs.setToolTip(plan)
+        layout.addWidget(runs)
         layout.addStretch(1)
         button = QPushButton("Download" if s.fit is not Fit.TOO_LARGE else "Download anyway")
         button.setAccessibleName(f"Download {s.model.name}")
