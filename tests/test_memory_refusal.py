@@ -238,3 +238,4 @@ def test_the_daemon_sizes_an_unasked_context_to_what_fits_and_says_so(tmp_path, 
         shown = client.post("/api/show", json={"model": "tiny"}).json()["runs_with"]
         said = f"the largest context that fits: {chosen:,} tokens (1 slot, {size_text(free)} free)"
         assert shown["context_reason"] == f"loaded: {said}"
+        assert running["context_reason"] == said  # ps says so too

@@ -161,6 +161,7 @@ class RunningModel(BaseModel):
     flash_attention: str = "auto"  # ours: as it runs: "on", "off" or "auto" (llama.cpp decides)
     num_parallel: int = 0  # ours: its slots (requests it serves at once); 0: not known (remote)
     parallel_reason: str = ""  # ours: why that many
+    context_reason: str = ""  # ours: why its context is as long as it is
     expert_layers: int = 0  # ours: a MoE model's layers with experts; 0: dense (or remote)
     cpu_expert_layers: int = 0  # ours: of them, those whose experts stay in RAM
 

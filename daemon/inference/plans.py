@@ -7,26 +7,20 @@ chat would start (``Scheduler.plan``): slots, context, GPU layers and experts in
 as they would be, against the free memory it would be judged by. Nothing loads.
 
 A quant on the hub has no files here: its shapes come from its headers
-(``model_registry.pull.hub_headers``) and the loader's own planning runs on them, so its
-slots, context and placement are chosen by the same rules from the same figures; the free RAM
-is the scheduler's (loaded models counted, headroom kept), from a plan of the same target.
+(``model_registry.pull.hub_headers``) and go with its target, so the scheduler plans it by the
+same rules from the same figures (free RAM with loaded models counted, the GPUs' free memory).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from daemon.inference.inference import Inference
 from daemon.inference.options import merge_options, runner_options
 from daemon.inference.resolve import with_draft
-from daemon.runners.types import RunnerSpec
-from daemon.scheduler import LoadPlan, LoadTarget, ModelFootprint, RunnerOptions
-from daemon.scheduler.loader import AUTO_CPU_MOE, AUTO_GPU_LAYERS, RunnerLoader
-from daemon.scheduler.memory import nvidia_free_vram
-from daemon.scheduler.planner import MemoryPlanner
-from daemon.scheduler.shapes import ModelShapes
+from daemon.scheduler import LoadPlan, LoadTarget, ModelFootprint, TargetShapes
 from model_registry.model_shape import ModelShape
 from model_registry.pull.hub_headers import HubModel
 
@@ -76,31 +70,21 @@ def _whose(
 
 
 async def plan_on_hub(
-    inference: Inference,
-    hub: HubModel,
-    options: Mapping[str, object],
-    gpu_probe: Callable[[], list[int]] = nvidia_free_vram,
+    inference: Inference, hub: HubModel, options: Mapping[str, object]
 ) -> Planned:
-    """The plan of a quant on the hub, from its headers, as a load of it would be planned
-    (``gpu_probe``: the scheduler's, which finds the GPUs' free memory)."""
-    scheduler = inference.scheduler
+    """The plan of a quant on the hub, from its headers, as the scheduler would plan a load of
+    it: the same rules, the same free memory and GPUs."""
     merged = merge_options(options)
     wanted = runner_options(merged, inference.settings, hub.model.n_ctx_train or None)
-    target = _hub_target(hub)
-    free = (await scheduler.plan(target, wanted)).ram_free  # the RAM loads are judged by
-    shapes = {target.model_paths: hub.model, (target.projector_path,): hub.projector}
-    loader = RunnerLoader(_no_runner, gpu_probe, planner=MemoryPlanner(shapes=_Given(shapes)))
-    load = await loader.plan(target, _spec(target, wanted), free, scheduler.config.context_cap)
-    if not load.fits and load.vram_bytes <= load.vram_free:
-        load = replace(load, suggestion=await loader.what_fits(target, load, free))
+    load = await inference.scheduler.plan(_hub_target(hub), wanted)
     context = _whose(load.context_reason, "num_ctx", options, {}, "CONTEXT_LENGTH")
     parallel = _whose(load.parallel_reason, "num_parallel", options, {}, "NUM_PARALLEL")
     return Planned(hub.name_to_pull, load, context, parallel, hub.size, "hub")
 
 
 def _hub_target(hub: HubModel) -> LoadTarget:
-    """The target a pull of ``hub`` would make, as far as a plan goes: no files here (its
-    shapes are given: ``_Given``), and the summary the scheduler's rules read."""
+    """The target a pull of ``hub`` would make, as far as a plan goes: no files here, its
+    shapes given (read from the hub's headers), and the summary the scheduler's rules read."""
     shape, name = hub.model, hub.name_to_pull
     return LoadTarget(
         name=name,
@@ -109,6 +93,7 @@ def _hub_target(hub: HubModel) -> LoadTarget:
         projector_path=f"{name}#projector" if hub.projector is not None else None,
         n_ctx_train=shape.n_ctx_train or None,
         embedding_only=not shape.kv_cache,
+        shapes=TargetShapes(shape, projector=hub.projector),
     )
 
 
@@ -122,38 +107,3 @@ def _footprint(shape: ModelShape, size: int) -> ModelFootprint:
         n_head_kv=next((h for h in shape.n_head_kv if h), first),
         head_size=shape.head_k,
     )
-
-
-def _spec(target: LoadTarget, options: RunnerOptions) -> RunnerSpec:
-    """The spec a load of ``target`` starts from, its choices left to the loader (as the
-    scheduler makes it for a load)."""
-    return RunnerSpec(
-        model_name=target.name,
-        model_paths=target.model_paths,
-        num_ctx=options.num_ctx,
-        num_parallel=options.num_parallel,
-        num_gpu_layers=AUTO_GPU_LAYERS if options.num_gpu is None else options.num_gpu,
-        num_cpu_moe=AUTO_CPU_MOE if options.num_cpu_moe is None else options.num_cpu_moe,
-        num_threads=options.num_threads,
-        num_batch=options.num_batch,
-        embedding_only=target.embedding_only,
-        kv_cache_type=options.kv_cache_type,
-        flash_attention=options.flash_attention,
-        backend_sampling=options.backend_sampling,
-        host_cache_bytes=options.host_cache_bytes,
-    )
-
-
-class _Given(ModelShapes):
-    """Shapes read already (from the hub's headers) in place of files to read."""
-
-    def __init__(self, shapes: Mapping[tuple[str | None, ...], ModelShape | None]):
-        super().__init__()
-        self._given = dict(shapes)
-
-    async def get(self, paths: Sequence[str]) -> ModelShape | None:
-        return self._given.get(tuple(paths))
-
-
-async def _no_runner(spec: RunnerSpec, log_path) -> None:
-    raise RuntimeError("a plan starts no runner")

@@ -7,6 +7,7 @@ from daemon.scheduler.loaded import (
     Runner,
     RunnerFactory,
     RunnerOptions,
+    TargetShapes,
 )
 from daemon.scheduler.loader import LoadPlan
 from daemon.scheduler.measured import MEASURED_FILE
@@ -32,6 +33,7 @@ __all__ = [
     "RunnerOptions",
     "Scheduler",
     "SchedulerConfig",
+    "TargetShapes",
     "describe_placement",
     "estimate_bytes",
     "plan_memory",

@@ -26,6 +26,7 @@ from daemon.runners.types import (
 )
 from daemon.scheduler.memory import ModelFootprint
 from daemon.scheduler.memory_plan import MemoryPlan
+from model_registry.model_shape import ModelShape
 
 __all__ = [
     "LoadTarget",
@@ -34,6 +35,7 @@ __all__ = [
     "Runner",
     "RunnerFactory",
     "RunnerOptions",
+    "TargetShapes",
 ]
 
 
@@ -64,6 +66,16 @@ RunnerFactory = Callable[[RunnerSpec, Path | None], Awaitable[Runner]]
 
 
 @dataclass(frozen=True, slots=True)
+class TargetShapes:
+    """The shapes of everything a target loads (``model_registry.model_shape``)."""
+
+    model: ModelShape
+    draft: ModelShape | None = None
+    projector: ModelShape | None = None
+    loras: tuple[ModelShape, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class LoadTarget:
     """A model resolved from the store: which files, and the numbers that size it (the
     store's summary; the memory plan reads the files' headers: ``planner``)."""
@@ -77,6 +89,9 @@ class LoadTarget:
     draft_paths: tuple[str, ...] = ()  # its weights; another draft means a reload
     embedding_only: bool = False
     n_ctx_train: int | None = None
+    # its shapes known already, where there are no files to read them from (a quant on the
+    # hub, from its headers); None: read from the files
+    shapes: TargetShapes | None = None
 
 
 @dataclass(frozen=True, slots=True)

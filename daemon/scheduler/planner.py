@@ -15,31 +15,19 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 from daemon.runners.types import LlamaBuffer, RunnerSpec
-from daemon.scheduler.loaded import LoadTarget
+from daemon.scheduler.loaded import LoadTarget, TargetShapes
 from daemon.scheduler.measured import MeasuredBuffers, corrected, plan_key
 from daemon.scheduler.memory import footprint_shape
 from daemon.scheduler.memory_plan import MemoryPlan, plan_memory, plan_settings
 from daemon.scheduler.repack import repacked_types
 from daemon.scheduler.shapes import ModelShapes
-from model_registry.model_shape import ModelShape
 
 __all__ = ["MemoryPlanner", "TargetShapes"]
 
 log = logging.getLogger("localllm.scheduler")
-
-
-@dataclass(frozen=True, slots=True)
-class TargetShapes:
-    """The shapes of everything a target loads."""
-
-    model: ModelShape
-    draft: ModelShape | None = None
-    projector: ModelShape | None = None
-    loras: tuple[ModelShape, ...] = ()
 
 
 class MemoryPlanner:
@@ -55,11 +43,13 @@ class MemoryPlanner:
         self._ready = False  # the measured figures' file read, this CPU's repacking known
 
     async def shapes(self, target: LoadTarget) -> TargetShapes:
-        """Read (once) the headers of everything ``target`` loads; the measured figures'
-        file too, the first time."""
+        """Read (once) the headers of everything ``target`` loads (unless it came with them);
+        the measured figures' file too, the first time."""
         if not self._ready:
             self._repack = await asyncio.to_thread(self._prepare)
             self._ready = True
+        if target.shapes is not None:
+            return target.shapes
         model = await self._shapes.get(target.model_paths)
         if model is None:
             model = footprint_shape(target.footprint)

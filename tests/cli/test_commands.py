@@ -58,9 +58,20 @@ def test_ps_table(run_cli, fake):
     assert header.split() == PS_HEADER
     assert "cdcdcdcdcdcd" in first and "5.5 GB" in first and "100% CPU" in first
     assert first.split()[6:8] == ["4096", "16"] and first.endswith("Forever")  # ctx, slots
+
     assert "f16, flash auto" in first  # the KV cache type and flash attention it runs with
     assert "50%/50% CPU/GPU" in second
     assert json.loads(run_cli("ps", "--json")[1])[0]["context_length"] == 4096
+
+
+def test_ps_says_when_the_daemon_sized_a_context_to_what_fits(run_cli, fake):
+    sized = "the largest context that fits: 12,288 tokens (4 slots, 9.8 GiB free)"
+    fake.loaded = [
+        running_model("fitted:latest", context_length=12288, context_reason=sized),
+        running_model("asked:latest", context_length=4096, context_reason="num_ctx"),
+    ]
+    _, out, _ = run_cli("ps")
+    assert out.splitlines()[3:] == [f"fitted:latest: {sized}"]
 
 
 def test_show_summary(run_cli):

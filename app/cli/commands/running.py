@@ -51,7 +51,13 @@ def _ps(context: Context, args: argparse.Namespace) -> int:
     rows = [_remote_row(model) if model.remote else _local_row(model, now) for model in running]
     headers = ["NAME", "ID", "SIZE", "PROCESSOR", "CONTEXT", "SLOTS", "KV CACHE", "UNTIL"]
     context.print(table(headers, rows))
+    for model in running:  # a context the daemon chose for what fits says so
+        if model.context_reason.startswith(_SIZED):
+            context.print(f"{model.name or model.model}: {model.context_reason}")
     return 0
+
+
+_SIZED = "the largest context that fits"  # the daemon's reason for a context it sized
 
 
 def _local_row(model: RunningModel, now: datetime) -> list[object]:

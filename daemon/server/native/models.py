@@ -130,6 +130,7 @@ def _running(store: Store, status: ModelStatus) -> RunningModel:
         flash_attention=status.info.flash_attention or status.spec.flash_attention,
         num_parallel=status.info.n_parallel,
         parallel_reason=status.parallel_reason,
+        context_reason=status.context_reason,
         expert_layers=status.info.expert_layers,
         cpu_expert_layers=status.info.cpu_expert_layers,
     )
