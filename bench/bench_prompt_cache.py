@@ -10,7 +10,7 @@ model tier, ``tests/support/real_model.py``) unless ``--model`` names another GG
      lost its slot to the others: its time to first token with the host cache on vs off
      (target: at least 5x faster), and the prompt tokens it found cached.
   2. each KV cache type (f16, q8_0, q4_0): the runner's resident memory after load, the
-     scheduler's KV estimate, and single-stream tokens/s.
+     memory plan's caches (its kv and window kv parts), and single-stream tokens/s.
 
 Every measurement of a table comes from the same run, so the ratios hold on a busy machine.
 """
@@ -30,8 +30,8 @@ sys.path.insert(0, str(ROOT))
 
 from daemon.runners.process import RunnerProcess  # noqa: E402
 from daemon.runners.types import DoneEvent, GenerateCall, RunnerSpec, SamplingParams  # noqa: E402
-from daemon.scheduler.memory import ModelFootprint, kv_cache_bytes  # noqa: E402
-from model_registry.gguf_info import read_gguf_info  # noqa: E402
+from daemon.scheduler.memory_plan import plan_memory, plan_settings  # noqa: E402
+from model_registry.model_shape import ModelShape, read_model_shape  # noqa: E402
 
 GREEDY = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=16)
 WORDS = [
@@ -90,9 +90,10 @@ async def _interleaved(spec: RunnerSpec, history_words: int) -> tuple[DoneEvent,
         await runner.stop()
 
 
-async def _kv_type(spec: RunnerSpec, kind: str, footprint: ModelFootprint) -> dict:
+async def _kv_type(spec: RunnerSpec, kind: str, shape: ModelShape) -> dict:
     flash = "on" if kind != "f16" else "auto"
-    runner = await RunnerProcess.start(replace(spec, kv_cache_type=kind, flash_attention=flash))
+    spec = replace(spec, kv_cache_type=kind, flash_attention=flash)
+    runner = await RunnerProcess.start(spec)
     try:
         params = replace(GREEDY, max_tokens=96, ignore_eos=True)
         await _generate(runner, _turn("", "Write a story."), replace(params, max_tokens=8))
@@ -100,24 +101,18 @@ async def _kv_type(spec: RunnerSpec, kind: str, footprint: ModelFootprint) -> di
         return {
             "type": kind,
             "rss": runner.info.memory_bytes,
-            "kv": kv_cache_bytes(footprint, spec.num_ctx * spec.num_parallel, kind),
+            "kv": _planned_cache(shape, spec),
             "tps": done.completion_tokens / done.generation_seconds,
         }
     finally:
         await runner.stop()
 
 
-def _footprint(path: Path) -> ModelFootprint:
-    """What the scheduler knows of the model (the GGUF summary the store keeps)."""
-    info = read_gguf_info(path)
-    return ModelFootprint(
-        path.stat().st_size,
-        info.block_count or 0,
-        info.embedding_length or 0,
-        info.head_count or 0,
-        info.head_count_kv or 0,
-        info.key_length or 0,
-    )
+def _planned_cache(shape: ModelShape, spec: RunnerSpec) -> int:
+    """The memory plan's K and V caches for the runner ``spec`` starts (full-attention and
+    sliding-window layers, every slot)."""
+    plan = plan_memory(shape, plan_settings(spec, shape))
+    return sum(plan.kind_bytes(kind) for kind in ("kv", "window kv", "recurrent"))
 
 
 async def main() -> None:
@@ -155,10 +150,10 @@ async def main() -> None:
         f"{cold.prompt_tokens - cold.prompt_evaluated} | same answer: "
         f"{'yes' if warm_text == cold_text else 'NO'} | |"
     )
-    footprint = _footprint(args.model)
-    rows = [await _kv_type(base, kind, footprint) for kind in ("f16", "q8_0", "q4_0")]
+    shape = read_model_shape(args.model)
+    rows = [await _kv_type(base, kind, shape) for kind in ("f16", "q8_0", "q4_0")]
     print(f"\nKV cache types, {args.ctx} tokens x 4 slots, load {os.getloadavg()[0]:.2f}")
-    print("| KV cache | KV estimate, MiB | runner RSS, MiB | tokens/s (1 stream, 96 tokens) |")
+    print("| KV cache | planned KV, MiB | runner RSS, MiB | tokens/s (1 stream, 96 tokens) |")
     print("| --- | --- | --- | --- |")
     for row in rows:
         print(

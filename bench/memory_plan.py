@@ -30,11 +30,6 @@ sys.path.insert(0, str(ROOT))
 from daemon.runners.attention import attention_scores_bytes  # noqa: E402
 from daemon.runners.process import RunnerProcess  # noqa: E402
 from daemon.runners.types import DoneEvent, GenerateCall, RunnerSpec, SamplingParams  # noqa: E402
-from daemon.scheduler.memory import (  # noqa: E402
-    COMPUTE_MARGIN_BYTES,
-    ModelFootprint,
-    kv_cache_bytes,
-)
 from daemon.scheduler.memory_plan import plan_memory, plan_settings  # noqa: E402
 from daemon.scheduler.repack import repacked_types  # noqa: E402
 from model_registry.gguf_info import read_gguf_info  # noqa: E402
@@ -43,25 +38,24 @@ from tests.support.llama_buffers import MeasuredModel  # noqa: E402
 from tests.test_memory_matrix import CELLS, MODELS, spec_for  # noqa: E402
 
 MIB = 1 << 20
+OLD_MARGIN_BYTES = 96 << 20  # the old formula's fixed allowance for compute and the runner
+OLD_BYTES_PER_VALUE = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
 LONG = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=256, ignore_eos=True)
 
 
 def old_estimate(path: Path, spec: RunnerSpec, flash: bool) -> int:
-    """What the scheduler estimated before the plan: weights + every layer's full-size cache
-    + a fixed 96 MiB, + one layer's attention scores without flash attention."""
+    """What the scheduler estimated before the plan (kept here for the table's history):
+    the file's size + K and V of every layer for every cell of every slot + a fixed 96 MiB,
+    + one layer's attention scores without flash attention."""
     info = read_gguf_info(path)
-    footprint = ModelFootprint(
-        path.stat().st_size,
-        n_layer=info.block_count or 0,
-        n_embd=info.embedding_length or 0,
-        n_head=info.head_count or 0,
-        n_head_kv=info.head_count_kv or 0,
-        head_size=info.key_length or 0,
-    )
-    kv = kv_cache_bytes(footprint, spec.num_ctx * spec.num_parallel, spec.kv_cache_type)
+    n_head = info.head_count or 0
+    head = (info.key_length or (info.embedding_length or 0) // n_head) if n_head else 0
+    width = head * (info.head_count_kv or n_head) if n_head else info.embedding_length or 0
+    values = 2 * (info.block_count or 0) * spec.num_ctx * spec.num_parallel * width
+    kv = int(values * OLD_BYTES_PER_VALUE[spec.kv_cache_type])
     batch = max(spec.num_batch, spec.num_parallel)
-    scores = 0 if flash else attention_scores_bytes(footprint.n_head, spec.num_ctx, batch)
-    return footprint.weights_bytes + kv + COMPUTE_MARGIN_BYTES + scores
+    scores = 0 if flash else attention_scores_bytes(n_head, spec.num_ctx, batch)
+    return path.stat().st_size + kv + OLD_MARGIN_BYTES + scores
 
 
 def row(name: str, cell: str, path: Path, spec: RunnerSpec, measured: MeasuredModel) -> list:

@@ -106,25 +106,41 @@ def test_the_draft_option_resolves_an_installed_model(imported_store, models, tm
         with_draft(imported_store, target, 3)
 
 
-def test_the_memory_estimate_counts_the_drafts_kv_cache(imported_store, models, tmp_path):
-    """The draft has a context as large as the model's: its KV cache is in the estimate, by
-    its own layers and widths, whether it comes from the Modelfile or the request."""
-    from daemon.scheduler.memory import kv_cache_bytes
+def test_the_plan_counts_the_drafts_own_cache(imported_store, models, tmp_path):
+    """The draft has a context as large as the model's: the plan of a drafted model is the
+    plain model's plus a draft part, planned from the draft's own header (its layers and
+    widths), that grows with the context by at least the draft's K and V for the added cells,
+    whether the draft comes from the Modelfile or the request. (The draft part's exact figures
+    are ``test_memory_plan``'s.)"""
+    import asyncio
+
+    from daemon.scheduler.planner import MemoryPlanner
+    from tests.support.runner import make_spec
 
     create(imported_store, "small", "FROM ./small.gguf\n", tmp_path)
     create(imported_store, "drafted", "FROM tiny\nDRAFT small\n", tmp_path)
-    plain = resolve_model(imported_store, "tiny").target.footprint
-    small = resolve_model(imported_store, "small").target.footprint
-    drafted = resolve_model(imported_store, "drafted").target.footprint
-    assert small.n_layer == 1 and plain.n_layer > 1
-    assert drafted.draft is not None and drafted.draft.n_layer == 1
-    cells = 4 * 4096
-    draft_kv = kv_cache_bytes(small, cells)
-    assert draft_kv > 0
-    assert kv_cache_bytes(drafted, cells) == kv_cache_bytes(plain, cells) + draft_kv
-    by_option = with_draft(imported_store, resolve_model(imported_store, "tiny").target, "small")
+    plain = resolve_model(imported_store, "tiny").target
+    by_modelfile = resolve_model(imported_store, "drafted").target
+    by_option = with_draft(imported_store, plain, "small")
+    planner = MemoryPlanner(repack_types=frozenset())
+
+    def plan(target, num_ctx: int = 4096):
+        shapes = asyncio.run(planner.shapes(target))
+        spec = make_spec(tuple(target.model_paths), num_ctx=num_ctx, num_parallel=4)
+        return shapes, planner.plan(shapes, spec)[0]
+
+    _, alone = plan(plain)
+    shapes, drafted = plan(by_modelfile)
+    assert shapes.draft is not None and shapes.draft.n_layer == 1  # the draft's own header
+    assert alone.kind_bytes("draft") == 0 and drafted.kind_bytes("draft") > 0
+    assert drafted.total() - drafted.kind_bytes("draft") == alone.total()
+    assert plan(by_option)[1].parts == drafted.parts
+    _, longer = plan(by_modelfile, num_ctx=8192)
+    per_cell = sum(sum(shapes.draft.kv_widths(i)) * 2 for i in range(shapes.draft.n_layer))
+    assert longer.kind_bytes("draft") - drafted.kind_bytes("draft") >= per_cell * 4096 * 4
+    # the store's summary, which stands in where a header cannot be read, has both models
     footprint = by_option.footprint
-    assert footprint.weights_bytes == plain.weights_bytes + small.weights_bytes
-    assert kv_cache_bytes(footprint, cells, "q8_0") == (
-        kv_cache_bytes(plain, cells, "q8_0") + kv_cache_bytes(small, cells, "q8_0")
-    )
+    small = resolve_model(imported_store, "small").target.footprint
+    assert footprint.weights_bytes == plain.footprint.weights_bytes + small.weights_bytes
+    assert by_modelfile.footprint.draft is not None
+    assert by_modelfile.footprint.draft.n_layer == 1

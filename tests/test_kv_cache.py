@@ -10,9 +10,11 @@ import pytest
 from daemon.errors import BadRequestError
 from daemon.inference.options import merge_options, runner_options
 from daemon.runners.attention import LONG_CONTEXT, MOST_SCORE_BYTES, flash_attention_setting
-from daemon.scheduler.memory import ModelFootprint, estimate_bytes
+from daemon.scheduler.memory import ModelFootprint, footprint_shape
+from daemon.scheduler.memory_plan import plan_memory, plan_settings
 from daemon.settings import Settings
 from model_registry.importer import ModelExtras
+from model_registry.model_shape import read_model_shape
 from tests.support.daemon import Daemon, make_store
 from tests.support.runner import GREEDY, collect, make_spec, write_tiny_model
 
@@ -37,12 +39,23 @@ def test_each_kv_cache_type_loads_and_answers(harness, model_path, kv_type):
         harness.run(runner.stop())
 
 
-def test_quantized_cache_shrinks_the_memory_estimate():
-    footprint = ModelFootprint(100 << 20, n_layer=16, n_embd=2048, n_head=32, n_head_kv=8)
-    f16, q8, q4 = (estimate_bytes(footprint, 8192, 4, kind) for kind in ("f16", "q8_0", "q4_0"))
-    kv_f16 = f16 - estimate_bytes(footprint, 0, 4, "f16")
-    assert q4 < q8 < f16
-    assert f16 - q8 == pytest.approx(kv_f16 * (1 - 34 / 64), rel=1e-6)
+def test_a_quantized_cache_shrinks_the_plan_by_its_blocks_bytes(model_path):
+    """The cache type a spec asks for reaches the plan made from the model's own header: a
+    q8_0 cache is 34/64 of the f16 one and q4_0 18/64 (ggml's blocks of 32 values in 34 and 18
+    bytes), and the load shrinks by exactly the difference (flash attention on for all three,
+    so the compute buffer is the same)."""
+    shape = read_model_shape(model_path)
+
+    def plan(kind: str):
+        spec = make_spec(model_path, num_ctx=8192, kv_cache_type=kind, flash_attention="on")
+        return plan_memory(shape, plan_settings(spec, shape))
+
+    f16, q8, q4 = plan("f16"), plan("q8_0"), plan("q4_0")
+    assert f16.kind_bytes("kv") > 0
+    assert q8.kind_bytes("kv") == f16.kind_bytes("kv") * 34 / 64
+    assert q4.kind_bytes("kv") == f16.kind_bytes("kv") * 18 / 64
+    assert f16.total() - q8.total() == f16.kind_bytes("kv") - q8.kind_bytes("kv")
+    assert q4.total() < q8.total() < f16.total()
 
 
 def test_quantized_cache_turns_flash_attention_on_or_is_refused():
@@ -105,18 +118,21 @@ def test_invalid_cache_options_are_a_clear_400(daemon, options, message):
 
 
 def test_the_head_size_of_the_gguf_sizes_the_cache():
-    """Gemma 3 and Qwen 3 have heads wider than n_embd / n_head: the cache follows the GGUF's
-    ``attention.key_length``, read by the store and used by the estimate."""
+    """Gemma 3 and Qwen 3 have heads wider than n_embd / n_head: the plan's cache follows the
+    GGUF's ``attention.key_length``, from the header and from the store's summary alike (the
+    summary stands in where the file cannot be read)."""
     from daemon.inference.resolve import _footprint
     from model_registry.gguf_info import read_gguf_info
     from tests.support.real_model import gemma_path
 
     info = read_gguf_info(gemma_path())
     assert (info.embedding_length, info.head_count, info.key_length) == (640, 4, 256)
-    footprint = _footprint(1, info.to_summary())
-    assert footprint.n_embd_kv == 256 * info.head_count_kv  # not 640 / 4 = 160 per head
-    plain = ModelFootprint(1, n_layer=2, n_embd=64, n_head=4, n_head_kv=2)
-    assert plain.n_embd_kv == 32
+    header = read_model_shape(gemma_path())
+    summary = footprint_shape(_footprint(1, info.to_summary()))
+    for shape in (header, summary):
+        assert shape.kv_widths(0) == (256 * info.head_count_kv,) * 2  # not 640 / 4 = 160
+    plain = footprint_shape(ModelFootprint(1, n_layer=2, n_embd=64, n_head=4, n_head_kv=2))
+    assert plain.kv_widths(0) == (32, 32)
 
 
 def _setting(requested="auto", head_size=64, n_head=32, n_ctx=4096, kv="f16", on_gpu=False):

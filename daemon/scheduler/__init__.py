@@ -11,7 +11,7 @@ from daemon.scheduler.loaded import (
 )
 from daemon.scheduler.loader import LoadPlan
 from daemon.scheduler.measured import MEASURED_FILE
-from daemon.scheduler.memory import MemoryInfo, ModelFootprint, estimate_bytes, system_memory
+from daemon.scheduler.memory import MemoryInfo, ModelFootprint, system_memory
 from daemon.scheduler.memory_plan import MemoryPlan, PlanPart, PlanSettings, plan_memory
 from daemon.scheduler.placement import Placement, describe_placement
 from daemon.scheduler.scheduler import Scheduler, SchedulerConfig
@@ -35,7 +35,6 @@ __all__ = [
     "SchedulerConfig",
     "TargetShapes",
     "describe_placement",
-    "estimate_bytes",
     "plan_memory",
     "system_memory",
 ]

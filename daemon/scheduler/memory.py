@@ -1,11 +1,10 @@
 """Memory: a model's numbers from the store's summary, and how much the machine has free.
 
-What a load will take is the memory plan's (``memory_plan``, from the model's own header);
-``ModelFootprint`` is the store's short summary of a model (weights, layers, heads), which the
-slot and GPU-layer rules still size with (``estimate_bytes``: weights + KV cache + a fixed
-margin), and which stands in for the header where the file cannot be read
-(:func:`footprint_shape`). The probes are plain callables so tests can inject their own
-numbers.
+What a load will take is the memory plan's alone (``memory_plan``, from the model's own
+header): context, slots and GPU layers are all sized with it. ``ModelFootprint`` is the store's
+short summary of a model (weights, layers, heads); it stands in for the header where the file
+cannot be read (:func:`footprint_shape`), so that plan is coarser but made the same way. The
+probes are plain callables so tests can inject their own numbers.
 """
 
 from __future__ import annotations
@@ -19,23 +18,15 @@ from pathlib import Path
 from model_registry.model_shape import ModelShape, WeightGroup
 
 __all__ = [
-    "COMPUTE_MARGIN_BYTES",
-    "KV_BYTES_PER_VALUE",
     "MemoryInfo",
     "ModelFootprint",
-    "estimate_bytes",
     "footprint_shape",
-    "kv_cache_bytes",
     "nvidia_free_vram",
     "parse_nvidia_smi",
     "system_memory",
 ]
 
-COMPUTE_MARGIN_BYTES = 96 << 20  # llama.cpp's compute buffers and the runner process itself
 _MEMINFO = Path("/proc/meminfo")
-#: Bytes per cached value of each KV cache type: ggml's q8_0 and q4_0 store blocks of 32 values
-#: in 34 and 18 bytes (the values plus one f16 scale).
-KV_BYTES_PER_VALUE = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +39,7 @@ class ModelFootprint:
     n_head: int = 0
     n_head_kv: int = 0
     head_size: int = 0  # values per head (``attention.key_length``); 0: n_embd / n_head
-    draft: ModelFootprint | None = None  # a draft model's (its KV cache has the same cells)
+    draft: ModelFootprint | None = None  # a draft model's, for its own plan
 
     @property
     def values_per_head(self) -> int:
@@ -56,39 +47,11 @@ class ModelFootprint:
             return 0
         return self.head_size or self.n_embd // self.n_head
 
-    @property
-    def n_embd_kv(self) -> int:
-        """Width of one layer's K (or V) cache per token: head size times KV heads."""
-        if not self.n_head:
-            return self.n_embd
-        return self.values_per_head * (self.n_head_kv or self.n_head)
-
 
 @dataclass(frozen=True, slots=True)
 class MemoryInfo:
     total: int
     available: int
-
-
-def kv_cache_bytes(footprint: ModelFootprint, n_ctx_total: int, kv_cache_type: str = "f16") -> int:
-    """K and V of the given type for every layer and every cell of the shared context (and
-    of the draft model's context, as large)."""
-    values = 2 * footprint.n_layer * n_ctx_total * footprint.n_embd_kv
-    draft = kv_cache_bytes(footprint.draft, n_ctx_total, kv_cache_type) if footprint.draft else 0
-    return int(values * KV_BYTES_PER_VALUE[kv_cache_type]) + draft
-
-
-def estimate_bytes(
-    footprint: ModelFootprint,
-    num_ctx: int,
-    num_parallel: int,
-    kv_cache_type: str = "f16",
-    scores_bytes: int = 0,
-) -> int:
-    """Predicted resident size of a runner serving ``num_parallel`` sequences of ``num_ctx``
-    (``scores_bytes``: attention scores it keeps without flash attention)."""
-    kv = kv_cache_bytes(footprint, num_ctx * max(1, num_parallel), kv_cache_type)
-    return footprint.weights_bytes + kv + COMPUTE_MARGIN_BYTES + scores_bytes
 
 
 def footprint_shape(footprint: ModelFootprint) -> ModelShape:

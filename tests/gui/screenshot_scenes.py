@@ -239,10 +239,12 @@ DOCUMENTS = {
 
 
 def settings(shot) -> None:
-    """The Settings page: the theme, the context chats ask for and what it costs for Gemma."""
+    """The Settings page: the theme, the context chats ask for and what Gemma would take at it
+    (the daemon's plan)."""
     window = shot.window
     window.show_page("Settings")
-    shot.wait(lambda: "gemma3-270m" in window.settings_page.cost.text(), timeout=30)
+    cost = window.settings_page.cost
+    shot.wait(lambda: "gemma3-270m" in cost.text() and "tokens x" in cost.text(), timeout=30)
 
 
 def documents_chat(shot) -> None:

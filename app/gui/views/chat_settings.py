@@ -8,7 +8,10 @@ been renamed or given a title since the panel showed it. A preset is a named cop
 settings: picking one fills them in at once; the list shows which preset the chat's settings
 match, if any. The panel also knows the chat's model, for the GPU layers that fit, for the
 notice shown in the chat when the model has no chat template, and for the Think setting, offered
-only for a model that thinks (a chat moved to one that does not drops its setting).
+only for a model that thinks (a chat moved to one that does not drops its setting). Under the
+context it says what the model would take in memory with these settings, as the daemon plans
+it: every edit is told at once (``options_edited``), and the window asks for the plan once the
+user pauses (``services.setting_plan``).
 """
 
 from __future__ import annotations
@@ -67,6 +70,7 @@ class ChatSettingsPanel(QWidget):
     preset_deleted = Signal(str)
     think_changed = Signal(str, str)  # conversation id, its Think setting (THINK_CHOICES)
     overflow_changed = Signal(str, str)  # conversation id, its Long chats choice
+    options_edited = Signal(object)  # ChatOptions, at every edit (before the pause)
 
     def __init__(self, parent=None, icons=None):
         super().__init__(parent)
@@ -98,6 +102,7 @@ class ChatSettingsPanel(QWidget):
         self.advanced = AdvancedSettings()
         self.problem = plain_label(objectName="problem", wordWrap=True)
         self.problem.hide()
+        self.memory = plain_label(objectName="muted", wordWrap=True)  # the daemon's plan
         # shown in the chat itself (the chat page places it), not in this panel
         self.model_notice = Banner(icons)  # names the model: plain text
 
@@ -124,6 +129,8 @@ class ChatSettingsPanel(QWidget):
         form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
         form.addRow("Temperature", self.temperature)
         form.addRow("Context length", self.context)
+        form.addRow(self.memory)
+        form.setRowVisible(self.memory, False)  # until there is a plan to tell
         form.addRow("Max reply tokens", self.max_tokens)
         form.addRow("Think", self.think)
         form.setRowVisible(self.think, False)  # until the model is known to think
@@ -200,6 +207,11 @@ class ChatSettingsPanel(QWidget):
             self._show_think("")
             self._think_picked()
 
+    def show_memory(self, text: str) -> None:
+        """What the chat's model would take with these settings ("": nothing to say)."""
+        self.memory.setText(text)
+        self._form.setRowVisible(self.memory, bool(text))
+
     # what it reports
 
     def set_defaults(self, defaults: ModelDefaults | None) -> None:
@@ -256,6 +268,7 @@ class ChatSettingsPanel(QWidget):
     def _edited(self) -> None:
         if not self._loading and self._conversation is not None:
             self._debounce.start()
+            self.options_edited.emit(self.options())
 
     def _emit(self) -> None:
         self._mark_preset()

@@ -30,11 +30,13 @@ from app.gui.design.widgets import Banner
 from app.gui.icons import Icons
 from app.gui.services.bundle import Services
 from app.gui.services.hub import OFFLINE_BANNER
+from app.gui.services.setting_plan import SettingPlan
+from app.gui.state.chat.records import ChatOptions
 from app.gui.state.chat.session import ChatSession
 from app.gui.state.gateway import DEFAULT_BASE_URL
-from app.gui.state.memory_cost import MemoryCost
 from app.gui.state.preferences import Preferences
 from app.gui.state.records import SystemInfo
+from app.gui.state.setting_plan import memory_options
 from app.gui.views.chat_page import ChatPage
 from app.gui.views.discover_page import DiscoverPage
 from app.gui.views.documents_bar import DocumentsBar
@@ -106,6 +108,9 @@ class MainWindow(QMainWindow):
         )
         folders = tuple((what, path) for what, path in folders if path)
         self.settings_page = SettingsPage(self.preferences, s.server.running, folders)
+        # what the chat's model would take: at the Settings page's context, at a chat's settings
+        self.context_plan = SettingPlan(s.gateway, s.net, self)
+        self.chat_plan = SettingPlan(s.gateway, s.net, self)
         self.pages = QStackedWidget()
         for page in (
             self.chat_page,
@@ -206,7 +211,11 @@ class MainWindow(QMainWindow):
         self.settings_page.context_changed.connect(self._context_picked)
         self.settings_page.lan_changed.connect(s.server.set_lan)
         self.settings_page.page_requested.connect(self.show_page)
-        self.pages.currentChanged.connect(lambda _i: self._show_cost())
+        self.pages.currentChanged.connect(lambda _i: self._show_cost(fresh=True))
+        self.pages.currentChanged.connect(lambda _i: self._plan_chat())
+        self.context_plan.changed.connect(
+            lambda: self.settings_page.show_cost(self.context_plan.preview.text())
+        )
         self.welcome.pull_requested.connect(self._pull)
         self.welcome.import_requested.connect(self._import)
         self.discover_page.pull_requested.connect(self._pull)
@@ -228,6 +237,12 @@ class MainWindow(QMainWindow):
         s.presets.error.connect(self.message)
         s.hub.system_changed.connect(panel.set_system)
         s.hub.system_changed.connect(self.chat_page.set_system)
+        panel.options_edited.connect(self._plan_chat)
+        s.chat.opened.connect(lambda _session: self._plan_chat())
+        self.chat_page.settings_button.toggled.connect(lambda _on: self._plan_chat())
+        self.chat_plan.changed.connect(
+            lambda: panel.show_memory(self.chat_plan.preview.text("Memory"))
+        )
         s.library.details_ready.connect(self._model_details)
         s.chat.conversations.dataChanged.connect(self._chat_changed)
 
@@ -269,22 +284,37 @@ class MainWindow(QMainWindow):
         self.services.hub.plan_context = tokens
         self.chat_page.refresh_model()  # "model default" and the meter say the new length
         self._show_cost()
+        self._plan_chat()
 
-    def _show_cost(self) -> None:
-        """What the chat's model costs at the chosen context, on the Settings page."""
-        library, session = self.services.library, self.services.chat.session
-        name = session.conversation.model if session else self.services.chat.default_model
-        row = library.table.row_of(name) if name else None
-        if row is None or library.is_remote(name) or not self.settings_page.isVisible():
+    def _show_cost(self, fresh: bool = False) -> None:
+        """What the chat's model would take at the chosen context, on the Settings page (asked
+        while the page is shown; ``fresh``: again, against the memory free now)."""
+        library, chat = self.services.library, self.services.chat
+        name = chat.session.conversation.model if chat.session else chat.default_model
+        if not self.settings_page.isVisible():
             return
-        size = library.table.item(row).size
+        if not name or library.table.row_of(name) is None or library.is_remote(name):
+            return self.context_plan.clear()
 
-        def show(details) -> None:
-            context = library.defaults(details).context
-            cost = MemoryCost.of(details, size, context, details.slots or 4)
-            self.settings_page.show_cost(name, cost)
+        def ask(context: int | None) -> None:
+            self.context_plan.ask(name, memory_options(ChatOptions(), context), fresh=fresh)
 
-        library.details(name, show)
+        library.with_chat_context(name, ask)
+
+    def _plan_chat(self, options: ChatOptions | None = None) -> None:
+        """What the open chat's model would take with the chat's settings (``options``: as
+        just edited), under them in its settings (asked while they are shown)."""
+        panel, library = self.chat_page.settings, self.services.library
+        session = self.services.chat.session
+        if session is None or not panel.isVisible():
+            return
+        name = session.conversation.model
+        if not name or library.table.row_of(name) is None or library.is_remote(name):
+            return self.chat_plan.clear()
+        options = options if options is not None else panel.options()
+        if options.num_ctx is None and library.cached_details(name) is None:
+            return  # the context it would send is known with its details (they ask again)
+        self.chat_plan.ask(name, memory_options(options, library.chat_context(name)))
 
     def _system_changed(self, system: SystemInfo) -> None:
         """The daemon's advice about its llama.cpp build (a GPU it leaves unused), said in a
@@ -322,6 +352,7 @@ class MainWindow(QMainWindow):
         row = self.services.library.table.row_of(details.name)
         size = self.services.library.table.item(row).size if row is not None else 0
         self.chat_page.settings.show_model(details, size)
+        self._plan_chat()
 
     def _chat_changed(self, *_range) -> None:
         session = self.services.chat.session

@@ -34,7 +34,7 @@ from app.gui.design.tokens import SPACE
 from app.gui.design.widgets import badge, set_kind
 from app.gui.services.library import ModelLibrary
 from app.gui.state.abilities import abilities_of
-from app.gui.state.memory_cost import MemoryCost
+from app.gui.state.model_plan import memory_text
 from app.gui.state.records import InstalledModel, ModelDetails, ModelPlan
 from app.gui.views.plain_text import ask_text, confirm, plain_label, rich_label
 from app.gui.views.plan_bar import PlanView
@@ -184,14 +184,16 @@ class ModelsPage(QWidget):
         form.addRow("Model", plain_label(f"{model.family or 'unknown family'} · {size}"))
         defaults = self.library.defaults(d)
         form.addRow("Context", plain_label(defaults.context_text()))
-        estimate = MemoryCost.of(d, model.size, defaults.context, d.slots or 4).text()
+        guess = memory_text(None, model.size)  # "about ...", from the file size
         self.plan_view = PlanView()
-        self.plan_view.show_text(f"{estimate} (the daemon is planning it)")
+        self.plan_view.show_text(
+            f"{guess} (the daemon is planning it)" if guess else "The daemon is planning it…"
+        )
         form.addRow("Memory", self.plan_view)
         self.library.plan(
             d.name,
             lambda plan, name=d.name: self._show_plan(name, plan),
-            lambda _error, name=d.name: self._plan_failed(name, estimate),
+            lambda error, name=d.name: self._plan_failed(name, error),
         )
         template = "its own" if d.has_chat_template else "none: a base model, made to continue text"
         form.addRow("Chat template", plain_label(template))
@@ -203,10 +205,11 @@ class ModelsPage(QWidget):
         if self.plan_view is not None and model is not None and model.name == name:
             self.plan_view.show_plan(plan)
 
-    def _plan_failed(self, name: str, estimate: str) -> None:
+    def _plan_failed(self, name: str, error: Exception) -> None:
+        """No figure rather than a guess: what it takes is not known."""
         model = self.selected()
         if self.plan_view is not None and model is not None and model.name == name:
-            self.plan_view.show_text(f"{estimate} (estimated: the daemon could not plan it)")
+            self.plan_view.show_text(f"Not known: the daemon could not plan it ({error}).")
 
     def _chat(self) -> None:
         model = self.selected()

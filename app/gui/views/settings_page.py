@@ -1,7 +1,7 @@
 """The Settings page: the theme (the one in effect, saying so when ``--theme`` chose it), the
-context length chats ask for (with what it costs in memory for the chat's model, and what the
-loaded models take now, and why), the server's switch and port, and the folders the app keeps
-its data in.
+context length chats ask for (with what the chat's model would take at it, as the daemon plans
+it, and what the loaded models take now, and why), the server's switch and port, and the
+folders the app keeps its data in.
 
 Drawing and wiring only: the window applies and remembers what changes here.
 """
@@ -28,7 +28,6 @@ from PySide6.QtWidgets import (
 
 from app.gui.design.tokens import SPACE
 from app.gui.item_models.table import ITEM_ROLE
-from app.gui.state.memory_cost import MemoryCost
 from app.gui.state.preferences import CONTEXT_CHOICES, Preferences
 from app.gui.state.records import RunningModel, ServerInfo
 from app.gui.state.units import bytes_text
@@ -72,7 +71,7 @@ class SettingsPage(QScrollArea):
         self.context = QComboBox(accessibleName="Context length for chats")
         for value, label in CONTEXT_CHOICES:
             self.context.addItem(label, value)
-        self.cost = _wrapped("Pick a model in a chat to see what it costs in memory.")
+        self.cost = _wrapped("Pick a model in a chat to see what it takes in memory.")
         self.loaded = _wrapped("No model is loaded.")
         self.lan = QCheckBox("Serve on the local network (other devices need the API key)")
         self.server_status = _wrapped()
@@ -146,12 +145,11 @@ class SettingsPage(QScrollArea):
         self.theme_note.hide()  # the choice made here is the one in effect now
         self.theme_changed.emit(self.theme.currentData())
 
-    def show_cost(self, model: str, cost: MemoryCost | None) -> None:
-        """What the chat's model takes at the chosen context (None: not known yet)."""
-        if cost is None:
-            self.cost.setText(f"{model}: its memory use is known once the daemon describes it.")
-        else:
-            self.cost.setText(f"{model} at this setting: {cost.text()}.")
+    def show_cost(self, text: str) -> None:
+        """What the chat's model would take at the chosen context, in the daemon's figures
+        (``state.setting_plan``; "": nothing to show, or the daemon could not plan it)."""
+        self.cost.setText(text)
+        self.cost.setVisible(bool(text))
 
     def show_server(self, info: ServerInfo) -> None:
         where = "on the local network" if info.lan else "on this computer only"
