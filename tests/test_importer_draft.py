@@ -4,6 +4,7 @@ its own), checked to share the vocabulary before anything is stored, reaching th
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -144,3 +145,50 @@ def test_the_plan_counts_the_drafts_own_cache(imported_store, models, tmp_path):
     assert footprint.weights_bytes == plain.footprint.weights_bytes + small.weights_bytes
     assert by_modelfile.footprint.draft is not None
     assert by_modelfile.footprint.draft.n_layer == 1
+
+
+def test_a_plan_from_the_stores_summary_counts_the_drafts_weights_once(
+    imported_store, models, tmp_path
+):
+    """Where the model's header cannot be read, its plan comes from the store's summary, whose
+    weights count the draft's files too: the model's weights are its own files, and the draft
+    is planned apart from its header, or from its own summary where that cannot be read either
+    (likewise where only the draft's header cannot be read), by Modelfile or by request."""
+    import asyncio
+
+    from daemon.scheduler import TargetShapes
+    from daemon.scheduler.memory import footprint_shape
+    from daemon.scheduler.planner import MemoryPlanner
+    from tests.support.runner import make_spec
+
+    create(imported_store, "small", "FROM ./small.gguf\n", tmp_path)
+    create(imported_store, "drafted", "FROM tiny\nDRAFT small\n", tmp_path)
+    plain = resolve_model(imported_store, "tiny").target
+    small = resolve_model(imported_store, "small").target.footprint
+    unreadable = tmp_path / "unreadable.gguf"
+    unreadable.write_bytes(b"not a GGUF file")
+    planner = MemoryPlanner(repack_types=frozenset())
+    spec = make_spec(plain.model_paths, num_ctx=4096, num_parallel=4)
+
+    def plan(target):
+        return planner.plan(asyncio.run(planner.shapes(target)), spec)[0]
+
+    def from_summaries(model):
+        return planner.plan(TargetShapes(model, footprint_shape(small)), spec)[0]
+
+    by_modelfile = resolve_model(imported_store, "drafted").target
+    read = plan(by_modelfile)  # every header read
+    files = plain.footprint.weights_bytes + small.weights_bytes  # what resolve reports
+    for drafted in (by_modelfile, with_draft(imported_store, plain, "small")):
+        assert drafted.footprint.weights_bytes == files
+        no_model = replace(drafted, model_paths=(str(unreadable),))
+        planned = plan(no_model)
+        assert planned.kind_bytes("weights") == plain.footprint.weights_bytes
+        assert planned.kind_bytes("draft") == read.kind_bytes("draft")
+        neither = plan(replace(no_model, draft_paths=(str(unreadable),)))
+        summaries = from_summaries(footprint_shape(plain.footprint))
+        assert neither.kind_bytes("weights") == plain.footprint.weights_bytes
+        assert neither.parts == summaries.parts  # the draft's weights in its part, not 0
+        no_draft = plan(replace(drafted, draft_paths=(str(unreadable),)))
+        assert no_draft.kind_bytes("weights") == read.kind_bytes("weights")
+        assert no_draft.kind_bytes("draft") == summaries.kind_bytes("draft")

@@ -90,6 +90,7 @@ def resolve_model(store: Store, text: str) -> ResolvedModel:
     adapters = manifest.layers_of(LayerType.ADAPTER)
     drafts = manifest.layers_of(LayerType.DRAFT)
     architecture = str(config.get("architecture") or gguf.get("architecture") or "")
+    draft_gguf = _mapping(config.get("draft_gguf")) or {}  # older models: no numbers kept
     reranker = gguf.get("pooling_type") == _RANK_POOLING
     target = LoadTarget(
         name=name.display,
@@ -97,7 +98,7 @@ def resolve_model(store: Store, text: str) -> ResolvedModel:
         footprint=_footprint(
             sum(layer.size for layer in (*weights, *projector[-1:], *adapters, *drafts)),
             gguf,
-            _mapping(config.get("draft_gguf")) if drafts else None,
+            _footprint(sum(layer.size for layer in drafts), draft_gguf) if drafts else None,
         ),
         projector_path=str(store.blobs.path(projector[-1].digest)) if projector else None,
         adapters=tuple(
@@ -146,7 +147,7 @@ def with_draft(store: Store, target: LoadTarget, name: object) -> LoadTarget:
     footprint = replace(
         target.footprint,
         weights_bytes=target.footprint.weights_bytes + drafted.weights_bytes,
-        draft=replace(drafted, weights_bytes=0, draft=None),
+        draft=replace(drafted, draft=None),
     )
     return replace(
         target, draft_name=draft.name, draft_paths=draft.target.model_paths, footprint=footprint
@@ -154,9 +155,10 @@ def with_draft(store: Store, target: LoadTarget, name: object) -> LoadTarget:
 
 
 def _footprint(
-    weights_bytes: int, gguf: Mapping[str, object], draft: Mapping[str, object] | None = None
+    weights_bytes: int, gguf: Mapping[str, object], draft: ModelFootprint | None = None
 ) -> ModelFootprint:
-    """``draft``: the draft model's numbers (a model made before they were kept has none)."""
+    """``weights_bytes``: every file the model loads, a draft model's too; ``draft``: the
+    draft model's own summary (its files' bytes, and its numbers where they were kept)."""
     return ModelFootprint(
         weights_bytes=weights_bytes,
         n_layer=_int(gguf.get("block_count")) or 0,
@@ -164,7 +166,7 @@ def _footprint(
         n_head=_int(gguf.get("head_count")) or 0,
         n_head_kv=_int(gguf.get("head_count_kv")) or 0,
         head_size=_int(gguf.get("key_length")) or 0,
-        draft=_footprint(0, draft) if draft else None,
+        draft=draft,
     )
 
 

@@ -39,7 +39,7 @@ class ModelFootprint:
     n_head: int = 0
     n_head_kv: int = 0
     head_size: int = 0  # values per head (``attention.key_length``); 0: n_embd / n_head
-    draft: ModelFootprint | None = None  # a draft model's, for its own plan
+    draft: ModelFootprint | None = None  # a draft model's (its bytes among weights_bytes)
 
     @property
     def values_per_head(self) -> int:
@@ -57,11 +57,15 @@ class MemoryInfo:
 def footprint_shape(footprint: ModelFootprint) -> ModelShape:
     """A shape from the summary alone, for a plan where the model's header cannot be read:
     the weights spread evenly over the layers, every layer full attention, no vocabulary
-    known (so no logits planned), the draft's shape likewise."""
+    known (so no logits planned), the draft's shape likewise. The summary's weights count a
+    draft model's files too; they are the draft's plan (its own header's, or its summary's),
+    so the model's shape has its own only."""
     n_layer = footprint.n_layer
-    per_layer = footprint.weights_bytes // (n_layer + 1) if n_layer else 0
+    drafted = footprint.draft.weights_bytes if footprint.draft is not None else 0
+    own = max(0, footprint.weights_bytes - drafted)
+    per_layer = own // (n_layer + 1) if n_layer else 0
     weights = [WeightGroup(i, "other", "", per_layer) for i in range(n_layer)]
-    rest = footprint.weights_bytes - per_layer * n_layer
+    rest = own - per_layer * n_layer
     weights.append(WeightGroup(None, "embeddings", "", rest))
     head = footprint.values_per_head
     return ModelShape(

@@ -1,30 +1,24 @@
 """A long chat's state, Qt-free: where the model's memory starts (from the daemon's
 ``kept_from``), the summary turns, what is left to summarize, the notice and the offer of a
-larger context, and all of it kept in the chat history."""
+larger context (where the daemon's plan of it fits), and all of it kept in the chat history."""
 
 from __future__ import annotations
 
 import sqlite3
 
-from app.gui.state.chat.context_offer import kv_bytes_per_token, larger_context
+from app.gui.state.chat.context_offer import larger_context, offer_ask, offered
 from app.gui.state.chat.errors import explain, overflowed
 from app.gui.state.chat.memory import ChatMemory, memory_start
 from app.gui.state.chat.memory_notice import memory_notice
 from app.gui.state.chat.memory_turns import summary_request, system_turns, to_summarize
 from app.gui.state.chat.migrations import MIGRATIONS, migrate
-from app.gui.state.chat.records import Conversation, Message
+from app.gui.state.chat.records import ChatOptions, Conversation, Message
 from app.gui.state.chat.session import ChatSession
 from app.gui.state.chat.store import ConversationStore
 from app.gui.state.gateway import ChatTurn, GatewayError
-from app.gui.state.records import ChatDelta, ChatDone, GpuInfo, SystemInfo
+from app.gui.state.records import ChatDelta, ChatDone, ModelPlan
+from app.gui.state.setting_plan import PlanAsk, PlanPreview
 
-LLAMA = (
-    ("general.architecture", "llama"),
-    ("llama.block_count", "32"),
-    ("llama.embedding_length", "4096"),
-    ("llama.attention.head_count", "32"),
-    ("llama.attention.head_count_kv", "8"),
-)
 GIB = 1 << 30
 
 
@@ -123,23 +117,37 @@ def test_the_memory_is_kept_in_the_history_and_old_histories_upgrade(tmp_path):
         store.close()
 
 
-def test_the_cache_per_token_comes_from_the_models_numbers():
-    # 32 layers x 8 key-value heads x (128 + 128) values x 2 bytes
-    assert kv_bytes_per_token(LLAMA) == 32 * 8 * 256 * 2
-    assert kv_bytes_per_token((("general.architecture", "mystery"),)) is None
+def test_a_larger_context_is_twice_the_chats_within_what_the_model_was_trained_for():
+    assert larger_context(4096, 32768) == 8192
+    assert larger_context(4096, 6000) == 6000  # never past training
+    assert larger_context(4096, 4096) is None
+    assert larger_context(4096, None) is None  # the trained length is not known
 
 
-def test_a_larger_context_is_offered_when_trained_for_and_memory_allows():
-    roomy = SystemInfo(ram_total=16 * GIB, ram_available=8 * GIB)
-    assert larger_context(4096, 32768, LLAMA, roomy) == 8192
-    assert larger_context(4096, 6000, LLAMA, roomy) == 6000  # never past training
-    assert larger_context(4096, 4096, LLAMA, roomy) is None
-    tight = SystemInfo(ram_total=16 * GIB, ram_available=200 << 20)
-    assert larger_context(4096, 32768, LLAMA, tight) is None  # 512 MiB more does not fit
-    gpu = (GpuInfo("gpu", 24 * GIB, 12 * GIB),)
-    assert larger_context(4096, 32768, LLAMA, SystemInfo(16 * GIB, 200 << 20, gpu)) == 8192
-    assert larger_context(4096, 32768, LLAMA, None) is None
-    assert larger_context(4096, 32768, (), roomy) is None
+def _plan(fits: bool) -> ModelPlan:
+    return ModelPlan("m", (), (), total=GIB, fits=fits, context_length=8192)
+
+
+def test_a_larger_context_is_offered_only_where_the_daemons_plan_of_it_fits():
+    """The plan asked is the chat's model with its other memory options at the larger context;
+    nothing is offered while it is planning, after a failure, for an older ask, or where the
+    plan does not fit (however small the cache a formula would count)."""
+    chat = ChatOptions(temperature=0.3, num_ctx=4096, num_gpu=10)
+    ask = offer_ask("m", chat, 8192)
+    assert ask == PlanAsk.of("m", {"num_ctx": 8192, "num_gpu": 10})
+    assert offer_ask("m", ChatOptions(), 4096) == PlanAsk.of("m", {"num_ctx": 4096})
+    preview = PlanPreview()
+    assert preview.want(ask) and offered(preview, ask) is None  # planning: no offer yet
+    preview.answered(ask, _plan(fits=True))
+    assert offered(preview, ask) == 8192
+    preview.failed_for(ask)
+    assert offered(preview, ask) is None  # the daemon could not plan it
+    preview.answered(ask, _plan(fits=False))
+    assert offered(preview, ask) is None  # it does not fit
+    longer = offer_ask("m", chat, 16384)
+    preview.want(longer)
+    preview.answered(longer, _plan(fits=True))
+    assert offered(preview, ask) is None and offered(preview, longer) == 16384
 
 
 def test_the_notice_says_what_to_do():

@@ -1,7 +1,7 @@
 """The chat settings panel on its own, fed plain records: presets, the Advanced section, the GPU
-layers that fit and the notice for a model without a chat template (and, for what an edit
-leaves alone, the chat controller it reports to). The same panel in the window over a real
-daemon is in ``test_gui_e2e_settings``."""
+layers the daemon's plan places and the notice for a model without a chat template (and, for
+what an edit leaves alone, the chat controller it reports to). The same panel in the window over
+a real daemon is in ``test_gui_e2e_settings``."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from app.gui.state.chat.records import ChatOptions, Conversation
 from app.gui.state.gateway import Gateway
 from app.gui.state.model_defaults import ModelDefaults
 from app.gui.state.presets import Preset, Presets
-from app.gui.state.records import GpuInfo, ModelDetails, SystemInfo
+from app.gui.state.records import GpuInfo, ModelDetails, ModelPlan, SystemInfo
+from app.gui.state.setting_plan import PlanAsk, PlanPreview
 from app.gui.views.chat_settings import NO_PRESET, ChatSettingsPanel
 from app.gui.workers import Workers
 from tests.support.cli import FakeClient
@@ -96,17 +97,29 @@ def test_an_edit_keeps_what_changed_elsewhere(qtbot, tmp_path):
     disk.shutdown(wait_ms=5000, drop_queued=False)  # the chat's save, before tmp_path goes
 
 
-def test_gpu_layers_say_what_fits_or_that_there_is_no_gpu(qtbot):
+def test_gpu_layers_say_what_the_plan_places_or_that_there_is_no_gpu(qtbot):
     panel = _panel(qtbot)
-    details = ModelDetails("tiny:latest", metadata=(("llama.block_count", "31"),))
-    panel.set_system(SystemInfo(32 * GB, 16 * GB))  # this machine: no GPU
-    panel.show_model(details, 4 * GB)
     gpu = panel.advanced.gpu_layers
+    ask = PlanAsk.of("tiny:latest", {"num_ctx": 4096})
+    preview = PlanPreview()
+    preview.want(ask)
+    reason = "12/32 layers fit in 1.9 GiB free VRAM"
+    plan = ModelPlan("tiny:latest", (), (), GB, True, gpu_layers=12, total_layers=32)
+    preview.answered(ask, replace(plan, placement_reason=reason))
+    panel.show_plan(preview)
+    panel.set_system(SystemInfo(32 * GB, 16 * GB))  # this machine: no GPU
     assert not gpu.isEnabled() and "No GPU" in panel.advanced.gpu_hint.text()
     panel.set_system(SystemInfo(32 * GB, 16 * GB, (GpuInfo("RTX", 8 * GB, 2 * GB),)))
-    assert gpu.isEnabled() and "About 13 of its 32 layers" in panel.advanced.gpu_hint.text()
+    assert gpu.isEnabled() and panel.advanced.gpu_hint.text() == (
+        f"Auto puts 12 of its 32 layers on the GPU at these settings: {reason}."
+    )
     gpu.setValue(10)
     assert panel.options().num_gpu == 10 and gpu.maximum() == 32
+    preview.want(PlanAsk.of("tiny:latest", {"num_ctx": 4096, "num_gpu": 10}))  # planning
+    panel.show_plan(preview)
+    assert panel.advanced.gpu_hint.text() == (
+        "Auto puts as many layers on the GPU as fit in its memory."  # no figure yet
+    )
 
 
 def test_a_model_without_a_chat_template_is_named_in_the_chat(qtbot):

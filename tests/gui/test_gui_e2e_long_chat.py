@@ -1,7 +1,8 @@
 """A chat driven past its context in the real app against a real daemon: it keeps answering
 (the daemon drops the oldest turns), the transcript marks where the model's memory starts and
 the mark moves as the chat grows, and it survives a restart; "Stop and tell me" stops with
-what to do; the offer of a larger context appears and works."""
+what to do; the offer of a larger context appears where the daemon's plan of it fits (asked on
+the wire, with the chat's options at twice its context), and works."""
 
 from __future__ import annotations
 
@@ -14,7 +15,10 @@ from app.gui.services.bundle import HISTORY_FILE
 from app.gui.state.chat.memory import DIVIDER_TEXT
 from app.gui.state.chat.records import Message
 from app.gui.state.chat.store import ConversationStore
+from app.gui.state.gateway import Gateway
+from daemon.client import Client
 from tests.support.gui_e2e import MODEL, GuiDaemon, open_app, tiny_models, wait_idle
+from tests.support.wire_log import WireLog
 
 pytestmark = pytest.mark.slow
 CONTEXT = 256  # tokens; the tiny model was trained for 2,048
@@ -30,10 +34,26 @@ def daemon(tmp_path_factory, tiny_model_path):
 
 
 @pytest.fixture
-def window(qtbot, daemon, tmp_path):
-    _services, shown = open_app(qtbot, daemon.gateway(), tmp_path)
+def wire() -> WireLog:
+    return WireLog()
+
+
+@pytest.fixture
+def window(qtbot, daemon, wire, tmp_path):
+    def make(key: str | None, timeout: float) -> Client:
+        return Client(daemon.url, api_key=key, timeout=timeout, transport=wire)
+
+    gateway = Gateway(None, daemon.control(), make_client=make)
+    _services, shown = open_app(qtbot, gateway, tmp_path)
     yield shown
     shown.services.shutdown()
+
+
+def _fits_at_double(daemon) -> None:
+    """The daemon's own plan of the chat at twice its context fits on this machine (the tiny
+    model's is a few MB): the offer is expected."""
+    plan = daemon.gateway().plan(MODEL, {"num_ctx": CONTEXT * 2})
+    assert plan.fits and plan.context_length == CONTEXT * 2, plan.fit_reason
 
 
 def _small_chat(qtbot, window) -> None:
@@ -77,7 +97,7 @@ def _marked_before(window, message_id: str) -> bool:
 
 
 def test_a_chat_past_its_context_keeps_answering_and_marks_where_memory_starts(
-    qtbot, window, daemon, tmp_path
+    qtbot, window, daemon, wire, tmp_path
 ):
     _small_chat(qtbot, window)
     number = 0
@@ -110,10 +130,12 @@ def test_a_chat_past_its_context_keeps_answering_and_marks_where_memory_starts(
     finally:
         store.close()
 
-    # A larger context fits in memory: offered, and taken with one click.
+    # The daemon's plan of a larger context fits: offered, and taken with one click.
+    _fits_at_double(daemon)
     notice = window.chat_page.memory_notice
-    qtbot.waitUntil(lambda: notice.isVisible() and notice.larger.isVisible(), timeout=10_000)
+    qtbot.waitUntil(lambda: notice.isVisible() and notice.larger.isVisible(), timeout=20_000)
     assert notice.larger.text() == f"Use {CONTEXT * 2:,} tokens"
+    assert {"num_ctx": CONTEXT * 2} in wire.plan_options(MODEL)  # the chat, at twice its context
     notice.larger.click()
     assert window.services.chat.session.conversation.options.num_ctx == CONTEXT * 2
     assert window.chat_page.settings.context.value() == CONTEXT * 2
@@ -125,7 +147,7 @@ def test_a_chat_past_its_context_keeps_answering_and_marks_where_memory_starts(
     assert wider == "" or _marked_before(window, wider)
 
 
-def test_stop_and_tell_me_stops_with_what_to_do(qtbot, window):
+def test_stop_and_tell_me_stops_with_what_to_do(qtbot, window, daemon, wire):
     _small_chat(qtbot, window)
     settings = window.chat_page.settings
     settings.overflow.setCurrentIndex(settings.overflow.findData("stop"))
@@ -138,9 +160,10 @@ def test_stop_and_tell_me_stops_with_what_to_do(qtbot, window):
         assert number < 20, "the chat never went past its context"
     assert "Context length" in reply.error and "drop" in reply.hint
     notice = window.chat_page.memory_notice
-    qtbot.waitUntil(notice.isVisible, timeout=10_000)
-    assert notice.drop.isVisible() and notice.larger.isVisible()
-    assert "no longer fits" in notice.label.text()
+    _fits_at_double(daemon)
+    qtbot.waitUntil(lambda: notice.larger.isVisible(), timeout=20_000)  # once planned
+    assert notice.drop.isVisible() and "no longer fits" in notice.label.text()
+    assert {"num_ctx": CONTEXT * 2} in wire.plan_options(MODEL)
 
     with qtbot.waitSignal(window.services.chat.reply_finished, timeout=30_000):
         notice.drop.click()  # drop the oldest messages from now on, and answer again

@@ -5,9 +5,6 @@ requests on the wire carry the chosen options, once per pause in typing."""
 
 from __future__ import annotations
 
-import json
-
-import httpx
 import pytest
 
 from app.gui.state.gateway import Gateway
@@ -17,22 +14,6 @@ from tests.support.gui_e2e import MODEL, GuiDaemon, open_app, tiny_models
 from tests.support.wire_log import WireLog
 
 pytestmark = pytest.mark.slow
-
-
-class PlanWire(WireLog):
-    """The real transport, keeping the body of every plan request too."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.plans: list[dict] = []
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        if request.url.path == "/api/plan":
-            self.plans.append(json.loads(request.read()))
-        return super().handle_request(request)
-
-    def options(self) -> list[dict]:
-        return [body["options"] for body in self.plans if body.get("model") == MODEL]
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +48,7 @@ def _open_chat(qtbot, services, window) -> None:
 
 
 def test_a_chats_settings_show_the_daemons_plan_of_the_context_typed(qtbot, daemon, tmp_path):
-    wire = PlanWire()
+    wire = WireLog()
     services, window = open_app(qtbot, _gateway(daemon, wire), tmp_path)
     panel = window.chat_page.settings
     try:
@@ -80,7 +61,7 @@ def test_a_chats_settings_show_the_daemons_plan_of_the_context_typed(qtbot, daem
         typed = f"Memory: {_said(daemon, {'num_ctx': 1024})}"
         assert typed != default
         qtbot.waitUntil(lambda: panel.memory.text() == typed, timeout=20_000)
-        asked = wire.options()
+        asked = wire.plan_options(MODEL)
         assert asked[-1] == {"num_ctx": 1024}
         assert not [o for o in asked if o.get("num_ctx") in (1, 10, 102)]  # typed: asked once
     finally:
@@ -88,7 +69,7 @@ def test_a_chats_settings_show_the_daemons_plan_of_the_context_typed(qtbot, daem
 
 
 def test_the_settings_page_shows_the_daemons_plan_at_the_chosen_context(qtbot, daemon, tmp_path):
-    wire = PlanWire()
+    wire = WireLog()
     services, window = open_app(qtbot, _gateway(daemon, wire), tmp_path)
     page = window.settings_page
     try:
@@ -102,6 +83,6 @@ def test_the_settings_page_shows_the_daemons_plan_at_the_chosen_context(qtbot, d
         chosen = f"{MODEL} at this setting: {_said(daemon, {'num_ctx': 16384})}"
         assert chosen != default
         qtbot.waitUntil(lambda: page.cost.text() == chosen, timeout=20_000)
-        assert wire.options()[-1] == {"num_ctx": 16384}
+        assert wire.plan_options(MODEL)[-1] == {"num_ctx": 16384}
     finally:
         services.shutdown()

@@ -1,6 +1,7 @@
 """Chat settings in the real app against a real daemon: the Advanced values and presets go out
-with the chat request (seen on the wire) and take effect (a seed repeats a reply), presets
-outlive the app, and a model without a chat template is named as such in the chat.
+with the chat request (seen on the wire) and take effect (a seed repeats a reply), the GPU
+layers say what the daemon's plan places (or that there is no GPU), presets outlive the app,
+and a model without a chat template is named as such in the chat.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
+from app.gui.state.fit import GpuLayers, gpu_hint
 from app.gui.state.gateway import Gateway
 from daemon.client import Client
 from tests.support.gui_e2e import MODEL, GuiDaemon, open_app, tiny_models
@@ -65,7 +67,12 @@ def test_advanced_values_and_presets_reach_the_daemon(qtbot, daemon, tmp_path):
         qtbot.waitUntil(lambda: services.hub.system is not None, timeout=10_000)
         if not services.hub.system.gpus:  # this machine: offloading is off, and says why
             assert not panel.advanced.gpu_layers.isEnabled()
-            assert "No GPU" in panel.advanced.gpu_hint.text()
+            assert panel.advanced.gpu_hint.text() == "No GPU found: the model runs on the CPU."
+        else:  # what the daemon's plan of the chat's settings places, once it has come
+            plan = daemon.gateway().plan(MODEL, {"num_ctx": 2048})
+            placed = gpu_hint(GpuLayers.of(plan, asked=False), has_gpu=True)
+            qtbot.waitUntil(lambda: panel.advanced.gpu_hint.text() == placed, timeout=20_000)
+            assert panel.advanced.gpu_layers.maximum() == plan.total_layers
         panel.temperature.setValue(1.5)
         panel.advanced.top_k.setValue(30)
         panel.advanced.top_p.setValue(0.95)

@@ -1,5 +1,6 @@
 """Chat settings without Qt: presets (save, pick, delete, kept on disk), the per-chat options
-with their Advanced values, and how many GPU layers fit."""
+with their Advanced values. (How many GPU layers the daemon's plan of a chat places is
+``test_gui_setting_plan``'s.)"""
 
 from __future__ import annotations
 
@@ -8,11 +9,8 @@ import json
 import pytest
 
 from app.gui.state.chat.records import ChatOptions
-from app.gui.state.fit import GpuLayers, gpu_layers
 from app.gui.state.presets import Preset, PresetError, Presets, PresetStore, preset_name
-from app.gui.state.records import GpuInfo, ModelDetails, SystemInfo
 
-GB = 1_000_000_000
 PRECISE = ChatOptions(temperature=0.1, top_k=20, top_p=0.8, min_p=0.1, repeat_penalty=1.2, seed=7)
 
 
@@ -63,15 +61,3 @@ def test_chat_options_carry_the_advanced_values_and_read_old_chats():
     assert ChatOptions.from_json(json.loads(json.dumps(PRECISE.to_json()))) == PRECISE
     old = {"temperature": 0.2, "num_ctx": 4096, "num_predict": None}  # saved before Advanced
     assert ChatOptions.from_json(old) == ChatOptions(temperature=0.2, num_ctx=4096)
-
-
-def test_how_many_gpu_layers_fit():
-    gpu = SystemInfo(32 * GB, 16 * GB, (GpuInfo("RTX", 8 * GB, 2 * GB),))
-    assert gpu_layers(4 * GB, 31, gpu) == GpuLayers(fit=13, total=32)  # half-ish of the layers
-    roomy = SystemInfo(32 * GB, 16 * GB, (GpuInfo("H100", 80 * GB, 79 * GB),))
-    assert gpu_layers(4 * GB, 31, roomy) == GpuLayers(fit=32, total=32)
-    cpu_only = SystemInfo(32 * GB, 16 * GB)
-    assert gpu_layers(4 * GB, 31, cpu_only) is None
-    assert gpu_layers(4 * GB, None, gpu) is None  # the model's layer count is not known
-    details = ModelDetails("m", metadata=(("llama.block_count", "31"), ("x", "y")))
-    assert details.block_count == 31 and ModelDetails("m").block_count is None

@@ -56,8 +56,9 @@ class SettingPlan(QObject):
         if ask is None:
             return
         self.sent += 1
-        self._workers.call(
+        job = self._workers.call(
             lambda: self._gateway.plan(ask.model, ask.options_dict()),
             lambda plan: self.preview.answered(ask, plan) and self.changed.emit(),
             lambda _error: self.preview.failed_for(ask) and self.changed.emit(),
         )
+        self.destroyed.connect(job.cancel)  # a closed dialog hears nothing more

@@ -5,7 +5,8 @@ daemon's memory plan decides it (``plan_fit``: every part of the load, from the 
 header, against the free memory the daemon judges loads by). Until a plan has come, a guess from
 the file size stands in (``fit_for``: the file plus room for the context and runtime buffers,
 with the headroom the surveys recommend: engines crash near 95% of GPU memory), and the figure
-it gives is shown as "about".
+it gives is shown as "about". How many layers a chat's settings put on the GPU is the plan's too
+(``GpuLayers``).
 """
 
 from __future__ import annotations
@@ -15,13 +16,12 @@ from enum import Enum
 
 from app.gui.state.records import ModelPlan, SystemInfo
 
-__all__ = ["Fit", "GpuLayers", "fit_for", "gpu_layers", "needed_memory", "plan_fit"]
+__all__ = ["Fit", "GpuLayers", "fit_for", "gpu_hint", "needed_memory", "plan_fit"]
 
 _OVERHEAD = 1.2  # context and compute buffers on top of the weights
 _FIXED = 300_000_000
 _VRAM_USABLE = 0.9
 _RAM_USABLE = 0.8  # leave the system and other programs room
-_COMPUTE_MARGIN = 96 << 20  # the daemon's placement keeps this for llama.cpp's buffers
 
 
 class Fit(Enum):
@@ -70,19 +70,33 @@ def plan_fit(plan: ModelPlan | None) -> Fit:
 
 @dataclass(frozen=True, slots=True)
 class GpuLayers:
-    fit: int  # about how many layers fit in the largest GPU's free memory
-    total: int  # all of them, as llama.cpp counts (the repeating layers and the output)
+    """Where the daemon's plan of a chat's settings puts the model's layers."""
+
+    on_gpu: int  # llama.cpp's n_gpu_layers (the output layer counts as one)
+    total: int  # all of them: the repeating layers and the output
+    reason: str  # why that many, in the daemon's words
+    asked: bool  # the chat sets its GPU layers (num_gpu); else the daemon chose them
+
+    @classmethod
+    def of(cls, plan: ModelPlan | None, asked: bool) -> GpuLayers | None:
+        """The plan's placement; None until a plan has come (or for a model without layers)."""
+        if plan is None or plan.total_layers <= 0:
+            return None
+        return cls(plan.gpu_layers, plan.total_layers, plan.placement_reason, asked)
 
 
-def gpu_layers(
-    model_size: int, block_count: int | None, system: SystemInfo | None
-) -> GpuLayers | None:
-    """How many of a model's layers fit on the GPU, estimated the way the daemon places them
-    (largest GPU's free memory less a margin, weights spread evenly over the layers); None
-    without a GPU or without the model's layer count."""
-    if system is None or not system.gpus or not block_count or model_size <= 0:
-        return None
-    total = block_count + 1
-    usable = max(g.vram_free for g in system.gpus) * _VRAM_USABLE - _COMPUTE_MARGIN
-    per_layer = model_size / total
-    return GpuLayers(max(0, min(total, int(usable // per_layer))), total)
+def gpu_hint(layers: GpuLayers | None, has_gpu: bool) -> str:
+    """What the GPU layers box can do, in words: nothing without a GPU, else what the
+    daemon's plan puts there (no figure until it has planned: a guess would mislead)."""
+    if not has_gpu:
+        return "No GPU found: the model runs on the CPU."
+    if layers is None:
+        return "Auto puts as many layers on the GPU as fit in its memory."
+    if layers.asked:
+        return (
+            f"{layers.on_gpu} of its {layers.total} layers go on the GPU, as set here; auto "
+            "puts as many there as fit."
+        )
+    reason = f": {layers.reason}" if layers.reason else ""
+    placed = f"{layers.on_gpu} of its {layers.total} layers"
+    return f"Auto puts {placed} on the GPU at these settings{reason}."

@@ -186,6 +186,7 @@ class ModelPlan:
     flash_attention: bool = True
     gpu_layers: int = 0
     total_layers: int = 0
+    placement_reason: str = ""  # why that many layers on the GPU (the daemon's words)
     cpu_moe_layers: int = 0  # a mixture of experts': the first layers whose experts stay in RAM
     measured: bool = False
     notes: tuple[str, ...] = ()

@@ -7,7 +7,8 @@ digit, a list scrolled) asks at every step; the service sends the ask once the u
 (``services.setting_plan``), and this keeps which ask is current, so that an ask equal to the
 current one is not sent again and an answer to an older one is dropped. Until the plan comes
 its text names no figure, and after a failure it says nothing: a wrong figure is worse than
-none for a choice made on it. Qt-free.
+none for a choice made on it. The same holds for the GPU layers the plan places
+(``gpu_layers``). Qt-free.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.gui.state.chat.records import ChatOptions
+from app.gui.state.fit import GpuLayers
 from app.gui.state.model_plan import GROUPS, plan_lines
 from app.gui.state.records import ModelPlan
 from app.gui.state.units import bytes_text
@@ -97,6 +99,12 @@ class PlanPreview:
             return False
         self.ask, self.plan, self.failed = None, None, False
         return True
+
+    def gpu_layers(self) -> GpuLayers | None:
+        """Where the plan puts the model's layers (None until it comes), and whether the ask
+        set them (``num_gpu``) or left them to the daemon."""
+        asked = self.ask is not None and "num_gpu" in self.ask.options_dict()
+        return GpuLayers.of(self.plan, asked)
 
     def text(self, lead: str = "{model} at this setting") -> str:
         """``lead`` (``{model}`` is the model's name) and the plan in one sentence, or

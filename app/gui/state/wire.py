@@ -213,6 +213,7 @@ def model_plan(data: api.PlanResponse) -> ModelPlan:
         flash_attention=s.flash_attention,
         gpu_layers=s.gpu_layers,
         total_layers=s.total_layers,
+        placement_reason=s.placement_reason,
         cpu_moe_layers=s.cpu_moe_layers,
         measured=data.measured,
         notes=tuple(data.notes),

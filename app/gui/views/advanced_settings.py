@@ -3,7 +3,8 @@ offload, folded away until asked for.
 
 Every box starts at its special value ("model default", "random", "auto"), which sends
 nothing, so the model's own parameters apply until the user picks a value. The GPU box says how
-many layers fit in free GPU memory, or that there is no GPU (then it is off).
+many layers the daemon's plan of the chat's settings puts on the GPU, or that there is no GPU
+(then it is off).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.gui.state.chat.records import ChatOptions
-from app.gui.state.fit import GpuLayers
+from app.gui.state.fit import GpuLayers, gpu_hint
 
 __all__ = ["AdvancedSettings"]
 
@@ -116,18 +117,12 @@ class AdvancedSettings(QWidget):
         return values
 
     def show_gpu(self, layers: GpuLayers | None, *, has_gpu: bool) -> None:
-        """What offloading can do here: nothing without a GPU, else how many layers fit."""
+        """What offloading can do here: nothing without a GPU, else what the daemon's plan
+        of the chat's settings puts on it (``layers``; None: not planned yet)."""
         self.gpu_layers.setEnabled(has_gpu)
-        if not has_gpu:
-            self.gpu_hint.setText("No GPU found: the model runs on the CPU.")
-        elif layers is None:
-            self.gpu_hint.setText("Auto puts as many layers on the GPU as fit in its memory.")
-        else:
+        if has_gpu and layers is not None:
             self.gpu_layers.setMaximum(layers.total)
-            self.gpu_hint.setText(
-                f"About {layers.fit} of its {layers.total} layers fit in free GPU memory; "
-                "auto puts that many there."
-            )
+        self.gpu_hint.setText(gpu_hint(layers, has_gpu))
 
     def _fold(self, open_: bool) -> None:
         self.body.setVisible(open_)

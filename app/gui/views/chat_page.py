@@ -5,6 +5,8 @@ capabilities; this page forwards what the user does and draws what they report: 
 (with each reply's numbers in its own quiet line, live while it streams), how full the context
 is, and what "model default" means in the settings; the composer holds the chat's tools
 (Attach, Documents, Tools). When no model is installed it shows the first-run page instead.
+A chat past its context is offered a larger one where the daemon's plan of it fits
+(``offer_plan``, asked in a worker: ``state.chat.context_offer``).
 """
 
 from __future__ import annotations
@@ -28,12 +30,13 @@ from app.gui.design.tokens import SPACE
 from app.gui.design.widgets import Banner
 from app.gui.services.chat import ChatController
 from app.gui.services.library import ModelLibrary
-from app.gui.state.chat.context_offer import larger_context
+from app.gui.services.setting_plan import SettingPlan
+from app.gui.state.chat.context_offer import larger_context, offer_ask, offered
 from app.gui.state.chat.context_use import ContextUse
 from app.gui.state.chat.memory_notice import memory_notice
 from app.gui.state.chat.session import ChatSession
 from app.gui.state.model_defaults import ModelDefaults
-from app.gui.state.records import ModelDetails, SystemInfo
+from app.gui.state.records import ModelDetails
 from app.gui.views.chat_header import ChatHeader
 from app.gui.views.chat_settings import ChatSettingsPanel
 from app.gui.views.composer import Composer
@@ -56,9 +59,11 @@ class ChatPage(QStackedWidget):
         icons=None,
         parent=None,
         documents: DocumentsBar | None = None,
+        offer_plan: SettingPlan | None = None,
     ):
         super().__init__(parent)
         self.chat, self.library = chat, library
+        self.offer_plan = offer_plan  # a long chat's larger context, planned (None: no offer)
         self.documents = documents
         self.sidebar = ChatSidebar(chat.filter, icons)
         self.transcript = Transcript(icons=icons)
@@ -80,7 +85,6 @@ class ChatPage(QStackedWidget):
         self.memory_notice = MemoryNoticeBar(icons)  # a chat past its context: what to do
         self.problem = Banner(icons, tone="danger")  # what went wrong, and what to do
         self._details: ModelDetails | None = None
-        self._system: SystemInfo | None = None
         self.status = plain_label(objectName="caption", wordWrap=True)  # "Exported to ..."
         self._icons = icons
         self.welcome = welcome
@@ -169,6 +173,8 @@ class ChatPage(QStackedWidget):
         self.settings.overflow_changed.connect(self._overflow_picked)
         self.memory_notice.drop_requested.connect(self._drop_oldest)
         self.memory_notice.context_requested.connect(self._use_context)
+        if self.offer_plan is not None:
+            self.offer_plan.changed.connect(self._show_context)
         self.settings.changed.connect(lambda *_: self._show_context())
         self.settings_button.toggled.connect(self.settings_area.setVisible)
         self.model_picker.activated.connect(self._model_picked)
@@ -289,19 +295,30 @@ class ChatPage(QStackedWidget):
 
     # a chat past its context
 
-    def set_system(self, system: SystemInfo | None) -> None:
-        """This machine's memory, for offering a larger context."""
-        self._system = system
-        self._show_context()
-
     def _show_memory_notice(self, session: ChatSession, available: int | None) -> None:
         details, memory = self._details, session.conversation.memory
         larger = None
         if available and details is not None and not session.streaming:
-            trained = details.context_length
-            larger = larger_context(available, trained, details.metadata, self._system)
-        notice = memory_notice(session.messages, memory, available, larger)
+            larger = larger_context(available, details.context_length)
+        if memory_notice(session.messages, memory, available, larger) is None:
+            larger = None  # nothing to offer it in
+        notice = memory_notice(session.messages, memory, available, self._planned(larger))
         self.memory_notice.show_notice(None if session.streaming else notice)
+
+    def _planned(self, larger: int | None) -> int | None:
+        """``larger`` once the daemon's plan of the chat at it fits; it is asked (once) until
+        then, and nothing is offered meanwhile."""
+        session, plans = self.chat.session, self.offer_plan
+        if plans is None:
+            return None
+        name = session.conversation.model if session else ""
+        local = name and self.library.table.row_of(name) is not None
+        if larger is None or not local or self.library.is_remote(name):
+            plans.clear()  # asked again when wanted: against the memory free then
+            return None
+        ask = offer_ask(name, session.conversation.options, larger)
+        plans.ask(ask.model, ask.options_dict())
+        return offered(plans.preview, ask)
 
     def _overflow_picked(self, conversation_id: str, mode: str) -> None:
         self.chat.change_memory(conversation_id, lambda m: replace(m, overflow=mode))

@@ -6,12 +6,12 @@ not choose; each says what the model's default is (``set_defaults``). Edits are 
 the user pauses, not on every keystroke, as the settings alone: the chat they belong to may have
 been renamed or given a title since the panel showed it. A preset is a named copy of these
 settings: picking one fills them in at once; the list shows which preset the chat's settings
-match, if any. The panel also knows the chat's model, for the GPU layers that fit, for the
-notice shown in the chat when the model has no chat template, and for the Think setting, offered
-only for a model that thinks (a chat moved to one that does not drops its setting). Under the
-context it says what the model would take in memory with these settings, as the daemon plans
-it: every edit is told at once (``options_edited``), and the window asks for the plan once the
-user pauses (``services.setting_plan``).
+match, if any. The panel also knows the chat's model, for the notice shown in the chat when the
+model has no chat template, and for the Think setting, offered only for a model that thinks (a
+chat moved to one that does not drops its setting). Under the context it says what the model
+would take in memory with these settings, and in Advanced how many of its layers go on the GPU,
+as the daemon plans it: every edit is told at once (``options_edited``), and the window asks
+for the plan once the user pauses (``services.setting_plan``).
 """
 
 from __future__ import annotations
@@ -37,10 +37,11 @@ from app.gui.design.widgets import Banner
 from app.gui.state.chat.memory import OVERFLOW_CHOICES
 from app.gui.state.chat.records import ChatOptions, Conversation
 from app.gui.state.chat.thinking import THINK_CHOICES
-from app.gui.state.fit import gpu_layers
+from app.gui.state.fit import GpuLayers
 from app.gui.state.model_defaults import ModelDefaults
 from app.gui.state.presets import Preset, PresetError, Presets, preset_name
 from app.gui.state.records import ModelDetails, SystemInfo
+from app.gui.state.setting_plan import PlanPreview
 from app.gui.views.advanced_settings import AdvancedSettings
 from app.gui.views.plain_text import plain_label
 
@@ -78,7 +79,7 @@ class ChatSettingsPanel(QWidget):
         self._loading = False
         self._presets = Presets()
         self._system: SystemInfo | None = None
-        self._model: tuple[ModelDetails | None, int] = (None, 0)
+        self._layers: GpuLayers | None = None  # where the plan of these settings puts them
         self.preset = QComboBox(toolTip="Named settings to use in any chat")
         self.save_preset = QPushButton("Save as…", toolTip="Keep these settings as a preset")
         self.delete_preset = QPushButton("Delete", toolTip="Forget the chosen preset")
@@ -187,17 +188,13 @@ class ChatSettingsPanel(QWidget):
 
     def set_system(self, system: SystemInfo | None) -> None:
         self._system = system
-        self.show_model(*self._model)
+        self._show_gpu()
 
-    def show_model(self, details: ModelDetails | None, size: int = 0) -> None:
+    def show_model(self, details: ModelDetails | None) -> None:
         """The chat's model, once its details are known (None: not known yet)."""
         model = self._conversation.model if self._conversation else ""
         if details is not None and details.name != model:
             return  # a late answer about a model this chat no longer uses
-        self._model = (details, size)
-        has_gpu = self._system is not None and bool(self._system.gpus)
-        layers = gpu_layers(size, details.block_count, self._system) if details else None
-        self.advanced.show_gpu(layers, has_gpu=has_gpu)
         notice = details is not None and not details.has_chat_template
         self.model_notice.setText(no_template_notice(model) if notice else "")
         self.model_notice.setVisible(notice)
@@ -207,10 +204,21 @@ class ChatSettingsPanel(QWidget):
             self._show_think("")
             self._think_picked()
 
+    def show_plan(self, preview: PlanPreview) -> None:
+        """The daemon's plan of the chat's model with these settings: what it would take,
+        and the GPU layers it places (nothing of either until it comes)."""
+        self.show_memory(preview.text("Memory"))
+        self._layers = preview.gpu_layers()
+        self._show_gpu()
+
     def show_memory(self, text: str) -> None:
         """What the chat's model would take with these settings ("": nothing to say)."""
         self.memory.setText(text)
         self._form.setRowVisible(self.memory, bool(text))
+
+    def _show_gpu(self) -> None:
+        has_gpu = self._system is not None and bool(self._system.gpus)
+        self.advanced.show_gpu(self._layers, has_gpu=has_gpu)
 
     # what it reports
 

@@ -93,7 +93,14 @@ class MainWindow(QMainWindow):
         documents = DocumentsBar(
             s.documents, s.downloads.pull, lambda: [m.name for m in s.library.models()]
         )
-        self.chat_page = ChatPage(s.chat, s.library, self.welcome, self.icons, documents=documents)
+        self.chat_page = ChatPage(
+            s.chat,
+            s.library,
+            self.welcome,
+            self.icons,
+            documents=documents,
+            offer_plan=SettingPlan(s.gateway, s.net, self),  # a long chat's larger context
+        )
         self.models_page = ModelsPage(s.library)
         self.found_panel = FoundPanel(s.found)
         self.models_page.add_panel(self.found_panel)
@@ -236,13 +243,10 @@ class MainWindow(QMainWindow):
         s.presets.changed.connect(panel.set_presets)
         s.presets.error.connect(self.message)
         s.hub.system_changed.connect(panel.set_system)
-        s.hub.system_changed.connect(self.chat_page.set_system)
         panel.options_edited.connect(self._plan_chat)
         s.chat.opened.connect(lambda _session: self._plan_chat())
         self.chat_page.settings_button.toggled.connect(lambda _on: self._plan_chat())
-        self.chat_plan.changed.connect(
-            lambda: panel.show_memory(self.chat_plan.preview.text("Memory"))
-        )
+        self.chat_plan.changed.connect(lambda: panel.show_plan(self.chat_plan.preview))
         s.library.details_ready.connect(self._model_details)
         s.chat.conversations.dataChanged.connect(self._chat_changed)
 
@@ -348,10 +352,8 @@ class MainWindow(QMainWindow):
             self.server_page.set_model(chat.default_model)
 
     def _model_details(self, details) -> None:
-        """Details of the open chat's model reach its settings (GPU layers, no template)."""
-        row = self.services.library.table.row_of(details.name)
-        size = self.services.library.table.item(row).size if row is not None else 0
-        self.chat_page.settings.show_model(details, size)
+        """Details of the open chat's model reach its settings (no template, Think)."""
+        self.chat_page.settings.show_model(details)
         self._plan_chat()
 
     def _chat_changed(self, *_range) -> None:

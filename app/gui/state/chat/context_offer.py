@@ -1,58 +1,41 @@
-"""Whether a chat that outgrew its context can have a larger one: the model was trained for
-more, and this machine's free memory holds the bigger key-value cache.
+"""Whether a chat that outgrew its context can have a larger one: twice its context (at most
+what the model was trained for), where the daemon's plan of the chat's model at that context,
+with the chat's other options, fits in the memory free now.
 
-The cache's size comes from the model's own numbers (layers, key-value heads, head size, at
-16 bits), as llama.cpp allocates it; without them nothing is offered, rather than a guess.
+The plan is the one the chat's settings show (``/api/plan``: every cache, buffer and placement
+the load would take), asked the same way (``services.setting_plan``: in a worker, the answer to
+an older ask dropped). Until it comes, or where the daemon could not plan, nothing is offered:
+a larger context that then does not load is worse than none. Qt-free.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from dataclasses import replace
 
-from app.gui.state.records import SystemInfo
+from app.gui.state.chat.records import ChatOptions
+from app.gui.state.setting_plan import PlanAsk, PlanPreview, memory_options
 
-__all__ = ["kv_bytes_per_token", "larger_context"]
-
-_BYTES_PER_VALUE = 2  # f16 keys and values, llama.cpp's default cache type
-_USABLE = 0.8  # of the free memory: leave the system and other programs room
+__all__ = ["larger_context", "offer_ask", "offered"]
 
 
-def kv_bytes_per_token(metadata: Iterable[tuple[str, str]]) -> int | None:
-    """The key-value cache one token takes, from ``/api/show``'s model info; None when the
-    model does not say (an architecture without these keys)."""
-    info = dict(metadata)
-    arch = info.get("general.architecture", "")
-
-    def number(key: str) -> int | None:
-        text = info.get(f"{arch}.{key}", "")
-        return int(text) if text.isdigit() else None
-
-    layers, width, heads = (
-        number("block_count"),
-        number("embedding_length"),
-        number("attention.head_count"),
-    )
-    if not (layers and width and heads):
+def larger_context(current: int, trained: int | None) -> int | None:
+    """Twice ``current``, at most what the model was trained for; None when there is nothing
+    larger (or the trained length is not known)."""
+    if not trained or current >= trained:
         return None
-    kv_heads = number("attention.head_count_kv") or heads
-    key_size = number("attention.key_length") or width // heads
-    value_size = number("attention.value_length") or width // heads
-    return layers * kv_heads * (key_size + value_size) * _BYTES_PER_VALUE
+    return min(trained, current * 2)
 
 
-def larger_context(
-    current: int,
-    trained: int | None,
-    metadata: Iterable[tuple[str, str]],
-    system: SystemInfo | None,
-) -> int | None:
-    """Twice ``current`` (at most what the model was trained for) when the extra cache fits
-    in free memory; None when there is nothing larger to offer."""
-    if not trained or current >= trained or system is None:
+def offer_ask(model: str, options: ChatOptions, larger: int) -> PlanAsk:
+    """The plan to ask before offering ``larger``: the chat's model with the chat's options
+    that decide memory, at ``larger`` tokens."""
+    return PlanAsk.of(model, memory_options(replace(options, num_ctx=larger), None))
+
+
+def offered(preview: PlanPreview, ask: PlanAsk) -> int | None:
+    """The context ``ask`` plans, where ``preview`` holds its plan and the plan fits; None
+    while it is planning, after a failure, for another ask, or where it does not fit."""
+    plan = preview.plan
+    if preview.ask != ask or plan is None or not plan.fits:
         return None
-    per_token = kv_bytes_per_token(metadata)
-    if per_token is None:
-        return None
-    larger = min(trained, current * 2)
-    free = max([system.ram_available, *(gpu.vram_free for gpu in system.gpus)])
-    return larger if (larger - current) * per_token <= free * _USABLE else None
+    return ask.options_dict()["num_ctx"]
