@@ -162,6 +162,14 @@ def test_a_draft_model_has_its_own_full_size_caches():
     assert alone.kind_bytes("window kv") == 15 * 2 * 4096 * 4 * 256 * 2
 
 
+def test_a_draft_model_is_planned_in_ram_where_the_runner_loads_it():
+    """The worker loads a draft with no GPU layers, so a GPU load counts it against RAM."""
+    plan = plan_memory(GEMMA, settings(gpu_layers=-1, draft=GEMMA))
+    (draft,) = [part for part in plan.parts if part.kind == "draft"]
+    assert draft.device == CPU
+    assert plan.total(GPU0) == plan_memory(GEMMA, settings(gpu_layers=-1)).total(GPU0)
+
+
 def test_settings_from_a_spec_decide_flash_attention_as_the_runner_does():
     llama_1b = dataclasses.replace(GEMMA, head_k=64, head_v=64, n_head=(32,) * 18)
     spec = RunnerSpec("m", ("m.gguf",), num_ctx=4096, num_parallel=4, num_batch=2)

@@ -13,6 +13,7 @@ import asyncio
 import base64
 import contextlib
 import itertools
+import os
 import signal
 import sys
 from array import array
@@ -46,7 +47,7 @@ from .types import (
     TokenEvent,
 )
 
-__all__ = ["EmbedReply", "RerankReply", "RunnerProcess"]
+__all__ = ["EmbedReply", "RerankReply", "RunnerProcess", "runner_process_env"]
 
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # holds the ``daemon`` package
 _ERROR_LOG_LINES = 15
@@ -113,7 +114,7 @@ class RunnerProcess:
             stderr=asyncio.subprocess.PIPE,
             cwd=_PACKAGE_ROOT,
             limit=_STREAM_LIMIT,
-            env=None if env is None else dict(env),
+            env=runner_process_env(env),
         )
         runner = cls(spec, proc, log)
         try:
@@ -388,6 +389,17 @@ def _absolute(spec: RunnerSpec) -> RunnerSpec:
     projector = str(Path(spec.projector_path).resolve()) if spec.projector_path else None
     drafts = tuple(str(Path(p).resolve()) for p in spec.draft_paths)
     return replace(spec, model_paths=paths, projector_path=projector, draft_paths=drafts)
+
+
+def runner_process_env(env: Mapping[str, str] | None) -> dict[str, str]:
+    """The environment a runner starts with: ``env`` (None: this process's, as a child would
+    inherit it), with CUDA numbering the GPUs in PCI bus order unless it says otherwise. The
+    memory plan splits the layers over the GPUs in the order ``nvidia-smi`` lists them (PCI
+    bus order), while CUDA's own order puts the fastest first: without this, the plan's GPU0
+    could be the runner's GPU1, and each GPU's share checked against the other's memory."""
+    whole = dict(os.environ if env is None else env)
+    whole.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+    return whole
 
 
 def _command(verbose: bool) -> list[str]:

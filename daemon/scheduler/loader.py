@@ -3,12 +3,14 @@
 The scheduler decides *whether* and *when* to load; this module only knows *how*. What a load
 takes is its memory plan (``planner``: from the model's header, corrected by what llama.cpp
 reported for the same model and settings before), and every choice left to the daemon is made
-on it: the slots and the context (``parallel``, ``context_size``: sized to the GPU where the
+on it: the slots and the context (``parallel``, ``context_size``: sized to the GPUs where the
 whole model fits there, else to free RAM), then the GPU layers and a MoE model's experts kept
-in RAM (``placement``). Where no GPU is found the plan keeps every part in RAM, whatever the
-layers asked (a CPU-only build runs them there). What a load reports is kept for the next
-plan. The load log line always says where the model runs ("100% CPU", "100% GPU", a split)
-and warns when GPU layers were planned but the runner came up without a GPU backend.
+in RAM (``placement``). Every plan splits its GPU layers over the GPUs found as llama.cpp will
+(by their free memory), and each GPU's part is held against that GPU. Where no GPU is found
+the plan keeps every part in RAM, whatever the layers asked (a CPU-only build runs them
+there). What a load reports is kept for the next plan. The load log line always says where
+the model runs ("100% CPU", "100% GPU", a split) and warns when GPU layers were planned but
+the runner came up without a GPU backend.
 """
 
 from __future__ import annotations
@@ -34,13 +36,16 @@ from daemon.scheduler.context_size import (
     default_context,
 )
 from daemon.scheduler.loaded import LoadTarget, Runner, RunnerFactory
-from daemon.scheduler.memory_plan import MemoryPlan
+from daemon.scheduler.memory_plan import CPU, MemoryPlan
 from daemon.scheduler.parallel import DEFAULT_PARALLEL, ParallelChoice, default_parallel
 from daemon.scheduler.placement import (
     Placement,
     choose_placement,
     describe_placement,
+    fits_gpus,
+    gpu_usable,
     usable_vram,
+    vram_need,
 )
 from daemon.scheduler.planner import MemoryPlanner, TargetShapes
 from daemon.scheduler.refusal import what_fits
@@ -65,8 +70,9 @@ class LoadPlan:
     measured_key: str = ""  # what llama.cpp's figures for this load are kept under
     ram_free: float = 0.0  # the free RAM it was planned for (after headroom; models loaded
     # then counted as used: a load unloads idle ones first if it must)
-    vram_free: int = 0  # the largest GPU's free VRAM less the margin; 0: no GPU found
+    vram_free: int = 0  # every GPU's free VRAM less its margin, together; 0: no GPU found
     suggestion: str = ""  # where it does not fit: what would ("it fits at 8,192 tokens...")
+    gpu_free: tuple[int, ...] = ()  # each GPU's free VRAM less its margin (GPU0 first)
 
     @property
     def estimate_bytes(self) -> int:
@@ -85,8 +91,21 @@ class LoadPlan:
 
     @property
     def fits(self) -> bool:
-        """Whether the RAM part fits ``ram_free`` and the GPU part ``vram_free``."""
-        return self.ram_bytes <= self.ram_free and self.vram_bytes <= self.vram_free
+        """Whether the RAM part fits ``ram_free`` and each GPU's part that GPU's free VRAM
+        (``gpu_free``)."""
+        gpus = self.memory.gpu_bytes().items()
+        return self.ram_bytes <= self.ram_free and all(
+            size <= (self.free_on(gpu) or 0) for gpu, size in gpus
+        )
+
+    def free_on(self, device: str) -> int | None:
+        """The free memory planned for on ``device`` ("CPU", "GPU1"...); None: no such GPU."""
+        if device == CPU:
+            return int(self.ram_free)
+        index = device.removeprefix("GPU")
+        if index.isdigit() and int(index) < len(self.gpu_free):
+            return self.gpu_free[int(index)]
+        return None
 
 
 class RunnerLoader:
@@ -110,22 +129,23 @@ class RunnerLoader:
         """Slots and context where the spec leaves them to us (``num_parallel``, ``num_ctx``
         0), then GPU layers and experts in RAM (``AUTO_GPU_LAYERS``, ``AUTO_CPU_MOE``: ours to
         choose), and the memory plan of the result."""
-        free_vram = await asyncio.to_thread(self._gpu_probe)
+        free_vram = list(await asyncio.to_thread(self._gpu_probe))
         shapes = await self.planner.shapes(target)
         spec, parallel, context = self._sizes(target, shapes, spec, free_ram, free_vram, cap)
         layers = None if spec.num_gpu_layers == AUTO_GPU_LAYERS else spec.num_gpu_layers
         cpu_moe = None if spec.num_cpu_moe == AUTO_CPU_MOE else spec.num_cpu_moe
+        split = tuple(free_vram)
 
         def plan_for(gpu_layers: int, moe: int) -> MemoryPlan:
             placed = replace(spec, num_gpu_layers=gpu_layers, num_cpu_moe=moe)
-            return self.planner.plan(shapes, placed)[0]
+            return self.planner.plan(shapes, placed, split)[0]
 
         placement = choose_placement(shapes.model, plan_for, free_vram, layers, cpu_moe)
         spec = replace(
             spec, num_gpu_layers=placement.gpu_layers, num_cpu_moe=placement.cpu_moe_layers
         )
         planned = spec if free_vram else replace(spec, num_gpu_layers=0)  # all in RAM
-        memory, key = self.planner.plan(shapes, planned)
+        memory, key = self.planner.plan(shapes, planned, split)
         return LoadPlan(
             spec,
             placement,
@@ -135,6 +155,7 @@ class RunnerLoader:
             key,
             free_ram,
             usable_vram(free_vram),
+            gpu_free=tuple(gpu_usable(free_vram).values()),
         )
 
     async def sizes(
@@ -142,7 +163,7 @@ class RunnerLoader:
     ) -> tuple[ParallelChoice, ContextChoice]:
         """The slots and context :meth:`plan` would pick for a spec that leaves them to us
         (a spec that sets them gets them back, said so)."""
-        free_vram = await asyncio.to_thread(self._gpu_probe)
+        free_vram = list(await asyncio.to_thread(self._gpu_probe))
         shapes = await self.planner.shapes(target)
         _, parallel, context = self._sizes(target, shapes, spec, free_ram, free_vram, cap)
         return parallel, context
@@ -152,10 +173,11 @@ class RunnerLoader:
         fewer slots (the same layers on the GPU)."""
         shapes = await self.planner.shapes(target)
         spec = replace(plan.spec, num_gpu_layers=plan.memory.settings.gpu_layers)
+        split = plan.memory.settings.gpu_split
 
         def need(num_ctx: int, slots: int) -> int:
             sized = replace(_with_context(spec, num_ctx), num_parallel=slots)
-            return self.planner.plan(shapes, sized)[0].ram_bytes
+            return self.planner.plan(shapes, sized, split)[0].ram_bytes
 
         return what_fits(need, free, spec.num_ctx, spec.num_parallel)
 
@@ -169,14 +191,14 @@ class RunnerLoader:
         cap: int,
     ) -> tuple[RunnerSpec, ParallelChoice, ContextChoice]:
         """The spec with its slots and context decided, and why each."""
-        vram = self._whole_on_gpu(target, shapes, spec, free_vram, cap)
+        gpus = self._whole_on_gpu(target, shapes, spec, free_vram, cap)
         parallel = ParallelChoice(spec.num_parallel, "num_parallel")
         if not spec.num_parallel:
-            parallel = self._parallel_for(target, shapes, spec, vram, cap)
+            parallel = self._parallel_for(target, shapes, spec, free_vram, gpus, cap)
             spec = replace(spec, num_parallel=parallel.num_parallel)
         context = ContextChoice(spec.num_ctx, "num_ctx")
         if not spec.num_ctx:
-            context = self._context_for(target, shapes, spec, free_ram, vram, cap)
+            context = self._context_for(target, shapes, spec, free_ram, free_vram, gpus, cap)
             spec = _with_context(spec, context.num_ctx)
         return spec, parallel, context
 
@@ -187,46 +209,56 @@ class RunnerLoader:
         spec: RunnerSpec,
         free_vram: list[int],
         cap: int,
-    ) -> int | None:
-        """The usable VRAM of the largest GPU where the layers are left to us and the whole
-        model fits there (its context as set, else the shortest a default gives); None where
-        it will run (wholly or partly) on the CPU."""
-        vram = usable_vram(free_vram)
-        if not vram or spec.num_gpu_layers != AUTO_GPU_LAYERS:
+    ) -> dict[str, int] | None:
+        """The usable VRAM of each GPU ("GPU0": bytes) where the layers are left to us and
+        the whole model fits the GPUs (its context as set, else the shortest a default gives);
+        None where it will run (wholly or partly) on the CPU."""
+        usable = gpu_usable(free_vram)
+        if not any(usable.values()) or spec.num_gpu_layers != AUTO_GPU_LAYERS:
             return None
         ceiling = context_ceiling(target.n_ctx_train, _context_cap(target, cap))
         num_ctx = spec.num_ctx or min(CONTEXT_FLOOR, ceiling)
-        whole = self._on_gpu(shapes, spec, num_ctx, spec.num_parallel or DEFAULT_PARALLEL)
-        return vram if whole.vram_bytes <= vram else None
+        slots = spec.num_parallel or DEFAULT_PARALLEL
+        whole = self._on_gpu(shapes, spec, free_vram, num_ctx, slots)
+        return usable if fits_gpus(whole, free_vram) else None
 
     def _on_gpu(
-        self, shapes: TargetShapes, spec: RunnerSpec, num_ctx: int, slots: int
+        self,
+        shapes: TargetShapes,
+        spec: RunnerSpec,
+        free_vram: list[int],
+        num_ctx: int,
+        slots: int,
     ) -> MemoryPlan:
-        """The plan with every layer on the GPU at ``num_ctx`` tokens x ``slots``."""
+        """The plan with every layer on the GPUs at ``num_ctx`` tokens x ``slots``."""
         placed = replace(
             _with_context(spec, num_ctx),
             num_parallel=slots,
             num_gpu_layers=-1,
             num_cpu_moe=_asked_cpu_moe(spec),
         )
-        return self.planner.plan(shapes, placed)[0]
+        return self.planner.plan(shapes, placed, tuple(free_vram))[0]
 
     def _parallel_for(
         self,
         target: LoadTarget,
         shapes: TargetShapes,
         spec: RunnerSpec,
-        vram: int | None,
+        free_vram: list[int],
+        gpus: dict[str, int] | None,
         cap: int,
     ) -> ParallelChoice:
-        """The default slots of ``target``: more than 4 only where a GPU holds it whole (an
-        embedding model keeps 4), each slot counted with the context it would get anyway."""
-        if vram is None or target.embedding_only:
+        """The default slots of ``target``: more than 4 only where the GPUs hold it whole
+        (an embedding model keeps 4), each slot counted with the context it would get
+        anyway."""
+        if gpus is None or target.embedding_only:
             return default_parallel(None, 0, None)
         slot_context = spec.num_ctx or context_ceiling(target.n_ctx_train, cap)
-        return default_parallel(
-            lambda slots: self._on_gpu(shapes, spec, slot_context, slots), slot_context, vram
-        )
+
+        def plan_for(slots: int) -> MemoryPlan:
+            return self._on_gpu(shapes, spec, free_vram, slot_context, slots)
+
+        return default_parallel(plan_for, slot_context, gpus)
 
     def _context_for(
         self,
@@ -234,13 +266,14 @@ class RunnerLoader:
         shapes: TargetShapes,
         spec: RunnerSpec,
         free_ram: float,
-        vram: int | None,
+        free_vram: list[int],
+        gpus: dict[str, int] | None,
         cap: int,
     ) -> ContextChoice:
-        """The default context of ``target``: sized to the GPU where it holds the whole model
-        (and the layers are left to us), else to free RAM; what a context needs is the
-        plan's."""
-        if vram is None:
+        """The default context of ``target``: sized to the GPUs where they hold the whole
+        model (and the layers are left to us; each GPU's part within that GPU: ``vram_need``),
+        else to free RAM; what a context needs is the plan's."""
+        if gpus is None:
 
             def need(num_ctx: int) -> int:
                 sized = replace(
@@ -254,9 +287,11 @@ class RunnerLoader:
         else:
 
             def need(num_ctx: int) -> int:
-                return self._on_gpu(shapes, spec, num_ctx, spec.num_parallel).vram_bytes
+                plan = self._on_gpu(shapes, spec, free_vram, num_ctx, spec.num_parallel)
+                return vram_need(plan, gpus)
 
-            limit, where = vram, "free VRAM"
+            limit = sum(gpus.values())
+            where = "free VRAM" if len(gpus) == 1 else f"free VRAM of {len(gpus)} GPUs"
         return default_context(
             need,
             target.n_ctx_train,
@@ -320,11 +355,20 @@ def _log_load(name: str, plan: LoadPlan, processor: str, info, seconds: float) -
         f"({plan.parallel_reason}), "
         f"KV cache {plan.spec.kv_cache_type}, memory {plan.estimate_bytes / _MIB:,.0f} MiB "
         f"({'measured' if plan.memory.measured else 'planned'}; "
-        f"{plan.ram_bytes / _MIB:,.0f} MiB RAM"
-        + (f", {plan.vram_bytes / _MIB:,.0f} MiB VRAM" if plan.vram_bytes else "")
-        + ")"
+        f"{plan.ram_bytes / _MIB:,.0f} MiB RAM" + _vram_text(plan.memory) + ")"
     )
     if placement.gpu_layers > 0 and info.gpu_layers == 0:
         log.warning("%s: GPU layers were planned but the runner has no GPU backend", message)
     else:
         log.info("%s", message)
+
+
+def _vram_text(memory: MemoryPlan) -> str:
+    """ ", 7,000 MiB VRAM", with several GPUs each one's: "(GPU0 3,500, GPU1 3,500)"."""
+    gpus = memory.gpu_bytes()
+    if not gpus:
+        return ""
+    text = f", {memory.vram_bytes / _MIB:,.0f} MiB VRAM"
+    if len(gpus) > 1:
+        text += " (" + ", ".join(f"{gpu} {size / _MIB:,.0f}" for gpu, size in gpus.items()) + ")"
+    return text

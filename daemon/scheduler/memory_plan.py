@@ -14,22 +14,33 @@ llama.cpp sizes what it allocates at load:
   the window and one ubatch, rounded up to 256 (llama.cpp's ``swa_full`` off, as the runner
   runs it) (``kv`` and ``window kv``); a recurrent model's state instead (``recurrent``);
 - the output buffer: a float per vocabulary entry for one output row per slot;
-- the compute buffer (``compute_buffer``): the worst-case ubatch's graph;
+- the compute buffer (``compute_buffer``): the worst-case ubatch's graph, one on each device
+  that runs layers;
 - a vision projector's, draft model's and LoRA adapters' weights (a draft model with its own
   cache, output and compute buffer);
 - and apart, as RAM the runner may fill later: the host prompt cache
   (``LOCALLLM_HOST_CACHE_MB``) and a sliding-window model's checkpoints (as much again at
   most: a few window states per slot).
 
+Several GPUs share the offloaded layers as llama.cpp's default split does (``split_mode``
+layer, no ``tensor_split``): in proportion to each GPU's free memory (``gpu_split``), the first
+layers on the first GPU, the output layer with the last (``layer_devices``); a layer's caches
+go with it, and each GPU with layers has a compute buffer of its own, sized as one GPU's would
+be for those layers (conservative: llama.cpp's allocator may share more). The projector and
+LoRA adapters are planned on the first GPU; the draft model in RAM, where the runner loads it.
+
 Where llama.cpp has already loaded the same model with the same settings, its own figures
 replace the plan's (``measured``). Pure functions: nothing here touches a file or llama.cpp.
 Not planned: a vision projector's compute buffer (its images' graph), the embedding context a
-chat model opens on its first embedding request, and the runner process itself (Python, the
-llama.cpp library, a few tens of MB).
+chat model opens on its first embedding request, the copies of the graph's inputs llama.cpp
+keeps for pipeline parallelism where several GPUs hold every layer, and the runner process
+itself (Python, the llama.cpp library, a few tens of MB).
 """
 
 from __future__ import annotations
 
+import bisect
+import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
@@ -48,6 +59,7 @@ __all__ = [
     "PlanPart",
     "PlanSettings",
     "cache_cells",
+    "layer_devices",
     "plan_memory",
     "plan_settings",
 ]
@@ -87,6 +99,8 @@ class PlanSettings:
     batch: int = 512  # the runner's batch: llama.cpp's n_batch and n_ubatch
     gpu_layers: int = 0  # llama.cpp's n_gpu_layers: the output layer, then the last ones
     # (-1: all; the scheduler's "auto" is decided before a plan)
+    gpu_split: tuple[int, ...] = ()  # each GPU's free bytes, in llama.cpp's order: the
+    # offloaded layers' split (none or one: all on GPU0)
     cpu_moe_layers: int = 0  # the first layers whose experts stay in RAM (-1: all)
     repack_types: frozenset[str] = frozenset()  # weight types this CPU repacks (``repack``)
     projector: ModelShape | None = None
@@ -131,14 +145,19 @@ class MemoryPlan:
 
     @property
     def vram_bytes(self) -> int:
-        return sum(self.total(device) for device in self.devices() if device != CPU)
+        """The GPU part, every GPU."""
+        return sum(self.gpu_bytes().values())
+
+    def gpu_bytes(self) -> dict[str, int]:
+        """The part on each GPU that holds one ("GPU0": bytes), in the GPUs' order."""
+        return {device: self.total(device) for device in self.devices() if device != CPU}
 
     @property
     def measured(self) -> bool:
         return any(p.measured for p in self.parts)
 
     def devices(self) -> list[str]:
-        return sorted({p.device for p in self.parts}, key=lambda d: (d != CPU, d))
+        return sorted({p.device for p in self.parts}, key=lambda d: (d != CPU, len(d), d))
 
     def kind_bytes(self, kind: str, device: str | None = None) -> int:
         return sum(p.bytes for p in self.parts if p.kind == kind and device in (None, p.device))
@@ -161,10 +180,12 @@ def plan_settings(
     projector: ModelShape | None = None,
     draft: ModelShape | None = None,
     loras: tuple[ModelShape, ...] = (),
+    gpu_split: tuple[int, ...] = (),
 ) -> PlanSettings:
     """The settings a runner started with ``spec`` runs ``shape`` with: its batch as the
     runner makes it, flash attention decided as the runner decides ``auto``
-    (``daemon.runners.attention``; llama.cpp's own ``auto`` is on)."""
+    (``daemon.runners.attention``; llama.cpp's own ``auto`` is on); ``gpu_split``: each GPU's
+    free bytes, which llama.cpp splits the layers by."""
     on_gpu = spec.num_gpu_layers != 0
     batch = max(spec.num_batch, spec.num_parallel)
     return PlanSettings(
@@ -174,6 +195,7 @@ def plan_settings(
         flash_attention=_flash(spec, shape, batch, on_gpu),
         batch=spec.num_ctx if spec.embedding_only else batch,
         gpu_layers=spec.num_gpu_layers,
+        gpu_split=tuple(gpu_split),
         cpu_moe_layers=spec.num_cpu_moe,
         repack_types=repack_types,
         projector=projector,
@@ -230,21 +252,55 @@ def plan_memory(shape: ModelShape, settings: PlanSettings) -> MemoryPlan:
     return MemoryPlan(tuple(p for p in parts if p.bytes > 0), settings, tuple(notes))
 
 
+def layer_devices(n_layer: int, gpu_layers: int, gpu_split: tuple[int, ...] = ()) -> list[str]:
+    """The device of each layer 0..``n_layer`` (the last: the output layer) as llama.cpp's
+    ``load_tensors`` places them: ``gpu_layers`` (-1: all) of them on the GPUs, the output
+    layer first, then the last layers (1 is the output layer alone); offloaded layer ``i`` of
+    ``k`` on the first GPU whose share of ``gpu_split`` so far is above ``i / k``, in floats as
+    llama.cpp computes it (so a layer on a boundary lands where it does there)."""
+    total = n_layer + 1
+    offloaded = total if gpu_layers < 0 else min(gpu_layers, total)
+    first = total - offloaded
+    points = _split_points(gpu_split)
+    last = len(points) - 1
+    devices = [CPU] * first
+    for index in range(max(0, offloaded)):
+        share = _float32(index / offloaded)
+        devices.append(f"GPU{min(bisect.bisect_right(points, share), last)}")
+    return devices
+
+
+def _split_points(gpu_split: tuple[int, ...]) -> list[float]:
+    """llama.cpp's split points: each GPU's share of the free memory, summed up to it."""
+    weights = [_float32(max(0, free)) for free in gpu_split] or [1.0]
+    if not any(weights):
+        weights = [1.0] * len(weights)
+    running, sums = 0.0, []
+    for weight in weights:
+        running = _float32(running + weight)
+        sums.append(running)
+    return [_float32(point / running) for point in sums]
+
+
+def _float32(value: float) -> float:
+    """``value`` rounded to a C float (llama.cpp's split arithmetic)."""
+    return struct.unpack("f", struct.pack("f", value))[0]
+
+
 class _Devices:
-    """Which device holds each layer, as llama.cpp's ``n_gpu_layers`` places them: the output
-    layer first, then the last layers (1 is the output layer alone); the token embeddings stay
-    in RAM."""
+    """Which device holds each layer (``layer_devices``); the token embeddings stay in
+    RAM."""
 
     def __init__(self, shape: ModelShape, settings: PlanSettings):
         n = shape.n_layer
-        layers = n + 1 if settings.gpu_layers < 0 else min(settings.gpu_layers, n + 1)
-        self.first_gpu = n + 1 - layers
-        self.output = GPU0 if layers > 0 else CPU
-        self.any_gpu = layers > 0
+        self._layers = layer_devices(n, settings.gpu_layers, settings.gpu_split)
+        self.output = self._layers[n]
+        self.gpus = list(dict.fromkeys(d for d in self._layers if d != CPU))  # in order
+        self.any_gpu = bool(self.gpus)
         self._cpu_moe = n if settings.cpu_moe_layers < 0 else settings.cpu_moe_layers
 
     def layer(self, layer: int) -> str:
-        return GPU0 if layer >= self.first_gpu else CPU
+        return self._layers[layer]
 
     def experts(self, layer: int) -> str:
         return CPU if layer < self._cpu_moe else self.layer(layer)
@@ -270,7 +326,8 @@ def _weights(shape: ModelShape, settings: PlanSettings, devices: _Devices) -> li
             repacked += group.bytes
     if shape.tied_output and devices.output != CPU:  # the output's own copy of the embeddings
         tied = shape.bytes_of("embeddings")
-        found[("weights", GPU0)] = found.get(("weights", GPU0), 0) + tied
+        key = ("weights", devices.output)
+        found[key] = found.get(key, 0) + tied
     parts = [
         PlanPart(kind, device, size, _weights_text(kind, device))
         for (kind, device), size in found.items()
@@ -315,9 +372,11 @@ def _caches(
             size = (_row(k, settings.kv_type) + _row(v, settings.kv_type)) * here * streams
             key = ("window kv" if shape.is_swa(layer) else "kv", devices.layer(layer))
             found[key] = found.get(key, 0) + size
-    recurrent = sum(shape.recurrent_layers) * (shape.recurrent_r + shape.recurrent_s) * 4
-    if recurrent:
-        found[("recurrent", CPU)] = recurrent * max(1, settings.slots)
+    state = (shape.recurrent_r + shape.recurrent_s) * 4 * max(1, settings.slots)
+    for layer, recurrent in enumerate(shape.recurrent_layers):
+        if recurrent and state:  # llama.cpp keeps a layer's state on its device
+            key = ("recurrent", devices.layer(layer))
+            found[key] = found.get(key, 0) + state
     texts = {
         "kv": f"K and V, {cells:,} cells x {streams} slots, {settings.kv_type}",
         "window kv": f"sliding-window K and V, {window:,} cells x {streams} slots",
@@ -348,11 +407,12 @@ def _compute(
     tokens: int,
 ) -> list[PlanPart]:
     """One compute buffer per device that runs layers (the output layer's device computes
-    the logits); beside a GPU's, a small one in RAM for the graph's inputs."""
+    the logits), each GPU's sized for its own layers as one GPU's would be; beside the GPUs',
+    a small one in RAM for the graph's inputs."""
     flash = settings.flash_attention
     text = f"graph of a {tokens}-token batch, flash attention {'on' if flash else 'off'}"
     parts = []
-    for device in (CPU, GPU0) if devices.any_gpu else (CPU,):
+    for device in (CPU, *devices.gpus):
         layers = devices.layers_on(device, shape.n_layer)
         output = devices.output == device
         if not layers and not output:
@@ -374,14 +434,16 @@ def _compute(
 
 
 def _extras(shape: ModelShape, settings: PlanSettings, devices: _Devices) -> list[PlanPart]:
-    """A projector's, a draft model's and LoRA adapters' parts."""
+    """A projector's, a draft model's and LoRA adapters' parts: on the first GPU, where
+    llama.cpp's vision projector runs, but the draft in RAM (the runner loads it on the CPU
+    so that the GPU keeps its room for the model it serves)."""
     device = GPU0 if devices.any_gpu else CPU
     parts = []
     if settings.projector is not None:
         size = settings.projector.weights_bytes
         parts.append(PlanPart("projector", device, size, "the vision projector's weights"))
     if settings.draft is not None:
-        parts += _draft(settings.draft, settings, device)
+        parts += _draft(settings.draft, settings, CPU)
     for adapter in settings.loras:
         parts.append(PlanPart("lora", device, adapter.weights_bytes, "a LoRA adapter's weights"))
     return parts
@@ -389,12 +451,13 @@ def _extras(shape: ModelShape, settings: PlanSettings, devices: _Devices) -> lis
 
 def _draft(draft: ModelShape, settings: PlanSettings, device: str) -> list[PlanPart]:
     """The draft model: its weights and its own context (a full-size sliding-window cache,
-    the spec's batch), all on the main model's device."""
+    the spec's batch), all on ``device``."""
     own = replace(
         settings,
         flash_attention=settings.draft_flash_attention,
         batch=settings.draft_batch,
         gpu_layers=-1 if device != CPU else 0,
+        gpu_split=(),
         projector=None,
         draft=None,
         loras=(),

@@ -8,17 +8,19 @@ Studio. On a GPU a decode of k tokens costs about one token far beyond 4 streams
 whole model fits in free VRAM the slots double from 4, up to 16, while all of them, each with
 the context a slot gets anyway (``num_ctx``, or the trained context up to the cap), fit in
 half of the VRAM the rest of the plan leaves (weights, compute buffer: the plan's GPU part
-without its caches): the other half stays for a longer context or another model. A pure
+without its caches): the other half stays for a longer context or another model. With several
+GPUs each GPU's caches are held against what the rest of its own part leaves of it. A pure
 function: the plan and free memory are inputs, so the rule is tested without a card of that
 size.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from daemon.scheduler.memory_plan import CPU, MemoryPlan
+from daemon.scheduler.memory_plan import GPU0, MemoryPlan
+from daemon.scheduler.placement import free_vram_text
 
 __all__ = [
     "CACHE_KINDS",
@@ -33,7 +35,7 @@ DEFAULT_PARALLEL = 4  # slots on a CPU, and the fewest on a GPU
 MOST_PARALLEL = 16  # the most the default picks (LOCALLLM_NUM_PARALLEL or num_parallel: more)
 KV_SHARE = 0.5  # of the VRAM the rest of the plan leaves, the most the slots' caches may fill
 CACHE_KINDS = ("kv", "window kv", "recurrent")  # the parts that grow with the slots
-_GIB = 1 << 30
+GpuRoom = float | Mapping[str, float]  # usable VRAM by GPU ("GPU0": bytes); a number: GPU0's
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,25 +45,33 @@ class ParallelChoice:
 
 
 def default_parallel(
-    plan_for: Callable[[int], MemoryPlan] | None, slot_context: int, free_vram: float | None
+    plan_for: Callable[[int], MemoryPlan] | None, slot_context: int, free_vram: GpuRoom | None
 ) -> ParallelChoice:
     """Slots for a model that sets none. ``plan_for(slots)``: the plan with every layer on
-    the GPU at ``slot_context`` tokens a slot; ``free_vram``: the usable VRAM of the GPU that
-    holds the whole model, None where it runs (wholly or partly) on the CPU."""
+    the GPUs at ``slot_context`` tokens a slot; ``free_vram``: the usable VRAM of the GPUs that
+    hold the whole model, None where it runs (wholly or partly) on the CPU."""
     if free_vram is None or plan_for is None:
         return ParallelChoice(DEFAULT_PARALLEL, f"the default of {DEFAULT_PARALLEL}")
     slots = DEFAULT_PARALLEL
     while slots * 2 <= MOST_PARALLEL and slots_fit(plan_for(slots * 2), free_vram):
         slots *= 2
-    free = f"{free_vram / _GIB:.1f} GiB free VRAM"
+    room = _by_gpu(free_vram)
+    free = free_vram_text(sum(room.values()), len(room))
     if slots == DEFAULT_PARALLEL:
         return ParallelChoice(slots, f"the default of {slots}: {free} holds no more")
     return ParallelChoice(slots, f"{slots} of {slot_context:,} tokens fit in {free}")
 
 
-def slots_fit(plan: MemoryPlan, free_vram: float) -> bool:
-    """Whether ``plan``'s caches on the GPU fill at most ``KV_SHARE`` of what its other GPU
-    parts leave of ``free_vram``."""
-    cache = sum(p.bytes for p in plan.parts if p.kind in CACHE_KINDS and p.device != CPU)
-    rest = plan.vram_bytes - cache
-    return cache <= (free_vram - rest) * KV_SHARE
+def slots_fit(plan: MemoryPlan, free_vram: GpuRoom) -> bool:
+    """Whether ``plan``'s caches on each GPU fill at most ``KV_SHARE`` of what its other
+    parts there leave of that GPU's ``free_vram``."""
+    room = _by_gpu(free_vram)
+    for gpu, size in plan.gpu_bytes().items():
+        cache = sum(plan.kind_bytes(kind, gpu) for kind in CACHE_KINDS)
+        if cache > (room.get(gpu, 0) - (size - cache)) * KV_SHARE:
+            return False
+    return True
+
+
+def _by_gpu(free_vram: GpuRoom) -> Mapping[str, float]:
+    return {GPU0: free_vram} if isinstance(free_vram, int | float) else free_vram

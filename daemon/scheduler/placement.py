@@ -3,8 +3,14 @@
 llama.cpp's ``n_gpu_layers`` offloads the output layer first, then the repeating layers from
 the last; a GPU holds those layers' weights, their KV cache and its own compute buffer. The
 plan counts each of these from the model's own tensors (``memory_plan``), so the placement is
-the largest layer count whose plan's GPU part fits the largest GPU's free VRAM less a margin,
-found by bisection (the plan's GPU part grows with the layers: a few plans, not one a layer).
+the largest layer count whose plan's GPU part fits free VRAM less a margin, found by bisection
+(the plan's GPU part grows with the layers: a few plans, not one a layer). With several GPUs
+llama.cpp splits the layers over them by their free memory, and the plan does too; a plan fits
+where every GPU's part fits that GPU (``fits_gpus``), so a small GPU whose share overflows
+limits the layers. The bisections compare one figure, ``vram_need`` (the fullest GPU's part
+scaled to the GPUs' total): it grows with each GPU's part, nearly (the output layer moves from
+the first GPU to the last as layers are added), so a bisection finds a count that fits where
+one more does not.
 
 A mixture of experts that does not fit whole keeps its attention and shared weights, and its
 cache, on the GPU, and the experts of its first layers in RAM (llama-server's ``--n-cpu-moe``,
@@ -24,7 +30,7 @@ the model status, never a silent CPU fallback.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from daemon.scheduler.context_size import largest_fitting
@@ -38,8 +44,12 @@ __all__ = [
     "PlanFor",
     "choose_placement",
     "describe_placement",
+    "fits_gpus",
+    "free_vram_text",
+    "gpu_usable",
     "read_on_gpu",
     "usable_vram",
+    "vram_need",
 ]
 
 VRAM_MARGIN = 0.10  # keep 10% of free VRAM for the driver and other programs...
@@ -64,12 +74,43 @@ class Placement:
         return min(1.0, self.gpu_layers / self.total_layers) if self.total_layers else 0.0
 
 
-def usable_vram(free_vram: list[int]) -> int:
-    """The largest GPU's free VRAM less the margin (0: no GPU found)."""
-    if not free_vram:
-        return 0
-    free = max(free_vram)
-    return max(0, free - max(int(free * VRAM_MARGIN), VRAM_RESERVE))
+def usable_vram(free_vram: Sequence[int]) -> int:
+    """Every GPU's free VRAM less its margin, together (0: no GPU found)."""
+    return sum(gpu_usable(free_vram).values())
+
+
+def gpu_usable(free_vram: Sequence[int]) -> dict[str, int]:
+    """Each GPU's free VRAM less its margin, by the plan's name of it ("GPU0": bytes)."""
+    return {
+        f"GPU{index}": max(0, free - max(int(free * VRAM_MARGIN), VRAM_RESERVE))
+        for index, free in enumerate(free_vram)
+    }
+
+
+def fits_gpus(plan: MemoryPlan, free_vram: Sequence[int]) -> bool:
+    """Whether every GPU's part of ``plan`` fits that GPU's free VRAM less its margin."""
+    usable = gpu_usable(free_vram)
+    return all(size <= usable.get(gpu, 0) for gpu, size in plan.gpu_bytes().items())
+
+
+def vram_need(plan: MemoryPlan, usable: Mapping[str, int]) -> int:
+    """``plan``'s GPU part as one figure to hold against the GPUs' ``usable`` VRAM together:
+    the fullest GPU's part scaled by that total over its own usable VRAM (rounded up), so it
+    fits the total exactly where every GPU's part fits its GPU. One GPU: its part."""
+    total = sum(usable.values())
+    need = 0
+    for gpu, size in plan.gpu_bytes().items():
+        room = usable.get(gpu, 0)
+        if not room:
+            return total + max(1, size)  # a part on a GPU with no room: never fits
+        need = max(need, -(-size * total // room))
+    return need
+
+
+def free_vram_text(free: float, gpus: int) -> str:
+    """ "7.4 GiB free VRAM"; with several GPUs, their total: "2 GPUs' 14.2 GiB free VRAM"."""
+    text = f"{free / _GIB:.1f} GiB free VRAM"
+    return f"{gpus} GPUs' {text}" if gpus > 1 else text
 
 
 def read_on_gpu(plan: MemoryPlan, shape: ModelShape) -> int:
@@ -110,16 +151,19 @@ class _Search:
         self.shape = shape
         self.total = shape.n_layer + 1
         self._plan_for = plan_for
-        self.free = max(free_vram, default=0)
-        self.usable = usable_vram(free_vram)
+        self.free = sum(free_vram)
+        self.gpus = len(free_vram)
+        self._usable = gpu_usable(free_vram)
+        self.usable = sum(self._usable.values())  # what ``need`` is held against
         self.plans = 0
 
     def plan(self, layers: int, cpu_moe: int) -> MemoryPlan:
         self.plans += 1
         return self._plan_for(layers, cpu_moe)
 
-    def vram(self, layers: int, cpu_moe: int) -> int:
-        return self.plan(layers, cpu_moe).vram_bytes
+    def need(self, layers: int, cpu_moe: int) -> int:
+        """The plan's ``vram_need``: within ``usable`` where every GPU's part fits."""
+        return vram_need(self.plan(layers, cpu_moe), self._usable)
 
     def choose(self, layers: int | None, cpu_moe: int | None) -> Placement:
         if layers is not None:
@@ -135,7 +179,7 @@ class _Search:
         what would fit)."""
         count = self.total if layers < 0 else min(layers, self.total)
         reason = f"num_gpu={layers} requested"
-        if not self.free or self.vram(count, cpu_moe) <= self.usable:
+        if not self.free or self.need(count, cpu_moe) <= self.usable:
             return self._placed(count, cpu_moe, reason)
         fitting = self._most_layers(cpu_moe, count - 1)
         return self._placed(count, cpu_moe, reason, fitting)
@@ -160,7 +204,7 @@ class _Search:
         # the most layers whose experts stay on the GPU with every layer there (the GPU part
         # grows with them)
         kept = largest_fitting(
-            lambda on_gpu: self.vram(total, n_layer - on_gpu), self.usable, 0, n_layer - 1, 1
+            lambda on_gpu: self.need(total, n_layer - on_gpu), self.usable, 0, n_layer - 1, 1
         )
         if kept is not None:
             layers, cpu_moe = total, n_layer - kept
@@ -171,7 +215,8 @@ class _Search:
             return self._placed(whole, 0, f"{whole}/{total} layers fit in {self._free_text()}")
         experts = f"experts of {self._experts_text(cpu_moe)} layers in RAM"
         if layers == total:
-            reason = f"all layers on the GPU, {experts} ({self._free_text()})"
+            gpus = "the GPUs" if self.gpus > 1 else "the GPU"
+            reason = f"all layers on {gpus}, {experts} ({self._free_text()})"
         else:
             reason = f"{layers}/{total} layers fit in {self._free_text()}, {experts}"
         return self._placed(layers, cpu_moe, reason)
@@ -180,12 +225,12 @@ class _Search:
         return read_on_gpu(plan, self.shape)
 
     def _most_layers(self, cpu_moe: int, most: int) -> int:
-        """The most GPU layers, up to ``most``, whose plan's GPU part fits."""
+        """The most GPU layers, up to ``most``, whose plan's GPU parts fit."""
         if most <= 0:
             return 0
-        if self.vram(most, cpu_moe) <= self.usable:
+        if self.need(most, cpu_moe) <= self.usable:
             return most
-        found = largest_fitting(lambda n: self.vram(n, cpu_moe), self.usable, 1, most - 1, 1)
+        found = largest_fitting(lambda n: self.need(n, cpu_moe), self.usable, 1, most - 1, 1)
         return found or 0
 
     def _expert_layers(self) -> list[int]:
@@ -200,7 +245,7 @@ class _Search:
         return f"{covered}/{len(with_experts)}"
 
     def _free_text(self) -> str:
-        return f"{self.free / _GIB:.1f} GiB free VRAM"
+        return free_vram_text(self.free, self.gpus)
 
     def _placed(
         self, layers: int, cpu_moe: int, reason: str, fitting: int | None = None

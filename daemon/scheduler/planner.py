@@ -70,9 +70,12 @@ class MemoryPlanner:
         self._measured.lookup("")  # reads the file
         return repacked_types() if self._repack is None else self._repack
 
-    def plan(self, shapes: TargetShapes, spec: RunnerSpec) -> tuple[MemoryPlan, str]:
+    def plan(
+        self, shapes: TargetShapes, spec: RunnerSpec, gpu_split: tuple[int, ...] = ()
+    ) -> tuple[MemoryPlan, str]:
         """The plan of a runner started with ``spec`` (its context, slots and GPU layers
-        decided), corrected by measured figures where there are some; and the key the
+        decided), its GPU layers split by ``gpu_split`` (each GPU's free bytes, as llama.cpp
+        splits them), corrected by measured figures where there are some; and the key the
         figures of this load are kept under."""
         settings = plan_settings(
             spec,
@@ -81,6 +84,7 @@ class MemoryPlanner:
             projector=shapes.projector,
             draft=shapes.draft,
             loras=shapes.loras,
+            gpu_split=gpu_split,
         )
         plan = plan_memory(shapes.model, settings)
         key = plan_key(shapes.model, settings)

@@ -7,7 +7,8 @@ unloaded, its GPU part where the user asked for GPU layers the GPU cannot hold (
 the daemon are placed to fit: ``placement``). The refusal (507, ``InsufficientMemoryError``)
 names the plan's parts on that memory and what would fit, found from the plan by bisection (a
 few plans each): the longest context a slot with these slots, the most slots with this
-context, or the most GPU layers. The option ``load_anyway`` skips the refusal, never the
+context, or the most GPU layers. With several GPUs the refusal names the GPU whose part does
+not fit, and its figures. The option ``load_anyway`` skips the refusal, never the
 eviction of idle models, for those who know better: the plan is an estimate.
 """
 
@@ -18,7 +19,7 @@ from collections.abc import Callable
 from daemon.errors import InsufficientMemoryError
 from daemon.scheduler.context_size import CONTEXT_STEP, largest_fitting, size_text
 from daemon.scheduler.memory_plan import CPU, MemoryPlan
-from daemon.scheduler.placement import Placement
+from daemon.scheduler.placement import Placement, gpu_usable
 
 __all__ = ["layers_that_fit", "parts_text", "ram_refusal", "vram_refusal", "what_fits"]
 
@@ -34,13 +35,17 @@ _GROUPS = (
 )
 
 
-def parts_text(plan: MemoryPlan, vram: bool = False) -> str:
-    """The plan's parts in RAM (``vram``: on the GPUs), in words: "weights 4.1 GiB, KV cache
-    4.0 GiB for 4 x 32,768 tokens, compute 1.2 GiB"."""
+def parts_text(plan: MemoryPlan, vram: bool = False, device: str | None = None) -> str:
+    """The plan's parts in RAM (``vram``: on the GPUs; ``device``: on that one), in words:
+    "weights 4.1 GiB, KV cache 4.0 GiB for 4 x 32,768 tokens, compute 1.2 GiB"."""
     settings = plan.settings
+
+    def counted(part_device: str) -> bool:
+        return part_device == device if device else (part_device != CPU) == vram
+
     texts = []
     for name, kinds in _GROUPS:
-        size = sum(p.bytes for p in plan.parts if p.kind in kinds and (p.device != CPU) == vram)
+        size = sum(p.bytes for p in plan.parts if p.kind in kinds and counted(p.device))
         if not size:
             continue
         text = f"{name} {size_text(size)}"
@@ -92,13 +97,19 @@ def vram_refusal(
     name: str, plan: MemoryPlan, usable: int, placement: Placement
 ) -> InsufficientMemoryError:
     """The refusal of GPU layers asked for that the GPU cannot hold; what would fit is
-    ``placement.fitting_layers``."""
-    total = placement.total_layers
-    on_gpu = f"{placement.gpu_layers}/{total} layers on the GPU: {parts_text(plan, vram=True)}"
+    ``placement.fitting_layers``. With several GPUs: the first whose part overflows it, with
+    its own part and free VRAM (``usable``: theirs together)."""
+    layers = f"{placement.gpu_layers}/{placement.total_layers} layers"
+    on_gpu = f"{layers} on the GPU: {parts_text(plan, vram=True)}"
+    needed = plan.vram_bytes
+    gpus = gpu_usable(plan.settings.gpu_split)
+    parts = plan.gpu_bytes()
+    over = next((gpu for gpu, size in parts.items() if size > gpus.get(gpu, 0)), None)
+    if len(gpus) > 1 and over is not None:
+        on_gpu = f"{layers} on {len(gpus)} GPUs, on {over}: {parts_text(plan, device=over)}"
+        needed, usable = parts[over], gpus.get(over, 0)
     fits = layers_that_fit(placement)
-    return InsufficientMemoryError(
-        name, plan.vram_bytes, usable, memory="VRAM", parts=on_gpu, fits=fits
-    )
+    return InsufficientMemoryError(name, needed, usable, memory="VRAM", parts=on_gpu, fits=fits)
 
 
 def layers_that_fit(placement: Placement) -> str:

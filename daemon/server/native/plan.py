@@ -24,7 +24,7 @@ from daemon.inference import Inference
 from daemon.inference.plans import Planned, plan_installed, plan_on_hub
 from daemon.remotes import Remotes
 from daemon.scheduler import LoadPlan
-from daemon.scheduler.memory_plan import CPU, LATER_KINDS
+from daemon.scheduler.memory_plan import LATER_KINDS
 from daemon.scheduler.refusal import size_text
 from model_registry.errors import InvalidRepoError
 from model_registry.pull.hub_headers import HubShapes
@@ -104,7 +104,7 @@ def _response(planned: Planned) -> PlanResponse:
             device=device,
             bytes=memory.total(device),
             later_bytes=memory.total(device, later=True) - memory.total(device),
-            free=_free(load, device),
+            free=load.free_on(device),
         )
         for device in memory.devices()
     ]
@@ -152,12 +152,6 @@ def _settings(planned: Planned) -> PlanSettingsOut:
         placement_reason=placement.reason,
         cpu_moe_layers=max(0, total - 1) if cpu_moe < 0 else cpu_moe,
     )
-
-
-def _free(load: LoadPlan, device: str) -> int | None:
-    if device == CPU:
-        return int(load.ram_free)
-    return load.vram_free or None
 
 
 def _fit_reason(load: LoadPlan) -> str:
