@@ -8,9 +8,11 @@
    the error, and what the old formula said (weights file + a full-size cache in every layer
    + 96 MiB, + the attention scores where flash attention was off).
 2. Gemma 3 270M Q4_K_M (the real-model tier) at 4 slots x 4,096 and x 32,768 tokens, f16: the
-   same columns, and the runner process's resident memory (``/proc/<pid>/status`` VmRSS, and
-   its peak VmHWM) after four long generations at once (a 2,000-token prompt and 256 tokens
-   each), in the real runner subprocess.
+   same columns.
+
+For every row, the runner process's resident memory (``/proc/<pid>/status`` VmRSS, and its
+peak VmHWM) after four long generations at once (prompts of up to 2,000 tokens and 256 tokens
+each), in the real runner subprocess (``--no-rss``: without those columns).
 
 Prints a Markdown table for bench/RESULTS.md.
 """
@@ -78,7 +80,7 @@ def row(name: str, cell: str, path: Path, spec: RunnerSpec, measured: MeasuredMo
     ]
 
 
-def matrix(root: Path) -> list[list]:
+def matrix(root: Path, threads: int, rss: bool) -> list[list]:
     rows = []
     for i, (name, write) in enumerate(MODELS.items()):
         path = write(root / f"{i}.gguf")
@@ -87,17 +89,31 @@ def matrix(root: Path) -> list[list]:
             for cell in CELLS:
                 kv, flash, slots, ctx = cell
                 label = f"{kv}, flash {flash}, {slots} x {ctx:,}"
-                rows.append(row(name, label, path, spec_for(path, *cell), measured))
+                spec = spec_for(path, *cell)
+                found = row(name, label, path, spec, measured)
+                if rss:
+                    found += _resident(spec, threads)
+                rows.append(found)
         finally:
             measured.close()
     return rows
 
 
+def _resident(spec: RunnerSpec, threads: int) -> list[float]:
+    """The runner's resident and peak memory, in MiB, after four long generations."""
+    threaded = dataclasses.replace(spec, num_threads=threads)
+    resident, peak = asyncio.run(resident_after_generation(threaded))
+    return [resident / MIB, peak / MIB]
+
+
 async def resident_after_generation(spec: RunnerSpec) -> tuple[int, int]:
-    """VmRSS and VmHWM of the runner after four long generations at once."""
+    """VmRSS and VmHWM of the runner after four long generations at once (prompts of up to
+    2,000 tokens, fewer where the context is short, and 256 tokens each)."""
     runner = await RunnerProcess.start(spec)
     try:
-        prompt = "Once upon a time, in a land far away, there lived a king. " * 150
+        sentence = "Once upon a time, in a land far away, there lived a king. "
+        room = min(2000, spec.num_ctx - LONG.max_tokens - 64)  # the context is per slot
+        prompt = sentence * max(1, room // len(await runner.tokenize(sentence, add_bos=False)))
 
         async def one(i: int) -> None:
             async for event in runner.generate(GenerateCall(f"{i}. {prompt}", LONG)):
@@ -125,9 +141,7 @@ def gemma(threads: int, rss: bool) -> list[list]:
         finally:
             measured.close()
         if rss:
-            threaded = dataclasses.replace(spec, num_threads=threads)
-            resident, peak = asyncio.run(resident_after_generation(threaded))
-            found += [resident / MIB, peak / MIB]
+            found += _resident(spec, threads)
         rows.append(found)
     return rows
 
@@ -151,11 +165,11 @@ def markdown(rows: list[list], with_rss: bool) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--no-rss", action="store_true", help="skip the runner's RSS rows")
+    parser.add_argument("--no-rss", action="store_true", help="skip the runners' RSS columns")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as root:
-        rows = matrix(Path(root))
+        rows = matrix(Path(root), args.threads, not args.no_rss)
     rows += gemma(args.threads, not args.no_rss)
     print(markdown(rows, not args.no_rss))
 
