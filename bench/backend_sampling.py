@@ -26,10 +26,10 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 import decode_apart  # noqa: E402
 
-from daemon.runners.protocol import FrameWriter  # noqa: E402
-from daemon.runners.types import RunnerSpec  # noqa: E402
-from daemon.runners.worker.engine import Engine  # noqa: E402
-from daemon.runners.worker.model import Model  # noqa: E402
+from localllm.daemon.runners.protocol import FrameWriter  # noqa: E402
+from localllm.daemon.runners.types import RunnerSpec  # noqa: E402
+from localllm.daemon.runners.worker.engine import Engine  # noqa: E402
+from localllm.daemon.runners.worker.model import Model  # noqa: E402
 
 WAYS = ("host", "backend")
 # Ollama's defaults without penalties (the bench against llama-server samples so too)

@@ -112,8 +112,8 @@ def decode_rate(answer: Stream) -> float:
 def variants(model: Path) -> tuple[str, ...]:
     """The servers to compare: ours with flash attention ``off`` too where ``auto`` could pick
     it (heads of 64 values or fewer: daemon/runners/attention.py)."""
-    from daemon.runners.attention import SMALL_HEAD
-    from model_registry.gguf_info import read_gguf_info
+    from localllm.daemon.runners.attention import SMALL_HEAD
+    from localllm.model_registry.gguf_info import read_gguf_info
 
     info = read_gguf_info(model)
     head = info.key_length or info.embedding_length // info.head_count
@@ -262,7 +262,7 @@ def main() -> None:
     for name in args.models.split(","):
         name = name.strip()
         if name == "small":
-            from model_registry.tiny_gguf import write_tiny_model
+            from localllm.model_registry.tiny_gguf import write_tiny_model
 
             model = write_tiny_model(work / "small-heads.gguf", **SMALL_MODEL, file_type="Q8_0")
         else:

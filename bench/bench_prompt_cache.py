@@ -28,10 +28,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from daemon.runners.process import RunnerProcess  # noqa: E402
-from daemon.runners.types import DoneEvent, GenerateCall, RunnerSpec, SamplingParams  # noqa: E402
-from daemon.scheduler.memory_plan import plan_memory, plan_settings  # noqa: E402
-from model_registry.model_shape import ModelShape, read_model_shape  # noqa: E402
+from localllm.daemon.runners.process import RunnerProcess  # noqa: E402
+from localllm.daemon.runners.types import DoneEvent, GenerateCall, RunnerSpec, SamplingParams  # noqa: E402
+from localllm.daemon.scheduler.memory_plan import plan_memory, plan_settings  # noqa: E402
+from localllm.model_registry.model_shape import ModelShape, read_model_shape  # noqa: E402
 
 GREEDY = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=16)
 WORDS = [

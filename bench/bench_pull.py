@@ -37,9 +37,9 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
-from model_registry.pull import DownloadOptions, Puller  # noqa: E402
-from model_registry.store import Store  # noqa: E402
-from model_registry.tiny_gguf import write_tiny_model  # noqa: E402
+from localllm.model_registry.pull import DownloadOptions, Puller  # noqa: E402
+from localllm.model_registry.store import Store  # noqa: E402
+from localllm.model_registry.tiny_gguf import write_tiny_model  # noqa: E402
 from tests.support.local_hub import LocalHub  # noqa: E402
 from tests.support.polling import wait_for  # noqa: E402
 from tests.support.pulls import PullThread, sidecar_completed  # noqa: E402
@@ -47,8 +47,8 @@ from tests.support.pulls import PullThread, sidecar_completed  # noqa: E402
 REPO, FILE, NAME = "bench/Big-GGUF", "Big-F16.gguf", "hf.co/bench/big-gguf"
 KILL_SCRIPT = """
 import os, sys
-from model_registry.pull import Puller
-from model_registry.store import Store
+from localllm.model_registry.pull import Puller
+from localllm.model_registry.store import Store
 with Puller(Store(sys.argv[1]), endpoint=os.environ["HF_ENDPOINT"]) as puller:
     for _ in puller.pull(sys.argv[2]):
         pass

@@ -44,7 +44,7 @@ def start_front(work: Path) -> tuple[subprocess.Popen, str]:
         "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",
     }
     (work / "front-logs").mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "daemon", "serve", "--host", f"127.0.0.1:{port}"]
+    command = [sys.executable, "-m", "localllm.daemon", "serve", "--host", f"127.0.0.1:{port}"]
     log = (work / "front-logs" / "out.log").open("wb")
     proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
@@ -151,9 +151,9 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--write", action="store_true", help="update bench/RESULTS.md")
     args = parser.parse_args()
-    from model_registry.importer import import_gguf
-    from model_registry.store import Store
-    from model_registry.tiny_gguf import write_tiny_model
+    from localllm.model_registry.importer import import_gguf
+    from localllm.model_registry.store import Store
+    from localllm.model_registry.tiny_gguf import write_tiny_model
 
     work = Path(tempfile.mkdtemp(prefix="bench-remote-"))
     model = args.model or write_tiny_model(

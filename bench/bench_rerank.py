@@ -61,7 +61,7 @@ def against_llama_server(args, work: Path) -> list[str]:
     binary = cached_binary(pinned_version())
     if binary is None:
         return ["llama-server is not built (python bench/llama_server_build.py): skipped"]
-    from model_registry.tiny_reranker import write_tiny_reranker
+    from localllm.model_registry.tiny_reranker import write_tiny_reranker
 
     model = write_tiny_reranker(work / "reranker.gguf", **MINILM)
     texts = documents(args.documents)
@@ -122,15 +122,15 @@ def quality(retriever, questions) -> tuple[float, float]:
 
 
 def document_search(args, work: Path) -> list[str]:
-    from app.documents.index import DocumentIndex
-    from app.documents.indexer import Indexer
-    from app.documents.reranker import DaemonReranker
-    from app.documents.retrieval import Retriever
-    from daemon.client import Client
+    from localllm.app.documents.index import DocumentIndex
+    from localllm.app.documents.indexer import Indexer
+    from localllm.app.documents.reranker import DaemonReranker
+    from localllm.app.documents.retrieval import Retriever
+    from localllm.daemon.client import Client
 
     url, model, process = args.url, args.reranker, None
     if url is None:
-        from model_registry.tiny_reranker import write_tiny_reranker
+        from localllm.model_registry.tiny_reranker import write_tiny_reranker
 
         generated = write_tiny_reranker(work / "documents-reranker.gguf")  # random: any size
         process, url = start_ours(work / "documents", generated, args.threads, 512)

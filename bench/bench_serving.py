@@ -102,7 +102,7 @@ def start_daemon(store: Path, threads: int, log: Path) -> tuple[subprocess.Popen
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOCALLLM_")}
     env |= {"LOCALLLM_MODELS": str(store), "LOCALLLM_LOGS": str(log.parent)}
     env |= {"LOCALLLM_NUM_THREADS": str(threads), "LOCALLLM_NUM_PARALLEL": "4"}
-    command = [sys.executable, "-m", "daemon", "serve", "--host", f"127.0.0.1:{port}"]
+    command = [sys.executable, "-m", "localllm.daemon", "serve", "--host", f"127.0.0.1:{port}"]
     proc = subprocess.Popen(
         command, cwd=ROOT, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT
     )
@@ -388,7 +388,7 @@ def write_results(text: str) -> None:
 
 def describe(model: Path) -> str:
     """What the model is, read from its own metadata (a ``--model`` may be any GGUF)."""
-    from model_registry.gguf_info import read_gguf_info
+    from localllm.model_registry.gguf_info import read_gguf_info
 
     info = read_gguf_info(model)
     return (
@@ -406,9 +406,9 @@ def main() -> None:
     parser.add_argument("--skip-llama-server", action="store_true")
     parser.add_argument("--write", action="store_true", help="update bench/RESULTS.md")
     args = parser.parse_args()
-    from model_registry.importer import import_gguf
-    from model_registry.store import Store
-    from model_registry.tiny_gguf import write_tiny_model
+    from localllm.model_registry.importer import import_gguf
+    from localllm.model_registry.store import Store
+    from localllm.model_registry.tiny_gguf import write_tiny_model
 
     work = Path(tempfile.mkdtemp(prefix="bench-serving-"))
     model = args.model or write_tiny_model(

@@ -144,8 +144,8 @@ def start_ours(
 ) -> tuple[subprocess.Popen, str]:
     """Our daemon serving ``model`` as "bench" (one store per ``work``, shared by the daemons
     started on it); ``settings`` are more ``LOCALLLM_*`` variables."""
-    from model_registry.importer import import_gguf
-    from model_registry.store import Store
+    from localllm.model_registry.importer import import_gguf
+    from localllm.model_registry.store import Store
 
     store = work / "store"
     if not (store / "manifests").exists():
@@ -165,7 +165,7 @@ def start_ours(
         "LOCALLLM_KEEP_ALIVE": "3600",
         **settings,
     }
-    command = [sys.executable, "-m", "daemon", "serve", "--host", f"127.0.0.1:{port}"]
+    command = [sys.executable, "-m", "localllm.daemon", "serve", "--host", f"127.0.0.1:{port}"]
     out = (logs / "daemon.out").open("wb")
     proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
@@ -197,7 +197,7 @@ def start_llama_server(work: Path, command: list) -> tuple[subprocess.Popen, str
 
 def per_stream_ctx(model: Path, wanted: int) -> int:
     """What our daemon gives each stream: ``wanted``, capped at the model's training context."""
-    from model_registry.gguf_info import read_gguf_info
+    from localllm.model_registry.gguf_info import read_gguf_info
 
     trained = read_gguf_info(model).context_length
     return min(wanted, trained) if trained else wanted
@@ -298,7 +298,7 @@ def model_path(name: str, work: Path) -> Path:
 
         return gemma_path()
     if name == "tiny":
-        from model_registry.tiny_gguf import write_tiny_model
+        from localllm.model_registry.tiny_gguf import write_tiny_model
 
         return write_tiny_model(work / "bench-250m-q8.gguf", **TINY_MODEL, file_type="Q8_0")
     raise SystemExit(f"unknown model {name!r}: use gemma, tiny")

@@ -20,11 +20,11 @@ import llama_cpp as lc
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from daemon.runners.protocol import FrameWriter  # noqa: E402
-from daemon.runners.types import GenerateCall, RunnerSpec, SamplingParams  # noqa: E402
-from daemon.runners.worker.decode_plan import DecodePlan  # noqa: E402
-from daemon.runners.worker.engine import Engine  # noqa: E402
-from daemon.runners.worker.model import Model  # noqa: E402
+from localllm.daemon.runners.protocol import FrameWriter  # noqa: E402
+from localllm.daemon.runners.types import GenerateCall, RunnerSpec, SamplingParams  # noqa: E402
+from localllm.daemon.runners.worker.decode_plan import DecodePlan  # noqa: E402
+from localllm.daemon.runners.worker.engine import Engine  # noqa: E402
+from localllm.daemon.runners.worker.model import Model  # noqa: E402
 
 
 class FixedPlan(DecodePlan):

@@ -20,8 +20,8 @@ from pathlib import Path
 import llama_cpp as lc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from daemon.runners.worker.quantize import quantize
-from model_registry.tiny_gguf import write_tiny_model
+from localllm.daemon.runners.worker.quantize import quantize
+from localllm.model_registry.tiny_gguf import write_tiny_model
 
 BENCH_SHAPE = {"n_layer": 16, "n_embd": 1024, "n_head": 16, "n_ff": 2816, "vocab_size": 32000}
 

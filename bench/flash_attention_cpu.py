@@ -22,7 +22,7 @@ import llama_cpp as lc
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from decode_scaling import fill_batch, median_step_seconds
 
-from model_registry.tiny_gguf import write_tiny_model
+from localllm.model_registry.tiny_gguf import write_tiny_model
 
 SHAPES = [(16, 16), (16, 4), (8, 8), (8, 2), (4, 4), (4, 1)]  # (heads, KV heads), n_embd 1024
 FLASH = {"on": lc.LLAMA_FLASH_ATTN_TYPE_ENABLED, "off": lc.LLAMA_FLASH_ATTN_TYPE_DISABLED}

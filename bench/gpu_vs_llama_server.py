@@ -59,7 +59,7 @@ def card() -> str:
 
 
 def write_model(shape: str, work: Path) -> Path:
-    from model_registry.tiny_gguf import write_tiny_model
+    from localllm.model_registry.tiny_gguf import write_tiny_model
 
     started = time.monotonic()
     path = write_tiny_model(

@@ -21,16 +21,16 @@ from pathlib import Path
 
 import httpx
 
-from daemon.api.openai_responses import ResponsesRequest
-from daemon.errors import BadRequestError
-from daemon.inference.late_system import fold_late_system
-from daemon.inference.options import parse_keep_alive
-from daemon.inference.thinking_split import HarmonySplitter
-from daemon.remotes.stream_state import StreamState
-from daemon.remotes.transport import lines
-from daemon.server.openai.responses_translate import responses_turn
-from model_registry.errors import ModelfileError
-from model_registry.modelfile import parse_modelfile
+from localllm.daemon.api.openai_responses import ResponsesRequest
+from localllm.daemon.errors import BadRequestError
+from localllm.daemon.inference.late_system import fold_late_system
+from localllm.daemon.inference.options import parse_keep_alive
+from localllm.daemon.inference.thinking_split import HarmonySplitter
+from localllm.daemon.remotes.stream_state import StreamState
+from localllm.daemon.remotes.transport import lines
+from localllm.daemon.server.openai.responses_translate import responses_turn
+from localllm.model_registry.errors import ModelfileError
+from localllm.model_registry.modelfile import parse_modelfile
 
 
 def best(work: Callable[[], object], runs: int = 5) -> float:
@@ -138,10 +138,10 @@ def _tiny_reranker() -> tuple[object, object]:
     model: llama.cpp calls it)."""
     import llama_cpp
 
-    from daemon.runners.types import RunnerSpec
-    from daemon.runners.worker.model import Model
-    from daemon.runners.worker.system import LogRouter
-    from model_registry.tiny_reranker import write_tiny_reranker
+    from localllm.daemon.runners.types import RunnerSpec
+    from localllm.daemon.runners.worker.model import Model
+    from localllm.daemon.runners.worker.system import LogRouter
+    from localllm.model_registry.tiny_reranker import write_tiny_reranker
 
     path = write_tiny_reranker(Path(tempfile.mkdtemp()) / "reranker.gguf")
     router = LogRouter(verbose=False)
@@ -154,7 +154,7 @@ def _tiny_reranker() -> tuple[object, object]:
 def rerank_pairs(n: int) -> Callable[[], object]:
     """A rerank request's pairs at N documents with a 200-token query, made as the runner
     makes them: counted against the budget, then each made (as its batch would make it)."""
-    from daemon.runners.worker.pairs import PairFormat
+    from localllm.daemon.runners.worker.pairs import PairFormat
 
     model, _router = _tiny_reranker()
     query = "word " * 100  # 201 tokens of the tiny vocabulary; at 4N = 8,000: 1.7M pair tokens

@@ -29,13 +29,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from daemon.runners.attention import attention_scores_bytes  # noqa: E402
-from daemon.runners.process import RunnerProcess  # noqa: E402
-from daemon.runners.types import DoneEvent, GenerateCall, RunnerSpec, SamplingParams  # noqa: E402
-from daemon.scheduler.memory_plan import plan_memory, plan_settings  # noqa: E402
-from daemon.scheduler.repack import repacked_types  # noqa: E402
-from model_registry.gguf_info import read_gguf_info  # noqa: E402
-from model_registry.model_shape import read_model_shape  # noqa: E402
+from localllm.daemon.runners.attention import attention_scores_bytes  # noqa: E402
+from localllm.daemon.runners.process import RunnerProcess  # noqa: E402
+from localllm.daemon.runners.types import DoneEvent, GenerateCall, RunnerSpec, SamplingParams  # noqa: E402
+from localllm.daemon.scheduler.memory_plan import plan_memory, plan_settings  # noqa: E402
+from localllm.daemon.scheduler.repack import repacked_types  # noqa: E402
+from localllm.model_registry.gguf_info import read_gguf_info  # noqa: E402
+from localllm.model_registry.model_shape import read_model_shape  # noqa: E402
 from tests.support.llama_buffers import MeasuredModel  # noqa: E402
 from tests.test_memory_matrix import CELLS, MODELS, spec_for  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""``python -m daemon serve [--host HOST[:PORT]]``: run the daemon in the foreground.
+"""``python -m localllm.daemon serve [--host HOST[:PORT]]``: run the daemon in the foreground.
 
 Settings come from the environment (``LOCALLLM_*``) once, here; ``--host`` overrides
 ``LOCALLLM_HOST``. The log (the daemon's own lines, and one JSON line per request) goes to
@@ -22,12 +22,12 @@ from pathlib import Path
 
 import uvicorn
 
-from daemon.security import AdminTokenStore, ApiKeyStore, is_loopback_address
-from daemon.server import create_app
-from daemon.server.http_protocol import header_timeout_protocol
-from daemon.server.log_file import LOG_NAME, PrivateLogFile
-from daemon.settings import Settings, parse_host
-from model_registry.hf_token import load_hf_token
+from localllm.daemon.security import AdminTokenStore, ApiKeyStore, is_loopback_address
+from localllm.daemon.server import create_app
+from localllm.daemon.server.http_protocol import header_timeout_protocol
+from localllm.daemon.server.log_file import LOG_NAME, PrivateLogFile
+from localllm.daemon.settings import Settings, parse_host
+from localllm.model_registry.hf_token import load_hf_token
 
 __all__ = ["main"]
 
@@ -36,7 +36,9 @@ _RECORD_CHARS = 64 << 10  # of any other log record: a message quoting a client 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m daemon", description="the localllm daemon")
+    parser = argparse.ArgumentParser(
+        prog="python -m localllm.daemon", description="the localllm daemon"
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="serve the HTTP API in the foreground")
     serve.add_argument("--host", help="HOST[:PORT] to listen on (default: LOCALLLM_HOST)")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import platformdirs
 
-from model_registry.parameters import FLASH_ATTENTION, KV_CACHE_TYPES
+from localllm.model_registry.parameters import FLASH_ATTENTION, KV_CACHE_TYPES
 
 __all__ = [
     "DEFAULT_PORT",

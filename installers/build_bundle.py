@@ -93,7 +93,7 @@ def _add_linux_files(bundle: Path) -> None:
 def _prove_llama(executable: Path) -> dict:
     """The bundled llama.cpp's self-test, run by the bundle itself: a bundle whose runners
     cannot run on the computer that built it is no bundle to ship. Returns its build report."""
-    selftest = [str(executable), "-m", "daemon.runners.selftest"]
+    selftest = [str(executable), "-m", "localllm.daemon.runners.selftest"]
     done = subprocess.run(selftest, capture_output=True, text=True)
     try:
         report = json.loads(done.stdout.strip().splitlines()[-1])

@@ -1,9 +1,9 @@
 """The bundle's entry point: ``localllm ARGS`` runs the CLI, ``localllm -m MODULE ARGS`` a module.
 
-The daemon and its runners start their subprocesses as ``sys.executable -m daemon serve`` and
-``sys.executable -m daemon.runners.worker``. In a frozen bundle ``sys.executable`` is this
-program, not a Python interpreter, so it answers ``-m`` the way ``python -m`` does and every one
-of those code paths keeps working unchanged.
+The daemon and its runners start their subprocesses as ``sys.executable -m localllm.daemon serve``
+and ``sys.executable -m localllm.daemon.runners.worker``. In a frozen bundle ``sys.executable`` is
+this program, not a Python interpreter, so it answers ``-m`` the way ``python -m`` does and every
+one of those code paths keeps working unchanged.
 
 ``localllm-app`` (the windowed twin on Windows and macOS) opens the desktop app when started
 with no arguments, as the Start menu and the Dock start it.
@@ -29,7 +29,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_module(argv[1], argv[2:])
     if not argv and Path(sys.executable).stem == GUI_LAUNCHER:
         argv = ["app"]
-    from app.cli.main import main as cli_main
+    from localllm.app.cli.main import main as cli_main
 
     return cli_main(argv)
 
@@ -47,7 +47,7 @@ def _give_streams_somewhere() -> None:
     if sys.stdout is not None and sys.stderr is not None:
         return
     try:
-        from daemon.settings import Settings
+        from localllm.daemon.settings import Settings
 
         log_dir = Settings.from_env().log_dir
         log_dir.mkdir(parents=True, exist_ok=True)

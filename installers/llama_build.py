@@ -206,7 +206,7 @@ _SIMD_FLAGS = ("sse", "ssse3", "pni", "avx", "fma", "f16c", "bmi2", "amx", "asim
 
 def _installed_backend(python: str) -> str | None:
     """The backend the installed build was compiled for, asked in a child; None if unknown."""
-    probe = [python, "-m", "daemon.runners.worker.probe"]
+    probe = [python, "-m", "localllm.daemon.runners.worker.probe"]
     done = subprocess.run(probe, capture_output=True, text=True, cwd=PYPROJECT.parent)
     try:
         return json.loads(done.stdout.strip().splitlines()[-1])["backend"]

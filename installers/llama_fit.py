@@ -3,7 +3,7 @@
 llama-cpp-python compiles llama.cpp with ``-march=native``: whatever cpuid lists. Under some
 hypervisors cpuid lists AMX (and AVX-512) while executing it traps, so ggml's AMX kernels kill
 the first Q4_0/Q8_0 batch with SIGILL; a wheel pip cached on another computer can do the same.
-So after an install the build is proved here (``python -m daemon.runners.selftest``: real
+So after an install the build is proved here (``python -m localllm.daemon.runners.selftest``: real
 runners load tiny Q8_0 and Q4_0 models, decode a batch, generate and embed), and when a runner
 dies by a signal it is rebuilt without the instruction sets it used that ggml has switches
 for, one step at a time: AMX, then AVX-512, then the portable AVX2 baseline.
@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 ROOT = Path(__file__).resolve().parents[1]
-SELFTEST = "daemon.runners.selftest"
+SELFTEST = "localllm.daemon.runners.selftest"
 _NO_AMX = ("-mno-amx-tile", "-mno-amx-int8", "-mno-amx-bf16")
 _NO_AVX512 = ("-mno-avx512f",)  # every AVX-512 subset depends on it
 Say = Callable[[str], None]

@@ -15,8 +15,8 @@ from typing import BinaryIO
 
 import gguf
 
-from model_registry.errors import GGUFError
-from model_registry.gguf_info import GGUFInfo, read_gguf_info
+from localllm.model_registry.errors import GGUFError
+from localllm.model_registry.gguf_info import GGUFInfo, read_gguf_info
 
 __all__ = [
     "check_lora_adapter",

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from model_registry.errors import InvalidDigestError
+from localllm.model_registry.errors import InvalidDigestError
 
 __all__ = ["Digest", "sha256_of_bytes", "sha256_of_file"]
 

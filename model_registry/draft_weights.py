@@ -11,14 +11,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from model_registry.adapters import is_lora_adapter, shown_name
-from model_registry.errors import GGUFError, ModelfileError, ModelNotFoundError
-from model_registry.gguf_info import read_gguf_info
-from model_registry.modelfile import Modelfile, from_is_path
-from model_registry.names import parse_name
-from model_registry.store import Layer, LayerType, Store
-from model_registry.store.locking import Lease
-from model_registry.vocabulary import vocabulary_difference
+from localllm.model_registry.adapters import is_lora_adapter, shown_name
+from localllm.model_registry.errors import GGUFError, ModelfileError, ModelNotFoundError
+from localllm.model_registry.gguf_info import read_gguf_info
+from localllm.model_registry.modelfile import Modelfile, from_is_path
+from localllm.model_registry.names import parse_name
+from localllm.model_registry.store import Layer, LayerType, Store
+from localllm.model_registry.store.locking import Lease
+from localllm.model_registry.vocabulary import vocabulary_difference
 
 __all__ = ["DraftWeights", "draft_layers", "resolve_draft"]
 

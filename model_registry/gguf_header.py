@@ -18,7 +18,7 @@ from typing import BinaryIO
 
 import gguf
 
-from model_registry.errors import GGUFError
+from localllm.model_registry.errors import GGUFError
 
 __all__ = ["OMITTED", "GGUFHeader", "TensorInfo", "parse_header"]
 
@@ -64,8 +64,8 @@ class TensorInfo:
 
 @dataclass
 class GGUFHeader:
-    """The parts of a header that :mod:`model_registry.gguf_info` and
-    :mod:`model_registry.model_shape` interpret."""
+    """The parts of a header that :mod:`localllm.model_registry.gguf_info` and
+    :mod:`localllm.model_registry.model_shape` interpret."""
 
     version: int
     kv_count: int

@@ -1,7 +1,7 @@
 """GGUF metadata, read from a file that is not trusted.
 
-The header is read by :mod:`model_registry.gguf_header` in memory bounded by fixed caps; this
-module turns it into what the store and ``show`` need (architecture, parameter count, file
+The header is read by :mod:`localllm.model_registry.gguf_header` in memory bounded by fixed caps;
+this module turns it into what the store and ``show`` need (architecture, parameter count, file
 type, context length, chat template, ...), with names from the ``gguf`` package's tables.
 
 Every problem with the file surfaces as :class:`GGUFError` with a message that names no path;
@@ -18,9 +18,9 @@ from typing import BinaryIO
 
 import gguf
 
-from model_registry.errors import GGUFError
-from model_registry.gguf_header import OMITTED, GGUFHeader, parse_header
-from model_registry.recommended_sampling import recommended_sampling
+from localllm.model_registry.errors import GGUFError
+from localllm.model_registry.gguf_header import OMITTED, GGUFHeader, parse_header
+from localllm.model_registry.recommended_sampling import recommended_sampling
 
 __all__ = ["GGUFInfo", "format_parameter_count", "read_gguf_info"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from model_registry.credentials import IN_FILE, IN_KEYRING, KEYRING_SERVICE, Credential
+from localllm.model_registry.credentials import IN_FILE, IN_KEYRING, KEYRING_SERVICE, Credential
 
 __all__ = [
     "IN_FILE",

@@ -18,17 +18,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from model_registry.adapters import is_lora_adapter, read_lora_adapter
-from model_registry.digests import Digest
-from model_registry.draft_weights import DraftWeights, FileLayer, draft_layers, resolve_draft
-from model_registry.errors import GGUFError, ModelfileError, ModelNotFoundError
-from model_registry.gguf_info import GGUFInfo, read_gguf_info
-from model_registry.model_config import config_from_gguf
-from model_registry.modelfile import Modelfile, from_is_path
-from model_registry.names import ModelName, parse_name
-from model_registry.store import BlobRef, Layer, LayerType, Manifest, Store, ensure_free_space
-from model_registry.store.locking import Lease
-from model_registry.store.placing import Placement
+from localllm.model_registry.adapters import is_lora_adapter, read_lora_adapter
+from localllm.model_registry.digests import Digest
+from localllm.model_registry.draft_weights import (
+    DraftWeights,
+    FileLayer,
+    draft_layers,
+    resolve_draft,
+)
+from localllm.model_registry.errors import GGUFError, ModelfileError, ModelNotFoundError
+from localllm.model_registry.gguf_info import GGUFInfo, read_gguf_info
+from localllm.model_registry.model_config import config_from_gguf
+from localllm.model_registry.modelfile import Modelfile, from_is_path
+from localllm.model_registry.names import ModelName, parse_name
+from localllm.model_registry.store import (
+    BlobRef,
+    Layer,
+    LayerType,
+    Manifest,
+    Store,
+    ensure_free_space,
+)
+from localllm.model_registry.store.locking import Lease
+from localllm.model_registry.store.placing import Placement
 
 __all__ = [
     "AdapterFile",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from model_registry.gguf_info import GGUFInfo
+from localllm.model_registry.gguf_info import GGUFInfo
 
 __all__ = ["config_from_gguf"]
 

@@ -4,8 +4,8 @@ A memory plan (``daemon.scheduler.memory_plan``) needs the bytes of every weight
 kind, and the numbers llama.cpp sizes its caches and buffers from: layers, width, vocabulary,
 heads and key/value heads (per layer where the file has arrays), head sizes, feed-forward
 widths, experts, the sliding window and which layers use it, and a recurrent model's state.
-The header has them all (:mod:`model_registry.gguf_header` lists each tensor's type and size),
-so a plan needs no llama.cpp and no read of the weights.
+The header has them all (:mod:`localllm.model_registry.gguf_header` lists each tensor's type and
+size), so a plan needs no llama.cpp and no read of the weights.
 
 Which layers keep a sliding window is decided by llama.cpp per architecture (its
 ``load_arch_hparams``: a window size, a period of layers and which of them sees the whole
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import gguf
 
-from model_registry.gguf_header import OMITTED, GGUFHeader, TensorInfo, parse_header
+from localllm.model_registry.gguf_header import OMITTED, GGUFHeader, TensorInfo, parse_header
 
 __all__ = [
     "RECURRENT_ARCHITECTURES",

@@ -24,8 +24,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from model_registry.errors import InvalidParameterError, ModelfileError
-from model_registry.parameters import OPTIONS, check_parameter
+from localllm.model_registry.errors import InvalidParameterError, ModelfileError
+from localllm.model_registry.parameters import OPTIONS, check_parameter
 
 __all__ = [
     "ADAPTER_SCALE_LIMIT",

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from model_registry.errors import InvalidNameError
+from localllm.model_registry.errors import InvalidNameError
 
 __all__ = [
     "DEFAULT_HOST",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from model_registry.errors import InvalidParameterError
+from localllm.model_registry.errors import InvalidParameterError
 
 __all__ = [
     "FIELDS",

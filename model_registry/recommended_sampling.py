@@ -13,8 +13,8 @@ from collections.abc import Mapping
 
 import gguf
 
-from model_registry.errors import InvalidParameterError
-from model_registry.parameters import check_parameter
+from localllm.model_registry.errors import InvalidParameterError
+from localllm.model_registry.parameters import check_parameter
 
 __all__ = ["GGUF_KEY_OF_OPTION", "recommended_sampling"]
 

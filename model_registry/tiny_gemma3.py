@@ -10,11 +10,11 @@ converted Gemma 3 files have none), every sixth layer (5, 11, 17...) sees the wh
 the others the window; the key, when given, is a period (layer ``i`` slides when
 ``i % n < n - 1``) or one flag per layer.
 
-The vocabulary is the tiny SentencePiece one of :mod:`model_registry.tiny_gguf` with Gemma's
-turn markers ``<start_of_turn>`` and ``<end_of_turn>`` (the end of a turn and of generation),
-padded to ``vocab_size``: 262,144 is Gemma's, which is what makes its logits and compute buffer
-large. The chat template is Gemma 3's for text (the system prompt folded into the first user
-turn, ``model`` for the assistant, roles that must alternate).
+The vocabulary is the tiny SentencePiece one of :mod:`localllm.model_registry.tiny_gguf` with
+Gemma's turn markers ``<start_of_turn>`` and ``<end_of_turn>`` (the end of a turn and of
+generation), padded to ``vocab_size``: 262,144 is Gemma's, which is what makes its logits and
+compute buffer large. The chat template is Gemma 3's for text (the system prompt folded into the
+first user turn, ``model`` for the assistant, roles that must alternate).
 
 The weights are random and shaped as the llama writer's are: a bias channel keeps control
 tokens and raw bytes out of the samples (with tied embeddings, the sign of a token's channel 0
@@ -34,7 +34,7 @@ from typing import Literal
 import gguf
 import numpy as np
 
-from model_registry.tiny_gguf import (
+from localllm.model_registry.tiny_gguf import (
     TensorPlan,
     TinyGGUFWriter,
     TinyVocabulary,

@@ -43,7 +43,7 @@ from typing import Literal
 import gguf
 import numpy as np
 
-from model_registry.tiny_thinking import ThinkingStyle, style_template, style_tokens
+from localllm.model_registry.tiny_thinking import ThinkingStyle, style_template, style_tokens
 
 __all__ = [
     "CHATML_TEMPLATE",

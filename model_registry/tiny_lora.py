@@ -1,4 +1,5 @@
-"""A tiny, real LoRA adapter GGUF for tests, fitted to a model from :mod:`model_registry.tiny_gguf`.
+"""A tiny, real LoRA adapter GGUF for tests, fitted to a model from
+:mod:`localllm.model_registry.tiny_gguf`.
 
 It follows llama.cpp's ``convert_lora_to_gguf.py``: ``general.type`` is ``adapter``,
 ``adapter.type`` is ``lora``, ``adapter.lora.alpha`` is set, and each adapted weight ``W``
@@ -20,7 +21,7 @@ from pathlib import Path
 import gguf
 import numpy as np
 
-from model_registry.tiny_projector import save_gguf
+from localllm.model_registry.tiny_projector import save_gguf
 
 __all__ = ["write_tiny_lora"]
 

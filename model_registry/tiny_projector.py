@@ -1,8 +1,8 @@
 """A tiny, real vision projector (``mmproj``) GGUF for tests.
 
 llama.cpp's multimodal library (mtmd) loads it next to a tiny model from
-:mod:`model_registry.tiny_gguf` and turns an image into image embeddings: a LLaVA-style CLIP
-encoder (one transformer block over 8x8 patches of a 32x32 image) and a two-layer MLP into the
+:mod:`localllm.model_registry.tiny_gguf` and turns an image into image embeddings: a LLaVA-style
+CLIP encoder (one transformer block over 8x8 patches of a 32x32 image) and a two-layer MLP into the
 text model's embedding width. The weights are random, so what the model "sees" is noise, but
 it is a deterministic function of the image: two different images give different
 embeddings, and the same image the same ones.

@@ -5,7 +5,7 @@ BGE reranker v2 m3 is once converted (XLM-RoBERTa as llama.cpp's ``bert`` archit
 token, type and position embeddings, post-norm encoder layers, and a classification head
 (``cls`` dense + tanh, then ``cls.output`` to one label) that llama.cpp attaches with rank
 pooling (``bert.pooling_type`` = rank). Its tokenizer is the tiny SentencePiece vocabulary of
-:mod:`model_registry.tiny_gguf`, with ``</s>`` as both end and separator token, so a pair
+:mod:`localllm.model_registry.tiny_gguf`, with ``</s>`` as both end and separator token, so a pair
 becomes ``<s> query </s></s> document </s>`` as in XLM-R.
 
 ``style="qwen3"`` writes one laid out as Qwen3-Reranker is converted: a causal ``qwen3``
@@ -28,8 +28,8 @@ from typing import Literal
 import gguf
 import numpy as np
 
-from model_registry.tiny_gguf import tiny_vocabulary
-from model_registry.tiny_projector import save_gguf
+from localllm.model_registry.tiny_gguf import tiny_vocabulary
+from localllm.model_registry.tiny_projector import save_gguf
 
 __all__ = ["write_tiny_reranker"]
 

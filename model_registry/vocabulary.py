@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import gguf
 
-from model_registry.errors import GGUFError
+from localllm.model_registry.errors import GGUFError
 
 __all__ = ["SAMPLE_HEAD", "SAMPLE_STRIDE", "sampled_ids", "vocabulary_difference"]
 

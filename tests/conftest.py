@@ -17,14 +17,14 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 @pytest.fixture(scope="session")
 def tiny_model_path(tmp_path_factory) -> Path:
     """A small F16 llama-architecture GGUF (shared, never modified by tests)."""
-    from model_registry.tiny_gguf import write_tiny_model
+    from localllm.model_registry.tiny_gguf import write_tiny_model
 
     return write_tiny_model(tmp_path_factory.mktemp("models") / "tiny.gguf", seed=1)
 
 
 @pytest.fixture(scope="session")
 def tiny_q8_model_path(tmp_path_factory) -> Path:
-    from model_registry.tiny_gguf import write_tiny_model
+    from localllm.model_registry.tiny_gguf import write_tiny_model
 
     return write_tiny_model(
         tmp_path_factory.mktemp("models") / "tiny-q8.gguf", n_embd=64, file_type="Q8_0", seed=2
@@ -37,7 +37,7 @@ def tiny_q8_model(tiny_q8_model_path):
     runner's parts directly."""
     import llama_cpp
 
-    from daemon.runners.worker.model import Model
+    from localllm.daemon.runners.worker.model import Model
     from tests.support.runner import make_spec
 
     llama_cpp.llama_backend_init()
@@ -50,7 +50,7 @@ def tiny_q8_model(tiny_q8_model_path):
 def thinking_model_path(tmp_path_factory) -> Path:
     """A tiny model that thinks as Qwen3 does (its template opens ``<think>``). Its random
     weights never close the thinking: give ``think_budget`` to make it answer."""
-    from model_registry.tiny_gguf import write_tiny_model
+    from localllm.model_registry.tiny_gguf import write_tiny_model
 
     path = tmp_path_factory.mktemp("models") / "thinker.gguf"
     return write_tiny_model(path, thinking="qwen3", seed=4, file_type="Q8_0")
@@ -68,7 +68,7 @@ def harness():
 
 @pytest.fixture
 def store(tmp_path):
-    from model_registry.store import Store
+    from localllm.model_registry.store import Store
 
     return Store(tmp_path / "store")
 
@@ -76,7 +76,7 @@ def store(tmp_path):
 @pytest.fixture
 def imported_store(store, tiny_model_path):
     """A store holding ``tiny:latest`` imported from the shared tiny model."""
-    from model_registry.importer import import_gguf
+    from localllm.model_registry.importer import import_gguf
 
     import_gguf(store, "tiny", tiny_model_path)
     return store

@@ -15,16 +15,16 @@ import pydantic
 import pytest
 from anthropic.types import RawMessageStreamEvent
 
-from daemon.api import MessagesRequest
-from daemon.api.error_bodies import guard_error_body, shape_for
-from daemon.errors import BadRequestError, ServerBusyError
-from daemon.inference import Delta, Finished, GenerationStats, ToolCallDelta
-from daemon.inference.tool_calls import ToolCall, ToolChoice
-from daemon.server.anthropic.answers import content_out
-from daemon.server.anthropic.events import message_events
-from daemon.server.anthropic.translate import count_job, messages_job
-from daemon.server.errors import anthropic_stream_error
-from daemon.server.sse import guarded
+from localllm.daemon.api import MessagesRequest
+from localllm.daemon.api.error_bodies import guard_error_body, shape_for
+from localllm.daemon.errors import BadRequestError, ServerBusyError
+from localllm.daemon.inference import Delta, Finished, GenerationStats, ToolCallDelta
+from localllm.daemon.inference.tool_calls import ToolCall, ToolChoice
+from localllm.daemon.server.anthropic.answers import content_out
+from localllm.daemon.server.anthropic.events import message_events
+from localllm.daemon.server.anthropic.translate import count_job, messages_job
+from localllm.daemon.server.errors import anthropic_stream_error
+from localllm.daemon.server.sse import guarded
 
 USER = [{"role": "user", "content": "hi"}]
 STATS = GenerationStats(30, 7, 20, 0.0, 0.0, 0.0, 0.0, 0.0)

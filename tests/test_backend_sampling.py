@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from daemon.runners.types import GenerateCall, SamplingParams
-from daemon.runners.worker import backend_sampling
-from daemon.runners.worker.backend_sampling import MOST_BIASED_TOKENS, host_reason
+from localllm.daemon.runners.types import GenerateCall, SamplingParams
+from localllm.daemon.runners.worker import backend_sampling
+from localllm.daemon.runners.worker.backend_sampling import MOST_BIASED_TOKENS, host_reason
 from tests.support.engine import run_engine
 from tests.support.runner import make_spec
 

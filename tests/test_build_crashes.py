@@ -17,9 +17,9 @@ import sys
 import httpx
 import pytest
 
-from daemon.runners.process import RunnerProcess
-from daemon.runners.types import REBUILD_COMMAND, IncompatibleBuildError, RunnerSpec
-from model_registry.tiny_gguf import write_tiny_model
+from localllm.daemon.runners.process import RunnerProcess
+from localllm.daemon.runners.types import REBUILD_COMMAND, IncompatibleBuildError, RunnerSpec
+from localllm.model_registry.tiny_gguf import write_tiny_model
 from tests.support.cli_e2e import cli_env, run_cli
 from tests.support.crashing_build import crashing_build
 from tests.support.daemon import ROOT, Daemon, make_store
@@ -31,7 +31,7 @@ CANNOT_RUN = "this llama.cpp build uses CPU instructions this computer cannot ru
 
 def selftest(env=None) -> tuple[int, dict]:
     done = subprocess.run(
-        [sys.executable, "-m", "daemon.runners.selftest"],
+        [sys.executable, "-m", "localllm.daemon.runners.selftest"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     return done.returncode, json.loads(done.stdout)

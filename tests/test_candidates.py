@@ -9,10 +9,10 @@ import llama_cpp as lc
 import numpy as np
 import pytest
 
-from daemon.runners.types import SamplingParams
-from daemon.runners.worker import candidates
-from daemon.runners.worker.candidates import CandidateSampler
-from daemon.runners.worker.sampling import SequenceSampler
+from localllm.daemon.runners.types import SamplingParams
+from localllm.daemon.runners.worker import candidates
+from localllm.daemon.runners.worker.candidates import CandidateSampler
+from localllm.daemon.runners.worker.sampling import SequenceSampler
 
 SETTINGS = [
     SamplingParams(seed=7, repeat_penalty=1.0),  # Ollama's defaults: top_k 40, top_p, min_p

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from model_registry.errors import PullError, UnknownModelError
-from model_registry.names import parse_name
-from model_registry.pull.catalog import CAPABILITIES, KINDS, Catalog
+from localllm.model_registry.errors import PullError, UnknownModelError
+from localllm.model_registry.names import parse_name
+from localllm.model_registry.pull.catalog import CAPABILITIES, KINDS, Catalog
 
 
 @pytest.fixture(scope="module")

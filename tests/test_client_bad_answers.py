@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from daemon.client import Client, DaemonTimeout, DaemonUnavailable, ServerError
+from localllm.daemon.client import Client, DaemonTimeout, DaemonUnavailable, ServerError
 from tests.support.cli_e2e import cli_env, run_cli
 from tests.support.raw_remote import BlackHole
 

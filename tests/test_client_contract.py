@@ -9,9 +9,9 @@ import json
 import httpx
 import pytest
 
-from daemon.api import ModelSummary, ShowResponse
-from daemon.api.remotes import RemoteAddRequest
-from daemon.client import (
+from localllm.daemon.api import ModelSummary, ShowResponse
+from localllm.daemon.api.remotes import RemoteAddRequest
+from localllm.daemon.client import (
     BadRequest,
     Client,
     Conflict,
@@ -22,7 +22,7 @@ from daemon.client import (
 from tests.support.cli import FakeClient, signature_drift
 from tests.support.fake_remotes import remote_info
 
-SHOW_TYPE = "daemon.api.native_models.ShowResponse"
+SHOW_TYPE = "localllm.daemon.api.native_models.ShowResponse"
 
 
 def test_the_client_has_exactly_the_protocols_methods():
@@ -51,7 +51,7 @@ def test_a_stand_in_that_drifts_is_caught():
     assert drift[0] == "Drifted.reset is not a client method"
     assert drift[1] == (
         "Drifted.list_models(self) -> list[dict] != "
-        "list_models(self) -> list[daemon.api.native_models.ModelSummary]"
+        "list_models(self) -> list[localllm.daemon.api.native_models.ModelSummary]"
     )
     assert drift[2].startswith("Drifted.show(self, name: str) -> ")
     assert drift[2].endswith("!= show(self, name: str, verbose: bool = False) -> " + SHOW_TYPE)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from daemon.api import (
+from localllm.daemon.api import (
     ChatChunk,
     ChatCompletion,
     ChatCompletionChunk,
@@ -22,7 +22,7 @@ from daemon.api import (
     SystemResponse,
     VerifyResponse,
 )
-from daemon.client import Client, DaemonClient, ModelNotFound
+from localllm.daemon.client import Client, DaemonClient, ModelNotFound
 from tests.support.daemon import make_store
 from tests.support.in_process import serve_daemon_in_thread
 

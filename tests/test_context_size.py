@@ -9,15 +9,15 @@ import dataclasses
 import httpx
 import pytest
 
-from app.cli.show_view import render_show
-from daemon.api.native_models import ShowResponse
-from daemon.inference.options import merge_options, runner_options
-from daemon.runners.types import RunnerSpec
-from daemon.scheduler.context_size import CONTEXT_FLOOR, default_context
-from daemon.scheduler.memory import ModelFootprint, footprint_shape
-from daemon.scheduler.memory_plan import plan_memory, plan_settings
-from daemon.settings import Settings
-from model_registry.importer import ModelExtras
+from localllm.app.cli.show_view import render_show
+from localllm.daemon.api.native_models import ShowResponse
+from localllm.daemon.inference.options import merge_options, runner_options
+from localllm.daemon.runners.types import RunnerSpec
+from localllm.daemon.scheduler.context_size import CONTEXT_FLOOR, default_context
+from localllm.daemon.scheduler.memory import ModelFootprint, footprint_shape
+from localllm.daemon.scheduler.memory_plan import plan_memory, plan_settings
+from localllm.daemon.settings import Settings
+from localllm.model_registry.importer import ModelExtras
 from tests.support.daemon import Daemon, make_store
 from tests.support.runner import write_tiny_model
 
@@ -154,9 +154,9 @@ def test_an_embedding_model_is_sized_as_before_at_most_4096():
     at the old default for embedding models."""
     import asyncio
 
-    from daemon.runners.types import RunnerSpec
-    from daemon.scheduler.loaded import LoadTarget
-    from daemon.scheduler.loader import AUTO_GPU_LAYERS, RunnerLoader
+    from localllm.daemon.runners.types import RunnerSpec
+    from localllm.daemon.scheduler.loaded import LoadTarget
+    from localllm.daemon.scheduler.loader import AUTO_GPU_LAYERS, RunnerLoader
 
     loader = RunnerLoader(None, lambda: [])
     spec = RunnerSpec("e", ("e.gguf",), num_ctx=0, num_gpu_layers=AUTO_GPU_LAYERS)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from daemon.inference.templates import continued_reply
+from localllm.daemon.inference.templates import continued_reply
 from tests.support.daemon import Daemon, make_store
 
 pytestmark = pytest.mark.slow

@@ -3,7 +3,7 @@ does not list (``/proc/cpuinfo``): what ``localllm doctor`` reports before anyth
 
 from __future__ import annotations
 
-from daemon.runners.cpu_features import build_features, cpu_flags, missing_from_cpu
+from localllm.daemon.runners.cpu_features import build_features, cpu_flags, missing_from_cpu
 
 SAPPHIRE_RAPIDS_BUILD = (
     "CPU : SSE3 = 1 | SSSE3 = 1 | AVX = 1 | AVX_VNNI = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | "

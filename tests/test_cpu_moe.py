@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from daemon.runners.worker.expert_placement import expert_pattern
-from daemon.scheduler.placement import describe_placement
+from localllm.daemon.runners.worker.expert_placement import expert_pattern
+from localllm.daemon.scheduler.placement import describe_placement
 from tests.support.daemon import Daemon, make_store
 from tests.support.polling import wait_for
 from tests.support.runner import GREEDY, Harness, collect, make_spec, write_tiny_model

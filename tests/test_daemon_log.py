@@ -11,8 +11,8 @@ import stat
 import httpx
 import pytest
 
-from daemon.client.launcher import DaemonStartError, ensure_daemon
-from daemon.settings import Settings
+from localllm.daemon.client.launcher import DaemonStartError, ensure_daemon
+from localllm.daemon.settings import Settings
 from tests.support.daemon import Daemon, launcher_env
 from tests.support.modes import mode_of
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from daemon.runners.worker.decode_plan import DecodePlan
+from localllm.daemon.runners.worker.decode_plan import DecodePlan
 
 
 def plan_with(single: float | None, batched: dict[int, float]) -> DecodePlan:

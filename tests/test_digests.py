@@ -7,8 +7,8 @@ import io
 
 import pytest
 
-from model_registry.digests import Digest, sha256_of_bytes, sha256_of_file
-from model_registry.errors import InvalidDigestError
+from localllm.model_registry.digests import Digest, sha256_of_bytes, sha256_of_file
+from localllm.model_registry.errors import InvalidDigestError
 
 HEX = hashlib.sha256(b"x").hexdigest()
 

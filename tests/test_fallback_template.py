@@ -25,7 +25,7 @@ GREEDY = {"temperature": 0, "num_predict": 40}
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
-    from model_registry.tiny_gguf import write_tiny_model
+    from localllm.model_registry.tiny_gguf import write_tiny_model
 
     root = tmp_path_factory.mktemp("fallback-template")
     base = write_tiny_model(root / "base.gguf", chat_template=None, seed=7)

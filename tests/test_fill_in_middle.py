@@ -11,7 +11,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from model_registry.tiny_gguf import FIM_TOKENS, write_tiny_model
+from localllm.model_registry.tiny_gguf import FIM_TOKENS, write_tiny_model
 from tests.support.daemon import Daemon, make_store
 
 pytestmark = pytest.mark.slow

@@ -28,11 +28,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from daemon.server import create_app
-from daemon.settings import Settings
-from model_registry.importer import import_gguf
-from model_registry.store import Store
-from model_registry.tiny_projector import write_tiny_projector
+from localllm.daemon.server import create_app
+from localllm.daemon.settings import Settings
+from localllm.model_registry.importer import import_gguf
+from localllm.model_registry.store import Store
+from localllm.model_registry.tiny_projector import write_tiny_projector
 from tests.support.daemon import make_store
 from tests.support.processes import child_pids, peak_resident_bytes
 

@@ -7,7 +7,7 @@ import stat
 import pytest
 from keyring.errors import NoKeyringError, PasswordDeleteError
 
-from model_registry.hf_token import delete_hf_token, load_hf_token, store_hf_token
+from localllm.model_registry.hf_token import delete_hf_token, load_hf_token, store_hf_token
 
 
 class MemoryKeyring:

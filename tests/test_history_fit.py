@@ -9,10 +9,10 @@ import asyncio
 
 import pytest
 
-from daemon.inference.history_fit import certainly_fits, fit_history, reply_room
-from daemon.inference.jobs import GenerationJob
-from daemon.inference.templates import image_part
-from daemon.runners.types import ContextOverflowError
+from localllm.daemon.inference.history_fit import certainly_fits, fit_history, reply_room
+from localllm.daemon.inference.jobs import GenerationJob
+from localllm.daemon.inference.templates import image_part
+from localllm.daemon.runners.types import ContextOverflowError
 
 CONTEXT = 1000
 

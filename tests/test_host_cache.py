@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 
-from daemon.runners.types import DoneEvent
+from localllm.daemon.runners.types import DoneEvent
 from tests.support.runner import collect, make_spec, write_tiny_model
 
 SLOTS = 4
@@ -79,7 +79,7 @@ def test_an_idle_runner_has_copied_its_finished_conversation_already(harness, ti
 
 @pytest.fixture(scope="module")
 def llama(tmp_path_factory):
-    from daemon.runners.worker.model import ContextConfig, Model
+    from localllm.daemon.runners.worker.model import ContextConfig, Model
 
     path = write_tiny_model(tmp_path_factory.mktemp("host") / "m.gguf", n_head=2, seed=3)
     model = Model.load(make_spec(path, num_ctx=256, num_parallel=2))
@@ -103,8 +103,8 @@ def _host_cache(ctx, limit_bytes: int):
     """A host cache over ``ctx`` (the generated model has no sliding window)."""
     import llama_cpp as lc
 
-    from daemon.runners.worker.host_cache import HostCache
-    from daemon.runners.worker.window import SlidingWindow
+    from localllm.daemon.runners.worker.host_cache import HostCache
+    from localllm.daemon.runners.worker.window import SlidingWindow
 
     memory = lc.llama_get_memory(ctx)
     return HostCache(ctx, memory, limit_bytes, SlidingWindow(ctx, memory, 0, 128, limit_bytes))
@@ -112,7 +112,7 @@ def _host_cache(ctx, limit_bytes: int):
 
 def _fill(ctx, slot, tokens: list[int]) -> None:
     """Decode ``tokens`` into ``slot``'s sequence, as the engine does."""
-    from daemon.runners.worker.batch import Batch
+    from localllm.daemon.runners.worker.batch import Batch
 
     batch = Batch(len(tokens))
     batch.extend(tokens, 0, slot.seq_id, True)
@@ -134,7 +134,7 @@ def _logits(ctx, n_vocab: int) -> list[float]:
 def test_the_cache_keeps_to_its_bound_and_drops_the_least_recently_used(llama):
     import llama_cpp as lc
 
-    from daemon.runners.worker.slots import Slot
+    from localllm.daemon.runners.worker.slots import Slot
 
     model, context = llama
     ctx = context()
@@ -161,7 +161,7 @@ def test_the_cache_keeps_to_its_bound_and_drops_the_least_recently_used(llama):
 def test_a_restored_state_gives_the_same_logits_and_a_bad_one_is_never_restored(llama):
     import llama_cpp as lc
 
-    from daemon.runners.worker.slots import Slot
+    from localllm.daemon.runners.worker.slots import Slot
 
     model, context = llama
     ctx = context()
@@ -194,7 +194,7 @@ def test_a_restored_state_gives_the_same_logits_and_a_bad_one_is_never_restored(
 
     _, held = cache.pick([target], [*prompt, 7], set())
     assert held == len(prompt) and target.cached == prompt
-    from daemon.runners.worker.batch import Batch
+    from localllm.daemon.runners.worker.batch import Batch
 
     batch = Batch(1)
     batch.add(prompt[-1], len(prompt) - 1, 1, True)  # the engine decodes the last one again
@@ -207,7 +207,7 @@ def test_a_full_cache_restores_what_the_slot_asks_while_saving_what_it_held(llam
     """Saving the slot's own state may evict to make room: never the state being restored."""
     import llama_cpp as lc
 
-    from daemon.runners.worker.slots import Slot
+    from localllm.daemon.runners.worker.slots import Slot
 
     model, context = llama
     ctx = context()

@@ -15,9 +15,9 @@ import zlib
 import pytest
 from PIL import Image
 
-from daemon.errors import BadRequestError
-from daemon.inference.image_cache import ImageCache
-from daemon.inference.images import (
+from localllm.daemon.errors import BadRequestError
+from localllm.daemon.inference.image_cache import ImageCache
+from localllm.daemon.inference.images import (
     LONGEST_SIDE,
     MAX_TOTAL_BYTES,
     decode_base64,

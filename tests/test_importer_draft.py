@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from daemon.errors import BadRequestError
-from daemon.inference.resolve import resolve_model, with_draft
-from model_registry.errors import ModelfileError
-from model_registry.importer import create_from_modelfile
-from model_registry.modelfile import parse_modelfile
-from model_registry.store import LayerType
-from model_registry.tiny_gguf import tiny_vocabulary, write_tiny_model
-from model_registry.vocabulary import sampled_ids, vocabulary_difference
+from localllm.daemon.errors import BadRequestError
+from localllm.daemon.inference.resolve import resolve_model, with_draft
+from localllm.model_registry.errors import ModelfileError
+from localllm.model_registry.importer import create_from_modelfile
+from localllm.model_registry.modelfile import parse_modelfile
+from localllm.model_registry.store import LayerType
+from localllm.model_registry.tiny_gguf import tiny_vocabulary, write_tiny_model
+from localllm.model_registry.vocabulary import sampled_ids, vocabulary_difference
 from tests.support.store import assert_store_consistent
 
 
@@ -115,7 +115,7 @@ def test_the_plan_counts_the_drafts_own_cache(imported_store, models, tmp_path):
     are ``test_memory_plan``'s.)"""
     import asyncio
 
-    from daemon.scheduler.planner import MemoryPlanner
+    from localllm.daemon.scheduler.planner import MemoryPlanner
     from tests.support.runner import make_spec
 
     create(imported_store, "small", "FROM ./small.gguf\n", tmp_path)
@@ -156,9 +156,9 @@ def test_a_plan_from_the_stores_summary_counts_the_drafts_weights_once(
     (likewise where only the draft's header cannot be read), by Modelfile or by request."""
     import asyncio
 
-    from daemon.scheduler import TargetShapes
-    from daemon.scheduler.memory import footprint_shape
-    from daemon.scheduler.planner import MemoryPlanner
+    from localllm.daemon.scheduler import TargetShapes
+    from localllm.daemon.scheduler.memory import footprint_shape
+    from localllm.daemon.scheduler.planner import MemoryPlanner
     from tests.support.runner import make_spec
 
     create(imported_store, "small", "FROM ./small.gguf\n", tmp_path)

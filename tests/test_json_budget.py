@@ -7,7 +7,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.server.json_budget import json_separators
+from localllm.daemon.server.json_budget import json_separators
 
 # Text with everything that could fool a count: quotes, backslash runs, commas and colons.
 tricky = st.text(st.sampled_from(['"', "\\", ",", ":", "a", "é", "{", "[", " "]), max_size=12)

@@ -7,14 +7,18 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from daemon.errors import BadRequestError
-from daemon.inference.options import merge_options, runner_options
-from daemon.runners.attention import LONG_CONTEXT, MOST_SCORE_BYTES, flash_attention_setting
-from daemon.scheduler.memory import ModelFootprint, footprint_shape
-from daemon.scheduler.memory_plan import plan_memory, plan_settings
-from daemon.settings import Settings
-from model_registry.importer import ModelExtras
-from model_registry.model_shape import read_model_shape
+from localllm.daemon.errors import BadRequestError
+from localllm.daemon.inference.options import merge_options, runner_options
+from localllm.daemon.runners.attention import (
+    LONG_CONTEXT,
+    MOST_SCORE_BYTES,
+    flash_attention_setting,
+)
+from localllm.daemon.scheduler.memory import ModelFootprint, footprint_shape
+from localllm.daemon.scheduler.memory_plan import plan_memory, plan_settings
+from localllm.daemon.settings import Settings
+from localllm.model_registry.importer import ModelExtras
+from localllm.model_registry.model_shape import read_model_shape
 from tests.support.daemon import Daemon, make_store
 from tests.support.runner import GREEDY, collect, make_spec, write_tiny_model
 
@@ -121,8 +125,8 @@ def test_the_head_size_of_the_gguf_sizes_the_cache():
     """Gemma 3 and Qwen 3 have heads wider than n_embd / n_head: the plan's cache follows the
     GGUF's ``attention.key_length``, from the header and from the store's summary alike (the
     summary stands in where the file cannot be read)."""
-    from daemon.inference.resolve import _footprint
-    from model_registry.gguf_info import read_gguf_info
+    from localllm.daemon.inference.resolve import _footprint
+    from localllm.model_registry.gguf_info import read_gguf_info
     from tests.support.real_model import gemma_path
 
     info = read_gguf_info(gemma_path())
@@ -165,8 +169,8 @@ def test_the_plan_counts_the_scores_kept_without_flash_attention():
     """The memory plan decides ``auto`` as the runner does, and without flash attention its
     compute buffer holds a layer's scores: a float per head, batch token and cell (it was a
     term of its own in the old estimate; now the compute buffer's, ``compute_buffer``)."""
-    from daemon.scheduler.memory import footprint_shape
-    from daemon.scheduler.memory_plan import plan_memory, plan_settings
+    from localllm.daemon.scheduler.memory import footprint_shape
+    from localllm.daemon.scheduler.memory_plan import plan_memory, plan_settings
 
     small = footprint_shape(ModelFootprint(1 << 30, n_layer=16, n_embd=2048, n_head=32))
     wide = footprint_shape(ModelFootprint(1 << 30, n_layer=16, n_embd=4096, n_head=32))

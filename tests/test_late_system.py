@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from daemon.errors import TemplateRejectedError
-from daemon.inference import late_system
-from daemon.inference.late_system import fold_late_system
-from daemon.inference.templates import ChatTemplate
+from localllm.daemon.errors import TemplateRejectedError
+from localllm.daemon.inference import late_system
+from localllm.daemon.inference.late_system import fold_late_system
+from localllm.daemon.inference.templates import ChatTemplate
 from tests.support.work_count import lines_run
 
 # Gemma's and Mistral's rule: one system message, first, or the template raises

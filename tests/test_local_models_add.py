@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from model_registry.errors import DigestMismatchError, ModelExistsError, NotLinkableError
-from model_registry.local_models import ScanRoots, add_found_model, describe_file, scan
-from model_registry.store import LayerType, Store
-from model_registry.store.placing import Placement
-from model_registry.tiny_gguf import write_tiny_model
+from localllm.model_registry.errors import DigestMismatchError, ModelExistsError, NotLinkableError
+from localllm.model_registry.local_models import ScanRoots, add_found_model, describe_file, scan
+from localllm.model_registry.store import LayerType, Store
+from localllm.model_registry.store.placing import Placement
+from localllm.model_registry.tiny_gguf import write_tiny_model
 from tests.support.other_apps import hf_cache_model, ollama_model
 from tests.support.store import assert_store_consistent
 

@@ -11,12 +11,12 @@ import os
 import httpx
 import pytest
 
-from daemon.api.local_models import ImportProgress
-from daemon.client import BadRequest, Client
-from daemon.server.app import create_app
-from daemon.settings import Settings
-from model_registry.store import LayerType, Store
-from model_registry.tiny_gguf import write_tiny_model
+from localllm.daemon.api.local_models import ImportProgress
+from localllm.daemon.client import BadRequest, Client
+from localllm.daemon.server.app import create_app
+from localllm.daemon.settings import Settings
+from localllm.model_registry.store import LayerType, Store
+from localllm.model_registry.tiny_gguf import write_tiny_model
 from tests.support.daemon import Daemon
 from tests.support.other_apps import hf_cache_model, ollama_model
 
@@ -119,7 +119,7 @@ def test_a_caller_beyond_loopback_without_a_key_may_not_import(tmp_path):
 
 
 def test_the_places_scanned_come_from_the_environment_as_those_apps_read_it(tmp_path):
-    from daemon.server.native.local_models import scan_roots
+    from localllm.daemon.server.native.local_models import scan_roots
 
     env = {
         "HOME": str(tmp_path),

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from model_registry.errors import GGUFError
-from model_registry.local_models import ScanLimits, ScanRoots, describe_file, scan
-from model_registry.store import Store
-from model_registry.tiny_gguf import write_tiny_model as _write_tiny_model
-from model_registry.tiny_projector import write_tiny_projector
+from localllm.model_registry.errors import GGUFError
+from localllm.model_registry.local_models import ScanLimits, ScanRoots, describe_file, scan
+from localllm.model_registry.store import Store
+from localllm.model_registry.tiny_gguf import write_tiny_model as _write_tiny_model
+from localllm.model_registry.tiny_projector import write_tiny_projector
 from tests.support.other_apps import hf_cache_model, lmstudio_model, ollama_model
 
 
@@ -125,7 +125,7 @@ def test_describe_file_checks_the_header(tmp_path, store):
 
 
 def test_the_walk_itself_never_leaves_its_root(tmp_path):
-    from model_registry.local_models.walk import Budget, walk_ggufs
+    from localllm.model_registry.local_models.walk import Budget, walk_ggufs
 
     folder = tmp_path / "root"
     folder.mkdir()

@@ -17,9 +17,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from daemon.client.launcher import ensure_daemon
-from daemon.runners.log_tail import RunnerLog
-from daemon.settings import Settings
+from localllm.daemon.client.launcher import ensure_daemon
+from localllm.daemon.runners.log_tail import RunnerLog
+from localllm.daemon.settings import Settings
 from tests.support.daemon import Daemon, launcher_env
 from tests.support.modes import mode_of, umask
 from tests.support.polling import wait_for
@@ -148,7 +148,7 @@ def test_the_daemons_other_log_records_are_cut_too():
     """A record that quotes a client (the path of a request that failed) is cut at 64 KiB,
     saying how much it left out; a request line, bounded where it is made, is kept whole, as
     cut it would be no JSON."""
-    from daemon.__main__ import _LogFormat
+    from localllm.daemon.__main__ import _LogFormat
 
     def record(name: str, message: str) -> logging.LogRecord:
         return logging.LogRecord(name, logging.ERROR, __file__, 1, "%s", (message,), None)

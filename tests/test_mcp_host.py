@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from app.tools.catalog import ToolCatalog, ToolSpec, required_call_format
-from app.tools.host import McpHost, ToolError
-from app.tools.servers import ServerConfig, ServerConfigError
+from localllm.app.tools.catalog import ToolCatalog, ToolSpec, required_call_format
+from localllm.app.tools.host import McpHost, ToolError
+from localllm.app.tools.servers import ServerConfig, ServerConfigError
 from tests.support.mcp_servers import calls, http_server, write_server
 
 pytestmark = pytest.mark.slow

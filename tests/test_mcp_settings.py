@@ -8,11 +8,11 @@ import stat
 
 import pytest
 
-from app.gui.state.mcp_json import McpJsonError, servers_from_mcp_json
-from app.tools.catalog import ToolSpec
-from app.tools.config_store import FILE_NAME, McpSettings, McpSettingsStore
-from app.tools.servers import ServerConfig
-from model_registry.credentials import NO_KEYRING
+from localllm.app.gui.state.mcp_json import McpJsonError, servers_from_mcp_json
+from localllm.app.tools.catalog import ToolSpec
+from localllm.app.tools.config_store import FILE_NAME, McpSettings, McpSettingsStore
+from localllm.app.tools.servers import ServerConfig
+from localllm.model_registry.credentials import NO_KEYRING
 
 
 class DictKeyring:

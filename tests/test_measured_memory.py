@@ -11,10 +11,10 @@ import stat
 
 import pytest
 
-from daemon.errors import InsufficientMemoryError
-from daemon.runners.process import RunnerProcess
-from daemon.runners.types import LlamaBuffer, RunnerSpec
-from daemon.scheduler import (
+from localllm.daemon.errors import InsufficientMemoryError
+from localllm.daemon.runners.process import RunnerProcess
+from localllm.daemon.runners.types import LlamaBuffer, RunnerSpec
+from localllm.daemon.scheduler import (
     LoadTarget,
     MemoryInfo,
     ModelFootprint,
@@ -22,11 +22,11 @@ from daemon.scheduler import (
     Scheduler,
     SchedulerConfig,
 )
-from daemon.scheduler import measured as measured_module
-from daemon.scheduler.loader import RunnerLoader
-from daemon.scheduler.measured import MeasuredBuffers
-from model_registry.tiny_gemma3 import write_tiny_gemma3
-from model_registry.tiny_gguf import write_tiny_model
+from localllm.daemon.scheduler import measured as measured_module
+from localllm.daemon.scheduler.loader import RunnerLoader
+from localllm.daemon.scheduler.measured import MeasuredBuffers
+from localllm.model_registry.tiny_gemma3 import write_tiny_gemma3
+from localllm.model_registry.tiny_gguf import write_tiny_model
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -131,7 +131,7 @@ class FakeRunner:
     """A runner that loads nothing: the scheduler's decisions are what these tests check."""
 
     def __init__(self, spec: RunnerSpec):
-        from daemon.runners.types import RunnerInfo
+        from localllm.daemon.runners.types import RunnerInfo
 
         self.spec = spec
         info = ("cpu", 0, 3, spec.num_ctx, 32768, spec.num_parallel, 0, 0, 0, 0, 0, 0.0)

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import pytest
 
-from daemon.runners.types import RunnerSpec
-from daemon.scheduler.memory_plan import plan_memory, plan_settings
-from daemon.scheduler.repack import repacked_types
-from model_registry.model_shape import read_model_shape
-from model_registry.tiny_gemma3 import write_tiny_gemma3
-from model_registry.tiny_gguf import write_tiny_model
+from localllm.daemon.runners.types import RunnerSpec
+from localllm.daemon.scheduler.memory_plan import plan_memory, plan_settings
+from localllm.daemon.scheduler.repack import repacked_types
+from localllm.model_registry.model_shape import read_model_shape
+from localllm.model_registry.tiny_gemma3 import write_tiny_gemma3
+from localllm.model_registry.tiny_gguf import write_tiny_model
 from tests.support.llama_buffers import MeasuredModel
 
 MIB = 1 << 20

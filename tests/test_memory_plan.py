@@ -8,9 +8,9 @@ import dataclasses
 
 import pytest
 
-from daemon.runners.types import LlamaBuffer, RunnerSpec
-from daemon.scheduler.measured import corrected, device_name
-from daemon.scheduler.memory_plan import (
+from localllm.daemon.runners.types import LlamaBuffer, RunnerSpec
+from localllm.daemon.scheduler.measured import corrected, device_name
+from localllm.daemon.scheduler.memory_plan import (
     CPU,
     GPU0,
     LATER_KINDS,
@@ -19,7 +19,7 @@ from daemon.scheduler.memory_plan import (
     plan_memory,
     plan_settings,
 )
-from model_registry.model_shape import ModelShape, WeightGroup
+from localllm.model_registry.model_shape import ModelShape, WeightGroup
 
 MIB = 1 << 20
 SWA = tuple(i % 6 < 5 for i in range(18))  # Gemma 3: every sixth layer full

@@ -11,16 +11,16 @@ import re
 
 import pytest
 
-from daemon.errors import BadRequestError, InsufficientMemoryError
-from daemon.inference.options import merge_options, runner_options
-from daemon.runners.types import RunnerSpec
-from daemon.scheduler import LoadTarget, MemoryInfo, ModelFootprint, RunnerOptions
-from daemon.scheduler.context_size import size_text
-from daemon.scheduler.loader import RunnerLoader
-from daemon.server.app import create_app
-from daemon.settings import Settings
-from model_registry.modelfile import parse_modelfile
-from model_registry.tiny_gguf import write_tiny_model
+from localllm.daemon.errors import BadRequestError, InsufficientMemoryError
+from localllm.daemon.inference.options import merge_options, runner_options
+from localllm.daemon.runners.types import RunnerSpec
+from localllm.daemon.scheduler import LoadTarget, MemoryInfo, ModelFootprint, RunnerOptions
+from localllm.daemon.scheduler.context_size import size_text
+from localllm.daemon.scheduler.loader import RunnerLoader
+from localllm.daemon.server.app import create_app
+from localllm.daemon.settings import Settings
+from localllm.model_registry.modelfile import parse_modelfile
+from localllm.model_registry.tiny_gguf import write_tiny_model
 from tests.support.in_process import app_client, app_settings
 from tests.test_placement import card, gpu_part
 from tests.test_scheduler import Harness, run

@@ -8,9 +8,9 @@ import logging
 import pytest
 from fastapi.testclient import TestClient
 
-from daemon.runners.types import DoneEvent, RunnerInfo, TokenEvent
-from daemon.server import create_app
-from daemon.settings import Settings
+from localllm.daemon.runners.types import DoneEvent, RunnerInfo, TokenEvent
+from localllm.daemon.server import create_app
+from localllm.daemon.settings import Settings
 from tests.support.daemon import metric_value
 
 

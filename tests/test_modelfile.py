@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model_registry.errors import ModelfileError
-from model_registry.modelfile import (
+from localllm.model_registry.errors import ModelfileError
+from localllm.model_registry.modelfile import (
     PARAMETER_TYPES,
     Adapter,
     Modelfile,
@@ -15,7 +15,7 @@ from model_registry.modelfile import (
     parse_modelfile,
     render_modelfile,
 )
-from model_registry.parameters import OPTIONS
+from localllm.model_registry.parameters import OPTIONS
 
 FULL = '''\
 # A comment, then a blank line

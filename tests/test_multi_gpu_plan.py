@@ -11,27 +11,27 @@ import dataclasses
 
 import pytest
 
-from daemon.errors import InsufficientMemoryError
-from daemon.runners.process import runner_process_env
-from daemon.runners.types import RunnerSpec
-from daemon.scheduler import LoadTarget, ModelFootprint, RunnerOptions
-from daemon.scheduler.loader import AUTO_CPU_MOE, AUTO_GPU_LAYERS, RunnerLoader
-from daemon.scheduler.memory_plan import CPU, PlanSettings, layer_devices, plan_memory
-from daemon.scheduler.parallel import (
+from localllm.daemon.errors import InsufficientMemoryError
+from localllm.daemon.runners.process import runner_process_env
+from localllm.daemon.runners.types import RunnerSpec
+from localllm.daemon.scheduler import LoadTarget, ModelFootprint, RunnerOptions
+from localllm.daemon.scheduler.loader import AUTO_CPU_MOE, AUTO_GPU_LAYERS, RunnerLoader
+from localllm.daemon.scheduler.memory_plan import CPU, PlanSettings, layer_devices, plan_memory
+from localllm.daemon.scheduler.parallel import (
     DEFAULT_PARALLEL,
     KV_SHARE,
     MOST_PARALLEL,
     default_parallel,
     slots_fit,
 )
-from daemon.scheduler.placement import (
+from localllm.daemon.scheduler.placement import (
     VRAM_RESERVE,
     choose_placement,
     fits_gpus,
     free_vram_text,
     gpu_usable,
 )
-from model_registry.tiny_gguf import write_tiny_model
+from localllm.model_registry.tiny_gguf import write_tiny_model
 from tests.test_memory_plan import GEMMA
 from tests.test_placement import DENSE, gpu_part
 from tests.test_scheduler import Harness, run

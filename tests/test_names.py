@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from model_registry.errors import InvalidNameError
-from model_registry.names import ModelName, parse_name
+from localllm.model_registry.errors import InvalidNameError
+from localllm.model_registry.names import ModelName, parse_name
 
 VALID = [
     # text, host, namespace, model, tag, display
@@ -160,7 +160,7 @@ def test_direct_construction_is_validated_too(parts):
 
 
 def test_every_valid_name_maps_inside_the_manifest_directory(tmp_path):
-    from model_registry.store import StoreLayout
+    from localllm.model_registry.store import StoreLayout
 
     layout = StoreLayout(tmp_path)
     for text, *_ in VALID:

@@ -10,8 +10,8 @@ import json
 import httpx
 import pytest
 
-from daemon.client import Client
-from model_registry.tiny_lora import write_tiny_lora
+from localllm.daemon.client import Client
+from localllm.model_registry.tiny_lora import write_tiny_lora
 from tests.support.adapters import NOT_ADAPTERS, not_an_adapter
 from tests.support.daemon import Daemon, make_store, upload
 

@@ -8,7 +8,7 @@ import json
 import httpx
 import pytest
 
-from daemon.client import BadRequest, Client, ModelNotFound
+from localllm.daemon.client import BadRequest, Client, ModelNotFound
 from tests.support.daemon import Daemon, make_store
 from tests.support.polling import wait_for
 

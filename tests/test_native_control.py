@@ -8,8 +8,8 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from daemon.server import create_app
-from daemon.settings import Settings
+from localllm.daemon.server import create_app
+from localllm.daemon.settings import Settings
 from tests.support.daemon import Daemon
 from tests.support.polling import wait_for
 

@@ -10,10 +10,10 @@ import json
 import httpx
 import pytest
 
-from daemon.client import BadRequest, Client
-from model_registry.digests import Digest
-from model_registry.store import Store
-from model_registry.tiny_gguf import write_tiny_model
+from localllm.daemon.client import BadRequest, Client
+from localllm.model_registry.digests import Digest
+from localllm.model_registry.store import Store
+from localllm.model_registry.tiny_gguf import write_tiny_model
 from tests.support.daemon import Daemon, make_store
 
 pytestmark = pytest.mark.slow

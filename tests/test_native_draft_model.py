@@ -7,8 +7,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from daemon.client import Client
-from model_registry.tiny_gguf import tiny_vocabulary, write_tiny_model
+from localllm.daemon.client import Client
+from localllm.model_registry.tiny_gguf import tiny_vocabulary, write_tiny_model
 from tests.support.daemon import Daemon, make_store, upload
 
 pytestmark = pytest.mark.slow

@@ -8,9 +8,9 @@ import json
 import httpx
 import pytest
 
-from daemon.client import BadRequest, Client, ModelNotFound, ServerError
-from model_registry.store import Store
-from model_registry.tiny_gguf import write_tiny_model
+from localllm.daemon.client import BadRequest, Client, ModelNotFound, ServerError
+from localllm.model_registry.store import Store
+from localllm.model_registry.tiny_gguf import write_tiny_model
 from tests.support.daemon import Daemon
 from tests.support.local_hub import LocalHub
 from tests.support.polling import wait_for

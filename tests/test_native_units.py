@@ -8,9 +8,9 @@ import json
 import httpx
 import pytest
 
-from daemon.api import ProgressResponse
-from daemon.api.native_chat import ChatRequest, GenerateRequest
-from daemon.client import (
+from localllm.daemon.api import ProgressResponse
+from localllm.daemon.api.native_chat import ChatRequest, GenerateRequest
+from localllm.daemon.client import (
     BadRequest,
     Client,
     DaemonUnavailable,
@@ -20,15 +20,15 @@ from daemon.client import (
     ServerError,
     Unauthorized,
 )
-from daemon.errors import BadRequestError
-from daemon.inference.generation import GenerationStats
-from daemon.inference.tool_calls import ToolCall
-from daemon.models.pulls import PullRecord, PullRecords
-from daemon.runners.worker import quantize
-from daemon.scheduler.system_report import Gpu, gpu_left_unused, parse_gpus
-from daemon.server.native.describe import listed_name, parameters_text
-from daemon.server.native.translate import chat_job, generate_job, timings, tool_calls_out
-from model_registry.names import parse_name
+from localllm.daemon.errors import BadRequestError
+from localllm.daemon.inference.generation import GenerationStats
+from localllm.daemon.inference.tool_calls import ToolCall
+from localllm.daemon.models.pulls import PullRecord, PullRecords
+from localllm.daemon.runners.worker import quantize
+from localllm.daemon.scheduler.system_report import Gpu, gpu_left_unused, parse_gpus
+from localllm.daemon.server.native.describe import listed_name, parameters_text
+from localllm.daemon.server.native.translate import chat_job, generate_job, timings, tool_calls_out
+from localllm.model_registry.names import parse_name
 
 
 def mock_client(handler) -> Client:

@@ -14,7 +14,7 @@ import openai
 import pytest
 from openai.lib.streaming.chat import ChatCompletionStreamState
 
-from daemon.server import json_budget
+from localllm.daemon.server import json_budget
 from tests.support.daemon import Daemon, make_store
 from tests.support.gate import Gate
 from tests.support.in_process import serve_daemon_in_thread
@@ -72,8 +72,8 @@ GO_TEMPLATE = "{{ if .System }}<|im_start|>system\n{{ .System }}<|im_end|>\n{{ e
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory, tiny_model_path):
-    from model_registry.importer import ModelExtras
-    from model_registry.tiny_gguf import write_tiny_model
+    from localllm.model_registry.importer import ModelExtras
+    from localllm.model_registry.tiny_gguf import write_tiny_model
 
     root = tmp_path_factory.mktemp("openai-api")
     hostile = write_tiny_model(root / "hostile.gguf", seed=1, chat_template=HOSTILE_TEMPLATE)
@@ -414,7 +414,7 @@ def test_request_log_lines_are_json_with_timings(daemon, client):
 
 
 def test_the_daemon_client_streams_chat_and_raises_typed_errors(daemon):
-    from daemon.client import Client, DaemonUnavailable, ModelNotFound
+    from localllm.daemon.client import Client, DaemonUnavailable, ModelNotFound
 
     with Client(daemon.url) as client:
         assert client.health().status == "ok"

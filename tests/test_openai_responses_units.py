@@ -12,15 +12,15 @@ import pydantic
 import pytest
 from openai.types.responses import Response, ResponseStreamEvent
 
-from daemon.api import ResponseObject, ResponsesRequest
-from daemon.errors import BadRequestError, NotFoundError
-from daemon.inference import Collected, Delta, Finished, GenerationStats, ToolCallDelta
-from daemon.inference.templates import image_part
-from daemon.inference.tool_calls import ToolCall
-from daemon.server.openai.response_store import ResponseStore, StoredResponse
-from daemon.server.openai.responses_output import ResponseShape
-from daemon.server.openai.responses_stream import ResponseStream
-from daemon.server.openai.responses_translate import responses_turn
+from localllm.daemon.api import ResponseObject, ResponsesRequest
+from localllm.daemon.errors import BadRequestError, NotFoundError
+from localllm.daemon.inference import Collected, Delta, Finished, GenerationStats, ToolCallDelta
+from localllm.daemon.inference.templates import image_part
+from localllm.daemon.inference.tool_calls import ToolCall
+from localllm.daemon.server.openai.response_store import ResponseStore, StoredResponse
+from localllm.daemon.server.openai.responses_output import ResponseShape
+from localllm.daemon.server.openai.responses_stream import ResponseStream
+from localllm.daemon.server.openai.responses_translate import responses_turn
 
 EVENT = pydantic.TypeAdapter(ResponseStreamEvent)
 STATS = GenerationStats(10, 5, 4, 0.0, 0.0, 0.0, 0.0, 0.0)

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from daemon.api import ChatCompletionRequest, CompletionRequest
-from daemon.errors import BadRequestError
-from daemon.inference.options import (
+from localllm.daemon.api import ChatCompletionRequest, CompletionRequest
+from localllm.daemon.errors import BadRequestError
+from localllm.daemon.inference.options import (
     merge_options,
     parse_keep_alive,
     runner_options,
     sampling_params,
 )
-from daemon.server.openai.translate import chat_job, completion_job, completion_logprobs
-from daemon.settings import Settings
+from localllm.daemon.server.openai.translate import chat_job, completion_job, completion_logprobs
+from localllm.daemon.settings import Settings
 
 USER = [{"role": "user", "content": "hi"}]
 

@@ -15,7 +15,7 @@ import httpx
 import openai
 import pytest
 
-from model_registry.parameters import FIELDS, OPTIONS, STOP_COUNT, STOP_LENGTH
+from localllm.model_registry.parameters import FIELDS, OPTIONS, STOP_COUNT, STOP_LENGTH
 from tests.support.daemon import Daemon, make_store
 from tests.support.processes import peak_resident_bytes
 

@@ -8,19 +8,19 @@ import asyncio
 
 import pytest
 
-from daemon.inference.options import merge_options, runner_options
-from daemon.runners.types import RunnerSpec
-from daemon.scheduler import LoadTarget, RunnerOptions
-from daemon.scheduler.loader import AUTO_GPU_LAYERS, RunnerLoader
-from daemon.scheduler.memory import ModelFootprint, footprint_shape
-from daemon.scheduler.memory_plan import plan_memory, plan_settings
-from daemon.scheduler.parallel import (
+from localllm.daemon.inference.options import merge_options, runner_options
+from localllm.daemon.runners.types import RunnerSpec
+from localllm.daemon.scheduler import LoadTarget, RunnerOptions
+from localllm.daemon.scheduler.loader import AUTO_GPU_LAYERS, RunnerLoader
+from localllm.daemon.scheduler.memory import ModelFootprint, footprint_shape
+from localllm.daemon.scheduler.memory_plan import plan_memory, plan_settings
+from localllm.daemon.scheduler.parallel import (
     DEFAULT_PARALLEL,
     MOST_PARALLEL,
     default_parallel,
     slots_fit,
 )
-from daemon.settings import Settings
+from localllm.daemon.settings import Settings
 from tests.test_scheduler import Harness, run, settle
 
 GIB = 1 << 30

@@ -11,8 +11,8 @@ import llama_cpp as lc
 import numpy as np
 import pytest
 
-from daemon.runners.types import InvalidRequestError, SamplingParams
-from daemon.runners.worker.penalties import LogitAdjuster
+from localllm.daemon.runners.types import InvalidRequestError, SamplingParams
+from localllm.daemon.runners.worker.penalties import LogitAdjuster
 from tests.support.runner import collect, make_spec, write_tiny_model
 
 PROMPT = "the cat sat on the mat and the cat sat on the"

@@ -12,18 +12,18 @@ import math
 
 import pytest
 
-from daemon.runners.types import RunnerSpec
-from daemon.scheduler import LoadTarget, MemoryInfo, ModelFootprint, RunnerOptions
-from daemon.scheduler.loader import RunnerLoader
-from daemon.scheduler.memory_plan import CPU, PlanSettings, plan_memory
-from daemon.scheduler.placement import (
+from localllm.daemon.runners.types import RunnerSpec
+from localllm.daemon.scheduler import LoadTarget, MemoryInfo, ModelFootprint, RunnerOptions
+from localllm.daemon.scheduler.loader import RunnerLoader
+from localllm.daemon.scheduler.memory_plan import CPU, PlanSettings, plan_memory
+from localllm.daemon.scheduler.placement import (
     VRAM_RESERVE,
     choose_placement,
     read_on_gpu,
     usable_vram,
 )
-from model_registry.model_shape import ModelShape, WeightGroup
-from model_registry.tiny_gguf import write_tiny_model
+from localllm.model_registry.model_shape import ModelShape, WeightGroup
+from localllm.model_registry.tiny_gguf import write_tiny_model
 from tests.test_scheduler import Harness, run
 
 GIB, MIB = 1 << 30, 1 << 20

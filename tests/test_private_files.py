@@ -9,7 +9,7 @@ import sys
 import httpx
 import pytest
 
-from model_registry.tiny_gguf import write_tiny_model
+from localllm.model_registry.tiny_gguf import write_tiny_model
 from tests.support.daemon import Daemon, make_store
 from tests.support.local_hub import LocalHub
 from tests.support.modes import mode_of, umask

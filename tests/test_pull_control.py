@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from model_registry.digests import Digest
-from model_registry.pull import Puller, list_partials
-from model_registry.tiny_gguf import write_tiny_model
+from localllm.model_registry.digests import Digest
+from localllm.model_registry.pull import Puller, list_partials
+from localllm.model_registry.tiny_gguf import write_tiny_model
 from tests.support.local_hub import LocalHub
 from tests.support.polling import wait_for
 from tests.support.pulls import PullThread, fast_pull_options, sidecar_completed
@@ -25,8 +25,8 @@ PART = 64 << 10
 ROOT = Path(__file__).resolve().parents[1]
 PULL_SCRIPT = """
 import json, os, sys
-from model_registry.pull import Puller
-from model_registry.store import Store
+from localllm.model_registry.pull import Puller
+from localllm.model_registry.store import Store
 from tests.support.pulls import fast_pull_options
 
 store, name, connections, part = Store(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]

@@ -6,10 +6,10 @@ import hashlib
 
 import pytest
 
-from model_registry.digests import Digest
-from model_registry.errors import DigestMismatchError, DownloadError
-from model_registry.pull import Puller
-from model_registry.tiny_gguf import write_tiny_model
+from localllm.model_registry.digests import Digest
+from localllm.model_registry.errors import DigestMismatchError, DownloadError
+from localllm.model_registry.pull import Puller
+from localllm.model_registry.tiny_gguf import write_tiny_model
 from tests.support.local_hub import LocalHub
 from tests.support.polling import wait_for
 from tests.support.pulls import PullThread, fast_pull_options, sidecar_completed

@@ -5,8 +5,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from model_registry.errors import AuthenticationError, DownloadError
-from model_registry.pull.fetch import BlobSource, RangeNotSupported, RetryableError
+from localllm.model_registry.errors import AuthenticationError, DownloadError
+from localllm.model_registry.pull.fetch import BlobSource, RangeNotSupported, RetryableError
 
 HUB = "https://hub.example/org/repo/resolve/abc/model.gguf"
 CDN = "https://cdn.example/blob?sig=1"

@@ -8,17 +8,17 @@ import json
 
 import pytest
 
-from model_registry.errors import (
+from localllm.model_registry.errors import (
     AuthenticationError,
     DownloadError,
     InsufficientSpaceError,
     QuantNotFoundError,
     UnknownModelError,
 )
-from model_registry.pull import Puller, PullEvent
-from model_registry.store import LayerType
-from model_registry.tiny_gguf import write_tiny_model
-from model_registry.tiny_projector import write_tiny_projector
+from localllm.model_registry.pull import Puller, PullEvent
+from localllm.model_registry.store import LayerType
+from localllm.model_registry.tiny_gguf import write_tiny_model
+from localllm.model_registry.tiny_projector import write_tiny_projector
 from tests.support.local_hub import DEFAULT_TOKEN, LocalHub
 from tests.support.pulls import fast_pull_options
 

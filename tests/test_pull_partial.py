@@ -9,11 +9,11 @@ import os
 import httpx
 import pytest
 
-from model_registry.digests import Digest
-from model_registry.errors import DownloadError
-from model_registry.pull.downloader import BlobDownload
-from model_registry.pull.fetch import BlobSource
-from model_registry.pull.partial import PartialState, list_partials
+from localllm.model_registry.digests import Digest
+from localllm.model_registry.errors import DownloadError
+from localllm.model_registry.pull.downloader import BlobDownload
+from localllm.model_registry.pull.fetch import BlobSource
+from localllm.model_registry.pull.partial import PartialState, list_partials
 from tests.support.local_hub import LocalHub
 from tests.support.pulls import fast_pull_options
 
@@ -88,7 +88,9 @@ def download(hub, tmp_path, path: str, data: bytes, size: int | None = None, **o
 
 @pytest.mark.parametrize("pwrite", [True, False], ids=["pwrite", "seek-and-write"])
 def test_download_of_arbitrary_bytes(served, tmp_path, monkeypatch, pwrite):
-    monkeypatch.setattr("model_registry.pull.downloader._HAS_PWRITE", pwrite)  # False: Windows
+    monkeypatch.setattr(
+        "localllm.model_registry.pull.downloader._HAS_PWRITE", pwrite
+    )  # False: Windows
     hub, data = served
     job, verified, partial = download(hub, tmp_path, "blob.gguf", data)
     assert verified and partial.read_bytes() == data and job.fetched == len(data)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from model_registry.errors import PullError, QuantNotFoundError
-from model_registry.pull.quants import QUANT_PREFERENCE, group_gguf_files, quant_of, select
+from localllm.model_registry.errors import PullError, QuantNotFoundError
+from localllm.model_registry.pull.quants import QUANT_PREFERENCE, group_gguf_files, quant_of, select
 
 BARTOWSKI = [
     "README.md",

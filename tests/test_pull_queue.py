@@ -11,8 +11,8 @@ from pathlib import Path
 import ollama
 import pytest
 
-from daemon.client import Client
-from model_registry.tiny_gguf import write_tiny_model
+from localllm.daemon.client import Client
+from localllm.model_registry.tiny_gguf import write_tiny_model
 from tests.support.daemon import Daemon
 from tests.support.local_hub import LocalHub
 from tests.support.polling import wait_for

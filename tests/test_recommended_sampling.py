@@ -9,15 +9,15 @@ import dataclasses
 import httpx
 import pytest
 
-from app.cli.show_view import render_show
-from daemon.api.native_models import ShowResponse
-from daemon.inference.recommended import RecommendedSampling
-from daemon.inference.resolve import resolve_model
-from model_registry.gguf_info import read_gguf_info
-from model_registry.importer import ModelExtras
-from model_registry.recommended_sampling import recommended_sampling
-from model_registry.store import Store
-from model_registry.tiny_gguf import write_tiny_model
+from localllm.app.cli.show_view import render_show
+from localllm.daemon.api.native_models import ShowResponse
+from localllm.daemon.inference.recommended import RecommendedSampling
+from localllm.daemon.inference.resolve import resolve_model
+from localllm.model_registry.gguf_info import read_gguf_info
+from localllm.model_registry.importer import ModelExtras
+from localllm.model_registry.recommended_sampling import recommended_sampling
+from localllm.model_registry.store import Store
+from localllm.model_registry.tiny_gguf import write_tiny_model
 from tests.support.daemon import Daemon, make_store
 
 GREEDY_BY_THE_AUTHORS = {"temp": 0.0, "top_k": 1, "top_p": 0.95, "penalty_repeat": 1.0}

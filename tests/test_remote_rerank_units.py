@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from daemon.errors import RemoteError
-from daemon.inference.jobs import RerankJob
-from daemon.remotes.rerank import _parse
+from localllm.daemon.errors import RemoteError
+from localllm.daemon.inference.jobs import RerankJob
+from localllm.daemon.remotes.rerank import _parse
 
 JOB = RerankJob("team/r", "q", ["a", "b", "c"])
 

@@ -13,11 +13,11 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from daemon.errors import RemoteError
-from daemon.remotes import transport
-from daemon.remotes.stream_state import StreamState
-from daemon.remotes.transport import lines
-from daemon.server import create_app
+from localllm.daemon.errors import RemoteError
+from localllm.daemon.remotes import transport
+from localllm.daemon.remotes.stream_state import StreamState
+from localllm.daemon.remotes.transport import lines
+from localllm.daemon.server import create_app
 from tests.support.in_process import app_client, app_settings
 from tests.support.raw_remote import RawRemote
 from tests.support.remotes import admin_headers

@@ -9,14 +9,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from daemon.errors import BadRequestError, RemoteError
-from daemon.inference.jobs import GenerationJob
-from daemon.inference.tool_calls import ToolCallDelta, ToolChoice
-from daemon.remotes import RemoteConfig, ollama_wire, openai_wire
-from daemon.remotes import replicas as replica_module
-from daemon.remotes.config import RemotesFile, check_name, check_url
-from daemon.remotes.replicas import ReplicaSet
-from daemon.remotes.stream_state import StreamState
+from localllm.daemon.errors import BadRequestError, RemoteError
+from localllm.daemon.inference.jobs import GenerationJob
+from localllm.daemon.inference.tool_calls import ToolCallDelta, ToolChoice
+from localllm.daemon.remotes import RemoteConfig, ollama_wire, openai_wire
+from localllm.daemon.remotes import replicas as replica_module
+from localllm.daemon.remotes.config import RemotesFile, check_name, check_url
+from localllm.daemon.remotes.replicas import ReplicaSet
+from localllm.daemon.remotes.stream_state import StreamState
 
 
 def test_the_remotes_file_is_private_and_round_trips(tmp_path):

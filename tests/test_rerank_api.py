@@ -10,7 +10,7 @@ import cohere
 import httpx
 import pytest
 
-from model_registry.tiny_reranker import write_tiny_reranker
+from localllm.model_registry.tiny_reranker import write_tiny_reranker
 from tests.support.daemon import Daemon, make_store, metric_value
 from tests.support.polling import wait_for
 from tests.support.remotes import add_remote, front_daemon

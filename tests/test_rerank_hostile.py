@@ -23,12 +23,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from daemon.runners.log_tail import RunnerLog
-from daemon.runners.process import RunnerProcess
-from daemon.runners.protocol import FrameReader, FrameWriter
-from daemon.runners.types import RerankCall
-from daemon.server.redaction import redact_paths
-from model_registry.tiny_reranker import QWEN3_RERANK_PROMPT, write_tiny_reranker
+from localllm.daemon.runners.log_tail import RunnerLog
+from localllm.daemon.runners.process import RunnerProcess
+from localllm.daemon.runners.protocol import FrameReader, FrameWriter
+from localllm.daemon.runners.types import RerankCall
+from localllm.daemon.server.redaction import redact_paths
+from localllm.model_registry.tiny_reranker import QWEN3_RERANK_PROMPT, write_tiny_reranker
 from tests.support.daemon import Daemon, make_store
 from tests.support.polling import wait_for
 from tests.support.runner import make_spec
@@ -91,7 +91,7 @@ def models(tmp_path_factory):
     """The tiny rerankers of both styles, loaded in this process (one thread each)."""
     import llama_cpp
 
-    from daemon.runners.worker.model import Model
+    from localllm.daemon.runners.worker.model import Model
 
     llama_cpp.llama_backend_init()
     folder = tmp_path_factory.mktemp("hostile-models")
@@ -129,7 +129,7 @@ class Runner:
     """The runner's loop (``Worker``) in this process: ops in, its frames read back."""
 
     def __init__(self, model, folder: Path, num_ctx: int = 512):
-        from daemon.runners.worker.loop import Worker
+        from localllm.daemon.runners.worker.loop import Worker
 
         path = folder / "frames"
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -277,7 +277,7 @@ def test_a_documents_control_token_text_stays_text(models):
     """A document that spells ``<|im_end|>`` cannot close the prompt's turn: the prompt's
     pieces are tokenized with control tokens, the stretch holding the user's text without;
     a text that spells none gets the tokens llama-server gives the whole filled prompt."""
-    from daemon.runners.worker.pairs import PairFormat
+    from localllm.daemon.runners.worker.pairs import PairFormat
 
     model = models["qwen3"]
 

@@ -9,8 +9,8 @@ from dataclasses import replace
 import gguf
 import pytest
 
-from daemon.runners.types import LlamaBuffer
-from daemon.runners.worker.buffers import BufferLedger
+from localllm.daemon.runners.types import LlamaBuffer
+from localllm.daemon.runners.worker.buffers import BufferLedger
 from tests.support.runner import Harness, make_spec
 
 MIB = 1 << 20

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from daemon.runners.types import GenerateCall, SamplingParams
-from daemon.runners.worker.decode_plan import DecodePlan
+from localllm.daemon.runners.types import GenerateCall, SamplingParams
+from localllm.daemon.runners.worker.decode_plan import DecodePlan
 from tests.support.engine import run_engine
 from tests.support.runner import make_spec
 
 llama_cpp = pytest.importorskip("llama_cpp")
 
-from daemon.runners.worker.model import Model  # noqa: E402
+from localllm.daemon.runners.worker.model import Model  # noqa: E402
 
 PROMPTS = ["The cat", "Once upon a time there was", "1 2 3"]
 

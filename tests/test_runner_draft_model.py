@@ -14,17 +14,17 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from daemon.runners.protocol import FrameWriter
-from daemon.runners.types import GenerateCall, InvalidRequestError, SamplingParams
-from model_registry.tiny_gguf import tiny_vocabulary
+from localllm.daemon.runners.protocol import FrameWriter
+from localllm.daemon.runners.types import GenerateCall, InvalidRequestError, SamplingParams
+from localllm.model_registry.tiny_gguf import tiny_vocabulary
 from tests.support.engine import run_engine
 from tests.support.runner import collect, make_spec, write_tiny_model
 
 llama_cpp = pytest.importorskip("llama_cpp")
 
-from daemon.runners.worker.draft_model import DraftModel, VocabularyMismatchError  # noqa: E402
-from daemon.runners.worker.engine import Engine  # noqa: E402
-from daemon.runners.worker.model import Model  # noqa: E402
+from localllm.daemon.runners.worker.draft_model import DraftModel, VocabularyMismatchError  # noqa: E402
+from localllm.daemon.runners.worker.engine import Engine  # noqa: E402
+from localllm.daemon.runners.worker.model import Model  # noqa: E402
 
 COPY = "Copy this list: red green blue, one two three, red green blue, one two three. Again: red"
 FREE = "Once upon a time there was"

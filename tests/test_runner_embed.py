@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from daemon.runners.types import ContextOverflowError, EmbedCall, RunnerError
+from localllm.daemon.runners.types import ContextOverflowError, EmbedCall, RunnerError
 from tests.support.runner import GREEDY, collect, make_spec, write_tiny_model
 
 

@@ -16,11 +16,11 @@ from collections.abc import Iterator
 import llama_cpp
 import pytest
 
-from daemon.runners.protocol import FrameWriter, generate_to_wire
-from daemon.runners.types import GenerateCall, SamplingParams
-from daemon.runners.worker import loop as worker_loop
-from daemon.runners.worker.loop import Worker
-from daemon.runners.worker.model import Model
+from localllm.daemon.runners.protocol import FrameWriter, generate_to_wire
+from localllm.daemon.runners.types import GenerateCall, SamplingParams
+from localllm.daemon.runners.worker import loop as worker_loop
+from localllm.daemon.runners.worker.loop import Worker
+from localllm.daemon.runners.worker.model import Model
 from tests.support.polling import wait_for
 from tests.support.runner import make_spec
 

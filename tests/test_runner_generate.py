@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from daemon.runners.types import GenerateCall, SamplingParams, TokenEvent
+from localllm.daemon.runners.types import GenerateCall, SamplingParams, TokenEvent
 from tests.support.runner import GREEDY, collect, make_spec, write_tiny_model
 
 
@@ -146,7 +146,7 @@ def test_json_schema_output_validates(harness, runner):
 
 
 def test_invalid_grammar_is_a_request_error(harness, runner):
-    from daemon.runners.types import RunnerError
+    from localllm.daemon.runners.types import RunnerError
 
     with pytest.raises(RunnerError, match="grammar"):
         harness.run(collect(runner, "x", replace(GREEDY, grammar="root ::= (")))

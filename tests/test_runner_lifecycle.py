@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from daemon.runners.process import RunnerProcess
-from daemon.runners.protocol import FrameReader, encode_frame, spec_to_wire
-from daemon.runners.types import GenerateCall, RunnerCrashed, RunnerError, SamplingParams
+from localllm.daemon.runners.process import RunnerProcess
+from localllm.daemon.runners.protocol import FrameReader, encode_frame, spec_to_wire
+from localllm.daemon.runners.types import GenerateCall, RunnerCrashed, RunnerError, SamplingParams
 from tests.support.polling import wait_for
 from tests.support.runner import Harness, collect, make_spec, split_gguf
 
@@ -122,7 +122,7 @@ def test_worker_exits_when_stdin_closes(model_path):
     """The daemon dying closes the runner's stdin; the runner must not linger as an orphan."""
     spec = make_spec(model_path)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "daemon.runners.worker"],
+        [sys.executable, "-m", "localllm.daemon.runners.worker"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -146,8 +146,8 @@ def test_runner_dies_with_its_daemon(model_path, tmp_path):
     script = tmp_path / "fake_daemon.py"  # not daemon.py: that would shadow the package
     script.write_text(
         "import asyncio, os, sys\n"
-        "from daemon.runners.process import RunnerProcess\n"
-        "from daemon.runners.types import RunnerSpec\n"
+        "from localllm.daemon.runners.process import RunnerProcess\n"
+        "from localllm.daemon.runners.types import RunnerSpec\n"
         "async def main():\n"
         f"    spec = RunnerSpec('t', ({str(model_path)!r},), num_ctx=256, num_threads=1)\n"
         "    runner = await RunnerProcess.start(spec)\n"

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from daemon.runners.protocol import (
+from localllm.daemon.runners.protocol import (
     MAX_FRAME_BYTES,
     FrameReader,
     ProtocolError,
@@ -22,7 +22,7 @@ from daemon.runners.protocol import (
     spec_from_wire,
     spec_to_wire,
 )
-from daemon.runners.types import (
+from localllm.daemon.runners.types import (
     ContextOverflowError,
     GenerateCall,
     LoraAdapter,
@@ -30,8 +30,8 @@ from daemon.runners.types import (
     RunnerSpec,
     SamplingParams,
 )
-from daemon.runners.worker.slots import Slot, common_prefix, pick_slot
-from daemon.runners.worker.text import TextStream
+from localllm.daemon.runners.worker.slots import Slot, common_prefix, pick_slot
+from localllm.daemon.runners.worker.text import TextStream
 
 
 def _async_read(data: bytes):

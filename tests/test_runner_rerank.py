@@ -6,8 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from daemon.runners.types import ContextOverflowError, EmbedCall, InvalidRequestError, RerankCall
-from model_registry.tiny_reranker import QWEN3_RERANK_PROMPT, write_tiny_reranker
+from localllm.daemon.runners.types import (
+    ContextOverflowError,
+    EmbedCall,
+    InvalidRequestError,
+    RerankCall,
+)
+from localllm.model_registry.tiny_reranker import QWEN3_RERANK_PROMPT, write_tiny_reranker
 from tests.support.bert_reference import BertReranker
 from tests.support.runner import make_spec, write_tiny_model
 

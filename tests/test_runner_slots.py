@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from daemon.runners.types import ContextOverflowError, DoneEvent, GenerateCall, TokenEvent
+from localllm.daemon.runners.types import ContextOverflowError, DoneEvent, GenerateCall, TokenEvent
 from tests.support.runner import GREEDY, collect, make_spec, write_tiny_model
 
 

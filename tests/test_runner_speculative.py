@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import pytest
 
-from daemon.runners.types import GenerateCall, SamplingParams
-from daemon.runners.worker.prompt_lookup import NgramIndex
-from daemon.runners.worker.speculative import Speculation
+from localllm.daemon.runners.types import GenerateCall, SamplingParams
+from localllm.daemon.runners.worker.prompt_lookup import NgramIndex
+from localllm.daemon.runners.worker.speculative import Speculation
 from tests.support.engine import run_engine
 from tests.support.runner import GREEDY, collect, make_spec
 
 llama_cpp = pytest.importorskip("llama_cpp")
 
-from daemon.runners.worker.model import Model  # noqa: E402
+from localllm.daemon.runners.worker.model import Model  # noqa: E402
 
 COPY = "Copy this list: red green blue, one two three, red green blue, one two three. Again: red"
 FREE = "Once upon a time there was"
@@ -153,9 +153,9 @@ def test_a_cancel_mid_guessing_stops_the_stream_and_frees_the_slot(harness, tiny
 
 
 def test_num_draft_reaches_the_runner_spec():
-    from daemon.inference.options import merge_options, runner_options
-    from daemon.runners.types import DEFAULT_DRAFT
-    from daemon.settings import Settings
+    from localllm.daemon.inference.options import merge_options, runner_options
+    from localllm.daemon.runners.types import DEFAULT_DRAFT
+    from localllm.daemon.settings import Settings
 
     assert runner_options({}, Settings()).num_draft == DEFAULT_DRAFT
     assert (
@@ -164,7 +164,7 @@ def test_num_draft_reaches_the_runner_spec():
 
 
 def test_a_modelfile_can_turn_guessing_off_and_is_told_the_range():
-    from model_registry.modelfile import ModelfileError, parse_modelfile
+    from localllm.model_registry.modelfile import ModelfileError, parse_modelfile
 
     assert parse_modelfile("FROM x\nPARAMETER num_draft 0\n").parameters == {"num_draft": 0}
     with pytest.raises(ModelfileError, match="num_draft must be an integer between 0 and 64"):

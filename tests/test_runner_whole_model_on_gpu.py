@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from daemon.runners.types import GenerateCall, SamplingParams
+from localllm.daemon.runners.types import GenerateCall, SamplingParams
 from tests.support.engine import run_engine
 from tests.support.runner import make_spec
 

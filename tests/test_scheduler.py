@@ -7,9 +7,9 @@ import asyncio
 
 import pytest
 
-from daemon.errors import InsufficientMemoryError, ModelLoadError, ServerBusyError
-from daemon.runners.types import DoneEvent, RunnerError, RunnerInfo, TokenEvent
-from daemon.scheduler import (
+from localllm.daemon.errors import InsufficientMemoryError, ModelLoadError, ServerBusyError
+from localllm.daemon.runners.types import DoneEvent, RunnerError, RunnerInfo, TokenEvent
+from localllm.daemon.scheduler import (
     LoadTarget,
     MemoryInfo,
     ModelFootprint,
@@ -18,7 +18,7 @@ from daemon.scheduler import (
     SchedulerConfig,
     describe_placement,
 )
-from daemon.scheduler.memory import parse_nvidia_smi
+from localllm.daemon.scheduler.memory import parse_nvidia_smi
 
 GIB = 1 << 30
 

@@ -13,10 +13,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 
-from daemon.errors import EvictionBlockedError, InsufficientMemoryError
-from daemon.runners.types import DoneEvent, GenerateCall
-from daemon.scheduler import MemoryInfo, RunnerOptions
-from daemon.server.errors import error_status
+from localllm.daemon.errors import EvictionBlockedError, InsufficientMemoryError
+from localllm.daemon.runners.types import DoneEvent, GenerateCall
+from localllm.daemon.scheduler import MemoryInfo, RunnerOptions
+from localllm.daemon.server.errors import error_status
 from tests.test_scheduler import GIB, OPTIONS, Harness, run, target
 
 TRAFFIC = 100  # requests for the busy model; the old scheduler served all of them first

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from daemon.server import create_app
+from localllm.daemon.server import create_app
 from tests.support.in_process import app_client, app_settings
 
 
@@ -45,7 +45,7 @@ def test_a_body_nested_thousands_deep_is_a_400_not_a_recursion_error(client, pat
 
 
 def test_nesting_is_counted_outside_strings_only():
-    from daemon.server.json_budget import json_depth
+    from localllm.daemon.server.json_budget import json_depth
 
     assert json_depth(b'{"a": [[1], {"b": []}]}') == 4
     assert json_depth(b'{"a": "[[[[[[", "b": "\\"[[["}') == 1

@@ -20,9 +20,9 @@ PRIVATE_NAME = "Ann Smith"
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory, tiny_model_path):
-    from model_registry.importer import import_gguf
-    from model_registry.store import Store
-    from model_registry.tiny_projector import write_tiny_projector
+    from localllm.model_registry.importer import import_gguf
+    from localllm.model_registry.store import Store
+    from localllm.model_registry.tiny_projector import write_tiny_projector
 
     root = tmp_path_factory.mktemp("security") / PRIVATE_NAME  # a user name with a space
     store = make_store(root / "store", {"tiny": tiny_model_path})
@@ -238,7 +238,7 @@ def test_an_api_key_is_required_when_configured(keyed_daemon):
 def _serve(host: str, env: dict[str, str]) -> subprocess.Popen:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("LOCALLLM_")}
     return subprocess.Popen(
-        [sys.executable, "-m", "daemon", "serve", "--host", host],
+        [sys.executable, "-m", "localllm.daemon", "serve", "--host", host],
         cwd=ROOT,
         env={**clean, **env},
         stdout=subprocess.PIPE,
@@ -258,7 +258,7 @@ def test_serving_beyond_loopback_without_a_key_is_refused(tmp_path):
 
 
 def test_serving_beyond_loopback_uses_the_saved_key(tmp_path):
-    from daemon.security.keys import ApiKeyStore
+    from localllm.daemon.security.keys import ApiKeyStore
 
     key = ApiKeyStore(tmp_path / "cfg", use_keyring=False).create()
     port = free_port()

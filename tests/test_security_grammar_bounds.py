@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from daemon.errors import BadRequestError
-from daemon.server import create_app
+from localllm.daemon.errors import BadRequestError
+from localllm.daemon.server import create_app
 from tests.support.in_process import app_client, app_settings
 
 HI = [{"role": "user", "content": "hi"}]
@@ -106,7 +106,7 @@ def test_schemas_within_the_limits_are_served(client, schema):
 
 
 def test_where_in_the_schema_is_named():
-    from daemon.inference.schema_bounds import check_schema_bounds
+    from localllm.daemon.inference.schema_bounds import check_schema_bounds
 
     schema = {"type": "object", "properties": {"tags": {"type": "array", "maxItems": 5000}}}
     with pytest.raises(BadRequestError, match=r"at properties\.tags\.maxItems is 5000") as caught:

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from model_registry.digests import Digest
-from model_registry.errors import NotLinkableError
-from model_registry.importer import FileEvents, import_gguf
-from model_registry.store import LayerType, Store
-from model_registry.store.placing import reflink
+from localllm.model_registry.digests import Digest
+from localllm.model_registry.errors import NotLinkableError
+from localllm.model_registry.importer import FileEvents, import_gguf
+from localllm.model_registry.store import LayerType, Store
+from localllm.model_registry.store.placing import reflink
 
 SECRET = b"-----BEGIN OPENSSH PRIVATE KEY-----\nnot a model at all\n"
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from daemon.api.openai_responses import ResponsesRequest
-from daemon.inference.thinking_split import HarmonySplitter
-from daemon.server import create_app
-from daemon.server.openai.responses_translate import responses_turn
-from model_registry.errors import ModelfileError
-from model_registry.modelfile import parse_modelfile
+from localllm.daemon.api.openai_responses import ResponsesRequest
+from localllm.daemon.inference.thinking_split import HarmonySplitter
+from localllm.daemon.server import create_app
+from localllm.daemon.server.openai.responses_translate import responses_turn
+from localllm.model_registry.errors import ModelfileError
+from localllm.model_registry.modelfile import parse_modelfile
 from tests.support.in_process import app_client, app_settings
 
 

@@ -11,11 +11,11 @@ from dataclasses import replace
 
 import pytest
 
-from app.tools.catalog import ToolSpec
-from app.tools.config_store import FILE_NAME, McpSettings, McpSettingsStore
-from app.tools.host import McpHost
-from app.tools.servers import ServerConfig
-from model_registry.credentials import NO_KEYRING
+from localllm.app.tools.catalog import ToolSpec
+from localllm.app.tools.config_store import FILE_NAME, McpSettings, McpSettingsStore
+from localllm.app.tools.host import McpHost
+from localllm.app.tools.servers import ServerConfig
+from localllm.model_registry.credentials import NO_KEYRING
 from tests.support.mcp_servers import write_server
 from tests.support.polling import wait_for
 

@@ -10,8 +10,8 @@ import math
 import pytest
 from fastapi.testclient import TestClient
 
-from daemon.server import create_app
-from daemon.settings import Settings
+from localllm.daemon.server import create_app
+from localllm.daemon.settings import Settings
 from tests.support.in_process import app_client, app_settings
 
 HI = [{"role": "user", "content": "hi"}]

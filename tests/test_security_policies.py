@@ -8,12 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from daemon.security.cors import OriginPolicy
-from daemon.security.host_check import host_name_of, is_local_host_name, is_loopback_address
-from daemon.security.keys import ApiKeyStore
-from daemon.server.redaction import PathRedactor, redact_paths
-from daemon.settings import Settings
-from model_registry.credentials import IN_FILE
+from localllm.daemon.security.cors import OriginPolicy
+from localllm.daemon.security.host_check import (
+    host_name_of,
+    is_local_host_name,
+    is_loopback_address,
+)
+from localllm.daemon.security.keys import ApiKeyStore
+from localllm.daemon.server.redaction import PathRedactor, redact_paths
+from localllm.daemon.settings import Settings
+from localllm.model_registry.credentials import IN_FILE
 
 
 @pytest.mark.parametrize(

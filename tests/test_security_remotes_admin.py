@@ -16,12 +16,12 @@ import stat
 import httpx
 import pytest
 
-from daemon.api.remotes import RemoteAddRequest
-from daemon.client import Client, Forbidden
-from daemon.client.launcher import admin_token_reader
-from daemon.security.keys import AdminTokenStore
-from daemon.server import create_app
-from daemon.settings import Settings
+from localllm.daemon.api.remotes import RemoteAddRequest
+from localllm.daemon.client import Client, Forbidden
+from localllm.daemon.client.launcher import admin_token_reader
+from localllm.daemon.security.keys import AdminTokenStore
+from localllm.daemon.server import create_app
+from localllm.daemon.settings import Settings
 from tests.support.daemon import Daemon, make_store
 from tests.support.in_process import app_client, app_settings, serve_in_thread
 from tests.support.polling import wait_for

@@ -9,10 +9,10 @@ import threading
 
 import pytest
 
-from daemon.api.openai_responses import ResponseObject
-from daemon.errors import NotFoundError
-from daemon.server import create_app
-from daemon.server.openai.response_store import ResponseStore, StoredResponse
+from localllm.daemon.api.openai_responses import ResponseObject
+from localllm.daemon.errors import NotFoundError
+from localllm.daemon.server import create_app
+from localllm.daemon.server.openai.response_store import ResponseStore, StoredResponse
 from tests.support.in_process import app_client, app_settings
 
 

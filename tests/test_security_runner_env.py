@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from daemon.settings import runner_environment
-from model_registry.tiny_gguf import write_tiny_model
+from localllm.daemon.settings import runner_environment
+from localllm.model_registry.tiny_gguf import write_tiny_model
 from tests.support.daemon import Daemon, make_store
 
 KEY = "test-key-runner-env-0123456789abcdef"
@@ -90,7 +90,7 @@ def test_the_quantizer_has_none_of_the_daemons_secrets(daemon, root):
     created = httpx.post(daemon.url + "/api/create", json=request, headers=AUTH, timeout=120)
     assert created.json() == {"status": "success"}
     seen = [json.loads(p.read_text()) for p in (root / "seen").glob("environ-*.json")]
-    [quantizer] = [s for s in seen if "daemon.runners.worker.quantize" in s["argv"]]
+    [quantizer] = [s for s in seen if "localllm.daemon.runners.worker.quantize" in s["argv"]]
     assert_no_secrets(quantizer["environ"])
     assert KEPT.items() <= quantizer["environ"].items()
 

@@ -11,7 +11,7 @@ import httpx
 import openai
 import pytest
 
-from daemon.inference.templates import ChatTemplate
+from localllm.daemon.inference.templates import ChatTemplate
 from tests.support.daemon import Daemon, make_store
 from tests.support.gate import Gate
 from tests.support.in_process import serve_daemon_in_thread
@@ -38,8 +38,8 @@ HI = [{"role": "user", "content": "hi"}]
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory, tiny_model_path):
-    from model_registry.importer import ModelExtras
-    from model_registry.tiny_gguf import write_tiny_model
+    from localllm.model_registry.importer import ModelExtras
+    from localllm.model_registry.tiny_gguf import write_tiny_model
 
     root = tmp_path_factory.mktemp("security-templates")
     looper = write_tiny_model(root / "looper.gguf", seed=1, chat_template=NESTED_LOOPS)

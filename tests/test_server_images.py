@@ -18,7 +18,7 @@ import openai
 import pytest
 from PIL import Image
 
-from model_registry.tiny_projector import TINY_IMAGE_TOKENS
+from localllm.model_registry.tiny_projector import TINY_IMAGE_TOKENS
 from tests.support.daemon import Daemon
 
 pytestmark = pytest.mark.slow
@@ -48,9 +48,9 @@ def data_url(data: bytes, media: str = "image/png") -> str:
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory, tiny_model_path):
-    from model_registry.importer import import_gguf
-    from model_registry.store import Store
-    from model_registry.tiny_projector import write_tiny_projector
+    from localllm.model_registry.importer import import_gguf
+    from localllm.model_registry.store import Store
+    from localllm.model_registry.tiny_projector import write_tiny_projector
 
     root = tmp_path_factory.mktemp("server-images")
     store = Store(root / "store")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from daemon.settings import Settings
+from localllm.daemon.settings import Settings
 
 
 def test_defaults_and_overrides():

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from model_registry.digests import Digest, sha256_of_bytes
-from model_registry.errors import (
+from localllm.model_registry.digests import Digest, sha256_of_bytes
+from localllm.model_registry.errors import (
     BlobNotFoundError,
     CorruptManifestError,
     DigestMismatchError,
@@ -19,8 +19,8 @@ from model_registry.errors import (
     ModelExistsError,
     ModelNotFoundError,
 )
-from model_registry.names import parse_name
-from model_registry.store import BlobRef, Layer, LayerType, Manifest, Store
+from localllm.model_registry.names import parse_name
+from localllm.model_registry.store import BlobRef, Layer, LayerType, Manifest, Store
 from tests.support.store import assert_store_consistent, put_model
 
 SCALE = "org.localllm.adapter.scale"
@@ -252,7 +252,7 @@ def test_junk_in_the_manifest_tree_is_ignored(store):
 
 
 def test_store_directory_from_settings(tmp_path):
-    from daemon.settings import Settings
+    from localllm.daemon.settings import Settings
 
     settings = Settings.from_env({"LOCALLLM_MODELS": str(tmp_path / "elsewhere")})
     assert settings.models_dir == tmp_path / "elsewhere"

@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
-from model_registry.errors import InsufficientSpaceError
-from model_registry.store import Store
+from localllm.model_registry.errors import InsufficientSpaceError
+from localllm.model_registry.store import Store
 from tests.support.store import assert_store_consistent, put_model
 
 

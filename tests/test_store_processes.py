@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from model_registry.store import Store
+from localllm.model_registry.store import Store
 from tests.support.store import assert_store_consistent
 
 pytestmark = pytest.mark.slow
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 WRITER = textwrap.dedent(
     """
     import os, sys
-    from model_registry.store import Store
+    from localllm.model_registry.store import Store
     from tests.support.store import put_model
     store = Store(sys.argv[1])
     i = 0
@@ -72,7 +72,7 @@ IMPORTER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from model_registry.store import Store
+    from localllm.model_registry.store import Store
     from tests.support.store import put_model
     store, stop = Store(sys.argv[1]), Path(sys.argv[2])
     i = 0
@@ -88,8 +88,8 @@ REMOVER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from model_registry.errors import ModelNotFoundError
-    from model_registry.store import Store
+    from localllm.model_registry.errors import ModelNotFoundError
+    from localllm.model_registry.store import Store
     store, stop = Store(sys.argv[1]), Path(sys.argv[2])
     removed = 0
     while removed <= 5 or not stop.exists():

@@ -5,9 +5,9 @@ Gemma's does), and one that refuses a render without a generation prompt."""
 
 from __future__ import annotations
 
-from daemon.inference.system_part import MIN_PROMPT_CHARS, system_part_chars
-from daemon.inference.templates import ChatTemplate
-from model_registry.tiny_gguf import CHATML_TEMPLATE
+from localllm.daemon.inference.system_part import MIN_PROMPT_CHARS, system_part_chars
+from localllm.daemon.inference.templates import ChatTemplate
+from localllm.model_registry.tiny_gguf import CHATML_TEMPLATE
 
 FOLDING = (
     "{{ bos_token }}{% set first = messages[0]['content'] + '\\n\\n' "

@@ -14,11 +14,11 @@ import pytest
 from jinja2 import Environment
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from daemon.errors import TemplateBudgetError, TemplateError, TemplateRejectedError
-from daemon.inference import templates
-from daemon.inference.go_templates import to_jinja
-from daemon.inference.template_budget import MAX_SOURCE_CHARS, Budget
-from daemon.inference.templates import CHATML_TEMPLATE, ChatTemplate
+from localllm.daemon.errors import TemplateBudgetError, TemplateError, TemplateRejectedError
+from localllm.daemon.inference import templates
+from localllm.daemon.inference.go_templates import to_jinja
+from localllm.daemon.inference.template_budget import MAX_SOURCE_CHARS, Budget
+from localllm.daemon.inference.templates import CHATML_TEMPLATE, ChatTemplate
 
 USER = [{"role": "user", "content": "hi"}]
 MEGA = "('x' * 1000000)"  # a legal million-character string, the seed of most blow-ups

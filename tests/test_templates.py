@@ -5,21 +5,21 @@ from __future__ import annotations
 
 import pytest
 
-from daemon.errors import (
+from localllm.daemon.errors import (
     TemplateBudgetError,
     TemplateError,
     TemplateRejectedError,
     TemplateSecurityError,
 )
-from daemon.inference.go_templates import is_go_template
-from daemon.inference.templates import (
+from localllm.daemon.inference.go_templates import is_go_template
+from localllm.daemon.inference.templates import (
     CHATML_TEMPLATE,
     ChatTemplate,
     TemplateCache,
     assemble_messages,
     image_part,
 )
-from daemon.inference.tool_calls import ToolChoice, forced_tool_schema, tools_system_prompt
+from localllm.daemon.inference.tool_calls import ToolChoice, forced_tool_schema, tools_system_prompt
 
 USER = [{"role": "user", "content": "hi"}]
 

@@ -14,8 +14,8 @@ import ollama
 import openai
 import pytest
 
-from daemon.inference.templates import CHATML_TEMPLATE
-from model_registry.tiny_gguf import write_tiny_model
+from localllm.daemon.inference.templates import CHATML_TEMPLATE
+from localllm.model_registry.tiny_gguf import write_tiny_model
 from tests.support.daemon import Daemon, make_store
 
 pytestmark = pytest.mark.slow

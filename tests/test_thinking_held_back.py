@@ -14,8 +14,8 @@ import json
 import pytest
 from fastapi.testclient import TestClient
 
-from daemon.server import create_app
-from model_registry.tiny_gguf import tiny_vocabulary, write_tiny_model
+from localllm.daemon.server import create_app
+from localllm.model_registry.tiny_gguf import tiny_vocabulary, write_tiny_model
 from tests.support.in_process import app_client, app_settings
 
 BUDGET, LIMIT = 5, 9

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from daemon.inference.thinking import HARMONY, MISTRAL, THINK_TAGS
-from daemon.inference.thinking_split import HarmonySplitter, TagSplitter, splitter_for
-from daemon.inference.tool_call_parser import parse_tool_calls
+from localllm.daemon.inference.thinking import HARMONY, MISTRAL, THINK_TAGS
+from localllm.daemon.inference.thinking_split import HarmonySplitter, TagSplitter, splitter_for
+from localllm.daemon.inference.tool_call_parser import parse_tool_calls
 
 TAGGED = "<think>\nI weigh a < b and [x].\n</think>\n\nThe answer: a<b.</"
 HARMONY_OUT = (

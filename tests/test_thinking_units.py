@@ -8,9 +8,9 @@ from dataclasses import replace
 
 import pytest
 
-from daemon.errors import BadRequestError
-from daemon.inference.templates import CHATML_TEMPLATE, ChatTemplate
-from daemon.inference.thinking import (
+from localllm.daemon.errors import BadRequestError
+from localllm.daemon.inference.templates import CHATML_TEMPLATE, ChatTemplate
+from localllm.daemon.inference.thinking import (
     detect_format,
     history_for_template,
     parse_think,
@@ -18,9 +18,9 @@ from daemon.inference.thinking import (
     template_variables,
     vocabulary_format,
 )
-from daemon.inference.thinking_run import ThinkingRun, add_parts, thinking_run
-from daemon.runners.types import DoneEvent, GenerateCall, SamplingParams
-from model_registry.tiny_thinking import HARMONY_TEMPLATE, QWEN3_TEMPLATE
+from localllm.daemon.inference.thinking_run import ThinkingRun, add_parts, thinking_run
+from localllm.daemon.runners.types import DoneEvent, GenerateCall, SamplingParams
+from localllm.model_registry.tiny_thinking import HARMONY_TEMPLATE, QWEN3_TEMPLATE
 
 # Pieces of real templates, enough to tell each family
 QWEN3 = "{%- if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n"

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from daemon.inference.json_scan import JsonValue
-from daemon.inference.tool_call_parser import ToolCallParser, parse_tool_calls
-from daemon.inference.tool_calls import ToolCall, ToolCallDelta
+from localllm.daemon.inference.json_scan import JsonValue
+from localllm.daemon.inference.tool_call_parser import ToolCallParser, parse_tool_calls
+from localllm.daemon.inference.tool_calls import ToolCall, ToolCallDelta
 
 NAMES = ["get_weather", "get_time"]
 WEATHER_ARGS = '{"city": "Oslo, \\"the\\" {capital}", "unit": "C"}'

@@ -14,11 +14,11 @@ import openai
 import pytest
 from openai.lib.streaming.chat import ChatCompletionStreamState
 
-from daemon.inference import Delta, Finished, Generation, ToolCallDelta
-from daemon.inference.tool_call_parser import ToolCallParser
-from daemon.runners.types import GenerateCall, SamplingParams
-from daemon.scheduler.lease import Lease
-from daemon.scheduler.loaded import LoadedModel
+from localllm.daemon.inference import Delta, Finished, Generation, ToolCallDelta
+from localllm.daemon.inference.tool_call_parser import ToolCallParser
+from localllm.daemon.runners.types import GenerateCall, SamplingParams
+from localllm.daemon.scheduler.lease import Lease
+from localllm.daemon.scheduler.loaded import LoadedModel
 from tests.support.daemon import Daemon, make_store
 from tests.support.runner import make_spec
 

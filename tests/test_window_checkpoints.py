@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import pytest
 
-from daemon.runners.types import GenerateCall, SamplingParams
+from localllm.daemon.runners.types import GenerateCall, SamplingParams
 from tests.support.engine import run_engine
 from tests.support.real_model import gemma_path
 from tests.support.runner import make_spec
@@ -32,7 +32,7 @@ def _sentences(start: int, stop: int, topic: str = "river") -> str:
 
 @pytest.fixture(scope="module")
 def gemma():
-    from daemon.runners.worker.model import Model
+    from localllm.daemon.runners.worker.model import Model
 
     path = gemma_path()
     model = Model.load(make_spec(path, **SPEC))

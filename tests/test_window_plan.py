@@ -4,7 +4,7 @@ test_window_checkpoints)."""
 
 from __future__ import annotations
 
-from daemon.runners.worker.window import MOST_CHECKPOINTS, Checkpoint, SlidingWindow, reach
+from localllm.daemon.runners.worker.window import MOST_CHECKPOINTS, Checkpoint, SlidingWindow, reach
 
 N_SWA = 512
 
@@ -39,7 +39,7 @@ def test_checkpoints_go_where_prompts_part_and_before_the_end():
 
 
 def test_a_full_list_gives_up_the_checkpoint_closest_to_the_one_before():
-    from daemon.runners.worker.window import _closest
+    from localllm.daemon.runners.worker.window import _closest
 
     points = _checkpoints(900, 5000, 5900, 5964, 9000)
     assert _closest(points) == 3  # 5964, 64 past 5900

@@ -13,10 +13,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TextIO
 
-from app.cli.formatting import format_duration
-from app.cli.progress import Spinner
-from app.cli.thinking_output import ThinkingOutput, isatty
-from daemon.api import ChatChunk, GenerateChunk
+from localllm.app.cli.formatting import format_duration
+from localllm.app.cli.progress import Spinner
+from localllm.app.cli.thinking_output import ThinkingOutput, isatty
+from localllm.daemon.api import ChatChunk, GenerateChunk
 
 __all__ = ["Answer", "stream_answer", "timing_lines"]
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from daemon.api import ShowResponse
+from localllm.daemon.api import ShowResponse
 
 __all__ = [
     "IMAGE_SUFFIXES",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from model_registry.modelfile import PARAMETER_TYPES
+from localllm.model_registry.modelfile import PARAMETER_TYPES
 
 __all__ = ["Command", "MultilineInput", "convert_parameter", "parse_command", "parse_options"]
 

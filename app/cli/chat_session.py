@@ -3,9 +3,9 @@
 The conversation lives here (the messages so far, a system prompt and options set with
 ``/set``) and is sent whole on each turn, as ``ollama run`` does, images of earlier turns
 included; for a model that sees images, the image paths typed in a turn are attached
-(:mod:`app.cli.attachments`). A thinking model's thinking is shown dimmed before each answer
-(``/set hidethinking`` hides it) and goes back with the reply in the history, for templates that
-keep it. Ctrl-C stops an answer and keeps the chat going; Ctrl-D or
+(:mod:`localllm.app.cli.attachments`). A thinking model's thinking is shown dimmed before each
+answer (``/set hidethinking`` hides it) and goes back with the reply in the history, for templates
+that keep it. Ctrl-C stops an answer and keeps the chat going; Ctrl-D or
 ``/bye`` ends it. Lines go through readline, so arrow keys and history work; the history is
 kept in ``<data dir>/history``.
 """
@@ -17,15 +17,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from app.cli.answer import stream_answer, timing_lines
-from app.cli.attachments import ImageError, model_sees_images, user_message
-from app.cli.chat_input import Command, MultilineInput, convert_parameter, parse_command
-from app.cli.context import Context
-from app.cli.errors import error_lines
-from app.cli.show_view import parameter_lines, render_show
-from app.cli.thinking_output import EFFORTS, ThinkingOutput
-from daemon.api import ShowResponse
-from daemon.client import ClientError
+from localllm.app.cli.answer import stream_answer, timing_lines
+from localllm.app.cli.attachments import ImageError, model_sees_images, user_message
+from localllm.app.cli.chat_input import Command, MultilineInput, convert_parameter, parse_command
+from localllm.app.cli.context import Context
+from localllm.app.cli.errors import error_lines
+from localllm.app.cli.show_view import parameter_lines, render_show
+from localllm.app.cli.thinking_output import EFFORTS, ThinkingOutput
+from localllm.daemon.api import ShowResponse
+from localllm.daemon.client import ClientError
 
 __all__ = ["ChatSession"]
 

@@ -1,8 +1,8 @@
 """What every command gets: the settings, the three standard streams and a daemon client.
 
-The client is made on first use, after :func:`daemon.client.launcher.ensure_daemon` has made sure
-something answers, so commands that never talk to the daemon (``login``, ``key``, ``--help``)
-never start it. Tests pass ``client_factory`` to run commands against a stand-in.
+The client is made on first use, after :func:`localllm.daemon.client.launcher.ensure_daemon` has
+made sure something answers, so commands that never talk to the daemon (``login``, ``key``,
+``--help``) never start it. Tests pass ``client_factory`` to run commands against a stand-in.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from daemon.client import Client, DaemonClient
-from daemon.client.launcher import admin_token_reader, connect_url, ensure_daemon
-from daemon.settings import Settings
+from localllm.daemon.client import Client, DaemonClient
+from localllm.daemon.client.launcher import admin_token_reader, connect_url, ensure_daemon
+from localllm.daemon.settings import Settings
 
 __all__ = ["Context"]
 

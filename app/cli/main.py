@@ -14,11 +14,11 @@ from collections.abc import Callable, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from app.cli.commands import COMMAND_MODULES
-from app.cli.context import Context
-from app.cli.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, CliError, error_lines
-from daemon.client import ClientError
-from daemon.settings import Settings
+from localllm.app.cli.commands import COMMAND_MODULES
+from localllm.app.cli.context import Context
+from localllm.app.cli.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, CliError, error_lines
+from localllm.daemon.client import ClientError
+from localllm.daemon.settings import Settings
 
 __all__ = ["build_parser", "main"]
 

@@ -17,12 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.cli.errors import CliError
-from app.cli.progress import ProgressBoard
-from daemon.api import ProgressResponse
-from daemon.client import DaemonClient
-from model_registry.adapters import model_architecture, read_lora_adapter, shown_name
-from model_registry.modelfile import Modelfile, from_is_path, parse_modelfile
+from localllm.app.cli.errors import CliError
+from localllm.app.cli.progress import ProgressBoard
+from localllm.daemon.api import ProgressResponse
+from localllm.daemon.client import DaemonClient
+from localllm.model_registry.adapters import model_architecture, read_lora_adapter, shown_name
+from localllm.model_registry.modelfile import Modelfile, from_is_path, parse_modelfile
 
 __all__ = [
     "ReferencedFile",

@@ -7,8 +7,8 @@ memory the plan is judged by), then whether it fits and what the plan leaves out
 
 from __future__ import annotations
 
-from app.cli.formatting import format_size, table
-from daemon.api import PlanDevice, PlanPartOut, PlanResponse
+from localllm.app.cli.formatting import format_size, table
+from localllm.daemon.api import PlanDevice, PlanPartOut, PlanResponse
 
 __all__ = ["render_plan", "where"]
 

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from app.cli.formatting import format_clock, format_rate, format_size
-from daemon.api import ProgressResponse
+from localllm.app.cli.formatting import format_clock, format_rate, format_size
+from localllm.daemon.api import ProgressResponse
 
 __all__ = ["ProgressBoard", "RateMeter", "Spinner", "render_bar"]
 

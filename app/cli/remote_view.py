@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from daemon.api.remotes import RemoteInfo, ReplicaInfo
+from localllm.daemon.api.remotes import RemoteInfo, ReplicaInfo
 
 __all__ = ["health_text", "latency_text", "remote_rows"]
 

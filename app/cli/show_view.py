@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from app.cli.formatting import format_size, short_id
-from daemon.api import AdapterOut, ShowResponse
+from localllm.app.cli.formatting import format_size, short_id
+from localllm.daemon.api import AdapterOut, ShowResponse
 
 __all__ = [
     "adapter_lines",

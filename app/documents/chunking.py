@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from app.documents.parsing import Section
+from localllm.app.documents.parsing import Section
 
 __all__ = ["Chunk", "chunk_sections"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.documents.index import Passage
+from localllm.app.documents.index import Passage
 
 __all__ = ["CHARS_PER_TOKEN", "DocumentContext", "build_context"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from daemon.client import Client
+from localllm.daemon.client import Client
 
 __all__ = ["DaemonEmbedder", "EmbedFunction"]
 

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.documents.chunking import Chunk
-from app.documents.vectors import VectorSearch
+from localllm.app.documents.chunking import Chunk
+from localllm.app.documents.vectors import VectorSearch
 
 __all__ = ["DocumentIndex", "FileRecord", "Passage", "location"]
 

@@ -19,12 +19,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from app.documents.chunking import chunk_sections
-from app.documents.embedder import DaemonEmbedder
-from app.documents.errors import DocumentError
-from app.documents.index import DocumentIndex, FileRecord
-from app.documents.parsing import is_supported, parse_bytes, size_limit
-from app.documents.reading import is_regular_file, read_document
+from localllm.app.documents.chunking import chunk_sections
+from localllm.app.documents.embedder import DaemonEmbedder
+from localllm.app.documents.errors import DocumentError
+from localllm.app.documents.index import DocumentIndex, FileRecord
+from localllm.app.documents.parsing import is_supported, parse_bytes, size_limit
+from localllm.app.documents.reading import is_regular_file, read_document
 
 __all__ = ["IndexProgress", "IndexReport", "Indexer", "scan"]
 

@@ -16,8 +16,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
-from app.documents.errors import DocumentError, UnsupportedDocument
-from app.documents.reading import read_document
+from localllm.app.documents.errors import DocumentError, UnsupportedDocument
+from localllm.app.documents.reading import read_document
 
 __all__ = ["SUPPORTED_SUFFIXES", "Section", "is_supported", "parse", "parse_bytes", "size_limit"]
 

@@ -16,7 +16,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.documents.errors import DocumentError
+from localllm.app.documents.errors import DocumentError
 
 __all__ = ["Document", "is_regular_file", "read_document"]
 

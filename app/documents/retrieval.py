@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.documents.embedder import DaemonEmbedder
-from app.documents.index import DocumentIndex, Passage
-from app.documents.reranker import DaemonReranker
+from localllm.app.documents.embedder import DaemonEmbedder
+from localllm.app.documents.index import DocumentIndex, Passage
+from localllm.app.documents.reranker import DaemonReranker
 
 __all__ = ["Retriever", "fuse"]
 

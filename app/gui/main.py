@@ -19,16 +19,16 @@ from pathlib import Path
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
-from app.gui.icons import Icons
-from app.gui.services.bundle import build_services
-from app.gui.state.daemon_control import DaemonControl
-from app.gui.state.gateway import Gateway
-from app.gui.system_libraries import qt_platform_problem
-from app.gui.theme import Theme, load_fonts
-from app.gui.views.main_window import THEME_KEY, MainWindow
-from app.gui.views.tray import Tray
-from daemon.client.launcher import connect_url
-from daemon.settings import Settings, parse_host
+from localllm.app.gui.icons import Icons
+from localllm.app.gui.services.bundle import build_services
+from localllm.app.gui.state.daemon_control import DaemonControl
+from localllm.app.gui.state.gateway import Gateway
+from localllm.app.gui.system_libraries import qt_platform_problem
+from localllm.app.gui.theme import Theme, load_fonts
+from localllm.app.gui.views.main_window import THEME_KEY, MainWindow
+from localllm.app.gui.views.tray import Tray
+from localllm.daemon.client.launcher import connect_url
+from localllm.daemon.settings import Settings, parse_host
 
 __all__ = [
     "LAN_KEY",

@@ -17,7 +17,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import TextLexer, get_lexer_by_name
 from pygments.util import ClassNotFound
 
-from app.gui.design.tokens import palette
+from localllm.app.gui.design.tokens import palette
 
 __all__ = ["COPY_SCHEME", "ICON_SIZE", "MarkdownRenderer", "Rendered", "copy_target"]
 

@@ -15,9 +15,9 @@ from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontDatabase, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 
-from app.gui.design.stylesheet import stylesheet
-from app.gui.design.tokens import TYPE, Palette, palette
-from app.gui.icons import ASSETS
+from localllm.app.gui.design.stylesheet import stylesheet
+from localllm.app.gui.design.tokens import TYPE, Palette, palette
+from localllm.app.gui.icons import ASSETS
 
 __all__ = ["THEMES", "Theme", "load_fonts"]
 

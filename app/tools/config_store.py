@@ -21,9 +21,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from app.tools.catalog import ToolSpec
-from app.tools.servers import ServerConfig
-from model_registry.credentials import Credential
+from localllm.app.tools.catalog import ToolSpec
+from localllm.app.tools.servers import ServerConfig
+from localllm.model_registry.credentials import Credential
 
 __all__ = ["FILE_NAME", "McpSettings", "McpSettingsStore", "approval_key"]
 

@@ -22,11 +22,11 @@ from mcp.client.client import Client
 from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from app.tools.catalog import ToolSpec
-from app.tools.errors import ToolError, explain
-from app.tools.results import RESULT_LIMIT, ToolResult, result_text
-from app.tools.server_log import BoundedLog
-from app.tools.servers import ServerConfig
+from localllm.app.tools.catalog import ToolSpec
+from localllm.app.tools.errors import ToolError, explain
+from localllm.app.tools.results import RESULT_LIMIT, ToolResult, result_text
+from localllm.app.tools.server_log import BoundedLog
+from localllm.app.tools.servers import ServerConfig
 
 __all__ = ["McpHost", "ToolError"]
 

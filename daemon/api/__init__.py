@@ -8,7 +8,7 @@ Messages API in ``anthropic``; rerank's (llama-server's, Jina's, Cohere's and ou
 in ``rerank``. Every name is re-exported here; none is defined twice.
 """
 
-from daemon.api.anthropic import (
+from localllm.daemon.api.anthropic import (
     AnthropicContent,
     AnthropicMessage,
     AnthropicUsage,
@@ -33,8 +33,8 @@ from daemon.api.anthropic import (
     ToolParam,
     ToolUseBlock,
 )
-from daemon.api.native_catalog import CatalogModel, CatalogResponse
-from daemon.api.native_chat import (
+from localllm.daemon.api.native_catalog import CatalogModel, CatalogResponse
+from localllm.daemon.api.native_chat import (
     ChatChunk,
     ChatRequest,
     EmbeddingsRequest,
@@ -49,7 +49,7 @@ from daemon.api.native_chat import (
     OllamaReply,
     OllamaToolCall,
 )
-from daemon.api.native_models import (
+from localllm.daemon.api.native_models import (
     AdapterOut,
     CopyRequest,
     CreateRequest,
@@ -69,14 +69,14 @@ from daemon.api.native_models import (
     VerifyProblem,
     VerifyResponse,
 )
-from daemon.api.native_plan import (
+from localllm.daemon.api.native_plan import (
     PlanDevice,
     PlanPartOut,
     PlanRequest,
     PlanResponse,
     PlanSettingsOut,
 )
-from daemon.api.native_system import (
+from localllm.daemon.api.native_system import (
     GpuInfo,
     HealthResponse,
     HubFile,
@@ -88,7 +88,7 @@ from daemon.api.native_system import (
     SystemResponse,
     VersionResponse,
 )
-from daemon.api.openai_chat import (
+from localllm.daemon.api.openai_chat import (
     ChatChoice,
     ChatChunkChoice,
     ChatCompletion,
@@ -108,7 +108,7 @@ from daemon.api.openai_chat import (
     ToolCallOut,
     ToolFunction,
 )
-from daemon.api.openai_common import (
+from localllm.daemon.api.openai_common import (
     Completion,
     CompletionChoice,
     CompletionRequest,
@@ -123,7 +123,7 @@ from daemon.api.openai_common import (
     PromptTokensDetails,
     Usage,
 )
-from daemon.api.openai_responses import (
+from localllm.daemon.api.openai_responses import (
     ContentPartEvent,
     FunctionCallArgumentsEvent,
     FunctionCallItem,
@@ -153,7 +153,7 @@ from daemon.api.openai_responses import (
     TextDoneEvent,
     TextFormat,
 )
-from daemon.api.rerank import (
+from localllm.daemon.api.rerank import (
     MAX_RERANK_DOCUMENTS,
     NativeRerankResponse,
     RerankDocument,

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from daemon.api.openai_chat import Tool
+from localllm.daemon.api.openai_chat import Tool
 
 __all__ = [
     "ChatChunk",

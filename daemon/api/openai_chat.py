@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from daemon.api.openai_common import SamplingFields, Usage
+from localllm.daemon.api.openai_common import SamplingFields, Usage
 
 __all__ = [
     "ChatChoice",

@@ -4,8 +4,8 @@
 (the protocol it satisfies). ``daemon.client.launcher`` finds or starts a daemon to talk to.
 """
 
-from daemon.client.client import DEFAULT_BASE_URL, Client
-from daemon.client.errors import (
+from localllm.daemon.client.client import DEFAULT_BASE_URL, Client
+from localllm.daemon.client.errors import (
     BadRequest,
     ClientError,
     Conflict,
@@ -18,7 +18,7 @@ from daemon.client.errors import (
     ServerError,
     Unauthorized,
 )
-from daemon.client.protocol import DaemonClient
+from localllm.daemon.client.protocol import DaemonClient
 
 __all__ = [
     "DEFAULT_BASE_URL",

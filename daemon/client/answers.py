@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from daemon.client.errors import ServerError, raise_for_body
+from localllm.daemon.client.errors import ServerError, raise_for_body
 
 __all__ = ["excerpt", "json_body", "json_or_text", "ndjson_objects", "parsed", "sse_objects"]
 

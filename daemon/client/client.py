@@ -27,7 +27,7 @@ from typing import Any
 
 import httpx
 
-from daemon.api import (
+from localllm.daemon.api import (
     CatalogModel,
     CatalogResponse,
     ChatChunk,
@@ -59,7 +59,7 @@ from daemon.api import (
     VerifyResponse,
     VersionResponse,
 )
-from daemon.client.answers import (
+from localllm.daemon.client.answers import (
     Answer,
     json_body,
     json_or_text,
@@ -67,11 +67,11 @@ from daemon.client.answers import (
     parsed,
     sse_objects,
 )
-from daemon.client.errors import DaemonTimeout, DaemonUnavailable, raise_for_body
-from daemon.client.local_models import LocalModelCalls
-from daemon.client.protocol import Progress
-from daemon.client.remotes import RemoteCalls
-from daemon.security.keys import ADMIN_HEADER
+from localllm.daemon.client.errors import DaemonTimeout, DaemonUnavailable, raise_for_body
+from localllm.daemon.client.local_models import LocalModelCalls
+from localllm.daemon.client.protocol import Progress
+from localllm.daemon.client.remotes import RemoteCalls
+from localllm.daemon.security.keys import ADMIN_HEADER
 
 __all__ = ["DEFAULT_BASE_URL", "Client"]
 

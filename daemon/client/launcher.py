@@ -2,7 +2,7 @@
 
 ``localllm list`` should just work, as ``ollama list`` does once its service runs: if nothing
 answers at the configured address and that address is on this machine's loopback, start
-``python -m daemon serve --log-file-only`` detached (its own session) and wait until it
+``python -m localllm.daemon serve --log-file-only`` detached (its own session) and wait until it
 answers. A daemon meant for the network (any other address) is never started behind the
 user's back: it has to be started on purpose (``network=True``, the desktop app's
 "serve on the local network" switch), and the daemon itself refuses to listen there without an
@@ -33,9 +33,9 @@ from typing import BinaryIO
 import httpx
 from filelock import FileLock, Timeout
 
-from daemon.client.errors import DaemonUnavailable
-from daemon.security.keys import AdminTokenStore
-from daemon.settings import Settings
+from localllm.daemon.client.errors import DaemonUnavailable
+from localllm.daemon.security.keys import AdminTokenStore
+from localllm.daemon.settings import Settings
 
 __all__ = [
     "DaemonStartError",
@@ -186,9 +186,9 @@ def _read_end(path: Path, start: int) -> str:
 
 
 def _spawn(settings: Settings, log: _LaunchLog) -> subprocess.Popen:
-    """``python -m daemon serve`` in its own session, outliving this process."""
+    """``python -m localllm.daemon serve`` in its own session, outliving this process."""
     host = f"[{settings.host}]" if ":" in settings.host else settings.host
-    argv = [sys.executable, "-m", "daemon", "serve", "--host", f"{host}:{settings.port}"]
+    argv = [sys.executable, "-m", "localllm.daemon", "serve", "--host", f"{host}:{settings.port}"]
     argv.append("--log-file-only")  # it logs to daemon.log, and rotates it, itself
     detach: dict[str, object] = {"start_new_session": True}
     if os.name == "nt":

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from daemon.api.local_models import ImportProgress, LocalModelsResponse
+from localllm.daemon.api.local_models import ImportProgress, LocalModelsResponse
 
 __all__ = ["LocalModelCalls"]
 

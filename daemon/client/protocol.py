@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from daemon.api import (
+from localllm.daemon.api import (
     CatalogModel,
     ChatChunk,
     ChatCompletion,
@@ -34,8 +34,8 @@ from daemon.api import (
     SystemResponse,
     VerifyResponse,
 )
-from daemon.api.local_models import ImportProgress, LocalModelsResponse
-from daemon.api.remotes import RemoteAddRequest, RemoteInfo, RemoteList
+from localllm.daemon.api.local_models import ImportProgress, LocalModelsResponse
+from localllm.daemon.api.remotes import RemoteAddRequest, RemoteInfo, RemoteList
 
 __all__ = ["DaemonClient", "Progress"]
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-from daemon.api.remotes import RemoteAddRequest, RemoteInfo, RemoteList
-from daemon.client.errors import ModelNotFound, RemoteNotFound
+from localllm.daemon.api.remotes import RemoteAddRequest, RemoteInfo, RemoteList
+from localllm.daemon.client.errors import ModelNotFound, RemoteNotFound
 
 __all__ = ["RemoteCalls"]
 

@@ -5,7 +5,7 @@ hand it to ``Inference`` (model resolution, options, templates, tool calls, imag
 back is a ``Generation`` of API-neutral ``Delta`` items ending in ``Finished``.
 """
 
-from daemon.inference.generation import (
+from localllm.daemon.inference.generation import (
     Collected,
     Delta,
     Finished,
@@ -13,8 +13,14 @@ from daemon.inference.generation import (
     GenerationStats,
     ToolCallDelta,
 )
-from daemon.inference.inference import Inference
-from daemon.inference.jobs import Embeddings, EmbedJob, GenerationJob, Rerankings, RerankJob
+from localllm.daemon.inference.inference import Inference
+from localllm.daemon.inference.jobs import (
+    Embeddings,
+    EmbedJob,
+    GenerationJob,
+    Rerankings,
+    RerankJob,
+)
 
 __all__ = [
     "Collected",

@@ -18,12 +18,12 @@ from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from daemon.inference.history_fit import Truncation
-from daemon.inference.thinking_run import ThinkingRun, add_parts
-from daemon.inference.tool_call_parser import Piece, ToolCallParser
-from daemon.inference.tool_calls import ToolCall, ToolCallDelta
-from daemon.runners.types import DoneEvent, RunnerCrashed, TokenEvent
-from daemon.scheduler import Lease
+from localllm.daemon.inference.history_fit import Truncation
+from localllm.daemon.inference.thinking_run import ThinkingRun, add_parts
+from localllm.daemon.inference.tool_call_parser import Piece, ToolCallParser
+from localllm.daemon.inference.tool_calls import ToolCall, ToolCallDelta
+from localllm.daemon.runners.types import DoneEvent, RunnerCrashed, TokenEvent
+from localllm.daemon.scheduler import Lease
 
 __all__ = [
     "Collected",

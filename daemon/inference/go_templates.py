@@ -17,7 +17,7 @@ import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 
-from daemon.errors import TemplateError
+from localllm.daemon.errors import TemplateError
 
 __all__ = ["RESPONSE_MARK", "is_go_template", "split_turns", "to_jinja"]
 

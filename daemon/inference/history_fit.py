@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from daemon.inference.jobs import GenerationJob
-from daemon.runners.types import ContextOverflowError
+from localllm.daemon.inference.jobs import GenerationJob
+from localllm.daemon.runners.types import ContextOverflowError
 
 __all__ = ["Truncation", "certainly_fits", "fit_history", "reply_room"]
 

@@ -22,9 +22,9 @@ from collections.abc import Sequence
 
 from PIL import Image, ImageOps
 
-from daemon.errors import BadRequestError
-from daemon.inference.image_cache import ImageCache
-from daemon.runners.protocol import MAX_FRAME_BYTES
+from localllm.daemon.errors import BadRequestError
+from localllm.daemon.inference.image_cache import ImageCache
+from localllm.daemon.runners.protocol import MAX_FRAME_BYTES
 
 __all__ = [
     "LONGEST_SIDE",

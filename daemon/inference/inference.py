@@ -18,20 +18,26 @@ from typing import TYPE_CHECKING
 
 from anyio import to_thread
 
-from daemon.errors import BadRequestError
-from daemon.inference.generation import Finished, Generation, primed
-from daemon.inference.history_fit import certainly_fits, fit_history, reply_room
-from daemon.inference.jobs import Embeddings, EmbedJob, GenerationJob, Rerankings, RerankJob
-from daemon.inference.options import merge_options, runner_options, sampling_params
-from daemon.inference.prompts import Prompts
-from daemon.inference.recommended import RecommendedSampling
-from daemon.inference.resolve import ResolvedModel, RunSettings, resolve_model, with_draft
-from daemon.inference.schema_bounds import check_schema_bounds
-from daemon.inference.thinking import ThinkingFormat, VocabularyFormats, parse_think
-from daemon.inference.thinking_run import ThinkingRun, thinking_run
-from daemon.inference.tool_call_parser import ToolCallParser
-from daemon.inference.tool_calls import forced_tool_schema
-from daemon.runners.types import (
+from localllm.daemon.errors import BadRequestError
+from localllm.daemon.inference.generation import Finished, Generation, primed
+from localllm.daemon.inference.history_fit import certainly_fits, fit_history, reply_room
+from localllm.daemon.inference.jobs import (
+    Embeddings,
+    EmbedJob,
+    GenerationJob,
+    Rerankings,
+    RerankJob,
+)
+from localllm.daemon.inference.options import merge_options, runner_options, sampling_params
+from localllm.daemon.inference.prompts import Prompts
+from localllm.daemon.inference.recommended import RecommendedSampling
+from localllm.daemon.inference.resolve import ResolvedModel, RunSettings, resolve_model, with_draft
+from localllm.daemon.inference.schema_bounds import check_schema_bounds
+from localllm.daemon.inference.thinking import ThinkingFormat, VocabularyFormats, parse_think
+from localllm.daemon.inference.thinking_run import ThinkingRun, thinking_run
+from localllm.daemon.inference.tool_call_parser import ToolCallParser
+from localllm.daemon.inference.tool_calls import forced_tool_schema
+from localllm.daemon.runners.types import (
     DoneEvent,
     EmbedCall,
     GenerateCall,
@@ -39,12 +45,12 @@ from daemon.runners.types import (
     RunnerCrashed,
     SamplingParams,
 )
-from daemon.scheduler import Lease, Scheduler
-from daemon.settings import Settings
-from model_registry.store import Store
+from localllm.daemon.scheduler import Lease, Scheduler
+from localllm.daemon.settings import Settings
+from localllm.model_registry.store import Store
 
 if TYPE_CHECKING:  # remotes build on inference's types; the daemon passes them in
-    from daemon.remotes import Remotes
+    from localllm.daemon.remotes import Remotes
 
 __all__ = ["Inference"]
 

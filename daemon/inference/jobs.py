@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from daemon.inference.tool_calls import ToolChoice
+from localllm.daemon.inference.tool_calls import ToolChoice
 
 __all__ = ["EmbedJob", "Embeddings", "GenerationJob", "RerankJob", "Rerankings"]
 

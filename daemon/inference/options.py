@@ -12,12 +12,12 @@ import math
 import re
 from collections.abc import Mapping
 
-from daemon.errors import BadRequestError
-from daemon.runners.types import DEFAULT_DRAFT, SamplingParams
-from daemon.scheduler import RunnerOptions
-from daemon.settings import MAX_KEEP_ALIVE_SECONDS, Settings
-from model_registry.errors import InvalidParameterError
-from model_registry.parameters import OPTIONS, check_parameter
+from localllm.daemon.errors import BadRequestError
+from localllm.daemon.runners.types import DEFAULT_DRAFT, SamplingParams
+from localllm.daemon.scheduler import RunnerOptions
+from localllm.daemon.settings import MAX_KEEP_ALIVE_SECONDS, Settings
+from localllm.model_registry.errors import InvalidParameterError
+from localllm.model_registry.parameters import OPTIONS, check_parameter
 
 __all__ = ["checked", "merge_options", "parse_keep_alive", "runner_options", "sampling_params"]
 

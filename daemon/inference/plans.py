@@ -17,12 +17,12 @@ import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from daemon.inference.inference import Inference
-from daemon.inference.options import merge_options, runner_options
-from daemon.inference.resolve import with_draft
-from daemon.scheduler import LoadPlan, LoadTarget, ModelFootprint, TargetShapes
-from model_registry.model_shape import ModelShape
-from model_registry.pull.hub_headers import HubModel
+from localllm.daemon.inference.inference import Inference
+from localllm.daemon.inference.options import merge_options, runner_options
+from localllm.daemon.inference.resolve import with_draft
+from localllm.daemon.scheduler import LoadPlan, LoadTarget, ModelFootprint, TargetShapes
+from localllm.model_registry.model_shape import ModelShape
+from localllm.model_registry.pull.hub_headers import HubModel
 
 __all__ = ["Planned", "plan_installed", "plan_on_hub"]
 

@@ -16,28 +16,28 @@ import secrets
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from daemon.errors import BadRequestError, TemplateError, TemplateRejectedError
-from daemon.inference.image_cache import ImageCache
-from daemon.inference.images import prepare_images
-from daemon.inference.jobs import GenerationJob
-from daemon.inference.late_system import fold_late_system
-from daemon.inference.resolve import ResolvedModel
-from daemon.inference.system_part import system_part_chars
-from daemon.inference.templates import (
+from localllm.daemon.errors import BadRequestError, TemplateError, TemplateRejectedError
+from localllm.daemon.inference.image_cache import ImageCache
+from localllm.daemon.inference.images import prepare_images
+from localllm.daemon.inference.jobs import GenerationJob
+from localllm.daemon.inference.late_system import fold_late_system
+from localllm.daemon.inference.resolve import ResolvedModel
+from localllm.daemon.inference.system_part import system_part_chars
+from localllm.daemon.inference.templates import (
     TemplateCache,
     assemble_messages,
     continued_reply,
     image_part,
 )
-from daemon.inference.thinking import (
+from localllm.daemon.inference.thinking import (
     ThinkingFormat,
     detect_format,
     history_for_template,
     parse_think,
     template_variables,
 )
-from daemon.inference.tool_calls import with_tool_prompt
-from daemon.runners.types import GenerateCall, SamplingParams
+from localllm.daemon.inference.tool_calls import with_tool_prompt
+from localllm.daemon.runners.types import GenerateCall, SamplingParams
 
 __all__ = ["Prompts"]
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 
-from daemon.inference.resolve import ResolvedModel
-from model_registry.errors import GGUFError
-from model_registry.gguf_info import read_gguf_info
+from localllm.daemon.inference.resolve import ResolvedModel
+from localllm.model_registry.errors import GGUFError
+from localllm.model_registry.gguf_info import read_gguf_info
 
 __all__ = ["RecommendedSampling"]
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from daemon.errors import BadRequestError
-from daemon.runners.types import LoraAdapter
-from daemon.scheduler import LoadTarget, ModelFootprint
-from model_registry.errors import ModelNotFoundError
-from model_registry.names import parse_name
-from model_registry.store import LayerType, Store
+from localllm.daemon.errors import BadRequestError
+from localllm.daemon.runners.types import LoraAdapter
+from localllm.daemon.scheduler import LoadTarget, ModelFootprint
+from localllm.model_registry.errors import ModelNotFoundError
+from localllm.model_registry.names import parse_name
+from localllm.model_registry.store import LayerType, Store
 
 __all__ = ["FALLBACK_STOPS", "ResolvedModel", "RunSettings", "resolve_model", "with_draft"]
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from daemon.errors import BadRequestError
+from localllm.daemon.errors import BadRequestError
 
 __all__ = ["MAX_DEPTH", "MAX_GRAMMAR", "MAX_OPTIONAL", "MAX_REPEAT", "check_schema_bounds"]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Mapping, Sequence
 
-from daemon.errors import TemplateError
+from localllm.daemon.errors import TemplateError
 
 __all__ = ["MIN_PROMPT_CHARS", "system_part_chars"]
 

@@ -19,8 +19,8 @@ from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
 from types import GeneratorType
 
-from daemon.errors import TemplateBudgetError
-from daemon.inference.template_sizes import (
+from localllm.daemon.errors import TemplateBudgetError
+from localllm.daemon.inference.template_sizes import (
     CONTAINERS,
     Cyclic,
     KnownSizes,

@@ -13,8 +13,8 @@ import string
 from collections import deque
 from collections.abc import Callable, Mapping
 
-from daemon.errors import TemplateBudgetError
-from daemon.inference.template_budget import MAX_ITEMS, MAX_STRING_CHARS, Budget
+from localllm.daemon.errors import TemplateBudgetError
+from localllm.daemon.inference.template_budget import MAX_ITEMS, MAX_STRING_CHARS, Budget
 
 __all__ = ["check_binop", "check_filter", "check_method", "format_size"]
 

@@ -24,9 +24,14 @@ from jinja2.utils import Cycler, generate_lorem_ipsum
 from jinja2.utils import Namespace as JinjaNamespace
 from jinja2.visitor import NodeTransformer
 
-from daemon.errors import TemplateBudgetError
-from daemon.inference.template_budget import BudgetedLoop, current_budget
-from daemon.inference.template_checks import check_binop, check_filter, check_method, format_size
+from localllm.daemon.errors import TemplateBudgetError
+from localllm.daemon.inference.template_budget import BudgetedLoop, current_budget
+from localllm.daemon.inference.template_checks import (
+    check_binop,
+    check_filter,
+    check_method,
+    format_size,
+)
 
 __all__ = ["BudgetedSandbox", "Rejected", "budget_hooks", "sandbox"]
 

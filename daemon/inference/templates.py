@@ -28,21 +28,26 @@ from collections.abc import Mapping, Sequence
 from jinja2 import meta
 from jinja2.sandbox import SecurityError
 
-from daemon.errors import (
+from localllm.daemon.errors import (
     BadRequestError,
     TemplateBudgetError,
     TemplateError,
     TemplateRejectedError,
     TemplateSecurityError,
 )
-from daemon.inference.go_templates import RESPONSE_MARK, is_go_template, split_turns, to_jinja
-from daemon.inference.template_budget import (
+from localllm.daemon.inference.go_templates import (
+    RESPONSE_MARK,
+    is_go_template,
+    split_turns,
+    to_jinja,
+)
+from localllm.daemon.inference.template_budget import (
     MAX_SOURCE_CHARS,
     MAX_STRING_CHARS,
     Budget,
     current_budget,
 )
-from daemon.inference.template_sandbox import Rejected, budget_hooks, sandbox
+from localllm.daemon.inference.template_sandbox import Rejected, budget_hooks, sandbox
 
 __all__ = [
     "CHATML_TEMPLATE",

@@ -26,7 +26,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from daemon.errors import BadRequestError
+from localllm.daemon.errors import BadRequestError
 
 __all__ = [
     "EFFORTS",

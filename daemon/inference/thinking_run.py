@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import dataclasses
 
-from daemon.inference.thinking import (
+from localllm.daemon.inference.thinking import (
     Think,
     ThinkingFormat,
     ThinkingPlan,
     parse_think_budget,
     plan_thinking,
 )
-from daemon.inference.thinking_split import Split, splitter_for
-from daemon.runners.types import DoneEvent, GenerateCall
+from localllm.daemon.inference.thinking_split import Split, splitter_for
+from localllm.daemon.runners.types import DoneEvent, GenerateCall
 
 __all__ = ["ThinkingRun", "add_parts", "thinking_run"]
 

@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Sequence
 
-from daemon.inference.thinking import HARMONY, ThinkingFormat
+from localllm.daemon.inference.thinking import HARMONY, ThinkingFormat
 
 __all__ = ["HarmonySplitter", "Split", "TagSplitter", "splitter_for"]
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from daemon.inference.json_scan import JsonValue, object_text, string_value
-from daemon.inference.tool_calls import ToolCall, ToolCallDelta, new_call_id
+from localllm.daemon.inference.json_scan import JsonValue, object_text, string_value
+from localllm.daemon.inference.tool_calls import ToolCall, ToolCallDelta, new_call_id
 
 __all__ = ["Piece", "ToolCallParser", "parse_tool_calls"]
 

@@ -14,7 +14,7 @@ import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from daemon.errors import BadRequestError
+from localllm.daemon.errors import BadRequestError
 
 __all__ = [
     "ToolCall",

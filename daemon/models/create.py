@@ -18,22 +18,22 @@ from pathlib import Path
 
 from anyio import to_thread
 
-from daemon.errors import BadRequestError, QuantizeError
-from daemon.runners.worker.quantize import QUANT_TYPES
-from model_registry.adapters import is_lora_adapter, read_lora_adapter, shown_name
-from model_registry.digests import Digest
-from model_registry.draft_weights import resolve_draft
-from model_registry.errors import (
+from localllm.daemon.errors import BadRequestError, QuantizeError
+from localllm.daemon.runners.worker.quantize import QUANT_TYPES
+from localllm.model_registry.adapters import is_lora_adapter, read_lora_adapter, shown_name
+from localllm.model_registry.digests import Digest
+from localllm.model_registry.draft_weights import resolve_draft
+from localllm.model_registry.errors import (
     BlobNotFoundError,
     GGUFError,
     ModelfileError,
     ModelNotFoundError,
 )
-from model_registry.gguf_info import read_gguf_info
-from model_registry.importer import create_from_modelfile
-from model_registry.modelfile import Adapter, Modelfile, from_is_path
-from model_registry.names import ModelName
-from model_registry.store import LayerType, Store
+from localllm.model_registry.gguf_info import read_gguf_info
+from localllm.model_registry.importer import create_from_modelfile
+from localllm.model_registry.modelfile import Adapter, Modelfile, from_is_path
+from localllm.model_registry.names import ModelName
+from localllm.model_registry.store import LayerType, Store
 
 __all__ = ["QUANTIZABLE", "blob_resolver", "check_create", "create_model", "normalize_quant"]
 
@@ -250,7 +250,7 @@ async def _quantize(source: Path, output: Path, quant: str, env: Mapping[str, st
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "daemon.runners.worker.quantize",
+        "localllm.daemon.runners.worker.quantize",
         str(source),
         str(output),
         quant,

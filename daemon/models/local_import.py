@@ -11,9 +11,9 @@ import asyncio
 import threading
 from collections.abc import AsyncIterator
 
-from daemon.api.local_models import ImportProgress
-from model_registry.local_models import AddReport, FoundModel, add_found_model
-from model_registry.store import Store
+from localllm.daemon.api.local_models import ImportProgress
+from localllm.model_registry.local_models import AddReport, FoundModel, add_found_model
+from localllm.model_registry.store import Store
 
 __all__ = ["import_steps"]
 

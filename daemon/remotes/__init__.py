@@ -6,7 +6,7 @@ and load of each URL, ``catalog`` the cached model lists and the background chec
 ``generation`` turns a job into a stream from a remote, and ``Remotes`` ties them together.
 """
 
-from daemon.remotes.config import RemoteConfig
-from daemon.remotes.registry import RemoteMatch, Remotes
+from localllm.daemon.remotes.config import RemoteConfig
+from localllm.daemon.remotes.registry import RemoteMatch, Remotes
 
 __all__ = ["RemoteConfig", "RemoteMatch", "Remotes"]

@@ -16,22 +16,22 @@ from collections.abc import AsyncGenerator, Callable
 
 import httpx
 
-from daemon.errors import (
+from localllm.daemon.errors import (
     BadRequestError,
     NotFoundError,
     RemoteError,
     RemoteLoopError,
     RemoteUnavailableError,
 )
-from daemon.inference.generation import Delta, Finished, GenerationStats
-from daemon.inference.jobs import GenerationJob
-from daemon.remotes import ollama_wire, openai_wire
-from daemon.remotes.hops import HEADER, MAX_HOPS, hops_so_far
-from daemon.remotes.replicas import Replica, ReplicaSet
-from daemon.remotes.state import RemoteState
-from daemon.remotes.stats import RemoteStats
-from daemon.remotes.stream_state import StreamState
-from daemon.remotes.transport import check_content_type, lines
+from localllm.daemon.inference.generation import Delta, Finished, GenerationStats
+from localllm.daemon.inference.jobs import GenerationJob
+from localllm.daemon.remotes import ollama_wire, openai_wire
+from localllm.daemon.remotes.hops import HEADER, MAX_HOPS, hops_so_far
+from localllm.daemon.remotes.replicas import Replica, ReplicaSet
+from localllm.daemon.remotes.state import RemoteState
+from localllm.daemon.remotes.stats import RemoteStats
+from localllm.daemon.remotes.stream_state import StreamState
+from localllm.daemon.remotes.transport import check_content_type, lines
 
 __all__ = ["acquire", "release", "remote_stream"]
 

@@ -13,10 +13,10 @@ import time
 
 import httpx
 
-from daemon.errors import RemoteError
-from daemon.remotes.replicas import Replica, ReplicaSet
-from daemon.remotes.state import RemoteState
-from daemon.remotes.transport import json_body
+from localllm.daemon.errors import RemoteError
+from localllm.daemon.remotes.replicas import Replica, ReplicaSet
+from localllm.daemon.remotes.state import RemoteState
+from localllm.daemon.remotes.transport import json_body
 
 __all__ = ["refresh"]
 

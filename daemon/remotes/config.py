@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from daemon.errors import BadRequestError
+from localllm.daemon.errors import BadRequestError
 
 __all__ = ["RemoteConfig", "RemotesFile", "check_name", "check_url"]
 

@@ -7,10 +7,10 @@ import asyncio
 
 import httpx
 
-from daemon.errors import RemoteError
-from daemon.inference.jobs import Embeddings, EmbedJob
-from daemon.remotes.json_post import post_json
-from daemon.remotes.state import RemoteState
+from localllm.daemon.errors import RemoteError
+from localllm.daemon.inference.jobs import Embeddings, EmbedJob
+from localllm.daemon.remotes.json_post import post_json
+from localllm.daemon.remotes.state import RemoteState
 
 __all__ = ["remote_embeddings"]
 

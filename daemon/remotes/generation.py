@@ -7,8 +7,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncGenerator, Callable
 
-from daemon.errors import RemoteError
-from daemon.inference.generation import Collected, Delta, Finished, GenerationStats
+from localllm.daemon.errors import RemoteError
+from localllm.daemon.inference.generation import Collected, Delta, Finished, GenerationStats
 
 __all__ = ["RemoteGeneration"]
 

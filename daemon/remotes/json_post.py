@@ -8,11 +8,11 @@ import time
 
 import httpx
 
-from daemon.errors import RemoteError
-from daemon.remotes.calls import acquire, release
-from daemon.remotes.replicas import ReplicaSet
-from daemon.remotes.state import RemoteState
-from daemon.remotes.transport import json_body
+from localllm.daemon.errors import RemoteError
+from localllm.daemon.remotes.calls import acquire, release
+from localllm.daemon.remotes.replicas import ReplicaSet
+from localllm.daemon.remotes.state import RemoteState
+from localllm.daemon.remotes.transport import json_body
 
 __all__ = ["post_json"]
 

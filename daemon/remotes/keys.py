@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from model_registry.credentials import Credential
+from localllm.model_registry.credentials import Credential
 
 __all__ = ["RemoteKeys", "key_variable_problem"]
 

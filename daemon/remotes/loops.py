@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from daemon.api.remotes import RemoteAddRequest
-from daemon.errors import BadRequestError, ConflictError
-from daemon.remotes.config import RemoteConfig, check_name, check_url
-from daemon.remotes.keys import key_variable_problem
-from daemon.settings import Settings
-from model_registry.errors import InvalidNameError
-from model_registry.names import DEFAULT_HOST, ModelName, parse_name
-from model_registry.store import Store
+from localllm.daemon.api.remotes import RemoteAddRequest
+from localllm.daemon.errors import BadRequestError, ConflictError
+from localllm.daemon.remotes.config import RemoteConfig, check_name, check_url
+from localllm.daemon.remotes.keys import key_variable_problem
+from localllm.daemon.settings import Settings
+from localllm.model_registry.errors import InvalidNameError
+from localllm.model_registry.names import DEFAULT_HOST, ModelName, parse_name
+from localllm.model_registry.store import Store
 
 __all__ = ["check_no_local_clash", "check_not_self", "checked_config"]
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import base64
 import json
 
-from daemon.inference.generation import Delta
-from daemon.inference.jobs import GenerationJob
-from daemon.inference.json_scan import loads
-from daemon.inference.tool_calls import ToolCallDelta
-from daemon.remotes.openai_wire import plain_messages
-from daemon.remotes.stream_state import StreamState, json_object, remote_failure
+from localllm.daemon.inference.generation import Delta
+from localllm.daemon.inference.jobs import GenerationJob
+from localllm.daemon.inference.json_scan import loads
+from localllm.daemon.inference.tool_calls import ToolCallDelta
+from localllm.daemon.remotes.openai_wire import plain_messages
+from localllm.daemon.remotes.stream_state import StreamState, json_object, remote_failure
 
 __all__ = ["chat_body", "read_line"]
 

@@ -8,11 +8,11 @@ import base64
 import json
 from collections.abc import Mapping
 
-from daemon.errors import BadRequestError
-from daemon.inference.generation import Delta
-from daemon.inference.jobs import GenerationJob
-from daemon.inference.tool_calls import ToolCallDelta
-from daemon.remotes.stream_state import StreamState, json_object, remote_failure
+from localllm.daemon.errors import BadRequestError
+from localllm.daemon.inference.generation import Delta
+from localllm.daemon.inference.jobs import GenerationJob
+from localllm.daemon.inference.tool_calls import ToolCallDelta
+from localllm.daemon.remotes.stream_state import StreamState, json_object, remote_failure
 
 __all__ = ["chat_body", "image_data_url", "plain_messages", "read_chunk"]
 

@@ -16,22 +16,28 @@ from dataclasses import dataclass, replace
 import httpx
 from prometheus_client import CollectorRegistry
 
-from daemon.api.remotes import RemoteAddRequest, RemoteInfo, RemoteList
-from daemon.errors import BadRequestError, ConflictError, NotFoundError
-from daemon.inference.generation import Finished, primed
-from daemon.inference.jobs import Embeddings, EmbedJob, GenerationJob, Rerankings, RerankJob
-from daemon.remotes.calls import remote_stream
-from daemon.remotes.catalog import refresh
-from daemon.remotes.config import RemoteConfig, RemotesFile
-from daemon.remotes.embeddings import remote_embeddings
-from daemon.remotes.generation import RemoteGeneration
-from daemon.remotes.keys import RemoteKeys
-from daemon.remotes.loops import check_no_local_clash, check_not_self, checked_config
-from daemon.remotes.rerank import remote_rerank
-from daemon.remotes.state import RemoteState
-from daemon.remotes.stats import RemoteStats
-from daemon.settings import Settings
-from model_registry.store import Store
+from localllm.daemon.api.remotes import RemoteAddRequest, RemoteInfo, RemoteList
+from localllm.daemon.errors import BadRequestError, ConflictError, NotFoundError
+from localllm.daemon.inference.generation import Finished, primed
+from localllm.daemon.inference.jobs import (
+    Embeddings,
+    EmbedJob,
+    GenerationJob,
+    Rerankings,
+    RerankJob,
+)
+from localllm.daemon.remotes.calls import remote_stream
+from localllm.daemon.remotes.catalog import refresh
+from localllm.daemon.remotes.config import RemoteConfig, RemotesFile
+from localllm.daemon.remotes.embeddings import remote_embeddings
+from localllm.daemon.remotes.generation import RemoteGeneration
+from localllm.daemon.remotes.keys import RemoteKeys
+from localllm.daemon.remotes.loops import check_no_local_clash, check_not_self, checked_config
+from localllm.daemon.remotes.rerank import remote_rerank
+from localllm.daemon.remotes.state import RemoteState
+from localllm.daemon.remotes.stats import RemoteStats
+from localllm.daemon.settings import Settings
+from localllm.model_registry.store import Store
 
 __all__ = ["RemoteMatch", "Remotes"]
 

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from daemon.api.remotes import ReplicaInfo
+from localllm.daemon.api.remotes import ReplicaInfo
 
 __all__ = ["Replica", "ReplicaSet"]
 

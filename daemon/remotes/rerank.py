@@ -12,10 +12,10 @@ import math
 
 import httpx
 
-from daemon.errors import RemoteError
-from daemon.inference.jobs import Rerankings, RerankJob
-from daemon.remotes.json_post import post_json
-from daemon.remotes.state import RemoteState
+from localllm.daemon.errors import RemoteError
+from localllm.daemon.inference.jobs import Rerankings, RerankJob
+from localllm.daemon.remotes.json_post import post_json
+from localllm.daemon.remotes.state import RemoteState
 
 __all__ = ["remote_rerank"]
 

@@ -7,9 +7,9 @@ import asyncio
 from collections import Counter
 from dataclasses import dataclass, field
 
-from daemon.api.remotes import RemoteInfo, RemoteModelOut
-from daemon.remotes.config import RemoteConfig
-from daemon.remotes.replicas import ReplicaSet
+from localllm.daemon.api.remotes import RemoteInfo, RemoteModelOut
+from localllm.daemon.remotes.config import RemoteConfig
+from localllm.daemon.remotes.replicas import ReplicaSet
 
 __all__ = ["RemoteState"]
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 
-from daemon.remotes.state import RemoteState
+from localllm.daemon.remotes.state import RemoteState
 
 __all__ = ["RemoteStats"]
 

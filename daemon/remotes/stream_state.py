@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from daemon.errors import RemoteError
-from daemon.inference.json_scan import loads
-from daemon.inference.tool_calls import ToolCall, ToolCallDelta, new_call_id
+from localllm.daemon.errors import RemoteError
+from localllm.daemon.inference.json_scan import loads
+from localllm.daemon.inference.tool_calls import ToolCall, ToolCallDelta, new_call_id
 
 __all__ = ["MAX_ARGUMENTS", "StreamState", "remote_failure"]
 

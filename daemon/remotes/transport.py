@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator
 
 import httpx
 
-from daemon.errors import RemoteError
-from daemon.inference.json_scan import loads
+from localllm.daemon.errors import RemoteError
+from localllm.daemon.inference.json_scan import loads
 
 __all__ = ["MAX_BODY", "MAX_LINE", "MAX_STREAM", "check_content_type", "json_body", "lines"]
 

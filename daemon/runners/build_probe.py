@@ -1,8 +1,8 @@
 """What the installed llama.cpp build was compiled for, asked of a child process.
 
 Only the runner worker imports ``llama_cpp`` (a build made for another CPU must never crash the
-daemon), so ``python -m daemon.runners.worker.probe`` answers in a child. The self-test reads
-it first; the daemon asks once (``BuildProbe``) to tell front ends when a GPU sits unused.
+daemon), so ``python -m localllm.daemon.runners.worker.probe`` answers in a child. The self-test
+reads it first; the daemon asks once (``BuildProbe``) to tell front ends when a GPU sits unused.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 __all__ = ["BuildProbe", "probe_build"]
 
-_PROBE_MODULE = "daemon.runners.worker.probe"
+_PROBE_MODULE = "localllm.daemon.runners.worker.probe"
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # holds the ``daemon`` package
 
 

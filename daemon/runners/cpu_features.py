@@ -5,7 +5,7 @@ llama.cpp reports the sets its CPU code was compiled for in its system info line
 offers in ``/proc/cpuinfo``. A set the build uses and the CPU does not list crashes the runner
 with SIGILL the first time that code runs, so ``localllm doctor`` names it before that happens.
 (The reverse, a set listed but broken under a hypervisor, only running it shows: the build
-self-test, :mod:`daemon.runners.selftest`.)
+self-test, :mod:`localllm.daemon.runners.selftest`.)
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Start a runner process for one model and talk to it from asyncio.
 
-The runner is a child process (``python -m daemon.runners.worker``) so a crash or a native
+The runner is a child process (``python -m localllm.daemon.runners.worker``) so a crash or a native
 abort never takes the daemon down, and unloading really frees memory. One task reads its stdout
 and routes each frame to the request it names; another keeps the last lines of its stderr (and
 appends them to a log file) so every error can say what the runner said before it failed.
@@ -403,5 +403,5 @@ def runner_process_env(env: Mapping[str, str] | None) -> dict[str, str]:
 
 
 def _command(verbose: bool) -> list[str]:
-    command = [sys.executable, "-m", "daemon.runners.worker"]
+    command = [sys.executable, "-m", "localllm.daemon.runners.worker"]
     return [*command, "--verbose"] if verbose else command

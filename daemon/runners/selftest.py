@@ -1,4 +1,5 @@
-"""``python -m daemon.runners.selftest``: prove that the installed llama.cpp build runs here.
+"""``python -m localllm.daemon.runners.selftest``: prove that the installed llama.cpp build runs
+here.
 
 It does what a runner does, in runners of its own: a tiny generated Q8_0 model and a Q4_0 one
 are loaded, two prompts are read together (a batch of many rows: ggml's AMX tile path), tokens
@@ -25,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from model_registry.tiny_gguf import write_tiny_model
+from localllm.model_registry.tiny_gguf import write_tiny_model
 
 from .build_probe import probe_build
 from .cpu_features import build_features, cpu_flags, missing_from_cpu
@@ -140,7 +141,7 @@ async def _generate(runner: RunnerProcess, prompt: str, tokens: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m daemon.runners.selftest")
+    parser = argparse.ArgumentParser(prog="python -m localllm.daemon.runners.selftest")
     parser.description = "Prove that the installed llama.cpp build runs on this computer."
     parser.parse_args(argv)
     result = asyncio.run(run_selftest())

@@ -1,7 +1,7 @@
 """The scheduler: loads, keeps, evicts and queues for every runner (see ``scheduler``)."""
 
-from daemon.scheduler.lease import Lease
-from daemon.scheduler.loaded import (
+from localllm.daemon.scheduler.lease import Lease
+from localllm.daemon.scheduler.loaded import (
     LoadTarget,
     ModelStatus,
     Runner,
@@ -9,12 +9,12 @@ from daemon.scheduler.loaded import (
     RunnerOptions,
     TargetShapes,
 )
-from daemon.scheduler.loader import LoadPlan
-from daemon.scheduler.measured import MEASURED_FILE
-from daemon.scheduler.memory import MemoryInfo, ModelFootprint, system_memory
-from daemon.scheduler.memory_plan import MemoryPlan, PlanPart, PlanSettings, plan_memory
-from daemon.scheduler.placement import Placement, describe_placement
-from daemon.scheduler.scheduler import Scheduler, SchedulerConfig
+from localllm.daemon.scheduler.loader import LoadPlan
+from localllm.daemon.scheduler.measured import MEASURED_FILE
+from localllm.daemon.scheduler.memory import MemoryInfo, ModelFootprint, system_memory
+from localllm.daemon.scheduler.memory_plan import MemoryPlan, PlanPart, PlanSettings, plan_memory
+from localllm.daemon.scheduler.placement import Placement, describe_placement
+from localllm.daemon.scheduler.scheduler import Scheduler, SchedulerConfig
 
 __all__ = [
     "MEASURED_FILE",

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from model_registry.model_shape import ModelShape
+from localllm.model_registry.model_shape import ModelShape
 
 __all__ = ["INPUT_WIDTHS", "compute_buffer_bytes"]
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from daemon.runners.types import RunnerInfo, RunnerSpec
-from daemon.scheduler.loaded import LoadedModel, Runner
+from localllm.daemon.runners.types import RunnerInfo, RunnerSpec
+from localllm.daemon.scheduler.loaded import LoadedModel, Runner
 
 __all__ = ["Lease"]
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from daemon.runners.types import (
+from localllm.daemon.runners.types import (
     DEFAULT_DRAFT,
     DoneEvent,
     EmbedCall,
@@ -24,9 +24,9 @@ from daemon.runners.types import (
     RunnerSpec,
     TokenEvent,
 )
-from daemon.scheduler.memory import ModelFootprint
-from daemon.scheduler.memory_plan import MemoryPlan
-from model_registry.model_shape import ModelShape
+from localllm.daemon.scheduler.memory import ModelFootprint
+from localllm.daemon.scheduler.memory_plan import MemoryPlan
+from localllm.model_registry.model_shape import ModelShape
 
 __all__ = [
     "LoadTarget",

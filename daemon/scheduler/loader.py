@@ -22,23 +22,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from daemon.errors import ModelLoadError
-from daemon.runners.types import (
+from localllm.daemon.errors import ModelLoadError
+from localllm.daemon.runners.types import (
     IncompatibleBuildError,
     InvalidRequestError,
     RunnerError,
     RunnerSpec,
 )
-from daemon.scheduler.context_size import (
+from localllm.daemon.scheduler.context_size import (
     CONTEXT_FLOOR,
     ContextChoice,
     context_ceiling,
     default_context,
 )
-from daemon.scheduler.loaded import LoadTarget, Runner, RunnerFactory
-from daemon.scheduler.memory_plan import CPU, MemoryPlan
-from daemon.scheduler.parallel import DEFAULT_PARALLEL, ParallelChoice, default_parallel
-from daemon.scheduler.placement import (
+from localllm.daemon.scheduler.loaded import LoadTarget, Runner, RunnerFactory
+from localllm.daemon.scheduler.memory_plan import CPU, MemoryPlan
+from localllm.daemon.scheduler.parallel import DEFAULT_PARALLEL, ParallelChoice, default_parallel
+from localllm.daemon.scheduler.placement import (
     Placement,
     choose_placement,
     describe_placement,
@@ -47,8 +47,8 @@ from daemon.scheduler.placement import (
     usable_vram,
     vram_need,
 )
-from daemon.scheduler.planner import MemoryPlanner, TargetShapes
-from daemon.scheduler.refusal import what_fits
+from localllm.daemon.scheduler.planner import MemoryPlanner, TargetShapes
+from localllm.daemon.scheduler.refusal import what_fits
 
 __all__ = ["AUTO_CPU_MOE", "AUTO_GPU_LAYERS", "LoadPlan", "RunnerLoader"]
 

@@ -19,10 +19,10 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
-from daemon.runners.types import LlamaBuffer
-from daemon.scheduler.memory_plan import CPU, MemoryPlan, PlanPart, PlanSettings
-from model_registry.model_shape import ModelShape
-from model_registry.store.atomic import atomic_write_bytes
+from localllm.daemon.runners.types import LlamaBuffer
+from localllm.daemon.scheduler.memory_plan import CPU, MemoryPlan, PlanPart, PlanSettings
+from localllm.model_registry.model_shape import ModelShape
+from localllm.model_registry.store.atomic import atomic_write_bytes
 
 __all__ = [
     "MEASURED_FILE",

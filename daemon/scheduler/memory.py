@@ -15,7 +15,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from model_registry.model_shape import ModelShape, WeightGroup
+from localllm.model_registry.model_shape import ModelShape, WeightGroup
 
 __all__ = [
     "MemoryInfo",

@@ -44,10 +44,10 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from daemon.runners.attention import flash_attention_setting
-from daemon.runners.types import RunnerSpec
-from daemon.scheduler.compute_buffer import compute_buffer_bytes
-from model_registry.model_shape import ModelShape
+from localllm.daemon.runners.attention import flash_attention_setting
+from localllm.daemon.runners.types import RunnerSpec
+from localllm.daemon.scheduler.compute_buffer import compute_buffer_bytes
+from localllm.model_registry.model_shape import ModelShape
 
 __all__ = [
     "CHECKPOINTS_PER_SLOT",

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from daemon.scheduler.memory_plan import GPU0, MemoryPlan
-from daemon.scheduler.placement import free_vram_text
+from localllm.daemon.scheduler.memory_plan import GPU0, MemoryPlan
+from localllm.daemon.scheduler.placement import free_vram_text
 
 __all__ = [
     "CACHE_KINDS",

@@ -33,9 +33,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from daemon.scheduler.context_size import largest_fitting
-from daemon.scheduler.memory_plan import CPU, MemoryPlan
-from model_registry.model_shape import ModelShape
+from localllm.daemon.scheduler.context_size import largest_fitting
+from localllm.daemon.scheduler.memory_plan import CPU, MemoryPlan
+from localllm.model_registry.model_shape import ModelShape
 
 __all__ = [
     "VRAM_MARGIN",

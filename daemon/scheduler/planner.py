@@ -17,13 +17,13 @@ import logging
 from collections.abc import Iterable
 from pathlib import Path
 
-from daemon.runners.types import LlamaBuffer, RunnerSpec
-from daemon.scheduler.loaded import LoadTarget, TargetShapes
-from daemon.scheduler.measured import MeasuredBuffers, corrected, plan_key
-from daemon.scheduler.memory import footprint_shape
-from daemon.scheduler.memory_plan import MemoryPlan, plan_memory, plan_settings
-from daemon.scheduler.repack import repacked_types
-from daemon.scheduler.shapes import ModelShapes
+from localllm.daemon.runners.types import LlamaBuffer, RunnerSpec
+from localllm.daemon.scheduler.loaded import LoadTarget, TargetShapes
+from localllm.daemon.scheduler.measured import MeasuredBuffers, corrected, plan_key
+from localllm.daemon.scheduler.memory import footprint_shape
+from localllm.daemon.scheduler.memory_plan import MemoryPlan, plan_memory, plan_settings
+from localllm.daemon.scheduler.repack import repacked_types
+from localllm.daemon.scheduler.shapes import ModelShapes
 
 __all__ = ["MemoryPlanner", "TargetShapes"]
 

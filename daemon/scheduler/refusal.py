@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from daemon.errors import InsufficientMemoryError
-from daemon.scheduler.context_size import CONTEXT_STEP, largest_fitting, size_text
-from daemon.scheduler.memory_plan import CPU, MemoryPlan
-from daemon.scheduler.placement import Placement, gpu_usable
+from localllm.daemon.errors import InsufficientMemoryError
+from localllm.daemon.scheduler.context_size import CONTEXT_STEP, largest_fitting, size_text
+from localllm.daemon.scheduler.memory_plan import CPU, MemoryPlan
+from localllm.daemon.scheduler.placement import Placement, gpu_usable
 
 __all__ = ["layers_that_fit", "parts_text", "ram_refusal", "vram_refusal", "what_fits"]
 

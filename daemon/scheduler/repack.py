@@ -11,7 +11,7 @@ code repacks nothing, which the figures measured at the first load correct (``me
 
 from __future__ import annotations
 
-from daemon.runners.cpu_features import cpu_flags
+from localllm.daemon.runners.cpu_features import cpu_flags
 
 __all__ = ["repacked_types"]
 

@@ -31,22 +31,22 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
-from daemon.errors import EvictionBlockedError, InsufficientMemoryError, ServerBusyError
-from daemon.runners.types import RunnerSpec
-from daemon.scheduler.context_size import ContextChoice, size_text
-from daemon.scheduler.lease import Lease
-from daemon.scheduler.loaded import (
+from localllm.daemon.errors import EvictionBlockedError, InsufficientMemoryError, ServerBusyError
+from localllm.daemon.runners.types import RunnerSpec
+from localllm.daemon.scheduler.context_size import ContextChoice, size_text
+from localllm.daemon.scheduler.lease import Lease
+from localllm.daemon.scheduler.loaded import (
     LoadedModel,
     LoadTarget,
     ModelStatus,
     RunnerFactory,
     RunnerOptions,
 )
-from daemon.scheduler.loader import AUTO_CPU_MOE, AUTO_GPU_LAYERS, LoadPlan, RunnerLoader
-from daemon.scheduler.memory import MemoryInfo, nvidia_free_vram, system_memory
-from daemon.scheduler.parallel import ParallelChoice
-from daemon.scheduler.planner import MemoryPlanner
-from daemon.scheduler.refusal import layers_that_fit, ram_refusal, vram_refusal
+from localllm.daemon.scheduler.loader import AUTO_CPU_MOE, AUTO_GPU_LAYERS, LoadPlan, RunnerLoader
+from localllm.daemon.scheduler.memory import MemoryInfo, nvidia_free_vram, system_memory
+from localllm.daemon.scheduler.parallel import ParallelChoice
+from localllm.daemon.scheduler.planner import MemoryPlanner
+from localllm.daemon.scheduler.refusal import layers_that_fit, ram_refusal, vram_refusal
 
 __all__ = ["Scheduler", "SchedulerConfig"]
 

@@ -14,8 +14,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from model_registry.errors import GGUFError
-from model_registry.model_shape import ModelShape, read_model_shape
+from localllm.model_registry.errors import GGUFError
+from localllm.model_registry.model_shape import ModelShape, read_model_shape
 
 __all__ = ["ModelShapes"]
 

@@ -15,8 +15,8 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from daemon.runners.types import REBUILD_COMMAND
-from daemon.scheduler import ModelStatus, system_memory
+from localllm.daemon.runners.types import REBUILD_COMMAND
+from localllm.daemon.scheduler import ModelStatus, system_memory
 
 __all__ = [
     "Gpu",

@@ -5,12 +5,16 @@ Each guard is a small pure-ASGI middleware so it sees every request, streaming o
 before any route runs.
 """
 
-from daemon.security.api_key import ApiKeyMiddleware
-from daemon.security.body_limit import BodyLimitMiddleware
-from daemon.security.body_timeout import BodyTimeoutMiddleware
-from daemon.security.cors import CorsMiddleware, OriginPolicy
-from daemon.security.host_check import HostCheckMiddleware, is_local_client, is_loopback_address
-from daemon.security.keys import ADMIN_HEADER, AdminTokenStore, ApiKeyStore
+from localllm.daemon.security.api_key import ApiKeyMiddleware
+from localllm.daemon.security.body_limit import BodyLimitMiddleware
+from localllm.daemon.security.body_timeout import BodyTimeoutMiddleware
+from localllm.daemon.security.cors import CorsMiddleware, OriginPolicy
+from localllm.daemon.security.host_check import (
+    HostCheckMiddleware,
+    is_local_client,
+    is_loopback_address,
+)
+from localllm.daemon.security.keys import ADMIN_HEADER, AdminTokenStore, ApiKeyStore
 
 __all__ = [
     "ADMIN_HEADER",

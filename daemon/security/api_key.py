@@ -13,7 +13,7 @@ import hmac
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from daemon.security.responses import send_error
+from localllm.daemon.security.responses import send_error
 
 __all__ = ["ApiKeyMiddleware"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from daemon.security.responses import send_error
+from localllm.daemon.security.responses import send_error
 
 __all__ = ["BodyLimitMiddleware"]
 

@@ -12,7 +12,7 @@ import asyncio
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from daemon.security.responses import send_error
+from localllm.daemon.security.responses import send_error
 
 __all__ = ["BodyTimeoutMiddleware"]
 

@@ -20,8 +20,8 @@ from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from daemon.security.host_check import is_loopback_address
-from daemon.security.responses import send_error
+from localllm.daemon.security.host_check import is_loopback_address
+from localllm.daemon.security.responses import send_error
 
 __all__ = ["CorsMiddleware", "OriginPolicy"]
 

@@ -15,7 +15,7 @@ import ipaddress
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from daemon.security.responses import send_error
+from localllm.daemon.security.responses import send_error
 
 __all__ = [
     "HostCheckMiddleware",

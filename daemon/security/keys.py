@@ -16,7 +16,7 @@ from __future__ import annotations
 import secrets
 from pathlib import Path
 
-from model_registry.credentials import IN_FILE, IN_KEYRING, NO_KEYRING, Credential
+from localllm.model_registry.credentials import IN_FILE, IN_KEYRING, NO_KEYRING, Credential
 
 __all__ = ["ADMIN_HEADER", "AdminTokenStore", "ApiKeyStore"]
 

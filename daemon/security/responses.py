@@ -7,7 +7,7 @@ import json
 
 from starlette.types import Scope, Send
 
-from daemon.api.error_bodies import guard_error_body
+from localllm.daemon.api.error_bodies import guard_error_body
 
 __all__ = ["send_error"]
 

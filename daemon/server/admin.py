@@ -12,8 +12,8 @@ import hmac
 
 from fastapi import Request
 
-from daemon.errors import ForbiddenError
-from daemon.security import ADMIN_HEADER, is_local_client
+from localllm.daemon.errors import ForbiddenError
+from localllm.daemon.security import ADMIN_HEADER, is_local_client
 
 __all__ = ["admin_only"]
 

@@ -16,13 +16,13 @@ from pathlib import Path
 
 from fastapi import FastAPI
 
-from daemon.inference import Inference
-from daemon.models.pulls import PullManager, PullRecords
-from daemon.remotes import Remotes
-from daemon.remotes.hops import HopsMiddleware
-from daemon.runners.build_probe import BuildProbe
-from daemon.runners.types import RunnerError, RunnerSpec
-from daemon.scheduler import (
+from localllm.daemon.inference import Inference
+from localllm.daemon.models.pulls import PullManager, PullRecords
+from localllm.daemon.remotes import Remotes
+from localllm.daemon.remotes.hops import HopsMiddleware
+from localllm.daemon.runners.build_probe import BuildProbe
+from localllm.daemon.runners.types import RunnerError, RunnerSpec
+from localllm.daemon.scheduler import (
     MEASURED_FILE,
     MemoryInfo,
     Runner,
@@ -30,7 +30,7 @@ from daemon.scheduler import (
     Scheduler,
     SchedulerConfig,
 )
-from daemon.security import (
+from localllm.daemon.security import (
     ApiKeyMiddleware,
     BodyLimitMiddleware,
     BodyTimeoutMiddleware,
@@ -39,12 +39,12 @@ from daemon.security import (
     OriginPolicy,
     is_loopback_address,
 )
-from daemon.server import health, rerank
-from daemon.server.anthropic import count_tokens, messages
-from daemon.server.errors import install_error_handlers
-from daemon.server.json_budget import JsonBudgetMiddleware
-from daemon.server.metrics import Metrics, RequestLogMiddleware
-from daemon.server.native import (
+from localllm.daemon.server import health, rerank
+from localllm.daemon.server.anthropic import count_tokens, messages
+from localllm.daemon.server.errors import install_error_handlers
+from localllm.daemon.server.json_budget import JsonBudgetMiddleware
+from localllm.daemon.server.metrics import Metrics, RequestLogMiddleware
+from localllm.daemon.server.native import (
     blobs,
     control,
     create,
@@ -57,14 +57,14 @@ from daemon.server.native import (
     pulls,
     remotes,
 )
-from daemon.server.native import system as native_system
-from daemon.server.openai import chat, completions, embeddings, responses
-from daemon.server.openai import models as openai_models
-from daemon.server.openai.response_store import ResponseStore
-from daemon.server.redaction import PathRedactor
-from daemon.settings import Settings
-from model_registry.pull import Puller
-from model_registry.store import Store
+from localllm.daemon.server.native import system as native_system
+from localllm.daemon.server.openai import chat, completions, embeddings, responses
+from localllm.daemon.server.openai import models as openai_models
+from localllm.daemon.server.openai.response_store import ResponseStore
+from localllm.daemon.server.redaction import PathRedactor
+from localllm.daemon.settings import Settings
+from localllm.model_registry.pull import Puller
+from localllm.model_registry.store import Store
 
 __all__ = ["create_app"]
 
@@ -184,8 +184,8 @@ def _scheduler_config(settings: Settings) -> SchedulerConfig:
 async def _start_runner_process(
     spec: RunnerSpec, log_path: Path | None, env: dict[str, str]
 ) -> Runner:
-    from daemon.runners.process import RunnerProcess
-    from daemon.runners.selftest import LOAD_CRASH_SIGNALS, explain_load_crash
+    from localllm.daemon.runners.process import RunnerProcess
+    from localllm.daemon.runners.selftest import LOAD_CRASH_SIGNALS, explain_load_crash
 
     try:
         return await RunnerProcess.start(spec, log_path=log_path, env=env)

@@ -19,8 +19,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from daemon.api.error_bodies import Shape, shape_for, shaped_body
-from daemon.errors import (
+from localllm.daemon.api.error_bodies import Shape, shape_for, shaped_body
+from localllm.daemon.errors import (
     BadRequestError,
     ConflictError,
     EvictionBlockedError,
@@ -37,14 +37,14 @@ from daemon.errors import (
     TemplateError,
     TemplateRejectedError,
 )
-from daemon.runners.types import (
+from localllm.daemon.runners.types import (
     ContextOverflowError,
     IncompatibleBuildError,
     InvalidRequestError,
     RunnerCrashed,
     RunnerError,
 )
-from model_registry.errors import (
+from localllm.model_registry.errors import (
     AuthenticationError,
     CorruptManifestError,
     DigestMismatchError,

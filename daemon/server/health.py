@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import PlainTextResponse, Response
 
-from daemon.api.native_system import HealthResponse
-from daemon.server.metrics import CONTENT_TYPE, Metrics
+from localllm.daemon.api.native_system import HealthResponse
+from localllm.daemon.server.metrics import CONTENT_TYPE, Metrics
 
 __all__ = ["router"]
 

@@ -6,7 +6,7 @@ and headers a byte at a time, or stops half way, holds its connection forever. H
 request head must arrive whole within ``header_timeout`` seconds of the connection opening
 (or of its first byte, on a kept-alive connection); otherwise the client gets a 408 (or,
 having sent nothing, just the close). h11 already caps a head's size at 16 KiB. Bodies have
-their own limit on silences (:mod:`daemon.security.body_timeout`).
+their own limit on silences (:mod:`localllm.daemon.security.body_timeout`).
 """
 
 from __future__ import annotations

@@ -30,10 +30,10 @@ from anyio import to_thread
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from daemon.api.error_bodies import shape_for
-from daemon.errors import BadRequestError
-from daemon.server.errors import error_body
-from daemon.server.surrogates import lone_surrogate_at, may_hold_surrogates
+from localllm.daemon.api.error_bodies import shape_for
+from localllm.daemon.errors import BadRequestError
+from localllm.daemon.server.errors import error_body
+from localllm.daemon.server.surrogates import lone_surrogate_at, may_hold_surrogates
 
 __all__ = ["MAX_JSON_DEPTH", "MAX_JSON_VALUES", "JsonBudgetMiddleware", "json_depth"]
 __all__ += ["json_separators"]

@@ -23,8 +23,8 @@ from prometheus_client.core import GaugeMetricFamily
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from daemon.inference import Finished, Generation
-from daemon.scheduler import Scheduler
+from localllm.daemon.inference import Finished, Generation
+from localllm.daemon.scheduler import Scheduler
 
 __all__ = [
     "CONTENT_TYPE",

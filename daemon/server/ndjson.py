@@ -13,8 +13,8 @@ from functools import partial
 
 from pydantic import BaseModel
 
-from daemon.server.errors import Redact, ndjson_error
-from daemon.server.sse import EventStream, guarded
+from localllm.daemon.server.errors import Redact, ndjson_error
+from localllm.daemon.server.sse import EventStream, guarded
 
 __all__ = ["MEDIA_TYPE", "ndjson_line", "ndjson_stream"]
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from daemon.settings import Settings
+from localllm.daemon.settings import Settings
 
 __all__ = ["PathRedactor", "redact_paths"]
 

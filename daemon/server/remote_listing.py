@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import time
 
-from daemon.api import Model
-from daemon.api.native_models import ModelDetailsOut, ModelSummary, RunningModel, ShowResponse
-from daemon.remotes import Remotes
-from daemon.server.native.describe import iso_time
+from localllm.daemon.api import Model
+from localllm.daemon.api.native_models import (
+    ModelDetailsOut,
+    ModelSummary,
+    RunningModel,
+    ShowResponse,
+)
+from localllm.daemon.remotes import Remotes
+from localllm.daemon.server.native.describe import iso_time
 
 __all__ = ["remote_openai_models", "remote_running", "remote_show", "remote_summaries"]
 

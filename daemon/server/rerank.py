@@ -12,7 +12,7 @@ import time
 
 from fastapi import APIRouter, Request
 
-from daemon.api import (
+from localllm.daemon.api import (
     NativeRerankResponse,
     RerankDocument,
     RerankMeta,
@@ -21,11 +21,11 @@ from daemon.api import (
     RerankResult,
     RerankUsage,
 )
-from daemon.errors import BadRequestError
-from daemon.inference import Inference, Rerankings, RerankJob
-from daemon.inference.options import parse_keep_alive
-from daemon.server.metrics import Metrics, log_fields
-from daemon.server.sse import until_disconnect
+from localllm.daemon.errors import BadRequestError
+from localllm.daemon.inference import Inference, Rerankings, RerankJob
+from localllm.daemon.inference.options import parse_keep_alive
+from localllm.daemon.server.metrics import Metrics, log_fields
+from localllm.daemon.server.sse import until_disconnect
 
 __all__ = ["router"]
 

@@ -17,11 +17,11 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.responses import Response
 
-from daemon.inference import Collected, Generation, GenerationJob, Inference
-from daemon.server.errors import Redact, anthropic_stream_error
-from daemon.server.metrics import log_generation, log_warnings
-from daemon.server.ndjson import ndjson_stream
-from daemon.server.sse import EventStream, sse_stream, until_disconnect
+from localllm.daemon.inference import Collected, Generation, GenerationJob, Inference
+from localllm.daemon.server.errors import Redact, anthropic_stream_error
+from localllm.daemon.server.metrics import log_generation, log_warnings
+from localllm.daemon.server.ndjson import ndjson_stream
+from localllm.daemon.server.sse import EventStream, sse_stream, until_disconnect
 
 __all__ = ["ANTHROPIC_SSE", "NDJSON", "SSE", "Wire", "respond"]
 

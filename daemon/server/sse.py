@@ -24,7 +24,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from daemon.server.errors import Redact, stream_error
+from localllm.daemon.server.errors import Redact, stream_error
 
 __all__ = [
     "DONE",

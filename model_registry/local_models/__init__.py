@@ -1,11 +1,11 @@
 """Models other apps already downloaded (Hugging Face cache, LM Studio, Ollama, folders the
 user names): found within bounds, then added to the store linked where possible."""
 
-from model_registry.local_models.adding import MODES, AddedFile, AddReport, add_found_model
-from model_registry.local_models.candidates import FoundModel, ScanResult
-from model_registry.local_models.roots import ScanRoots
-from model_registry.local_models.scan import describe_file, scan
-from model_registry.local_models.walk import ScanLimits
+from localllm.model_registry.local_models.adding import MODES, AddedFile, AddReport, add_found_model
+from localllm.model_registry.local_models.candidates import FoundModel, ScanResult
+from localllm.model_registry.local_models.roots import ScanRoots
+from localllm.model_registry.local_models.scan import describe_file, scan
+from localllm.model_registry.local_models.walk import ScanLimits
 
 __all__ = [
     "MODES",

@@ -6,14 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from model_registry.digests import Digest
-from model_registry.errors import ModelExistsError
-from model_registry.importer import FileEvents, import_gguf
-from model_registry.local_models.candidates import FoundModel
-from model_registry.local_models.memo import ImportMemo
-from model_registry.names import parse_name
-from model_registry.store import Store
-from model_registry.store.placing import Placement
+from localllm.model_registry.digests import Digest
+from localllm.model_registry.errors import ModelExistsError
+from localllm.model_registry.importer import FileEvents, import_gguf
+from localllm.model_registry.local_models.candidates import FoundModel
+from localllm.model_registry.local_models.memo import ImportMemo
+from localllm.model_registry.names import parse_name
+from localllm.model_registry.store import Store
+from localllm.model_registry.store.placing import Placement
 
 __all__ = ["MODES", "AddReport", "AddedFile", "add_found_model"]
 

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from model_registry.digests import Digest
-from model_registry.importer import ModelExtras
+from localllm.model_registry.digests import Digest
+from localllm.model_registry.importer import ModelExtras
 
 __all__ = ["FoundModel", "ScanResult"]
 

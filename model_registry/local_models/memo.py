@@ -11,9 +11,9 @@ import json
 import os
 from pathlib import Path
 
-from model_registry.digests import Digest
-from model_registry.store import Store
-from model_registry.store.atomic import atomic_write_bytes
+from localllm.model_registry.digests import Digest
+from localllm.model_registry.store import Store
+from localllm.model_registry.store.atomic import atomic_write_bytes
 
 __all__ = ["ImportMemo"]
 

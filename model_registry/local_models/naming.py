@@ -1,4 +1,4 @@
-"""A model name for a file found on disk, valid under :mod:`model_registry.names`.
+"""A model name for a file found on disk, valid under :mod:`localllm.model_registry.names`.
 
 ``Qwen2.5-0.5B-Instruct-Q4_K_M.gguf`` becomes ``qwen2.5-0.5b-instruct:q4_k_m``; a shard's
 ``-00001-of-00003`` and an Ollama name's own ``name:tag`` are kept as they mean.
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
-from model_registry.errors import InvalidNameError
-from model_registry.names import parse_name
+from localllm.model_registry.errors import InvalidNameError
+from localllm.model_registry.names import parse_name
 
 __all__ = ["name_for_file", "name_for_ollama"]
 

@@ -12,13 +12,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from model_registry.digests import Digest
-from model_registry.errors import InvalidParameterError
-from model_registry.importer import ModelExtras
-from model_registry.local_models.naming import name_for_ollama
-from model_registry.local_models.walk import Budget
-from model_registry.modelfile import PARAMETER_TYPES
-from model_registry.parameters import check_parameter
+from localllm.model_registry.digests import Digest
+from localllm.model_registry.errors import InvalidParameterError
+from localllm.model_registry.importer import ModelExtras
+from localllm.model_registry.local_models.naming import name_for_ollama
+from localllm.model_registry.local_models.walk import Budget
+from localllm.model_registry.modelfile import PARAMETER_TYPES
+from localllm.model_registry.parameters import check_parameter
 
 __all__ = ["OllamaModel", "ollama_models"]
 

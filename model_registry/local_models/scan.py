@@ -12,19 +12,19 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from model_registry.adapters import is_lora_adapter
-from model_registry.digests import Digest
-from model_registry.errors import GGUFError
-from model_registry.gguf_info import GGUFInfo, read_gguf_info
-from model_registry.importer import find_shards
-from model_registry.local_models.candidates import FoundModel, ScanResult
-from model_registry.local_models.memo import ImportMemo
-from model_registry.local_models.naming import name_for_file
-from model_registry.local_models.ollama import ollama_models
-from model_registry.local_models.roots import ScanRoots
-from model_registry.local_models.walk import Budget, ScanLimits, inside, walk_ggufs
-from model_registry.store import Store
-from model_registry.store.placing import same_device
+from localllm.model_registry.adapters import is_lora_adapter
+from localllm.model_registry.digests import Digest
+from localllm.model_registry.errors import GGUFError
+from localllm.model_registry.gguf_info import GGUFInfo, read_gguf_info
+from localllm.model_registry.importer import find_shards
+from localllm.model_registry.local_models.candidates import FoundModel, ScanResult
+from localllm.model_registry.local_models.memo import ImportMemo
+from localllm.model_registry.local_models.naming import name_for_file
+from localllm.model_registry.local_models.ollama import ollama_models
+from localllm.model_registry.local_models.roots import ScanRoots
+from localllm.model_registry.local_models.walk import Budget, ScanLimits, inside, walk_ggufs
+from localllm.model_registry.store import Store
+from localllm.model_registry.store.placing import same_device
 
 __all__ = ["describe_file", "scan"]
 

@@ -17,14 +17,14 @@ import httpx
 from huggingface_hub import HfApi, ModelInfo
 from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
 
-from model_registry.errors import (
+from localllm.model_registry.errors import (
     AuthenticationError,
     DownloadError,
     InvalidRepoError,
     UnknownModelError,
 )
-from model_registry.pull import DEFAULT_ENDPOINT
-from model_registry.pull.quants import group_gguf_files
+from localllm.model_registry.pull import DEFAULT_ENDPOINT
+from localllm.model_registry.pull.quants import group_gguf_files
 
 __all__ = ["HubBrowser", "HubFileInfo", "HubListing", "HubRepoInfo"]
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from model_registry.errors import PullError, RegistryError, UnknownModelError
-from model_registry.names import ModelName, parse_name
+from localllm.model_registry.errors import PullError, RegistryError, UnknownModelError
+from localllm.model_registry.names import ModelName, parse_name
 
 __all__ = ["CAPABILITIES", "KINDS", "Catalog", "CatalogEntry"]
 
@@ -80,7 +80,7 @@ class Catalog:
     def load(cls, path: Path | None = None) -> Catalog:
         """The catalog at ``path``, or the built-in one when ``path`` is None."""
         if path is None:
-            raw = resources.files("model_registry").joinpath("catalog.json").read_bytes()
+            raw = resources.files("localllm.model_registry").joinpath("catalog.json").read_bytes()
             return cls.from_json(raw, "the built-in catalog")
         source = f"catalog file {Path(path).name!r}"
         try:

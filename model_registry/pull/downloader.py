@@ -3,7 +3,7 @@
 The blob is cut into parts; up to ``connections`` workers each take the lowest unfinished
 part and fill it from where it stopped, so the file fills roughly front to back and the
 :class:`~model_registry.pull.hashing.PrefixHasher` can follow the filled prefix while the
-download goes on. Progress goes to the sidecar (see :mod:`model_registry.pull.partial`) at
+download goes on. Progress goes to the sidecar (see :mod:`localllm.model_registry.pull.partial`) at
 most every ``save_interval`` and whenever a part completes. A server that ignores ``Range``
 gets one sequential stream instead, which skips (never rewrites) the bytes already on disk,
 so nothing hashed is ever changed underneath the hasher.
@@ -17,11 +17,20 @@ import threading
 from collections import deque
 from pathlib import Path
 
-from model_registry.digests import Digest
-from model_registry.errors import DigestMismatchError, DownloadError, InsufficientSpaceError
-from model_registry.pull.fetch import BlobSource, DownloadOptions, RangeNotSupported, RetryableError
-from model_registry.pull.hashing import PrefixHasher
-from model_registry.pull.partial import PartialProgress, PartialState
+from localllm.model_registry.digests import Digest
+from localllm.model_registry.errors import (
+    DigestMismatchError,
+    DownloadError,
+    InsufficientSpaceError,
+)
+from localllm.model_registry.pull.fetch import (
+    BlobSource,
+    DownloadOptions,
+    RangeNotSupported,
+    RetryableError,
+)
+from localllm.model_registry.pull.hashing import PrefixHasher
+from localllm.model_registry.pull.partial import PartialProgress, PartialState
 
 __all__ = ["BlobDownload"]
 

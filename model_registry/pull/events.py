@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
-from model_registry.digests import Digest
+from localllm.model_registry.digests import Digest
 
 __all__ = [
     "CANCELLED",

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from model_registry.errors import AuthenticationError, DownloadError
+from localllm.model_registry.errors import AuthenticationError, DownloadError
 
 __all__ = [
     "BlobSource",

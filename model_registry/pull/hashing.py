@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-from model_registry.digests import Digest
+from localllm.model_registry.digests import Digest
 
 __all__ = ["PrefixHasher", "start_writeback"]
 

@@ -19,14 +19,14 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from model_registry.errors import DownloadError, GGUFError
-from model_registry.gguf_header import GGUFHeader, parse_header
-from model_registry.model_shape import ModelShape, model_shape
-from model_registry.names import ModelName
-from model_registry.pull.fetch import BlobSource, RangeNotSupported, RetryableError
-from model_registry.pull.puller import Puller
-from model_registry.pull.resolve import PlannedFile, PullPlan
-from model_registry.store.manifests import LayerType
+from localllm.model_registry.errors import DownloadError, GGUFError
+from localllm.model_registry.gguf_header import GGUFHeader, parse_header
+from localllm.model_registry.model_shape import ModelShape, model_shape
+from localllm.model_registry.names import ModelName
+from localllm.model_registry.pull.fetch import BlobSource, RangeNotSupported, RetryableError
+from localllm.model_registry.pull.puller import Puller
+from localllm.model_registry.pull.resolve import PlannedFile, PullPlan
+from localllm.model_registry.store.manifests import LayerType
 
 __all__ = ["HEADER_BUDGET", "MODEL_BUDGET", "MOST_FILES", "HubModel", "HubShapes", "RangeFile"]
 

@@ -17,9 +17,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from model_registry.digests import Digest
-from model_registry.store.atomic import temp_file_in
-from model_registry.store.layout import PARTIAL_STATE_SUFFIX
+from localllm.model_registry.digests import Digest
+from localllm.model_registry.store.atomic import temp_file_in
+from localllm.model_registry.store.layout import PARTIAL_STATE_SUFFIX
 
 __all__ = ["PartialInfo", "PartialProgress", "PartialState", "list_partials"]
 

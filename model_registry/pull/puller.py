@@ -18,25 +18,32 @@ from pathlib import Path
 
 import httpx
 
-from model_registry.digests import Digest
-from model_registry.gguf_info import read_gguf_info
-from model_registry.model_config import config_from_gguf
-from model_registry.names import ModelName, parse_name
-from model_registry.pull.catalog import Catalog
-from model_registry.pull.downloader import BlobDownload
-from model_registry.pull.events import (
+from localllm.model_registry.digests import Digest
+from localllm.model_registry.gguf_info import read_gguf_info
+from localllm.model_registry.model_config import config_from_gguf
+from localllm.model_registry.names import ModelName, parse_name
+from localllm.model_registry.pull.catalog import Catalog
+from localllm.model_registry.pull.downloader import BlobDownload
+from localllm.model_registry.pull.events import (
     PULLING_MANIFEST,
     SUCCESS,
     WRITING_MANIFEST,
     PullEvent,
     iterate_in_thread,
 )
-from model_registry.pull.fetch import BlobSource, DownloadOptions
-from model_registry.pull.partial import PartialState, list_partials
-from model_registry.pull.resolve import PlannedFile, PullPlan, Resolver
-from model_registry.pull.transfers import BlobLock, Outcome, Transfer, TransferRegistry
-from model_registry.store import BlobRef, Layer, LayerType, Manifest, Store, ensure_free_space
-from model_registry.store.locking import Lease
+from localllm.model_registry.pull.fetch import BlobSource, DownloadOptions
+from localllm.model_registry.pull.partial import PartialState, list_partials
+from localllm.model_registry.pull.resolve import PlannedFile, PullPlan, Resolver
+from localllm.model_registry.pull.transfers import BlobLock, Outcome, Transfer, TransferRegistry
+from localllm.model_registry.store import (
+    BlobRef,
+    Layer,
+    LayerType,
+    Manifest,
+    Store,
+    ensure_free_space,
+)
+from localllm.model_registry.store.locking import Lease
 
 __all__ = ["Puller"]
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from model_registry.errors import PullError, QuantNotFoundError
+from localllm.model_registry.errors import PullError, QuantNotFoundError
 
 __all__ = ["QUANT_PREFERENCE", "GGUFGroup", "Selection", "group_gguf_files", "quant_of", "select"]
 

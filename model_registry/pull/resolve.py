@@ -16,19 +16,19 @@ from typing import Any
 from huggingface_hub import HfApi, hf_hub_url
 from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
 
-from model_registry.digests import Digest
-from model_registry.errors import (
+from localllm.model_registry.digests import Digest
+from localllm.model_registry.errors import (
     AuthenticationError,
     DownloadError,
     InvalidDigestError,
     PullError,
     UnknownModelError,
 )
-from model_registry.names import HUGGING_FACE_HOST, ModelName, parse_name
-from model_registry.pull.catalog import Catalog, CatalogEntry
-from model_registry.pull.fetch import auth_advice
-from model_registry.pull.quants import select
-from model_registry.store.manifests import LayerType
+from localllm.model_registry.names import HUGGING_FACE_HOST, ModelName, parse_name
+from localllm.model_registry.pull.catalog import Catalog, CatalogEntry
+from localllm.model_registry.pull.fetch import auth_advice
+from localllm.model_registry.pull.quants import select
+from localllm.model_registry.store.manifests import LayerType
 
 __all__ = ["DEFAULT_ENDPOINT", "PlannedFile", "PullPlan", "Resolver"]
 

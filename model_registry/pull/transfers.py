@@ -16,10 +16,10 @@ from pathlib import Path
 
 import filelock
 
-from model_registry.digests import Digest
-from model_registry.pull.downloader import BlobDownload
-from model_registry.pull.partial import PartialState
-from model_registry.store import Store
+from localllm.model_registry.digests import Digest
+from localllm.model_registry.pull.downloader import BlobDownload
+from localllm.model_registry.pull.partial import PartialState
+from localllm.model_registry.store import Store
 
 __all__ = ["BlobLock", "Outcome", "Transfer", "TransferRegistry"]
 

@@ -1,10 +1,16 @@
 """The content-addressed model store (blobs + manifests)."""
 
-from model_registry.store.blobs import BlobFile, BlobStore, ensure_free_space
-from model_registry.store.details import ModelDetails, show_model
-from model_registry.store.layout import StoreLayout
-from model_registry.store.manifests import BlobRef, Layer, LayerType, Manifest
-from model_registry.store.store import ModelEntry, PruneReport, RemoveReport, Store, VerifyReport
+from localllm.model_registry.store.blobs import BlobFile, BlobStore, ensure_free_space
+from localllm.model_registry.store.details import ModelDetails, show_model
+from localllm.model_registry.store.layout import StoreLayout
+from localllm.model_registry.store.manifests import BlobRef, Layer, LayerType, Manifest
+from localllm.model_registry.store.store import (
+    ModelEntry,
+    PruneReport,
+    RemoveReport,
+    Store,
+    VerifyReport,
+)
 
 __all__ = [
     "BlobFile",

@@ -18,17 +18,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from model_registry.digests import Digest, sha256_of_file
-from model_registry.errors import (
+from localllm.model_registry.digests import Digest, sha256_of_file
+from localllm.model_registry.errors import (
     BlobNotFoundError,
     DigestMismatchError,
     InsufficientSpaceError,
     NotLinkableError,
 )
-from model_registry.store.atomic import fsync_directory, temp_file_in, temp_file_owner
-from model_registry.store.layout import StoreLayout
-from model_registry.store.locking import StoreLock, process_alive
-from model_registry.store.placing import Placement, hard_link, reflink
+from localllm.model_registry.store.atomic import fsync_directory, temp_file_in, temp_file_owner
+from localllm.model_registry.store.layout import StoreLayout
+from localllm.model_registry.store.locking import StoreLock, process_alive
+from localllm.model_registry.store.placing import Placement, hard_link, reflink
 
 __all__ = ["BlobFile", "BlobStore", "ensure_free_space"]
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from model_registry.digests import Digest
-from model_registry.names import ModelName, parse_name
-from model_registry.store.manifests import LayerType, Manifest
-from model_registry.store.store import Store
+from localllm.model_registry.digests import Digest
+from localllm.model_registry.names import ModelName, parse_name
+from localllm.model_registry.store.manifests import LayerType, Manifest
+from localllm.model_registry.store.store import Store
 
 __all__ = ["ModelDetails", "show_model"]
 

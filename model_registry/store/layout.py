@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from model_registry.digests import Digest
-from model_registry.errors import InvalidDigestError, InvalidNameError
-from model_registry.names import ModelName
+from localllm.model_registry.digests import Digest
+from localllm.model_registry.errors import InvalidDigestError, InvalidNameError
+from localllm.model_registry.names import ModelName
 
 __all__ = ["PARTIAL_STATE_SUFFIX", "PARTIAL_SUFFIX", "StoreLayout"]
 

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import filelock
 
-from model_registry.digests import Digest
-from model_registry.errors import StoreLockTimeout
-from model_registry.store.atomic import atomic_write_bytes
+from localllm.model_registry.digests import Digest
+from localllm.model_registry.errors import StoreLockTimeout
+from localllm.model_registry.store.atomic import atomic_write_bytes
 
 __all__ = ["Lease", "Leases", "StoreLock", "process_alive"]
 

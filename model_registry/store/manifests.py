@@ -11,8 +11,8 @@ import math
 from dataclasses import dataclass
 from enum import StrEnum
 
-from model_registry.digests import Digest, sha256_of_bytes
-from model_registry.errors import CorruptManifestError, InvalidDigestError
+from localllm.model_registry.digests import Digest, sha256_of_bytes
+from localllm.model_registry.errors import CorruptManifestError, InvalidDigestError
 
 __all__ = ["CONFIG_MEDIA_TYPE", "MANIFEST_MEDIA_TYPE", "BlobRef", "Layer", "LayerType", "Manifest"]
 

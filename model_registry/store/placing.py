@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import BinaryIO
 
-from model_registry.store.atomic import TEMP_PREFIX
+from localllm.model_registry.store.atomic import TEMP_PREFIX
 
 __all__ = ["Placement", "hard_link", "reflink", "same_device"]
 

@@ -15,20 +15,20 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from model_registry.digests import Digest
-from model_registry.errors import (
+from localllm.model_registry.digests import Digest
+from localllm.model_registry.errors import (
     BlobNotFoundError,
     CorruptManifestError,
     ModelExistsError,
     ModelNotFoundError,
     RegistryError,
 )
-from model_registry.names import ModelName, parse_name
-from model_registry.store.atomic import TEMP_PREFIX, atomic_write_bytes
-from model_registry.store.blobs import BlobStore
-from model_registry.store.layout import StoreLayout
-from model_registry.store.locking import Lease, Leases, StoreLock
-from model_registry.store.manifests import LayerType, Manifest
+from localllm.model_registry.names import ModelName, parse_name
+from localllm.model_registry.store.atomic import TEMP_PREFIX, atomic_write_bytes
+from localllm.model_registry.store.blobs import BlobStore
+from localllm.model_registry.store.layout import StoreLayout
+from localllm.model_registry.store.locking import Lease, Leases, StoreLock
+from localllm.model_registry.store.manifests import LayerType, Manifest
 
 __all__ = ["ModelEntry", "PruneReport", "RemoveReport", "Store", "VerifyReport"]
 

@@ -9,7 +9,7 @@ import io
 
 import pytest
 
-from app.cli.main import main
+from localllm.app.cli.main import main
 from tests.support.cli import FakeClient
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app.cli.agent_program import ProgramError, find_program
+from localllm.app.cli.agent_program import ProgramError, find_program
 
 PATHEXT = ".COM;.EXE;.BAT;.CMD;.VBS;.JS;.PS1"  # Windows' default, with Node's additions
 

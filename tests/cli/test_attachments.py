@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from app.cli.attachments import (
+from localllm.app.cli.attachments import (
     MAX_IMAGE_BYTES,
     ImageError,
     model_sees_images,
@@ -17,7 +17,7 @@ from app.cli.attachments import (
     take_images,
     user_message,
 )
-from daemon.api import ShowResponse
+from localllm.daemon.api import ShowResponse
 from tests.support.cli import SHOW
 
 

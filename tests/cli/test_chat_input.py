@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from app.cli.chat_input import MultilineInput, convert_parameter, parse_command, parse_options
+from localllm.app.cli.chat_input import (
+    MultilineInput,
+    convert_parameter,
+    parse_command,
+    parse_options,
+)
 
 
 def feed_all(lines):

@@ -8,10 +8,10 @@ import io
 
 import pytest
 
-from app.cli.chat_session import HELP_SET, ChatSession
-from app.cli.context import Context
-from daemon.client import BadRequest
-from daemon.settings import Settings
+from localllm.app.cli.chat_session import HELP_SET, ChatSession
+from localllm.app.cli.context import Context
+from localllm.daemon.client import BadRequest
+from localllm.daemon.settings import Settings
 from tests.support.cli import FakeClient, answer_chunks, text_chunk, thinking_chunks
 
 
@@ -261,7 +261,7 @@ def test_thinking_is_shown_apart_hidden_on_request_and_kept_in_the_history(chat)
 def test_the_chat_says_once_when_it_no_longer_fits_the_context(chat):
     """The daemon drops the oldest turns (its final chunk says how many): the chat says so the
     first time, not on every turn after, and again after it fitted once more."""
-    from daemon.api.native_chat import TruncatedHistory
+    from localllm.daemon.api.native_chat import TruncatedHistory
 
     fake, _, err, make = chat
     *pieces, final = answer_chunks("Hi")

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminal
 
 SCRIPT = """
 import sys, time
-from app.cli.main import main
+from localllm.app.cli.main import main
 from tests.support.cli import FakeClient, answer_chunks, text_chunk
 
 class SlowClient(FakeClient):

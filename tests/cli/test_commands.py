@@ -9,8 +9,8 @@ import types
 
 import pytest
 
-from daemon.api import ProgressResponse, VerifyProblem, VerifyResponse
-from daemon.client import DaemonUnavailable, ServerBusy
+from localllm.daemon.api import ProgressResponse, VerifyProblem, VerifyResponse
+from localllm.daemon.client import DaemonUnavailable, ServerBusy
 from tests.support.cli import (
     MODEL,
     PS_HEADER,
@@ -326,14 +326,14 @@ def test_serve_execs_the_daemon(run_cli, monkeypatch):
     calls = []
     monkeypatch.setattr("os.execv", lambda path, argv: calls.append(argv))
     run_cli("serve", "--host", "127.0.0.1:9999")
-    assert calls == [[sys.executable, "-m", "daemon", "serve", "--host", "127.0.0.1:9999"]]
+    assert calls == [[sys.executable, "-m", "localllm.daemon", "serve", "--host", "127.0.0.1:9999"]]
 
 
 def test_app_passes_its_options_through(run_cli, monkeypatch):
     seen = []
-    fake_gui = types.ModuleType("app.gui.main")
+    fake_gui = types.ModuleType("localllm.app.gui.main")
     fake_gui.run_app = lambda argv: seen.append(argv) or 0
-    monkeypatch.setitem(sys.modules, "app.gui.main", fake_gui)
+    monkeypatch.setitem(sys.modules, "localllm.app.gui.main", fake_gui)
     assert run_cli("app", "--theme", "dark")[0] == 0
     assert run_cli("app", "--host", "127.0.0.1:1", "--no-start")[0] == 0
     assert seen == [  # the app reads LOCALLLM_* (and the port chosen in it) by itself
@@ -343,7 +343,7 @@ def test_app_passes_its_options_through(run_cli, monkeypatch):
 
 
 def test_bad_settings_are_a_usage_error(fake, capsys):
-    from app.cli.main import main
+    from localllm.app.cli.main import main
 
     status = main(["list"], {"LOCALLLM_HOST": "127.0.0.1:notaport"}, client_factory=lambda s: fake)
     assert status == 2

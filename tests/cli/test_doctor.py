@@ -11,18 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from app.cli.doctor import findings, render_table, to_json
-from app.cli.doctor.probes import (
+from localllm.app.cli.doctor import findings, render_table, to_json
+from localllm.app.cli.doctor.probes import (
     llama_build,
     parse_meminfo,
     parse_nvidia_smi,
     parse_vm_stat,
     store_state,
 )
-from app.cli.doctor.render import feature_summary
-from app.cli.doctor.report import DaemonState, Gpu, LlamaBuild, Memory, Report, StoreState
-from app.cli.main import main
-from daemon.client.launcher import daemon_answers
+from localllm.app.cli.doctor.render import feature_summary
+from localllm.app.cli.doctor.report import DaemonState, Gpu, LlamaBuild, Memory, Report, StoreState
+from localllm.app.cli.main import main
+from localllm.daemon.client.launcher import daemon_answers
 from tests.support.daemon import Daemon, free_port, make_store
 
 JSON_KEYS = {"version", "platform", "llama", "gpus", "memory", "store", "dirs", "daemon"}
@@ -268,7 +268,7 @@ def test_instruction_sets_the_cpu_lacks_and_a_failed_self_test_are_errors():
 
 
 def test_apple_silicon_and_nvidia_gpus_are_listed():
-    from app.cli.doctor.probes import apple_gpu
+    from localllm.app.cli.doctor.probes import apple_gpu
 
     def run(argv, timeout):
         return subprocess.CompletedProcess(argv, 0, "Apple M2 Pro\n", "")

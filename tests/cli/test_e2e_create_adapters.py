@@ -11,8 +11,8 @@ import sys
 import pexpect
 import pytest
 
-from daemon.client import Client
-from model_registry.tiny_lora import write_tiny_lora
+from localllm.daemon.client import Client
+from localllm.model_registry.tiny_lora import write_tiny_lora
 from tests.support.adapters import NOT_ADAPTERS, not_an_adapter
 from tests.support.cli_e2e import CLI, cli_env, run_cli
 from tests.support.daemon import ROOT, Daemon, make_store

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from model_registry.store import LayerType, Store
-from model_registry.tiny_gguf import write_tiny_model
+from localllm.model_registry.store import LayerType, Store
+from localllm.model_registry.tiny_gguf import write_tiny_model
 from tests.support.cli_e2e import cli_env, run_cli
 from tests.support.daemon import Daemon
 from tests.support.other_apps import hf_cache_model

@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from app.cli.main import main
+from localllm.app.cli.main import main
 from tests.support.cli import PS_HEADER
 from tests.support.cli_e2e import cli_env
 from tests.support.daemon import Daemon, make_store
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory, tiny_model_path):
-    from model_registry.importer import ModelExtras
+    from localllm.model_registry.importer import ModelExtras
 
     root = tmp_path_factory.mktemp("cli-models")
     extras = ModelExtras(

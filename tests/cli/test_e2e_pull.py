@@ -36,7 +36,7 @@ def catalog_entry(name: str) -> dict:
 
 @pytest.fixture(scope="module")
 def model_bytes(tmp_path_factory) -> bytes:
-    from model_registry.tiny_gguf import write_tiny_model
+    from localllm.model_registry.tiny_gguf import write_tiny_model
 
     folder = tmp_path_factory.mktemp("hub-files")
     model = write_tiny_model(folder / "q8.gguf", n_embd=128, n_layer=4, file_type="Q8_0", seed=3)

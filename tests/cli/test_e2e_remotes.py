@@ -12,7 +12,7 @@ import json
 import httpx
 import pytest
 
-from app.cli.main import main
+from localllm.app.cli.main import main
 from tests.support.cli_e2e import cli_env
 from tests.support.daemon import Daemon, free_port, make_store
 
@@ -22,7 +22,7 @@ ISOLATED = {"PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"}
 
 @pytest.fixture(scope="module")
 def daemons(tmp_path_factory, tiny_model_path):
-    from model_registry.importer import ModelExtras
+    from localllm.model_registry.importer import ModelExtras
 
     root = tmp_path_factory.mktemp("cli-remotes")
     back_store = make_store(root / "back", {"tiny": (tiny_model_path, ModelExtras(

@@ -11,8 +11,8 @@ import sys
 import pexpect
 import pytest
 
-from app.cli.main import main
-from model_registry.tiny_projector import TINY_IMAGE_TOKENS
+from localllm.app.cli.main import main
+from localllm.model_registry.tiny_projector import TINY_IMAGE_TOKENS
 from tests.support.cli_e2e import CLI, cli_env, run_cli
 from tests.support.daemon import ROOT, Daemon, make_store
 
@@ -21,9 +21,9 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory, tiny_model_path):
-    from model_registry.importer import ModelExtras, import_gguf
-    from model_registry.store import Store
-    from model_registry.tiny_projector import write_tiny_projector
+    from localllm.model_registry.importer import ModelExtras, import_gguf
+    from localllm.model_registry.store import Store
+    from localllm.model_registry.tiny_projector import write_tiny_projector
 
     root = tmp_path_factory.mktemp("cli-run")
     extras = ModelExtras(parameters={"num_predict": 6})

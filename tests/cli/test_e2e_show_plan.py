@@ -11,8 +11,8 @@ import json
 import httpx
 import pytest
 
-from app.cli.main import main
-from model_registry.tiny_gemma3 import write_tiny_gemma3
+from localllm.app.cli.main import main
+from localllm.model_registry.tiny_gemma3 import write_tiny_gemma3
 from tests.support.cli_e2e import cli_env
 from tests.support.daemon import Daemon, make_store
 

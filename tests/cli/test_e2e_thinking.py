@@ -14,7 +14,7 @@ import ollama
 import pexpect
 import pytest
 
-from app.cli.thinking_output import BOLD, GREY, RESET
+from localllm.app.cli.thinking_output import BOLD, GREY, RESET
 from tests.support.cli_e2e import CLI, cli_env, run_cli
 from tests.support.daemon import ROOT, Daemon, make_store
 

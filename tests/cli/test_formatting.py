@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from app.cli.formatting import (
+from localllm.app.cli.formatting import (
     format_clock,
     format_duration,
     format_size,
@@ -16,7 +16,7 @@ from app.cli.formatting import (
     short_id,
     table,
 )
-from app.cli.show_view import format_parameter_count
+from localllm.app.cli.show_view import format_parameter_count
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.cli.main import build_parser, main
+from localllm.app.cli.main import build_parser, main
 
 COMMANDS = [
     "run", "pull", "pulls", "list", "show", "cp", "rm", "ps", "stop", "create",

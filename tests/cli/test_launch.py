@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from model_registry.tiny_gguf import CHATML_TEMPLATE, write_tiny_model
+from localllm.model_registry.tiny_gguf import CHATML_TEMPLATE, write_tiny_model
 from tests.support.cli_e2e import CLI, cli_env, run_cli
 from tests.support.daemon import ROOT, Daemon, make_store
 

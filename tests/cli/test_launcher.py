@@ -9,9 +9,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from daemon.client import launcher
-from daemon.client.launcher import DaemonStartError, connect_url, ensure_daemon, is_loopback
-from daemon.settings import Settings
+from localllm.daemon.client import launcher
+from localllm.daemon.client.launcher import (
+    DaemonStartError,
+    connect_url,
+    ensure_daemon,
+    is_loopback,
+)
+from localllm.daemon.settings import Settings
 from tests.support.daemon import free_port
 from tests.support.modes import mode_of, umask
 

@@ -8,15 +8,15 @@ import shutil
 
 import pytest
 
-from app.cli.errors import CliError
-from app.cli.modelfile_files import (
+from localllm.app.cli.errors import CliError
+from localllm.app.cli.modelfile_files import (
     check_adapters,
     referenced_files,
     sha256_file,
     upload_referenced,
 )
-from app.cli.progress import ProgressBoard
-from model_registry.tiny_lora import write_tiny_lora
+from localllm.app.cli.progress import ProgressBoard
+from localllm.model_registry.tiny_lora import write_tiny_lora
 from tests.support.adapters import NOT_ADAPTERS, not_an_adapter
 from tests.support.cli import FakeClient
 

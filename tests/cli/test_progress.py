@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import io
 
-from app.cli.progress import ProgressBoard, RateMeter, render_bar
-from daemon.api import ProgressResponse
+from localllm.app.cli.progress import ProgressBoard, RateMeter, render_bar
+from localllm.daemon.api import ProgressResponse
 from tests.support.polling import wait_for
 
 DIGEST = "sha256:" + "8eeb52dfb3bb" + "0" * 52
@@ -97,7 +97,7 @@ def test_board_on_a_terminal_throttles_redraws():
 
 
 def test_spinner_draws_until_stopped_and_erases_itself():
-    from app.cli.progress import Spinner
+    from localllm.app.cli.progress import Spinner
 
     stream = io.StringIO()
     spinner = Spinner(stream, interval=0.01).start()

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from daemon.api.remotes import ReplicaInfo
+from localllm.daemon.api.remotes import ReplicaInfo
 from tests.support.cli import MODEL, running_model
 from tests.support.fake_remotes import remote_info
 
@@ -129,7 +129,7 @@ def test_ps_shows_remote_models_in_use(run_cli, fake):
 
 
 def test_no_daemon_is_one_clear_line(run_cli, fake, monkeypatch):
-    from daemon.client import DaemonUnavailable
+    from localllm.daemon.client import DaemonUnavailable
 
     def unreachable():
         raise DaemonUnavailable("cannot reach the daemon at http://127.0.0.1:11435: refused")

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from daemon.api import PlanDevice, PlanPartOut
+from localllm.daemon.api import PlanDevice, PlanPartOut
 from tests.support.cli import PLAN
 
 MIB = 1 << 20

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from app.cli.answer import stream_answer
-from app.cli.thinking_output import BOLD, GREY, RESET, ThinkingOutput
+from localllm.app.cli.answer import stream_answer
+from localllm.app.cli.thinking_output import BOLD, GREY, RESET, ThinkingOutput
 from tests.support.cli import answer_chunks, text_chunk, thinking_chunks, thought_chunk
 
 SPINNER = re.compile(r"\r(\S )?(\x1b\[K)?")  # the spinner's frames and its erasing

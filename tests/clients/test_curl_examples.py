@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from model_registry.importer import import_gguf
-from model_registry.store import Store
-from model_registry.tiny_gguf import write_tiny_model
-from model_registry.tiny_projector import write_tiny_projector
+from localllm.model_registry.importer import import_gguf
+from localllm.model_registry.store import Store
+from localllm.model_registry.tiny_gguf import write_tiny_model
+from localllm.model_registry.tiny_projector import write_tiny_projector
 from tests.support.daemon import Daemon
 from tests.support.local_hub import LocalHub
 

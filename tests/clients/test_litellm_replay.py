@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from model_registry.tiny_gguf import write_tiny_model
+from localllm.model_registry.tiny_gguf import write_tiny_model
 from tests.support.daemon import Daemon, make_store
 
 pytestmark = pytest.mark.slow

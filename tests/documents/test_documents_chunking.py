@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.documents.chunking import chunk_sections
-from app.documents.parsing import Section
+from localllm.app.documents.chunking import chunk_sections
+from localllm.app.documents.parsing import Section
 
 
 def _lines(count: int) -> str:

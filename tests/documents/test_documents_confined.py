@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from app.documents.errors import DocumentError
-from app.documents.index import DocumentIndex
-from app.documents.indexer import Indexer, IndexReport, scan
-from app.documents.parsing import parse
+from localllm.app.documents.errors import DocumentError
+from localllm.app.documents.index import DocumentIndex
+from localllm.app.documents.indexer import Indexer, IndexReport, scan
+from localllm.app.documents.parsing import parse
 from tests.documents.files import write_docx
 
 SECRET = "BEGIN OPENSSH PRIVATE KEY the secret key material"

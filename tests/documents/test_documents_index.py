@@ -9,11 +9,11 @@ import sqlite3
 import numpy as np
 import pytest
 
-from app.documents.chunking import Chunk
-from app.documents.embedder import DaemonEmbedder
-from app.documents.index import DocumentIndex, FileRecord
-from app.documents.indexer import Indexer, IndexProgress, IndexReport, scan
-from app.documents.vectors import load_sqlite_vec
+from localllm.app.documents.chunking import Chunk
+from localllm.app.documents.embedder import DaemonEmbedder
+from localllm.app.documents.index import DocumentIndex, FileRecord
+from localllm.app.documents.indexer import Indexer, IndexProgress, IndexReport, scan
+from localllm.app.documents.vectors import load_sqlite_vec
 from tests.documents.files import write_corpus, write_pdf
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.documents.errors import DocumentError, UnsupportedDocument
-from app.documents.parsing import parse
+from localllm.app.documents.errors import DocumentError, UnsupportedDocument
+from localllm.app.documents.parsing import parse
 from tests.documents.files import CORPUS, write_docx, write_pdf
 
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from app.documents.context import build_context
-from app.documents.embedder import DaemonEmbedder
-from app.documents.index import DocumentIndex
-from app.documents.indexer import Indexer
-from app.documents.retrieval import Retriever, fuse
-from daemon.client import Client
+from localllm.app.documents.context import build_context
+from localllm.app.documents.embedder import DaemonEmbedder
+from localllm.app.documents.index import DocumentIndex
+from localllm.app.documents.indexer import Indexer
+from localllm.app.documents.retrieval import Retriever, fuse
+from localllm.daemon.client import Client
 from tests.documents.files import QUESTIONS, write_corpus
 from tests.support.daemon import Daemon, make_store
 

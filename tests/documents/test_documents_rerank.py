@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from app.documents.index import DocumentIndex
-from app.documents.indexer import Indexer
-from app.documents.reranker import DaemonReranker
-from app.documents.retrieval import RERANKED, Retriever
-from daemon.client import Client
-from model_registry.tiny_reranker import write_tiny_reranker
+from localllm.app.documents.index import DocumentIndex
+from localllm.app.documents.indexer import Indexer
+from localllm.app.documents.reranker import DaemonReranker
+from localllm.app.documents.retrieval import RERANKED, Retriever
+from localllm.daemon.client import Client
+from localllm.model_registry.tiny_reranker import write_tiny_reranker
 from tests.documents.near_misses import write_near_misses
 from tests.support.daemon import Daemon, make_store
 

@@ -105,7 +105,7 @@ class Shooter:
     # the world the app sees
 
     def _publish(self, hub) -> None:
-        from model_registry.tiny_gguf import write_tiny_model
+        from localllm.model_registry.tiny_gguf import write_tiny_model
 
         models = self.folder / "hub-files"
         models.mkdir()
@@ -135,7 +135,9 @@ class Shooter:
         local hub's slow repositories."""
         from tests.support.gui_e2e import GuiDaemon
 
-        raw = json.loads(resources.files("model_registry").joinpath("catalog.json").read_text())
+        raw = json.loads(
+            resources.files("localllm.model_registry").joinpath("catalog.json").read_text()
+        )
         for entry in raw["models"]:
             entry["repo"] = SLOW_REPOS.get(entry["name"], entry["repo"])
         catalog = self.folder / "catalog.json"
@@ -157,7 +159,7 @@ class Shooter:
         from PySide6.QtCore import QTimer
         from PySide6.QtWidgets import QApplication
 
-        from app.gui.main import AppConfig, open_window
+        from localllm.app.gui.main import AppConfig, open_window
         from tests.support.gui_e2e import prefs_in
 
         self.app = app = QApplication(["localllm"])
@@ -190,7 +192,7 @@ class Shooter:
     def _offline_first_run(self) -> None:
         """The first run without internet, before the tour: its own daemon (whose Hugging Face
         is a port nobody listens on) and window, closed once photographed."""
-        from app.gui.main import AppConfig, open_window
+        from localllm.app.gui.main import AppConfig, open_window
         from tests.support.daemon import free_port
         from tests.support.gui_e2e import GuiDaemon, prefs_in
 

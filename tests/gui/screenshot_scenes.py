@@ -25,10 +25,10 @@ LONG_CHAT = (
 def add_model(shot, name: str, *, projector: bool = False, **shape) -> None:
     """A generated model put straight into the daemon's store (as ``localllm create`` would),
     then the library refreshed: no Downloads row, unlike an import through the window."""
-    from model_registry.importer import import_gguf
-    from model_registry.store import Store
-    from model_registry.tiny_gguf import write_tiny_model
-    from model_registry.tiny_projector import write_tiny_projector
+    from localllm.model_registry.importer import import_gguf
+    from localllm.model_registry.store import Store
+    from localllm.model_registry.tiny_gguf import write_tiny_model
+    from localllm.model_registry.tiny_projector import write_tiny_projector
 
     path = write_tiny_model(shot.folder / f"{name}.gguf", **shape)
     eyes = write_tiny_projector(shot.folder / f"mmproj-{name}.gguf") if projector else None
@@ -43,7 +43,7 @@ def other_apps(folder: Path) -> dict[str, str]:
     Hugging Face cache (one file the same as ``tiny-demo``, so it shows as already added),
     LM Studio's folder, an Ollama store, and a folder on another file system (``/dev/shm``,
     where there is one) that must be copied. Returns the daemon's environment naming them."""
-    from model_registry.tiny_gguf import write_tiny_model
+    from localllm.model_registry.tiny_gguf import write_tiny_model
     from tests.support.other_apps import hf_cache_model, lmstudio_model, ollama_model
 
     home = folder / "home"
@@ -181,7 +181,7 @@ def chat_memory(shot) -> None:
     """A chat model at a 512-token context, asked until the model no longer sees the first
     questions: the transcript scrolled to the divider where its memory starts, and the offer
     of a larger context above the message box."""
-    from app.gui.state.chat.memory import DIVIDER_TEXT
+    from localllm.app.gui.state.chat.memory import DIVIDER_TEXT
 
     open_new_chat(shot, "tiny-demo:latest")
     chat, page = shot.window.services.chat, shot.window.chat_page
@@ -324,7 +324,7 @@ def server(shot) -> None:
 def server_remotes(shot):
     """Two remotes added from the Server page: a second real daemon serving two models, and a
     box that does not answer. Returns the second daemon, for the tour to stop."""
-    from model_registry.tiny_gguf import write_tiny_model
+    from localllm.model_registry.tiny_gguf import write_tiny_model
     from tests.support.daemon import Daemon, free_port, make_store
 
     models = {
@@ -394,8 +394,8 @@ def tools_chat(shot) -> None:
 
     from PySide6.QtCore import QUrl
 
-    from app.tools.servers import ServerConfig
-    from model_registry.tiny_gguf import CHATML_TEMPLATE
+    from localllm.app.tools.servers import ServerConfig
+    from localllm.model_registry.tiny_gguf import CHATML_TEMPLATE
 
     template = "{% if tools %}<tools>{{ tools | tojson }}</tools>{% endif %}" + CHATML_TEMPLATE
     add_model(shot, "tiny-tools", n_embd=128, n_layer=4, seed=13, chat_template=template)

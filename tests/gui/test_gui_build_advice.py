@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
-from app.gui.services.bundle import build_services
-from app.gui.state.gateway import Gateway
-from app.gui.views.main_window import MainWindow
-from daemon.api import SystemResponse
+from localllm.app.gui.services.bundle import build_services
+from localllm.app.gui.state.gateway import Gateway
+from localllm.app.gui.views.main_window import MainWindow
+from localllm.daemon.api import SystemResponse
 from tests.support.cli import FakeClient
 from tests.support.gui_e2e import prefs_in
 

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from app.gui.state.model_defaults import ModelDefaults
-from app.gui.state.preferences import DEFAULT_CONTEXT, Preferences, chat_context
-from app.gui.state.records import ModelDetails
+from localllm.app.gui.state.model_defaults import ModelDefaults
+from localllm.app.gui.state.preferences import DEFAULT_CONTEXT, Preferences, chat_context
+from localllm.app.gui.state.records import ModelDetails
 
 GEMMA = ModelDetails(  # trained for 32,768 tokens, which the daemon would run it at
     "gemma3-270m:latest",

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import sqlite3
 
-from app.gui.state.chat.attachments import AttachmentStore, SourceRef
-from app.gui.state.chat.migrations import MIGRATIONS, migrate
-from app.gui.state.chat.records import Conversation, Message
-from app.gui.state.chat.store import ConversationStore
+from localllm.app.gui.state.chat.attachments import AttachmentStore, SourceRef
+from localllm.app.gui.state.chat.migrations import MIGRATIONS, migrate
+from localllm.app.gui.state.chat.records import Conversation, Message
+from localllm.app.gui.state.chat.store import ConversationStore
 
 SOURCE = SourceRef("/docs/manual.pdf", 2, 4, 9, "Blade inspection every 400 hours.")
 

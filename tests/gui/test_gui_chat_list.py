@@ -9,15 +9,15 @@ from datetime import datetime, timedelta
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QMenu
 
-from app.gui.item_models.conversations import CONVERSATION_ROLE, ConversationListModel
-from app.gui.services.chat import ChatController
-from app.gui.state.chat.day_groups import day_group
-from app.gui.state.chat.export import markdown_file_name
-from app.gui.state.chat.records import Conversation, Message
-from app.gui.state.chat.store import ConversationStore
-from app.gui.state.gateway import Gateway
-from app.gui.views.sidebar import ChatSidebar
-from app.gui.workers import Workers
+from localllm.app.gui.item_models.conversations import CONVERSATION_ROLE, ConversationListModel
+from localllm.app.gui.services.chat import ChatController
+from localllm.app.gui.state.chat.day_groups import day_group
+from localllm.app.gui.state.chat.export import markdown_file_name
+from localllm.app.gui.state.chat.records import Conversation, Message
+from localllm.app.gui.state.chat.store import ConversationStore
+from localllm.app.gui.state.gateway import Gateway
+from localllm.app.gui.views.sidebar import ChatSidebar
+from localllm.app.gui.workers import Workers
 from tests.support.cli import FakeClient
 
 NOW = datetime(2026, 11, 28, 15, 0).timestamp()

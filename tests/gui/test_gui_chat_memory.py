@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import sqlite3
 
-from app.gui.state.chat.context_offer import larger_context, offer_ask, offered
-from app.gui.state.chat.errors import explain, overflowed
-from app.gui.state.chat.memory import ChatMemory, memory_start
-from app.gui.state.chat.memory_notice import memory_notice
-from app.gui.state.chat.memory_turns import summary_request, system_turns, to_summarize
-from app.gui.state.chat.migrations import MIGRATIONS, migrate
-from app.gui.state.chat.records import ChatOptions, Conversation, Message
-from app.gui.state.chat.session import ChatSession
-from app.gui.state.chat.store import ConversationStore
-from app.gui.state.gateway import ChatTurn, GatewayError
-from app.gui.state.records import ChatDelta, ChatDone, ModelPlan
-from app.gui.state.setting_plan import PlanAsk, PlanPreview
+from localllm.app.gui.state.chat.context_offer import larger_context, offer_ask, offered
+from localllm.app.gui.state.chat.errors import explain, overflowed
+from localllm.app.gui.state.chat.memory import ChatMemory, memory_start
+from localllm.app.gui.state.chat.memory_notice import memory_notice
+from localllm.app.gui.state.chat.memory_turns import summary_request, system_turns, to_summarize
+from localllm.app.gui.state.chat.migrations import MIGRATIONS, migrate
+from localllm.app.gui.state.chat.records import ChatOptions, Conversation, Message
+from localllm.app.gui.state.chat.session import ChatSession
+from localllm.app.gui.state.chat.store import ConversationStore
+from localllm.app.gui.state.gateway import ChatTurn, GatewayError
+from localllm.app.gui.state.records import ChatDelta, ChatDone, ModelPlan
+from localllm.app.gui.state.setting_plan import PlanAsk, PlanPreview
 
 GIB = 1 << 30
 

@@ -3,13 +3,13 @@ status line says so (the next reply tries again)."""
 
 from __future__ import annotations
 
-from app.gui.services.chat_memory import ChatMemoryKeeper
-from app.gui.state.chat.memory import ChatMemory
-from app.gui.state.chat.records import Conversation, Message
-from app.gui.state.chat.session import ChatSession
-from app.gui.state.gateway import Gateway
-from app.gui.workers import Workers
-from daemon.client import Client
+from localllm.app.gui.services.chat_memory import ChatMemoryKeeper
+from localllm.app.gui.state.chat.memory import ChatMemory
+from localllm.app.gui.state.chat.records import Conversation, Message
+from localllm.app.gui.state.chat.session import ChatSession
+from localllm.app.gui.state.gateway import Gateway
+from localllm.app.gui.workers import Workers
+from localllm.daemon.client import Client
 from tests.support.daemon import free_port
 
 

@@ -3,14 +3,18 @@ how full the context is, and which messages are folded."""
 
 from __future__ import annotations
 
-from app.gui.state.chat.context_use import ContextUse
-from app.gui.state.chat.folding import FOLD_LINES, fold
-from app.gui.state.chat.records import Message
-from app.gui.state.chat.stats import ReplyStats
-from app.gui.state.model_defaults import DAEMON_TEMPERATURE, ModelDefaults, modelfile_parameters
-from app.gui.state.records import ModelDetails
-from daemon.inference.options import runner_options, sampling_params
-from daemon.settings import Settings
+from localllm.app.gui.state.chat.context_use import ContextUse
+from localllm.app.gui.state.chat.folding import FOLD_LINES, fold
+from localllm.app.gui.state.chat.records import Message
+from localllm.app.gui.state.chat.stats import ReplyStats
+from localllm.app.gui.state.model_defaults import (
+    DAEMON_TEMPERATURE,
+    ModelDefaults,
+    modelfile_parameters,
+)
+from localllm.app.gui.state.records import ModelDetails
+from localllm.daemon.inference.options import runner_options, sampling_params
+from localllm.daemon.settings import Settings
 
 GEMMA_PARAMETERS = (
     'stop                           "<end_of_turn>"\ntemperature                    1'

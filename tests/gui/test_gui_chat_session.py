@@ -7,11 +7,11 @@ from dataclasses import replace
 
 import pytest
 
-from app.gui.state.chat.errors import explain
-from app.gui.state.chat.records import DEFAULT_TITLE, ChatOptions, Conversation
-from app.gui.state.chat.session import ChatBusy, ChatSession, title_from
-from app.gui.state.gateway import ChatTurn, GatewayError
-from app.gui.state.records import ChatDelta, ChatDone
+from localllm.app.gui.state.chat.errors import explain
+from localllm.app.gui.state.chat.records import DEFAULT_TITLE, ChatOptions, Conversation
+from localllm.app.gui.state.chat.session import ChatBusy, ChatSession, title_from
+from localllm.app.gui.state.gateway import ChatTurn, GatewayError
+from localllm.app.gui.state.records import ChatDelta, ChatDone
 
 
 class Clock:

@@ -9,15 +9,15 @@ from dataclasses import replace
 
 from PySide6.QtWidgets import QApplication
 
-from app.gui.services.chat import ChatController
-from app.gui.state.chat.records import ChatOptions, Conversation
-from app.gui.state.gateway import Gateway
-from app.gui.state.model_defaults import ModelDefaults
-from app.gui.state.presets import Preset, Presets
-from app.gui.state.records import GpuInfo, ModelDetails, ModelPlan, SystemInfo
-from app.gui.state.setting_plan import PlanAsk, PlanPreview
-from app.gui.views.chat_settings import NO_PRESET, ChatSettingsPanel
-from app.gui.workers import Workers
+from localllm.app.gui.services.chat import ChatController
+from localllm.app.gui.state.chat.records import ChatOptions, Conversation
+from localllm.app.gui.state.gateway import Gateway
+from localllm.app.gui.state.model_defaults import ModelDefaults
+from localllm.app.gui.state.presets import Preset, Presets
+from localllm.app.gui.state.records import GpuInfo, ModelDetails, ModelPlan, SystemInfo
+from localllm.app.gui.state.setting_plan import PlanAsk, PlanPreview
+from localllm.app.gui.views.chat_settings import NO_PRESET, ChatSettingsPanel
+from localllm.app.gui.workers import Workers
 from tests.support.cli import FakeClient
 
 GB = 1_000_000_000

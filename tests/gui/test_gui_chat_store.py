@@ -7,9 +7,14 @@ import sys
 
 import pytest
 
-from app.gui.state.chat.migrations import MIGRATIONS, NewerSchemaError, migrate, schema_version
-from app.gui.state.chat.records import ChatOptions, Conversation, Message, ReplyStats
-from app.gui.state.chat.store import ConversationStore
+from localllm.app.gui.state.chat.migrations import (
+    MIGRATIONS,
+    NewerSchemaError,
+    migrate,
+    schema_version,
+)
+from localllm.app.gui.state.chat.records import ChatOptions, Conversation, Message, ReplyStats
+from localllm.app.gui.state.chat.store import ConversationStore
 from tests.support.modes import mode_of, umask
 
 

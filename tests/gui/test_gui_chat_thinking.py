@@ -8,14 +8,14 @@ import sqlite3
 
 import pytest
 
-from app.gui.state import wire
-from app.gui.state.chat.migrations import MIGRATIONS, migrate
-from app.gui.state.chat.records import Conversation, Message
-from app.gui.state.chat.session import ChatSession
-from app.gui.state.chat.store import ConversationStore
-from app.gui.state.chat.thinking import think_request, thinking_summary
-from app.gui.state.gateway import ChatTurn, Gateway
-from app.gui.state.records import ChatDelta, ChatDone
+from localllm.app.gui.state import wire
+from localllm.app.gui.state.chat.migrations import MIGRATIONS, migrate
+from localllm.app.gui.state.chat.records import Conversation, Message
+from localllm.app.gui.state.chat.session import ChatSession
+from localllm.app.gui.state.chat.store import ConversationStore
+from localllm.app.gui.state.chat.thinking import think_request, thinking_summary
+from localllm.app.gui.state.gateway import ChatTurn, Gateway
+from localllm.app.gui.state.records import ChatDelta, ChatDone
 from tests.support.cli import FakeClient, thinking_chunks
 
 

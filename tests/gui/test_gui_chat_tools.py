@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from app.gui.state.chat.records import Conversation
-from app.gui.state.chat.session import ChatSession
-from app.gui.state.chat.store import ConversationStore
-from app.gui.state.chat.tool_calls import DENIED, DONE, RUNNING, ToolCall, rounds_so_far
-from app.gui.state.records import ChatDelta, ChatDone
+from localllm.app.gui.state.chat.records import Conversation
+from localllm.app.gui.state.chat.session import ChatSession
+from localllm.app.gui.state.chat.store import ConversationStore
+from localllm.app.gui.state.chat.tool_calls import DENIED, DONE, RUNNING, ToolCall, rounds_so_far
+from localllm.app.gui.state.records import ChatDelta, ChatDone
 
 
 def _called(session: ChatSession):
@@ -69,15 +69,15 @@ def test_a_call_running_when_the_app_closed_comes_back_failed():
 
 
 def _block(message):
-    from app.gui.design.tokens import LIGHT
-    from app.gui.views.transcript_html import BlockStyle, message_block
+    from localllm.app.gui.design.tokens import LIGHT
+    from localllm.app.gui.views.transcript_html import BlockStyle, message_block
 
     style = BlockStyle("tiny", LIGHT, lambda _m, text: text)
     return message_block(message, style, last=True, streaming=False, expanded=False)
 
 
 def test_a_waiting_call_offers_approve_always_and_deny_and_shows_its_arguments_as_text():
-    from app.gui.state.chat.records import Message
+    from localllm.app.gui.state.chat.records import Message
 
     call = ToolCall("c1", "files__read", {"path": "<b>notes</b>"})
     shown = _block(Message("m1", "assistant", "", tool_calls=(call,)))
@@ -87,7 +87,7 @@ def test_a_waiting_call_offers_approve_always_and_deny_and_shows_its_arguments_a
 
 
 def test_a_long_result_is_folded_and_untrusted_text_stays_text():
-    from app.gui.state.chat.records import Message
+    from localllm.app.gui.state.chat.records import Message
 
     result = "<script>x</script>\n" + "\n".join(f"line {n}" for n in range(400))
     call = ToolCall("c1", "files__read", {}, DONE, result)
@@ -98,7 +98,7 @@ def test_a_long_result_is_folded_and_untrusted_text_stays_text():
 
 
 def test_a_reply_that_called_tools_offers_no_continue():
-    from app.gui.state.chat.records import Message, ReplyStats
+    from localllm.app.gui.state.chat.records import Message, ReplyStats
 
     cut = ReplyStats(60, None, None, 1.0, done_reason="length")
     assert Message("m1", "assistant", "text", stats=cut).can_continue
@@ -123,15 +123,15 @@ def test_writing_again_denies_the_calls_still_waiting_but_not_one_that_runs():
 
 
 def test_rounds_of_calls_are_counted_since_the_user_wrote_and_capped(qtbot, tmp_path):
-    from app.gui.services.chat_tools import ChatTools
-    from app.gui.state.chat.records import Message
-    from app.gui.state.chat.tool_calls import MAX_ROUNDS
-    from app.gui.state.gateway import Gateway
-    from app.gui.workers import Workers
-    from app.tools.catalog import ToolSpec
-    from app.tools.config_store import McpSettings
-    from app.tools.servers import ServerConfig
-    from model_registry.credentials import NO_KEYRING
+    from localllm.app.gui.services.chat_tools import ChatTools
+    from localllm.app.gui.state.chat.records import Message
+    from localllm.app.gui.state.chat.tool_calls import MAX_ROUNDS
+    from localllm.app.gui.state.gateway import Gateway
+    from localllm.app.gui.workers import Workers
+    from localllm.app.tools.catalog import ToolSpec
+    from localllm.app.tools.config_store import McpSettings
+    from localllm.app.tools.servers import ServerConfig
+    from localllm.model_registry.credentials import NO_KEYRING
 
     call = (ToolCall("c", "a__b", {}, DONE, "x"),)
     messages = [

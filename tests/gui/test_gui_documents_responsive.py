@@ -10,7 +10,7 @@ import threading
 import pytest
 from PySide6.QtCore import QTimer
 
-from app.documents import indexer
+from localllm.app.documents import indexer
 from tests.documents.files import write_pdf
 from tests.gui.test_gui_e2e_chat import _ready
 from tests.support.gui_e2e import GuiDaemon, open_app, tiny_models

@@ -9,11 +9,11 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QUrl, Slot
 from PySide6.QtGui import QDesktopServices, QTextDocument
 
-from app.gui.state.chat.attachments import SourceRef
-from app.gui.state.chat.context_turns import with_context
-from app.gui.state.gateway import ChatTurn
-from app.gui.views.documents_bar import citations_html
-from app.gui.views.source_dialog import SourceDialog
+from localllm.app.gui.state.chat.attachments import SourceRef
+from localllm.app.gui.state.chat.context_turns import with_context
+from localllm.app.gui.state.gateway import ChatTurn
+from localllm.app.gui.views.documents_bar import citations_html
+from localllm.app.gui.views.source_dialog import SourceDialog
 
 SOURCE = SourceRef("/docs/<b>bold<i>.md", None, 3, 5, "Inspect each blade every 400 hours.")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from daemon.runners.types import REBUILD_COMMAND
+from localllm.daemon.runners.types import REBUILD_COMMAND
 from tests.support.crashing_build import crashing_build
 from tests.support.gui_e2e import MODEL, GuiDaemon, open_app, tiny_models
 

@@ -15,10 +15,10 @@ from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QColor, QImage, QTextDocument
 from PySide6.QtWidgets import QMessageBox
 
-from app.gui.markdown_html import MarkdownRenderer
-from app.gui.services.bundle import HISTORY_FILE
-from app.gui.state.chat.store import ConversationStore
-from daemon.client import Client
+from localllm.app.gui.markdown_html import MarkdownRenderer
+from localllm.app.gui.services.bundle import HISTORY_FILE
+from localllm.app.gui.state.chat.store import ConversationStore
+from localllm.daemon.client import Client
 from tests.support.gui_e2e import MODEL, GuiDaemon, open_app, tiny_models, wait_idle
 
 pytestmark = pytest.mark.slow
@@ -27,9 +27,9 @@ LONG_REPLY = 4000  # tokens: more than the context holds, so only Stop (or the c
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory, tiny_model_path):
-    from model_registry.importer import import_gguf
-    from model_registry.store import Store
-    from model_registry.tiny_projector import write_tiny_projector
+    from localllm.model_registry.importer import import_gguf
+    from localllm.model_registry.store import Store
+    from localllm.model_registry.tiny_projector import write_tiny_projector
 
     running = GuiDaemon(tmp_path_factory.mktemp("gui-chat"), tiny_models(tiny_model_path))
     projector = write_tiny_projector(running.root / "projector.gguf")
@@ -325,7 +325,7 @@ def test_models_page_details_copy_and_delete(qtbot, window, daemon, monkeypatch)
     assert "context 2,048 tokens" in page.summary.text() and "llama" in page.summary.text()
     row = library.table.row_of(MODEL)
     qtbot.waitUntil(lambda: library.table.item(row).context_length == 2048)  # the column
-    monkeypatch.setattr("app.gui.views.models_page.ask_text", lambda *a, **k: "tiny-copy")
+    monkeypatch.setattr("localllm.app.gui.views.models_page.ask_text", lambda *a, **k: "tiny-copy")
     page.copy_button.click()
     qtbot.waitUntil(lambda: library.table.row_of("tiny-copy:latest") is not None, timeout=10_000)
     page.table.selectRow(_view_row(page.table, "tiny-copy:latest"))

@@ -12,10 +12,10 @@ from dataclasses import replace
 import pytest
 from PySide6.QtCore import Qt, QUrl
 
-from app.gui.services.bundle import HISTORY_FILE
-from app.gui.state.chat.records import Conversation, Message
-from app.gui.state.chat.store import ConversationStore
-from daemon.client import Client
+from localllm.app.gui.services.bundle import HISTORY_FILE
+from localllm.app.gui.state.chat.records import Conversation, Message
+from localllm.app.gui.state.chat.store import ConversationStore
+from localllm.daemon.client import Client
 from tests.support.gui_e2e import MODEL, GuiDaemon, open_app, tiny_models, wait_idle
 from tests.support.qt_text import laid_out
 
@@ -26,8 +26,8 @@ LONG_REPLY = 4000
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory, tiny_model_path):
-    from model_registry.importer import ModelExtras
-    from model_registry.tiny_gguf import write_tiny_model
+    from localllm.model_registry.importer import ModelExtras
+    from localllm.model_registry.tiny_gguf import write_tiny_model
 
     root = tmp_path_factory.mktemp("gui-replies")
     roomy = write_tiny_model(root / "roomy.gguf", context_length=32_768, seed=3)

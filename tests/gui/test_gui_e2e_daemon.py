@@ -11,11 +11,11 @@ import pytest
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
-from app.gui.item_models.table import ITEM_ROLE
-from app.gui.main import AppConfig, open_window, remembered_lan
-from app.gui.state.daemon_control import lan_address
-from app.gui.state.daemon_health import DaemonState
-from app.gui.views.welcome import OFFLINE_REASON
+from localllm.app.gui.item_models.table import ITEM_ROLE
+from localllm.app.gui.main import AppConfig, open_window, remembered_lan
+from localllm.app.gui.state.daemon_control import lan_address
+from localllm.app.gui.state.daemon_health import DaemonState
+from localllm.app.gui.views.welcome import OFFLINE_REASON
 from tests.support.daemon import free_port
 from tests.support.gui_e2e import MODEL, GuiDaemon, HangingServer, open_app, prefs_in, tiny_models
 from tests.support.local_hub import LocalHub

@@ -10,7 +10,7 @@ from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 from PySide6.QtWidgets import QApplication
 
-from app.gui.services.documents import OFFERED_MODEL, OFFERED_RERANKER
+from localllm.app.gui.services.documents import OFFERED_MODEL, OFFERED_RERANKER
 from tests.documents.files import write_corpus, write_pdf
 from tests.gui.test_gui_e2e_chat import _ready, _type_and_send
 from tests.support.gui_e2e import GuiDaemon, open_app, tiny_models, wait_idle

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
-from model_registry.store import LayerType, Store
+from localllm.model_registry.store import LayerType, Store
 from tests.support.gui_e2e import GuiDaemon, open_app
 from tests.support.other_apps import hf_cache_model
 
@@ -78,7 +78,7 @@ def test_a_model_in_the_hugging_face_cache_is_linked_in_and_chats(qtbot, daemon,
 def test_import_gguf_links_the_chosen_file_too(qtbot, daemon, tmp_path):
     """The Import GGUF… button and a dropped file: the local daemon links the file in rather
     than taking an uploaded copy."""
-    from model_registry.tiny_gguf import write_tiny_model
+    from localllm.model_registry.tiny_gguf import write_tiny_model
 
     source = write_tiny_model(daemon.root / "Chosen-Q8_0.gguf", seed=8)
     services, _window = open_app(qtbot, daemon.gateway(), tmp_path, window=False)

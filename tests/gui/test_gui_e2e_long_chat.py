@@ -11,12 +11,12 @@ from dataclasses import replace
 import pytest
 from PySide6.QtCore import Qt, QUrl
 
-from app.gui.services.bundle import HISTORY_FILE
-from app.gui.state.chat.memory import DIVIDER_TEXT
-from app.gui.state.chat.records import Message
-from app.gui.state.chat.store import ConversationStore
-from app.gui.state.gateway import Gateway
-from daemon.client import Client
+from localllm.app.gui.services.bundle import HISTORY_FILE
+from localllm.app.gui.state.chat.memory import DIVIDER_TEXT
+from localllm.app.gui.state.chat.records import Message
+from localllm.app.gui.state.chat.store import ConversationStore
+from localllm.app.gui.state.gateway import Gateway
+from localllm.daemon.client import Client
 from tests.support.gui_e2e import MODEL, GuiDaemon, open_app, tiny_models, wait_idle
 from tests.support.wire_log import WireLog
 

@@ -8,17 +8,17 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import QUrl
 
-from app.gui.services.chat import ChatController
-from app.gui.services.library import ModelLibrary
-from app.gui.state.chat.errors import LOAD_ANYWAY_HINT
-from app.gui.state.fit import Fit
-from app.gui.state.gateway import Gateway
-from app.gui.views.models_page import ModelsPage
-from app.gui.views.transcript import Transcript
-from app.gui.workers import Workers
-from daemon.client import Client
-from daemon.scheduler import MemoryInfo
-from daemon.server import create_app
+from localllm.app.gui.services.chat import ChatController
+from localllm.app.gui.services.library import ModelLibrary
+from localllm.app.gui.state.chat.errors import LOAD_ANYWAY_HINT
+from localllm.app.gui.state.fit import Fit
+from localllm.app.gui.state.gateway import Gateway
+from localllm.app.gui.views.models_page import ModelsPage
+from localllm.app.gui.views.transcript import Transcript
+from localllm.app.gui.workers import Workers
+from localllm.daemon.client import Client
+from localllm.daemon.scheduler import MemoryInfo
+from localllm.daemon.server import create_app
 from tests.support.in_process import app_settings, serve_in_thread
 from tests.support.polling import wait_for
 
@@ -45,7 +45,7 @@ def memory():
 
 @pytest.fixture
 def daemon(tmp_path, tiny_model_path, memory):
-    from model_registry.importer import ModelExtras
+    from localllm.model_registry.importer import ModelExtras
 
     models = {"tiny": (tiny_model_path, ModelExtras(parameters={"num_predict": 4}))}
 

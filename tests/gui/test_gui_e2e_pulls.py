@@ -11,8 +11,8 @@ import json
 import pytest
 from PySide6.QtWidgets import QMessageBox
 
-from app.gui.state.fit import Fit
-from daemon.client import Client
+from localllm.app.gui.state.fit import Fit
+from localllm.daemon.client import Client
 from tests.support.gui_e2e import GuiDaemon, open_app
 from tests.support.local_hub import LocalHub
 from tests.support.polling import wait_for
@@ -38,7 +38,7 @@ def catalog_entry(name: str, repo: str, quant: str) -> dict:
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    from model_registry.tiny_gguf import write_tiny_model
+    from localllm.model_registry.tiny_gguf import write_tiny_model
 
     root = tmp_path_factory.mktemp("hub-files")
     small = write_tiny_model(root / "q8.gguf", file_type="Q8_0", seed=3).read_bytes()
@@ -198,7 +198,7 @@ def test_a_gguf_dropped_on_the_first_run_page_is_imported(
     qtbot.waitUntil(lambda: window.chat_page.currentWidget() is window.welcome, timeout=10_000)
     asked = []
     monkeypatch.setattr(
-        "app.gui.views.main_window.ask_import_name",
+        "localllm.app.gui.views.main_window.ask_import_name",
         lambda _parent, path: asked.append(path.name) or "dropped",
     )
     mime = QMimeData()

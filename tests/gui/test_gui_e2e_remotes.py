@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 from PySide6.QtWidgets import QMessageBox
 
-from app.gui.state.gateway import ChatTurn
-from app.gui.state.records import ChatDelta
+from localllm.app.gui.state.gateway import ChatTurn
+from localllm.app.gui.state.records import ChatDelta
 from tests.support.daemon import Daemon, free_port, make_store
 from tests.support.gui_e2e import NO_KEYRING, GuiDaemon, open_app
 
@@ -20,7 +20,7 @@ REMOTE_MODEL = "back/tiny"
 
 @pytest.fixture
 def back(tmp_path, tiny_model_path):
-    from model_registry.importer import ModelExtras
+    from localllm.model_registry.importer import ModelExtras
 
     store = make_store(tmp_path / "back", {"tiny": (tiny_model_path, ModelExtras(
         parameters={"num_predict": 6}))})  # fmt: skip

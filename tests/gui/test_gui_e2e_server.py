@@ -11,8 +11,8 @@ import socket
 import httpx
 import pytest
 
-from app.gui.main import PORT_KEY
-from app.gui.state.daemon_health import DaemonState
+from localllm.app.gui.main import PORT_KEY
+from localllm.app.gui.state.daemon_health import DaemonState
 from tests.support.daemon import free_port
 from tests.support.gui_e2e import GuiDaemon, open_app, prefs_in, tiny_models
 

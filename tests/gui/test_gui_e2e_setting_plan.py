@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.gui.state.gateway import Gateway
-from app.gui.state.setting_plan import plan_summary
-from daemon.client import Client
+from localllm.app.gui.state.gateway import Gateway
+from localllm.app.gui.state.setting_plan import plan_summary
+from localllm.daemon.client import Client
 from tests.support.gui_e2e import MODEL, GuiDaemon, open_app, tiny_models
 from tests.support.wire_log import WireLog
 
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
     """``tiny``, trained for 32,768 tokens: every context the app offers is its own."""
-    from model_registry.tiny_gguf import write_tiny_model
+    from localllm.model_registry.tiny_gguf import write_tiny_model
 
     root = tmp_path_factory.mktemp("gui-setting-plan")
     model = write_tiny_model(root / "long.gguf", context_length=32768)

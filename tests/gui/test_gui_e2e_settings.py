@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
-from app.gui.state.fit import GpuLayers, gpu_hint
-from app.gui.state.gateway import Gateway
-from daemon.client import Client
+from localllm.app.gui.state.fit import GpuLayers, gpu_hint
+from localllm.app.gui.state.gateway import Gateway
+from localllm.daemon.client import Client
 from tests.support.gui_e2e import MODEL, GuiDaemon, open_app, tiny_models
 from tests.support.wire_log import WireLog
 
@@ -21,7 +21,7 @@ BASE = "base:latest"
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory, tiny_model_path):
-    from model_registry.tiny_gguf import write_tiny_model
+    from localllm.model_registry.tiny_gguf import write_tiny_model
 
     root = tmp_path_factory.mktemp("gui-settings")
     base = write_tiny_model(root / "base.gguf", chat_template=None, seed=5)

@@ -12,10 +12,10 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
-from app.gui.services.bundle import HISTORY_FILE
-from app.gui.state.chat.store import ConversationStore
-from app.gui.state.gateway import Gateway
-from daemon.client import Client
+from localllm.app.gui.services.bundle import HISTORY_FILE
+from localllm.app.gui.state.chat.store import ConversationStore
+from localllm.app.gui.state.gateway import Gateway
+from localllm.daemon.client import Client
 from tests.support.gui_e2e import GuiDaemon, open_app, wait_idle
 from tests.support.qt_text import click_link
 from tests.support.wire_log import WireLog
@@ -26,7 +26,7 @@ THINKER = "thinker:latest"
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory, thinking_model_path):
-    from model_registry.importer import ModelExtras
+    from localllm.model_registry.importer import ModelExtras
 
     root = tmp_path_factory.mktemp("gui-thinking")
     budget = ModelExtras(parameters={"num_predict": 16, "think_budget": 6, "seed": 3})

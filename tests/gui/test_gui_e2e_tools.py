@@ -13,10 +13,10 @@ import sys
 import pytest
 from PySide6.QtCore import Qt, QUrl
 
-from app.tools.config_store import McpSettings, McpSettingsStore
-from app.tools.servers import ServerConfig
-from model_registry.credentials import NO_KEYRING
-from model_registry.tiny_gguf import CHATML_TEMPLATE
+from localllm.app.tools.config_store import McpSettings, McpSettingsStore
+from localllm.app.tools.servers import ServerConfig
+from localllm.model_registry.credentials import NO_KEYRING
+from localllm.model_registry.tiny_gguf import CHATML_TEMPLATE
 from tests.support.gui_e2e import MODEL, GuiDaemon, open_app, tiny_models, wait_idle
 
 pytestmark = pytest.mark.slow
@@ -50,7 +50,7 @@ server.run()
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
-    from model_registry.tiny_gguf import write_tiny_model
+    from localllm.model_registry.tiny_gguf import write_tiny_model
 
     root = tmp_path_factory.mktemp("gui-tools")
     model = write_tiny_model(root / "caller.gguf", seed=1, chat_template=TOOLS_TEMPLATE)

@@ -11,8 +11,8 @@ import gguf
 import numpy as np
 import pytest
 
-from app.gui.state.daemon_health import DaemonState, DaemonStatus
-from app.gui.state.downloads import Download
+from localllm.app.gui.state.daemon_health import DaemonState, DaemonStatus
+from localllm.app.gui.state.downloads import Download
 from tests.support.gui_e2e import GuiDaemon, open_app, tiny_models
 from tests.support.local_hub import LocalHub
 from tests.support.qt_text import LINK, assert_literal, assert_literal_tooltip, links, shown

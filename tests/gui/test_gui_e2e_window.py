@@ -8,7 +8,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QAbstractButton
 
-from app.gui.views.main_window import PAGES
+from localllm.app.gui.views.main_window import PAGES
 from tests.support.gui_e2e import MODEL, GuiDaemon, open_app, tiny_models
 
 pytestmark = pytest.mark.slow

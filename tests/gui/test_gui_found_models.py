@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
-from app.gui.services.found_models import FoundModels
-from app.gui.state.found_models import found_model, import_step
-from app.gui.state.gateway import Gateway
-from app.gui.views import found_panel
-from app.gui.views.found_panel import FoundPanel
-from app.gui.workers import Workers
-from daemon.api.local_models import ImportProgress, LocalModelOut
+from localllm.app.gui.services.found_models import FoundModels
+from localllm.app.gui.state.found_models import found_model, import_step
+from localllm.app.gui.state.gateway import Gateway
+from localllm.app.gui.views import found_panel
+from localllm.app.gui.views.found_panel import FoundPanel
+from localllm.app.gui.workers import Workers
+from localllm.daemon.api.local_models import ImportProgress, LocalModelOut
 from tests.support.cli import FakeClient
 
 
@@ -76,8 +76,8 @@ def test_every_add_button_has_its_room_at_1024_px(qtbot, tmp_path):
     now give the button its width and cut a long name instead."""
     from PySide6.QtCore import QPoint
 
-    from app.gui.services.bundle import build_services
-    from app.gui.views.main_window import MainWindow
+    from localllm.app.gui.services.bundle import build_services
+    from localllm.app.gui.views.main_window import MainWindow
     from tests.support.gui_e2e import prefs_in
 
     long = "mistral-7b-instruct-v0.3-with-a-very-long-name-somebody-gave-it:q5_k_m"

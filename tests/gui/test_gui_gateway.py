@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from app.gui.state.gateway import ChatTurn, Gateway, GatewayError
-from app.gui.state.records import ChatDelta, ChatDone, PullProgress
-from daemon.api import (
+from localllm.app.gui.state.gateway import ChatTurn, Gateway, GatewayError
+from localllm.app.gui.state.records import ChatDelta, ChatDone, PullProgress
+from localllm.daemon.api import (
     ChatChunk,
     GpuInfo,
     HubFile,
@@ -27,7 +27,7 @@ from daemon.api import (
     ProgressResponse,
     SystemResponse,
 )
-from daemon.client import DaemonTimeout, DaemonUnavailable, ServerError
+from localllm.daemon.client import DaemonTimeout, DaemonUnavailable, ServerError
 from tests.support.cli import SHOW, WHEN, FakeClient, running_model, signature_drift, text_chunk
 
 QWEN = ModelSummary(

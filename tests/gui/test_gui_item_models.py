@@ -6,24 +6,24 @@ from dataclasses import replace
 
 from PySide6.QtCore import QPersistentModelIndex, Qt
 
-from app.gui.item_models.conversations import (
+from localllm.app.gui.item_models.conversations import (
     CONVERSATION_ROLE,
     ConversationFilter,
     ConversationListModel,
 )
-from app.gui.item_models.daemon_tables import (
+from localllm.app.gui.item_models.daemon_tables import (
     CatalogTableModel,
     DownloadsModel,
     HubFilesModel,
     InstalledModelsModel,
     RunningModelsModel,
 )
-from app.gui.item_models.table import BADGES_ROLE, ITEM_ROLE, SORT_ROLE, TONE_ROLE
-from app.gui.state.chat.conversation_list import ConversationList
-from app.gui.state.chat.records import Conversation
-from app.gui.state.downloads import Download
-from app.gui.state.fit import Fit
-from app.gui.state.records import (
+from localllm.app.gui.item_models.table import BADGES_ROLE, ITEM_ROLE, SORT_ROLE, TONE_ROLE
+from localllm.app.gui.state.chat.conversation_list import ConversationList
+from localllm.app.gui.state.chat.records import Conversation
+from localllm.app.gui.state.downloads import Download
+from localllm.app.gui.state.fit import Fit
+from localllm.app.gui.state.records import (
     CatalogModel,
     GpuInfo,
     HubFile,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import QSettings
 
-from app.gui.main import (
+from localllm.app.gui.main import (
     PORT_KEY,
     lan_memory,
     parse_args,
@@ -20,11 +20,11 @@ from app.gui.main import (
     run_app,
     with_remembered_port,
 )
-from app.gui.state.daemon_control import DaemonControl
-from app.gui.system_libraries import SystemLibrary, missing_libraries, qt_platform_problem
-from daemon.client.launcher import DaemonStartError
-from daemon.security.keys import ApiKeyStore
-from daemon.settings import Settings
+from localllm.app.gui.state.daemon_control import DaemonControl
+from localllm.app.gui.system_libraries import SystemLibrary, missing_libraries, qt_platform_problem
+from localllm.daemon.client.launcher import DaemonStartError
+from localllm.daemon.security.keys import ApiKeyStore
+from localllm.daemon.settings import Settings
 
 
 def test_arguments_go_over_the_daemons_own_settings():

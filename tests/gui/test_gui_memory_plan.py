@@ -10,17 +10,17 @@ from dataclasses import replace
 import pytest
 from PySide6.QtCore import Qt
 
-from app.gui.item_models.daemon_tables import (
+from localllm.app.gui.item_models.daemon_tables import (
     CatalogTableModel,
     HubFilesModel,
     InstalledModelsModel,
 )
-from app.gui.item_models.table import TONE_ROLE
-from app.gui.state.chat.errors import LOAD_ANYWAY_HINT, explain, memory_refused
-from app.gui.state.fit import Fit, fit_for, needed_memory, plan_fit
-from app.gui.state.gateway import Gateway, GatewayError
-from app.gui.state.model_plan import bar_rows, memory_text, plan_lines, plan_tip
-from app.gui.state.records import (
+from localllm.app.gui.item_models.table import TONE_ROLE
+from localllm.app.gui.state.chat.errors import LOAD_ANYWAY_HINT, explain, memory_refused
+from localllm.app.gui.state.fit import Fit, fit_for, needed_memory, plan_fit
+from localllm.app.gui.state.gateway import Gateway, GatewayError
+from localllm.app.gui.state.model_plan import bar_rows, memory_text, plan_lines, plan_tip
+from localllm.app.gui.state.records import (
     CatalogModel,
     GpuInfo,
     HubFile,
@@ -30,8 +30,8 @@ from app.gui.state.records import (
     PlanPart,
     SystemInfo,
 )
-from app.gui.state.starter_models import STARTERS, suggest
-from app.gui.state.units import bytes_text
+from localllm.app.gui.state.starter_models import STARTERS, suggest
+from localllm.app.gui.state.units import bytes_text
 from tests.support.cli import PLAN, FakeClient
 
 MB, GB = 1_000_000, 1_000_000_000

@@ -12,23 +12,23 @@ import pytest
 from PySide6.QtCore import QUrl
 from PySide6.QtGui import QColor
 
-from app.gui.design.widgets import page_palette
-from app.gui.services.chat import ChatController
-from app.gui.services.hub import HubService
-from app.gui.services.library import ModelLibrary
-from app.gui.state.chat.errors import LOAD_ANYWAY_HINT
-from app.gui.state.fit import Fit
-from app.gui.state.gateway import Gateway
-from app.gui.state.model_plan import plan_lines
-from app.gui.state.starter_models import STARTERS
-from app.gui.views.discover_page import DiscoverPage, visible_records
-from app.gui.views.models_page import ModelsPage
-from app.gui.views.plan_bar import PlanView
-from app.gui.views.transcript import Transcript
-from app.gui.views.welcome import WelcomePage
-from app.gui.workers import Workers
-from daemon.api import CatalogModel, ChatChunk, HubFile, PlanResponse
-from daemon.client import ServerError
+from localllm.app.gui.design.widgets import page_palette
+from localllm.app.gui.services.chat import ChatController
+from localllm.app.gui.services.hub import HubService
+from localllm.app.gui.services.library import ModelLibrary
+from localllm.app.gui.state.chat.errors import LOAD_ANYWAY_HINT
+from localllm.app.gui.state.fit import Fit
+from localllm.app.gui.state.gateway import Gateway
+from localllm.app.gui.state.model_plan import plan_lines
+from localllm.app.gui.state.starter_models import STARTERS
+from localllm.app.gui.views.discover_page import DiscoverPage, visible_records
+from localllm.app.gui.views.models_page import ModelsPage
+from localllm.app.gui.views.plan_bar import PlanView
+from localllm.app.gui.views.transcript import Transcript
+from localllm.app.gui.views.welcome import WelcomePage
+from localllm.app.gui.workers import Workers
+from localllm.daemon.api import CatalogModel, ChatChunk, HubFile, PlanResponse
+from localllm.daemon.client import ServerError
 from tests.support.cli import PLAN, FakeClient, answer_chunks
 
 REFUSAL = (

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from app.gui.state.chat.records import ChatOptions
-from app.gui.state.presets import Preset, PresetError, Presets, PresetStore, preset_name
+from localllm.app.gui.state.chat.records import ChatOptions
+from localllm.app.gui.state.presets import Preset, PresetError, Presets, PresetStore, preset_name
 
 PRECISE = ChatOptions(temperature=0.1, top_k=20, top_p=0.8, min_p=0.1, repeat_penalty=1.2, seed=7)
 

@@ -8,16 +8,16 @@ from __future__ import annotations
 import pytest
 from PySide6.QtWidgets import QMessageBox
 
-from app.gui.item_models.daemon_tables import InstalledModelsModel, RunningModelsModel
-from app.gui.services.bundle import build_services
-from app.gui.services.remotes import RemotesService
-from app.gui.state import wire
-from app.gui.state.gateway import Gateway
-from app.gui.state.remotes import KEY_IN_ENV, KEY_IN_KEYRING, add_request, remote_status
-from app.gui.views.models_page import ModelsPage
-from app.gui.views.remotes_section import RemotesSection
-from app.gui.workers import Workers
-from daemon.api.remotes import ReplicaInfo
+from localllm.app.gui.item_models.daemon_tables import InstalledModelsModel, RunningModelsModel
+from localllm.app.gui.services.bundle import build_services
+from localllm.app.gui.services.remotes import RemotesService
+from localllm.app.gui.state import wire
+from localllm.app.gui.state.gateway import Gateway
+from localllm.app.gui.state.remotes import KEY_IN_ENV, KEY_IN_KEYRING, add_request, remote_status
+from localllm.app.gui.views.models_page import ModelsPage
+from localllm.app.gui.views.remotes_section import RemotesSection
+from localllm.app.gui.workers import Workers
+from localllm.daemon.api.remotes import ReplicaInfo
 from tests.support.cli import MODEL, FakeClient, running_model
 from tests.support.fake_remotes import remote_info
 
@@ -165,7 +165,7 @@ def test_the_models_page_offers_only_chat_for_a_remote_model(qtbot, tmp_path):
 def test_a_remote_model_in_use_is_shown_but_never_unloaded(qtbot, tmp_path):
     from PySide6.QtGui import QIcon
 
-    from app.gui.views.tray import Tray
+    from localllm.app.gui.views.tray import Tray
 
     fake = FakeClient()
     services = build_services(Gateway(fake), tmp_path, autostart=False)

@@ -9,12 +9,12 @@ import socket
 
 import pytest
 
-from app.gui.state.daemon_control import DaemonControl
-from app.gui.state.daemon_health import DaemonHealth, DaemonState
-from app.gui.state.daemon_log import app_user_agent, is_app_polling, readable, visible_log
-from daemon.client.launcher import DaemonStartError
-from daemon.security.keys import ApiKeyStore
-from daemon.settings import Settings
+from localllm.app.gui.state.daemon_control import DaemonControl
+from localllm.app.gui.state.daemon_health import DaemonHealth, DaemonState
+from localllm.app.gui.state.daemon_log import app_user_agent, is_app_polling, readable, visible_log
+from localllm.daemon.client.launcher import DaemonStartError
+from localllm.daemon.security.keys import ApiKeyStore
+from localllm.daemon.settings import Settings
 
 
 def _request(path: str, agent: str | None, method: str = "GET", status: int = 200) -> str:

@@ -13,22 +13,22 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
-from app.gui.services.bundle import build_services
-from app.gui.services.library import ModelLibrary
-from app.gui.services.setting_plan import SettingPlan
-from app.gui.state.chat.records import ChatOptions
-from app.gui.state.fit import GpuLayers, gpu_hint, needed_memory
-from app.gui.state.gateway import Gateway
-from app.gui.state.records import GpuInfo, SystemInfo
-from app.gui.state.setting_plan import PlanAsk, PlanPreview, memory_options, plan_summary
-from app.gui.state.units import bytes_text
-from app.gui.views.main_window import MainWindow
-from app.gui.views.models_page import ModelsPage
-from app.gui.workers import Workers
-from daemon.api import GpuInfo as ApiGpu
-from daemon.api import PlanDevice, PlanPartOut, PlanResponse, SystemResponse
-from daemon.api.native_chat import TruncatedHistory
-from daemon.client import ServerError
+from localllm.app.gui.services.bundle import build_services
+from localllm.app.gui.services.library import ModelLibrary
+from localllm.app.gui.services.setting_plan import SettingPlan
+from localllm.app.gui.state.chat.records import ChatOptions
+from localllm.app.gui.state.fit import GpuLayers, gpu_hint, needed_memory
+from localllm.app.gui.state.gateway import Gateway
+from localllm.app.gui.state.records import GpuInfo, SystemInfo
+from localllm.app.gui.state.setting_plan import PlanAsk, PlanPreview, memory_options, plan_summary
+from localllm.app.gui.state.units import bytes_text
+from localllm.app.gui.views.main_window import MainWindow
+from localllm.app.gui.views.models_page import ModelsPage
+from localllm.app.gui.workers import Workers
+from localllm.daemon.api import GpuInfo as ApiGpu
+from localllm.daemon.api import PlanDevice, PlanPartOut, PlanResponse, SystemResponse
+from localllm.daemon.api.native_chat import TruncatedHistory
+from localllm.daemon.client import ServerError
 from tests.support.cli import MIB, PLAN, FakeClient, answer_chunks
 from tests.support.gui_e2e import prefs_in
 

@@ -6,16 +6,16 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from app.gui.markdown_html import MarkdownRenderer, copy_target
-from app.gui.state.chat.conversation_list import ConversationList
-from app.gui.state.chat.records import Conversation
-from app.gui.state.daemon_health import DaemonHealth, DaemonState
-from app.gui.state.downloads import Downloads
-from app.gui.state.fit import Fit, fit_for
-from app.gui.state.records import GpuInfo, PullProgress, PullStatus, SystemInfo
-from app.gui.state.snippets import snippets
-from app.gui.state.starter_models import STARTERS, suggest
-from app.gui.state.units import ago, bytes_text, duration_text
+from localllm.app.gui.markdown_html import MarkdownRenderer, copy_target
+from localllm.app.gui.state.chat.conversation_list import ConversationList
+from localllm.app.gui.state.chat.records import Conversation
+from localllm.app.gui.state.daemon_health import DaemonHealth, DaemonState
+from localllm.app.gui.state.downloads import Downloads
+from localllm.app.gui.state.fit import Fit, fit_for
+from localllm.app.gui.state.records import GpuInfo, PullProgress, PullStatus, SystemInfo
+from localllm.app.gui.state.snippets import snippets
+from localllm.app.gui.state.starter_models import STARTERS, suggest
+from localllm.app.gui.state.units import ago, bytes_text, duration_text
 
 GB = 1_000_000_000
 
@@ -166,7 +166,7 @@ def test_pulls_that_leave_the_daemons_list_have_finished():
 def test_imported_files_get_a_valid_default_name():
     from pathlib import Path
 
-    from app.gui.views.import_dialog import suggested_name
+    from localllm.app.gui.views.import_dialog import suggested_name
 
     assert suggested_name(Path("/x/Qwen2.5-0.5B-Instruct-Q4_K_M.gguf")) == (
         "qwen2.5-0.5b-instruct:q4_k_m"

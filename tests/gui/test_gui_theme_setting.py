@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QApplication
 
-from app.gui.main import AppConfig, open_window
-from app.gui.state.gateway import Gateway
-from app.gui.views.main_window import THEME_KEY
+from localllm.app.gui.main import AppConfig, open_window
+from localllm.app.gui.state.gateway import Gateway
+from localllm.app.gui.views.main_window import THEME_KEY
 from tests.support.cli import FakeClient
 from tests.support.gui_e2e import prefs_in
 

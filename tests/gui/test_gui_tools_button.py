@@ -4,15 +4,15 @@ chat's model, and the way to the Tools page."""
 
 from __future__ import annotations
 
-from app.gui.services.bundle import build_services
-from app.gui.services.chat_tools import ChatTools
-from app.gui.state.gateway import Gateway
-from app.gui.views.main_window import MainWindow
-from app.gui.views.tools_menu import ToolsButton
-from app.gui.workers import Workers
-from app.tools.config_store import McpSettingsStore
-from app.tools.servers import ServerConfig
-from model_registry.credentials import NO_KEYRING
+from localllm.app.gui.services.bundle import build_services
+from localllm.app.gui.services.chat_tools import ChatTools
+from localllm.app.gui.state.gateway import Gateway
+from localllm.app.gui.views.main_window import MainWindow
+from localllm.app.gui.views.tools_menu import ToolsButton
+from localllm.app.gui.workers import Workers
+from localllm.app.tools.config_store import McpSettingsStore
+from localllm.app.tools.servers import ServerConfig
+from localllm.model_registry.credentials import NO_KEYRING
 from tests.support.cli import FakeClient
 from tests.support.gui_e2e import prefs_in
 

@@ -11,14 +11,14 @@ import sys
 
 import pytest
 
-from app.gui.services.chat_tools import ChatTools
-from app.gui.state.gateway import Gateway
-from app.gui.state.mcp_json import McpJsonError
-from app.gui.views.mcp_server_dialog import McpServerDialog
-from app.gui.views.tools_page import ToolsPage
-from app.gui.workers import Workers
-from app.tools.config_store import FILE_NAME
-from model_registry.credentials import NO_KEYRING
+from localllm.app.gui.services.chat_tools import ChatTools
+from localllm.app.gui.state.gateway import Gateway
+from localllm.app.gui.state.mcp_json import McpJsonError
+from localllm.app.gui.views.mcp_server_dialog import McpServerDialog
+from localllm.app.gui.views.tools_page import ToolsPage
+from localllm.app.gui.workers import Workers
+from localllm.app.tools.config_store import FILE_NAME
+from localllm.model_registry.credentials import NO_KEYRING
 from tests.support.mcp_servers import write_server
 
 pytestmark = pytest.mark.slow
@@ -86,7 +86,7 @@ def test_a_bad_entry_is_refused_in_the_dialog(qtbot):
 
 
 def test_a_server_that_cannot_start_shows_its_error_in_its_row(qtbot, page, tmp_path):
-    from app.tools.servers import ServerConfig
+    from localllm.app.tools.servers import ServerConfig
 
     page.add(ServerConfig("ghost", command=str(tmp_path / "no-such-program")))
     qtbot.waitUntil(lambda: page.table.rowCount() == 1)

@@ -12,9 +12,9 @@ from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QPoint, Qt, QUrl
 from PySide6.QtGui import QColor, QGuiApplication, QImage
 from PySide6.QtWidgets import QAbstractSlider, QLineEdit, QVBoxLayout, QWidget
 
-from app.gui.state.chat.records import Message
-from app.gui.state.chat.stats import ReplyStats
-from app.gui.views.transcript import Transcript
+from localllm.app.gui.state.chat.records import Message
+from localllm.app.gui.state.chat.stats import ReplyStats
+from localllm.app.gui.views.transcript import Transcript
 from tests.support.qt_text import click_link, laid_out
 
 
@@ -228,7 +228,7 @@ def test_a_code_block_names_its_language_and_copies_its_code(qtbot, transcript):
 def test_the_users_words_sit_in_a_round_cornered_bubble(qtbot, transcript):
     from PySide6.QtGui import QTextTable
 
-    from app.gui.design.tokens import LIGHT
+    from localllm.app.gui.design.tokens import LIGHT
 
     transcript.show_messages((Message("u", "user", "a question in a bubble"),), "tiny", False)
     _settled(qtbot, transcript)
@@ -249,7 +249,7 @@ def _pixel(view: Transcript, x: float, y: float) -> int:
 def test_a_reply_sits_in_a_round_cornered_card_and_its_code_in_a_round_block(qtbot, transcript):
     from PySide6.QtGui import QTextTable
 
-    from app.gui.design.tokens import LIGHT
+    from localllm.app.gui.design.tokens import LIGHT
 
     reply = Message("a", "assistant", "Here:\n\n```python\nx = 1\n```\n\nDone.")
     transcript.show_messages((reply,), "tiny", False)
@@ -275,7 +275,7 @@ def test_a_reply_sits_in_a_round_cornered_card_and_its_code_in_a_round_block(qtb
 
 
 def test_the_message_under_the_pointer_is_highlighted_whole(qtbot, transcript):
-    from app.gui.design.tokens import LIGHT
+    from localllm.app.gui.design.tokens import LIGHT
 
     transcript.resize(640, 600)  # every message on screen
     transcript.show_messages(_chat(2, words=4), "tiny", False)
@@ -320,7 +320,7 @@ def test_the_actions_have_their_room_and_cover_the_quiet_switcher(qtbot, transcr
 
 
 def test_a_replys_quiet_line_counts_live_while_it_streams(qtbot, transcript):
-    from app.gui.state.chat.stats import STREAMING
+    from localllm.app.gui.state.chat.stats import STREAMING
 
     question = Message("u", "user", "count")
     live = ReplyStats(7, 12.5, 0.25, 1.0, done_reason=STREAMING)

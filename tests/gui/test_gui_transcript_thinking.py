@@ -6,9 +6,9 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
-from app.gui.state.chat.records import Message
-from app.gui.state.chat.stats import ReplyStats
-from app.gui.views.transcript import Transcript
+from localllm.app.gui.state.chat.records import Message
+from localllm.app.gui.state.chat.stats import ReplyStats
+from localllm.app.gui.views.transcript import Transcript
 from tests.support.qt_text import LINK, click_link, links
 
 THOUGHT = "First, 1009 is odd.\nIt is not divisible by 3, 7, 11, 13, 17, 19, 23, 29 or 31."

@@ -11,17 +11,17 @@ from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QColor, QDropEvent, QGuiApplication
 from PySide6.QtWidgets import QInputDialog, QLabel, QMessageBox
 
-from app.gui.design.widgets import page_palette
-from app.gui.item_models.conversations import CONVERSATION_ROLE, ConversationListModel
-from app.gui.item_models.daemon_tables import DownloadsModel
-from app.gui.state.chat.records import Conversation, Message
-from app.gui.state.downloads import Download
-from app.gui.state.records import GpuInfo, SystemInfo
-from app.gui.views.import_dialog import ask_import_name
-from app.gui.views.plain_text import confirm
-from app.gui.views.sidebar import ChatSidebar
-from app.gui.views.transcript import Transcript
-from app.gui.views.welcome import WelcomePage
+from localllm.app.gui.design.widgets import page_palette
+from localllm.app.gui.item_models.conversations import CONVERSATION_ROLE, ConversationListModel
+from localllm.app.gui.item_models.daemon_tables import DownloadsModel
+from localllm.app.gui.state.chat.records import Conversation, Message
+from localllm.app.gui.state.downloads import Download
+from localllm.app.gui.state.records import GpuInfo, SystemInfo
+from localllm.app.gui.views.import_dialog import ask_import_name
+from localllm.app.gui.views.plain_text import confirm
+from localllm.app.gui.views.sidebar import ChatSidebar
+from localllm.app.gui.views.transcript import Transcript
+from localllm.app.gui.views.welcome import WelcomePage
 from tests.support.qt_text import LINK, links, shown
 
 GB = 1_000_000_000
@@ -154,10 +154,10 @@ def test_the_chat_list_highlights_the_chat_opened_elsewhere(qtbot):
 
 def test_the_context_meter_says_the_numbers_alone_where_the_sentence_does_not_fit(qtbot):
     """With the chat settings open at 1,024 px the sentence was cut to "...tokens (3"."""
-    from app.gui.state.chat.context_use import ContextUse
-    from app.gui.state.chat.records import Message as ChatMessage
-    from app.gui.state.chat.stats import ReplyStats
-    from app.gui.views.context_meter import ContextMeter
+    from localllm.app.gui.state.chat.context_use import ContextUse
+    from localllm.app.gui.state.chat.records import Message as ChatMessage
+    from localllm.app.gui.state.chat.stats import ReplyStats
+    from localllm.app.gui.views.context_meter import ContextMeter
 
     meter = ContextMeter()
     qtbot.addWidget(meter)

@@ -8,7 +8,7 @@ import threading
 
 from PySide6.QtCore import QTimer
 
-from app.gui.workers import Workers
+from localllm.app.gui.workers import Workers
 
 
 def test_the_event_loop_keeps_running_while_a_request_hangs(qtbot):

@@ -58,7 +58,9 @@ def test_the_bundle_runs_by_itself(bundle):
     done = subprocess.run([bundle / "localllm", "--version"], capture_output=True, text=True)
     assert (done.returncode, done.stdout) == (0, "localllm 0.1.0\n")
     probe = subprocess.run(
-        [bundle / "localllm", "-m", "daemon.runners.worker.probe"], capture_output=True, text=True
+        [bundle / "localllm", "-m", "localllm.daemon.runners.worker.probe"],
+        capture_output=True,
+        text=True,
     )
     build = json.loads(probe.stdout)
     assert build["llama_cpp_version"] == "0.3.36"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from model_registry.tiny_gguf import write_tiny_model
-from model_registry.tiny_lora import write_tiny_lora
-from model_registry.tiny_projector import write_tiny_projector
+from localllm.model_registry.tiny_gguf import write_tiny_model
+from localllm.model_registry.tiny_lora import write_tiny_lora
+from localllm.model_registry.tiny_projector import write_tiny_projector
 
 __all__ = ["NOT_ADAPTERS", "not_an_adapter"]
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from daemon.api import (
+from localllm.daemon.api import (
     CatalogModel,
     ChatChoice,
     ChatChunk,
@@ -47,9 +47,9 @@ from daemon.api import (
     SystemResponse,
     VerifyResponse,
 )
-from daemon.api.local_models import ImportProgress, LocalModelOut, LocalModelsResponse
-from daemon.client import DaemonClient, ModelNotFound
-from daemon.client.protocol import Progress
+from localllm.daemon.api.local_models import ImportProgress, LocalModelOut, LocalModelsResponse
+from localllm.daemon.client import DaemonClient, ModelNotFound
+from localllm.daemon.client.protocol import Progress
 from tests.support.fake_remotes import FakeRemotes
 
 WHEN = "2020-01-01T00:00:00Z"

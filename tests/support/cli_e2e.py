@@ -18,7 +18,7 @@ from pathlib import Path
 from tests.support.daemon import ROOT
 from tests.support.polling import wait_for
 
-CLI = [sys.executable, "-m", "app.cli.main"]
+CLI = [sys.executable, "-m", "localllm.app.cli.main"]
 
 
 def cli_env(tmp: Path, port: int, **extra: str) -> dict[str, str]:
@@ -55,7 +55,7 @@ def run_cli(
 
 
 def daemon_pids(port: int) -> list[int]:
-    """Processes running ``python -m daemon serve --host ...:<port>`` (read from /proc)."""
+    """Processes running ``python -m localllm.daemon serve --host ...:<port>`` (read from /proc)."""
     found = []
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         try:
@@ -63,7 +63,7 @@ def daemon_pids(port: int) -> list[int]:
         except OSError:
             continue
         if (
-            b"daemon" in argv
+            b"localllm.daemon" in argv
             and b"serve" in argv
             and any(arg.endswith(f":{port}".encode()) for arg in argv)
         ):

@@ -1,4 +1,5 @@
-"""Helpers for end-to-end tests: a real daemon (``python -m daemon serve``) in a subprocess on
+"""Helpers for end-to-end tests: a real daemon (``python -m localllm.daemon serve``) in a
+subprocess on
 a free loopback port, with its own temporary store of generated tiny models."""
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ def free_port() -> int:
 def make_store(root: Path, models: Mapping[str, Path | tuple[Path, object]]) -> Path:
     """A store at ``root`` holding each GGUF under its name, optionally with ``ModelExtras``
     (SYSTEM, TEMPLATE, ...), imported as ``localllm create`` would."""
-    from model_registry.importer import ModelExtras, import_gguf
-    from model_registry.store import Store
+    from localllm.model_registry.importer import ModelExtras, import_gguf
+    from localllm.model_registry.store import Store
 
     store = Store(root)
     for name, source in models.items():
@@ -85,7 +86,7 @@ class Daemon:
         self.config_dir = Path(full_env["LOCALLLM_CONFIG"])
         self._log = self.log_path.open("ab")  # O_APPEND: a test may add lines too
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "daemon", "serve", "--host", f"127.0.0.1:{self.port}"],
+            [sys.executable, "-m", "localllm.daemon", "serve", "--host", f"127.0.0.1:{self.port}"],
             cwd=ROOT,
             env=full_env,
             stdout=self._log,

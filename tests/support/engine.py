@@ -7,8 +7,8 @@ import tempfile
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 
-from daemon.runners.protocol import FrameReader, FrameWriter
-from daemon.runners.types import GenerateCall, RunnerSpec
+from localllm.daemon.runners.protocol import FrameReader, FrameWriter
+from localllm.daemon.runners.types import GenerateCall, RunnerSpec
 
 __all__ = ["run_engine"]
 
@@ -23,7 +23,7 @@ def run_engine(
     request id, ids counted from 1.
     Each round's requests run together, the rounds one after another on the same engine (its
     slots and caches reused); ``prepare`` gets the engine before the first request."""
-    from daemon.runners.worker.engine import Engine  # imports llama_cpp: only when used
+    from localllm.daemon.runners.worker.engine import Engine  # imports llama_cpp: only when used
 
     ids: dict[int, list[int]] = defaultdict(list)
     done: dict[int, dict] = {}

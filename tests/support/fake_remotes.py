@@ -7,14 +7,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from daemon.api.remotes import (
+from localllm.daemon.api.remotes import (
     RemoteAddRequest,
     RemoteInfo,
     RemoteList,
     RemoteModelOut,
     ReplicaInfo,
 )
-from daemon.client import Conflict, RemoteNotFound
+from localllm.daemon.client import Conflict, RemoteNotFound
 
 __all__ = ["FakeRemotes", "remote_info"]
 

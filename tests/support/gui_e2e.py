@@ -18,13 +18,13 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings
 
-from app.gui.main import lan_memory, port_memory
-from app.gui.services.bundle import Services, build_services
-from app.gui.state.daemon_control import DaemonControl
-from app.gui.state.gateway import Gateway
-from app.gui.views.main_window import MainWindow
-from daemon.security.keys import ApiKeyStore
-from daemon.settings import Settings
+from localllm.app.gui.main import lan_memory, port_memory
+from localllm.app.gui.services.bundle import Services, build_services
+from localllm.app.gui.state.daemon_control import DaemonControl
+from localllm.app.gui.state.gateway import Gateway
+from localllm.app.gui.views.main_window import MainWindow
+from localllm.daemon.security.keys import ApiKeyStore
+from localllm.daemon.settings import Settings
 from tests.support.daemon import Daemon, free_port, make_store
 
 __all__ = [
@@ -44,7 +44,7 @@ NO_KEYRING = "keyring.backends.fail.Keyring"  # secrets go to files under the te
 def tiny_models(path: Path, num_predict: int = 12) -> dict:
     """``make_store`` models: ``tiny`` answers in ``num_predict`` tokens (quick, and never
     endless: a tiny model with random weights never stops on its own)."""
-    from model_registry.importer import ModelExtras
+    from localllm.model_registry.importer import ModelExtras
 
     return {"tiny": (path, ModelExtras(parameters={"num_predict": num_predict}))}
 

@@ -1,6 +1,6 @@
 """A daemon app served in this process, for tests that run the real ``daemon.client.Client``
-against the real app without starting ``python -m daemon`` (``serve_in_thread``), or that talk
-to it through starlette's ``TestClient`` (``app_settings``, ``app_client``).
+against the real app without starting ``python -m localllm.daemon`` (``serve_in_thread``), or that
+talk to it through starlette's ``TestClient`` (``app_settings``, ``app_client``).
 
 Uvicorn serves the app on a free 127.0.0.1 port in a thread: a real socket and the server the
 shipped daemon runs, through public API only. (httpx's ``ASGITransport`` is async-only, so the
@@ -19,8 +19,8 @@ from pathlib import Path
 import uvicorn
 from fastapi.testclient import TestClient
 
-from daemon.server.app import create_app
-from daemon.settings import Settings
+from localllm.daemon.server.app import create_app
+from localllm.daemon.settings import Settings
 from tests.support.daemon import make_store
 from tests.support.polling import wait_for
 

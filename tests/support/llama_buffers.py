@@ -12,7 +12,7 @@ import dataclasses
 import functools
 import tempfile
 
-from daemon.runners.types import LlamaBuffer, RunnerSpec
+from localllm.daemon.runners.types import LlamaBuffer, RunnerSpec
 
 __all__ = ["MeasuredModel", "measure_buffers"]
 
@@ -22,7 +22,7 @@ def _router():
     """llama.cpp's log callback is the process's: installed once, its ledger swapped per load."""
     import llama_cpp
 
-    from daemon.runners.worker.system import LogRouter
+    from localllm.daemon.runners.worker.system import LogRouter
 
     llama_cpp.llama_backend_init()
     return LogRouter()
@@ -32,8 +32,8 @@ class MeasuredModel:
     """A model loaded as the runner loads it (with ``spec``), and its buffers."""
 
     def __init__(self, spec: RunnerSpec):
-        from daemon.runners.worker.buffers import BufferLedger
-        from daemon.runners.worker.model import Model
+        from localllm.daemon.runners.worker.buffers import BufferLedger
+        from localllm.daemon.runners.worker.model import Model
 
         router = _router()
         router.ledger = ledger = BufferLedger()
@@ -46,9 +46,9 @@ class MeasuredModel:
         flash attention the context was given ("on", "off" or llama.cpp's "auto")."""
         import llama_cpp
 
-        from daemon.runners.protocol import FrameWriter
-        from daemon.runners.worker.buffers import BufferLedger
-        from daemon.runners.worker.engine import Engine
+        from localllm.daemon.runners.protocol import FrameWriter
+        from localllm.daemon.runners.worker.buffers import BufferLedger
+        from localllm.daemon.runners.worker.engine import Engine
 
         if spec.model_paths != self.model.spec.model_paths:
             raise ValueError("a context of another model")

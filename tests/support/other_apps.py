@@ -9,7 +9,7 @@ import os
 import shutil
 from pathlib import Path
 
-from model_registry.tiny_gguf import write_tiny_model
+from localllm.model_registry.tiny_gguf import write_tiny_model
 
 
 def hf_cache_model(hub: Path, repo: str, file_name: str, seed: int = 0, **shape) -> Path:

@@ -13,7 +13,7 @@ __all__ = ["PullThread", "fast_pull_options", "sidecar_completed"]
 
 def fast_pull_options(**overrides: Any):
     """Download options sized for tests: 64 KiB parts, 1 s stall timeout, quick retries."""
-    from model_registry.pull import DownloadOptions
+    from localllm.model_registry.pull import DownloadOptions
 
     defaults = dict(
         connections=4,
@@ -30,7 +30,7 @@ def fast_pull_options(**overrides: Any):
 
 def sidecar_completed(state_path: Path) -> int:
     """Bytes a partial download's sidecar records (0 if there is none yet)."""
-    from model_registry.pull.partial import PartialState
+    from localllm.model_registry.pull.partial import PartialState
 
     state = PartialState.load(state_path)
     return state.completed if state else 0

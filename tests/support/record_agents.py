@@ -52,7 +52,7 @@ DAEMON_ENV = {
 def agent_store(root: Path) -> Path:
     """A store holding ``tiny``: a generated model whose answers end after a few words, as an
     agent waits for, with room for an agent's prompt."""
-    from model_registry.tiny_gguf import write_tiny_model
+    from localllm.model_registry.tiny_gguf import write_tiny_model
     from tests.support.daemon import make_store
 
     root.mkdir(parents=True, exist_ok=True)

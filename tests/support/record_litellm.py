@@ -48,7 +48,7 @@ print(litellm.__version__ if hasattr(litellm, "__version__") else "")
 
 
 def record(python: str, tmp: Path) -> dict:
-    from model_registry.tiny_gguf import write_tiny_model
+    from localllm.model_registry.tiny_gguf import write_tiny_model
 
     model = write_tiny_model(tmp / "tiny.gguf", seed=2, end_of_turn="soon")
     out = tmp / "requests.jsonl"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import httpx
 
-from daemon.security.keys import ADMIN_HEADER, AdminTokenStore
+from localllm.daemon.security.keys import ADMIN_HEADER, AdminTokenStore
 from tests.support.daemon import Daemon, make_store
 
 __all__ = ["add_remote", "admin_headers", "front_daemon", "remove_remote"]

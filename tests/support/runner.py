@@ -14,9 +14,15 @@ from pathlib import Path
 import gguf
 import numpy as np
 
-from daemon.runners.process import RunnerProcess
-from daemon.runners.types import DoneEvent, GenerateCall, RunnerSpec, SamplingParams, TokenEvent
-from model_registry.tiny_gguf import write_tiny_model
+from localllm.daemon.runners.process import RunnerProcess
+from localllm.daemon.runners.types import (
+    DoneEvent,
+    GenerateCall,
+    RunnerSpec,
+    SamplingParams,
+    TokenEvent,
+)
+from localllm.model_registry.tiny_gguf import write_tiny_model
 
 __all__ = [
     "GREEDY",

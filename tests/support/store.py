@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from model_registry.digests import Digest
-from model_registry.store import BlobRef, Layer, LayerType, Manifest, Store
+from localllm.model_registry.digests import Digest
+from localllm.model_registry.store import BlobRef, Layer, LayerType, Manifest, Store
 
 
 def put_model(store: Store, name: str, *payloads: bytes) -> Manifest:

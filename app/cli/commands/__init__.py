@@ -5,7 +5,7 @@ The order here is the order ``localllm --help`` lists them in.
 
 from __future__ import annotations
 
-from app.cli.commands import (
+from localllm.app.cli.commands import (
     accounts,
     create,
     doctor,

@@ -11,12 +11,12 @@ from __future__ import annotations
 import argparse
 import getpass
 
-from app.cli.context import Context
-from app.cli.errors import CliError
-from app.cli.parsing import add_command
-from daemon.security.keys import ApiKeyStore
-from daemon.settings import DEFAULT_PORT
-from model_registry.hf_token import delete_hf_token, store_hf_token
+from localllm.app.cli.context import Context
+from localllm.app.cli.errors import CliError
+from localllm.app.cli.parsing import add_command
+from localllm.daemon.security.keys import ApiKeyStore
+from localllm.daemon.settings import DEFAULT_PORT
+from localllm.model_registry.hf_token import delete_hf_token, store_hf_token
 
 __all__ = ["register"]
 

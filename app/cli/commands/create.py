@@ -1,8 +1,8 @@
 """``localllm create NAME -f Modelfile``: a model from a GGUF file or from another model.
 
 Files the Modelfile names are hashed and uploaded as blobs first (see
-:mod:`app.cli.modelfile_files`); the daemon then builds the model from the Modelfile text and
-those digests, streaming its steps, which are shown like pull progress. A file outside the
+:mod:`localllm.app.cli.modelfile_files`); the daemon then builds the model from the Modelfile text
+and those digests, streaming its steps, which are shown like pull progress. A file outside the
 Modelfile's folder is uploaded only once the person says yes (or passes ``--yes``): a
 Modelfile from elsewhere must not be able to send ``~/.ssh/id_rsa`` off quietly.
 """
@@ -12,17 +12,17 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from app.cli.context import Context
-from app.cli.errors import CliError
-from app.cli.modelfile_files import (
+from localllm.app.cli.context import Context
+from localllm.app.cli.errors import CliError
+from localllm.app.cli.modelfile_files import (
     ReferencedFile,
     check_adapters,
     referenced_files,
     upload_referenced,
 )
-from app.cli.parsing import add_command
-from app.cli.progress import ProgressBoard
-from daemon.client import ClientError
+from localllm.app.cli.parsing import add_command
+from localllm.app.cli.progress import ProgressBoard
+from localllm.daemon.client import ClientError
 
 __all__ = ["register"]
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import argparse
 
-from app.cli.context import Context
-from app.cli.doctor import collect, findings, render_table, to_json
-from app.cli.parsing import add_command, dump_json
+from localllm.app.cli.context import Context
+from localllm.app.cli.doctor import collect, findings, render_table, to_json
+from localllm.app.cli.parsing import add_command, dump_json
 
 __all__ = ["register"]
 

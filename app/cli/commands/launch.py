@@ -31,15 +31,15 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import FrameType
 
-from app.cli.agent_program import ProgramError, find_program
-from app.cli.agents import AGENTS, MIN_CONTEXT, Agent, Setup, Target
-from app.cli.commands.running import same_model
-from app.cli.context import Context
-from app.cli.errors import CliError
-from app.cli.parsing import add_command
-from daemon.api import ShowResponse
-from daemon.client import ClientError
-from daemon.client.launcher import connect_url
+from localllm.app.cli.agent_program import ProgramError, find_program
+from localllm.app.cli.agents import AGENTS, MIN_CONTEXT, Agent, Setup, Target
+from localllm.app.cli.commands.running import same_model
+from localllm.app.cli.context import Context
+from localllm.app.cli.errors import CliError
+from localllm.app.cli.parsing import add_command
+from localllm.daemon.api import ShowResponse
+from localllm.daemon.client import ClientError
+from localllm.daemon.client.launcher import connect_url
 
 __all__ = ["register"]
 

@@ -13,14 +13,14 @@ import argparse
 from collections.abc import Iterator
 from pathlib import Path
 
-from app.cli.context import Context
-from app.cli.errors import CliError
-from app.cli.formatting import format_size, table
-from app.cli.parsing import add_command
-from app.cli.progress import ProgressBoard
-from daemon.api import ProgressResponse
-from daemon.api.local_models import ImportProgress, LocalModelOut
-from daemon.client import ClientError
+from localllm.app.cli.context import Context
+from localllm.app.cli.errors import CliError
+from localllm.app.cli.formatting import format_size, table
+from localllm.app.cli.parsing import add_command
+from localllm.app.cli.progress import ProgressBoard
+from localllm.daemon.api import ProgressResponse
+from localllm.daemon.api.local_models import ImportProgress, LocalModelOut
+from localllm.daemon.client import ClientError
 
 __all__ = ["register"]
 

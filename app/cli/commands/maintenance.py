@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import argparse
 
-from app.cli.context import Context
-from app.cli.formatting import format_size, short_id, table
-from app.cli.parsing import add_command, add_json_flag, dump_json
-from daemon.api import VerifyResponse
+from localllm.app.cli.context import Context
+from localllm.app.cli.formatting import format_size, short_id, table
+from localllm.app.cli.parsing import add_command, add_json_flag, dump_json
+from localllm.daemon.api import VerifyResponse
 
 __all__ = ["problems", "register"]
 

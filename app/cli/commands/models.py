@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 from datetime import UTC, datetime
 
-from app.cli.context import Context
-from app.cli.errors import EXIT_USAGE, CliError
-from app.cli.formatting import format_size, parse_time, relative_time, short_id, table
-from app.cli.parsing import add_command, add_json_flag, dump_json
-from app.cli.plan_view import render_plan
-from app.cli.show_view import parameter_lines, render_show
-from daemon.client import ClientError
+from localllm.app.cli.context import Context
+from localllm.app.cli.errors import EXIT_USAGE, CliError
+from localllm.app.cli.formatting import format_size, parse_time, relative_time, short_id, table
+from localllm.app.cli.parsing import add_command, add_json_flag, dump_json
+from localllm.app.cli.plan_view import render_plan
+from localllm.app.cli.show_view import parameter_lines, render_show
+from localllm.daemon.client import ClientError
 
 __all__ = ["register"]
 

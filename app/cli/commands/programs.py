@@ -1,6 +1,6 @@
 """Commands that hand over to another program: ``serve`` (the daemon) and ``app`` (the GUI).
 
-``serve`` replaces this process with ``python -m daemon serve`` rather than importing the
+``serve`` replaces this process with ``python -m localllm.daemon serve`` rather than importing the
 server, so the CLI never loads FastAPI or the scheduler; the daemon's own errors (such as
 refusing a network address without an API key) reach the user unchanged. ``app`` imports the
 desktop app only when asked, so no other command pays for loading Qt.
@@ -13,10 +13,10 @@ import os
 import subprocess
 import sys
 
-from app.cli.context import Context
-from app.cli.errors import CliError
-from app.cli.parsing import add_command
-from app.gui.system_libraries import qt_platform_problem
+from localllm.app.cli.context import Context
+from localllm.app.cli.errors import CliError
+from localllm.app.cli.parsing import add_command
+from localllm.app.gui.system_libraries import qt_platform_problem
 
 __all__ = ["register"]
 
@@ -62,7 +62,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def _serve(context: Context, args: argparse.Namespace) -> int:
-    argv = [sys.executable, "-m", "daemon", "serve"]
+    argv = [sys.executable, "-m", "localllm.daemon", "serve"]
     if args.host:
         argv += ["--host", args.host]
     if args.log_level:
@@ -81,7 +81,7 @@ def _app(context: Context, args: argparse.Namespace) -> int:
     if problem is not None:
         raise CliError(problem)
     try:
-        from app.gui.main import run_app
+        from localllm.app.gui.main import run_app
     except ImportError as error:
         raise CliError(f"the desktop app cannot start: {error} (is PySide6 installed?)") from None
     return run_app(list(args.extra))

@@ -11,13 +11,13 @@ import argparse
 import contextlib
 import json
 
-from app.cli.context import Context
-from app.cli.errors import EXIT_INTERRUPTED, CliError
-from app.cli.formatting import format_size, table
-from app.cli.parsing import add_command, add_json_flag, dump_json
-from app.cli.progress import ProgressBoard
-from daemon.api import PullRecordOut
-from daemon.client import ClientError, DaemonClient
+from localllm.app.cli.context import Context
+from localllm.app.cli.errors import EXIT_INTERRUPTED, CliError
+from localllm.app.cli.formatting import format_size, table
+from localllm.app.cli.parsing import add_command, add_json_flag, dump_json
+from localllm.app.cli.progress import ProgressBoard
+from localllm.daemon.api import PullRecordOut
+from localllm.daemon.client import ClientError, DaemonClient
 
 __all__ = ["pull_model", "register"]
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 import argparse
 import getpass
 
-from app.cli.context import Context
-from app.cli.errors import EXIT_USAGE, CliError
-from app.cli.formatting import table
-from app.cli.parsing import add_command, add_json_flag, dump_json
-from app.cli.remote_view import remote_rows
-from daemon.api.remotes import RemoteAddRequest
-from daemon.client import RemoteNotFound
+from localllm.app.cli.context import Context
+from localllm.app.cli.errors import EXIT_USAGE, CliError
+from localllm.app.cli.formatting import table
+from localllm.app.cli.parsing import add_command, add_json_flag, dump_json
+from localllm.app.cli.remote_view import remote_rows
+from localllm.daemon.api.remotes import RemoteAddRequest
+from localllm.daemon.client import RemoteNotFound
 
 __all__ = ["register"]
 

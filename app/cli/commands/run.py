@@ -3,7 +3,7 @@
 Piped input becomes the prompt (``cat notes.txt | localllm run qwen "summarize"``); with no
 prompt on a terminal the chat opens. A model that is not in the store is pulled first. For a
 model that sees images, image files named in the prompt are attached. A thinking model's
-reasoning is shown apart from the answer (:mod:`app.cli.thinking_output`).
+reasoning is shown apart from the answer (:mod:`localllm.app.cli.thinking_output`).
 """
 
 from __future__ import annotations
@@ -11,17 +11,17 @@ from __future__ import annotations
 import argparse
 import json
 
-from app.cli.answer import stream_answer, timing_lines
-from app.cli.attachments import ImageError, model_sees_images, user_message
-from app.cli.chat_input import parse_options
-from app.cli.chat_session import ChatSession
-from app.cli.commands.pull import pull_model
-from app.cli.context import Context
-from app.cli.errors import EXIT_INTERRUPTED, EXIT_USAGE, CliError
-from app.cli.parsing import add_command
-from app.cli.thinking_output import THINK_VALUES, ThinkingOutput
-from daemon.api import ShowResponse
-from daemon.client import ModelNotFound
+from localllm.app.cli.answer import stream_answer, timing_lines
+from localllm.app.cli.attachments import ImageError, model_sees_images, user_message
+from localllm.app.cli.chat_input import parse_options
+from localllm.app.cli.chat_session import ChatSession
+from localllm.app.cli.commands.pull import pull_model
+from localllm.app.cli.context import Context
+from localllm.app.cli.errors import EXIT_INTERRUPTED, EXIT_USAGE, CliError
+from localllm.app.cli.parsing import add_command
+from localllm.app.cli.thinking_output import THINK_VALUES, ThinkingOutput
+from localllm.daemon.api import ShowResponse
+from localllm.daemon.client import ModelNotFound
 
 __all__ = ["build_prompt", "register"]
 

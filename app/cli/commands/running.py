@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 from datetime import UTC, datetime
 
-from app.cli.context import Context
-from app.cli.errors import CliError
-from app.cli.formatting import format_size, format_until, short_id, table
-from app.cli.parsing import add_command, add_json_flag, dump_json
-from daemon.api import RunningModel
+from localllm.app.cli.context import Context
+from localllm.app.cli.errors import CliError
+from localllm.app.cli.formatting import format_size, format_until, short_id, table
+from localllm.app.cli.parsing import add_command, add_json_flag, dump_json
+from localllm.daemon.api import RunningModel
 
 __all__ = ["register", "same_model"]
 

@@ -5,8 +5,8 @@ warnings; ``render_table`` and ``to_json`` format both. The command lives in
 ``app.cli.commands.doctor``.
 """
 
-from app.cli.doctor.collect import collect
-from app.cli.doctor.render import render_table, to_json
-from app.cli.doctor.report import Finding, Report, findings
+from localllm.app.cli.doctor.collect import collect
+from localllm.app.cli.doctor.render import render_table, to_json
+from localllm.app.cli.doctor.report import Finding, Report, findings
 
 __all__ = ["Finding", "Report", "collect", "findings", "render_table", "to_json"]

@@ -11,10 +11,10 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from importlib.metadata import PackageNotFoundError, version
 
-from app.cli.doctor.daemon_state import daemon_state
-from app.cli.doctor.probes import apple_gpu, llama_build, memory, nvidia_gpus, store_state
-from app.cli.doctor.report import Report
-from daemon.settings import Settings
+from localllm.app.cli.doctor.daemon_state import daemon_state
+from localllm.app.cli.doctor.probes import apple_gpu, llama_build, memory, nvidia_gpus, store_state
+from localllm.app.cli.doctor.report import Report
+from localllm.daemon.settings import Settings
 
 __all__ = ["collect"]
 

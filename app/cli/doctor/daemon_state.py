@@ -10,10 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from app.cli.doctor.report import DaemonState
-from daemon.client import Client, ClientError, DaemonClient, Unauthorized
-from daemon.client.launcher import DaemonStartError, connect_url, daemon_answers, is_loopback
-from daemon.settings import Settings
+from localllm.app.cli.doctor.report import DaemonState
+from localllm.daemon.client import Client, ClientError, DaemonClient, Unauthorized
+from localllm.daemon.client.launcher import (
+    DaemonStartError,
+    connect_url,
+    daemon_answers,
+    is_loopback,
+)
+from localllm.daemon.settings import Settings
 
 __all__ = ["daemon_state"]
 

@@ -1,7 +1,7 @@
 """How ``localllm doctor`` looks at this computer: each probe returns data and never raises.
 
-The llama.cpp build is asked in a subprocess (``python -m daemon.runners.selftest``, with this
-program's own ``sys.executable``, which is the bundle in a frozen install): it reports what the
+The llama.cpp build is asked in a subprocess (``python -m localllm.daemon.runners.selftest``, with
+this program's own ``sys.executable``, which is the bundle in a frozen install): it reports what the
 build supports and proves that it runs here, by loading tiny models in real runners. A broken
 native library, or one built for another CPU, then shows up as a finding instead of killing
 the doctor. Commands go through
@@ -20,8 +20,8 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import daemon
-from app.cli.doctor.report import Gpu, LlamaBuild, Memory, StoreState
+from localllm import daemon
+from localllm.app.cli.doctor.report import Gpu, LlamaBuild, Memory, StoreState
 
 __all__ = [
     "Run",
@@ -37,10 +37,10 @@ __all__ = [
 ]
 
 Run = Callable[[Sequence[str], float], "subprocess.CompletedProcess[str]"]
-SELFTEST_MODULE = "daemon.runners.selftest"
+SELFTEST_MODULE = "localllm.daemon.runners.selftest"
 _NVIDIA_QUERY = "--query-gpu=name,memory.total,memory.free,driver_version"
 _MIB = 1 << 20
-_PACKAGE_ROOT = Path(daemon.__file__).resolve().parents[1]  # the probe runs beside `daemon`
+_PACKAGE_ROOT = Path(daemon.__file__).resolve().parents[1]  # where the package was installed from
 
 
 def run_command(argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from app.cli.doctor.report import (
+from localllm.app.cli.doctor.report import (
     DaemonState,
     Finding,
     Gpu,
@@ -18,7 +18,7 @@ from app.cli.doctor.report import (
     StoreState,
     store_agrees,
 )
-from app.cli.formatting import format_size
+from localllm.app.cli.formatting import format_size
 
 __all__ = ["feature_summary", "render_table", "to_json"]
 

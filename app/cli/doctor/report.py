@@ -1,7 +1,7 @@
 """What ``localllm doctor`` found, as frozen data, and the problems that data shows.
 
-The probes (:mod:`app.cli.doctor.probes`) fill a :class:`Report`; :func:`findings` judges it
-and the renderer only formats. Keeping the judging apart from both means every rule is a plain
+The probes (:mod:`localllm.app.cli.doctor.probes`) fill a :class:`Report`; :func:`findings` judges
+it and the renderer only formats. Keeping the judging apart from both means every rule is a plain
 function of data, tested without a GPU, a daemon or a second machine.
 """
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from app.gui.design.tokens import RADIUS, SPACE, TYPE, Palette
+from localllm.app.gui.design.tokens import RADIUS, SPACE, TYPE, Palette
 
 __all__ = ["stylesheet"]
 

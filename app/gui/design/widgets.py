@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.gui.design.tokens import SPACE, Palette, palette
+from localllm.app.gui.design.tokens import SPACE, Palette, palette
 
 __all__ = [
     "Banner",

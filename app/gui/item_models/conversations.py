@@ -19,8 +19,8 @@ from PySide6.QtCore import (
     Signal,
 )
 
-from app.gui.state.chat.conversation_list import ConversationList
-from app.gui.state.chat.records import Conversation
+from localllm.app.gui.state.chat.conversation_list import ConversationList
+from localllm.app.gui.state.chat.records import Conversation
 
 __all__ = ["CONVERSATION_ROLE", "ConversationFilter", "ConversationListModel"]
 

@@ -10,12 +10,12 @@ from collections.abc import Callable, Hashable
 from datetime import UTC, datetime
 from typing import Any
 
-from app.gui.item_models.table import Column, RecordTableModel
-from app.gui.state.abilities import abilities_of, abilities_text
-from app.gui.state.downloads import Download
-from app.gui.state.fit import Fit, fit_for, needed_memory, plan_fit
-from app.gui.state.model_plan import memory_text, plan_tip
-from app.gui.state.records import (
+from localllm.app.gui.item_models.table import Column, RecordTableModel
+from localllm.app.gui.state.abilities import abilities_of, abilities_text
+from localllm.app.gui.state.downloads import Download
+from localllm.app.gui.state.fit import Fit, fit_for, needed_memory, plan_fit
+from localllm.app.gui.state.model_plan import memory_text, plan_tip
+from localllm.app.gui.state.records import (
     CatalogModel,
     HubFile,
     InstalledModel,
@@ -23,7 +23,7 @@ from app.gui.state.records import (
     RunningModel,
     SystemInfo,
 )
-from app.gui.state.units import ago, bytes_text, duration_text, rate_text
+from localllm.app.gui.state.units import ago, bytes_text, duration_text, rate_text
 
 __all__ = [
     "CatalogTableModel",

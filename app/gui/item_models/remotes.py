@@ -3,8 +3,8 @@ unreachable in the Health column (and every replica's state in its tooltip)."""
 
 from __future__ import annotations
 
-from app.gui.item_models.table import Column, RecordTableModel
-from app.gui.state.remotes import RemoteStatus
+from localllm.app.gui.item_models.table import Column, RecordTableModel
+from localllm.app.gui.state.remotes import RemoteStatus
 
 __all__ = ["RemotesModel"]
 

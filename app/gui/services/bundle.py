@@ -13,18 +13,18 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject
 
-from app.gui.services.chat import ChatController
-from app.gui.services.chat_tools import ChatTools
-from app.gui.services.daemon_monitor import DaemonMonitor
-from app.gui.services.documents import DocumentsService
-from app.gui.services.downloads import DownloadService
-from app.gui.services.found_models import FoundModels
-from app.gui.services.hub import HubService
-from app.gui.services.library import ModelLibrary
-from app.gui.services.presets import PresetService
-from app.gui.services.server import ServerService
-from app.gui.state.gateway import Gateway
-from app.gui.workers import Workers
+from localllm.app.gui.services.chat import ChatController
+from localllm.app.gui.services.chat_tools import ChatTools
+from localllm.app.gui.services.daemon_monitor import DaemonMonitor
+from localllm.app.gui.services.documents import DocumentsService
+from localllm.app.gui.services.downloads import DownloadService
+from localllm.app.gui.services.found_models import FoundModels
+from localllm.app.gui.services.hub import HubService
+from localllm.app.gui.services.library import ModelLibrary
+from localllm.app.gui.services.presets import PresetService
+from localllm.app.gui.services.server import ServerService
+from localllm.app.gui.state.gateway import Gateway
+from localllm.app.gui.workers import Workers
 
 __all__ = ["Services", "build_services"]
 

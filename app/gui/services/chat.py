@@ -17,23 +17,23 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
-from app.gui.item_models.conversations import (
+from localllm.app.gui.item_models.conversations import (
     CONVERSATION_ROLE,
     ConversationFilter,
     ConversationListModel,
 )
-from app.gui.services.chat_edits import ChatEdits
-from app.gui.services.chat_history import ChatHistory
-from app.gui.services.chat_memory import ChatMemoryKeeper
-from app.gui.services.chat_tools import ChatTools
-from app.gui.state.chat.errors import explain
-from app.gui.state.chat.export import to_markdown
-from app.gui.state.chat.records import Conversation, Message, new_id
-from app.gui.state.chat.session import ChatSession, Persist
-from app.gui.state.chat.thinking import think_request
-from app.gui.state.gateway import Gateway
-from app.gui.state.records import ChatDelta, ChatDone
-from app.gui.workers import Job, Workers
+from localllm.app.gui.services.chat_edits import ChatEdits
+from localllm.app.gui.services.chat_history import ChatHistory
+from localllm.app.gui.services.chat_memory import ChatMemoryKeeper
+from localllm.app.gui.services.chat_tools import ChatTools
+from localllm.app.gui.state.chat.errors import explain
+from localllm.app.gui.state.chat.export import to_markdown
+from localllm.app.gui.state.chat.records import Conversation, Message, new_id
+from localllm.app.gui.state.chat.session import ChatSession, Persist
+from localllm.app.gui.state.chat.thinking import think_request
+from localllm.app.gui.state.gateway import Gateway
+from localllm.app.gui.state.records import ChatDelta, ChatDone
+from localllm.app.gui.workers import Job, Workers
 
 __all__ = ["ChatController"]
 

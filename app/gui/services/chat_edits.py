@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from app.gui.state.chat.memory import ChatMemory
-from app.gui.state.chat.records import ChatOptions, Conversation
+from localllm.app.gui.state.chat.memory import ChatMemory
+from localllm.app.gui.state.chat.records import ChatOptions, Conversation
 
 __all__ = ["ChatEdits"]
 

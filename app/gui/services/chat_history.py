@@ -11,10 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from app.gui.state.chat.records import Conversation, Message
-from app.gui.state.chat.session import Persist
-from app.gui.state.chat.store import ConversationStore
-from app.gui.workers import Workers
+from localllm.app.gui.state.chat.records import Conversation, Message
+from localllm.app.gui.state.chat.session import Persist
+from localllm.app.gui.state.chat.store import ConversationStore
+from localllm.app.gui.workers import Workers
 
 __all__ = ["ChatHistory"]
 

@@ -14,13 +14,13 @@ from dataclasses import replace
 
 from PySide6.QtCore import QObject, Signal
 
-from app.gui.state.chat.errors import explain
-from app.gui.state.chat.memory import ChatMemory
-from app.gui.state.chat.memory_turns import SUMMARY_WORDS, summary_request, to_summarize
-from app.gui.state.chat.session import ChatSession
-from app.gui.state.gateway import Gateway
-from app.gui.state.records import ChatDelta
-from app.gui.workers import Workers
+from localllm.app.gui.state.chat.errors import explain
+from localllm.app.gui.state.chat.memory import ChatMemory
+from localllm.app.gui.state.chat.memory_turns import SUMMARY_WORDS, summary_request, to_summarize
+from localllm.app.gui.state.chat.session import ChatSession
+from localllm.app.gui.state.gateway import Gateway
+from localllm.app.gui.state.records import ChatDelta
+from localllm.app.gui.workers import Workers
 
 __all__ = ["ChatMemoryKeeper"]
 

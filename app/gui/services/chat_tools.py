@@ -16,8 +16,8 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
-from app.gui.state.chat.session import ChatSession
-from app.gui.state.chat.tool_calls import (
+from localllm.app.gui.state.chat.session import ChatSession
+from localllm.app.gui.state.chat.tool_calls import (
     DENIED,
     DONE,
     FAILED,
@@ -26,14 +26,14 @@ from app.gui.state.chat.tool_calls import (
     ToolCall,
     rounds_so_far,
 )
-from app.gui.state.gateway import Gateway, GatewayError
-from app.gui.workers import Workers
-from app.tools.catalog import ToolCatalog, ToolSpec, required_call_format
-from app.tools.config_store import McpSettings, McpSettingsStore
-from app.tools.errors import ToolError
-from app.tools.host import McpHost
-from app.tools.results import ToolResult
-from app.tools.servers import ServerConfig
+from localllm.app.gui.state.gateway import Gateway, GatewayError
+from localllm.app.gui.workers import Workers
+from localllm.app.tools.catalog import ToolCatalog, ToolSpec, required_call_format
+from localllm.app.tools.config_store import McpSettings, McpSettingsStore
+from localllm.app.tools.errors import ToolError
+from localllm.app.tools.host import McpHost
+from localllm.app.tools.results import ToolResult
+from localllm.app.tools.servers import ServerConfig
 
 __all__ = ["ChatTools"]
 

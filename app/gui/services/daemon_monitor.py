@@ -16,9 +16,9 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from app.gui.state.daemon_health import DaemonHealth, DaemonStatus
-from app.gui.state.gateway import Gateway, GatewayError
-from app.gui.workers import Job, Workers
+from localllm.app.gui.state.daemon_health import DaemonHealth, DaemonStatus
+from localllm.app.gui.state.gateway import Gateway, GatewayError
+from localllm.app.gui.workers import Job, Workers
 
 __all__ = ["DaemonMonitor"]
 

@@ -17,16 +17,16 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
-from app.documents.context import DocumentContext, build_context
-from app.documents.embedder import DaemonEmbedder
-from app.documents.index import DocumentIndex
-from app.documents.indexer import Indexer, IndexProgress, IndexReport
-from app.documents.reranker import DaemonReranker
-from app.documents.retrieval import Retriever
-from app.gui.state.chat.attachments import AttachmentStore, SourceRef
-from app.gui.state.gateway import Gateway
-from app.gui.state.gateway_calls import GatewayError
-from app.gui.workers import Workers
+from localllm.app.documents.context import DocumentContext, build_context
+from localllm.app.documents.embedder import DaemonEmbedder
+from localllm.app.documents.index import DocumentIndex
+from localllm.app.documents.indexer import Indexer, IndexProgress, IndexReport
+from localllm.app.documents.reranker import DaemonReranker
+from localllm.app.documents.retrieval import Retriever
+from localllm.app.gui.state.chat.attachments import AttachmentStore, SourceRef
+from localllm.app.gui.state.gateway import Gateway
+from localllm.app.gui.state.gateway_calls import GatewayError
+from localllm.app.gui.workers import Workers
 
 __all__ = ["OFFERED_MODEL", "OFFERED_RERANKER", "DocumentsService"]
 

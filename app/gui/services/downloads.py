@@ -14,11 +14,11 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from app.gui.item_models.daemon_tables import DownloadsModel
-from app.gui.state.downloads import Downloads, download_key
-from app.gui.state.gateway import Gateway
-from app.gui.state.records import PullProgress
-from app.gui.workers import Job, Workers
+from localllm.app.gui.item_models.daemon_tables import DownloadsModel
+from localllm.app.gui.state.downloads import Downloads, download_key
+from localllm.app.gui.state.gateway import Gateway
+from localllm.app.gui.state.records import PullProgress
+from localllm.app.gui.workers import Job, Workers
 
 __all__ = ["DownloadService"]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, Signal
 
-from app.gui.state.found_models import FoundModel, ImportStep
-from app.gui.state.gateway import Gateway
-from app.gui.workers import Workers
+from localllm.app.gui.state.found_models import FoundModel, ImportStep
+from localllm.app.gui.state.gateway import Gateway
+from localllm.app.gui.workers import Workers
 
 __all__ = ["FoundModels"]
 

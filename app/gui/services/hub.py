@@ -18,11 +18,15 @@ from collections.abc import Iterable
 
 from PySide6.QtCore import QObject, Signal
 
-from app.gui.item_models.daemon_tables import CatalogTableModel, HubFilesModel, HubReposModel
-from app.gui.state.gateway import Gateway, GatewayError
-from app.gui.state.preferences import DEFAULT_CONTEXT
-from app.gui.state.records import HubFile, ModelPlan, SystemInfo
-from app.gui.workers import Workers
+from localllm.app.gui.item_models.daemon_tables import (
+    CatalogTableModel,
+    HubFilesModel,
+    HubReposModel,
+)
+from localllm.app.gui.state.gateway import Gateway, GatewayError
+from localllm.app.gui.state.preferences import DEFAULT_CONTEXT
+from localllm.app.gui.state.records import HubFile, ModelPlan, SystemInfo
+from localllm.app.gui.workers import Workers
 
 __all__ = ["OFFLINE", "OFFLINE_BANNER", "HubService"]
 

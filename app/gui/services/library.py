@@ -18,13 +18,13 @@ from dataclasses import replace
 
 from PySide6.QtCore import QObject, Signal
 
-from app.gui.item_models.daemon_tables import InstalledModelsModel
-from app.gui.state.gateway import Gateway
-from app.gui.state.model_defaults import ModelDefaults, modelfile_parameters
-from app.gui.state.preferences import DEFAULT_CONTEXT, chat_context
-from app.gui.state.records import InstalledModel, ModelDetails, ModelPlan
-from app.gui.workers import Workers
-from daemon.settings import Settings
+from localllm.app.gui.item_models.daemon_tables import InstalledModelsModel
+from localllm.app.gui.state.gateway import Gateway
+from localllm.app.gui.state.model_defaults import ModelDefaults, modelfile_parameters
+from localllm.app.gui.state.preferences import DEFAULT_CONTEXT, chat_context
+from localllm.app.gui.state.records import InstalledModel, ModelDetails, ModelPlan
+from localllm.app.gui.workers import Workers
+from localllm.daemon.settings import Settings
 
 __all__ = ["ModelLibrary"]
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
-from app.gui.state.presets import Preset, Presets, PresetStore
-from app.gui.workers import Workers
+from localllm.app.gui.state.presets import Preset, Presets, PresetStore
+from localllm.app.gui.workers import Workers
 
 __all__ = ["PresetService"]
 

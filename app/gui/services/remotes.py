@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, Signal
 
-from app.gui.item_models.remotes import RemotesModel
-from app.gui.state.gateway import Gateway
-from app.gui.state.remotes import RemoteStatus
-from app.gui.workers import Workers
-from daemon.api.remotes import RemoteAddRequest
+from localllm.app.gui.item_models.remotes import RemotesModel
+from localllm.app.gui.state.gateway import Gateway
+from localllm.app.gui.state.remotes import RemoteStatus
+from localllm.app.gui.workers import Workers
+from localllm.daemon.api.remotes import RemoteAddRequest
 
 __all__ = ["RemotesService"]
 

@@ -13,12 +13,12 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal
 
-from app.gui.item_models.daemon_tables import RunningModelsModel
-from app.gui.services.daemon_monitor import DaemonMonitor
-from app.gui.services.remotes import RemotesService
-from app.gui.state.gateway import Gateway
-from app.gui.state.records import ServerInfo
-from app.gui.workers import Workers
+from localllm.app.gui.item_models.daemon_tables import RunningModelsModel
+from localllm.app.gui.services.daemon_monitor import DaemonMonitor
+from localllm.app.gui.services.remotes import RemotesService
+from localllm.app.gui.state.gateway import Gateway
+from localllm.app.gui.state.records import ServerInfo
+from localllm.app.gui.workers import Workers
 
 __all__ = ["ServerService"]
 

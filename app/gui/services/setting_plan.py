@@ -13,9 +13,9 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from app.gui.state.gateway import Gateway
-from app.gui.state.setting_plan import PlanAsk, PlanPreview
-from app.gui.workers import Workers
+from localllm.app.gui.state.gateway import Gateway
+from localllm.app.gui.state.setting_plan import PlanAsk, PlanPreview
+from localllm.app.gui.workers import Workers
 
 __all__ = ["PAUSE_MS", "SettingPlan"]
 

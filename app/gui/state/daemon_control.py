@@ -14,10 +14,15 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from daemon.client.launcher import DaemonStartError, connect_url, daemon_answers, ensure_daemon
-from daemon.client.launcher import is_loopback as _is_loopback
-from daemon.security.keys import ApiKeyStore
-from daemon.settings import Settings
+from localllm.daemon.client.launcher import (
+    DaemonStartError,
+    connect_url,
+    daemon_answers,
+    ensure_daemon,
+)
+from localllm.daemon.client.launcher import is_loopback as _is_loopback
+from localllm.daemon.security.keys import ApiKeyStore
+from localllm.daemon.settings import Settings
 
 __all__ = ["ANY_ADDRESS", "DaemonControl", "lan_address"]
 

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass, replace
 
-from app.gui.state.records import PullProgress, PullStatus
+from localllm.app.gui.state.records import PullProgress, PullStatus
 
 __all__ = ["Download", "Downloads", "download_key"]
 

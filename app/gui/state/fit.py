@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from app.gui.state.records import ModelPlan, SystemInfo
+from localllm.app.gui.state.records import ModelPlan, SystemInfo
 
 __all__ = ["Fit", "GpuLayers", "fit_for", "gpu_hint", "needed_memory", "plan_fit"]
 

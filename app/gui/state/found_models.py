@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from app.gui.state.records import PullProgress
-from app.gui.state.units import bytes_text
-from daemon.api.local_models import ImportProgress, LocalModelOut
+from localllm.app.gui.state.records import PullProgress
+from localllm.app.gui.state.units import bytes_text
+from localllm.daemon.api.local_models import ImportProgress, LocalModelOut
 
 __all__ = ["FoundModel", "ImportStep", "as_pull_progress", "found_model", "import_step"]
 

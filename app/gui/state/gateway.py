@@ -21,17 +21,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.gui.state import wire
-from app.gui.state.daemon_control import DaemonControl, lan_address
-from app.gui.state.daemon_log import app_user_agent
-from app.gui.state.found_models import (
+from localllm.app.gui.state import wire
+from localllm.app.gui.state.daemon_control import DaemonControl, lan_address
+from localllm.app.gui.state.daemon_log import app_user_agent
+from localllm.app.gui.state.found_models import (
     FoundModel,
     ImportStep,
     as_pull_progress,
     found_model,
     import_step,
 )
-from app.gui.state.gateway_calls import (
+from localllm.app.gui.state.gateway_calls import (
     PULL_HINTS,
     REMOTE_HINTS,
     GatewayError,
@@ -39,7 +39,7 @@ from app.gui.state.gateway_calls import (
     flatten,
     stream,
 )
-from app.gui.state.records import (
+from localllm.app.gui.state.records import (
     CatalogModel,
     ChatDelta,
     ChatDone,
@@ -54,11 +54,11 @@ from app.gui.state.records import (
     ServerInfo,
     SystemInfo,
 )
-from app.gui.state.remotes import RemoteStatus, remote_status
-from daemon.api import ServerResponse
-from daemon.api.remotes import RemoteAddRequest
-from daemon.client import Client, DaemonClient, DaemonUnavailable
-from daemon.client.launcher import admin_token_reader
+from localllm.app.gui.state.remotes import RemoteStatus, remote_status
+from localllm.daemon.api import ServerResponse
+from localllm.daemon.api.remotes import RemoteAddRequest
+from localllm.daemon.client import Client, DaemonClient, DaemonUnavailable
+from localllm.daemon.client.launcher import admin_token_reader
 
 __all__ = ["DEFAULT_BASE_URL", "ChatTurn", "Gateway", "GatewayError"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TypeVar
 
-from daemon.client import ClientError, DaemonTimeout, DaemonUnavailable
-from daemon.client.launcher import DaemonStartError
+from localllm.daemon.client import ClientError, DaemonTimeout, DaemonUnavailable
+from localllm.daemon.client.launcher import DaemonStartError
 
 __all__ = ["HINTS", "PULL_HINTS", "REMOTE_HINTS", "GatewayError", "call", "flatten", "stream"]
 

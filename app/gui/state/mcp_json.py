@@ -10,7 +10,7 @@ import json
 import re
 from typing import Any
 
-from app.tools.servers import ServerConfig, ServerConfigError
+from localllm.app.tools.servers import ServerConfig, ServerConfigError
 
 __all__ = ["McpJsonError", "servers_from_mcp_json"]
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from app.gui.state.preferences import chat_context
-from app.gui.state.records import ModelDetails
+from localllm.app.gui.state.preferences import chat_context
+from localllm.app.gui.state.records import ModelDetails
 
 __all__ = ["DAEMON_TEMPERATURE", "ModelDefaults", "modelfile_parameters"]
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.gui.state.fit import needed_memory
-from app.gui.state.records import ModelPlan
-from app.gui.state.units import bytes_text
+from localllm.app.gui.state.fit import needed_memory
+from localllm.app.gui.state.records import ModelPlan
+from localllm.app.gui.state.units import bytes_text
 
 __all__ = [
     "GROUPS",

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.gui.state.chat.records import ChatOptions
+from localllm.app.gui.state.chat.records import ChatOptions
 
 __all__ = ["MAX_NAME", "Preset", "PresetError", "PresetStore", "Presets", "preset_name"]
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from daemon.api.remotes import RemoteAddRequest, RemoteInfo
+from localllm.daemon.api.remotes import RemoteAddRequest, RemoteInfo
 
 __all__ = [
     "KEY_IN_ENV",

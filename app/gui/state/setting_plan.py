@@ -17,11 +17,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from app.gui.state.chat.records import ChatOptions
-from app.gui.state.fit import GpuLayers
-from app.gui.state.model_plan import GROUPS, plan_lines
-from app.gui.state.records import ModelPlan
-from app.gui.state.units import bytes_text
+from localllm.app.gui.state.chat.records import ChatOptions
+from localllm.app.gui.state.fit import GpuLayers
+from localllm.app.gui.state.model_plan import GROUPS, plan_lines
+from localllm.app.gui.state.records import ModelPlan
+from localllm.app.gui.state.units import bytes_text
 
 __all__ = ["PlanAsk", "PlanPreview", "memory_options", "plan_summary"]
 

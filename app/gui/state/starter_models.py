@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from app.gui.state.fit import Fit, fit_for, plan_fit
-from app.gui.state.records import ModelPlan, SystemInfo
+from localllm.app.gui.state.fit import Fit, fit_for, plan_fit
+from localllm.app.gui.state.records import ModelPlan, SystemInfo
 
 __all__ = ["STARTERS", "StarterModel", "Suggestion", "suggest"]
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from app.gui.state.records import (
+from localllm.app.gui.state.records import (
     CatalogModel,
     ChatDelta,
     ChatDone,
@@ -32,7 +32,7 @@ from app.gui.state.records import (
     ServerInfo,
     SystemInfo,
 )
-from daemon import api
+from localllm.daemon import api
 
 __all__ = [
     "catalog_model",

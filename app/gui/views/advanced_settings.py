@@ -21,8 +21,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.gui.state.chat.records import ChatOptions
-from app.gui.state.fit import GpuLayers, gpu_hint
+from localllm.app.gui.state.chat.records import ChatOptions
+from localllm.app.gui.state.fit import GpuLayers, gpu_hint
 
 __all__ = ["AdvancedSettings"]
 

@@ -9,8 +9,8 @@ from PySide6.QtCore import QModelIndex, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
-from app.gui.design.widgets import page_palette
-from app.gui.item_models.table import BADGES_ROLE, TONE_ROLE
+from localllm.app.gui.design.widgets import page_palette
+from localllm.app.gui.item_models.table import BADGES_ROLE, TONE_ROLE
 
 __all__ = ["BadgeDelegate"]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QWidget
 
-from app.gui.design.widgets import badge, icon_button
-from app.gui.state.records import ModelDetails
-from app.gui.views.context_meter import ContextMeter
+from localllm.app.gui.design.widgets import badge, icon_button
+from localllm.app.gui.state.records import ModelDetails
+from localllm.app.gui.views.context_meter import ContextMeter
 
 __all__ = ["ChatHeader"]
 

@@ -10,10 +10,10 @@ from PySide6.QtCore import QEvent, QModelIndex, QRect, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
-from app.gui.design.tokens import RADIUS, TYPE
-from app.gui.design.widgets import page_palette
-from app.gui.item_models.conversations import CONVERSATION_ROLE
-from app.gui.state.chat.day_groups import day_group
+from localllm.app.gui.design.tokens import RADIUS, TYPE
+from localllm.app.gui.design.widgets import page_palette
+from localllm.app.gui.item_models.conversations import CONVERSATION_ROLE
+from localllm.app.gui.state.chat.day_groups import day_group
 
 __all__ = ["ChatListDelegate"]
 

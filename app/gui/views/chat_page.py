@@ -25,27 +25,27 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.documents.context import DocumentContext
-from app.gui.design.tokens import SPACE
-from app.gui.design.widgets import Banner
-from app.gui.services.chat import ChatController
-from app.gui.services.library import ModelLibrary
-from app.gui.services.setting_plan import SettingPlan
-from app.gui.state.chat.context_offer import larger_context, offer_ask, offered
-from app.gui.state.chat.context_use import ContextUse
-from app.gui.state.chat.memory_notice import memory_notice
-from app.gui.state.chat.session import ChatSession
-from app.gui.state.model_defaults import ModelDefaults
-from app.gui.state.records import ModelDetails
-from app.gui.views.chat_header import ChatHeader
-from app.gui.views.chat_settings import ChatSettingsPanel
-from app.gui.views.composer import Composer
-from app.gui.views.documents_bar import DocumentsBar
-from app.gui.views.memory_notice import MemoryNoticeBar
-from app.gui.views.plain_text import plain_label
-from app.gui.views.sidebar import ChatSidebar
-from app.gui.views.tools_menu import ToolsButton
-from app.gui.views.transcript import Transcript
+from localllm.app.documents.context import DocumentContext
+from localllm.app.gui.design.tokens import SPACE
+from localllm.app.gui.design.widgets import Banner
+from localllm.app.gui.services.chat import ChatController
+from localllm.app.gui.services.library import ModelLibrary
+from localllm.app.gui.services.setting_plan import SettingPlan
+from localllm.app.gui.state.chat.context_offer import larger_context, offer_ask, offered
+from localllm.app.gui.state.chat.context_use import ContextUse
+from localllm.app.gui.state.chat.memory_notice import memory_notice
+from localllm.app.gui.state.chat.session import ChatSession
+from localllm.app.gui.state.model_defaults import ModelDefaults
+from localllm.app.gui.state.records import ModelDetails
+from localllm.app.gui.views.chat_header import ChatHeader
+from localllm.app.gui.views.chat_settings import ChatSettingsPanel
+from localllm.app.gui.views.composer import Composer
+from localllm.app.gui.views.documents_bar import DocumentsBar
+from localllm.app.gui.views.memory_notice import MemoryNoticeBar
+from localllm.app.gui.views.plain_text import plain_label
+from localllm.app.gui.views.sidebar import ChatSidebar
+from localllm.app.gui.views.tools_menu import ToolsButton
+from localllm.app.gui.views.transcript import Transcript
 
 __all__ = ["ChatPage"]
 

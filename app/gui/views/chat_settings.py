@@ -33,17 +33,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.gui.design.widgets import Banner
-from app.gui.state.chat.memory import OVERFLOW_CHOICES
-from app.gui.state.chat.records import ChatOptions, Conversation
-from app.gui.state.chat.thinking import THINK_CHOICES
-from app.gui.state.fit import GpuLayers
-from app.gui.state.model_defaults import ModelDefaults
-from app.gui.state.presets import Preset, PresetError, Presets, preset_name
-from app.gui.state.records import ModelDetails, SystemInfo
-from app.gui.state.setting_plan import PlanPreview
-from app.gui.views.advanced_settings import AdvancedSettings
-from app.gui.views.plain_text import plain_label
+from localllm.app.gui.design.widgets import Banner
+from localllm.app.gui.state.chat.memory import OVERFLOW_CHOICES
+from localllm.app.gui.state.chat.records import ChatOptions, Conversation
+from localllm.app.gui.state.chat.thinking import THINK_CHOICES
+from localllm.app.gui.state.fit import GpuLayers
+from localllm.app.gui.state.model_defaults import ModelDefaults
+from localllm.app.gui.state.presets import Preset, PresetError, Presets, preset_name
+from localllm.app.gui.state.records import ModelDetails, SystemInfo
+from localllm.app.gui.state.setting_plan import PlanPreview
+from localllm.app.gui.views.advanced_settings import AdvancedSettings
+from localllm.app.gui.views.plain_text import plain_label
 
 __all__ = ["ChatSettingsPanel", "no_template_notice"]
 

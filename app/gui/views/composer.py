@@ -25,9 +25,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.gui.design.tokens import SPACE
-from app.gui.design.widgets import icon_button, set_kind
-from app.gui.views.plain_text import plain_label
+from localllm.app.gui.design.tokens import SPACE
+from localllm.app.gui.design.widgets import icon_button, set_kind
+from localllm.app.gui.views.plain_text import plain_label
 
 __all__ = ["Composer"]
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QSizePolicy, QWidget
 
-from app.gui.design.widgets import set_tone
-from app.gui.state.chat.context_use import ContextUse
-from app.gui.views.plain_text import plain_label
+from localllm.app.gui.design.widgets import set_tone
+from localllm.app.gui.state.chat.context_use import ContextUse
+from localllm.app.gui.views.plain_text import plain_label
 
 __all__ = ["ContextMeter"]
 

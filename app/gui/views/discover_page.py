@@ -27,13 +27,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.gui.design.widgets import set_kind
-from app.gui.services.hub import OFFLINE, HubService
-from app.gui.state.records import CatalogModel, HubFile, SystemInfo
-from app.gui.state.units import bytes_text
-from app.gui.views.plain_text import plain_label
-from app.gui.views.record_table import selected_record, table_view
-from app.gui.views.welcome import OFFLINE_REASON
+from localllm.app.gui.design.widgets import set_kind
+from localllm.app.gui.services.hub import OFFLINE, HubService
+from localllm.app.gui.state.records import CatalogModel, HubFile, SystemInfo
+from localllm.app.gui.state.units import bytes_text
+from localllm.app.gui.views.plain_text import plain_label
+from localllm.app.gui.views.record_table import selected_record, table_view
+from localllm.app.gui.views.welcome import OFFLINE_REASON
 
 __all__ = ["DiscoverPage"]
 

@@ -23,12 +23,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.documents.context import DocumentContext
-from app.documents.indexer import IndexProgress, IndexReport
-from app.documents.parsing import SUPPORTED_SUFFIXES
-from app.gui.services.documents import OFFERED_MODEL, OFFERED_RERANKER, DocumentsService
-from app.gui.views.plain_text import plain_label, plain_tooltip
-from app.gui.views.source_dialog import SourceDialog
+from localllm.app.documents.context import DocumentContext
+from localllm.app.documents.indexer import IndexProgress, IndexReport
+from localllm.app.documents.parsing import SUPPORTED_SUFFIXES
+from localllm.app.gui.services.documents import OFFERED_MODEL, OFFERED_RERANKER, DocumentsService
+from localllm.app.gui.views.plain_text import plain_label, plain_tooltip
+from localllm.app.gui.views.source_dialog import SourceDialog
 
 __all__ = ["DocumentsBar", "citations_html"]
 

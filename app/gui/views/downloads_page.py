@@ -20,12 +20,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.gui.design.widgets import EmptyState, page_palette
-from app.gui.item_models.table import ITEM_ROLE
-from app.gui.services.downloads import DownloadService
-from app.gui.state.downloads import Download
-from app.gui.views.plain_text import confirm, plain_label
-from app.gui.views.record_table import selected_record, table_view
+from localllm.app.gui.design.widgets import EmptyState, page_palette
+from localllm.app.gui.item_models.table import ITEM_ROLE
+from localllm.app.gui.services.downloads import DownloadService
+from localllm.app.gui.state.downloads import Download
+from localllm.app.gui.views.plain_text import confirm, plain_label
+from localllm.app.gui.views.record_table import selected_record, table_view
 
 __all__ = ["DownloadsPage", "ProgressDelegate"]
 

@@ -22,10 +22,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.gui.design.tokens import SPACE
-from app.gui.services.found_models import FoundModels
-from app.gui.state.found_models import FoundModel, ImportStep
-from app.gui.views.plain_text import confirm, plain_label, plain_tooltip
+from localllm.app.gui.design.tokens import SPACE
+from localllm.app.gui.services.found_models import FoundModels
+from localllm.app.gui.state.found_models import FoundModel, ImportStep
+from localllm.app.gui.views.plain_text import confirm, plain_label, plain_tooltip
 
 __all__ = ["FoundPanel", "FoundRow"]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QWidget
 
-from app.gui.views.plain_text import ask_text
+from localllm.app.gui.views.plain_text import ask_text
 
 __all__ = ["ask_import_name", "suggested_name"]
 

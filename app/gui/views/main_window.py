@@ -25,30 +25,30 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.gui.design.tokens import SPACE
-from app.gui.design.widgets import Banner
-from app.gui.icons import Icons
-from app.gui.services.bundle import Services
-from app.gui.services.hub import OFFLINE_BANNER
-from app.gui.services.setting_plan import SettingPlan
-from app.gui.state.chat.records import ChatOptions
-from app.gui.state.chat.session import ChatSession
-from app.gui.state.gateway import DEFAULT_BASE_URL
-from app.gui.state.preferences import Preferences
-from app.gui.state.records import SystemInfo
-from app.gui.state.setting_plan import memory_options
-from app.gui.views.chat_page import ChatPage
-from app.gui.views.discover_page import DiscoverPage
-from app.gui.views.documents_bar import DocumentsBar
-from app.gui.views.downloads_page import DownloadsPage
-from app.gui.views.found_panel import FoundPanel
-from app.gui.views.import_dialog import ask_import_name
-from app.gui.views.models_page import ModelsPage
-from app.gui.views.server_page import ServerPage
-from app.gui.views.settings_page import SettingsPage
-from app.gui.views.status import DaemonIndicator
-from app.gui.views.tools_page import ToolsPage
-from app.gui.views.welcome import WelcomePage
+from localllm.app.gui.design.tokens import SPACE
+from localllm.app.gui.design.widgets import Banner
+from localllm.app.gui.icons import Icons
+from localllm.app.gui.services.bundle import Services
+from localllm.app.gui.services.hub import OFFLINE_BANNER
+from localllm.app.gui.services.setting_plan import SettingPlan
+from localllm.app.gui.state.chat.records import ChatOptions
+from localllm.app.gui.state.chat.session import ChatSession
+from localllm.app.gui.state.gateway import DEFAULT_BASE_URL
+from localllm.app.gui.state.preferences import Preferences
+from localllm.app.gui.state.records import SystemInfo
+from localllm.app.gui.state.setting_plan import memory_options
+from localllm.app.gui.views.chat_page import ChatPage
+from localllm.app.gui.views.discover_page import DiscoverPage
+from localllm.app.gui.views.documents_bar import DocumentsBar
+from localllm.app.gui.views.downloads_page import DownloadsPage
+from localllm.app.gui.views.found_panel import FoundPanel
+from localllm.app.gui.views.import_dialog import ask_import_name
+from localllm.app.gui.views.models_page import ModelsPage
+from localllm.app.gui.views.server_page import ServerPage
+from localllm.app.gui.views.settings_page import SettingsPage
+from localllm.app.gui.views.status import DaemonIndicator
+from localllm.app.gui.views.tools_page import ToolsPage
+from localllm.app.gui.views.welcome import WelcomePage
 
 __all__ = ["CONTEXT_KEY", "MINIMUM_SIZE", "PAGES", "THEME_KEY", "MainWindow"]
 

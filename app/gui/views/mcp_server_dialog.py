@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.tools.servers import ServerConfig, ServerConfigError
+from localllm.app.tools.servers import ServerConfig, ServerConfigError
 
 __all__ = ["McpServerDialog"]
 

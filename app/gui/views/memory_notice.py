@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from PySide6.QtCore import Signal
 
-from app.gui.design.widgets import Banner
-from app.gui.state.chat.memory_notice import MemoryNotice
+from localllm.app.gui.design.widgets import Banner
+from localllm.app.gui.state.chat.memory_notice import MemoryNotice
 
 __all__ = ["MemoryNoticeBar"]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton
 
-from app.gui.design.widgets import icon_button
-from app.gui.state.chat.records import Message
+from localllm.app.gui.design.widgets import icon_button
+from localllm.app.gui.state.chat.records import Message
 
 __all__ = ["MessageActions"]
 

@@ -30,16 +30,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.gui.design.tokens import SPACE
-from app.gui.design.widgets import badge, set_kind
-from app.gui.services.library import ModelLibrary
-from app.gui.state.abilities import abilities_of
-from app.gui.state.model_plan import memory_text
-from app.gui.state.records import InstalledModel, ModelDetails, ModelPlan
-from app.gui.views.plain_text import ask_text, confirm, plain_label, rich_label
-from app.gui.views.plan_bar import PlanView
-from app.gui.views.record_table import selected_record, table_view
-from app.gui.views.welcome import gguf_paths
+from localllm.app.gui.design.tokens import SPACE
+from localllm.app.gui.design.widgets import badge, set_kind
+from localllm.app.gui.services.library import ModelLibrary
+from localllm.app.gui.state.abilities import abilities_of
+from localllm.app.gui.state.model_plan import memory_text
+from localllm.app.gui.state.records import InstalledModel, ModelDetails, ModelPlan
+from localllm.app.gui.views.plain_text import ask_text, confirm, plain_label, rich_label
+from localllm.app.gui.views.plan_bar import PlanView
+from localllm.app.gui.views.record_table import selected_record, table_view
+from localllm.app.gui.views.welcome import gguf_paths
 
 __all__ = ["ModelsPage"]
 

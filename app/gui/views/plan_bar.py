@@ -12,12 +12,12 @@ from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QPainter, QPen
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
-from app.gui.design.tokens import SPACE
-from app.gui.design.widgets import page_palette
-from app.gui.state.model_plan import GROUP_TONES, BarRow, bar_rows, plan_lines
-from app.gui.state.records import ModelPlan
-from app.gui.state.units import bytes_text
-from app.gui.views.plain_text import plain_label
+from localllm.app.gui.design.tokens import SPACE
+from localllm.app.gui.design.widgets import page_palette
+from localllm.app.gui.state.model_plan import GROUP_TONES, BarRow, bar_rows, plan_lines
+from localllm.app.gui.state.records import ModelPlan
+from localllm.app.gui.state.units import bytes_text
+from localllm.app.gui.views.plain_text import plain_label
 
 __all__ = ["PlanBars", "PlanView"]
 

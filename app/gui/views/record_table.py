@@ -5,8 +5,8 @@ from __future__ import annotations
 from PySide6.QtCore import QSortFilterProxyModel, Qt
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
-from app.gui.item_models.table import SORT_ROLE
-from app.gui.views.badge_delegate import BadgeDelegate
+from localllm.app.gui.item_models.table import SORT_ROLE
+from localllm.app.gui.views.badge_delegate import BadgeDelegate
 
 __all__ = ["selected_record", "table_view"]
 

@@ -19,9 +19,9 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from app.gui.services.remotes import RemotesService
-from app.gui.state.remotes import KEY_IN_ENV, KEY_IN_KEYRING, NO_KEY, add_request
-from app.gui.views.plain_text import plain_label
+from localllm.app.gui.services.remotes import RemotesService
+from localllm.app.gui.state.remotes import KEY_IN_ENV, KEY_IN_KEYRING, NO_KEY, add_request
+from localllm.app.gui.views.plain_text import plain_label
 
 __all__ = ["RemoteDialog"]
 

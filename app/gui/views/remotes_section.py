@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from app.gui.services.remotes import RemotesService
-from app.gui.views.plain_text import confirm, plain_label
-from app.gui.views.record_table import selected_record, table_view
-from app.gui.views.remote_dialog import RemoteDialog
+from localllm.app.gui.services.remotes import RemotesService
+from localllm.app.gui.views.plain_text import confirm, plain_label
+from localllm.app.gui.views.record_table import selected_record, table_view
+from localllm.app.gui.views.remote_dialog import RemoteDialog
 
 __all__ = ["RemotesSection"]
 

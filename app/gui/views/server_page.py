@@ -28,16 +28,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.gui.design.widgets import Banner
-from app.gui.services.server import ServerService
-from app.gui.state.daemon_health import DaemonState, DaemonStatus
-from app.gui.state.daemon_log import readable, visible_log
-from app.gui.state.gateway import DEFAULT_BASE_URL
-from app.gui.state.records import ServerInfo, SystemInfo
-from app.gui.state.snippets import snippets
-from app.gui.views.plain_text import plain_label, rich_label
-from app.gui.views.record_table import selected_record, table_view
-from app.gui.views.remotes_section import RemotesSection
+from localllm.app.gui.design.widgets import Banner
+from localllm.app.gui.services.server import ServerService
+from localllm.app.gui.state.daemon_health import DaemonState, DaemonStatus
+from localllm.app.gui.state.daemon_log import readable, visible_log
+from localllm.app.gui.state.gateway import DEFAULT_BASE_URL
+from localllm.app.gui.state.records import ServerInfo, SystemInfo
+from localllm.app.gui.state.snippets import snippets
+from localllm.app.gui.views.plain_text import plain_label, rich_label
+from localllm.app.gui.views.record_table import selected_record, table_view
+from localllm.app.gui.views.remotes_section import RemotesSection
 
 __all__ = ["ServerPage"]
 

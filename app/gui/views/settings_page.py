@@ -26,13 +26,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.gui.design.tokens import SPACE
-from app.gui.item_models.table import ITEM_ROLE
-from app.gui.state.preferences import CONTEXT_CHOICES, Preferences
-from app.gui.state.records import RunningModel, ServerInfo
-from app.gui.state.units import bytes_text
-from app.gui.theme import THEMES
-from app.gui.views.plain_text import plain_label
+from localllm.app.gui.design.tokens import SPACE
+from localllm.app.gui.item_models.table import ITEM_ROLE
+from localllm.app.gui.state.preferences import CONTEXT_CHOICES, Preferences
+from localllm.app.gui.state.records import RunningModel, ServerInfo
+from localllm.app.gui.state.units import bytes_text
+from localllm.app.gui.theme import THEMES
+from localllm.app.gui.views.plain_text import plain_label
 
 __all__ = ["SettingsPage", "running_text"]
 

@@ -22,11 +22,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.gui.design.widgets import icon_button
-from app.gui.item_models.conversations import CONVERSATION_ROLE
-from app.gui.state.chat.export import markdown_file_name
-from app.gui.views.chat_list_delegate import ChatListDelegate
-from app.gui.views.plain_text import confirm
+from localllm.app.gui.design.widgets import icon_button
+from localllm.app.gui.item_models.conversations import CONVERSATION_ROLE
+from localllm.app.gui.state.chat.export import markdown_file_name
+from localllm.app.gui.views.chat_list_delegate import ChatListDelegate
+from localllm.app.gui.views.plain_text import confirm
 
 __all__ = ["ChatSidebar"]
 

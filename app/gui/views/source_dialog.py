@@ -15,8 +15,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from app.gui.state.chat.attachments import SourceRef
-from app.gui.views.plain_text import plain_label
+from localllm.app.gui.state.chat.attachments import SourceRef
+from localllm.app.gui.views.plain_text import plain_label
 
 __all__ = ["SourceDialog"]
 

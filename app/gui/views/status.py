@@ -7,8 +7,8 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 
-from app.gui.state.daemon_health import DaemonState, DaemonStatus
-from app.gui.views.plain_text import plain_label, plain_tooltip
+from localllm.app.gui.state.daemon_health import DaemonState, DaemonStatus
+from localllm.app.gui.views.plain_text import plain_label, plain_tooltip
 
 __all__ = ["DaemonIndicator"]
 

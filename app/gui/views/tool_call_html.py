@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import html
 
-from app.gui.design.tokens import Palette
-from app.gui.state.chat.folding import fold
-from app.gui.state.chat.tool_calls import DENIED, FAILED, PENDING, RUNNING, ToolCall
+from localllm.app.gui.design.tokens import Palette
+from localllm.app.gui.state.chat.folding import fold
+from localllm.app.gui.state.chat.tool_calls import DENIED, FAILED, PENDING, RUNNING, ToolCall
 
 __all__ = ["tool_calls_block"]
 

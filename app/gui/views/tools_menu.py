@@ -14,7 +14,7 @@ from dataclasses import replace
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QMenu, QToolButton
 
-from app.gui.services.chat_tools import ChatTools
+from localllm.app.gui.services.chat_tools import ChatTools
 
 __all__ = ["ToolsButton"]
 

@@ -24,12 +24,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.gui.design.widgets import EmptyState
-from app.gui.services.chat_tools import ChatTools
-from app.gui.state.mcp_json import McpJsonError, servers_from_mcp_json
-from app.gui.views.mcp_server_dialog import McpServerDialog
-from app.gui.views.plain_text import plain_label
-from app.tools.servers import ServerConfig
+from localllm.app.gui.design.widgets import EmptyState
+from localllm.app.gui.services.chat_tools import ChatTools
+from localllm.app.gui.state.mcp_json import McpJsonError, servers_from_mcp_json
+from localllm.app.gui.views.mcp_server_dialog import McpServerDialog
+from localllm.app.gui.views.plain_text import plain_label
+from localllm.app.tools.servers import ServerConfig
 
 __all__ = ["ToolsPage"]
 

@@ -32,16 +32,16 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QApplication, QFrame, QTextBrowser, QWidget
 
-from app.gui.design.tokens import palette
-from app.gui.markdown_html import ICON_SIZE, MarkdownRenderer, copy_target
-from app.gui.state.chat.memory import ChatMemory
-from app.gui.state.chat.records import Message
-from app.gui.state.chat.stats import ReplyStats
-from app.gui.views.message_actions import MessageActions
-from app.gui.views.scroll_follow import BottomFollower
-from app.gui.views.transcript_boxes import Boxes
-from app.gui.views.transcript_html import BlockStyle, empty_html, message_block
-from app.gui.views.transcript_memory import memory_divider
+from localllm.app.gui.design.tokens import palette
+from localllm.app.gui.markdown_html import ICON_SIZE, MarkdownRenderer, copy_target
+from localllm.app.gui.state.chat.memory import ChatMemory
+from localllm.app.gui.state.chat.records import Message
+from localllm.app.gui.state.chat.stats import ReplyStats
+from localllm.app.gui.views.message_actions import MessageActions
+from localllm.app.gui.views.scroll_follow import BottomFollower
+from localllm.app.gui.views.transcript_boxes import Boxes
+from localllm.app.gui.views.transcript_html import BlockStyle, empty_html, message_block
+from localllm.app.gui.views.transcript_memory import memory_divider
 
 __all__ = ["Transcript"]
 

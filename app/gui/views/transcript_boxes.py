@@ -24,7 +24,7 @@ from PySide6.QtGui import (
     QTextTable,
 )
 
-from app.gui.design.tokens import RADIUS, Palette
+from localllm.app.gui.design.tokens import RADIUS, Palette
 
 __all__ = ["BoxStyle", "Boxes", "box_styles"]
 

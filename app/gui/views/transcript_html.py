@@ -22,13 +22,13 @@ import html
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from app.gui.design.tokens import Palette
-from app.gui.state.chat.errors import memory_refused
-from app.gui.state.chat.folding import fold
-from app.gui.state.chat.records import Message
-from app.gui.state.chat.stats import ReplyStats
-from app.gui.state.chat.thinking import thinking_summary
-from app.gui.views.tool_call_html import tool_calls_block
+from localllm.app.gui.design.tokens import Palette
+from localllm.app.gui.state.chat.errors import memory_refused
+from localllm.app.gui.state.chat.folding import fold
+from localllm.app.gui.state.chat.records import Message
+from localllm.app.gui.state.chat.stats import ReplyStats
+from localllm.app.gui.state.chat.thinking import thinking_summary
+from localllm.app.gui.views.tool_call_html import tool_calls_block
 
 __all__ = ["ACTIONS_HEIGHT", "EMPTY", "BlockStyle", "empty_html", "message_block"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import html
 
-from app.gui.design.tokens import Palette
-from app.gui.state.chat.memory import DIVIDER_TEXT, ChatMemory
+from localllm.app.gui.design.tokens import Palette
+from localllm.app.gui.state.chat.memory import DIVIDER_TEXT, ChatMemory
 
 __all__ = ["memory_divider"]
 

@@ -10,8 +10,8 @@ from PySide6.QtCore import Signal
 from PySide6.QtGui import QAction, QIcon
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
-from app.gui.services.server import ServerService
-from app.gui.state.units import bytes_text
+from localllm.app.gui.services.server import ServerService
+from localllm.app.gui.state.units import bytes_text
 
 __all__ = ["Tray"]
 

@@ -26,15 +26,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.gui.design.tokens import SPACE
-from app.gui.design.widgets import badge, set_kind
-from app.gui.state.downloads import Download
-from app.gui.state.fit import Fit
-from app.gui.state.model_plan import memory_text, plan_tip
-from app.gui.state.records import ModelPlan, SystemInfo
-from app.gui.state.starter_models import STARTERS, Suggestion, suggest
-from app.gui.state.units import bytes_text, duration_text
-from app.gui.views.plain_text import plain_label, plain_tooltip
+from localllm.app.gui.design.tokens import SPACE
+from localllm.app.gui.design.widgets import badge, set_kind
+from localllm.app.gui.state.downloads import Download
+from localllm.app.gui.state.fit import Fit
+from localllm.app.gui.state.model_plan import memory_text, plan_tip
+from localllm.app.gui.state.records import ModelPlan, SystemInfo
+from localllm.app.gui.state.starter_models import STARTERS, Suggestion, suggest
+from localllm.app.gui.state.units import bytes_text, duration_text
+from localllm.app.gui.views.plain_text import plain_label, plain_tooltip
 
 __all__ = ["OFFLINE_REASON", "WelcomePage", "download_problem", "gguf_paths"]
 

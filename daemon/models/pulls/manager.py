@@ -19,11 +19,11 @@ from collections.abc import AsyncIterator
 
 from anyio import to_thread
 
-from daemon.errors import NotFoundError
-from daemon.models.pulls.records import PullRecord, PullRecords
-from model_registry.names import ModelName, parse_name
-from model_registry.pull import Puller, PullEvent
-from model_registry.pull.events import CANCELLED, PAUSED, PULLING_MANIFEST
+from localllm.daemon.errors import NotFoundError
+from localllm.daemon.models.pulls.records import PullRecord, PullRecords
+from localllm.model_registry.names import ModelName, parse_name
+from localllm.model_registry.pull import Puller, PullEvent
+from localllm.model_registry.pull.events import CANCELLED, PAUSED, PULLING_MANIFEST
 
 __all__ = ["PullJob", "PullManager"]
 

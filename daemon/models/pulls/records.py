@@ -14,7 +14,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from model_registry.store.atomic import atomic_write_bytes
+from localllm.model_registry.store.atomic import atomic_write_bytes
 
 __all__ = ["PullRecord", "PullRecords"]
 

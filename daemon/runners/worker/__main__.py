@@ -1,4 +1,4 @@
-"""Entry point: ``python -m daemon.runners.worker`` (spec as the first frame on stdin)."""
+"""Entry point: ``python -m localllm.daemon.runners.worker`` (spec as the first frame on stdin)."""
 
 from __future__ import annotations
 

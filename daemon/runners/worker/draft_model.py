@@ -18,7 +18,7 @@ import dataclasses
 
 import llama_cpp as lc
 
-from model_registry.vocabulary import sampled_ids
+from localllm.model_registry.vocabulary import sampled_ids
 
 from ..types import RunnerSpec
 from .batch import Batch

@@ -1,4 +1,5 @@
-"""``python -m daemon.runners.worker.probe``: print what the installed llama.cpp build supports.
+"""``python -m localllm.daemon.runners.worker.probe``: print what the installed llama.cpp build
+supports.
 
 Front ends may not import ``llama_cpp`` (a bad native build must never crash them), so
 ``localllm doctor`` runs this in a subprocess with its own interpreter and reads one JSON object:

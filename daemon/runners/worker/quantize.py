@@ -1,4 +1,5 @@
-"""``python -m daemon.runners.worker.quantize IN OUT TYPE``: requantize a GGUF with llama.cpp.
+"""``python -m localllm.daemon.runners.worker.quantize IN OUT TYPE``: requantize a GGUF with
+llama.cpp.
 
 It runs as its own process, like a runner, so a crash or a native abort on a hostile file
 never takes the daemon down, and ``llama_cpp`` stays inside the worker package. Exit codes:
@@ -40,7 +41,9 @@ def quantize(source: Path, destination: Path, quant: str, threads: int = 0) -> N
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 3:
-        print("usage: python -m daemon.runners.worker.quantize IN OUT TYPE", file=sys.stderr)
+        print(
+            "usage: python -m localllm.daemon.runners.worker.quantize IN OUT TYPE", file=sys.stderr
+        )
         return 2
     source, destination, quant = Path(args[0]), Path(args[1]), args[2]
     if quant.upper() not in QUANT_TYPES:

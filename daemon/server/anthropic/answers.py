@@ -8,17 +8,17 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-from daemon.api.anthropic import (
+from localllm.daemon.api.anthropic import (
     AnthropicContent,
     AnthropicUsage,
     TextBlock,
     ThinkingBlock,
     ToolUseBlock,
 )
-from daemon.inference import Finished
-from daemon.inference.generation import GenerationStats
-from daemon.inference.json_scan import loads
-from daemon.inference.tool_calls import ToolCall
+from localllm.daemon.inference import Finished
+from localllm.daemon.inference.generation import GenerationStats
+from localllm.daemon.inference.json_scan import loads
+from localllm.daemon.inference.tool_calls import ToolCall
 
 __all__ = ["content_out", "signature", "stop_reason", "tool_input", "usage_out"]
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from daemon.api.anthropic import CountTokensRequest, CountTokensResponse
-from daemon.inference import Inference
-from daemon.server.anthropic.translate import count_job
-from daemon.server.sse import until_disconnect
+from localllm.daemon.api.anthropic import CountTokensRequest, CountTokensResponse
+from localllm.daemon.inference import Inference
+from localllm.daemon.server.anthropic.translate import count_job
+from localllm.daemon.server.sse import until_disconnect
 
 __all__ = ["router"]
 

@@ -13,7 +13,7 @@ import json
 import secrets
 from collections.abc import AsyncIterable, AsyncIterator, Iterator
 
-from daemon.api.anthropic import (
+from localllm.daemon.api.anthropic import (
     AnthropicContent,
     AnthropicMessage,
     AnthropicUsage,
@@ -33,9 +33,9 @@ from daemon.api.anthropic import (
     ThinkingDelta,
     ToolUseBlock,
 )
-from daemon.inference import Delta, Finished, ToolCallDelta
-from daemon.server.anthropic.answers import signature, stop_reason, tool_input, usage_out
-from daemon.server.sse import sse_event
+from localllm.daemon.inference import Delta, Finished, ToolCallDelta
+from localllm.daemon.server.anthropic.answers import signature, stop_reason, tool_input, usage_out
+from localllm.daemon.server.sse import sse_event
 
 __all__ = ["message_events"]
 

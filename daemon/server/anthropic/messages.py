@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from daemon.api.anthropic import AnthropicMessage, MessagesRequest
-from daemon.inference import Collected, Generation
-from daemon.server.anthropic.answers import content_out, stop_reason, usage_out
-from daemon.server.anthropic.events import message_events
-from daemon.server.anthropic.translate import messages_job
-from daemon.server.respond import ANTHROPIC_SSE, respond
+from localllm.daemon.api.anthropic import AnthropicMessage, MessagesRequest
+from localllm.daemon.inference import Collected, Generation
+from localllm.daemon.server.anthropic.answers import content_out, stop_reason, usage_out
+from localllm.daemon.server.anthropic.events import message_events
+from localllm.daemon.server.anthropic.translate import messages_job
+from localllm.daemon.server.respond import ANTHROPIC_SSE, respond
 
 __all__ = ["router"]
 

@@ -21,13 +21,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from daemon.api.anthropic import CountTokensRequest, MessageParam, MessagesRequest, ToolParam
-from daemon.errors import BadRequestError
-from daemon.inference import GenerationJob
-from daemon.inference.images import decode_base64
-from daemon.inference.options import parse_keep_alive
-from daemon.inference.templates import image_part
-from daemon.inference.tool_calls import ToolChoice
+from localllm.daemon.api.anthropic import (
+    CountTokensRequest,
+    MessageParam,
+    MessagesRequest,
+    ToolParam,
+)
+from localllm.daemon.errors import BadRequestError
+from localllm.daemon.inference import GenerationJob
+from localllm.daemon.inference.images import decode_base64
+from localllm.daemon.inference.options import parse_keep_alive
+from localllm.daemon.inference.templates import image_part
+from localllm.daemon.inference.tool_calls import ToolChoice
 
 __all__ = ["count_job", "messages_job"]
 

@@ -15,8 +15,8 @@ from fastapi import APIRouter, Request
 from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
-from model_registry.digests import Digest
-from model_registry.store import Store
+from localllm.model_registry.digests import Digest
+from localllm.model_registry.store import Store
 
 __all__ = ["router"]
 

@@ -18,9 +18,9 @@ from collections.abc import Callable
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from daemon.api.native_system import ServerResponse
-from daemon.security import is_local_client, is_loopback_address
-from daemon.settings import Settings
+from localllm.daemon.api.native_system import ServerResponse
+from localllm.daemon.security import is_local_client, is_loopback_address
+from localllm.daemon.settings import Settings
 
 __all__ = ["router", "stop_server"]
 

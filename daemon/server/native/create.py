@@ -14,24 +14,24 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from starlette.responses import Response
 
-from daemon.api.native_models import CreateRequest, ProgressResponse
-from daemon.errors import BadRequestError, TemplateBudgetError, TemplateError
-from daemon.inference.templates import ChatTemplate
-from daemon.models.create import blob_resolver, check_create, create_model, normalize_quant
-from daemon.server.ndjson import ndjson_line, ndjson_stream
-from daemon.settings import Settings
-from model_registry.digests import Digest
-from model_registry.errors import InvalidParameterError
-from model_registry.modelfile import (
+from localllm.daemon.api.native_models import CreateRequest, ProgressResponse
+from localllm.daemon.errors import BadRequestError, TemplateBudgetError, TemplateError
+from localllm.daemon.inference.templates import ChatTemplate
+from localllm.daemon.models.create import blob_resolver, check_create, create_model, normalize_quant
+from localllm.daemon.server.ndjson import ndjson_line, ndjson_stream
+from localllm.daemon.settings import Settings
+from localllm.model_registry.digests import Digest
+from localllm.model_registry.errors import InvalidParameterError
+from localllm.model_registry.modelfile import (
     PARAMETER_TYPES,
     Adapter,
     Modelfile,
     from_is_path,
     parse_modelfile,
 )
-from model_registry.names import parse_name
-from model_registry.parameters import check_parameter
-from model_registry.store import Store
+from localllm.model_registry.names import parse_name
+from localllm.model_registry.parameters import check_parameter
+from localllm.model_registry.store import Store
 
 __all__ = ["router"]
 

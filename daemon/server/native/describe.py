@@ -9,17 +9,22 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from daemon.api.native_models import AdapterOut, ModelDetailsOut, ModelSummary, ShowResponse
-from daemon.errors import TemplateError
-from daemon.inference.resolve import ResolvedModel
-from daemon.inference.templates import ChatTemplate
-from daemon.inference.thinking import detect_format
-from model_registry.errors import GGUFError, ModelfileError
-from model_registry.gguf_info import read_gguf_info
-from model_registry.modelfile import Modelfile, render_modelfile
-from model_registry.names import ModelName
-from model_registry.recommended_sampling import GGUF_KEY_OF_OPTION
-from model_registry.store import LayerType, ModelDetails, ModelEntry, Store
+from localllm.daemon.api.native_models import (
+    AdapterOut,
+    ModelDetailsOut,
+    ModelSummary,
+    ShowResponse,
+)
+from localllm.daemon.errors import TemplateError
+from localllm.daemon.inference.resolve import ResolvedModel
+from localllm.daemon.inference.templates import ChatTemplate
+from localllm.daemon.inference.thinking import detect_format
+from localllm.model_registry.errors import GGUFError, ModelfileError
+from localllm.model_registry.gguf_info import read_gguf_info
+from localllm.model_registry.modelfile import Modelfile, render_modelfile
+from localllm.model_registry.names import ModelName
+from localllm.model_registry.recommended_sampling import GGUF_KEY_OF_OPTION
+from localllm.model_registry.store import LayerType, ModelDetails, ModelEntry, Store
 
 __all__ = ["details_out", "iso_time", "listed_name", "model_summary", "show_response"]
 

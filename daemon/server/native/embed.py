@@ -7,16 +7,16 @@ import time
 
 from fastapi import APIRouter, Request
 
-from daemon.api.native_chat import (
+from localllm.daemon.api.native_chat import (
     EmbeddingsRequest,
     EmbeddingsResponse,
     EmbedRequest,
     EmbedResponse,
 )
-from daemon.errors import BadRequestError
-from daemon.inference import EmbedJob, Inference
-from daemon.inference.options import parse_keep_alive
-from daemon.server.sse import until_disconnect
+from localllm.daemon.errors import BadRequestError
+from localllm.daemon.inference import EmbedJob, Inference
+from localllm.daemon.inference.options import parse_keep_alive
+from localllm.daemon.server.sse import until_disconnect
 
 __all__ = ["router"]
 

@@ -18,7 +18,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.responses import Response
 
-from daemon.api.native_chat import (
+from localllm.daemon.api.native_chat import (
     ChatChunk,
     ChatRequest,
     GenerateChunk,
@@ -26,10 +26,17 @@ from daemon.api.native_chat import (
     OllamaReply,
     TruncatedHistory,
 )
-from daemon.inference import Collected, Delta, Finished, Generation, GenerationJob, Inference
-from daemon.inference.options import parse_keep_alive
-from daemon.inference.tool_calls import ToolCall
-from daemon.server.native.translate import (
+from localllm.daemon.inference import (
+    Collected,
+    Delta,
+    Finished,
+    Generation,
+    GenerationJob,
+    Inference,
+)
+from localllm.daemon.inference.options import parse_keep_alive
+from localllm.daemon.inference.tool_calls import ToolCall
+from localllm.daemon.server.native.translate import (
     CallAssembler,
     chat_job,
     created_at,
@@ -38,9 +45,9 @@ from daemon.server.native.translate import (
     timings,
     tool_calls_out,
 )
-from daemon.server.ndjson import ndjson_line
-from daemon.server.respond import NDJSON, respond
-from daemon.server.sse import until_disconnect
+from localllm.daemon.server.ndjson import ndjson_line
+from localllm.daemon.server.respond import NDJSON, respond
+from localllm.daemon.server.sse import until_disconnect
 
 __all__ = ["router"]
 

@@ -8,12 +8,12 @@ from dataclasses import asdict
 from anyio import to_thread
 from fastapi import APIRouter, Query, Request
 
-from daemon.api.native_catalog import CatalogModel, CatalogResponse
-from daemon.api.native_system import HubFile, HubFilesResponse, HubRepo, HubSearchResponse
-from daemon.scheduler import system_memory
-from daemon.settings import Settings
-from model_registry.pull.browse import HubBrowser
-from model_registry.pull.catalog import Catalog
+from localllm.daemon.api.native_catalog import CatalogModel, CatalogResponse
+from localllm.daemon.api.native_system import HubFile, HubFilesResponse, HubRepo, HubSearchResponse
+from localllm.daemon.scheduler import system_memory
+from localllm.daemon.settings import Settings
+from localllm.model_registry.pull.browse import HubBrowser
+from localllm.model_registry.pull.catalog import Catalog
 
 __all__ = ["router"]
 

@@ -17,21 +17,21 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from starlette.responses import Response
 
-from daemon.api.local_models import (
+from localllm.daemon.api.local_models import (
     ImportProgress,
     ImportRequest,
     LocalModelOut,
     LocalModelsResponse,
 )
-from daemon.errors import BadRequestError, ForbiddenError
-from daemon.models.local_import import import_steps
-from daemon.security import is_loopback_address
-from daemon.server.ndjson import ndjson_line, ndjson_stream
-from daemon.settings import Settings
-from model_registry.errors import ModelExistsError, NotLinkableError
-from model_registry.local_models import FoundModel, ScanRoots, describe_file, scan
-from model_registry.names import parse_name
-from model_registry.store import Store
+from localllm.daemon.errors import BadRequestError, ForbiddenError
+from localllm.daemon.models.local_import import import_steps
+from localllm.daemon.security import is_loopback_address
+from localllm.daemon.server.ndjson import ndjson_line, ndjson_stream
+from localllm.daemon.settings import Settings
+from localllm.model_registry.errors import ModelExistsError, NotLinkableError
+from localllm.model_registry.local_models import FoundModel, ScanRoots, describe_file, scan
+from localllm.model_registry.names import parse_name
+from localllm.model_registry.store import Store
 
 __all__ = ["router", "scan_roots"]
 

@@ -12,7 +12,7 @@ from anyio import to_thread
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse
 
-from daemon.api.native_models import (
+from localllm.daemon.api.native_models import (
     CopyRequest,
     ModelRequest,
     PruneResponse,
@@ -25,20 +25,20 @@ from daemon.api.native_models import (
     VerifyProblem,
     VerifyResponse,
 )
-from daemon.inference import Inference
-from daemon.remotes import Remotes
-from daemon.scheduler import ModelStatus, Scheduler
-from daemon.server.native.describe import (
+from localllm.daemon.inference import Inference
+from localllm.daemon.remotes import Remotes
+from localllm.daemon.scheduler import ModelStatus, Scheduler
+from localllm.daemon.server.native.describe import (
     details_out,
     iso_time,
     listed_name,
     model_summary,
     show_response,
 )
-from daemon.server.remote_listing import remote_running, remote_show, remote_summaries
-from model_registry.errors import CorruptManifestError, ModelNotFoundError
-from model_registry.names import parse_name
-from model_registry.store import ModelEntry, Store, show_model
+from localllm.daemon.server.remote_listing import remote_running, remote_show, remote_summaries
+from localllm.model_registry.errors import CorruptManifestError, ModelNotFoundError
+from localllm.model_registry.names import parse_name
+from localllm.model_registry.store import ModelEntry, Store, show_model
 
 __all__ = ["router"]
 

@@ -12,23 +12,23 @@ from __future__ import annotations
 from anyio import to_thread
 from fastapi import APIRouter, Request
 
-from daemon.api.native_plan import (
+from localllm.daemon.api.native_plan import (
     PlanDevice,
     PlanPartOut,
     PlanRequest,
     PlanResponse,
     PlanSettingsOut,
 )
-from daemon.errors import BadRequestError
-from daemon.inference import Inference
-from daemon.inference.plans import Planned, plan_installed, plan_on_hub
-from daemon.remotes import Remotes
-from daemon.scheduler import LoadPlan
-from daemon.scheduler.memory_plan import LATER_KINDS
-from daemon.scheduler.refusal import size_text
-from model_registry.errors import InvalidRepoError
-from model_registry.pull.hub_headers import HubShapes
-from model_registry.pull.quants import quant_of
+from localllm.daemon.errors import BadRequestError
+from localllm.daemon.inference import Inference
+from localllm.daemon.inference.plans import Planned, plan_installed, plan_on_hub
+from localllm.daemon.remotes import Remotes
+from localllm.daemon.scheduler import LoadPlan
+from localllm.daemon.scheduler.memory_plan import LATER_KINDS
+from localllm.daemon.scheduler.refusal import size_text
+from localllm.model_registry.errors import InvalidRepoError
+from localllm.model_registry.pull.hub_headers import HubShapes
+from localllm.model_registry.pull.quants import quant_of
 
 __all__ = ["router"]
 

@@ -14,17 +14,17 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from starlette.responses import Response
 
-from daemon.api.native_models import (
+from localllm.daemon.api.native_models import (
     ModelRequest,
     ProgressResponse,
     PullListResponse,
     PullRecordOut,
     PullRequest,
 )
-from daemon.models.pulls import PullJob, PullManager, PullRecord
-from daemon.server.errors import Redact
-from daemon.server.native.describe import iso_time
-from daemon.server.ndjson import ndjson_line, ndjson_stream
+from localllm.daemon.models.pulls import PullJob, PullManager, PullRecord
+from localllm.daemon.server.errors import Redact
+from localllm.daemon.server.native.describe import iso_time
+from localllm.daemon.server.ndjson import ndjson_line, ndjson_stream
 
 __all__ = ["router"]
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
-from daemon.api.remotes import RemoteAddRequest, RemoteInfo, RemoteList
-from daemon.remotes import Remotes
-from daemon.server.admin import admin_only
+from localllm.daemon.api.remotes import RemoteAddRequest, RemoteInfo, RemoteList
+from localllm.daemon.remotes import Remotes
+from localllm.daemon.server.admin import admin_only
 
 __all__ = ["router"]
 

@@ -9,18 +9,18 @@ from pathlib import Path
 from anyio import to_thread
 from fastapi import APIRouter, Query, Request
 
-from daemon.api.native_system import (
+from localllm.daemon.api.native_system import (
     GpuInfo,
     LogsResponse,
     SystemResponse,
     VersionResponse,
 )
-from daemon.scheduler import Scheduler
-from daemon.scheduler.system_report import system_report
-from daemon.security import is_loopback_address
-from daemon.server.log_file import LOG_NAME
-from daemon.server.redaction import PathRedactor
-from daemon.settings import Settings
+from localllm.daemon.scheduler import Scheduler
+from localllm.daemon.scheduler.system_report import system_report
+from localllm.daemon.security import is_loopback_address
+from localllm.daemon.server.log_file import LOG_NAME
+from localllm.daemon.server.redaction import PathRedactor
+from localllm.daemon.settings import Settings
 
 __all__ = ["LOG_NAME", "router"]
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from daemon.api.native_chat import (
+from localllm.daemon.api.native_chat import (
     ChatRequest,
     Format,
     GenerateRequest,
@@ -18,14 +18,14 @@ from daemon.api.native_chat import (
     OllamaMessage,
     OllamaToolCall,
 )
-from daemon.errors import BadRequestError
-from daemon.inference import GenerationJob
-from daemon.inference.generation import GenerationStats
-from daemon.inference.images import decode_base64
-from daemon.inference.json_scan import loads
-from daemon.inference.options import checked, parse_keep_alive
-from daemon.inference.templates import image_part
-from daemon.inference.tool_calls import ToolCall, ToolCallDelta, ToolChoice
+from localllm.daemon.errors import BadRequestError
+from localllm.daemon.inference import GenerationJob
+from localllm.daemon.inference.generation import GenerationStats
+from localllm.daemon.inference.images import decode_base64
+from localllm.daemon.inference.json_scan import loads
+from localllm.daemon.inference.options import checked, parse_keep_alive
+from localllm.daemon.inference.templates import image_part
+from localllm.daemon.inference.tool_calls import ToolCall, ToolCallDelta, ToolChoice
 
 __all__ = [
     "CallAssembler",

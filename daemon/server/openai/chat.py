@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from daemon.api import (
+from localllm.daemon.api import (
     ChatChoice,
     ChatChunkChoice,
     ChatCompletion,
@@ -19,16 +19,16 @@ from daemon.api import (
     ChatDelta,
     ChatResponseMessage,
 )
-from daemon.inference import Collected, Delta, Finished, Generation
-from daemon.server.openai.translate import (
+from localllm.daemon.inference import Collected, Delta, Finished, Generation
+from localllm.daemon.server.openai.translate import (
     chat_job,
     chat_logprobs,
     tool_call_chunks,
     tool_calls_out,
     usage_out,
 )
-from daemon.server.respond import SSE, respond
-from daemon.server.sse import sse_data
+from localllm.daemon.server.respond import SSE, respond
+from localllm.daemon.server.sse import sse_data
 
 __all__ = ["router"]
 

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from daemon.api import Completion, CompletionChoice, CompletionRequest
-from daemon.inference import Collected, Delta, Generation
-from daemon.server.openai.translate import completion_job, completion_logprobs, usage_out
-from daemon.server.respond import SSE, respond
-from daemon.server.sse import sse_data
+from localllm.daemon.api import Completion, CompletionChoice, CompletionRequest
+from localllm.daemon.inference import Collected, Delta, Generation
+from localllm.daemon.server.openai.translate import completion_job, completion_logprobs, usage_out
+from localllm.daemon.server.respond import SSE, respond
+from localllm.daemon.server.sse import sse_data
 
 __all__ = ["router"]
 

@@ -8,11 +8,11 @@ import struct
 
 from fastapi import APIRouter, Request
 
-from daemon.api import Embedding, EmbeddingRequest, EmbeddingResponse, EmbeddingUsage
-from daemon.errors import BadRequestError
-from daemon.inference import EmbedJob, Inference
-from daemon.inference.options import parse_keep_alive
-from daemon.server.sse import until_disconnect
+from localllm.daemon.api import Embedding, EmbeddingRequest, EmbeddingResponse, EmbeddingUsage
+from localllm.daemon.errors import BadRequestError
+from localllm.daemon.inference import EmbedJob, Inference
+from localllm.daemon.inference.options import parse_keep_alive
+from localllm.daemon.server.sse import until_disconnect
 
 __all__ = ["router"]
 

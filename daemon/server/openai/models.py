@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from daemon.api import Model, ModelList
-from daemon.server.remote_listing import remote_openai_models
-from model_registry.errors import ModelNotFoundError
-from model_registry.names import DEFAULT_NAMESPACE, ModelName, parse_name
-from model_registry.store import ModelEntry, Store
+from localllm.daemon.api import Model, ModelList
+from localllm.daemon.server.remote_listing import remote_openai_models
+from localllm.model_registry.errors import ModelNotFoundError
+from localllm.model_registry.names import DEFAULT_NAMESPACE, ModelName, parse_name
+from localllm.model_registry.store import ModelEntry, Store
 
 __all__ = ["router"]
 

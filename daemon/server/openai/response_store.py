@@ -24,8 +24,8 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
-from daemon.api.openai_responses import ResponseObject
-from daemon.errors import NotFoundError
+from localllm.daemon.api.openai_responses import ResponseObject
+from localllm.daemon.errors import NotFoundError
 
 __all__ = ["ResponseStore", "StoredResponse", "conversation_bytes"]
 

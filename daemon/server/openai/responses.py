@@ -10,12 +10,12 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from daemon.api.openai_responses import ResponseDeleted, ResponseObject, ResponsesRequest
-from daemon.server.openai.response_store import ResponseStore
-from daemon.server.openai.responses_output import ResponseShape
-from daemon.server.openai.responses_stream import ResponseStream
-from daemon.server.openai.responses_translate import responses_turn
-from daemon.server.respond import respond
+from localllm.daemon.api.openai_responses import ResponseDeleted, ResponseObject, ResponsesRequest
+from localllm.daemon.server.openai.response_store import ResponseStore
+from localllm.daemon.server.openai.responses_output import ResponseShape
+from localllm.daemon.server.openai.responses_stream import ResponseStream
+from localllm.daemon.server.openai.responses_translate import responses_turn
+from localllm.daemon.server.respond import respond
 
 __all__ = ["router"]
 

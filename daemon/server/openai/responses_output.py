@@ -12,7 +12,7 @@ import secrets
 import time
 from collections.abc import Sequence
 
-from daemon.api.openai_responses import (
+from localllm.daemon.api.openai_responses import (
     FunctionCallOut,
     InputTokensDetails,
     OutputItem,
@@ -25,10 +25,10 @@ from daemon.api.openai_responses import (
     ResponsesRequest,
     ResponseUsage,
 )
-from daemon.inference import Collected, Finished, Generation, GenerationStats
-from daemon.inference.tool_calls import ToolCall
-from daemon.server.openai.response_store import ResponseStore
-from daemon.server.openai.responses_translate import Turn
+from localllm.daemon.inference import Collected, Finished, Generation, GenerationStats
+from localllm.daemon.inference.tool_calls import ToolCall
+from localllm.daemon.server.openai.response_store import ResponseStore
+from localllm.daemon.server.openai.responses_translate import Turn
 
 __all__ = [
     "ResponseShape",

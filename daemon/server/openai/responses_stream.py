@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 
-from daemon.api.openai_responses import (
+from localllm.daemon.api.openai_responses import (
     ContentPartEvent,
     FunctionCallArgumentsEvent,
     OutputItem,
@@ -31,18 +31,18 @@ from daemon.api.openai_responses import (
     TextDeltaEvent,
     TextDoneEvent,
 )
-from daemon.inference import Delta, Finished, Generation, ToolCallDelta
-from daemon.inference.tool_calls import ToolCall
-from daemon.server.errors import Redact, error_detail
-from daemon.server.openai.responses_output import (
+from localllm.daemon.inference import Delta, Finished, Generation, ToolCallDelta
+from localllm.daemon.inference.tool_calls import ToolCall
+from localllm.daemon.server.errors import Redact, error_detail
+from localllm.daemon.server.openai.responses_output import (
     ResponseShape,
     item_status,
     message_item,
     new_id,
     reasoning_item,
 )
-from daemon.server.respond import Wire
-from daemon.server.sse import EventStream, sse_event, sse_stream
+from localllm.daemon.server.respond import Wire
+from localllm.daemon.server.sse import EventStream, sse_event, sse_stream
 
 __all__ = ["ResponseStream"]
 

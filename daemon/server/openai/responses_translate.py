@@ -23,7 +23,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from daemon.api.openai_responses import (
+from localllm.daemon.api.openai_responses import (
     FunctionCallItem,
     FunctionCallOutputItem,
     FunctionToolIn,
@@ -32,13 +32,13 @@ from daemon.api.openai_responses import (
     ReasoningItem,
     ResponsesRequest,
 )
-from daemon.errors import BadRequestError
-from daemon.inference import GenerationJob
-from daemon.inference.options import parse_keep_alive
-from daemon.inference.templates import image_part
-from daemon.inference.tool_calls import ToolChoice
-from daemon.server.openai.response_store import StoredResponse
-from daemon.server.openai.translate import image_from_url, sampling_options
+from localllm.daemon.errors import BadRequestError
+from localllm.daemon.inference import GenerationJob
+from localllm.daemon.inference.options import parse_keep_alive
+from localllm.daemon.inference.templates import image_part
+from localllm.daemon.inference.tool_calls import ToolChoice
+from localllm.daemon.server.openai.response_store import StoredResponse
+from localllm.daemon.server.openai.translate import image_from_url, sampling_options
 
 __all__ = ["Turn", "responses_turn"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from daemon.api import (
+from localllm.daemon.api import (
     ChatCompletionRequest,
     ChatLogprobs,
     CompletionRequest,
@@ -23,14 +23,14 @@ from daemon.api import (
     ToolCallOut,
     Usage,
 )
-from daemon.errors import BadRequestError
-from daemon.inference import GenerationJob
-from daemon.inference.generation import GenerationStats
-from daemon.inference.images import decode_base64
-from daemon.inference.options import checked, parse_keep_alive
-from daemon.inference.templates import image_part
-from daemon.inference.tool_calls import ToolCall, ToolCallDelta, ToolChoice
-from model_registry.parameters import LOGIT_BIAS_ENTRIES, MAX_TOKEN_ID
+from localllm.daemon.errors import BadRequestError
+from localllm.daemon.inference import GenerationJob
+from localllm.daemon.inference.generation import GenerationStats
+from localllm.daemon.inference.images import decode_base64
+from localllm.daemon.inference.options import checked, parse_keep_alive
+from localllm.daemon.inference.templates import image_part
+from localllm.daemon.inference.tool_calls import ToolCall, ToolCallDelta, ToolChoice
+from localllm.model_registry.parameters import LOGIT_BIAS_ENTRIES, MAX_TOKEN_ID
 
 __all__ = [
     "chat_job",

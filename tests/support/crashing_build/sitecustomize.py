@@ -1,6 +1,6 @@
 """A llama.cpp build that cannot run on this computer, for tests: with this folder on a runner's
-PYTHONPATH, the runner (``python -m daemon.runners.worker``) kills itself the way such a build
-dies, by a real signal from its own process. ``crash.json`` beside this file (written by the
+PYTHONPATH, the runner (``python -m localllm.daemon.runners.worker``) kills itself the way such a
+build dies, by a real signal from its own process. ``crash.json`` beside this file (written by the
 test, see ``tests.support.crashing_build.crashing_build``) says how:
 
 - ``{"signal": "SIGILL", "at": "batch"}``: at the first ``llama_decode`` of more than one token,
@@ -19,7 +19,7 @@ import signal
 import sys
 from pathlib import Path
 
-_RUNNER = "daemon.runners.worker"
+_RUNNER = "localllm.daemon.runners.worker"
 
 
 def _die(name: str) -> None:

@@ -15,8 +15,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from app.documents.index import Passage, location
-from app.gui.state.chat.migrations import migrate
+from localllm.app.documents.index import Passage, location
+from localllm.app.gui.state.chat.migrations import migrate
 
 __all__ = ["AttachmentStore", "SourceRef"]
 

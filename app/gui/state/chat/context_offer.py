@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from app.gui.state.chat.records import ChatOptions
-from app.gui.state.setting_plan import PlanAsk, PlanPreview, memory_options
+from localllm.app.gui.state.chat.records import ChatOptions
+from localllm.app.gui.state.setting_plan import PlanAsk, PlanPreview, memory_options
 
 __all__ = ["larger_context", "offer_ask", "offered"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from app.gui.state.gateway import ChatTurn
+from localllm.app.gui.state.gateway import ChatTurn
 
 __all__ = ["with_context"]
 

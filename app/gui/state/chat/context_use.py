@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.gui.state.chat.records import Message
+from localllm.app.gui.state.chat.records import Message
 
 __all__ = ["ContextUse"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from app.gui.state.chat.records import Conversation
+from localllm.app.gui.state.chat.records import Conversation
 
 __all__ = ["ConversationList"]
 

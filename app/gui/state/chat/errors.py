@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from app.gui.state.gateway import GatewayError
+from localllm.app.gui.state.gateway import GatewayError
 
 __all__ = ["LOAD_ANYWAY_HINT", "SETTING_NAMES", "explain", "memory_refused", "overflowed"]
 

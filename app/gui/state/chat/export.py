@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from app.gui.state.chat.records import Conversation, Message
+from localllm.app.gui.state.chat.records import Conversation, Message
 
 __all__ = ["markdown_file_name", "to_markdown"]
 

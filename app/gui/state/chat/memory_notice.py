@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.gui.state.chat.errors import overflowed
-from app.gui.state.chat.memory import ChatMemory
-from app.gui.state.chat.records import Message
+from localllm.app.gui.state.chat.errors import overflowed
+from localllm.app.gui.state.chat.memory import ChatMemory
+from localllm.app.gui.state.chat.records import Message
 
 __all__ = ["MemoryNotice", "memory_notice"]
 

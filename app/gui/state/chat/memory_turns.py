@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.gui.state.chat.memory import ChatMemory
-from app.gui.state.chat.records import Message
-from app.gui.state.gateway import ChatTurn
+from localllm.app.gui.state.chat.memory import ChatMemory
+from localllm.app.gui.state.chat.records import Message
+from localllm.app.gui.state.gateway import ChatTurn
 
 __all__ = ["SUMMARY_WORDS", "summary_request", "system_turns", "to_summarize"]
 

@@ -10,9 +10,9 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from app.gui.state.chat.memory import ChatMemory
-from app.gui.state.chat.stats import ReplyStats
-from app.gui.state.chat.tool_calls import ToolCall
+from localllm.app.gui.state.chat.memory import ChatMemory
+from localllm.app.gui.state.chat.stats import ReplyStats
+from localllm.app.gui.state.chat.tool_calls import ToolCall
 
 __all__ = ["DEFAULT_TITLE", "ChatOptions", "Conversation", "Message", "ReplyStats", "new_id"]
 

@@ -13,16 +13,16 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
-from app.gui.state.chat.context_turns import with_context
-from app.gui.state.chat.errors import explain
-from app.gui.state.chat.memory import memory_start
-from app.gui.state.chat.memory_turns import system_turns
-from app.gui.state.chat.records import DEFAULT_TITLE, Conversation, Message, new_id
-from app.gui.state.chat.stats import ReplyMeter, ReplyStats
-from app.gui.state.chat.thinking import ThinkingClock
-from app.gui.state.chat.tool_calls import ToolCall, close_waiting, message_turns
-from app.gui.state.gateway import ChatTurn
-from app.gui.state.records import ChatDelta, ChatDone
+from localllm.app.gui.state.chat.context_turns import with_context
+from localllm.app.gui.state.chat.errors import explain
+from localllm.app.gui.state.chat.memory import memory_start
+from localllm.app.gui.state.chat.memory_turns import system_turns
+from localllm.app.gui.state.chat.records import DEFAULT_TITLE, Conversation, Message, new_id
+from localllm.app.gui.state.chat.stats import ReplyMeter, ReplyStats
+from localllm.app.gui.state.chat.thinking import ThinkingClock
+from localllm.app.gui.state.chat.tool_calls import ToolCall, close_waiting, message_turns
+from localllm.app.gui.state.gateway import ChatTurn
+from localllm.app.gui.state.records import ChatDelta, ChatDone
 
 __all__ = ["ChatBusy", "ChatSession", "Persist", "title_from"]
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from app.gui.state.records import ChatDone
+from localllm.app.gui.state.records import ChatDone
 
 __all__ = ["STREAMING", "ReplyMeter", "ReplyStats"]
 

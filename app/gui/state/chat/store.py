@@ -18,10 +18,10 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
-from app.gui.state.chat.memory import ChatMemory
-from app.gui.state.chat.migrations import migrate
-from app.gui.state.chat.records import ChatOptions, Conversation, Message, ReplyStats
-from app.gui.state.chat.tool_calls import calls_from_json, calls_json
+from localllm.app.gui.state.chat.memory import ChatMemory
+from localllm.app.gui.state.chat.migrations import migrate
+from localllm.app.gui.state.chat.records import ChatOptions, Conversation, Message, ReplyStats
+from localllm.app.gui.state.chat.tool_calls import calls_from_json, calls_json
 
 __all__ = ["ConversationStore"]
 

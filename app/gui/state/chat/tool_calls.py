@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from app.gui.state.gateway import ChatTurn
+from localllm.app.gui.state.gateway import ChatTurn
 
 __all__ = [
     "DENIED",
