@@ -23,6 +23,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from localllm.daemon.runners.frames import CancelOp, RerankOp
 from localllm.daemon.runners.log_tail import RunnerLog
 from localllm.daemon.runners.process import RunnerProcess
 from localllm.daemon.runners.protocol import FrameReader, FrameWriter
@@ -142,11 +143,10 @@ class Runner:
         self.frames: list[dict] = []
 
     def rerank(self, rid: int, query: str, documents: list[str], truncate: bool = True) -> None:
-        op = {"op": "rerank", "id": rid, "query": query, "documents": documents}
-        self.worker._handle(op | {"truncate": truncate})
+        self.worker._handle(RerankOp(rid, query, tuple(documents), truncate))
 
     def cancel(self, rid: int) -> None:
-        self.worker._handle({"op": "cancel", "id": rid})
+        self.worker._handle(CancelOp(rid))
 
     def read(self) -> list[dict]:
         self.out.flush()

@@ -16,7 +16,8 @@ from collections.abc import Iterator
 import llama_cpp
 import pytest
 
-from localllm.daemon.runners.protocol import FrameWriter, generate_to_wire
+from localllm.daemon.runners.frames import GenerateOp, ShutdownOp
+from localllm.daemon.runners.protocol import FrameWriter
 from localllm.daemon.runners.types import GenerateCall, SamplingParams
 from localllm.daemon.runners.worker import loop as worker_loop
 from localllm.daemon.runners.worker.loop import Worker
@@ -70,14 +71,14 @@ class IdleWorker:
 
     def send(self, rid: int) -> None:
         call = GenerateCall(f"story {rid}: once upon", SamplingParams(seed=rid, max_tokens=4))
-        self.inbox.put({"op": "generate", "id": rid, "req": generate_to_wire(call)})
+        self.inbox.put(GenerateOp(rid, call))
 
     def first_decode(self) -> tuple[int, list[float]]:
         assert wait_for(lambda: self.first is not None and not self.worker.engine.busy, 60)
         return self.first
 
     def stop(self) -> None:
-        self.inbox.put({"op": "shutdown"})
+        self.inbox.put(ShutdownOp())
         self._thread.join(60)
 
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from localllm.daemon.runners.frames import LoadingEv, ReadyEv, SpecOp, decode_event, encode
 from localllm.daemon.runners.process import RunnerProcess
-from localllm.daemon.runners.protocol import FrameReader, encode_frame, spec_to_wire
+from localllm.daemon.runners.protocol import FrameReader, encode_frame
 from localllm.daemon.runners.types import GenerateCall, RunnerCrashed, RunnerError, SamplingParams
 from tests.support.polling import wait_for
 from tests.support.runner import Harness, collect, make_spec, split_gguf
@@ -63,14 +64,15 @@ def test_python_error_in_the_worker_is_a_crash_with_its_traceback(harness, model
     async def scenario():
         stream = runner.generate(GenerateCall("Hello", SamplingParams(max_tokens=None)))
         await anext(stream)
-        runner._send({"op": "generate", "id": 999})  # malformed: the worker raises KeyError
+        malformed = encode_frame({"op": "generate", "id": 999})  # no "req": no request
+        runner._proc.stdin.write(malformed)
         with pytest.raises(RunnerCrashed) as caught:
             async for _ in stream:
                 pass
         return str(caught.value)
 
     message = harness.run(scenario())
-    assert "exit code 1" in message and "KeyError" in message
+    assert "exit code 1" in message and "ProtocolError" in message
 
 
 def test_not_a_gguf_file_fails_fast_with_a_clear_message(harness, tmp_path):
@@ -129,11 +131,11 @@ def test_worker_exits_when_stdin_closes(model_path):
         cwd=Path(__file__).resolve().parents[1],
     )
     try:
-        proc.stdin.write(encode_frame({"op": "spec", "spec": spec_to_wire(spec)}))
+        proc.stdin.write(encode_frame(encode(SpecOp(spec))))
         proc.stdin.flush()
         reader = FrameReader(proc.stdout)
-        assert reader.read()["ev"] == "loading"
-        assert reader.read()["ev"] == "ready"
+        assert decode_event(reader.read()) == LoadingEv()
+        assert isinstance(decode_event(reader.read()), ReadyEv)
         proc.stdin.close()
         assert proc.wait(timeout=10) == 0
     finally:

@@ -9,18 +9,21 @@ from dataclasses import replace
 
 import pytest
 
+from localllm.daemon.runners.frames import (
+    ErrorEv,
+    decode_event,
+    encode,
+    generate_from_wire,
+    generate_to_wire,
+    spec_from_wire,
+    spec_to_wire,
+)
 from localllm.daemon.runners.protocol import (
     MAX_FRAME_BYTES,
     FrameReader,
     ProtocolError,
     encode_frame,
-    error_from_wire,
-    error_to_wire,
-    generate_from_wire,
-    generate_to_wire,
     read_frame,
-    spec_from_wire,
-    spec_to_wire,
 )
 from localllm.daemon.runners.types import (
     ContextOverflowError,
@@ -82,13 +85,17 @@ def decode(message: dict) -> dict:
     return FrameReader(io.BytesIO(encode_frame(message))).read()
 
 
+def error_through_the_wire(exc: RunnerError) -> RunnerError:
+    return decode_event(decode(encode(ErrorEv.of(3, exc)))).error()
+
+
 def test_errors_keep_their_type():
-    overflow = error_from_wire(decode(error_to_wire(3, ContextOverflowError(5000, 4096))))
+    overflow = error_through_the_wire(ContextOverflowError(5000, 4096))
     assert isinstance(overflow, ContextOverflowError)
     assert (overflow.prompt_tokens, overflow.context, overflow.at_least) == (5000, 4096, False)
-    floor = error_from_wire(decode(error_to_wire(3, ContextOverflowError(9000, 4096, True))))
+    floor = error_through_the_wire(ContextOverflowError(9000, 4096, True))
     assert floor.at_least and "the prompt is at least 9000 tokens" in str(floor)
-    plain = error_from_wire(decode(error_to_wire(3, RunnerError("bad grammar"))))
+    plain = error_through_the_wire(RunnerError("bad grammar"))
     assert type(plain) is RunnerError and str(plain) == "bad grammar"
 
 

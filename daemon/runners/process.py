@@ -22,17 +22,28 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .log_tail import RunnerLog, quotable_lines
-from .protocol import (
-    ProtocolError,
-    done_from_wire,
-    encode_frame,
-    error_from_wire,
-    generate_to_wire,
-    info_from_wire,
-    read_frame,
-    spec_to_wire,
+from .frames import (
+    CancelOp,
+    DoneEv,
+    EmbeddingEv,
+    EmbedOp,
+    ErrorEv,
+    Event,
+    FatalEv,
+    GenerateOp,
+    ReadyEv,
+    Request,
+    RerankOp,
+    ResultEv,
+    ShutdownOp,
+    SpecOp,
+    StatusOp,
+    TokenEv,
+    TokenizeOp,
+    encode,
 )
+from .log_tail import RunnerLog, quotable_lines
+from .protocol import ProtocolError, encode_frame, read_event
 from .types import (
     DoneEvent,
     EmbedCall,
@@ -118,7 +129,7 @@ class RunnerProcess:
         )
         runner = cls(spec, proc, log)
         try:
-            runner._send({"op": "spec", "spec": spec_to_wire(spec)})
+            runner._send(SpecOp(spec))
             runner.info = await asyncio.wait_for(runner._wait_ready(), start_timeout)
         except TimeoutError:
             await runner._abandon()
@@ -153,19 +164,17 @@ class RunnerProcess:
         rid, queue = self._open()
         finished = False
         try:
-            self._send({"op": "generate", "id": rid, "req": generate_to_wire(req)})
+            self._send(GenerateOp(rid, req))
             while True:
-                message = await self._next(queue)
-                if message["ev"] == "token":
-                    lp = tuple(message.get("logprobs", ()))
-                    yield TokenEvent(message["text"], tuple(message["ids"]), lp)
-                elif message["ev"] == "done":
-                    finished = True
-                    yield done_from_wire(message)
+                event = await self._next(queue)
+                if isinstance(event, TokenEv):
+                    yield event.event()
+                    continue
+                finished = True
+                if isinstance(event, DoneEv):
+                    yield event.done
                     return
-                else:
-                    finished = True
-                    raise error_from_wire(message)
+                raise _failure(event)
         finally:
             self._pending.pop(rid, None)
             if not finished:
@@ -175,15 +184,14 @@ class RunnerProcess:
         """Pooled embeddings of every input, in order, with the number of tokens they took."""
         rid, queue = self._open()
         vectors: dict[int, list[float]] = {}
-        message = {"op": "embed", "id": rid, "inputs": list(req.inputs)}
         reply = None
         try:
-            self._send({**message, "normalize": req.normalize, "truncate": req.truncate})
-            while (reply := await self._next(queue))["ev"] == "embedding":
-                vectors[reply["index"]] = _floats(reply["f32"])
+            self._send(EmbedOp(rid, req.inputs, req.normalize, req.truncate))
+            while isinstance(reply := await self._next(queue), EmbeddingEv):
+                vectors[reply.index] = _floats(reply.f32)
         finally:
             self._pending.pop(rid, None)
-            if reply is None or reply["ev"] == "embedding":
+            if reply is None or isinstance(reply, EmbeddingEv):
                 self._cancel(rid)
         value = _result(reply)
         return EmbedReply([vectors[i] for i in range(value["count"])], value["prompt_tokens"])
@@ -193,11 +201,7 @@ class RunnerProcess:
         rid, queue = self._open()
         reply = None
         try:
-            documents = list(req.documents)
-            self._send(
-                {"op": "rerank", "id": rid, "query": req.query, "documents": documents}
-                | {"truncate": req.truncate}
-            )
+            self._send(RerankOp(rid, req.query, req.documents, req.truncate))
             reply = await self._next(queue)
         finally:
             self._pending.pop(rid, None)
@@ -207,11 +211,11 @@ class RunnerProcess:
         return RerankReply(value["scores"], value["prompt_tokens"], tuple(value["truncated"]))
 
     async def tokenize(self, text: str, add_bos: bool = True, special: bool = True) -> list[int]:
-        return await self._call("tokenize", text=text, add_bos=add_bos, special=special)
+        return await self._call(lambda rid: TokenizeOp(rid, text, add_bos, special))
 
     async def status(self) -> dict[str, Any]:
         """Slots in use, queue length, cached tokens per slot and resident memory."""
-        return await self._call("status")
+        return await self._call(StatusOp)
 
     async def stop(self, timeout: float = 10.0) -> None:
         """Ask the runner to exit; kill it if it has not within ``timeout`` seconds."""
@@ -219,7 +223,7 @@ class RunnerProcess:
             if self.state == "ready":
                 self.state = "stopping"
             with contextlib.suppress(Exception):
-                self._send({"op": "shutdown"})
+                self._send(ShutdownOp())
                 self._proc.stdin.close()
             try:
                 await asyncio.wait_for(self._proc.wait(), timeout)
@@ -248,54 +252,55 @@ class RunnerProcess:
         self._pending[rid] = queue
         return rid, queue
 
-    def _send(self, message: dict[str, Any]) -> None:
+    def _send(self, request: Request) -> None:
         self._raise_if_closed()
-        self._proc.stdin.write(encode_frame(message))
+        self._proc.stdin.write(encode_frame(encode(request)))
 
     def _cancel(self, rid: int) -> None:
         if self.alive:
             with contextlib.suppress(Exception):
-                self._proc.stdin.write(encode_frame({"op": "cancel", "id": rid}))
+                self._proc.stdin.write(encode_frame(encode(CancelOp(rid))))
 
     def _raise_if_closed(self) -> None:
         if self._closed is not None:
             raise self._closed.error()
 
-    async def _next(self, queue: asyncio.Queue) -> dict[str, Any]:
-        message = await queue.get()
-        if isinstance(message, _Closed):
-            raise message.error()
-        return message
+    async def _next(self, queue: asyncio.Queue) -> Event:
+        event = await queue.get()
+        if isinstance(event, _Closed):
+            raise event.error()
+        return event
 
-    async def _call(self, op: str, **fields: Any) -> Any:
+    async def _call(self, request: Callable[[int], Request]) -> Any:
+        """Send the request ``request`` makes for a fresh id; its result's value."""
         rid, queue = self._open()
         try:
-            self._send({"op": op, "id": rid, **fields})
+            self._send(request(rid))
             return _result(await self._next(queue))
         finally:
             self._pending.pop(rid, None)
 
     async def _wait_ready(self) -> RunnerInfo:
         while True:
-            message = await read_frame(self._proc.stdout)
-            if message is None:
+            event = await read_event(self._proc.stdout)
+            if event is None:
                 await self._settle()
                 raise self._death(RunnerError, "loading")
-            if message.get("ev") == "fatal":
+            if isinstance(event, FatalEv):
                 await self._settle()
-                what = f"cannot load model {self.spec.model_name!r}: {message['message']}"
-                if message.get("invalid"):  # the request's fault; the log would add nothing
+                what = f"cannot load model {self.spec.model_name!r}: {event.message}"
+                if event.invalid:  # the request's fault; the log would add nothing
                     raise InvalidRequestError(what)
                 raise RunnerError(self._explain(what))
-            if message.get("ev") == "ready":
-                return info_from_wire(message["info"])
+            if isinstance(event, ReadyEv):
+                return event.info
 
     async def _read_loop(self) -> None:
         try:
-            while (message := await read_frame(self._proc.stdout)) is not None:
-                queue = self._pending.get(message.get("id"))
+            while (event := await read_event(self._proc.stdout)) is not None:
+                queue = self._pending.get(getattr(event, "id", None))
                 if queue is not None:
-                    queue.put_nowait(message)
+                    queue.put_nowait(event)
         except (ProtocolError, ValueError) as exc:
             self._log.lines.append(f"[daemon] bad frame from the runner: {exc}")
             self.kill()
@@ -369,10 +374,17 @@ class RunnerProcess:
         return message
 
 
-def _result(message: dict[str, Any]) -> Any:
-    if message["ev"] == "error":
-        raise error_from_wire(message)
-    return message["value"]
+def _result(event: Event) -> Any:
+    if isinstance(event, ResultEv):
+        return event.value
+    raise _failure(event)
+
+
+def _failure(event: Event) -> RunnerError:
+    """The error for ``event``, which ends a request without answering it."""
+    if isinstance(event, ErrorEv):
+        return event.error()
+    return RunnerError(f"the runner answered with an unexpected {event.TAG!r} event")
 
 
 def _floats(data: str) -> list[float]:

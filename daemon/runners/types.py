@@ -1,7 +1,7 @@
 """The contract between the scheduler and a runner: what a runner is asked, and what it says.
 
 Plain frozen dataclasses, no llama_cpp: the scheduler and inference code import these, and the
-runner process speaks them over its pipes (see ``protocol``).
+runner process speaks them over its pipes (see ``frames``).
 """
 
 from __future__ import annotations

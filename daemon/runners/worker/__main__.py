@@ -25,16 +25,21 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the daemon decides when a runner ends
     out_fd = _claim_stdout()
-    from ..protocol import FrameReader, FrameWriter, spec_from_wire
+    from ..frames import LoadingEv, ProtocolError, SpecOp, decode_request
+    from ..protocol import FrameReader, FrameWriter
 
     out = FrameWriter(out_fd)
     reader = FrameReader(sys.stdin.buffer)
     first = reader.read()
-    if first is None or first.get("op") != "spec":
-        print("runner: expected a spec frame first", file=sys.stderr)
+    try:
+        request = None if first is None else decode_request(first)
+    except ProtocolError as exc:
+        request = exc
+    if not isinstance(request, SpecOp):
+        print(f"runner: expected a spec frame first, not {request}", file=sys.stderr)
         return 2
-    spec = spec_from_wire(first["spec"])
-    out.send({"ev": "loading"})
+    spec = request.spec
+    out.send(LoadingEv())
     out.flush()
     return _serve(spec, reader, out, verbose="--verbose" in argv)
 
@@ -43,6 +48,7 @@ def _serve(spec, reader, out, verbose: bool) -> int:
     started = time.perf_counter()
     import llama_cpp as lc
 
+    from ..frames import FatalEv, ReadyEv
     from .loop import Worker, start_reader
     from .model import LoadError, Model
     from .system import LogRouter, default_threads, describe
@@ -60,16 +66,16 @@ def _serve(spec, reader, out, verbose: bool) -> int:
         worker = Worker(spec, model, threads, out, router.ledger)
         worker.warm_up()
     except LoadError as exc:
-        out.send({"ev": "fatal", "message": str(exc), "invalid": exc.invalid_request})
+        out.send(FatalEv(str(exc), exc.invalid_request))
         out.flush()
         return 1
     info = describe(spec, model, time.perf_counter() - started, router.ledger)
     _log(
-        f"ready in {info['load_seconds']:.2f} s: {info['backend']}, {threads} threads, "
-        f"{info['gpu_layers']}/{info['total_layers']} layers on GPU, "
-        f"context {spec.num_ctx} x {spec.num_parallel} slots, {info['memory_bytes'] >> 20} MiB"
+        f"ready in {info.load_seconds:.2f} s: {info.backend}, {threads} threads, "
+        f"{info.gpu_layers}/{info.total_layers} layers on GPU, "
+        f"context {spec.num_ctx} x {spec.num_parallel} slots, {info.memory_bytes >> 20} MiB"
     )
-    out.send({"ev": "ready", "info": info})
+    out.send(ReadyEv(info))
     out.flush()
     worker.run(start_reader(reader))
     return 0

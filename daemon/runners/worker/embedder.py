@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 import llama_cpp as lc
 import numpy as np
 
+from ..frames import EmbeddingEv, ResultEv
 from ..protocol import FrameWriter
 from ..types import ContextOverflowError, InvalidRequestError, RerankCall, RunnerSpec
 from .batch import Batch
@@ -188,13 +189,13 @@ class Embedder:
 
     def _emit(self, job: _EmbedJob, index: int, vector: np.ndarray) -> None:
         data = base64.b64encode(vector.astype("<f4").tobytes()).decode()
-        self._out.send({"ev": "embedding", "id": job.rid, "index": index, "f32": data})
+        self._out.send(EmbeddingEv(job.rid, index, data))
 
     def _finish(self, job: _EmbedJob) -> None:
         value = {"count": job.count, "prompt_tokens": job.tokens}
         if job.scores is not None:
             value |= {"scores": job.scores, "truncated": job.truncated}
-        self._out.send({"ev": "result", "id": job.rid, "value": value})
+        self._out.send(ResultEv(job.rid, value))
 
 
 def _log(text: str) -> None:

@@ -20,9 +20,11 @@ from dataclasses import dataclass, field
 
 import llama_cpp as lc
 
-from ..protocol import FrameWriter, error_to_wire
+from ..frames import DoneEv, ErrorEv, TokenEv
+from ..protocol import FrameWriter
 from ..types import (
     ContextOverflowError,
+    DoneEvent,
     GenerateCall,
     InvalidRequestError,
     RunnerError,
@@ -345,37 +347,31 @@ class Engine:
             job.pending = token
 
     def _emit_token(self, job: _Job, text: str, ids: tuple[int, ...], logprobs) -> None:
-        message = {"ev": "token", "id": job.rid, "text": text, "ids": ids}
-        if logprobs:
-            message["logprobs"] = logprobs
-        self._out.send(message)
+        self._out.send(TokenEv(job.rid, text, ids, tuple(logprobs or ())))
 
     def _finish(self, job: _Job, reason: str, tail: str = "") -> None:
         if tail:
             self._emit_token(job, tail, (), None)
         now = time.perf_counter()
         first = job.first_token or now
-        self._out.send(
-            {
-                "ev": "done",
-                "id": job.rid,
-                "reason": reason,
-                "stop_sequence": job.text.matched,
-                "prompt_tokens": len(job.prompt),
-                "prompt_evaluated": job.evaluated,
-                "completion_tokens": job.completion,
-                "prompt_seconds": (first - job.admitted) if job.admitted else 0.0,
-                "generation_seconds": now - first,
-                "first_token_seconds": (first - job.arrived) if job.first_token else 0.0,
-                "sampling": job.sampler.where,
-                **draft_stats(job),
-            }
+        done = DoneEvent(
+            reason=reason,
+            stop_sequence=job.text.matched,
+            prompt_tokens=len(job.prompt),
+            prompt_evaluated=job.evaluated,
+            completion_tokens=job.completion,
+            prompt_seconds=(first - job.admitted) if job.admitted else 0.0,
+            generation_seconds=now - first,
+            first_token_seconds=(first - job.arrived) if job.first_token else 0.0,
+            sampling=job.sampler.where,
+            **draft_stats(job),
         )
+        self._out.send(DoneEv(job.rid, done))
         self._release(job, now)
 
     def _fail(self, job: _Job, error: RunnerError) -> None:
         """End ``job`` with an error; the slot's cache is dropped (it may be half-written)."""
-        self._out.send(error_to_wire(job.rid, error))
+        self._out.send(ErrorEv.of(job.rid, error))
         slot = job.slot
         if slot is not None:
             lc.llama_memory_seq_rm(self.memory, slot.seq_id, -1, -1)

@@ -16,9 +16,24 @@ import os
 import queue
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
-from ..protocol import FrameReader, FrameWriter, error_to_wire, generate_from_wire
+from ..frames import (
+    CancelOp,
+    EmbedOp,
+    ErrorEv,
+    GenerateOp,
+    ProtocolError,
+    Request,
+    RerankOp,
+    ResultEv,
+    ShutdownOp,
+    StatusOp,
+    TokenizeOp,
+    decode_request,
+)
+from ..protocol import FrameReader, FrameWriter
 from ..types import InvalidRequestError, RerankCall, RunnerError, RunnerSpec
 from .buffers import BufferLedger
 from .embedder import Embedder
@@ -36,13 +51,17 @@ _GATHER_MOST_SECONDS = 0.02  # and for all of them together
 
 
 def start_reader(reader: FrameReader) -> queue.SimpleQueue:
-    """Read frames on a daemon thread into a queue; ``None`` in the queue means stdin closed."""
+    """Read requests on a daemon thread into a queue; ``None`` in the queue means stdin
+    closed, a :class:`ProtocolError` that the daemon sent what is no request (the loop raises
+    it: a bug to see in the runner's log, not a frame to guess the meaning of)."""
     inbox: queue.SimpleQueue = queue.SimpleQueue()
 
     def pump() -> None:
         try:
             while (message := reader.read()) is not None:
-                inbox.put(message)
+                inbox.put(decode_request(message))
+        except ProtocolError as exc:
+            inbox.put(exc)
         finally:
             inbox.put(_EOF)
         time.sleep(_ORPHAN_GRACE_SECONDS)
@@ -53,7 +72,7 @@ def start_reader(reader: FrameReader) -> queue.SimpleQueue:
 
 
 class Worker:
-    """Dispatches the protocol's ops to the generation engine and the embedder."""
+    """Dispatches the protocol's requests to the generation engine and the embedder."""
 
     def __init__(
         self,
@@ -80,6 +99,14 @@ class Worker:
         if spec.embedding_only:
             ledger.begin("context")
             self.embedder.open()
+        self._handlers: dict[type, Callable[[Any], None]] = {
+            GenerateOp: self._generate,
+            CancelOp: self._cancel,
+            EmbedOp: self._embed,
+            RerankOp: self._rerank,
+            TokenizeOp: self._tokenize,
+            StatusOp: self._status,
+        }
 
     def warm_up(self) -> None:
         if self.engine is not None:
@@ -107,7 +134,7 @@ class Worker:
         except queue.Empty:
             return True
         while True:
-            if message is _EOF or message.get("op") == "shutdown":
+            if _ends(message):
                 return False
             self._handle(message)
             try:
@@ -129,50 +156,54 @@ class Worker:
                 message = inbox.get(timeout=wait)
             except queue.Empty:
                 return True
-            if message is _EOF or message.get("op") == "shutdown":
+            if _ends(message):
                 return False
             self._handle(message)
         return True
 
-    def _handle(self, message: dict[str, Any]) -> None:
-        op, rid = message.get("op"), message.get("id", 0)
-        handler = getattr(self, f"_op_{op}", None)
+    def _handle(self, request: Request) -> None:
+        handler = self._handlers.get(type(request))
+        rid = getattr(request, "id", 0)
         try:
-            if handler is None:
-                raise RunnerError(f"unknown operation {op!r}")
-            handler(rid, message)
+            if handler is None:  # a spec after the first frame
+                raise RunnerError(f"unexpected {request.TAG!r} request")
+            handler(request)
         except RunnerError as exc:
-            self.out.send(error_to_wire(rid, exc))
+            self.out.send(ErrorEv.of(rid, exc))
 
-    def _op_generate(self, rid: int, message: dict[str, Any]) -> None:
+    def _generate(self, request: GenerateOp) -> None:
         if self.engine is None:
             raise RunnerError(f"{self.spec.model_name} is an embedding model; it cannot generate")
-        self.engine.submit(rid, generate_from_wire(message["req"]))
+        self.engine.submit(request.id, request.req)
 
-    def _op_cancel(self, rid: int, message: dict[str, Any]) -> None:
+    def _cancel(self, request: CancelOp) -> None:
         if self.engine is not None:
-            self.engine.cancel(rid)
-        self.embedder.cancel(rid)
+            self.engine.cancel(request.id)
+        self.embedder.cancel(request.id)
 
-    def _op_embed(self, rid: int, message: dict[str, Any]) -> None:
-        inputs = list(message["inputs"])
-        self.embedder.submit(rid, inputs, message["normalize"], message["truncate"])
+    def _embed(self, request: EmbedOp) -> None:
+        inputs = list(request.inputs)
+        self.embedder.submit(request.id, inputs, request.normalize, request.truncate)
 
-    def _op_rerank(self, rid: int, message: dict[str, Any]) -> None:
+    def _rerank(self, request: RerankOp) -> None:
         if not self.spec.embedding_only:
             raise InvalidRequestError(f"{self.spec.model_name} is not a reranker; it generates")
-        call = RerankCall(str(message["query"]), tuple(message["documents"]), message["truncate"])
-        self.embedder.submit_rerank(rid, call)
+        call = RerankCall(request.query, request.documents, request.truncate)
+        self.embedder.submit_rerank(request.id, call)
 
-    def _op_tokenize(self, rid: int, message: dict[str, Any]) -> None:
-        tokens = self.model.tokenize(message["text"], message["add_bos"], message["special"])
-        self._result(rid, tokens)
+    def _tokenize(self, request: TokenizeOp) -> None:
+        tokens = self.model.tokenize(request.text, request.add_bos, request.special)
+        self.out.send(ResultEv(request.id, tokens))
 
-    def _op_status(self, rid: int, message: dict[str, Any]) -> None:
+    def _status(self, request: StatusOp) -> None:
         status = self.engine.status() if self.engine else {"slots": 0, "busy": 0, "queued": 0}
         status["embedding_queued"] = int(self.embedder.busy)
         status["memory_bytes"] = resident_bytes()
-        self._result(rid, status)
+        self.out.send(ResultEv(request.id, status))
 
-    def _result(self, rid: int, value: Any) -> None:
-        self.out.send({"ev": "result", "id": rid, "value": value})
+
+def _ends(message: Request | ProtocolError | None) -> bool:
+    """Whether ``message`` (from ``start_reader``'s queue) ends the loop; raises the error."""
+    if isinstance(message, ProtocolError):
+        raise message
+    return message is _EOF or isinstance(message, ShutdownOp)

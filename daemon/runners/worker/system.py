@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import ctypes
-import dataclasses
 import os
 import sys
 
 import llama_cpp as lc
 
-from ..types import RunnerSpec
+from ..types import RunnerInfo, RunnerSpec
 from .buffers import BufferLedger
 from .model import Model
 from .offload import offloaded_layers
@@ -88,31 +87,31 @@ def _backend(system_info: str) -> str:
 
 def describe(
     spec: RunnerSpec, model: Model, load_seconds: float, ledger: BufferLedger | None = None
-) -> dict:
-    """The fields of ``RunnerInfo``, measured after load and warm-up (with llama.cpp's own
-    buffer sizes where ``ledger`` collected them)."""
+) -> RunnerInfo:
+    """What the runner reports once ready, measured after load and warm-up (with llama.cpp's
+    own buffer sizes where ``ledger`` collected them)."""
     system_info = lc.llama_print_system_info().decode(errors="replace").strip()
     total = model.n_layer + 1  # llama.cpp counts the output layer as one more
     gpu_layers = offloaded_layers(spec, model.n_layer)
     backend = _backend(system_info) if gpu_layers else "cpu"
-    return {
-        "backend": backend,
-        "gpu_layers": gpu_layers,
-        "total_layers": total,
-        "n_ctx": spec.num_ctx,
-        "n_ctx_train": model.n_ctx_train,
-        "n_parallel": spec.num_parallel,
-        "n_vocab": model.n_vocab,
-        "n_embd": model.n_embd_out,
-        "memory_bytes": resident_bytes(),
-        "vram_bytes": model.size_bytes * gpu_layers // total,
-        "pid": os.getpid(),
-        "load_seconds": load_seconds,
-        "system_info": system_info,
-        "flash_attention": model.attention,
-        "buffers": [dataclasses.asdict(b) for b in ledger.buffers()] if ledger else [],
+    return RunnerInfo(
+        backend=backend,
+        gpu_layers=gpu_layers,
+        total_layers=total,
+        n_ctx=spec.num_ctx,
+        n_ctx_train=model.n_ctx_train,
+        n_parallel=spec.num_parallel,
+        n_vocab=model.n_vocab,
+        n_embd=model.n_embd_out,
+        memory_bytes=resident_bytes(),
+        vram_bytes=model.size_bytes * gpu_layers // total,
+        pid=os.getpid(),
+        load_seconds=load_seconds,
+        system_info=system_info,
+        flash_attention=model.attention,
+        buffers=ledger.buffers() if ledger else (),
         **_expert_layers(spec, model),
-    }
+    )
 
 
 def _expert_layers(spec: RunnerSpec, model: Model) -> dict[str, int]:
