@@ -33,7 +33,7 @@ class Credential:
         backend = _backend(keyring_backend)
         if backend is not None:
             with contextlib.suppress(Exception):  # a keyring that fails is a keyring we skip
-                value = backend.get_password(KEYRING_SERVICE, self.keyring_user)
+                value: str | None = backend.get_password(KEYRING_SERVICE, self.keyring_user)
                 if value and value.strip():
                     return value.strip()
         if config_dir is not None:

@@ -10,11 +10,11 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import Protocol
 
 from localllm.model_registry.errors import InvalidDigestError
 
-__all__ = ["Digest", "sha256_of_bytes", "sha256_of_file"]
+__all__ = ["Digest", "Readable", "sha256_of_bytes", "sha256_of_file"]
 
 _DIGEST = re.compile(r"sha256[:-]([0-9a-f]{64})")
 _CHUNK = 1 << 20
@@ -66,7 +66,13 @@ def sha256_of_bytes(data: bytes) -> Digest:
     return Digest(hashlib.sha256(data).hexdigest())
 
 
-def sha256_of_file(stream: BinaryIO) -> Digest:
+class Readable(Protocol):
+    """A binary stream that :func:`sha256_of_file` reads: a file, or one that counts."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+def sha256_of_file(stream: Readable) -> Digest:
     """Hash a file object from its current position to the end, in bounded memory."""
     hasher = hashlib.sha256()
     while chunk := stream.read(_CHUNK):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Protocol
 
 from localllm.model_registry.adapters import is_lora_adapter, shown_name
 from localllm.model_registry.errors import GGUFError, ModelfileError, ModelNotFoundError
@@ -22,7 +23,15 @@ from localllm.model_registry.vocabulary import vocabulary_difference
 
 __all__ = ["DraftWeights", "draft_layers", "resolve_draft"]
 
-FileLayer = Callable[[Store, Lease, LayerType, Path], Layer]
+
+class FileLayer(Protocol):
+    """Makes the manifest layer of one file (an adapter's, applied at ``scale``)."""
+
+    def __call__(
+        self, store: Store, lease: Lease, kind: LayerType, file: Path, scale: float = 1.0
+    ) -> Layer: ...
+
+
 #: The GGUF numbers that size a KV cache (as in a config's ``gguf`` summary).
 KV_SHAPE_KEYS = ("block_count", "embedding_length", "head_count", "head_count_kv", "key_length")
 
@@ -46,8 +55,8 @@ def resolve_draft(
     if reference is None:
         return None
     if from_is_path(reference):
-        draft = DraftWeights(shown_name(reference), file=resolve_file(reference))
-        path = draft.file
+        path = resolve_file(reference)
+        draft = DraftWeights(shown_name(reference), file=path)
     else:
         try:
             manifest = store.read_manifest(reference)

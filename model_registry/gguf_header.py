@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import Any, Protocol
 
 import gguf
 
 from localllm.model_registry.errors import GGUFError
 
-__all__ = ["OMITTED", "GGUFHeader", "TensorInfo", "parse_header"]
+__all__ = ["OMITTED", "GGUFHeader", "SeekableReader", "TensorInfo", "parse_header"]
 
 _MAX_TENSORS = 1_000_000
 _MAX_KV = 100_000
@@ -86,7 +86,15 @@ class _Omitted:
 OMITTED = _Omitted()
 
 
-def parse_header(stream: BinaryIO, size: int) -> GGUFHeader:
+class SeekableReader(Protocol):
+    """A binary stream :func:`parse_header` reads: a file, or a window onto one on the hub."""
+
+    def seek(self, offset: int, whence: int = 0, /) -> int: ...
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+def parse_header(stream: SeekableReader, size: int) -> GGUFHeader:
     """The header of the GGUF file open as ``stream`` (``size`` bytes long)."""
     try:
         return _parse(_Cursor(stream, size))
@@ -118,13 +126,13 @@ def _read_preamble(cur: _Cursor) -> tuple[int, int, int]:
         raise GGUFError("file is not a GGUF model (it is empty)")
     if cur.size < 4 or cur.read(4, "magic") != b"GGUF":
         raise GGUFError("file is not a GGUF model (bad magic)")
-    (version,) = cur.unpack(_U32, "the header")
+    version = cur.uint(_U32, "the header")
     if version & 0xFFFF == 0 and version:
         raise GGUFError("big-endian GGUF files are not supported")
     if version not in (2, 3):
         raise GGUFError(f"unsupported GGUF version {version} (supported: 2 and 3)")
-    (tensor_count,) = cur.unpack(_U64, "the header")
-    (kv_count,) = cur.unpack(_U64, "the header")
+    tensor_count = cur.uint(_U64, "the header")
+    kv_count = cur.uint(_U64, "the header")
     if tensor_count > _MAX_TENSORS or tensor_count * 24 > cur.remaining:
         raise GGUFError(f"GGUF header claims an impossible number of tensors ({tensor_count})")
     if kv_count > _MAX_KV or kv_count * 13 > cur.remaining:
@@ -133,14 +141,14 @@ def _read_preamble(cur: _Cursor) -> tuple[int, int, int]:
 
 
 def _read_key(cur: _Cursor) -> str:
-    (length,) = cur.unpack(_U64, "a metadata key")
+    length = cur.uint(_U64, "a metadata key")
     if length == 0 or length > _KEEP_STRING:
         raise GGUFError(f"GGUF metadata key has an impossible length ({length})")
     return cur.read(length, "a metadata key").decode("utf-8", "replace")
 
 
 def _read_value(cur: _Cursor, key: str, header: GGUFHeader, budget: list[int]) -> object:
-    (vtype,) = cur.unpack(_U32, "metadata")
+    vtype = cur.uint(_U32, "metadata")
     if vtype == _V.ARRAY:
         return _read_array(cur, key, header, budget)
     return _read_item(cur, vtype, budget)
@@ -152,7 +160,7 @@ def _read_item(cur: _Cursor, vtype: int, budget: list[int]) -> object:
         return cur.unpack(scalar, "metadata")[0]
     if vtype != _V.STRING:
         raise GGUFError(f"GGUF metadata has an unknown value type ({vtype})")
-    (length,) = cur.unpack(_U64, "a metadata string")
+    length = cur.uint(_U64, "a metadata string")
     _check_string_length(cur, length)
     if length > _KEEP_STRING or length > budget[0]:
         cur.skip(length, "a metadata string")
@@ -162,8 +170,8 @@ def _read_item(cur: _Cursor, vtype: int, budget: list[int]) -> object:
 
 
 def _read_array(cur: _Cursor, key: str, header: GGUFHeader, budget: list[int]) -> object:
-    (itype,) = cur.unpack(_U32, "a metadata array")
-    (count,) = cur.unpack(_U64, "a metadata array")
+    itype = cur.uint(_U32, "a metadata array")
+    count = cur.uint(_U64, "a metadata array")
     if itype == _V.ARRAY:
         raise GGUFError("GGUF metadata has a nested array, which is not supported")
     item_size = _SCALARS[itype].size if itype in _SCALARS else 8
@@ -207,12 +215,12 @@ def _read_tensor_infos(cur: _Cursor, header: GGUFHeader, alignment: int) -> int:
     data_end = 0
     for _ in range(header.tensor_count):
         name = _read_tensor_name(cur, names)
-        (n_dims,) = cur.unpack(_U32, "tensor info")
+        n_dims = cur.uint(_U32, "tensor info")
         if n_dims > _MAX_DIMS:
             raise GGUFError(f"GGUF tensor has {n_dims} dimensions (at most {_MAX_DIMS} allowed)")
-        dims = [cur.unpack(_U64, "tensor info")[0] for _ in range(n_dims)]
-        (ggml_type,) = cur.unpack(_U32, "tensor info")
-        (offset,) = cur.unpack(_U64, "tensor info")
+        dims = [cur.uint(_U64, "tensor info") for _ in range(n_dims)]
+        ggml_type = cur.uint(_U32, "tensor info")
+        offset = cur.uint(_U64, "tensor info")
         elements, nbytes = _tensor_size(name, dims, ggml_type, cur.size)
         if len(header.tensors) < _KEEP_TENSORS:
             header.tensors.append(TensorInfo(name, ggml_type, tuple(dims), nbytes))
@@ -231,7 +239,7 @@ def _read_tensor_infos(cur: _Cursor, header: GGUFHeader, alignment: int) -> int:
 
 
 def _read_tensor_name(cur: _Cursor, names: set[bytes]) -> str:
-    (length,) = cur.unpack(_U64, "tensor info")
+    length = cur.uint(_U64, "tensor info")
     if length > _MAX_TENSOR_NAME:
         raise GGUFError(f"GGUF tensor name is too long ({length} bytes)")
     raw = cur.read(length, "tensor info")
@@ -260,7 +268,7 @@ def _tensor_size(name: str, dims: list[int], ggml_type: int, file_size: int) -> 
 class _Cursor:
     """Little-endian reads from a file, never past its size, through a small window."""
 
-    def __init__(self, stream: BinaryIO, size: int):
+    def __init__(self, stream: SeekableReader, size: int):
         self._stream = stream
         self.size = size
         self.pos = 0
@@ -271,10 +279,16 @@ class _Cursor:
     def remaining(self) -> int:
         return self.size - self.pos
 
-    def unpack(self, fmt: struct.Struct, what: str) -> tuple[object, ...]:
+    def unpack(self, fmt: struct.Struct, what: str) -> tuple[Any, ...]:
+        """The values ``fmt`` reads (their types are the format's, as for ``struct``)."""
         offset = self._window(fmt.size, what)
         self.pos += fmt.size
         return fmt.unpack_from(self._buf, offset)
+
+    def uint(self, fmt: struct.Struct, what: str) -> int:
+        """The one unsigned integer ``fmt`` (``_U32`` or ``_U64``) reads."""
+        value: int = self.unpack(fmt, what)[0]
+        return value
 
     def read(self, n: int, what: str) -> bytes:
         offset = self._window(n, what)
@@ -295,7 +309,7 @@ class _Cursor:
                 (length,) = unpack_from(self._buf, offset)
                 self.pos += 8
             else:
-                (length,) = self.unpack(_U64, "a metadata array")
+                length = self.uint(_U64, "a metadata array")
             if length > _MAX_STRING or length > self.size - self.pos:
                 _check_string_length(self, length)
             self.pos += length

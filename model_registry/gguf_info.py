@@ -157,7 +157,8 @@ def _file_type(value: object, header: GGUFHeader) -> str:
 
 def _int(value: object) -> int | None:
     if isinstance(value, list) and value and all(_int(v) is not None for v in value):
-        return max(value)  # per-layer values (e.g. head counts): the largest
+        largest: int = max(value)  # per-layer values (e.g. head counts): the largest
+        return largest
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
     return None

@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from localllm.model_registry.adapters import is_lora_adapter, read_lora_adapter
 from localllm.model_registry.digests import Digest
@@ -40,7 +40,7 @@ from localllm.model_registry.store import (
     ensure_free_space,
 )
 from localllm.model_registry.store.locking import Lease
-from localllm.model_registry.store.placing import Placement
+from localllm.model_registry.store.placing import AddMode, Placement
 
 __all__ = [
     "AdapterFile",
@@ -75,7 +75,7 @@ class ModelExtras:
             template=modelfile.template,
             parameters=dict(modelfile.parameters),
             licenses=tuple(modelfile.license),
-            messages=tuple(tuple(message) for message in modelfile.messages),
+            messages=tuple((role, text) for role, text in modelfile.messages),
         )
 
 
@@ -86,7 +86,7 @@ class FileEvents:
     ``mode`` is ``copy``, ``link`` or ``auto`` (see :meth:`BlobStore.add_file`); ``expected``
     holds digests a file must hash to (an Ollama blob's name), checked, never trusted."""
 
-    mode: str = "copy"
+    mode: AddMode = "copy"
     expected: Mapping[Path, Digest] = field(default_factory=dict)
     on_progress: Callable[[str, int, int], None] | None = None  # file name, done, total
     on_placed: Callable[[str, int, Placement], None] | None = None  # file name, size, how
@@ -155,7 +155,7 @@ def import_gguf(
 def _open_all(stack: contextlib.ExitStack, files: Sequence[Path]) -> dict[Path, BinaryIO]:
     """Each file open for reading until ``stack`` closes; file-system errors name the file,
     never its directory."""
-    opened = {}
+    opened: dict[Path, BinaryIO] = {}
     for path in files:
         try:
             opened[path] = stack.enter_context(open(path, "rb"))  # noqa: SIM115 (the stack closes it)
@@ -168,7 +168,7 @@ def _layers_from(opened: Mapping[Path, BinaryIO], events: FileEvents) -> FileLay
     """Layers made from the open files: the model's (and projector's) as ``events`` say,
     adapters and a draft copied."""
 
-    def layer(store: Store, lease: Lease, kind: LayerType, file: Path, scale: float = 1.0):
+    def layer(store: Store, lease: Lease, kind: LayerType, file: Path, scale: float = 1.0) -> Layer:
         how = events if kind in (LayerType.MODEL, LayerType.PROJECTOR) else FileEvents()
         return _file_layer(store, lease, kind, file, opened[file], scale, how)
 
@@ -215,7 +215,10 @@ def _derive(
     """A new model sharing the base's weights (and adapters, and draft), with its own template,
     system prompt, parameters, any further adapters and maybe another draft."""
     config = _with_draft(store.read_config(base), draft)
-    base_params = store.read_json_layer(base, LayerType.PARAMS) or {}
+    base_params = cast("dict[str, object]", store.read_json_layer(base, LayerType.PARAMS) or {})
+    base_messages = cast(
+        "list[dict[str, str]]", store.read_json_layer(base, LayerType.MESSAGES) or []
+    )
     merged = ModelExtras(
         system=extras.system
         if extras.system is not None
@@ -225,10 +228,7 @@ def _derive(
         else store.read_text_layer(base, LayerType.TEMPLATE),
         parameters={**base_params, **extras.parameters},
         licenses=extras.licenses,
-        messages=extras.messages
-        or tuple(
-            (m["role"], m["content"]) for m in store.read_json_layer(base, LayerType.MESSAGES) or []
-        ),
+        messages=extras.messages or tuple((m["role"], m["content"]) for m in base_messages),
     )
     kept = [
         layer
@@ -249,7 +249,7 @@ def _derive(
             return _commit(store, lease, name, config, layers)
 
 
-def _with_draft(config: Mapping[str, object], draft: DraftWeights | None) -> dict:
+def _with_draft(config: Mapping[str, object], draft: DraftWeights | None) -> dict[str, object]:
     """The config, naming the draft model (what ``show`` lists) and its KV cache's numbers
     (for the memory estimate) when there is a new one."""
     if not draft:

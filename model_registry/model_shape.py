@@ -24,11 +24,13 @@ header (a file that is no language model has no layers, only weights).
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeGuard
 
 import gguf
 
@@ -162,7 +164,9 @@ class ModelShape:
         return heads * self.head_k, heads * self.head_v
 
 
-def read_model_shape(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]):
+def read_model_shape(
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+) -> ModelShape:
     """The shape of the model in ``paths`` (one file, or a model's shards in order)."""
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
@@ -258,7 +262,7 @@ class _Keys:
             value = max((v for v in value if _is_int(v)), default=0)
         return value if _is_int(value) and value > 0 else 0
 
-    def layers(self, template: str, n_layer: int) -> tuple[int, ...]:
+    def layers(self, template: str, n_layer: builtins.int) -> tuple[builtins.int, ...]:
         """A per-layer value: an array as given (padded or cut to ``n_layer``), else one
         number for every layer."""
         value = self.raw(template)
@@ -268,7 +272,7 @@ class _Keys:
         return (self.int(template),) * n_layer
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

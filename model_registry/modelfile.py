@@ -23,6 +23,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal, TypedDict, cast
 
 from localllm.model_registry.errors import InvalidParameterError, ModelfileError
 from localllm.model_registry.parameters import OPTIONS, check_parameter
@@ -90,6 +91,28 @@ class Modelfile:
         return render_modelfile(self)
 
 
+class _Fields(TypedDict, total=False):
+    """The :class:`Modelfile` fields that the lines read so far set."""
+
+    from_: str
+    system: str
+    template: str
+    draft: str
+    parameters: dict[str, object]
+    license: list[str]
+    messages: list[tuple[str, str]]
+    adapters: list[Adapter]
+
+
+#: The field each single-value instruction sets (the last line of several wins).
+_TEXT_FIELDS: dict[str, Literal["from_", "system", "template", "draft"]] = {
+    "from": "from_",
+    "system": "system",
+    "template": "template",
+    "draft": "draft",
+}
+
+
 def from_is_path(value: str) -> bool:
     """Whether a ``FROM`` value names a file or folder (rather than a model in the store)."""
     return (
@@ -103,7 +126,7 @@ def from_is_path(value: str) -> bool:
 def parse_modelfile(text: str) -> Modelfile:
     """Parse Modelfile text, raising :class:`ModelfileError` at the first bad line."""
     lines = [line.removesuffix("\r") for line in text.split("\n")]
-    out: dict[str, object] = {"parameters": {}, "license": [], "messages": [], "adapters": []}
+    out: _Fields = {"parameters": {}, "license": [], "messages": [], "adapters": []}
     from_line: int | None = None
     index = 0
     while index < len(lines):
@@ -129,7 +152,7 @@ def _split_word(text: str) -> tuple[str, str]:
     return (match.group(1), match.group(2)) if match else ("", "")
 
 
-def _apply(instruction: str, rest: str, lines: list[str], index: int, out: dict) -> int:
+def _apply(instruction: str, rest: str, lines: list[str], index: int, out: _Fields) -> int:
     """Apply one instruction starting on ``lines[index]``; return the index of the next line."""
     number, name, head = index + 1, instruction.upper(), ""
     if instruction in ("parameter", "message"):
@@ -152,7 +175,7 @@ def _apply(instruction: str, rest: str, lines: list[str], index: int, out: dict)
     elif instruction in ("from", "draft") and not value:
         raise ModelfileError(f"{name} needs a model name or a file path", number)
     else:
-        out["from_" if instruction == "from" else instruction] = value
+        out[_TEXT_FIELDS[instruction]] = value
     return index
 
 
@@ -243,7 +266,7 @@ def _set_parameter(parameters: dict[str, object], key: str, raw: str, number: in
     if value is None:
         raise ModelfileError(f"parameter {key} needs {_KIND_NAMES[kind]}, got {raw[:40]!r}", number)
     if key in _REPEATABLE:
-        value = [*parameters.get(key, []), value]
+        value = [*cast("list[object]", parameters.get(key, [])), value]
     try:
         parameters[key] = check_parameter(key, value)  # the range every other path applies
     except InvalidParameterError as error:
@@ -281,7 +304,7 @@ def render_modelfile(modelfile: Modelfile) -> str:
     if modelfile.system is not None:
         lines.append(f"SYSTEM {_quote(modelfile.system)}")
     for key, value in modelfile.parameters.items():
-        for item in value if key in _REPEATABLE else [value]:
+        for item in cast("list[object]", value) if key in _REPEATABLE else [value]:
             lines.append(f"PARAMETER {key} {_quote(_format_parameter(item))}")
     lines += [f"MESSAGE {role} {_quote(text)}" for role, text in modelfile.messages]
     lines += [f"LICENSE {_quote(text)}" for text in modelfile.license]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from localllm.model_registry.errors import InvalidParameterError
 
@@ -24,6 +25,8 @@ __all__ = [
     "OPTIONS",
     "STOP_COUNT",
     "STOP_LENGTH",
+    "FlashAttention",
+    "KvCacheType",
     "Parameter",
     "check_parameter",
 ]
@@ -34,8 +37,10 @@ STOP_COUNT = 16  # stop strings per request (OpenAI allows 4)
 STOP_LENGTH = 256  # characters per stop string
 LOGIT_BIAS_ENTRIES = 300  # token biases per request, as OpenAI allows
 MAX_TOKEN_ID = 2**31 - 1  # llama.cpp's token type is a 32-bit int
-KV_CACHE_TYPES = ("f16", "q8_0", "q4_0")  # llama.cpp's K/V cache types (--cache-type-k/-v)
-FLASH_ATTENTION = ("auto", "on", "off")
+KvCacheType = Literal["f16", "q8_0", "q4_0"]  # llama.cpp's K/V cache types (--cache-type-k/-v)
+FlashAttention = Literal["auto", "on", "off"]
+KV_CACHE_TYPES: tuple[KvCacheType, ...] = get_args(KvCacheType)
+FLASH_ATTENTION: tuple[FlashAttention, ...] = get_args(FlashAttention)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +111,7 @@ def check_parameter(name: str, value: object) -> object:
             raise InvalidParameterError(name, f"{name} must be true or false")
         return value
     number = _number(value, parameter.kind)
+    assert parameter.low is not None and parameter.high is not None  # every number has a range
     if number is None or not parameter.low <= number <= parameter.high:
         what = "an integer" if parameter.kind is int else "a number"
         raise InvalidParameterError(

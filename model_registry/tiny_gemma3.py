@@ -143,7 +143,9 @@ def write_tiny_gemma3(
     writer.add_add_space_prefix(False)
     writer.add_name(name)
 
-    def tensor(index: int, tensor_name: str, dims: tuple[int, ...], qtype) -> np.ndarray:
+    def tensor(
+        index: int, tensor_name: str, dims: tuple[int, ...], qtype: gguf.GGMLQuantizationType
+    ) -> np.ndarray:
         rng = np.random.default_rng((seed, index))
         return gguf.quants.quantize(_weights(tensor_name, dims, rng, bias, tied_embeddings), qtype)
 
@@ -192,7 +194,9 @@ def _shape(
     return _Shape(n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff, qtype)
 
 
-def _add_hyperparameters(writer: gguf.GGUFWriter, shape: _Shape, context: int, file_type: str):
+def _add_hyperparameters(
+    writer: gguf.GGUFWriter, shape: _Shape, context: int, file_type: str
+) -> None:
     """The keys a converted Gemma 3 has (its 270M's, in its order)."""
     writer.add_context_length(context)
     writer.add_embedding_length(shape.n_embd)

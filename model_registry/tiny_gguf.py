@@ -68,9 +68,11 @@ CHATML_TEMPLATE = (
 
 _T = gguf.TokenType
 _SPACE = "\u2581"  # SentencePiece's visible space
-_COMMON_WORDS = ("the", "and", "to", "of", "in", "is", "it", "you", "that", "for", "on", "with")
-_COMMON_WORDS += ("are", "this", "be", "as", "have", "not", "was", "at", "or", "but", "a", "I")
-_COMMON_WORDS += ("Hello", "hello", "world", "Hi", "hi")
+_COMMON_WORDS = (
+    *("the", "and", "to", "of", "in", "is", "it", "you", "that", "for", "on", "with"),
+    *("are", "this", "be", "as", "have", "not", "was", "at", "or", "but", "a", "I"),
+    *("Hello", "hello", "world", "Hi", "hi"),
+)
 _COMMON_PIECES = ("ing", "ed", "er", "es", "th", "he", "in", "an", "re", "on", "at", "en", "ll")
 _LOGIT_MARGIN = 40.0  # how far the bias channel moves a chosen token's logit
 _LAYER_STD = 0.02
@@ -224,7 +226,9 @@ def write_tiny_model(
         getattr(writer, f"add_sampling_{key}")(value)
     made: dict[str, np.ndarray] = {}  # with shared_layers: by layer-less name
 
-    def tensor(index: int, tensor_name: str, shape: tuple[int, ...], qtype) -> np.ndarray:
+    def tensor(
+        index: int, tensor_name: str, shape: tuple[int, ...], qtype: gguf.GGMLQuantizationType
+    ) -> np.ndarray:
         key = _LAYER.sub("blk.", tensor_name) if shared_layers else tensor_name
         data = made.get(key)
         if data is None:
@@ -241,7 +245,13 @@ class TinyGGUFWriter(gguf.GGUFWriter):
     """gguf's writer, but a long metadata array (a 262k vocabulary's tokens, scores and types)
     is packed at once rather than item by item: the same bytes, a second sooner."""
 
-    def _pack_val(self, val, vtype, add_vtype, sub_type=None) -> bytes:
+    def _pack_val(
+        self,
+        val: object,
+        vtype: gguf.GGUFValueType,
+        add_vtype: bool,
+        sub_type: gguf.GGUFValueType | None = None,
+    ) -> bytes:
         whole = vtype == gguf.GGUFValueType.ARRAY and sub_type is None
         packed = _pack_array(val) if whole and self.endianess == gguf.GGUFEndian.LITTLE else None
         if packed is None:
@@ -349,7 +359,7 @@ def _with_experts(spec: _Spec, n_expert: int, n_expert_used: int) -> _Spec:
     return dataclasses.replace(spec, n_expert=n_expert, n_expert_used=n_expert_used)
 
 
-def _add_hyperparameters(writer: gguf.GGUFWriter, spec: _Spec, context: int, n_vocab: int):
+def _add_hyperparameters(writer: gguf.GGUFWriter, spec: _Spec, context: int, n_vocab: int) -> None:
     writer.add_context_length(context)
     writer.add_embedding_length(spec.n_embd)
     writer.add_block_count(spec.n_layer)
@@ -391,7 +401,7 @@ def _tensor_plan(spec: _Spec, n_vocab: int) -> TensorPlan:
     names, t = gguf.TENSOR_NAMES, gguf.MODEL_TENSOR
     f32, q = gguf.GGMLQuantizationType.F32, spec.qtype
     d, kv = spec.n_embd, spec.n_embd // spec.n_head * spec.n_head_kv
-    plan = [(names[t.TOKEN_EMBD] + ".weight", (n_vocab, d), q)]
+    plan: TensorPlan = [(names[t.TOKEN_EMBD] + ".weight", (n_vocab, d), q)]
     for bid in range(spec.n_layer):
         for tensor, shape, qtype in (
             (t.ATTN_NORM, (d,), f32),
@@ -408,7 +418,9 @@ def _tensor_plan(spec: _Spec, n_vocab: int) -> TensorPlan:
     return plan
 
 
-def _ffn_plan(spec: _Spec) -> list[tuple[gguf.MODEL_TENSOR, tuple[int, ...], object]]:
+def _ffn_plan(
+    spec: _Spec,
+) -> list[tuple[gguf.MODEL_TENSOR, tuple[int, ...], gguf.GGMLQuantizationType]]:
     """One layer's feed-forward tensors: dense, or a router and stacked experts (Mixtral's)."""
     t, q, d, ff, n = gguf.MODEL_TENSOR, spec.qtype, spec.n_embd, spec.n_ff, spec.n_expert
     if not n:
@@ -421,7 +433,9 @@ def _ffn_plan(spec: _Spec) -> list[tuple[gguf.MODEL_TENSOR, tuple[int, ...], obj
     ]
 
 
-def _add_tensor_info(writer: gguf.GGUFWriter, name: str, shape: tuple[int, ...], qtype) -> None:
+def _add_tensor_info(
+    writer: gguf.GGUFWriter, name: str, shape: tuple[int, ...], qtype: gguf.GGMLQuantizationType
+) -> None:
     block_size, type_size = gguf.GGML_QUANT_SIZES[qtype]
     nbytes = math.prod(shape) // block_size * type_size
     writer.add_tensor_info(name, shape, np.dtype(np.float32), nbytes, raw_dtype=qtype)

@@ -94,7 +94,7 @@ def _tensor_plan(text_width: int) -> list[tuple[str, tuple[int, ...], str]]:
     return plan
 
 
-def save_gguf(writer: gguf.GGUFWriter, path: str | os.PathLike) -> Path:
+def save_gguf(writer: gguf.GGUFWriter, path: str | os.PathLike[str]) -> Path:
     """Write a writer whose tensors are all added (in memory) to ``path``, and close it."""
     path = Path(path)
     try:

@@ -28,11 +28,13 @@ from typing import Literal
 import gguf
 import numpy as np
 
-from localllm.model_registry.tiny_gguf import tiny_vocabulary
+from localllm.model_registry.tiny_gguf import TinyVocabulary, tiny_vocabulary
 from localllm.model_registry.tiny_projector import save_gguf
 
 __all__ = ["write_tiny_reranker"]
 
+_Fill = Literal["embedding", "dense", "one", "zero"]  # how _values fills a tensor
+_Plan = list[tuple[str, tuple[int, ...], _Fill]]  # (name, numpy shape, fill), in file order
 _END_ID = 2  # ``</s>`` in the tiny vocabulary
 # Qwen3-Reranker's prompt, as llama.cpp's converter writes it into the GGUF
 QWEN3_RERANK_PROMPT = (
@@ -94,7 +96,7 @@ def write_tiny_reranker(
     return save_gguf(writer, path)
 
 
-def _add_tokenizer(writer: gguf.GGUFWriter, vocab, pairs: bool) -> None:
+def _add_tokenizer(writer: gguf.GGUFWriter, vocab: TinyVocabulary, pairs: bool) -> None:
     """``pairs``: BOS, EOS and SEP frame a query and a document (without, the prompt does)."""
     writer.add_tokenizer_model("llama")
     writer.add_token_list(vocab.tokens)
@@ -110,9 +112,9 @@ def _add_tokenizer(writer: gguf.GGUFWriter, vocab, pairs: bool) -> None:
     writer.add_add_sep_token(pairs)
 
 
-def _bge_plan(n_layer: int, d: int, n_vocab: int, context: int):
+def _bge_plan(n_layer: int, d: int, n_vocab: int, context: int) -> _Plan:
     """(name, numpy shape, fill) for every tensor, in file order."""
-    plan = [
+    plan: _Plan = [
         ("token_embd.weight", (n_vocab, d), "embedding"),
         ("token_types.weight", (1, d), "embedding"),
         ("position_embd.weight", (context, d), "embedding"),
@@ -145,7 +147,7 @@ def _bge_plan(n_layer: int, d: int, n_vocab: int, context: int):
     return plan
 
 
-def _values(fill: str, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+def _values(fill: _Fill, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
     """Unit-variance embeddings, dense layers that keep the variance (so every token's
     attention matters), unit norms, zero biases."""
     if fill == "embedding":
@@ -155,9 +157,9 @@ def _values(fill: str, shape: tuple[int, ...], rng: np.random.Generator) -> np.n
     return np.ones(shape, np.float32) if fill == "one" else np.zeros(shape, np.float32)
 
 
-def _qwen3_plan(n_layer: int, d: int, n_head: int, n_vocab: int):
+def _qwen3_plan(n_layer: int, d: int, n_head: int, n_vocab: int) -> _Plan:
     """(name, numpy shape, fill) for every tensor of the decoder, in file order."""
-    plan = [("token_embd.weight", (n_vocab, d), "embedding")]
+    plan: _Plan = [("token_embd.weight", (n_vocab, d), "embedding")]
     for bid in range(n_layer):
         block = f"blk.{bid}"
         plan += [

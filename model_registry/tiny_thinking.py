@@ -69,8 +69,10 @@ HARMONY_TEMPLATE = (
     "{%- if add_generation_prompt %}{{- '<|start|>assistant' }}{%- endif %}"
 )
 
-_HARMONY_TOKENS = ("<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|constrain|>")
-_HARMONY_TOKENS += ("<|return|>", "<|call|>")
+_HARMONY_TOKENS = (
+    *("<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|constrain|>"),
+    *("<|return|>", "<|call|>"),
+)
 
 
 def style_tokens(style: ThinkingStyle) -> tuple[tuple[str, ...], bool]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import get_args
 
 from localllm.model_registry.digests import Digest
 from localllm.model_registry.errors import ModelExistsError
@@ -13,11 +14,11 @@ from localllm.model_registry.local_models.candidates import FoundModel
 from localllm.model_registry.local_models.memo import ImportMemo
 from localllm.model_registry.names import parse_name
 from localllm.model_registry.store import Store
-from localllm.model_registry.store.placing import Placement
+from localllm.model_registry.store.placing import AddMode, Placement
 
 __all__ = ["MODES", "AddReport", "AddedFile", "add_found_model"]
 
-MODES = ("auto", "link", "copy")
+MODES: tuple[AddMode, ...] = get_args(AddMode)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +43,7 @@ def add_found_model(
     store: Store,
     model: FoundModel,
     name: str | None = None,
-    mode: str = "auto",
+    mode: AddMode = "auto",
     on_progress: Callable[[str, int, int], None] | None = None,
 ) -> AddReport:
     """Add ``model`` as ``name`` (its suggested name by default); an existing name is kept

@@ -5,16 +5,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from localllm.model_registry.digests import Digest
 from localllm.model_registry.importer import ModelExtras
 
-__all__ = ["FoundModel", "ScanResult"]
+__all__ = ["FoundModel", "ModelSource", "ScanResult"]
+
+#: Where a model was found: another app's downloads, a folder the user named, or ("file") the
+#: one file the user named (:func:`describe_file`).
+ModelSource = Literal["huggingface", "lmstudio", "ollama", "folder", "file"]
 
 
 @dataclass(frozen=True, slots=True)
 class FoundModel:
-    source: str  # "huggingface", "lmstudio", "ollama" or "folder"
+    source: ModelSource
     name: str  # a suggested name, valid under our naming rules
     path: Path  # the model file as found (the first shard of a split model)
     files: tuple[Path, ...]  # the files to add, links resolved, in shard order

@@ -57,7 +57,7 @@ class ImportMemo:
         kept = dict(list(entries.items())[-_MAX_ENTRIES:])
         atomic_write_bytes(self._path, json.dumps(kept).encode())
 
-    def _entries(self) -> dict[str, dict]:
+    def _entries(self) -> dict[str, dict[str, object]]:
         try:
             data = json.loads(self._path.read_bytes())
         except (OSError, ValueError):

@@ -91,7 +91,7 @@ def _read(root: Path, namespace: str, model: str, tag_file: Path) -> OllamaModel
     )
 
 
-def _blob(root: Path, layer: dict) -> tuple[Path, Digest] | None:
+def _blob(root: Path, layer: dict[str, object]) -> tuple[Path, Digest] | None:
     """The layer's blob file, only as a plain file inside ``root/blobs``."""
     try:
         digest = Digest.parse(str(layer["digest"]))
@@ -103,7 +103,7 @@ def _blob(root: Path, layer: dict) -> tuple[Path, Digest] | None:
     return path, digest
 
 
-def _text(root: Path, layer: dict | None) -> str | None:
+def _text(root: Path, layer: dict[str, object] | None) -> str | None:
     found = _blob(root, layer) if layer else None
     if found is None or found[0].stat().st_size > _MAX_TEXT:
         return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from localllm.model_registry.adapters import is_lora_adapter
@@ -17,7 +18,7 @@ from localllm.model_registry.digests import Digest
 from localllm.model_registry.errors import GGUFError
 from localllm.model_registry.gguf_info import GGUFInfo, read_gguf_info
 from localllm.model_registry.importer import find_shards
-from localllm.model_registry.local_models.candidates import FoundModel, ScanResult
+from localllm.model_registry.local_models.candidates import FoundModel, ModelSource, ScanResult
 from localllm.model_registry.local_models.memo import ImportMemo
 from localllm.model_registry.local_models.naming import name_for_file
 from localllm.model_registry.local_models.ollama import ollama_models
@@ -39,9 +40,14 @@ def scan(roots: ScanRoots, store: Store, limits: ScanLimits | None = None) -> Sc
         for repo in _hf_repos(hub, budget):
             allow = lambda t, blobs=repo / "blobs": inside(t, blobs)  # noqa: E731
             found += _in_tree(repo / "snapshots", "huggingface", budget, allow)
-    for source, folders in (("lmstudio", roots.lm_studio), ("folder", roots.folders)):
+    named: tuple[tuple[ModelSource, tuple[Path, ...]], ...] = (
+        ("lmstudio", roots.lm_studio),
+        ("folder", roots.folders),
+    )
+    for source, folders in named:
         for root in folders:
-            found += _in_tree(root, source, budget, lambda t, r=root: inside(t, r))
+            allow = lambda t, r=root: inside(t, r)  # noqa: E731
+            found += _in_tree(root, source, budget, allow)
     for root in roots.ollama:
         found += _from_ollama(root, budget)
     return ScanResult(tuple(_settle(store, found)), budget.truncated)
@@ -65,7 +71,7 @@ def _hf_repos(hub: Path, budget: Budget) -> Iterator[Path]:
             yield repo
 
 
-def _in_tree(root: Path, source: str, budget: Budget, allow: AllowLink) -> list[FoundModel]:
+def _in_tree(root: Path, source: ModelSource, budget: Budget, allow: AllowLink) -> list[FoundModel]:
     if not root.is_dir() or root.is_symlink():
         return []
     by_directory: dict[Path, list[Path]] = {}
@@ -78,7 +84,7 @@ def _in_tree(root: Path, source: str, budget: Budget, allow: AllowLink) -> list[
 
 
 def _in_directory(
-    paths: list[Path], source: str, budget: Budget, allow: AllowLink
+    paths: list[Path], source: ModelSource, budget: Budget, allow: AllowLink
 ) -> list[FoundModel]:
     models: list[tuple[list[Path], GGUFInfo]] = []
     projector: Path | None = None
@@ -125,7 +131,7 @@ def _from_ollama(root: Path, budget: Budget) -> list[FoundModel]:
         if model.projector:
             expected[model.projector[0]] = model.projector[1]
         candidate = _found("ollama", model.weights, [model.weights], info, projector)
-        found.append(_replace(candidate, name=model.name, expected=expected, extras=model.extras))
+        found.append(replace(candidate, name=model.name, expected=expected, extras=model.extras))
     return found
 
 
@@ -144,7 +150,11 @@ def _model_info(path: Path) -> GGUFInfo:
 
 
 def _found(
-    source: str, path: Path, shards: list[Path], info: GGUFInfo, projector: Path | None
+    source: ModelSource,
+    path: Path,
+    shards: list[Path],
+    info: GGUFInfo,
+    projector: Path | None,
 ) -> FoundModel:
     files = (*shards, *([projector] if projector else []))
     expected = {}
@@ -173,12 +183,6 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _replace(model: FoundModel, **changes: object) -> FoundModel:
-    import dataclasses
-
-    return dataclasses.replace(model, **changes)  # type: ignore[arg-type]
-
-
 def _settle(store: Store | None, found: Iterable[FoundModel]) -> Iterator[FoundModel]:
     """Each model once (by its resolved first file), told whether the store already holds it
     and whether it can be linked there."""
@@ -192,7 +196,7 @@ def _settle(store: Store | None, found: Iterable[FoundModel]) -> Iterator[FoundM
         if store is None or memo is None:
             yield model
             continue
-        yield _replace(
+        yield replace(
             model,
             in_store=memo.holds(model.files[0], model.expected.get(model.files[0])),
             linkable=same_device(real, store.layout.blobs_dir),

@@ -69,7 +69,7 @@ class HubBrowser:
     def search(self, query: str, limit: int) -> list[HubRepoInfo]:
         """GGUF repositories matching ``query``, most downloaded first. One plain request:
         huggingface_hub's ``list_models`` retries a dead connection for about 25 s."""
-        params: dict[str, object] = {"filter": "gguf", "limit": limit, "sort": "downloads"}
+        params: dict[str, str | int] = {"filter": "gguf", "limit": limit, "sort": "downloads"}
         if query:
             params["search"] = query
         headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
@@ -131,7 +131,9 @@ class HubBrowser:
         return f"could not reach {self.endpoint}; check the internet connection"
 
 
-def _get_json(url: str, params: dict, headers: dict, timeout: float) -> object:
+def _get_json(
+    url: str, params: dict[str, str | int], headers: dict[str, str], timeout: float
+) -> object:
     response = httpx.get(url, params=params, headers=headers, timeout=timeout)
     response.raise_for_status()
     try:
@@ -149,7 +151,7 @@ def _is_transport_error(error: Exception) -> bool:
 
 
 def _repo_info(model: Any) -> HubRepoInfo:
-    updated = getattr(model, "last_modified", None) or getattr(model, "lastModified", None)
+    updated: Any = getattr(model, "last_modified", None) or getattr(model, "lastModified", None)
     return HubRepoInfo(
         repo=str(model.id),
         downloads=int(getattr(model, "downloads", 0) or 0),

@@ -12,17 +12,19 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Literal, cast, get_args
 
 from localllm.model_registry.errors import PullError, RegistryError, UnknownModelError
 from localllm.model_registry.names import ModelName, parse_name
 
-__all__ = ["CAPABILITIES", "KINDS", "Catalog", "CatalogEntry"]
+__all__ = ["CAPABILITIES", "KINDS", "Catalog", "CatalogEntry", "CatalogKind"]
 
-KINDS = ("chat", "embedding", "vision", "rerank")
+CatalogKind = Literal["chat", "embedding", "vision", "rerank"]
+KINDS: tuple[CatalogKind, ...] = get_args(CatalogKind)
 # what a model can do beyond plain chat, in the words of ``show``'s capabilities
 CAPABILITIES = ("vision", "tools", "thinking", "embedding", "rerank")
 _REPO = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -34,7 +36,7 @@ class CatalogEntry:
     name: str
     repo: str
     quant: str
-    kind: str
+    kind: CatalogKind
     parameter_size: str
     size: int
     description: str
@@ -130,12 +132,12 @@ def _entry(item: dict[str, object]) -> CatalogEntry:
         name=_text(item, "name"),
         repo=_text(item, "repo"),
         quant=_text(item, "quant"),
-        kind=_text(item, "kind"),
+        kind=cast(CatalogKind, _text(item, "kind")),  # checked below
         parameter_size=_text(item, "parameter_size"),
-        size=int(item.get("size", 0)),  # type: ignore[call-overload]
+        size=int(cast("int | float | str", item.get("size", 0))),
         description=_text(item, "description"),
-        aliases=tuple(str(alias) for alias in item.get("aliases", ())),  # type: ignore[attr-defined]
-        capabilities=tuple(str(c) for c in item.get("capabilities", ())),  # type: ignore[attr-defined]
+        aliases=tuple(str(alias) for alias in _items(item, "aliases")),
+        capabilities=tuple(str(c) for c in _items(item, "capabilities")),
     )
     if not _REPO.fullmatch(entry.repo):
         raise ValueError(f"{entry.name}: repo must be <org>/<name>, not {entry.repo!r}")
@@ -150,6 +152,11 @@ def _entry(item: dict[str, object]) -> CatalogEntry:
         raise ValueError(f"{entry.name}: catalog names are short names like qwen:7b")
     entry.hf_name  # noqa: B018 - validates the quant as a tag
     return entry
+
+
+def _items(item: dict[str, object], key: str) -> Iterable[object]:
+    """A list field of a catalog entry (an empty one when it is left out)."""
+    return cast("Iterable[object]", item.get(key, ()))
 
 
 def _text(item: dict[str, object], key: str) -> str:

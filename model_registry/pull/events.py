@@ -12,7 +12,7 @@ import contextlib
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from localllm.model_registry.digests import Digest
 
@@ -97,7 +97,7 @@ async def iterate_in_thread(
             if isinstance(item, _Failure):
                 finished = True
                 raise item.error
-            yield item  # type: ignore[misc]
+            yield cast(_T, item)  # anything else on the queue is one of make()'s items
         finished = True
     finally:
         if not finished:

@@ -52,7 +52,8 @@ class DownloadOptions:
             raise ValueError("part_size must be at least 4 KiB")
 
     def backoff(self, failures: int) -> float:
-        return min(self.max_backoff, self.retry_backoff * 2 ** max(0, failures - 1))
+        doubling: int = 2 ** max(0, failures - 1)
+        return min(self.max_backoff, self.retry_backoff * doubling)
 
     def timeout(self) -> httpx.Timeout:
         return httpx.Timeout(self.stall_timeout, connect=self.connect_timeout, pool=None)

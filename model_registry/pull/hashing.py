@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import io
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
 
 from localllm.model_registry.digests import Digest
 
@@ -90,7 +90,7 @@ class PrefixHasher:
         with open(self._path, "rb", buffering=0) as reader:
             self._hash(reader, memoryview(bytearray(_READ_SIZE)))
 
-    def _hash(self, reader: BinaryIO, buffer: memoryview) -> None:
+    def _hash(self, reader: io.FileIO, buffer: memoryview) -> None:
         hasher, hashed, flushed = hashlib.sha256(), 0, 0
         while hashed < self._size:
             with self._ready:

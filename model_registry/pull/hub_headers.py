@@ -148,7 +148,7 @@ class HubShapes:
         self._budget = budget
         self._model_budget = model_budget
         self._most = most
-        self._cache: OrderedDict[tuple, HubModel] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, str, tuple[str, ...]], HubModel] = OrderedDict()
         self._lock = threading.Lock()
         self.headers_read = 0  # files whose header was read (what the cache saves)
         self.bytes_read = 0  # of those files, the bytes read from the hub

@@ -249,7 +249,7 @@ class Puller:
         ensure_free_space(self._store.layout.blobs_dir, needed, f"pulling {plan.name.display}")
 
     def _config(self, plan: PullPlan) -> dict[str, object]:
-        first = {}  # the first file of each layer type
+        first: dict[LayerType, Path] = {}  # the first file of each layer type
         for file in plan.files:
             first.setdefault(file.layer_type, self._store.blobs.path(file.digest))
         info = read_gguf_info(first[LayerType.MODEL])

@@ -63,7 +63,7 @@ def quant_of(filename: str) -> str | None:
     matches = _QUANT.findall(stem)
     if not matches:
         return None
-    quant = matches[-1].upper()
+    quant: str = matches[-1].upper()
     return {"FP16": "F16", "FP32": "F32"}.get(quant, quant)
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from localllm.model_registry.digests import Digest, sha256_of_file
+from localllm.model_registry.digests import Digest, Readable, sha256_of_file
 from localllm.model_registry.errors import (
     BlobNotFoundError,
     DigestMismatchError,
@@ -28,7 +28,7 @@ from localllm.model_registry.errors import (
 from localllm.model_registry.store.atomic import fsync_directory, temp_file_in, temp_file_owner
 from localllm.model_registry.store.layout import StoreLayout
 from localllm.model_registry.store.locking import StoreLock, process_alive
-from localllm.model_registry.store.placing import Placement, hard_link, reflink
+from localllm.model_registry.store.placing import AddMode, Placement, hard_link, reflink
 
 __all__ = ["BlobFile", "BlobStore", "ensure_free_space"]
 
@@ -84,7 +84,7 @@ class BlobStore:
         return self._write(source, expected, size_hint, on_hashed)[0]
 
     def _write(
-        self, source: BinaryIO, expected: Digest | None, size_hint: int, on_hashed: OnHashed | None
+        self, source: Readable, expected: Digest | None, size_hint: int, on_hashed: OnHashed | None
     ) -> tuple[BlobFile, bool]:
         """:meth:`write_stream`, and whether the store held the content already."""
         ensure_free_space(self._layout.blobs_dir, size_hint)
@@ -109,7 +109,7 @@ class BlobStore:
     def add_file(
         self,
         path: Path,
-        mode: str = "copy",
+        mode: AddMode = "copy",
         expected: Digest | None = None,
         on_hashed: OnHashed | None = None,
         on_progress: OnProgress | None = None,
@@ -136,7 +136,7 @@ class BlobStore:
             stream.seek(0)
             size = os.fstat(stream.fileno()).st_size
             reader = _ProgressReader(stream, on_progress)
-            blob, present = self._write(reader, expected, size, on_hashed)  # type: ignore[arg-type]
+            blob, present = self._write(reader, expected, size, on_hashed)
         return blob, Placement.PRESENT if present else Placement.COPIED
 
     def _share(self, path: Path, opened: BinaryIO | None) -> tuple[Path | None, Placement]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from localllm.model_registry.digests import Digest
 from localllm.model_registry.names import ModelName, parse_name
@@ -37,9 +38,15 @@ class ModelDetails:
 def show_model(store: Store, name: ModelName | str) -> ModelDetails:
     manifest = store.read_manifest(name)
     config = store.read_config(manifest)
-    gguf = config.get("gguf") if isinstance(config.get("gguf"), dict) else {}
+    summary = config.get("gguf")
+    # the summary the importer wrote: of its values, these two are text
+    gguf = cast("dict[str, str | None]", summary if isinstance(summary, dict) else {})
     template = store.read_text_layer(manifest, LayerType.TEMPLATE) or gguf.get("chat_template")
     license_text = store.read_text_layer(manifest, LayerType.LICENSE) or gguf.get("license")
+    parameters = cast("dict[str, object] | None", store.read_json_layer(manifest, LayerType.PARAMS))
+    messages = cast(
+        "list[dict[str, str]] | None", store.read_json_layer(manifest, LayerType.MESSAGES)
+    )
     return ModelDetails(
         name=_parsed(name),
         model_id=manifest.model_id,
@@ -47,9 +54,9 @@ def show_model(store: Store, name: ModelName | str) -> ModelDetails:
         config=config,
         template=template,
         system=store.read_text_layer(manifest, LayerType.SYSTEM),
-        parameters=dict(store.read_json_layer(manifest, LayerType.PARAMS) or {}),
+        parameters=dict(parameters or {}),
         license=license_text,
-        messages=list(store.read_json_layer(manifest, LayerType.MESSAGES) or []),
+        messages=list(messages or []),
     )
 
 

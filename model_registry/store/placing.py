@@ -15,11 +15,11 @@ import os
 import secrets
 import sys
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Literal
 
 from localllm.model_registry.store.atomic import TEMP_PREFIX
 
-__all__ = ["Placement", "hard_link", "reflink", "same_device"]
+__all__ = ["AddMode", "Placement", "hard_link", "reflink", "same_device"]
 
 _FICLONE = 0x40049409  # from linux/fs.h: _IOW(0x94, 9, int)
 # Why a link or a clone could not be made where copying is still the right answer.
@@ -27,6 +27,10 @@ _CANNOT_SHARE = frozenset(
     {errno.EXDEV, errno.EPERM, errno.EACCES, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP,
      errno.EINVAL, errno.ENOTTY, errno.ENOSYS, errno.EBADF}
 )  # fmt: skip
+
+
+#: How a file the user has may go into the store: see :meth:`BlobStore.add_file`.
+AddMode = Literal["auto", "link", "copy"]
 
 
 class Placement(enum.Enum):

@@ -156,7 +156,9 @@ class Store:
             )
         return sorted(entries, key=lambda entry: entry.modified, reverse=True)
 
-    def copy(self, source: ModelName | str, destination: ModelName | str, overwrite: bool = True):
+    def copy(
+        self, source: ModelName | str, destination: ModelName | str, overwrite: bool = True
+    ) -> Digest:
         source, destination = _name(source), _name(destination)
         manifest = self.read_manifest(source)
         if not overwrite and self.exists(destination):
