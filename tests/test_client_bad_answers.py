@@ -145,6 +145,7 @@ def silent():
     hole.close()
 
 
+@pytest.mark.slow  # waits out a timeout
 def test_a_wait_that_runs_out_is_a_timeout_and_a_refusal_still_cannot_reach(silent):
     with Client(silent.url, timeout=0.5) as client, pytest.raises(DaemonTimeout) as caught:
         client.list_models()

@@ -153,6 +153,7 @@ def test_a_truncated_image_is_refused():
         prepare_image(source[: len(source) // 2])
 
 
+@pytest.mark.slow  # decodes large images (3 s)
 def test_too_many_bytes_together_are_refused():
     noise = Image.frombytes("RGB", (2000, 2000), random.Random(0).randbytes(2000 * 2000 * 3))
     one = prepare_image(encoded(noise, "PNG"))

@@ -129,6 +129,7 @@ def _parse_peak(path):
         tracemalloc.stop()
 
 
+@pytest.mark.slow  # writes a huge tensor list
 def test_the_tensor_list_is_bounded_and_the_rest_still_counted(tmp_path, monkeypatch):
     """A file may list up to a million tensors: past the cap they are summed, not kept, so a
     hostile header costs bounded memory and the plan still counts every byte."""

@@ -86,6 +86,7 @@ def test_blow_ups_are_stopped_before_they_take_memory(source):
     assert peak < 100 << 20, f"peaked at {peak >> 20} MiB"
 
 
+@pytest.mark.slow  # renders until the loop budget runs out (4 s)
 def test_loops_are_counted(monkeypatch):
     nested = "{% for i in range(12000) %}{% for j in range(12000) %}{% endfor %}{% endfor %}"
     with monkeypatch.context() as far_deadline:  # a busy machine must not stop it first
@@ -101,6 +102,7 @@ def test_loops_are_counted(monkeypatch):
         ChatTemplate("{{ [1] | slice(10**9) | list | length }}").render(USER)
 
 
+@pytest.mark.slow  # waits out the render deadline
 def test_a_runaway_render_stops_itself_at_its_deadline():
     doubling = (
         "{% macro f(n) %}{% if n < 60 %}{{ f(n + 1) }}{{ f(n + 1) }}{% endif %}{% endmacro %}"

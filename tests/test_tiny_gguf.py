@@ -84,6 +84,7 @@ def test_fast_packing_gives_ggufs_own_bytes(tmp_path):
     assert files[0] == files[1]
 
 
+@pytest.mark.slow  # writes a 262k vocabulary
 def test_a_262k_vocabulary_packs_its_arrays_whole(tmp_path, monkeypatch):
     """Gemma's vocabulary size: its tokens, scores and types are packed in a few calls, not
     one per item (786,432 calls before), and the file says what it holds."""

@@ -48,6 +48,7 @@ def doctor(env, capsys, *args: str) -> tuple[int, str]:
     return status, out
 
 
+@pytest.mark.slow  # the doctor's self-test loads llama.cpp models in a process
 def test_no_daemon_running(env, capsys):
     status, out = doctor(env, capsys)
     assert status == 0
@@ -67,6 +68,7 @@ def test_no_daemon_running(env, capsys):
     assert not Path(env["LOCALLLM_LOGS"], "daemon.log").exists()
 
 
+@pytest.mark.slow  # the doctor's self-test loads llama.cpp models in a process
 def test_json_shape(env, capsys):
     status, out = doctor(env, capsys, "--json")
     report = json.loads(out)
