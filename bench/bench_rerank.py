@@ -5,10 +5,11 @@ tests).
     python bench/bench_rerank.py [--rounds 5] [--threads 2] [--documents 16]
         [--reranker NAME --url URL]
 
-Against llama-server: both serve the same generated reranker (model_registry/tiny_reranker.py
-at a MiniLM-like size: 6 layers, n_embd 384) on ``--threads`` threads; each round sends the
-same query with ``--documents`` documents to each (in alternating order) and times the answer.
-It prints the largest score difference and the median time per request, ours/llama-server.
+Against llama-server: both serve the same generated reranker
+(tests/support/model_writers/reranker.py at a MiniLM-like size: 6 layers, n_embd 384) on
+``--threads`` threads; each round sends the same query with ``--documents`` documents to each
+(in alternating order) and times the answer. It prints the largest score difference and the
+median time per request, ours/llama-server.
 Skipped when llama-server is not built (bench/llama_server_build.py).
 
 Document search: keyword search (BM25 over the documents tests' corpora) alone, and its best 30
@@ -61,7 +62,7 @@ def against_llama_server(args, work: Path) -> list[str]:
     binary = cached_binary(pinned_version())
     if binary is None:
         return ["llama-server is not built (python bench/llama_server_build.py): skipped"]
-    from localllm.model_registry.tiny_reranker import write_tiny_reranker
+    from tests.support.model_writers.reranker import write_tiny_reranker
 
     model = write_tiny_reranker(work / "reranker.gguf", **MINILM)
     texts = documents(args.documents)
@@ -130,7 +131,7 @@ def document_search(args, work: Path) -> list[str]:
 
     url, model, process = args.url, args.reranker, None
     if url is None:
-        from localllm.model_registry.tiny_reranker import write_tiny_reranker
+        from tests.support.model_writers.reranker import write_tiny_reranker
 
         generated = write_tiny_reranker(work / "documents-reranker.gguf")  # random: any size
         process, url = start_ours(work / "documents", generated, args.threads, 512)

@@ -141,7 +141,7 @@ def _tiny_reranker() -> tuple[object, object]:
     from localllm.daemon.runners.types import RunnerSpec
     from localllm.daemon.runners.worker.model import Model
     from localllm.daemon.runners.worker.system import LogRouter
-    from localllm.model_registry.tiny_reranker import write_tiny_reranker
+    from tests.support.model_writers.reranker import write_tiny_reranker
 
     path = write_tiny_reranker(Path(tempfile.mkdtemp()) / "reranker.gguf")
     router = LogRouter(verbose=False)

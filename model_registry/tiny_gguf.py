@@ -22,20 +22,18 @@ replaces the default ChatML one (see ``tiny_thinking``).
 becomes a router (``ffn_gate_inp``, kept F32 as converters keep it) and ``n_expert`` stacked
 experts (``ffn_{gate,up,down}_exps``), of which llama.cpp runs ``n_expert_used`` per token.
 
-The pieces other tiny writers share (``tiny_gemma3``): :class:`TinyGGUFWriter`,
-:func:`add_tokenizer`, :func:`output_bias`, :func:`tiny_weights` and :func:`save_tiny_gguf`.
+The pieces the writers in tests/support/model_writers share: :class:`TinyGGUFWriter`,
+:func:`output_bias`, :func:`tiny_weights` and :func:`save_tiny_gguf`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import math
 import os
 import re
-import string
 import struct
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -43,18 +41,15 @@ from typing import Literal
 import gguf
 import numpy as np
 
-from localllm.model_registry.tiny_thinking import ThinkingStyle, style_template, style_tokens
+from localllm.model_registry.tiny_thinking import ThinkingStyle, style_template
+from localllm.model_registry.tiny_vocabulary import TinyVocabulary, add_tokenizer, tiny_vocabulary
 
 __all__ = [
     "CHATML_TEMPLATE",
-    "FIM_TOKENS",
     "TensorPlan",
     "TinyGGUFWriter",
-    "TinyVocabulary",
-    "add_tokenizer",
     "output_bias",
     "save_tiny_gguf",
-    "tiny_vocabulary",
     "tiny_weights",
     "write_tiny_model",
 ]
@@ -66,115 +61,16 @@ CHATML_TEMPLATE = (
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 )
 
-_T = gguf.TokenType
-_SPACE = "\u2581"  # SentencePiece's visible space
-_COMMON_WORDS = (
-    *("the", "and", "to", "of", "in", "is", "it", "you", "that", "for", "on", "with"),
-    *("are", "this", "be", "as", "have", "not", "was", "at", "or", "but", "a", "I"),
-    *("Hello", "hello", "world", "Hi", "hi"),
-)
-_COMMON_PIECES = ("ing", "ed", "er", "es", "th", "he", "in", "an", "re", "on", "at", "en", "ll")
 _LOGIT_MARGIN = 40.0  # how far the bias channel moves a chosen token's logit
 _LAYER_STD = 0.02
 # the end-of-turn token's push: never, a small one (sampled about once in 20 tokens), always
 _END_OF_TURN_PUSH = {"never": -1.0, "soon": 0.05, "immediately": 1.0}
 _WRITES_RESIDUAL = (".attn_output.weight", ".ffn_down.weight", ".ffn_down_exps.weight")
 _LAYER = re.compile(r"blk\.\d+\.")  # the layer part of a tensor's name
-FIM_TOKENS = ("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>")  # before, after, the gap
 _OUTPUT_LOGIT_STD = 2.0
 _MAX_EXPERTS = 1024  # llama.cpp's LLAMA_MAX_EXPERTS
 # (name, numpy shape, ggml type) of every tensor, in file order
 TensorPlan = list[tuple[str, tuple[int, ...], gguf.GGMLQuantizationType]]
-
-
-@dataclass(frozen=True)
-class TinyVocabulary:
-    """The token table written into a tiny model, with the ids tests care about."""
-
-    tokens: list[str]
-    scores: list[float]
-    types: list[int]
-    unk_id: int
-    bos_id: int
-    eos_id: int  # ``<|im_end|>``: ends a chat turn and a completion alike
-    im_start_id: int
-    newline_id: int
-
-    @property
-    def quiet_ids(self) -> list[int]:
-        """Tokens a default tiny model never samples: control and user-defined tokens (thinking
-        markers) and raw bytes but ``\\n``."""
-        return [
-            i
-            for i, kind in enumerate(self.types)
-            if kind in (_T.CONTROL, _T.UNKNOWN, _T.UNUSED, _T.USER_DEFINED)
-            or (kind == _T.BYTE and i != self.newline_id)
-        ]
-
-
-def tiny_vocabulary(
-    vocab_size: int | None = None,
-    thinking: ThinkingStyle = "none",
-    fill_in_middle: bool = False,
-    control_tokens: Sequence[str] = (),
-) -> TinyVocabulary:
-    """A byte-fallback SentencePiece vocabulary, padded with letter pieces to ``vocab_size``;
-    with ``thinking``, that style's marker tokens follow the ChatML ones, with
-    ``fill_in_middle`` Qwen2.5-Coder's FIM markers after them, and ``control_tokens`` (another
-    family's chat markers, Gemma's ``<start_of_turn>``...) last."""
-    tokens = ["<unk>", "<s>", "</s>", *(f"<0x{b:02X}>" for b in range(256))]
-    types = [_T.UNKNOWN, _T.CONTROL, _T.CONTROL, *([_T.BYTE] * 256)]
-    tokens += ["<|im_start|>", "<|im_end|>"]
-    types += [_T.CONTROL, _T.CONTROL]
-    markers, control = style_tokens(thinking)
-    tokens += markers
-    types += [_T.CONTROL if control else _T.USER_DEFINED] * len(markers)
-    if fill_in_middle:
-        tokens += list(FIM_TOKENS)
-        types += [_T.CONTROL] * len(FIM_TOKENS)
-    tokens += control_tokens
-    types += [_T.CONTROL] * len(control_tokens)
-    if len(set(tokens)) != len(tokens):
-        raise ValueError("control_tokens must be new tokens, each once")
-    pieces = _pieces()
-    base = len(tokens) + len(pieces)
-    if vocab_size is not None and vocab_size < base:
-        raise ValueError(f"vocab_size must be at least {base}")
-    pieces += _fillers((vocab_size or base) - base, set(pieces))
-    scores = [0.0] * len(tokens) + [-float(i) for i in range(len(pieces))]
-    return TinyVocabulary(
-        tokens=tokens + pieces,
-        scores=scores,
-        types=[int(t) for t in types] + [int(_T.NORMAL)] * len(pieces),
-        unk_id=0,
-        bos_id=1,
-        eos_id=tokens.index("<|im_end|>"),
-        im_start_id=tokens.index("<|im_start|>"),
-        newline_id=tokens.index("<0x0A>"),
-    )
-
-
-def _pieces() -> list[str]:
-    """Single characters, then common words closed under prefixes so SPM can merge them."""
-    singles = [_SPACE, *(c for c in string.printable[:94])]
-    multi: set[str] = set()
-    for word in [_SPACE + w for w in _COMMON_WORDS] + list(_COMMON_PIECES):
-        multi.update(word[:end] for end in range(2, len(word) + 1))
-    return singles + sorted(multi, key=lambda p: (len(p), p))
-
-
-def _fillers(count: int, taken: set[str]) -> list[str]:
-    """``count`` distinct lowercase pieces (``▁ab``, ``ab``, ``▁abc``...), in a fixed order."""
-    fillers: list[str] = []
-    for length in itertools.count(2):
-        for prefix in (_SPACE, ""):
-            for letters in itertools.product(string.ascii_lowercase, repeat=length):
-                if len(fillers) == count:
-                    return fillers
-                piece = prefix + "".join(letters)
-                if piece not in taken:
-                    fillers.append(piece)
-    return fillers  # pragma: no cover (itertools.count never ends)
 
 
 def write_tiny_model(
@@ -375,26 +271,6 @@ def _add_hyperparameters(writer: gguf.GGUFWriter, spec: _Spec, context: int, n_v
     writer.add_vocab_size(n_vocab)
     writer.add_file_type(spec.file_type)
     writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
-
-
-def add_tokenizer(writer: gguf.GGUFWriter, vocab: TinyVocabulary, template: str | None) -> None:
-    """The vocabulary as a SentencePiece (``llama``) tokenizer that adds BOS, with its chat
-    template."""
-    writer.add_tokenizer_model("llama")
-    writer.add_token_list(vocab.tokens)
-    writer.add_token_scores(vocab.scores)
-    writer.add_token_types(vocab.types)
-    writer.add_unk_token_id(vocab.unk_id)
-    writer.add_bos_token_id(vocab.bos_id)
-    writer.add_eos_token_id(vocab.eos_id)
-    writer.add_add_bos_token(True)
-    writer.add_add_eos_token(False)
-    if template:
-        writer.add_chat_template(template)
-    if FIM_TOKENS[0] in vocab.tokens:  # as converters write them (llama.cpp knows them anyway)
-        keys = gguf.Keys.Tokenizer.FIM_PRE_ID, gguf.Keys.Tokenizer.FIM_SUF_ID
-        for key, token in zip((*keys, gguf.Keys.Tokenizer.FIM_MID_ID), FIM_TOKENS, strict=True):
-            writer.add_uint32(key, vocab.tokens.index(token))
 
 
 def _tensor_plan(spec: _Spec, n_vocab: int) -> TensorPlan:

@@ -15,8 +15,8 @@ import pytest
 from anthropic.types import RawMessageStreamEvent
 
 from localllm.model_registry.tiny_gguf import write_tiny_model
-from localllm.model_registry.tiny_projector import TINY_IMAGE_TOKENS
 from tests.support.daemon import Daemon, make_store
+from tests.support.model_writers.projector import TINY_IMAGE_TOKENS
 from tests.support.polling import wait_for
 from tests.test_late_system import STRICT
 from tests.test_server_images import BLUE, RED
@@ -52,7 +52,7 @@ STREAM_EVENT = pydantic.TypeAdapter(RawMessageStreamEvent)
 def daemon(tmp_path_factory, tiny_model_path):
     from localllm.model_registry.importer import import_gguf
     from localllm.model_registry.store import Store
-    from localllm.model_registry.tiny_projector import write_tiny_projector
+    from tests.support.model_writers.projector import write_tiny_projector
 
     root = tmp_path_factory.mktemp("anthropic-api")
     # thinks as Qwen3 does; Q8_0 gives the same logits whatever the batch, so runs compare

@@ -11,7 +11,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from localllm.model_registry.tiny_gguf import FIM_TOKENS, write_tiny_model
+from localllm.model_registry.tiny_gguf import write_tiny_model
+from localllm.model_registry.tiny_vocabulary import FIM_TOKENS
 from tests.support.daemon import Daemon, make_store
 
 pytestmark = pytest.mark.slow

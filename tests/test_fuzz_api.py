@@ -32,8 +32,8 @@ from localllm.daemon.server import create_app
 from localllm.daemon.settings import Settings
 from localllm.model_registry.importer import import_gguf
 from localllm.model_registry.store import Store
-from localllm.model_registry.tiny_projector import write_tiny_projector
 from tests.support.daemon import make_store
+from tests.support.model_writers.projector import write_tiny_projector
 from tests.support.processes import child_pids, peak_resident_bytes
 
 pytestmark = pytest.mark.slow

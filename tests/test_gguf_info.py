@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from localllm.model_registry.errors import GGUFError
 from localllm.model_registry.gguf_info import GGUFInfo, format_parameter_count, read_gguf_info
 from localllm.model_registry.tiny_gguf import CHATML_TEMPLATE, write_tiny_model
-from localllm.model_registry.tiny_projector import write_tiny_projector
+from tests.support.model_writers.projector import write_tiny_projector
 
 V = gguf.GGUFValueType
 Q = gguf.GGMLQuantizationType

@@ -10,9 +10,9 @@ from localllm.model_registry.errors import DownloadError, GGUFError
 from localllm.model_registry.model_shape import read_model_shape
 from localllm.model_registry.pull import Puller
 from localllm.model_registry.pull.hub_headers import FIRST_READ, HubShapes
-from localllm.model_registry.tiny_gemma3 import write_tiny_gemma3
-from localllm.model_registry.tiny_projector import write_tiny_projector
 from tests.support.local_hub import LocalHub
+from tests.support.model_writers.gemma3 import write_tiny_gemma3
+from tests.support.model_writers.projector import write_tiny_projector
 from tests.support.pulls import fast_pull_options
 
 REPO = "org/Big-GGUF"

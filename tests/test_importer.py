@@ -15,9 +15,9 @@ from localllm.model_registry.errors import GGUFError, ModelfileError
 from localllm.model_registry.importer import create_from_modelfile, find_shards, import_gguf
 from localllm.model_registry.modelfile import parse_modelfile
 from localllm.model_registry.store import LayerType, show_model
-from localllm.model_registry.tiny_lora import write_tiny_lora
-from localllm.model_registry.tiny_projector import write_tiny_projector
 from tests.support.adapters import NOT_ADAPTERS, not_an_adapter
+from tests.support.model_writers.lora import write_tiny_lora
+from tests.support.model_writers.projector import write_tiny_projector
 from tests.support.store import assert_store_consistent
 
 

@@ -15,7 +15,8 @@ from localllm.model_registry.errors import ModelfileError
 from localllm.model_registry.importer import create_from_modelfile
 from localllm.model_registry.modelfile import parse_modelfile
 from localllm.model_registry.store import LayerType
-from localllm.model_registry.tiny_gguf import tiny_vocabulary, write_tiny_model
+from localllm.model_registry.tiny_gguf import write_tiny_model
+from localllm.model_registry.tiny_vocabulary import tiny_vocabulary
 from localllm.model_registry.vocabulary import sampled_ids, vocabulary_difference
 from tests.support.store import assert_store_consistent
 

@@ -12,7 +12,7 @@ from localllm.model_registry.errors import GGUFError
 from localllm.model_registry.local_models import ScanLimits, ScanRoots, describe_file, scan
 from localllm.model_registry.store import Store
 from localllm.model_registry.tiny_gguf import write_tiny_model as _write_tiny_model
-from localllm.model_registry.tiny_projector import write_tiny_projector
+from tests.support.model_writers.projector import write_tiny_projector
 from tests.support.other_apps import hf_cache_model, lmstudio_model, ollama_model
 
 

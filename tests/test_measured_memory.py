@@ -25,8 +25,8 @@ from localllm.daemon.scheduler import (
 from localllm.daemon.scheduler import measured as measured_module
 from localllm.daemon.scheduler.loader import RunnerLoader
 from localllm.daemon.scheduler.measured import MeasuredBuffers
-from localllm.model_registry.tiny_gemma3 import write_tiny_gemma3
 from localllm.model_registry.tiny_gguf import write_tiny_model
+from tests.support.model_writers.gemma3 import write_tiny_gemma3
 
 GIB = 1 << 30
 MIB = 1 << 20

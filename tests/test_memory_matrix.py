@@ -18,9 +18,9 @@ from localllm.daemon.runners.types import RunnerSpec
 from localllm.daemon.scheduler.memory_plan import plan_memory, plan_settings
 from localllm.daemon.scheduler.repack import repacked_types
 from localllm.model_registry.model_shape import read_model_shape
-from localllm.model_registry.tiny_gemma3 import write_tiny_gemma3
 from localllm.model_registry.tiny_gguf import write_tiny_model
 from tests.support.llama_buffers import MeasuredModel
+from tests.support.model_writers.gemma3 import write_tiny_gemma3
 
 MIB = 1 << 20
 # Heads of 32 values, so q8_0 and q4_0 blocks (32 values) tile them: llama.cpp needs that.

@@ -13,10 +13,10 @@ import pytest
 from localllm.model_registry import gguf_header
 from localllm.model_registry.gguf_header import parse_header
 from localllm.model_registry.model_shape import model_shape, read_model_shape
-from localllm.model_registry.tiny_gemma3 import write_tiny_gemma3
 from localllm.model_registry.tiny_gguf import write_tiny_model
-from localllm.model_registry.tiny_lora import write_tiny_lora
-from localllm.model_registry.tiny_projector import write_tiny_projector
+from tests.support.model_writers.gemma3 import write_tiny_gemma3
+from tests.support.model_writers.lora import write_tiny_lora
+from tests.support.model_writers.projector import write_tiny_projector
 from tests.support.runner import split_gguf
 
 

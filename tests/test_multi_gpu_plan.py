@@ -15,8 +15,9 @@ from localllm.daemon.errors import InsufficientMemoryError
 from localllm.daemon.runners.process import runner_process_env
 from localllm.daemon.runners.types import RunnerSpec
 from localllm.daemon.scheduler import LoadTarget, ModelFootprint, RunnerOptions
+from localllm.daemon.scheduler.layer_devices import layer_devices
 from localllm.daemon.scheduler.loader import AUTO_CPU_MOE, AUTO_GPU_LAYERS, RunnerLoader
-from localllm.daemon.scheduler.memory_plan import CPU, PlanSettings, layer_devices, plan_memory
+from localllm.daemon.scheduler.memory_plan import CPU, PlanSettings, plan_memory
 from localllm.daemon.scheduler.parallel import (
     DEFAULT_PARALLEL,
     KV_SHARE,

@@ -11,9 +11,9 @@ import httpx
 import pytest
 
 from localllm.daemon.client import Client
-from localllm.model_registry.tiny_lora import write_tiny_lora
 from tests.support.adapters import NOT_ADAPTERS, not_an_adapter
 from tests.support.daemon import Daemon, make_store, upload
+from tests.support.model_writers.lora import write_tiny_lora
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,8 @@ import httpx
 import pytest
 
 from localllm.daemon.client import Client
-from localllm.model_registry.tiny_gguf import tiny_vocabulary, write_tiny_model
+from localllm.model_registry.tiny_gguf import write_tiny_model
+from localllm.model_registry.tiny_vocabulary import tiny_vocabulary
 from tests.support.daemon import Daemon, make_store, upload
 
 pytestmark = pytest.mark.slow

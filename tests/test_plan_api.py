@@ -10,10 +10,10 @@ import pytest
 from localllm.daemon.scheduler import MemoryInfo
 from localllm.daemon.server import create_app
 from localllm.model_registry.model_shape import read_model_shape
-from localllm.model_registry.tiny_gemma3 import write_tiny_gemma3
 from localllm.model_registry.tiny_gguf import write_tiny_model
 from tests.support.in_process import app_client, app_settings
 from tests.support.local_hub import DEFAULT_TOKEN, LocalHub
+from tests.support.model_writers.gemma3 import write_tiny_gemma3
 from tests.support.raw_remote import RawRemote
 from tests.support.remotes import admin_headers
 

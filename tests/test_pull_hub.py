@@ -18,8 +18,8 @@ from localllm.model_registry.errors import (
 from localllm.model_registry.pull import Puller, PullEvent
 from localllm.model_registry.store import LayerType
 from localllm.model_registry.tiny_gguf import write_tiny_model
-from localllm.model_registry.tiny_projector import write_tiny_projector
 from tests.support.local_hub import DEFAULT_TOKEN, LocalHub
+from tests.support.model_writers.projector import write_tiny_projector
 from tests.support.pulls import fast_pull_options
 
 REPO = "local/Tiny-GGUF"

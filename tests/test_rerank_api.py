@@ -10,8 +10,8 @@ import cohere
 import httpx
 import pytest
 
-from localllm.model_registry.tiny_reranker import write_tiny_reranker
 from tests.support.daemon import Daemon, make_store, metric_value
+from tests.support.model_writers.reranker import write_tiny_reranker
 from tests.support.polling import wait_for
 from tests.support.remotes import add_remote, front_daemon
 

@@ -29,8 +29,8 @@ from localllm.daemon.runners.process import RunnerProcess
 from localllm.daemon.runners.protocol import FrameReader, FrameWriter
 from localllm.daemon.runners.types import RerankCall
 from localllm.daemon.server.redaction import redact_paths
-from localllm.model_registry.tiny_reranker import QWEN3_RERANK_PROMPT, write_tiny_reranker
 from tests.support.daemon import Daemon, make_store
+from tests.support.model_writers.reranker import QWEN3_RERANK_PROMPT, write_tiny_reranker
 from tests.support.polling import wait_for
 from tests.support.runner import make_spec
 

@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 from bench.llama_server_build import cached_binary, pinned_version
-from localllm.model_registry.tiny_reranker import write_tiny_reranker
 from tests.support.daemon import Daemon, free_port, make_store
+from tests.support.model_writers.reranker import write_tiny_reranker
 from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.slow

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from localllm.daemon.runners.types import LoraAdapter, RunnerError
-from localllm.model_registry.tiny_lora import write_tiny_lora
+from tests.support.model_writers.lora import write_tiny_lora
 from tests.support.runner import collect, make_spec
 
 PROMPT = "<|im_start|>user\nHello there<|im_end|>\n<|im_start|>assistant\n"

@@ -16,7 +16,7 @@ import pytest
 
 from localllm.daemon.runners.protocol import FrameWriter
 from localllm.daemon.runners.types import GenerateCall, InvalidRequestError, SamplingParams
-from localllm.model_registry.tiny_gguf import tiny_vocabulary
+from localllm.model_registry.tiny_vocabulary import tiny_vocabulary
 from tests.support.engine import run_engine
 from tests.support.runner import collect, make_spec, write_tiny_model
 

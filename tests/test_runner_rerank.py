@@ -12,8 +12,8 @@ from localllm.daemon.runners.types import (
     InvalidRequestError,
     RerankCall,
 )
-from localllm.model_registry.tiny_reranker import QWEN3_RERANK_PROMPT, write_tiny_reranker
 from tests.support.bert_reference import BertReranker
+from tests.support.model_writers.reranker import QWEN3_RERANK_PROMPT, write_tiny_reranker
 from tests.support.runner import make_spec, write_tiny_model
 
 QUERY = "what is the capital"

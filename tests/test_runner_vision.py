@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from localllm.daemon.runners.types import InvalidRequestError
-from localllm.model_registry.tiny_projector import TINY_IMAGE_TOKENS, write_tiny_projector
+from tests.support.model_writers.projector import TINY_IMAGE_TOKENS, write_tiny_projector
 from tests.support.runner import GREEDY, collect, make_spec
 
 MARKER = "<__image_7f3a__>"

@@ -22,7 +22,7 @@ PRIVATE_NAME = "Ann Smith"
 def daemon(tmp_path_factory, tiny_model_path):
     from localllm.model_registry.importer import import_gguf
     from localllm.model_registry.store import Store
-    from localllm.model_registry.tiny_projector import write_tiny_projector
+    from tests.support.model_writers.projector import write_tiny_projector
 
     root = tmp_path_factory.mktemp("security") / PRIVATE_NAME  # a user name with a space
     store = make_store(root / "store", {"tiny": tiny_model_path})

@@ -18,8 +18,8 @@ import openai
 import pytest
 from PIL import Image
 
-from localllm.model_registry.tiny_projector import TINY_IMAGE_TOKENS
 from tests.support.daemon import Daemon
+from tests.support.model_writers.projector import TINY_IMAGE_TOKENS
 
 pytestmark = pytest.mark.slow
 
@@ -50,7 +50,7 @@ def data_url(data: bytes, media: str = "image/png") -> str:
 def daemon(tmp_path_factory, tiny_model_path):
     from localllm.model_registry.importer import import_gguf
     from localllm.model_registry.store import Store
-    from localllm.model_registry.tiny_projector import write_tiny_projector
+    from tests.support.model_writers.projector import write_tiny_projector
 
     root = tmp_path_factory.mktemp("server-images")
     store = Store(root / "store")

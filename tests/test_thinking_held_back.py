@@ -15,7 +15,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from localllm.daemon.server import create_app
-from localllm.model_registry.tiny_gguf import tiny_vocabulary, write_tiny_model
+from localllm.model_registry.tiny_gguf import write_tiny_model
+from localllm.model_registry.tiny_vocabulary import tiny_vocabulary
 from tests.support.in_process import app_client, app_settings
 
 BUDGET, LIMIT = 5, 9

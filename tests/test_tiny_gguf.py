@@ -11,16 +11,11 @@ import gguf
 import pytest
 
 from localllm.model_registry.gguf_info import read_gguf_info
-from localllm.model_registry.tiny_gguf import (
-    CHATML_TEMPLATE,
-    TinyGGUFWriter,
-    add_tokenizer,
-    tiny_vocabulary,
-    write_tiny_model,
-)
-from localllm.model_registry.tiny_lora import write_tiny_lora
-from localllm.model_registry.tiny_projector import write_tiny_projector
+from localllm.model_registry.tiny_gguf import CHATML_TEMPLATE, TinyGGUFWriter, write_tiny_model
 from localllm.model_registry.tiny_thinking import HARMONY_TEMPLATE, QWEN3_TEMPLATE, style_tokens
+from localllm.model_registry.tiny_vocabulary import add_tokenizer, tiny_vocabulary
+from tests.support.model_writers.lora import write_tiny_lora
+from tests.support.model_writers.projector import write_tiny_projector
 
 FILE_TYPES = ["F16", "Q8_0", "Q4_0"]
 

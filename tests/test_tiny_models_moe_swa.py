@@ -14,8 +14,8 @@ import pytest
 
 from localllm.daemon.inference.templates import ChatTemplate, TemplateRejectedError
 from localllm.model_registry.gguf_info import read_gguf_info
-from localllm.model_registry.tiny_gemma3 import GEMMA_TEMPLATE, gemma3_vocabulary, write_tiny_gemma3
-from localllm.model_registry.tiny_gguf import tiny_vocabulary
+from localllm.model_registry.tiny_vocabulary import tiny_vocabulary
+from tests.support.model_writers.gemma3 import GEMMA_TEMPLATE, gemma3_vocabulary, write_tiny_gemma3
 from tests.support.polling import wait_for
 from tests.support.runner import GREEDY, collect, make_spec, write_tiny_model
 

@@ -39,14 +39,13 @@ itself (Python, the llama.cpp library, a few tens of MB).
 
 from __future__ import annotations
 
-import bisect
-import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from localllm.daemon.runners.attention import flash_attention_setting
 from localllm.daemon.runners.types import RunnerSpec
 from localllm.daemon.scheduler.compute_buffer import compute_buffer_bytes
+from localllm.daemon.scheduler.layer_devices import CPU, GPU0, LayerDevices
 from localllm.model_registry.model_shape import ModelShape
 
 __all__ = [
@@ -59,12 +58,10 @@ __all__ = [
     "PlanPart",
     "PlanSettings",
     "cache_cells",
-    "layer_devices",
     "plan_memory",
     "plan_settings",
 ]
 
-CPU, GPU0 = "CPU", "GPU0"
 PART_KINDS = ("weights", "experts", "kv", "window kv", "recurrent", "output", "compute")
 PART_KINDS += ("projector", "draft", "lora", "host cache", "checkpoints")
 LATER_KINDS = ("host cache", "checkpoints")  # RAM the runner may fill later, shown apart
@@ -242,7 +239,9 @@ def cache_cells(shape: ModelShape, settings: PlanSettings) -> tuple[int, int, in
 
 def plan_memory(shape: ModelShape, settings: PlanSettings) -> MemoryPlan:
     """Every part of the runner's memory for ``shape`` run with ``settings``."""
-    devices = _Devices(shape, settings)
+    devices = LayerDevices(
+        shape.n_layer, settings.gpu_layers, settings.gpu_split, settings.cpu_moe_layers
+    )
     parts = [*_weights(shape, settings, devices), *_context(shape, settings, devices)]
     parts += _extras(shape, settings, devices)
     parts += _later(shape, settings)
@@ -252,64 +251,7 @@ def plan_memory(shape: ModelShape, settings: PlanSettings) -> MemoryPlan:
     return MemoryPlan(tuple(p for p in parts if p.bytes > 0), settings, tuple(notes))
 
 
-def layer_devices(n_layer: int, gpu_layers: int, gpu_split: tuple[int, ...] = ()) -> list[str]:
-    """The device of each layer 0..``n_layer`` (the last: the output layer) as llama.cpp's
-    ``load_tensors`` places them: ``gpu_layers`` (-1: all) of them on the GPUs, the output
-    layer first, then the last layers (1 is the output layer alone); offloaded layer ``i`` of
-    ``k`` on the first GPU whose share of ``gpu_split`` so far is above ``i / k``, in floats as
-    llama.cpp computes it (so a layer on a boundary lands where it does there)."""
-    total = n_layer + 1
-    offloaded = total if gpu_layers < 0 else min(gpu_layers, total)
-    first = total - offloaded
-    points = _split_points(gpu_split)
-    last = len(points) - 1
-    devices = [CPU] * first
-    for index in range(max(0, offloaded)):
-        share = _float32(index / offloaded)
-        devices.append(f"GPU{min(bisect.bisect_right(points, share), last)}")
-    return devices
-
-
-def _split_points(gpu_split: tuple[int, ...]) -> list[float]:
-    """llama.cpp's split points: each GPU's share of the free memory, summed up to it."""
-    weights = [_float32(max(0, free)) for free in gpu_split] or [1.0]
-    if not any(weights):
-        weights = [1.0] * len(weights)
-    running, sums = 0.0, []
-    for weight in weights:
-        running = _float32(running + weight)
-        sums.append(running)
-    return [_float32(point / running) for point in sums]
-
-
-def _float32(value: float) -> float:
-    """``value`` rounded to a C float (llama.cpp's split arithmetic)."""
-    return struct.unpack("f", struct.pack("f", value))[0]
-
-
-class _Devices:
-    """Which device holds each layer (``layer_devices``); the token embeddings stay in
-    RAM."""
-
-    def __init__(self, shape: ModelShape, settings: PlanSettings):
-        n = shape.n_layer
-        self._layers = layer_devices(n, settings.gpu_layers, settings.gpu_split)
-        self.output = self._layers[n]
-        self.gpus = list(dict.fromkeys(d for d in self._layers if d != CPU))  # in order
-        self.any_gpu = bool(self.gpus)
-        self._cpu_moe = n if settings.cpu_moe_layers < 0 else settings.cpu_moe_layers
-
-    def layer(self, layer: int) -> str:
-        return self._layers[layer]
-
-    def experts(self, layer: int) -> str:
-        return CPU if layer < self._cpu_moe else self.layer(layer)
-
-    def layers_on(self, device: str, n_layer: int) -> list[int]:
-        return [i for i in range(n_layer) if self.layer(i) == device]
-
-
-def _weights(shape: ModelShape, settings: PlanSettings, devices: _Devices) -> list[PlanPart]:
+def _weights(shape: ModelShape, settings: PlanSettings, devices: LayerDevices) -> list[PlanPart]:
     """The model's tensors where llama.cpp puts them, and the CPU's repacked copies."""
     found: dict[tuple[str, str], int] = {}
     repacked = 0
@@ -342,7 +284,7 @@ def _weights_text(kind: str, device: str) -> str:
     return f"{what}, mapped from the file" if device == CPU else f"{what}, copied to the GPU"
 
 
-def _context(shape: ModelShape, settings: PlanSettings, devices: _Devices) -> list[PlanPart]:
+def _context(shape: ModelShape, settings: PlanSettings, devices: LayerDevices) -> list[PlanPart]:
     """The generation (or embedding) context: caches, output buffer, compute buffer."""
     cells, window, streams, tokens = cache_cells(shape, settings)
     parts = _caches(shape, settings, devices, cells, window, streams)
@@ -354,7 +296,7 @@ def _context(shape: ModelShape, settings: PlanSettings, devices: _Devices) -> li
 def _caches(
     shape: ModelShape,
     settings: PlanSettings,
-    devices: _Devices,
+    devices: LayerDevices,
     cells: int,
     window: int,
     streams: int,
@@ -401,7 +343,7 @@ def _output(shape: ModelShape, settings: PlanSettings) -> PlanPart:
 def _compute(
     shape: ModelShape,
     settings: PlanSettings,
-    devices: _Devices,
+    devices: LayerDevices,
     cells: int,
     window: int,
     tokens: int,
@@ -433,7 +375,7 @@ def _compute(
     return parts
 
 
-def _extras(shape: ModelShape, settings: PlanSettings, devices: _Devices) -> list[PlanPart]:
+def _extras(shape: ModelShape, settings: PlanSettings, devices: LayerDevices) -> list[PlanPart]:
     """A projector's, a draft model's and LoRA adapters' parts: on the first GPU, where
     llama.cpp's vision projector runs, but the draft in RAM (the runner loads it on the CPU
     so that the GPU keeps its room for the model it serves)."""

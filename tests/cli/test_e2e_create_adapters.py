@@ -12,10 +12,10 @@ import pexpect
 import pytest
 
 from localllm.daemon.client import Client
-from localllm.model_registry.tiny_lora import write_tiny_lora
 from tests.support.adapters import NOT_ADAPTERS, not_an_adapter
 from tests.support.cli_e2e import CLI, cli_env, run_cli
 from tests.support.daemon import ROOT, Daemon, make_store
+from tests.support.model_writers.lora import write_tiny_lora
 
 pytestmark = pytest.mark.slow
 

@@ -12,9 +12,9 @@ import pexpect
 import pytest
 
 from localllm.app.cli.main import main
-from localllm.model_registry.tiny_projector import TINY_IMAGE_TOKENS
 from tests.support.cli_e2e import CLI, cli_env, run_cli
 from tests.support.daemon import ROOT, Daemon, make_store
+from tests.support.model_writers.projector import TINY_IMAGE_TOKENS
 
 pytestmark = pytest.mark.slow
 
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 def daemon(tmp_path_factory, tiny_model_path):
     from localllm.model_registry.importer import ModelExtras, import_gguf
     from localllm.model_registry.store import Store
-    from localllm.model_registry.tiny_projector import write_tiny_projector
+    from tests.support.model_writers.projector import write_tiny_projector
 
     root = tmp_path_factory.mktemp("cli-run")
     extras = ModelExtras(parameters={"num_predict": 6})

@@ -12,9 +12,9 @@ import httpx
 import pytest
 
 from localllm.app.cli.main import main
-from localllm.model_registry.tiny_gemma3 import write_tiny_gemma3
 from tests.support.cli_e2e import cli_env
 from tests.support.daemon import Daemon, make_store
+from tests.support.model_writers.gemma3 import write_tiny_gemma3
 
 pytestmark = pytest.mark.slow
 

@@ -16,9 +16,9 @@ from localllm.app.cli.modelfile_files import (
     upload_referenced,
 )
 from localllm.app.cli.progress import ProgressBoard
-from localllm.model_registry.tiny_lora import write_tiny_lora
 from tests.support.adapters import NOT_ADAPTERS, not_an_adapter
 from tests.support.cli import FakeClient
+from tests.support.model_writers.lora import write_tiny_lora
 
 
 @pytest.fixture

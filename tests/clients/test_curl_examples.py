@@ -24,9 +24,9 @@ import pytest
 from localllm.model_registry.importer import import_gguf
 from localllm.model_registry.store import Store
 from localllm.model_registry.tiny_gguf import write_tiny_model
-from localllm.model_registry.tiny_projector import write_tiny_projector
 from tests.support.daemon import Daemon
 from tests.support.local_hub import LocalHub
+from tests.support.model_writers.projector import write_tiny_projector
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

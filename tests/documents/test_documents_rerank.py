@@ -12,9 +12,9 @@ from localllm.app.documents.indexer import Indexer
 from localllm.app.documents.reranker import DaemonReranker
 from localllm.app.documents.retrieval import RERANKED, Retriever
 from localllm.daemon.client import Client
-from localllm.model_registry.tiny_reranker import write_tiny_reranker
 from tests.documents.near_misses import write_near_misses
 from tests.support.daemon import Daemon, make_store
+from tests.support.model_writers.reranker import write_tiny_reranker
 
 
 @pytest.fixture(scope="module")

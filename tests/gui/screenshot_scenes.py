@@ -28,7 +28,7 @@ def add_model(shot, name: str, *, projector: bool = False, **shape) -> None:
     from localllm.model_registry.importer import import_gguf
     from localllm.model_registry.store import Store
     from localllm.model_registry.tiny_gguf import write_tiny_model
-    from localllm.model_registry.tiny_projector import write_tiny_projector
+    from tests.support.model_writers.projector import write_tiny_projector
 
     path = write_tiny_model(shot.folder / f"{name}.gguf", **shape)
     eyes = write_tiny_projector(shot.folder / f"mmproj-{name}.gguf") if projector else None

@@ -29,7 +29,7 @@ LONG_REPLY = 4000  # tokens: more than the context holds, so only Stop (or the c
 def daemon(tmp_path_factory, tiny_model_path):
     from localllm.model_registry.importer import import_gguf
     from localllm.model_registry.store import Store
-    from localllm.model_registry.tiny_projector import write_tiny_projector
+    from tests.support.model_writers.projector import write_tiny_projector
 
     running = GuiDaemon(tmp_path_factory.mktemp("gui-chat"), tiny_models(tiny_model_path))
     projector = write_tiny_projector(running.root / "projector.gguf")

@@ -10,10 +10,10 @@ import pytest
 from localllm.app.documents.index import DocumentIndex
 from localllm.app.documents.retrieval import RERANKED, Retriever
 from localllm.app.gui.services.documents import PASSAGES
-from localllm.model_registry.tiny_reranker import write_tiny_reranker
 from tests.documents.near_misses import write_near_misses
 from tests.gui.test_gui_e2e_chat import _ready, _type_and_send
 from tests.support.gui_e2e import GuiDaemon, open_app, tiny_models, wait_idle
+from tests.support.model_writers.reranker import write_tiny_reranker
 
 pytestmark = pytest.mark.slow
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from localllm.model_registry.tiny_gguf import write_tiny_model
-from localllm.model_registry.tiny_lora import write_tiny_lora
-from localllm.model_registry.tiny_projector import write_tiny_projector
+from tests.support.model_writers.lora import write_tiny_lora
+from tests.support.model_writers.projector import write_tiny_projector
 
 __all__ = ["NOT_ADAPTERS", "not_an_adapter"]
 

@@ -37,13 +37,11 @@ import numpy as np
 from localllm.model_registry.tiny_gguf import (
     TensorPlan,
     TinyGGUFWriter,
-    TinyVocabulary,
-    add_tokenizer,
     output_bias,
     save_tiny_gguf,
-    tiny_vocabulary,
     tiny_weights,
 )
+from localllm.model_registry.tiny_vocabulary import TinyVocabulary, add_tokenizer, tiny_vocabulary
 
 __all__ = ["GEMMA_TEMPLATE", "GEMMA_TURN_TOKENS", "gemma3_vocabulary", "write_tiny_gemma3"]
 

@@ -28,8 +28,8 @@ from typing import Literal
 import gguf
 import numpy as np
 
-from localllm.model_registry.tiny_gguf import TinyVocabulary, tiny_vocabulary
-from localllm.model_registry.tiny_projector import save_gguf
+from localllm.model_registry.tiny_vocabulary import TinyVocabulary, tiny_vocabulary
+from tests.support.model_writers.projector import save_gguf
 
 __all__ = ["write_tiny_reranker"]
 

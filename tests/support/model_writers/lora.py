@@ -21,7 +21,7 @@ from pathlib import Path
 import gguf
 import numpy as np
 
-from localllm.model_registry.tiny_projector import save_gguf
+from tests.support.model_writers.projector import save_gguf
 
 __all__ = ["write_tiny_lora"]
 
