@@ -2,15 +2,18 @@
 
 Routes translate their wire format into a ``GenerationJob``, ``EmbedJob`` or ``RerankJob`` and
 hand it to ``Inference`` (model resolution, options, templates, tool calls, images); what comes
-back is a ``Generation`` of API-neutral ``Delta`` items ending in ``Finished``.
+back is a ``GenerationStream`` (a local ``Generation`` or a remote one) of API-neutral
+``Delta`` items ending in ``Finished``. ``Backend`` is where a request's model runs, chosen once.
 """
 
+from localllm.daemon.inference.backend import Backend
 from localllm.daemon.inference.generation import (
     Collected,
     Delta,
     Finished,
     Generation,
     GenerationStats,
+    GenerationStream,
     ToolCallDelta,
 )
 from localllm.daemon.inference.inference import Inference
@@ -23,6 +26,7 @@ from localllm.daemon.inference.jobs import (
 )
 
 __all__ = [
+    "Backend",
     "Collected",
     "Delta",
     "EmbedJob",
@@ -31,6 +35,7 @@ __all__ = [
     "Generation",
     "GenerationJob",
     "GenerationStats",
+    "GenerationStream",
     "Inference",
     "RerankJob",
     "Rerankings",

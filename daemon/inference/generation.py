@@ -13,6 +13,7 @@ lease (see ``thinking_run``).
 from __future__ import annotations
 
 import time
+from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, replace
@@ -31,6 +32,7 @@ __all__ = [
     "Finished",
     "Generation",
     "GenerationStats",
+    "GenerationStream",
     "ToolCallDelta",
     "primed",
 ]
@@ -79,8 +81,100 @@ class Collected:
     thinking: str = ""
 
 
-class Generation:
-    """Iterate for ``Delta`` items, the last item is a ``Finished``; always ``aclose()``."""
+class GenerationStream(ABC):
+    """What every generation is, local or remote: iterate for ``Delta`` items, the last item
+    is a ``Finished``; ``prime`` first, ``collect`` for a whole answer, always ``aclose()``.
+
+    A kind of generation says how its next items come (``_advance``), how it stops early
+    (``_stop``), what it gives back once closed (``_let_go``) and what an unfinished one used
+    (``_unfinished_usage``); the order of items, the ``Finished`` reported once and the
+    lifecycle are the same for all."""
+
+    truncation: Truncation | None = None  # the chat's oldest turns dropped to fit its context
+
+    def __init__(self, model: str, on_finished: Callable[[str, Finished], None] | None):
+        self.model = model
+        self.finished: Finished | None = None
+        self._on_finished = on_finished
+        self._out: deque[Delta | Finished] = deque()
+        self._closed = False
+
+    @property
+    @abstractmethod
+    def processor(self) -> str:
+        """Where it runs ("100% GPU", "remote NAME"), for logs and ``ps``."""
+
+    async def prime(self) -> None:
+        """Wait for the first item, so errors (prompt too long, a remote down...) come before
+        any output."""
+        item = await self.__anext__()
+        self._out.appendleft(item)
+
+    def __aiter__(self) -> GenerationStream:
+        return self
+
+    async def __anext__(self) -> Delta | Finished:
+        while not self._out:
+            if self.finished is not None or self._closed:
+                raise StopAsyncIteration
+            await self._advance()
+        return self._out.popleft()
+
+    @abstractmethod
+    async def _advance(self) -> None:
+        """Queue the next items (none is fine), or end as an error and raise."""
+
+    async def collect(self) -> Collected:
+        """Drain the generation: all text, all logprob entries and how it finished."""
+        parts: list[str] = []
+        thoughts: list[str] = []
+        entries: list[dict] = []
+        finished: Finished | None = None
+        async for item in self:
+            if isinstance(item, Delta):
+                parts.append(item.text)
+                thoughts.append(item.thinking)
+                entries.extend(item.logprobs)
+            else:
+                finished = item
+        assert finished is not None, "a generation always ends with Finished"
+        return Collected("".join(parts), entries, finished, "".join(thoughts))
+
+    def _end(self, finished: Finished) -> None:
+        """Record how it ended, once (the first word wins)."""
+        if self.finished is not None:
+            return
+        self.finished = finished
+        if self._on_finished is not None:
+            self._on_finished(self.model, finished)
+
+    async def aclose(self) -> None:
+        """Stop generating (if still running) and give back what it holds. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await self._stop()
+        finally:
+            self._let_go()
+            if self.finished is None:
+                self._end(Finished("cancelled", self._unfinished_usage()))
+
+    @abstractmethod
+    async def _stop(self) -> None:
+        """End what is still running (the runner's sequence, the remote's request)."""
+
+    @abstractmethod
+    def _let_go(self) -> None:
+        """Give back the slot it held (a lease, a remote's count of requests)."""
+
+    @abstractmethod
+    def _unfinished_usage(self) -> GenerationStats:
+        """What a generation that never finished used (for its "cancelled" ``Finished``)."""
+
+
+class Generation(GenerationStream):
+    """A local generation: a runner's events under a scheduler lease."""
 
     def __init__(
         self,
@@ -95,43 +189,27 @@ class Generation:
         on_finished: Callable[[str, Finished], None] | None = None,
         truncation: Truncation | None = None,
     ):
-        self.model = model
-        self.truncation = truncation  # the chat's oldest turns dropped to fit its context
+        super().__init__(model, on_finished)
+        self.truncation = truncation
         self._lease = lease
         self._stream = stream
         self._started = started
         self._loaded = loaded
         self._filter = tool_filter
         self._thinking = thinking
-        self._on_finished = on_finished
-        self._out: deque[Delta | Finished] = deque()
         self._held_logprobs: list[dict] = []
         self._first_token: float | None = None
         self._completion_tokens = 0
-        self.finished: Finished | None = None
-        self._closed = False
 
     @property
     def processor(self) -> str:
         return self._lease.processor
 
-    async def prime(self) -> None:
-        """Wait for the first event, so errors (prompt too long...) come before any output."""
-        item = await self.__anext__()
-        self._out.appendleft(item)
-
-    def __aiter__(self) -> Generation:
-        return self
-
-    async def __anext__(self) -> Delta | Finished:
-        while not self._out:
-            if self.finished is not None or self._closed:
-                raise StopAsyncIteration
-            event = await self._next_event()
-            if isinstance(event, DoneEvent) and await self._answer_part(event):
-                continue
-            self._handle(event)
-        return self._out.popleft()
+    async def _advance(self) -> None:
+        event = await self._next_event()
+        if isinstance(event, DoneEvent) and await self._answer_part(event):
+            return
+        self._handle(event)
 
     async def _answer_part(self, done: DoneEvent) -> bool:
         """Start the answer part if the thinking part just ended (see ``thinking_run``)."""
@@ -214,11 +292,6 @@ class Generation:
         self._end(Finished(reason, self._usage(done), tuple(calls), stop))
         self._out.append(self.finished)
 
-    def _end(self, finished: Finished) -> None:
-        self.finished = finished
-        if self._on_finished is not None:
-            self._on_finished(self.model, finished)
-
     def _usage(self, done: DoneEvent | None) -> GenerationStats:
         now = time.perf_counter()
         first = (self._first_token or now) - self._started
@@ -237,36 +310,17 @@ class Generation:
             sampling=done.sampling,
         )
 
-    async def collect(self) -> Collected:
-        """Drain the generation: all text, all logprob entries and how it finished."""
-        parts: list[str] = []
-        thoughts: list[str] = []
-        entries: list[dict] = []
-        finished: Finished | None = None
-        async for item in self:
-            if isinstance(item, Delta):
-                parts.append(item.text)
-                thoughts.append(item.thinking)
-                entries.extend(item.logprobs)
-            else:
-                finished = item
-        assert finished is not None, "a generation always ends with Finished"
-        return Collected("".join(parts), entries, finished, "".join(thoughts))
+    def _unfinished_usage(self) -> GenerationStats:
+        return self._usage(None)
 
-    async def aclose(self) -> None:
-        """Stop generating (if still running) and give the slot back. Safe to call twice."""
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            await self._stream.aclose()  # cancels the sequence if it is still running
-        finally:
-            self._lease.release()
-            if self.finished is None:
-                self._end(Finished("cancelled", self._usage(None)))
+    async def _stop(self) -> None:
+        await self._stream.aclose()  # cancels the sequence if it is still running
+
+    def _let_go(self) -> None:
+        self._lease.release()
 
 
-_Started = TypeVar("_Started")  # a Generation, or a remote one with the same face
+_Started = TypeVar("_Started", bound=GenerationStream)
 
 
 async def primed(generation: _Started) -> _Started:

@@ -1,6 +1,6 @@
-"""A remote generation with the face of a local one (``inference.Generation``): iterate for
-``Delta`` items ending in ``Finished``, ``prime``, ``collect``, ``aclose``; so every API the
-daemon serves works for remote models through the same routes."""
+"""A remote generation on the same ``GenerationStream`` as a local one: iterate for ``Delta``
+items ending in ``Finished``, ``prime``, ``collect``, ``aclose``; so every API the daemon serves
+works for remote models through the same routes."""
 
 from __future__ import annotations
 
@@ -8,14 +8,17 @@ import contextlib
 from collections.abc import AsyncGenerator, Callable
 
 from localllm.daemon.errors import RemoteError
-from localllm.daemon.inference.generation import Collected, Delta, Finished, GenerationStats
+from localllm.daemon.inference.generation import Delta, Finished, GenerationStats, GenerationStream
 
 __all__ = ["RemoteGeneration"]
 
 _NO_USAGE = GenerationStats(0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0)
 
 
-class RemoteGeneration:
+class RemoteGeneration(GenerationStream):
+    """The remote's stream of items; a remote fits the chat to its context itself (or
+    refuses), so ``truncation`` stays None."""
+
     def __init__(
         self,
         model: str,
@@ -25,30 +28,16 @@ class RemoteGeneration:
         on_finished: Callable[[str, Finished], None] | None = None,
         on_closed: Callable[[], None] | None = None,
     ):
-        self.model = model
-        self.processor = f"remote {remote}"
+        super().__init__(model, on_finished)
+        self._remote = remote
         self._items = items
-        self._on_finished = on_finished
         self._on_closed = on_closed
-        self._held: Delta | Finished | None = None
-        self.finished: Finished | None = None
-        self.truncation = None  # a remote fits the chat to its context itself, or refuses
-        self._closed = False
 
-    async def prime(self) -> None:
-        """Wait for the first delta, so a remote that fails before it is retried elsewhere
-        (or its error is a plain HTTP error) before any output is sent."""
-        self._held = await self.__anext__()
+    @property
+    def processor(self) -> str:
+        return f"remote {self._remote}"
 
-    def __aiter__(self) -> RemoteGeneration:
-        return self
-
-    async def __anext__(self) -> Delta | Finished:
-        if self._held is not None:
-            item, self._held = self._held, None
-            return item
-        if self.finished is not None or self._closed:
-            raise StopAsyncIteration
+    async def _advance(self) -> None:
         try:
             item = await anext(self._items)
         except StopAsyncIteration:
@@ -59,38 +48,15 @@ class RemoteGeneration:
             raise
         if isinstance(item, Finished):
             self._end(item)
-        return item
+        self._out.append(item)
 
-    async def collect(self) -> Collected:
-        parts: list[str] = []
-        thoughts: list[str] = []
-        finished: Finished | None = None
-        async for item in self:
-            if isinstance(item, Delta):
-                parts.append(item.text)
-                thoughts.append(item.thinking)
-            else:
-                finished = item
-        assert finished is not None, "a generation always ends with Finished"
-        return Collected("".join(parts), [], finished, "".join(thoughts))
+    async def _stop(self) -> None:
+        with contextlib.suppress(RemoteError):
+            await self._items.aclose()
 
-    def _end(self, finished: Finished) -> None:
-        if self.finished is not None:
-            return
-        self.finished = finished
-        if self._on_finished is not None:
-            self._on_finished(self.model, finished)
+    def _let_go(self) -> None:
+        if self._on_closed is not None:
+            self._on_closed()
 
-    async def aclose(self) -> None:
-        """Stop the remote request (if still running). Safe to call twice."""
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            with contextlib.suppress(RemoteError):
-                await self._items.aclose()
-        finally:
-            if self.finished is None:
-                self._end(Finished("cancelled", _NO_USAGE))
-            if self._on_closed is not None:
-                self._on_closed()
+    def _unfinished_usage(self) -> GenerationStats:
+        return _NO_USAGE

@@ -84,6 +84,10 @@ def chat_body(job: GenerationJob, remote_id: str) -> dict:
     if job.json_schema is not None:
         schema = {"name": "response", "schema": dict(job.json_schema)}
         body["response_format"] = {"type": "json_schema", "json_schema": schema}
+    if job.logprobs is not None:
+        body["logprobs"] = True
+        if job.logprobs > 0:
+            body["top_logprobs"] = job.logprobs
     if isinstance(job.think, str):
         body["reasoning_effort"] = job.think
     elif job.think is False:
@@ -116,19 +120,41 @@ def read_chunk(line: bytes, state: StreamState) -> list[Delta]:
     for choice in chunk.get("choices") or ():
         if not isinstance(choice, dict):
             continue
-        deltas.extend(_delta(choice.get("delta") or {}, state))
+        deltas.extend(_delta(choice.get("delta") or {}, _logprobs(choice), state))
         if choice.get("finish_reason"):
             state.reason = str(choice["finish_reason"])
     return deltas
 
 
-def _delta(delta: dict, state: StreamState) -> list[Delta]:
+def _delta(delta: dict, logprobs: tuple[dict, ...], state: StreamState) -> list[Delta]:
     thinking = delta.get("reasoning_content") or delta.get("reasoning") or ""
     text = delta.get("content") or ""
-    out = [Delta(str(text), thinking=str(thinking))] if text or thinking else []
+    has_some = text or thinking or logprobs
+    out = [Delta(str(text), logprobs, str(thinking))] if has_some else []
     for call in delta.get("tool_calls") or ():
         out.extend(_call_pieces(call, state))
     return out
+
+
+def _logprobs(choice: dict) -> tuple[dict, ...]:
+    """The choice's per-token logprobs (OpenAI's ``logprobs.content``) as the local runner's
+    entries: ``{token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}``."""
+    logprobs = choice.get("logprobs")
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    if not isinstance(content, list):
+        return ()
+    entries = []
+    for entry in content:
+        alternatives = entry.get("top_logprobs") or []
+        entries.append({**_token(entry), "top_logprobs": [_token(a) for a in alternatives]})
+    return tuple(entries)
+
+
+def _token(entry: dict) -> dict:
+    token = str(entry.get("token", ""))
+    raw = entry.get("bytes")
+    bytes_ = [int(b) for b in raw] if isinstance(raw, list) else list(token.encode())
+    return {"token": token, "logprob": float(entry.get("logprob", 0.0)), "bytes": bytes_}
 
 
 def _call_pieces(call: dict, state: StreamState) -> list[Delta]:

@@ -26,6 +26,7 @@ from localllm.daemon.inference.jobs import (
     Rerankings,
     RerankJob,
 )
+from localllm.daemon.remotes.backend import RemoteBackend
 from localllm.daemon.remotes.calls import remote_stream
 from localllm.daemon.remotes.catalog import refresh
 from localllm.daemon.remotes.config import RemoteConfig, RemotesFile
@@ -155,6 +156,12 @@ class Remotes:
             if remote_id is not None:
                 return RemoteMatch(remote, remote_id)
         return None
+
+    def backend(
+        self, found: RemoteMatch, on_finished: Callable[[str, Finished], None] | None
+    ) -> RemoteBackend:
+        """The backend for a request whose model ``found`` matched."""
+        return RemoteBackend(self, found, on_finished)
 
     def refuse_local_work(self, model: str, what: str) -> None:
         """A clear 400 for store work (pull, delete, copy, create) on a remote's model."""
