@@ -27,6 +27,7 @@ from localllm.app.documents.context import DocumentContext
 from localllm.app.documents.indexer import IndexProgress, IndexReport
 from localllm.app.documents.parsing import SUPPORTED_SUFFIXES
 from localllm.app.gui.services.documents import OFFERED_MODEL, OFFERED_RERANKER, DocumentsService
+from localllm.app.gui.state.chat.transcript_actions import OpenSource, href
 from localllm.app.gui.views.plain_text import plain_label, plain_tooltip
 from localllm.app.gui.views.source_dialog import SourceDialog
 
@@ -36,11 +37,11 @@ _FILTER = "Documents (" + " ".join(f"*{s}" for s in sorted(SUPPORTED_SUFFIXES)) 
 
 
 def citations_html(message_id: str, sources) -> str:
-    """A reply's numbered sources as links (``action:source:<reply id>:<number>``)."""
+    """A reply's numbered sources as links (``OpenSource``)."""
     if not sources:
         return ""
     links = " &nbsp; ".join(
-        f"<a href='action:source:{html.escape(message_id)}:{n}'>[{n}] "
+        f"<a href='{href(OpenSource(message_id, n))}'>[{n}] "
         f"{html.escape(s.name)}, {html.escape(s.where)}</a>"
         for n, s in enumerate(sources, start=1)
     )

@@ -11,12 +11,19 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton
 
 from localllm.app.gui.design.widgets import icon_button
 from localllm.app.gui.state.chat.records import Message
+from localllm.app.gui.state.chat.transcript_actions import (
+    CopyMessage,
+    DeleteMessage,
+    EditMessage,
+    Regenerate,
+    ShowVersion,
+)
 
 __all__ = ["MessageActions"]
 
 
 class MessageActions(QFrame):
-    triggered = Signal(str)  # the action link: "action:copy:<id>", "action:version:<id>:<n>"
+    triggered = Signal(object)  # the typed action (``transcript_actions``): CopyMessage, ...
 
     def __init__(self, icons=None, parent=None):
         super().__init__(parent, objectName="messageActions")
@@ -26,19 +33,21 @@ class MessageActions(QFrame):
         self.back = icon_button(icons, "back", "Previous version", on_click=lambda: self._go(-1))
         self.version = QLabel(objectName="caption")
         self.ahead = icon_button(icons, "forward", "Next version", on_click=lambda: self._go(1))
-        self.copy = icon_button(icons, "copy", "Copy", "Copy the message", lambda: self._do("copy"))
+        self.copy = icon_button(
+            icons, "copy", "Copy", "Copy the message", lambda: self._do(CopyMessage)
+        )
         self.edit = icon_button(
-            icons, "edit", "Edit", "Edit and send again", lambda: self._do("edit")
+            icons, "edit", "Edit", "Edit and send again", lambda: self._do(EditMessage)
         )
         self.regenerate = icon_button(
             icons,
             "regenerate",
             "Regenerate",
             "Write a new version",
-            lambda: self._act("regenerate"),
+            lambda: self.triggered.emit(Regenerate()),
         )
         self.delete = icon_button(
-            icons, "delete", "Delete", "Delete the message", lambda: self._do("delete")
+            icons, "delete", "Delete", "Delete the message", lambda: self._do(DeleteMessage)
         )
         row = QHBoxLayout(self)
         row.setContentsMargins(2, 1, 4, 1)
@@ -89,12 +98,9 @@ class MessageActions(QFrame):
             ):
                 button.setIcon(self._icons.get(button.property("icon_name")))
 
-    def _do(self, what: str) -> None:
-        self.triggered.emit(f"action:{what}:{self.message_id}")
-
-    def _act(self, what: str) -> None:
-        self.triggered.emit(f"action:{what}")
+    def _do(self, action: type[CopyMessage | EditMessage | DeleteMessage]) -> None:
+        self.triggered.emit(action(self.message_id))
 
     def _go(self, step: int) -> None:
-        if self._message is not None:
-            self.triggered.emit(f"action:version:{self.message_id}:{self._message.version + step}")
+        if self._message is not None and self._message.version + step >= 0:
+            self.triggered.emit(ShowVersion(self.message_id, self._message.version + step))

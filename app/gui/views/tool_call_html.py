@@ -3,7 +3,7 @@ Always allow / Deny while it waits, "Running…" while it runs, or its result (f
 long). The tool's name, arguments and result come from a model and an MCP server: untrusted,
 so shown escaped, as plain text.
 
-Links are ``action:tool:<call id>:<approve|always|deny>`` and ``action:unfold:<call id>``.
+Links are ``DecideTool``, ``ShowAll`` and ``ShowLess`` (``state.chat.transcript_actions``).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import html
 from localllm.app.gui.design.tokens import Palette
 from localllm.app.gui.state.chat.folding import fold
 from localllm.app.gui.state.chat.tool_calls import DENIED, FAILED, PENDING, RUNNING, ToolCall
+from localllm.app.gui.state.chat.transcript_actions import DecideTool, ShowAll, ShowLess, href
 
 __all__ = ["tool_calls_block"]
 
@@ -36,9 +37,9 @@ def _result(call: ToolCall, expanded: bool, p: Palette) -> str:
     link = ""
     if folded.folded:
         link = (
-            f"<br><a href='action:fold:{call.id}'>Show less</a>"
+            f"<br><a href='{href(ShowLess(call.id))}'>Show less</a>"
             if expanded
-            else f"<br><a href='action:unfold:{call.id}'>Show all "
+            else f"<br><a href='{href(ShowAll(call.id))}'>Show all "
             f"({folded.hidden_lines:,} more lines)</a>"
         )
     return f"<br><span style='color:{p.muted};'>Result:</span><br><tt>{_plain(shown)}</tt>{link}"
@@ -55,9 +56,9 @@ def _one(call: ToolCall, expanded: bool, p: Palette) -> str:
     actions = ""
     if call.status == PENDING:
         actions = (
-            f"<br><a href='action:tool:{call.id}:approve'>Approve</a> · "
-            f"<a href='action:tool:{call.id}:always'>Always allow this tool</a> · "
-            f"<a href='action:tool:{call.id}:deny'>Deny</a>"
+            f"<br><a href='{href(DecideTool(call.id, 'approve'))}'>Approve</a> · "
+            f"<a href='{href(DecideTool(call.id, 'always'))}'>Always allow this tool</a> · "
+            f"<a href='{href(DecideTool(call.id, 'deny'))}'>Deny</a>"
         )
     return (
         f"<table width='100%' cellpadding='10' bgcolor='{p.surface_alt}' "

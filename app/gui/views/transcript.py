@@ -10,43 +10,60 @@ highlighted, while the pointer is on it; from the keyboard, Alt+Up and Alt+Down 
 text keeps a readable width, centred.
 
 Redrawing on every streamed token would be wasteful, so changes are coalesced (about 25 frames
-a second) and each finished message's HTML is cached. The view follows new content while the
+a second) and each finished message's HTML is cached; when only the last message changed (a
+reply streaming, then finished) only its part of the document is replaced, so a frame costs the
+same at the end of a long chat as in a short one. The view follows new content while the
 user is at the end and stays where they are when they have scrolled up to read
 (``BottomFollower``); very long messages are folded until "Show all" is clicked.
 """
 
 from __future__ import annotations
 
-import base64
-import contextlib
 from collections.abc import Callable
 
 from PySide6.QtCore import QEvent, QPoint, QRectF, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import (
-    QColor,
     QDesktopServices,
     QGuiApplication,
-    QImage,
     QKeyEvent,
     QPainter,
 )
 from PySide6.QtWidgets import QApplication, QFrame, QTextBrowser, QWidget
 
 from localllm.app.gui.design.tokens import palette
-from localllm.app.gui.markdown_html import ICON_SIZE, MarkdownRenderer, copy_target
+from localllm.app.gui.markdown_html import MarkdownRenderer, copy_target
 from localllm.app.gui.state.chat.memory import ChatMemory
 from localllm.app.gui.state.chat.records import Message
 from localllm.app.gui.state.chat.stats import ReplyStats
+from localllm.app.gui.state.chat.transcript_actions import (
+    Action,
+    ContinueReply,
+    CopyMessage,
+    DecideTool,
+    DeleteMessage,
+    EditMessage,
+    LoadAnyway,
+    OpenSource,
+    Regenerate,
+    ShowAll,
+    ShowLess,
+    ShowVersion,
+    ToggleStats,
+    ToggleSummary,
+    ToggleThinking,
+    parse,
+)
 from localllm.app.gui.views.message_actions import MessageActions
 from localllm.app.gui.views.scroll_follow import BottomFollower
 from localllm.app.gui.views.transcript_boxes import Boxes
+from localllm.app.gui.views.transcript_document import only_last_changed, replace_last
 from localllm.app.gui.views.transcript_html import BlockStyle, empty_html, message_block
+from localllm.app.gui.views.transcript_images import TranscriptImages
 from localllm.app.gui.views.transcript_memory import memory_divider
 
 __all__ = ["Transcript"]
 
 _FRAME_MS = 40
-_THUMBNAIL = 160  # pixels, the longest side of an image shown in a message
 _READABLE = 820  # pixels: the widest the text gets; wider views centre it
 _SIDE = 16  # pixels of margin beside the text at the least
 _PICK = {Qt.Key.Key_Up: -1, Qt.Key.Key_Down: 1}
@@ -71,13 +88,14 @@ class Transcript(QTextBrowser):
         self.setObjectName("transcript")
         self.setAccessibleName("Conversation")
         self.anchorClicked.connect(self._clicked)
-        self._icons = icons
         self._renderer = MarkdownRenderer()
         self._palette = palette(False)
-        self._icon_images: dict[str, QImage] = {}
+        self._images = TranscriptImages(icons)
         self.document().setDocumentMargin(12)
+        self.document().setUndoRedoEnabled(False)  # replacing the last message is no edit
+        self._shown: list[str] | None = None  # each message's HTML in the document (None: redo)
+        self._block_cache: dict[str, tuple[tuple, str]] = {}  # by id: what it was drawn from, HTML
         self._cache: dict[str, tuple[str, str, tuple[str, ...]]] = {}
-        self._thumbnails: dict[str, QImage] = {}  # by "message id/index"
         self._messages: tuple[Message, ...] = ()
         self._expanded: set[str] = set()  # folded messages the user opened with "Show all"
         self._thinking_open: set[str] = set()  # replies whose reasoning the user opened
@@ -91,7 +109,7 @@ class Transcript(QTextBrowser):
         self.annotate: Callable[[Message], str] | None = None  # HTML under a message (citations)
         self.follower = BottomFollower(self.verticalScrollBar(), self)
         self.actions = MessageActions(icons, self.viewport())
-        self.actions.triggered.connect(lambda href: self._clicked(QUrl(href)))
+        self.actions.triggered.connect(self._act)
         self._active = ""  # the message whose actions show ("" none)
         self.verticalScrollBar().valueChanged.connect(lambda _v: self._place_actions())
         self._timer = QTimer(self, singleShot=True, interval=_FRAME_MS)
@@ -101,8 +119,10 @@ class Transcript(QTextBrowser):
     def set_dark(self, dark: bool) -> None:
         self._renderer = MarkdownRenderer(dark)
         self._palette = palette(dark)
-        self._icon_images.clear()
+        self._images.retheme()
         self._cache.clear()
+        self._block_cache.clear()
+        self._shown = None
         self.actions.retheme()
         self._render()
 
@@ -138,6 +158,20 @@ class Transcript(QTextBrowser):
     # drawing
 
     def _render(self) -> None:
+        blocks = self._blocks()
+        with self.follower.redrawing():
+            if only_last_changed(self.document(), self._shown, blocks):
+                replace_last(self.document(), blocks[-1], self._boxes, self._palette)
+            elif blocks != self._shown:
+                self.setHtml("".join(blocks) or empty_html(self._palette))
+                self._boxes.find(self.document(), self._palette)
+            self._shown = blocks
+            self._centre()
+            self._finish_layout()
+        self._place_actions()
+
+    def _blocks(self) -> list[str]:
+        """Each message's HTML (``transcript_html``)."""
         style = BlockStyle(
             self._assistant,
             self._palette,
@@ -147,26 +181,38 @@ class Transcript(QTextBrowser):
         )
         count = len(self._messages)
         divider = memory_divider(self._memory, self._summary_open, self._palette)
-        blocks = [
-            message_block(
-                m,
-                style,
-                last=i == count - 1,
-                streaming=self._streaming and i == count - 1,
-                expanded=m.id in self._expanded,
-                thinking_open=m.id in self._thinking_open,
-                open_results=self._expanded,
-                before=divider if m.id == self._memory.starts_at else "",
-                after=self.annotate(m) if self.annotate is not None else "",
-            )
+        before = {self._memory.starts_at: divider}
+        drawn = [
+            self._block(m, style, i == count - 1, before.get(m.id, ""))
             for i, m in enumerate(self._messages)
         ]
-        with self.follower.redrawing():
-            self.setHtml("".join(blocks) or empty_html(self._palette))
-            self._boxes.find(self.document(), self._palette)
-            self._centre()
-            self._finish_layout()
-        self._place_actions()
+        self._block_cache = {m.id: d for m, d in zip(self._messages, drawn, strict=True)}
+        return [html for _inputs, html in drawn]
+
+    def _block(self, m: Message, style: BlockStyle, last: bool, before: str) -> tuple[tuple, str]:
+        """What ``m``'s HTML is drawn from, and the HTML: built again only when that changed,
+        so a streaming frame builds one message's, not a long chat's thousands."""
+        streaming = self._streaming and last
+        after = self.annotate(m) if self.annotate is not None else ""
+        live = style.live if streaming else None
+        opened = (m.id in style.stats_open, m.id in self._thinking_open)
+        expanded = frozenset(self._expanded)  # its own, and its tool calls' results
+        inputs = (m, style.assistant, style.palette, live, last, opened, expanded, before, after)
+        cached = self._block_cache.get(m.id)
+        if cached is not None and cached[0] == inputs:
+            return cached
+        html = message_block(
+            m,
+            style,
+            last=last,
+            streaming=streaming,
+            expanded=m.id in self._expanded,
+            thinking_open=m.id in self._thinking_open,
+            open_results=self._expanded,
+            before=before,
+            after=after,
+        )
+        return inputs, html
 
     # the readable column
 
@@ -231,8 +277,8 @@ class Transcript(QTextBrowser):
 
     def _place_actions(self, reveal: bool = False) -> None:
         ids = [m.id for m in self._messages]
-        rects = self._message_rects()
-        if self._active not in ids or not rects:
+        rects = self._message_rects() if self._active in ids else []
+        if not rects:
             if self.actions.isVisible():
                 self.actions.hide()
                 self.viewport().update()
@@ -312,50 +358,9 @@ class Transcript(QTextBrowser):
     # resources
 
     def loadResource(self, kind: int, url: QUrl):
-        """Images attached to messages, as thumbnails (decoded once, then cached); the icons
-        and the footer's spacer."""
-        if url.scheme() == "spacer":
-            image = QImage(1, 1, QImage.Format.Format_ARGB32)
-            image.fill(QColor(0, 0, 0, 0))
-            return image
-        if url.scheme() == "icon":
-            return self._icon(url.path())
-        if url.scheme() != "image":
-            return super().loadResource(kind, url)
-        key = url.path()
-        if key not in self._thumbnails:
-            self._thumbnails[key] = self._thumbnail(key)
-        return self._thumbnails[key]
-
-    def _icon(self, name: str) -> QImage:
-        if name not in self._icon_images:
-            size = ICON_SIZE * 2  # sharp at 200%
-            icon = self._icons.get(name, self._palette.muted) if self._icons else None
-            image = (
-                icon.pixmap(size, size).toImage()
-                if icon
-                else QImage(size, size, QImage.Format.Format_ARGB32)
-            )
-            if icon is None:
-                image.fill(QColor(0, 0, 0, 0))
-            self._icon_images[name] = image
-        return self._icon_images[name]
-
-    def _thumbnail(self, key: str) -> QImage:
-        message_id, _, index = key.rpartition("/")
-        message = next((m for m in self._messages if m.id == message_id), None)
-        image = QImage()
-        if message is not None and index.isdigit() and int(index) < len(message.images):
-            with contextlib.suppress(ValueError):  # not base64
-                image.loadFromData(base64.b64decode(message.images[int(index)]))
-        if image.isNull():  # not an image Qt can read: a grey square says so
-            image = QImage(_THUMBNAIL // 2, _THUMBNAIL // 2, QImage.Format.Format_RGB32)
-            image.fill(Qt.GlobalColor.lightGray)
-            return image
-        if max(image.width(), image.height()) <= _THUMBNAIL:
-            return image
-        smooth = Qt.TransformationMode.SmoothTransformation
-        return image.scaled(_THUMBNAIL, _THUMBNAIL, Qt.AspectRatioMode.KeepAspectRatio, smooth)
+        """Images attached to messages, as thumbnails; the icons and the footer's spacer."""
+        image = self._images.image(url, self._messages, self._palette.muted)
+        return image if image is not None else super().loadResource(kind, url)
 
     def _markdown(self, m: Message, text: str) -> str:
         cached = self._cache.get(m.id)
@@ -376,50 +381,53 @@ class Transcript(QTextBrowser):
             if number < len(blocks):
                 self._copy(blocks[number], "Code copied")
             return
-        if not href.startswith("action:"):
-            if url.scheme() in ("http", "https", "mailto"):
-                QDesktopServices.openUrl(url)
-            return
-        kind, _, arg = href.removeprefix("action:").partition(":")
-        if kind == "copy":
-            self._copy(self.message_text(arg), "Message copied")
-        elif kind == "edit":
-            self.edit_requested.emit(arg, self.message_text(arg))
-        elif kind == "regenerate":
-            self.regenerate_requested.emit()
-        elif kind == "load_anyway":
-            self.load_anyway_requested.emit()
-        elif kind == "continue":
-            self.continue_requested.emit(arg)
-        elif kind == "delete":
-            self.delete_requested.emit(arg)
-        elif kind == "version":
-            message_id, _, number = arg.partition(":")
-            if number.isdigit():
-                self.version_requested.emit(message_id, int(number))
-        elif kind == "tool":
-            call_id, _, choice = arg.partition(":")
-            self.tool_decided.emit(call_id, choice)
-        elif kind == "unfold":
-            self._expanded.add(arg)
-            self.follower.hold()  # read it from here, not from its end
-            self._render()
-        elif kind == "fold":
-            self._expanded.discard(arg)
-            self._render()
-        elif kind == "summary":
-            self._summary_open = not self._summary_open
-            self.follower.hold()
-            self._render()
-        elif kind == "source":
-            self.source_requested.emit(arg)
-        elif kind == "thinking":
-            self._thinking_open ^= {arg}
-            self.follower.hold()  # read it from here, not from its end
-            self._render()
-        elif kind == "stats":
-            self._stats_open ^= {arg}
-            self._render()
+        action = parse(url.toString(QUrl.ComponentFormattingOption.FullyEncoded))
+        if action is not None:
+            self._act(action)
+        elif url.scheme() in ("http", "https", "mailto"):
+            QDesktopServices.openUrl(url)
+
+    def _act(self, action: Action) -> None:
+        """Do what one of our links or a message's button asks for."""
+        match action:
+            case CopyMessage(message_id):
+                self._copy(self.message_text(message_id), "Message copied")
+            case EditMessage(message_id):
+                self.edit_requested.emit(message_id, self.message_text(message_id))
+            case Regenerate():
+                self.regenerate_requested.emit()
+            case LoadAnyway():
+                self.load_anyway_requested.emit()
+            case ContinueReply(message_id):
+                self.continue_requested.emit(message_id)
+            case DeleteMessage(message_id):
+                self.delete_requested.emit(message_id)
+            case ShowVersion(message_id, number):
+                self.version_requested.emit(message_id, number)
+            case DecideTool(call_id, choice):
+                self.tool_decided.emit(call_id, choice)
+            case OpenSource(message_id, number):
+                self.source_requested.emit(f"{message_id}:{number}")
+            case _:
+                self._change_view(action)
+
+    def _change_view(self, action: Action) -> None:
+        """Open or close a part of the conversation (a long message, reasoning, numbers)."""
+        match action:
+            case ShowAll(key):
+                self._expanded.add(key)
+                self.follower.hold()  # read it from here, not from its end
+            case ShowLess(key):
+                self._expanded.discard(key)
+            case ToggleSummary():
+                self._summary_open = not self._summary_open
+                self.follower.hold()
+            case ToggleThinking(message_id):
+                self._thinking_open ^= {message_id}
+                self.follower.hold()  # read it from here, not from its end
+            case ToggleStats(message_id):
+                self._stats_open ^= {message_id}
+        self._render()
 
     def _copy(self, text: str, what: str) -> None:
         QGuiApplication.clipboard().setText(text)

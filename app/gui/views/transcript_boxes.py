@@ -5,12 +5,14 @@ errors, and the soft highlight of the message under the pointer.
 ``QTextDocument`` draws tables with square corners only, so each kind of box is marked in the
 HTML by its table's background colour (``BOX_COLOURS``: the palette's bubble, surface, code,
 surface_alt and danger_soft). After each layout ``find`` takes the marks off (Qt no longer paints
-a square there) and remembers the tables; ``paint`` draws them rounded, in document order (a
-card before the code blocks in it), from where the layout put them.
+a square there) and remembers the tables, message by message (``find_last`` again for the last
+message alone, when only a streaming reply was redrawn); ``paint`` draws them rounded, in
+document order (a card before the code blocks in it), from where the layout put them.
 """
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 from PySide6.QtCore import QPointF, QRectF, Qt
@@ -59,18 +61,26 @@ class _Box:
 
 class Boxes:
     def __init__(self) -> None:
-        self._boxes: list[_Box] = []
-        self._own: list[QTextTable | None] = []  # each message's bubble or card
+        self._by_message: list[list[_Box]] = []  # the boxes of each message, in order
 
     def find(self, document: QTextDocument, palette: Palette) -> None:
         """Take the marks off the tables of a freshly set document and remember them."""
         styles = box_styles(palette)
-        self._boxes, self._own = [], []
-        for message in document.rootFrame().childFrames():
-            boxes = list(_marked(message, styles))
-            self._boxes.extend(boxes)
-            own = next((b.table for b in boxes if b.style.message), None)
-            self._own.append(own)
+        frames = document.rootFrame().childFrames()
+        self._by_message = [list(_marked(message, styles)) for message in frames]
+
+    def find_last(self, document: QTextDocument, palette: Palette) -> None:
+        """The same for the last message alone, just put in place of the one before it."""
+        frames = document.rootFrame().childFrames()
+        if not frames or len(frames) != len(self._by_message):
+            self.find(document, palette)
+            return
+        self._by_message[-1] = list(_marked(frames[-1], box_styles(palette)))
+
+    def forget_last(self) -> None:
+        """Before the last message's tables are taken out of the document."""
+        if self._by_message:
+            self._by_message[-1] = []
 
     def paint(self, view, painter: QPainter, clip: QRectF, highlight: int | None, tint: str):
         """Draw every box that meets ``clip`` (viewport pixels), the highlight (of the message
@@ -81,7 +91,7 @@ class Boxes:
         frames = view.document().rootFrame().childFrames()
         if highlight is not None and highlight < len(frames):
             area = layout.frameBoundingRect(frames[highlight]).translated(-offset)
-            own = self._own[highlight] if highlight < len(self._own) else None
+            own = self._own(highlight)
             if own is not None:  # from the message's box down, not its divider above
                 area.setTop(_outline(layout, own).top() - offset.y() - _HIGHLIGHT_PAD)
             area.adjust(-_HIGHLIGHT_PAD, 0, _HIGHLIGHT_PAD, 0)
@@ -89,10 +99,29 @@ class Boxes:
                 painter.setPen(Qt.PenStyle.NoPen)
                 painter.setBrush(QColor(tint))
                 painter.drawRoundedRect(area, RADIUS.lg, RADIUS.lg)
-        for box in self._boxes:
-            rect = _outline(layout, box.table).translated(-offset)
-            if rect.isValid() and rect.intersects(clip):
-                _draw(view, painter, box, rect)
+        for message in _meeting(layout, frames, clip.translated(offset), len(self._by_message)):
+            for box in self._by_message[message]:
+                rect = _outline(layout, box.table).translated(-offset)
+                if rect.isValid() and rect.intersects(clip):
+                    _draw(view, painter, box, rect)
+
+    def _own(self, message: int) -> QTextTable | None:
+        """The message's bubble or card."""
+        if message >= len(self._by_message):
+            return None
+        return next((b.table for b in self._by_message[message] if b.style.message), None)
+
+
+def _meeting(layout, frames: list[QTextFrame], area: QRectF, count: int) -> range:
+    """The messages whose frames meet ``area`` (document pixels), found by bisection: a long
+    chat's thousands of boxes are not all measured for each paint. All of them while the
+    layout has not reached the end (the frames' places are not known yet)."""
+    if len(frames) != count or not frames or not layout.frameBoundingRect(frames[-1]).isValid():
+        return range(count)
+    top, bottom = area.top() - _HIGHLIGHT_PAD, area.bottom() + _HIGHLIGHT_PAD
+    first = bisect.bisect_left(frames, top, key=lambda f: layout.frameBoundingRect(f).bottom())
+    last = bisect.bisect_right(frames, bottom, key=lambda f: layout.frameBoundingRect(f).top())
+    return range(first, max(first, last))
 
 
 def _outline(layout, table: QTextTable) -> QRectF:

@@ -13,7 +13,8 @@ footer keeps room for them. Each message is one top-level table, so the transcri
 message's place on screen. Whatever the model or the user wrote is escaped: the reasoning is
 shown as plain text, the reply as our Markdown.
 
-Links are ``action:<what>:<message id>[:<argument>]``; the transcript widget handles them.
+Links are the typed actions of ``state.chat.transcript_actions``; the transcript widget handles
+them.
 """
 
 from __future__ import annotations
@@ -28,6 +29,17 @@ from localllm.app.gui.state.chat.folding import fold
 from localllm.app.gui.state.chat.records import Message
 from localllm.app.gui.state.chat.stats import ReplyStats
 from localllm.app.gui.state.chat.thinking import thinking_summary
+from localllm.app.gui.state.chat.transcript_actions import (
+    ContinueReply,
+    LoadAnyway,
+    Regenerate,
+    ShowAll,
+    ShowLess,
+    ShowVersion,
+    ToggleStats,
+    ToggleThinking,
+    href,
+)
 from localllm.app.gui.views.tool_call_html import tool_calls_block
 
 __all__ = ["ACTIONS_HEIGHT", "EMPTY", "BlockStyle", "empty_html", "message_block"]
@@ -119,7 +131,7 @@ def _thinking(m: Message, p: Palette, streaming: bool, shown: bool) -> str:
     live = streaming and not m.content  # the answer has not begun: still thinking
     line = thinking_summary(m.thinking, m.thinking_seconds, live=live)
     link = (
-        f"<a href='action:thinking:{m.id}' style='color:{p.muted}; text-decoration:none;'>"
+        f"<a href='{href(ToggleThinking(m.id))}' style='color:{p.muted}; text-decoration:none;'>"
         f"{html.escape(line)} {'▾' if shown else '▸'}</a>"
     )
     head = f"<p style='margin-top:0; margin-bottom:4px;'>{link}</p>"
@@ -135,19 +147,19 @@ def _thinking(m: Message, p: Palette, streaming: bool, shown: bool) -> str:
 
 def _fold_link(message_id: str, expanded: bool, hidden: int) -> str:
     if expanded:
-        link = f"<a href='action:fold:{message_id}'>Show less</a>"
+        link = f"<a href='{href(ShowLess(message_id))}'>Show less</a>"
     else:
-        link = f"<a href='action:unfold:{message_id}'>Show all ({hidden:,} more lines)</a>"
+        link = f"<a href='{href(ShowAll(message_id))}'>Show all ({hidden:,} more lines)</a>"
     return f"<p style='margin-top:4px;'>{link}</p>"
 
 
 def _error(m: Message, p: Palette) -> str:
     hint = f"<br><span style='color:{p.text};'>{html.escape(m.hint)}</span>" if m.hint else ""
-    anyway = " · <a href='action:load_anyway'>Load anyway</a>" if memory_refused(m.hint) else ""
+    anyway = f" · <a href='{href(LoadAnyway())}'>Load anyway</a>" if memory_refused(m.hint) else ""
     return (
         f"<table width='100%' cellpadding='10' bgcolor='{p.danger_soft}' style='margin-top:4px;'>"
         f"<tr><td><span style='color:{p.danger};'><b>{html.escape(m.error)}</b></span>{hint}"
-        f"<br><a href='action:regenerate'>Try again</a>{anyway}</td></tr></table>"
+        f"<br><a href='{href(Regenerate())}'>Try again</a>{anyway}</td></tr></table>"
     )
 
 
@@ -158,9 +170,9 @@ def _versions(m: Message, p: Palette) -> str:
     back, ahead = "&lsaquo;", "&rsaquo;"  # the arrows, linked where there is a version
     link = f"style='color:{p.text}; text-decoration:none; font-weight:600;'"
     if m.version:
-        back = f"<a href='action:version:{m.id}:{m.version - 1}' {link}>{back}</a>"
+        back = f"<a href='{href(ShowVersion(m.id, m.version - 1))}' {link}>{back}</a>"
     if m.version < count - 1:
-        ahead = f"<a href='action:version:{m.id}:{m.version + 1}' {link}>{ahead}</a>"
+        ahead = f"<a href='{href(ShowVersion(m.id, m.version + 1))}' {link}>{ahead}</a>"
     return f"<span style='color:{p.muted};'>{back} {m.version + 1}/{count} {ahead}</span>"
 
 
@@ -170,9 +182,9 @@ def _footer(m: Message, p: Palette, last: bool, stats_open: bool) -> str:
     last, in its place; the line keeps ``ACTIONS_HEIGHT`` for them)."""
     parts = []
     if m.role == "assistant" and last and m.can_continue and not m.failed:
-        parts.append(f"<a href='action:continue:{m.id}'>Continue</a>")
+        parts.append(f"<a href='{href(ContinueReply(m.id))}'>Continue</a>")
     if m.role == "user" and last:  # its reply was deleted: ask for one
-        parts.append("<a href='action:regenerate'>Answer</a>")
+        parts.append(f"<a href='{href(Regenerate())}'>Answer</a>")
     if m.stats is not None:
         parts.append(_stats(m, p, stats_open))
     return _quiet_line(" &nbsp;·&nbsp; ".join(parts), _versions(m, p), p)
@@ -206,6 +218,6 @@ def _stats(m: Message, p: Palette, shown: bool) -> str:
     short = f"{short} · {why}" if why else short  # why it ended early is always said
     text = full if shown else short
     return (
-        f"<a href='action:stats:{m.id}' style='color:{p.muted}; text-decoration:none;'>"
+        f"<a href='{href(ToggleStats(m.id))}' style='color:{p.muted}; text-decoration:none;'>"
         f"{html.escape(text)} {'◂' if shown else '▸'}</a>"
     )

@@ -3,7 +3,7 @@ message the model still sees ("The model no longer sees messages above this line
 summary of what it no longer sees (folded to one line until clicked) when the chat keeps one.
 
 The summary is the model's text: escaped and shown as plain text. Its link is
-``action:summary``; the transcript widget handles it.
+``ToggleSummary``; the transcript widget handles it.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import html
 
 from localllm.app.gui.design.tokens import Palette
 from localllm.app.gui.state.chat.memory import DIVIDER_TEXT, ChatMemory
+from localllm.app.gui.state.chat.transcript_actions import ToggleSummary, href
 
 __all__ = ["memory_divider"]
 
@@ -33,7 +34,7 @@ def _summary(memory: ChatMemory, shown: bool, p: Palette) -> str:
     if memory.overflow != "summarize" or not memory.summary:
         return ""
     link = (
-        f"<a href='action:summary' style='color:{p.muted}; text-decoration:none;'>"
+        f"<a href='{href(ToggleSummary())}' style='color:{p.muted}; text-decoration:none;'>"
         f"Summary of the earlier messages {'▾' if shown else '▸'}</a>"
     )
     head = f"<p align='center' style='font-size:small; margin-top:2px;'>{link}</p>"
