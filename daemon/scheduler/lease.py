@@ -1,4 +1,5 @@
-"""A request's hold on a loaded model and one of its slots.
+"""A request's hold on a loaded model and one of its slots (``Lease``), and its claim on a
+model still loading (``Claim``).
 
 Releasing is synchronous and idempotent so it can run from any ``finally``, including one
 reached by cancellation (a client that hung up), without awaiting anything.
@@ -6,12 +7,14 @@ reached by cancellation (a client that hung up), without awaiting anything.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from localllm.daemon.runners.types import RunnerInfo, RunnerSpec
 from localllm.daemon.scheduler.loaded import LoadedModel, Runner
 
-__all__ = ["Lease"]
+__all__ = ["Claim", "Lease"]
 
 
 class Lease:
@@ -55,3 +58,13 @@ class Lease:
 
     async def __aexit__(self, *exc_info) -> None:
         self.release()
+
+
+@dataclass(eq=False, slots=True)
+class Claim:
+    """A request waiting for a load: the load hands it the model (one reference taken) before
+    anything else runs, so no other load can evict or drain the model under it."""
+
+    spec: RunnerSpec
+    holder: asyncio.Task | None = field(default_factory=asyncio.current_task)
+    model: LoadedModel | None = None

@@ -21,7 +21,13 @@ from localllm.daemon.scheduler.context_size import CONTEXT_STEP, largest_fitting
 from localllm.daemon.scheduler.memory_plan import CPU, MemoryPlan
 from localllm.daemon.scheduler.placement import Placement, gpu_usable
 
-__all__ = ["layers_that_fit", "parts_text", "ram_refusal", "vram_refusal", "what_fits"]
+__all__ = [
+    "layers_that_fit",
+    "parts_text",
+    "ram_refusal",
+    "vram_refusal",
+    "what_fits",
+]
 
 # the plan's kinds as a refusal names them, in this order
 _GROUPS = (

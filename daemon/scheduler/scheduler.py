@@ -27,14 +27,14 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
 from localllm.daemon.errors import EvictionBlockedError, InsufficientMemoryError, ServerBusyError
 from localllm.daemon.runners.types import RunnerSpec
 from localllm.daemon.scheduler.context_size import ContextChoice, size_text
-from localllm.daemon.scheduler.lease import Lease
+from localllm.daemon.scheduler.lease import Claim, Lease
 from localllm.daemon.scheduler.loaded import (
     LoadedModel,
     LoadTarget,
@@ -42,17 +42,17 @@ from localllm.daemon.scheduler.loaded import (
     RunnerFactory,
     RunnerOptions,
 )
-from localllm.daemon.scheduler.loader import AUTO_CPU_MOE, AUTO_GPU_LAYERS, LoadPlan, RunnerLoader
+from localllm.daemon.scheduler.loader import LoadPlan, RunnerLoader
 from localllm.daemon.scheduler.memory import MemoryInfo, nvidia_free_vram, system_memory
 from localllm.daemon.scheduler.parallel import ParallelChoice
 from localllm.daemon.scheduler.planner import MemoryPlanner
 from localllm.daemon.scheduler.refusal import layers_that_fit, ram_refusal, vram_refusal
+from localllm.daemon.scheduler.reuse import runner_spec, suits
+from localllm.daemon.scheduler.room import Room, last_used
 
 __all__ = ["Scheduler", "SchedulerConfig"]
 
 log = logging.getLogger("localllm.scheduler")
-
-GIB = 1 << 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,16 +64,6 @@ class SchedulerConfig:
     context_cap: int = 32768  # the longest default context (``context_size``)
     log_dir: Path | None = None  # runner logs, one file per model load
     memory_file: Path | None = None  # llama.cpp's buffers as measured (None: in memory)
-
-
-@dataclass(eq=False, slots=True)
-class _Claim:
-    """A request waiting for a load: the load hands it the model (one reference taken) before
-    anything else runs, so no other load can evict or drain the model under it."""
-
-    spec: RunnerSpec
-    holder: asyncio.Task | None = field(default_factory=asyncio.current_task)
-    model: LoadedModel | None = None
 
 
 class Scheduler:
@@ -97,7 +87,7 @@ class Scheduler:
         self._load_lock = asyncio.Lock()
         self._changed = asyncio.Condition()
         self._wake = asyncio.Event()
-        self._claims: dict[asyncio.Task, list[_Claim]] = {}  # per load: who waits for it
+        self._claims: dict[asyncio.Task, list[Claim]] = {}  # per load: who waits for it
         self._pending = 0
         self._background: set[asyncio.Task] = set()
 
@@ -126,7 +116,7 @@ class Scheduler:
         self._pending += 1
         holder = asyncio.current_task()
         try:
-            model = await self._get(target, self._spec(target, options), options.load_anyway)
+            model = await self._get(target, runner_spec(target, options), options.load_anyway)
         except BaseException:
             self._pending -= 1
             raise
@@ -171,9 +161,9 @@ class Scheduler:
         self, target: LoadTarget, options: RunnerOptions
     ) -> tuple[ParallelChoice, ContextChoice]:
         """The slots and context ``target`` runs (or would run) with ``options``, and why."""
-        spec = self._spec(target, options)
+        spec = runner_spec(target, options)
         loaded = self._models.get(target.name)
-        if loaded is not None and loaded.usable and _same(loaded, spec):
+        if loaded is not None and loaded.usable and suits(loaded, spec):
             return (
                 ParallelChoice(loaded.spec.num_parallel, f"loaded: {loaded.parallel_reason}"),
                 ContextChoice(loaded.spec.num_ctx, f"loaded: {loaded.context_reason}"),
@@ -185,7 +175,7 @@ class Scheduler:
         """What a load of ``target`` with ``options`` would run with and take (``.memory``:
         its memory plan, part by part), as the next load would plan it now; where it does not
         fit the memory free now, ``.suggestion`` says what would."""
-        spec = self._spec(target, options)
+        spec = runner_spec(target, options)
         free = await self._free_memory()
         plan = await self._loader.plan(target, spec, free, self.config.context_cap)
         if plan.fits:
@@ -195,28 +185,6 @@ class Scheduler:
         return replace(plan, suggestion=await self._loader.what_fits(target, plan, free))
 
     # -- loading ----------------------------------------------------------------------------
-    def _spec(self, target: LoadTarget, options: RunnerOptions) -> RunnerSpec:
-        return RunnerSpec(
-            model_name=target.name,
-            model_paths=target.model_paths,
-            projector_path=target.projector_path,
-            adapters=target.adapters,
-            num_ctx=options.num_ctx,
-            num_parallel=options.num_parallel,
-            num_gpu_layers=AUTO_GPU_LAYERS if options.num_gpu is None else options.num_gpu,
-            num_cpu_moe=AUTO_CPU_MOE if options.num_cpu_moe is None else options.num_cpu_moe,
-            num_threads=options.num_threads,
-            num_batch=options.num_batch,
-            num_draft=options.num_draft,
-            draft_name=target.draft_name,
-            draft_paths=target.draft_paths,
-            embedding_only=target.embedding_only,
-            kv_cache_type=options.kv_cache_type,
-            flash_attention=options.flash_attention,
-            backend_sampling=options.backend_sampling,
-            host_cache_bytes=options.host_cache_bytes,
-        )
-
     async def _get(
         self, target: LoadTarget, spec: RunnerSpec, load_anyway: bool = False
     ) -> LoadedModel:
@@ -240,14 +208,14 @@ class Scheduler:
 
     def _ready(self, name: str, spec: RunnerSpec) -> LoadedModel | None:
         model = self._models.get(name)
-        if model is None or not model.usable or not _same(model, spec):
+        if model is None or not model.usable or not suits(model, spec):
             return None
         model.take(asyncio.current_task())
         return model
 
     async def _wait_for(self, task: asyncio.Task, spec: RunnerSpec) -> LoadedModel | None:
         """Wait for a load; the model it handed this request, if it suits ``spec``."""
-        claim = _Claim(spec)
+        claim = Claim(spec)
         waiting = self._claims.setdefault(task, [])
         waiting.append(claim)
         self._spawn(self._notify())  # a request that holds a model may now block a drain
@@ -275,11 +243,11 @@ class Scheduler:
             self._loading.pop(target.name, None)
             self._claims.pop(task, None)
 
-    def _hand_over(self, model: LoadedModel, claims: list[_Claim]) -> None:
+    def _hand_over(self, model: LoadedModel, claims: list[Claim]) -> None:
         """Give each waiting request that ``model`` suits its reference now, before the next
         load runs: they were first, so nothing evicts or drains it before they wake."""
         for claim in claims:
-            if _same(model, claim.spec):
+            if suits(model, claim.spec):
                 model.take(claim.holder)
                 claim.model = model
 
@@ -287,7 +255,7 @@ class Scheduler:
         self, target: LoadTarget, spec: RunnerSpec, load_anyway: bool
     ) -> LoadedModel:
         current = self._models.get(target.name)
-        if current is not None and current.usable and _same(current, spec):
+        if current is not None and current.usable and suits(current, spec):
             return current
         if current is not None:
             await self._retire(current)
@@ -321,11 +289,7 @@ class Scheduler:
         load them all the same); layers left to us are placed to fit."""
         if plan.placement.fitting_layers is None:
             return
-        refusal = vram_refusal(name, plan.memory, plan.vram_free, plan.placement)
-        if not load_anyway:
-            log.warning("not loading %s: %s", name, refusal)
-            raise refusal
-        log.warning("loading %s anyway (load_anyway), though %s", name, _why(refusal))
+        _refuse(name, vram_refusal(name, plan.memory, plan.vram_free, plan.placement), load_anyway)
 
     async def _make_room(self, target: LoadTarget, plan: LoadPlan, load_anyway: bool) -> None:
         """Evict idle models, least recently used first, until the plan's RAM part fits;
@@ -336,73 +300,37 @@ class Scheduler:
         warned = False
         try:
             while True:
-                info = await asyncio.to_thread(self._memory_probe)
-                everything = list(self._models.values())
+                room = await self._room()
+                everything = room.loaded
                 needed = plan.ram_bytes
-                if not self._fits(needed, info, everything, count=False):
+                if not room.fits(needed, everything, count=False):
                     if not (load_anyway and warned):
-                        refusal = await self._ram_refusal(target, plan, info, everything)
-                        if not load_anyway:
-                            log.warning("not loading %s: %s", name, refusal)
-                            raise refusal
-                        log.warning(
-                            "loading %s anyway (load_anyway), though %s", name, _why(refusal)
-                        )
+                        _refuse(name, await self._ram_refusal(target, plan, room), load_anyway)
                         warned = True
                     idle = [m for m in everything if m.refs == 0]
-                    needed = min(needed, int(self._free(info, idle)))  # what evicting gives
-                if self._fits(needed, info, []):
+                    needed = min(needed, int(room.free(idle)))  # what evicting gives
+                if room.fits(needed):
                     return
-                victim = min((m for m in everything if m.refs == 0), key=_last_used, default=None)
+                victim = min((m for m in everything if m.refs == 0), key=last_used, default=None)
                 if victim is not None:
                     await self._unload(victim, "to make room")
                     continue
-                self._drain(name, needed, info)
+                drained = room.to_drain(name, needed, self._blocked)
+                for model in self._models.values():
+                    model.draining = model in drained
                 await self._next_change()
         finally:
             for model in self._models.values():
                 model.draining = False
 
     async def _ram_refusal(
-        self, target: LoadTarget, plan: LoadPlan, info: MemoryInfo, loaded: list[LoadedModel]
+        self, target: LoadTarget, plan: LoadPlan, room: Room
     ) -> InsufficientMemoryError:
-        """The refusal of ``plan``, with what would fit once ``loaded`` are unloaded."""
-        best = self._free(info, loaded)
+        """The refusal of ``plan``, with what would fit once every model is unloaded."""
+        best = room.free(room.loaded)
         fits = await self._loader.what_fits(target, plan, best)
         headroom = self.config.headroom
-        return ram_refusal(target.name, plan.memory, best, len(loaded), fits, headroom)
-
-    def _drain(self, name: str, needed: int, info: MemoryInfo) -> None:
-        """Mark draining the least recently used models that together make room (none that
-        can never drain); refuse the load where no such set exists."""
-        chosen: list[LoadedModel] = []
-        blocked: list[LoadedModel] = []
-        for model in sorted(self._models.values(), key=_last_used):
-            if self._fits(needed, info, chosen):
-                break
-            if model.name == name:
-                continue
-            (blocked if self._blocked(model) else chosen).append(model)
-        if not self._fits(needed, info, chosen):
-            room = self._room_wanted(needed, info)
-            raise EvictionBlockedError(name, [m.name for m in blocked], room)
-        for model in self._models.values():
-            model.draining = model in chosen
-
-    def _fits(
-        self, needed: int, info: MemoryInfo, unloaded: list[LoadedModel], count: bool = True
-    ) -> bool:
-        """Whether ``needed`` fits once ``unloaded`` are (``count``: and the model count)."""
-        left = len(self._models) - len(unloaded)
-        too_many = count and 0 < self.config.max_loaded_models <= left
-        return not too_many and needed <= self._free(info, unloaded)
-
-    def _room_wanted(self, needed: int, info: MemoryInfo) -> str:
-        limit = self.config.max_loaded_models
-        if 0 < limit <= len(self._models):
-            return f"LOCALLLM_MAX_LOADED_MODELS is {limit}"
-        free = self._free(info, [])
-        return f"it needs about {needed / GIB:.1f} GiB and {free / GIB:.1f} GiB is free"
+        return ram_refusal(target.name, plan.memory, best, len(room.loaded), fits, headroom)
 
     def _blocked(self, model: LoadedModel) -> bool:
         """Whether a request holding ``model`` waits for a load itself: loads run one at a
@@ -410,16 +338,15 @@ class Scheduler:
         waiting = {claim.holder for claims in self._claims.values() for claim in claims}
         return any(holder in waiting for holder in model.holders)
 
+    async def _room(self) -> Room:
+        """Memory and model slots now, as ``room`` counts them."""
+        info = await asyncio.to_thread(self._memory_probe)
+        config = self.config
+        return Room(info, tuple(self._models.values()), config.headroom, config.max_loaded_models)
+
     async def _free_memory(self) -> float:
         """Free memory we may plan for, after headroom; loaded models count as used."""
-        return self._free(await asyncio.to_thread(self._memory_probe), [])
-
-    def _free(self, info: MemoryInfo, unloaded: list[LoadedModel]) -> float:
-        """Free memory we may plan for once ``unloaded`` are gone (their RAM back)."""
-        freed = sum(_ram(m) for m in unloaded)
-        loaded = sum(_ram(m) for m in self._models.values()) - freed
-        free = min(info.available + freed, info.total - loaded)
-        return max(0.0, free * (1 - self.config.headroom))
+        return (await self._room()).free()
 
     async def _retire(self, model: LoadedModel) -> None:
         """Reload path: stop new requests, let running ones finish, then unload."""
@@ -509,32 +436,13 @@ class Scheduler:
         task.add_done_callback(self._background.discard)
 
 
-def _last_used(model: LoadedModel) -> float:
-    return model.last_used
-
-
-def _ram(model: LoadedModel) -> int:
-    """What a loaded model takes of system memory: its plan's RAM part (what is on a GPU is
-    the GPU's)."""
-    return model.memory.ram_bytes if model.memory is not None else model.estimate_bytes
-
-
-def _why(refusal: InsufficientMemoryError) -> str:
-    """The figures of a refusal skipped, for the log."""
-    return (
+def _refuse(name: str, refusal: InsufficientMemoryError, load_anyway: bool) -> None:
+    """Raise ``refusal`` (and log it), or with ``load_anyway`` log that the load goes on."""
+    if not load_anyway:
+        log.warning("not loading %s: %s", name, refusal)
+        raise refusal
+    figures = (
         f"its plan needs {size_text(refusal.needed)} of {refusal.memory} and "
         f"{size_text(refusal.available)} is free"
     )
-
-
-def _same(model: LoadedModel, wanted: RunnerSpec) -> bool:
-    """Equal for reuse: the same request as the one that loaded it (placement may have changed
-    its GPU layers, e.g. ``num_gpu: -1`` on a CPU build), or an automatic GPU choice that
-    matches whatever was placed. Comparing with the placed spec alone would reload forever."""
-    if model.requested == wanted:
-        return True
-    if wanted.num_gpu_layers == AUTO_GPU_LAYERS:
-        wanted = replace(wanted, num_gpu_layers=model.spec.num_gpu_layers)
-    if wanted.num_cpu_moe == AUTO_CPU_MOE:
-        wanted = replace(wanted, num_cpu_moe=model.spec.num_cpu_moe)
-    return model.spec == wanted
+    log.warning("loading %s anyway (load_anyway), though %s", name, figures)
