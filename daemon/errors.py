@@ -25,6 +25,8 @@ DaemonError
 
 from __future__ import annotations
 
+from typing import Literal
+
 __all__ = [
     "BadRequestError",
     "ConflictError",
@@ -32,6 +34,7 @@ __all__ = [
     "EvictionBlockedError",
     "ForbiddenError",
     "InsufficientMemoryError",
+    "MemoryKind",
     "ModelLoadError",
     "NotFoundError",
     "QuantizeError",
@@ -44,6 +47,9 @@ __all__ = [
     "TemplateRejectedError",
     "TemplateSecurityError",
 ]
+
+
+MemoryKind = Literal["RAM", "VRAM"]  # the memory a load is refused for
 
 
 class DaemonError(Exception):
@@ -152,11 +158,11 @@ class InsufficientMemoryError(DaemonError, MemoryError):
         available: int,
         loaded: int = 0,
         *,
-        memory: str = "RAM",
+        memory: MemoryKind = "RAM",
         parts: str = "",
         fits: str = "",
         headroom: float = 0.20,
-    ):
+    ) -> None:
         self.model = model
         self.needed = needed
         self.available = available

@@ -10,10 +10,17 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar, get_args
 
 import platformdirs
 
-from localllm.model_registry.parameters import FLASH_ATTENTION, KV_CACHE_TYPES
+from localllm.daemon.runners.types import BackendSampling
+from localllm.model_registry.parameters import (
+    FLASH_ATTENTION,
+    KV_CACHE_TYPES,
+    FlashAttention,
+    KvCacheType,
+)
 
 __all__ = [
     "DEFAULT_PORT",
@@ -26,7 +33,8 @@ __all__ = [
 DEFAULT_PORT = 11435
 MAX_KEEP_ALIVE_SECONDS = 1e9  # about 31 years; a negative keep_alive is "for ever"
 _APP = "localllm"
-BACKEND_SAMPLING = ("auto", "on", "off")  # LOCALLLM_BACKEND_SAMPLING's choices
+BACKEND_SAMPLING: tuple[BackendSampling, ...] = get_args(BackendSampling)  # its env choices
+_Choice = TypeVar("_Choice", bound=str)  # one of a setting's fixed choices
 
 # What the daemon's children (runners, the quantizer) see of its environment. They parse
 # untrusted GGUF files in native code, so secrets (LOCALLLM_API_KEY, HF_TOKEN, any cloud
@@ -89,13 +97,16 @@ def _positive(env: Mapping[str, str], key: str, default: int) -> int:
     return value
 
 
-def _choice(env: Mapping[str, str], key: str, default: str, choices: tuple[str, ...]) -> str:
+def _choice(
+    env: Mapping[str, str], key: str, default: _Choice, choices: tuple[_Choice, ...]
+) -> _Choice:
     raw = env.get(key, "").strip().lower()
     if not raw:
         return default
-    if raw not in choices:
-        raise ValueError(f"{key} must be one of {', '.join(choices)}, got {raw!r}")
-    return raw
+    for choice in choices:
+        if raw == choice:
+            return choice
+    raise ValueError(f"{key} must be one of {', '.join(choices)}, got {raw!r}")
 
 
 def _float(env: Mapping[str, str], key: str, default: float) -> float:
@@ -149,9 +160,9 @@ class Settings:
     num_ctx: int = 0  # 0: sized per model from its trained context and free memory
     context_cap: int = 32768  # the most that sizing picks (a larger num_ctx may be asked)
     num_threads: int | None = None
-    kv_cache_type: str = "f16"  # the K/V cache type of models that do not set kv_cache_type
-    flash_attention: str = "auto"
-    backend_sampling: str = "auto"  # sampling inside the decode: "auto" (on a GPU), "on", "off"
+    kv_cache_type: KvCacheType = "f16"  # the K/V cache of models that do not set kv_cache_type
+    flash_attention: FlashAttention = "auto"
+    backend_sampling: BackendSampling = "auto"  # sampling inside the decode ("auto": on a GPU)
     host_cache_mib: int = 1024  # per runner: KV of sequences evicted from slots (0: off)
     max_pulls: int = 3  # pulls that download at once; the others wait, queued
     header_timeout: float = 30.0  # seconds a request's headers may take to arrive, in all

@@ -40,6 +40,9 @@ def sample(hint: Any, seed: int) -> Any:
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is types.UnionType or origin is typing.Union:
         return sample(next(a for a in args if a is not type(None)), seed)
+    if origin is typing.Literal:  # one of the values after the first (the default, if any)
+        rest = args[1:] or args
+        return rest[seed % len(rest)]
     if origin is tuple:
         return (sample(args[0], seed), sample(args[0], seed + 1))
     if origin is dict:

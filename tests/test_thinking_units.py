@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import typing
 from dataclasses import replace
 
 import pytest
@@ -19,7 +20,13 @@ from localllm.daemon.inference.thinking import (
     vocabulary_format,
 )
 from localllm.daemon.inference.thinking_run import ThinkingRun, add_parts, thinking_run
-from localllm.daemon.runners.types import DoneEvent, GenerateCall, SamplingParams
+from localllm.daemon.runners.types import (
+    DoneEvent,
+    DoneReason,
+    GenerateCall,
+    SamplingParams,
+    SamplingSite,
+)
 from localllm.model_registry.tiny_thinking import HARMONY_TEMPLATE, QWEN3_TEMPLATE
 
 # Pieces of real templates, enough to tell each family
@@ -170,6 +177,10 @@ COMBINED = {
 def distinct_done(offset: int) -> DoneEvent:
     """A DoneEvent whose every field holds a value no other field (or offset) holds."""
     made = {"int": lambda n: n, "float": lambda n: n + 0.25, "str": lambda n: f"s{n}"}
+    made |= {  # the Literals: a value picked by ``n``
+        "DoneReason": lambda n: typing.get_args(DoneReason)[n % 3],
+        "SamplingSite": lambda n: typing.get_args(SamplingSite)[n % 3],
+    }
     values = {}
     for index, field in enumerate(dataclasses.fields(DoneEvent)):
         kind = str(field.type).split(" | ")[0]

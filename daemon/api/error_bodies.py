@@ -10,7 +10,7 @@ refusals here too.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 __all__ = ["Shape", "guard_error_body", "shape_for", "shaped_body"]
 
@@ -42,7 +42,7 @@ def shaped_body(
     error_type: str = "invalid_request_error",
     param: str | None = None,
     code: str | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """An error body in ``shape``; ``error_type`` is OpenAI's (Anthropic's follows the status)."""
     if shape == "anthropic":
         kind = _ANTHROPIC_TYPES.get(status, "api_error" if status >= 500 else error_type)
@@ -52,7 +52,7 @@ def shaped_body(
     return {"error": message}
 
 
-def guard_error_body(path: str, status: int, message: str) -> dict:
+def guard_error_body(path: str, status: int, message: str) -> dict[str, Any]:
     """A security guard's refusal: Anthropic's shape on its routes (its SDK and agents read
     it); the short ``{"error": "message"}`` everywhere else, as the guards have always sent."""
     shape = shape_for(path)

@@ -22,6 +22,7 @@ __all__ = [
     "PullListResponse",
     "PullRecordOut",
     "PullRequest",
+    "PullState",
     "RunSettingsOut",
     "RunningModel",
     "RunningResponse",
@@ -177,9 +178,13 @@ class ProgressResponse(BaseModel):
     completed: int | None = None
 
 
+# where a listed pull stands (``/api/pulls``; the daemon's pull list keeps the same)
+PullState = Literal["queued", "running", "paused", "failed"]
+
+
 class PullRecordOut(BaseModel):
     name: str
-    state: Literal["queued", "running", "paused", "failed"]
+    state: PullState
     status: str  # the last progress status ("queued", "pulling 1a2b3c4d5e6f", "paused", ...)
     total: int = 0
     completed: int = 0

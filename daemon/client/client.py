@@ -321,7 +321,7 @@ class Client(LocalModelCalls, RemoteCalls):
 
     # -- plumbing ---------------------------------------------------------------------------
     def _generating(
-        self, model: type[Answer], path: str, body: dict, stream: bool
+        self, model: type[Answer], path: str, body: Mapping[str, Any], stream: bool
     ) -> Iterator[Answer]:
         if stream:
             return self._ndjson(model, path, {**body, "stream": True})

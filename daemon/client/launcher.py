@@ -111,7 +111,7 @@ def ensure_daemon(
     *,
     on_start: Callable[[], None] | None = None,
     network: bool = False,
-) -> subprocess.Popen | None:
+) -> subprocess.Popen[bytes] | None:
     """Return once the daemon answers, starting it first if it is not running and either local
     or ``network`` (asked for on purpose). Returns the process it started, else None."""
     url = connect_url(settings)
@@ -141,7 +141,7 @@ def ensure_daemon(
         ) from None
 
 
-def _reap_when_done(process: subprocess.Popen) -> None:
+def _reap_when_done(process: subprocess.Popen[bytes]) -> None:
     """Wait for the process in a daemon thread: its exit status is collected, not left as a
     zombie for as long as this (possibly long-running) front end lives."""
     threading.Thread(target=process.wait, name="localllm-daemon-reaper", daemon=True).start()
@@ -185,15 +185,14 @@ def _read_end(path: Path, start: int) -> str:
         return ""
 
 
-def _spawn(settings: Settings, log: _LaunchLog) -> subprocess.Popen:
+def _spawn(settings: Settings, log: _LaunchLog) -> subprocess.Popen[bytes]:
     """``python -m localllm.daemon serve`` in its own session, outliving this process."""
     host = f"[{settings.host}]" if ":" in settings.host else settings.host
     argv = [sys.executable, "-m", "localllm.daemon", "serve", "--host", f"{host}:{settings.port}"]
     argv.append("--log-file-only")  # it logs to daemon.log, and rotates it, itself
-    detach: dict[str, object] = {"start_new_session": True}
-    if os.name == "nt":
-        flags = ("DETACHED_PROCESS", "CREATE_NEW_PROCESS_GROUP", "CREATE_NO_WINDOW")
-        detach = {"creationflags": sum(getattr(subprocess, flag, 0) for flag in flags)}
+    windows = os.name == "nt"
+    flags = ("DETACHED_PROCESS", "CREATE_NEW_PROCESS_GROUP", "CREATE_NO_WINDOW")
+    creationflags = sum(getattr(subprocess, flag, 0) for flag in flags) if windows else 0
     with log.open_output() as output:
         return subprocess.Popen(
             argv,
@@ -202,11 +201,14 @@ def _spawn(settings: Settings, log: _LaunchLog) -> subprocess.Popen:
             stderr=subprocess.STDOUT,
             close_fds=True,
             cwd=Path(__file__).resolve().parents[2],  # runs the daemon package this one is
-            **detach,  # type: ignore[arg-type]
+            start_new_session=not windows,
+            creationflags=creationflags,
         )
 
 
-def _wait_until_up(url: str, process: subprocess.Popen, log: _LaunchLog, deadline: float) -> None:
+def _wait_until_up(
+    url: str, process: subprocess.Popen[bytes], log: _LaunchLog, deadline: float
+) -> None:
     delay = 0.05
     while time.monotonic() < deadline:
         if daemon_answers(url, timeout=min(_PROBE_TIMEOUT, max(deadline - time.monotonic(), 0.1))):

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from localllm.daemon.api.local_models import ImportProgress, LocalModelsResponse
+from localllm.daemon.client.answers import Answer
 
 __all__ = ["LocalModelCalls"]
 
@@ -15,8 +16,13 @@ __all__ = ["LocalModelCalls"]
 class LocalModelCalls:
     """Mixed into ``Client``: uses its ``_answer`` and ``_ndjson``."""
 
-    _answer: Any
-    _ndjson: Any
+    if TYPE_CHECKING:  # ``Client`` defines them
+
+        def _answer(self, model: type[Answer], method: str, path: str, **kwargs: Any) -> Answer: ...
+
+        def _ndjson(
+            self, model: type[Answer], path: str, body: Mapping[str, Any]
+        ) -> Iterator[Answer]: ...
 
     def local_models(self) -> LocalModelsResponse:
         """GGUF models the daemon found in other apps' folders and the folders it was given."""

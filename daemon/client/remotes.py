@@ -9,10 +9,13 @@ way: ``BadRequest`` for a bad name or URL (400), ``Conflict`` for a name taken (
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+import httpx
+
 from localllm.daemon.api.remotes import RemoteAddRequest, RemoteInfo, RemoteList
+from localllm.daemon.client.answers import Answer
 from localllm.daemon.client.errors import ModelNotFound, RemoteNotFound
 
 __all__ = ["RemoteCalls"]
@@ -22,9 +25,15 @@ class RemoteCalls:
     """``remotes``, ``add_remote`` and ``remove_remote``, for a class with ``_answer`` and
     ``_request`` (``Client``)."""
 
-    _answer: Any
-    _request: Any
-    _admin_headers: Any
+    if TYPE_CHECKING:  # ``Client`` defines them
+
+        def _answer(self, model: type[Answer], method: str, path: str, **kwargs: Any) -> Answer: ...
+
+        def _request(
+            self, method: str, path: str, allowed: tuple[int, ...] = (), **kwargs: Any
+        ) -> httpx.Response: ...
+
+        def _admin_headers(self) -> dict[str, str]: ...
 
     def remotes(self) -> RemoteList:
         """Every remote with its replicas' health, latency, in-flight requests and the models

@@ -58,7 +58,7 @@ class GenerationStats:
 @dataclass(frozen=True, slots=True)
 class Delta:
     text: str
-    logprobs: tuple[dict, ...] = ()
+    logprobs: tuple[dict[str, object], ...] = ()
     thinking: str = ""  # the model's reasoning, never part of ``text``
     tool_calls: tuple[ToolCallDelta, ...] = ()
 
@@ -76,7 +76,7 @@ class Collected:
     """A whole generation at once, for ``stream: false`` answers."""
 
     text: str
-    logprobs: list[dict]
+    logprobs: list[dict[str, object]]
     finished: Finished
     thinking: str = ""
 
@@ -128,7 +128,7 @@ class GenerationStream(ABC):
         """Drain the generation: all text, all logprob entries and how it finished."""
         parts: list[str] = []
         thoughts: list[str] = []
-        entries: list[dict] = []
+        entries: list[dict[str, object]] = []
         finished: Finished | None = None
         async for item in self:
             if isinstance(item, Delta):
@@ -197,7 +197,7 @@ class Generation(GenerationStream):
         self._loaded = loaded
         self._filter = tool_filter
         self._thinking = thinking
-        self._held_logprobs: list[dict] = []
+        self._held_logprobs: list[dict[str, object]] = []
         self._first_token: float | None = None
         self._completion_tokens = 0
 
@@ -289,8 +289,9 @@ class Generation(GenerationStream):
             self._emit(rest, flush=True)
         reason = "tool_calls" if calls and done.reason != "length" else done.reason
         stop = None if calls else done.stop_sequence
-        self._end(Finished(reason, self._usage(done), tuple(calls), stop))
-        self._out.append(self.finished)
+        finished = Finished(reason, self._usage(done), tuple(calls), stop)
+        self._end(finished)
+        self._out.append(self.finished or finished)
 
     def _usage(self, done: DoneEvent | None) -> GenerationStats:
         now = time.perf_counter()

@@ -118,7 +118,7 @@ def _renumbered(
     parts = []
     for part in content:
         if isinstance(part, Mapping) and part.get("type") == "image":
-            images.append(source[int(part["index"])])  # type: ignore[call-overload]
+            images.append(source[int(part["index"])])
             part = {**part, "index": len(images) - 1}
         parts.append(part)
     return {**message, "content": parts}

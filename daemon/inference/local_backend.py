@@ -8,7 +8,8 @@ import dataclasses
 import functools
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TypeVar, cast
 
 from anyio import to_thread
 
@@ -39,11 +40,13 @@ from localllm.daemon.runners.types import (
     RunnerCrashed,
     SamplingParams,
 )
-from localllm.daemon.scheduler import Lease, Scheduler
+from localllm.daemon.scheduler import Lease, Runner, Scheduler
 from localllm.daemon.settings import Settings
 from localllm.model_registry.store import Store
 
 __all__ = ["LocalBackend"]
+
+_Reply = TypeVar("_Reply")  # what a runner call answers (embeddings, scores)
 
 
 class LocalBackend:
@@ -147,7 +150,9 @@ class LocalBackend:
         if model.reranker:
             raise BadRequestError(f"model {model.name!r} is a reranker; use /api/rerank")
         call = EmbedCall(tuple(job.inputs), True, job.truncate)
-        result = await self._on_runner(model, job.options, job.keep_alive, "embed", call)
+        result = await self._on_runner(
+            model, job.options, job.keep_alive, lambda runner: runner.embed(call)
+        )
         vectors = [list(vector) for vector in result.embeddings]
         return Embeddings(model.name, vectors, result.prompt_tokens)
 
@@ -162,7 +167,9 @@ class LocalBackend:
                 param="model",
             )
         call = RerankCall(job.query, tuple(job.documents), job.truncate)
-        result = await self._on_runner(model, job.options, job.keep_alive, "rerank", call)
+        result = await self._on_runner(
+            model, job.options, job.keep_alive, lambda runner: runner.rerank(call)
+        )
         return Rerankings(model.name, result.scores, result.prompt_tokens, result.truncated)
 
     async def _on_runner(
@@ -170,14 +177,13 @@ class LocalBackend:
         model: ResolvedModel,
         options: Mapping[str, object],
         keep_alive: float | None,
-        method: str,
-        call: EmbedCall | RerankCall,
-    ):
-        """``runner.<method>(call)`` on a leased runner of ``model``."""
+        run: Callable[[Runner], Awaitable[_Reply]],
+    ) -> _Reply:
+        """``run(runner)`` on a leased runner of ``model``."""
         lease = await self._lease(model, merge_options(model.params, options), keep_alive)
         crashed = False
         try:
-            return await getattr(lease.runner, method)(call)
+            return await run(lease.runner)
         except RunnerCrashed:
             crashed = True
             raise
@@ -246,7 +252,8 @@ class LocalBackend:
     def _tool_filter(self, job: GenerationJob) -> ToolCallParser | None:
         if not job.tools or job.tool_choice.mode == "none":
             return None
-        return ToolCallParser([str((t.get("function") or {}).get("name")) for t in job.tools])
+        functions = [cast(Mapping[str, object], t.get("function") or {}) for t in job.tools]
+        return ToolCallParser([str(f.get("name")) for f in functions])  # a request's JSON
 
 
 async def _bounded_schema(job: GenerationJob) -> Mapping[str, object] | None:

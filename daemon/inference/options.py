@@ -11,35 +11,46 @@ import dataclasses
 import math
 import re
 from collections.abc import Mapping
+from typing import TypeVar
 
 from localllm.daemon.errors import BadRequestError
 from localllm.daemon.runners.types import DEFAULT_DRAFT, SamplingParams
 from localllm.daemon.scheduler import RunnerOptions
 from localllm.daemon.settings import MAX_KEEP_ALIVE_SECONDS, Settings
 from localllm.model_registry.errors import InvalidParameterError
-from localllm.model_registry.parameters import OPTIONS, check_parameter
+from localllm.model_registry.parameters import (
+    FLASH_ATTENTION,
+    KV_CACHE_TYPES,
+    OPTIONS,
+    FlashAttention,
+    KvCacheType,
+    check_parameter,
+)
 
 __all__ = ["checked", "merge_options", "parse_keep_alive", "runner_options", "sampling_params"]
 
-_FLOATS = {
-    "temperature": "temperature",
-    "top_p": "top_p",
-    "min_p": "min_p",
-    "typical_p": "typical_p",
-    "repeat_penalty": "repeat_penalty",
-    "presence_penalty": "presence_penalty",
-    "frequency_penalty": "frequency_penalty",
-}
-_INTS = {
-    "top_k": "top_k",
-    "repeat_last_n": "repeat_last_n",
-    "seed": "seed",
-    "num_predict": "max_tokens",
-}
-_RUNNER_INTS = ("num_ctx", "num_batch", "num_gpu", "num_cpu_moe", "num_thread", "num_parallel")
-_RUNNER_INTS += ("num_draft",)
+_FLOATS = (
+    "temperature",
+    "top_p",
+    "min_p",
+    "typical_p",
+    "repeat_penalty",
+    "presence_penalty",
+    "frequency_penalty",
+)
+_INTS = ("top_k", "repeat_last_n", "seed", "num_predict")  # num_predict: ``max_tokens``
+_RUNNER_INTS = (
+    "num_ctx",
+    "num_batch",
+    "num_gpu",
+    "num_cpu_moe",
+    "num_thread",
+    "num_parallel",
+    "num_draft",
+)
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _MAX_DURATION_TEXT = 64  # "2562047h47m16.854775807s" is Go's longest duration
+_Choice = TypeVar("_Choice", bound=str)  # one of an option's closed set of values
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
@@ -111,25 +122,48 @@ def checked(name: str, value: object, what: str = "option") -> object:
         raise BadRequestError(f"{what} {error}".lstrip(), param=name) from None
 
 
-def sampling_params(options: Mapping[str, object], **extra: object) -> SamplingParams:
-    """Sampling parameters from merged options; ``extra`` sets fields directly (grammar...)."""
-    values: dict[str, object] = {}
-    for key, field in (_FLOATS | _INTS).items():
-        if key in options:
-            values[field] = checked(key, options[key])
-    if values.get("max_tokens") is not None and values["max_tokens"] < 0:
-        values["max_tokens"] = None  # Ollama: num_predict -1 "until done", -2 "fill the context"
-    if "stop" in options:
-        values["stop"] = tuple(s for s in checked("stop", options["stop"]) if s)
-    values.update({k: v for k, v in extra.items() if v is not None})
-    return dataclasses.replace(SamplingParams(), **values)
+def sampling_params(
+    options: Mapping[str, object],
+    *,
+    grammar: str | None = None,
+    json_schema: str | None = None,
+    logit_bias: dict[int, float] | None = None,
+    logprobs: int | None = None,
+) -> SamplingParams:
+    """Sampling parameters from merged options; the keywords set fields directly (None: the
+    default)."""
+    floats = {key: _float_option(key, options[key]) for key in _FLOATS if key in options}
+    ints = {key: _int_option(key, options[key]) for key in _INTS if key in options}
+    max_tokens = ints.get("num_predict")
+    if max_tokens is not None and max_tokens < 0:
+        max_tokens = None  # Ollama: num_predict -1 "until done", -2 "fill the context"
+    default = SamplingParams()
+    return dataclasses.replace(
+        default,
+        max_tokens=max_tokens,
+        temperature=floats.get("temperature", default.temperature),
+        top_k=ints.get("top_k", default.top_k),
+        top_p=floats.get("top_p", default.top_p),
+        min_p=floats.get("min_p", default.min_p),
+        typical_p=floats.get("typical_p", default.typical_p),
+        repeat_penalty=floats.get("repeat_penalty", default.repeat_penalty),
+        repeat_last_n=ints.get("repeat_last_n", default.repeat_last_n),
+        presence_penalty=floats.get("presence_penalty", default.presence_penalty),
+        frequency_penalty=floats.get("frequency_penalty", default.frequency_penalty),
+        seed=ints.get("seed", default.seed),
+        stop=_stop_option(options["stop"]) if "stop" in options else default.stop,
+        grammar=default.grammar if grammar is None else grammar,
+        json_schema=default.json_schema if json_schema is None else json_schema,
+        logit_bias=default.logit_bias if logit_bias is None else logit_bias,
+        logprobs=default.logprobs if logprobs is None else logprobs,
+    )
 
 
 def runner_options(
     options: Mapping[str, object], settings: Settings, n_ctx_train: int | None = None
 ) -> RunnerOptions:
     """How the runner must be started for these options (settings fill what is unset)."""
-    ints = {key: checked(key, options[key]) for key in _RUNNER_INTS if key in options}
+    ints = {key: _int_option(key, options[key]) for key in _RUNNER_INTS if key in options}
     num_ctx = ints.get("num_ctx") or settings.num_ctx  # 0: sized at load (``context_size``)
     if not ints.get("num_ctx") and n_ctx_train and num_ctx:
         num_ctx = min(num_ctx, n_ctx_train)  # the default never exceeds what the model knows
@@ -148,15 +182,21 @@ def runner_options(
         backend_sampling=settings.backend_sampling,
         host_cache_bytes=max(0, settings.host_cache_mib) << 20,
         num_draft=ints.get("num_draft", DEFAULT_DRAFT),
-        load_anyway=checked("load_anyway", options.get("load_anyway", False)),
+        load_anyway=_bool_option("load_anyway", options.get("load_anyway", False)),
     )
 
 
-def _cache_options(options: Mapping[str, object], settings: Settings) -> tuple[str, str]:
+def _cache_options(
+    options: Mapping[str, object], settings: Settings
+) -> tuple[KvCacheType, FlashAttention]:
     """The KV cache type and flash attention mode. llama.cpp stores a quantized V cache only
     with flash attention: ``auto`` turns it on for one, an explicit ``off`` is refused."""
-    kv_cache_type = checked("kv_cache_type", options.get("kv_cache_type", settings.kv_cache_type))
-    flash = checked("flash_attention", options.get("flash_attention", settings.flash_attention))
+    kv_cache_type = _choice_option(
+        "kv_cache_type", options.get("kv_cache_type", settings.kv_cache_type), KV_CACHE_TYPES
+    )
+    flash = _choice_option(
+        "flash_attention", options.get("flash_attention", settings.flash_attention), FLASH_ATTENTION
+    )
     if kv_cache_type != "f16":
         if flash == "off":
             raise BadRequestError(
@@ -166,3 +206,41 @@ def _cache_options(options: Mapping[str, object], settings: Settings) -> tuple[s
             )
         flash = "on"
     return kv_cache_type, flash
+
+
+# What ``checked`` returns is of the option's kind (its table says which); these say so to
+# the type checker, and fail loudly should the table and the option ever disagree.
+def _int_option(name: str, value: object) -> int:
+    number = checked(name, value)
+    if not isinstance(number, int):
+        raise TypeError(f"option {name} is no integer option")
+    return number
+
+
+def _float_option(name: str, value: object) -> float:
+    number = checked(name, value)
+    if not isinstance(number, int | float):
+        raise TypeError(f"option {name} is no number option")
+    return number
+
+
+def _bool_option(name: str, value: object) -> bool:
+    flag = checked(name, value)
+    if not isinstance(flag, bool):
+        raise TypeError(f"option {name} is no true-or-false option")
+    return flag
+
+
+def _stop_option(value: object) -> tuple[str, ...]:
+    stops = checked("stop", value)
+    if not isinstance(stops, list):
+        raise TypeError("option stop is no list of strings")
+    return tuple(s for s in stops if isinstance(s, str) and s)
+
+
+def _choice_option(name: str, value: object, choices: tuple[_Choice, ...]) -> _Choice:
+    chosen = checked(name, value)
+    for choice in choices:
+        if choice == chosen:
+            return choice
+    raise TypeError(f"option {name} is not one of {choices}")

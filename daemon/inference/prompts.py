@@ -123,7 +123,10 @@ class Prompts:
             template = self._templates.get(job.template, "request")
         else:
             template = self._templates.get(model.template, model.template_origin)
-        tools = list(job.tools) if job.tool_choice.mode != "none" else []
+        tools: Sequence[Mapping[str, object]] = (
+            list(job.tools) if job.tool_choice.mode != "none" else []
+        )
+        conversation: Sequence[Mapping[str, object]]
         conversation, reply_so_far = continued_reply(
             assemble_messages(
                 history_for_template(messages),

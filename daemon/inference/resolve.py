@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from localllm.daemon.errors import BadRequestError
+from localllm.daemon.inference.templates import TemplateOrigin
 from localllm.daemon.runners.types import LoraAdapter
 from localllm.daemon.scheduler import LoadTarget, ModelFootprint
 from localllm.model_registry.errors import ModelNotFoundError
@@ -34,7 +35,7 @@ class ResolvedModel:
     target: LoadTarget
     architecture: str = ""
     template: str | None = None
-    template_origin: str = "model"  # "Modelfile" when the TEMPLATE layer set it
+    template_origin: TemplateOrigin = "model"  # "Modelfile" when the TEMPLATE layer set it
     system: str | None = None
     messages: tuple[Mapping[str, object], ...] = ()
     params: Mapping[str, object] = field(default_factory=dict)
@@ -82,7 +83,7 @@ def resolve_model(store: Store, text: str) -> ResolvedModel:
             f"model {name.display!r} not found; run `localllm pull {name.display}` to download it"
         ) from None
     config = store.read_config(manifest)
-    gguf = config.get("gguf") if isinstance(config.get("gguf"), Mapping) else {}
+    gguf = _mapping(config.get("gguf")) or {}
     weights = manifest.layers_of(LayerType.MODEL)
     if not weights:
         raise ModelNotFoundError(f"model {name.display!r} has no weights; pull it again")
@@ -119,7 +120,7 @@ def resolve_model(store: Store, text: str) -> ResolvedModel:
         template=own_template or _str(gguf.get("chat_template")),
         template_origin="Modelfile" if own_template else "model",
         system=store.read_text_layer(manifest, LayerType.SYSTEM),
-        messages=tuple(m for m in messages or () if isinstance(m, Mapping)),
+        messages=tuple(m for m in _list(messages) if isinstance(m, Mapping)),
         params=params if isinstance(params, Mapping) else {},
         recommended_sampling=_mapping(gguf.get("sampling")),
         context_length=target.n_ctx_train,
@@ -176,6 +177,11 @@ def _int(value: object) -> int | None:
 
 def _mapping(value: object) -> Mapping[str, object] | None:
     return value if isinstance(value, Mapping) else None
+
+
+def _list(value: object) -> list[object]:
+    """A JSON layer's array; anything else holds no messages."""
+    return value if isinstance(value, list) else []
 
 
 def _str(value: object) -> str | None:

@@ -16,7 +16,7 @@ names the limit and where in the schema.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from localllm.daemon.errors import BadRequestError
 
@@ -58,6 +58,7 @@ def check_schema_bounds(schema: object, what: str, param: str) -> None:
         node, where, depth = pending.pop()
         if depth > MAX_DEPTH:
             raise measure.fail(where, f"nests more than {MAX_DEPTH} levels deep")
+        children: Iterable[tuple[object, object]]
         if isinstance(node, Mapping):
             _check_node(node, where, measure)
             children = node.items()
@@ -70,7 +71,7 @@ def check_schema_bounds(schema: object, what: str, param: str) -> None:
                 pending.append((value, f"{where}.{key}" if where else str(key), depth + 1))
 
 
-def _check_node(node: Mapping, where: str, measure: _Measure) -> None:
+def _check_node(node: Mapping[str, object], where: str, measure: _Measure) -> None:
     measure.add(_RULE, where)
     for key in _COUNTS:
         if key in node:

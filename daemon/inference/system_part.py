@@ -14,8 +14,12 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from localllm.daemon.errors import TemplateError
+
+if TYPE_CHECKING:
+    from localllm.daemon.inference.templates import ChatTemplate
 
 __all__ = ["MIN_PROMPT_CHARS", "system_part_chars"]
 
@@ -24,7 +28,7 @@ _SYSTEM_ROLES = frozenset({"system", "developer"})
 
 
 def system_part_chars(
-    template,
+    template: ChatTemplate,
     conversation: Sequence[Mapping[str, object]],
     prompt: str,
     *,

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sized
 from contextvars import ContextVar
 from types import GeneratorType
+from typing import TypeGuard
 
 from localllm.daemon.errors import TemplateBudgetError
 from localllm.daemon.inference.template_sizes import (
@@ -137,10 +138,10 @@ class Budget:
     def charge_sum(self, total: object, left: object, right: object) -> object:
         """``left + right``: its size from theirs where both are known, so a list grown one
         item at a time (``ns.l + [x]``) is not walked again on every step."""
-        known = self.known.get(left), self.known.get(right)
-        if not isinstance(total, list | tuple) or None in known:
+        left_sizes, right_sizes = self.known.get(left), self.known.get(right)
+        if not isinstance(total, list | tuple) or left_sizes is None or right_sizes is None:
             return self.charge(total)
-        (left_items, left_depth), (right_items, right_depth) = known  # type: ignore[misc]
+        (left_items, left_depth), (right_items, right_depth) = left_sizes, right_sizes
         self._add(len(total))
         self._allow_structure(total, (left_items + right_items - 2, max(left_depth, right_depth)))
         return total
@@ -184,24 +185,28 @@ class BudgetedLoop:
 
     __slots__ = ("_budget", "_items")
 
-    def __init__(self, items: Iterable[object], budget: Budget):
-        self._items = items
+    def __init__(self, items: object, budget: Budget):
+        self._items = items  # what a template loops over: not always iterable
         self._budget = budget
 
     def __iter__(self) -> Iterator[object]:
         iterate = self._budget.iterate
+        if not isinstance(self._items, Iterable):
+            raise TypeError(f"{type(self._items).__name__!r} object is not iterable")
         for item in self._items:
             iterate()
             yield item
 
     def __len__(self) -> int:
-        return len(self._items)  # type: ignore[arg-type]  # TypeError: LoopContext copes
+        if not isinstance(self._items, Sized):  # LoopContext copes
+            raise TypeError(f"object of type {type(self._items).__name__!r} has no len()")
+        return len(self._items)
 
     def __bool__(self) -> bool:
         return bool(self._items)  # as the items would be (``if value`` in filters)
 
 
-def _is_lazy_sequence(value: object) -> bool:
+def _is_lazy_sequence(value: object) -> TypeGuard[Iterator[object]]:
     """A generator or a built-in iterator (what filters such as ``map`` return); not the
     sandbox's own iterators (``cycler``, ``loop``), which are used by their methods."""
     kind = type(value)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 import string
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import TypeGuard
 
 from localllm.daemon.errors import TemplateBudgetError
 from localllm.daemon.inference.template_budget import MAX_ITEMS, MAX_STRING_CHARS, Budget
@@ -77,7 +78,9 @@ def percent_size(budget: Budget, fmt: str, values: object) -> int:
     return size
 
 
-def format_size(budget: Budget, fmt: str, args: tuple, kwargs: Mapping[str, object]) -> int:
+def format_size(
+    budget: Budget, fmt: str, args: tuple[object, ...], kwargs: Mapping[str, object]
+) -> int:
     """An upper bound on the length of ``fmt.format(*args, **kwargs)`` (or, early, a size
     past the cap)."""
     size, automatic = 0, 0
@@ -110,7 +113,7 @@ def _star_or_number(text: str | None, queue: deque[object]) -> int:
     if text != "*":
         return int(text)
     value = queue.popleft() if queue else 0
-    return abs(value) if _is_int(value) else 0  # type: ignore[arg-type]
+    return abs(value) if _is_int(value) else 0
 
 
 def _value_size(budget: Budget, value: object, as_repr: bool) -> int:
@@ -121,7 +124,9 @@ def _value_size(budget: Budget, value: object, as_repr: bool) -> int:
 
 
 # -- methods of str and bytes ---------------------------------------------------------------
-def check_method(budget: Budget, method: object, args: tuple, kwargs: dict) -> tuple:
+def check_method(
+    budget: Budget, method: object, args: tuple[object, ...], kwargs: Mapping[str, object]
+) -> tuple[object, ...]:
     """Check a call of a str or bytes method that can grow its string; returns the arguments
     to call it with (``join`` reads its iterable once, here)."""
     owner, name = getattr(method, "__self__", None), getattr(method, "__name__", "")
@@ -132,13 +137,13 @@ def check_method(budget: Budget, method: object, args: tuple, kwargs: dict) -> t
         budget.allow_string(max(len(owner), width if _is_int(width) else 0))
     elif name == "expandtabs":
         tabs = _argument(args, kwargs, 0, "tabsize", 8)
-        tab_count = owner.count("\t" if isinstance(owner, str) else b"\t")
+        tab_count = owner.count("\t") if isinstance(owner, str) else owner.count(b"\t")
         budget.allow_string(len(owner) + tab_count * (tabs if _is_int(tabs) else 0))
     elif name == "replace" and len(args) >= 2:
         count = _argument(args, kwargs, 2, "count", -1)
         budget.allow_string(_replaced_size(owner, args[0], args[1], count))
     elif name == "join" and args:
-        items = list(args[0])
+        items = _items(args[0])
         budget.allow_string(_joined_size(budget, owner, items))
         return (items, *args[1:])
     elif name == "translate" and args and isinstance(args[0], Mapping):
@@ -147,17 +152,28 @@ def check_method(budget: Budget, method: object, args: tuple, kwargs: dict) -> t
     return args
 
 
-def _argument(args: tuple, kwargs: dict, index: int, name: str, default: object) -> object:
+def _argument(
+    args: tuple[object, ...], kwargs: Mapping[str, object], index: int, name: str, default: object
+) -> object:
     return args[index] if len(args) > index else kwargs.get(name, default)
 
 
 def _replaced_size(text: str | bytes, old: object, new: object, count: object) -> int:
+    if not isinstance(old, str | bytes) or not isinstance(new, str | bytes):
+        return len(text)  # the call itself refuses them
     if type(old) is not type(text) or type(new) is not type(text):
         return len(text)  # the call itself refuses mixed types
-    found = text.count(old) if old else len(text) + 1  # type: ignore[arg-type]
+    found = _occurrences(text, old) if old else len(text) + 1
     if _is_int(count) and count >= 0:
         found = min(found, count)
-    return len(text) + found * max(len(new) - len(old), 0)  # type: ignore[arg-type]
+    return len(text) + found * max(len(new) - len(old), 0)
+
+
+def _occurrences(text: str | bytes, part: str | bytes) -> int:
+    """``text.count(part)`` for two strings or two byte strings (the caller checked)."""
+    if isinstance(text, str):
+        return text.count(part) if isinstance(part, str) else 0
+    return text.count(part) if isinstance(part, bytes) else 0
 
 
 def _joined_size(budget: Budget, separator: str | bytes, items: list[object]) -> int:
@@ -166,7 +182,9 @@ def _joined_size(budget: Budget, separator: str | bytes, items: list[object]) ->
 
 
 # -- filters --------------------------------------------------------------------------------
-def check_filter(budget: Budget, name: str, value: object, args: tuple, kwargs: dict) -> object:
+def check_filter(
+    budget: Budget, name: str, value: object, args: tuple[object, ...], kwargs: Mapping[str, object]
+) -> object:
     """Check a filter's arguments before it runs; returns the value to run it on."""
     if name in _STRINGIFYING:  # these call str() on what they get, a list included
         for argument in (value, *args, *kwargs.values()):
@@ -180,7 +198,7 @@ def _center(budget: Budget, value: object, width: object = 80) -> object:
     return value
 
 
-def _indent(budget: Budget, value: object, width: object = 4, *_: object, **__: object):
+def _indent(budget: Budget, value: object, width: object = 4, *_: object, **__: object) -> object:
     prefix = len(width) if isinstance(width, str) else width if _is_int(width) else 0
     budget.allow_string(prefix)
     lines = str(value).count("\n") + 2
@@ -193,7 +211,9 @@ def _format(budget: Budget, value: object, *args: object, **kwargs: object) -> o
     return value
 
 
-def _replace(budget: Budget, value: object, old: object = "", new: object = "", count=None):
+def _replace(
+    budget: Budget, value: object, old: object = "", new: object = "", count: object = None
+) -> object:
     size = _replaced_size(str(value), str(old), str(new), -1 if count is None else count)
     budget.allow_string(size)
     return value
@@ -202,12 +222,20 @@ def _replace(budget: Budget, value: object, old: object = "", new: object = "", 
 def _join(budget: Budget, value: object, d: object = "", attribute: object = None) -> object:
     if attribute is not None:
         return value  # items are attributes of each one: the result is checked after
-    items = list(value)  # type: ignore[call-overload]
+    items = _items(value)
     budget.allow_string(_joined_size(budget, str(d), items))
     return items
 
 
-def _wordwrap(budget: Budget, value: object, width=79, long=True, wrapstring=None, *_, **__):
+def _wordwrap(
+    budget: Budget,
+    value: object,
+    width: object = 79,
+    long: object = True,
+    wrapstring: object = None,
+    *_: object,
+    **__: object,
+) -> object:
     size = budget.text_size(value)  # at worst one line per character, each joined
     budget.allow_string(size + (size + 1) * len(str(wrapstring if wrapstring else "\n")))
     return value
@@ -220,7 +248,9 @@ def _urlize(budget: Budget, value: object, *args: object, **kwargs: object) -> o
     return value
 
 
-def _batch(budget: Budget, value: object, linecount: object = 1, fill_with: object = None):
+def _batch(
+    budget: Budget, value: object, linecount: object = 1, fill_with: object = None
+) -> object:
     if fill_with is not None and _is_int(linecount):
         _allow_items(linecount)
     return value
@@ -236,7 +266,14 @@ def _allow_items(count: int) -> None:
         raise TemplateBudgetError(f"it built a list of {count:,} items (at most {MAX_ITEMS:,})")
 
 
-def _is_int(value: object) -> bool:
+def _items(value: object) -> list[object]:
+    """``list(value)``, read once; a TypeError for a non-iterable, as the call would raise."""
+    if not isinstance(value, Iterable):
+        raise TypeError(f"{type(value).__name__!r} object is not iterable")
+    return list(value)
+
+
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

@@ -16,6 +16,7 @@ import datetime
 import json
 from collections.abc import Callable, Mapping
 from functools import update_wrapper
+from types import BuiltinMethodType, MethodType
 
 from jinja2 import nodes, pass_context
 from jinja2.runtime import Context, LoopContext, Macro
@@ -49,7 +50,7 @@ class BudgetedSandbox(ImmutableSandboxedEnvironment):
 
     intercepted_binops = frozenset({"+", "-", "*", "/", "//", "%", "**"})
 
-    def call_binop(self, context: Context, operator: str, left: object, right: object):
+    def call_binop(self, context: Context, operator: str, left: object, right: object) -> object:
         budget = current_budget()
         budget.tick()
         check_binop(budget, operator, left, right)
@@ -58,19 +59,19 @@ class BudgetedSandbox(ImmutableSandboxedEnvironment):
             return budget.charge_sum(result, left, right)
         return budget.charge(result)
 
-    def getattr(self, obj: object, attribute: str):
+    def getattr(self, obj: object, attribute: str) -> object:
         current_budget().tick()
         return super().getattr(obj, attribute)
 
-    def getitem(self, obj: object, argument: object):
+    def getitem(self, obj: object, argument: object) -> object:
         current_budget().tick()
         return super().getitem(obj, argument)
 
-    def call(__self, __context: Context, __obj: object, *args: object, **kwargs: object):
+    def call(__self, __context: Context, __obj: object, *args: object, **kwargs: object) -> object:
         budget = current_budget()
         budget.tick()
         if isinstance(__obj, LoopContext) and args:  # a recursive loop's next level
-            args = (BudgetedLoop(args[0], budget), *args[1:])  # type: ignore[arg-type]
+            args = (BudgetedLoop(args[0], budget), *args[1:])
         elif __obj is Cycler or (
             isinstance(__obj, Macro) and (__obj.catch_varargs or __obj.catch_kwargs)
         ):  # they keep their arguments, which may share parts: size them as built
@@ -83,15 +84,19 @@ class BudgetedSandbox(ImmutableSandboxedEnvironment):
         wrapped = super().wrap_str_format(value)
         if wrapped is None:
             return None
-        fmt, is_map = value.__self__, value.__name__ == "format_map"  # type: ignore[attr-defined]
+        if not isinstance(value, MethodType | BuiltinMethodType) or not isinstance(
+            value.__self__, str
+        ):  # never: jinja wraps only a string's bound format or format_map
+            return wrapped
+        fmt, is_map = value.__self__, value.__name__ == "format_map"
 
         def checked(*args: object, **kwargs: object) -> str:
             budget = current_budget()
-            mapping = args[0] if is_map and args else kwargs
+            mapping = args[0] if is_map and args and isinstance(args[0], Mapping) else kwargs
             budget.allow_string(format_size(budget, fmt, () if is_map else args, mapping))
             return wrapped(*args, **kwargs)
 
-        return update_wrapper(checked, value)  # type: ignore[arg-type]
+        return update_wrapper(checked, value)
 
 
 class Namespace(JinjaNamespace):
@@ -126,16 +131,20 @@ def sandbox(hugging_face_style: bool) -> BudgetedSandbox:
 
 def budget_hooks(template: nodes.Template, env: BudgetedSandbox) -> nodes.Template:
     """Route what the sandbox cannot intercept through the hook filters."""
-    return _Hooks(env).visit(template)
+    hooked = _Hooks(env).visit(template)
+    if not isinstance(hooked, nodes.Template):  # never: a Template visits to itself
+        raise TypeError("the template hooks replaced the template node")
+    return hooked
 
 
 class _Hooks(NodeTransformer):
     def __init__(self, env: BudgetedSandbox):
         self.env = env
 
-    def _through(self, node: nodes.Expr, name: str) -> nodes.Filter:
+    def _through(self, node: nodes.Node, name: str) -> nodes.Filter:
         hook = nodes.Filter(node, name, [], [], None, None, lineno=node.lineno)
-        return hook.set_environment(self.env)  # type: ignore[return-value]
+        hook.set_environment(self.env)
+        return hook
 
     def visit_For(self, node: nodes.For) -> nodes.For:
         self.generic_visit(node)
@@ -145,7 +154,7 @@ class _Hooks(NodeTransformer):
     def visit_Concat(self, node: nodes.Concat) -> nodes.Filter:
         self.generic_visit(node)
         parts = nodes.List(node.nodes, lineno=node.lineno).set_environment(self.env)
-        return self._through(parts, _CONCAT)  # type: ignore[arg-type]
+        return self._through(parts, _CONCAT)
 
     def _literal(self, node: nodes.Expr) -> nodes.Expr:
         self.generic_visit(node)
@@ -166,7 +175,7 @@ class _Hooks(NodeTransformer):
 # -- hook filters, and every filter wrapped ---------------------------------------------------
 @pass_context
 def _loop(context: Context, items: object) -> BudgetedLoop:
-    return BudgetedLoop(items, current_budget())  # type: ignore[arg-type]
+    return BudgetedLoop(items, current_budget())
 
 
 @pass_context
@@ -174,7 +183,9 @@ def _concat(context: Context, parts: list[object]) -> str:
     budget = current_budget()
     texts = [budget.as_text(part) for part in parts]
     budget.allow_string(sum(map(len, texts)))
-    return budget.charge("".join(texts))  # type: ignore[return-value]
+    text = "".join(texts)
+    budget.charge(text)
+    return text
 
 
 @pass_context
@@ -186,10 +197,12 @@ def _built(context: Context, value: object) -> object:
 def _finalize(context: Context, value: object) -> str:
     """What ``{{ value }}`` prints: sized before it is made, and counted."""
     budget = current_budget()
-    return budget.charge(budget.as_text(value))  # type: ignore[return-value]
+    text = budget.as_text(value)
+    budget.charge(text)
+    return text
 
 
-_LEADING: Mapping[str | None, Callable[[Context], tuple]] = {
+_LEADING: Mapping[str | None, Callable[[Context], tuple[object, ...]]] = {
     "context": lambda context: (context,),
     "eval_context": lambda context: (context.eval_ctx,),
     "environment": lambda context: (context.environment,),
@@ -212,14 +225,21 @@ def _budgeted(name: str, function: Callable[..., object]) -> Callable[..., objec
     return run
 
 
-def _tojson(value, ensure_ascii=False, indent=None, separators=None, sort_keys=False) -> str:
+def _tojson(
+    value: object,
+    ensure_ascii: bool = False,
+    indent: int | str | None = None,
+    separators: tuple[str, str] | None = None,
+    sort_keys: bool = False,
+) -> str:
     """Hugging Face's ``tojson`` (non-ASCII kept as is), encoded piece by piece so that a
     structure sharing its parts is stopped at the string cap, not printed in full first."""
     budget = current_budget()
     encoder = json.JSONEncoder(
         ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
     )
-    pieces, size = [], 0
+    pieces: list[str] = []
+    size = 0
     for piece in encoder.iterencode(value):
         size += len(piece)
         budget.allow_string(size)

@@ -9,11 +9,15 @@ they cost what the value costs in memory, and stop as soon as the answer passes 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, ItemsView, Iterable, KeysView, Sequence, ValuesView
 
 __all__ = ["CONTAINERS", "Cyclic", "KnownSizes", "expanded", "repr_size", "text_of_leaves"]
 
-_VIEWS = (type({}.keys()), type({}.values()), type({}.items()))  # ``d.items()`` prints d
+_VIEWS: tuple[type[KeysView[object]], type[ValuesView[object]], type[ItemsView[object, object]]] = (
+    type({}.keys()),
+    type({}.values()),
+    type({}.items()),
+)  # ``d.items()`` prints d
 CONTAINERS = (list, tuple, dict, set, frozenset, *_VIEWS)
 LeavesSize = Callable[[Sequence[object], int], int]
 _UNSEEN = object()
@@ -70,7 +74,10 @@ def expanded(
             return size, depth
         measured[id(node)] = (size, depth)
         tick()
-    return known(root) or measured[id(root)]  # type: ignore[return-value]
+    sizes = known(root) or measured[id(root)]
+    if sizes is None:  # never: the loop ends once the root is measured
+        raise Cyclic
+    return sizes
 
 
 class KnownSizes:
@@ -131,8 +138,10 @@ def _children(node: object) -> Sequence[object]:
     if isinstance(node, dict):
         return [*node.keys(), *node.values()]
     if isinstance(node, _VIEWS[2]):  # its (key, value) pairs are made afresh on each pass
-        return [part for pair in node for part in pair]  # type: ignore[attr-defined]
-    return list(node)  # type: ignore[call-overload]
+        return [part for pair in node for part in pair]
+    if not isinstance(node, Iterable):
+        raise TypeError(f"{type(node).__name__!r} object is not iterable")
+    return list(node)
 
 
 def _nested(children: Sequence[object]) -> list[object]:

@@ -24,9 +24,10 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Mapping, Sequence
+from typing import Literal, cast
 
 from jinja2 import meta
-from jinja2.sandbox import SecurityError
+from jinja2.exceptions import SecurityError
 
 from localllm.daemon.errors import (
     BadRequestError,
@@ -53,10 +54,15 @@ __all__ = [
     "CHATML_TEMPLATE",
     "ChatTemplate",
     "TemplateCache",
+    "TemplateOrigin",
     "assemble_messages",
     "continued_reply",
     "image_part",
 ]
+
+#: Where a chat template came from, as errors name it: the GGUF, the model's TEMPLATE layer,
+#: the request, or the ChatML fallback for a model without one.
+TemplateOrigin = Literal["model", "Modelfile", "request", "default"]
 
 CHATML_TEMPLATE = (
     "{% for message in messages %}"
@@ -70,9 +76,9 @@ MAX_OUTPUT_CHARS = MAX_STRING_CHARS  # far past any context; stops a template ea
 class ChatTemplate:
     """One compiled template; ``render`` turns messages into a prompt."""
 
-    def __init__(self, source: str, origin: str = "model"):
+    def __init__(self, source: str, origin: TemplateOrigin = "model"):
         self.source = source
-        self.origin = origin  # "model", "Modelfile", "request" or "default": named in errors
+        self.origin = origin  # named in errors
         if len(source) > MAX_SOURCE_CHARS:  # parsing takes seconds per MiB: refuse first
             raise TemplateBudgetError(
                 f"the {origin} chat template is {len(source):,} characters; chat templates "
@@ -167,7 +173,7 @@ class TemplateCache:
         self._templates: dict[tuple[str, str], ChatTemplate] = {}
         self._lock = threading.Lock()
 
-    def get(self, source: str | None, origin: str = "model") -> ChatTemplate:
+    def get(self, source: str | None, origin: TemplateOrigin = "model") -> ChatTemplate:
         if not source:
             source, origin = CHATML_TEMPLATE, "default"
         key = (source, origin)
@@ -215,7 +221,8 @@ def _normalize(message: Mapping[str, object], image_marker: str) -> dict[str, ob
         )
     out.setdefault("content", "")
     if "tool_calls" in out:
-        out["tool_calls"] = [_tool_call_for_template(call) for call in out["tool_calls"]]
+        calls = cast(list[Mapping[str, object]], out["tool_calls"])  # a request's JSON
+        out["tool_calls"] = [_tool_call_for_template(call) for call in calls]
     return out
 
 
@@ -226,7 +233,7 @@ def _part_text(part: Mapping[str, object], image_marker: str) -> str:
 
 
 def _tool_call_for_template(call: Mapping[str, object]) -> dict[str, object]:
-    function = dict(call.get("function") or {})
+    function = dict(cast(Mapping[str, object], call.get("function") or {}))  # a request's JSON
     arguments = function.get("arguments")
     if isinstance(arguments, str):
         try:

@@ -80,10 +80,17 @@ MISTRAL = ThinkingFormat(
 )
 
 # What gives each format away, most specific first: in a template, and in a vocabulary.
-_TEMPLATE_SIGNS = ((HARMONY, ("<|channel|>",)), (MISTRAL, ("[THINK]",)))
-_TEMPLATE_SIGNS += ((THINK_TAGS, ("<think>", "</think>", "enable_thinking")),)
-_VOCABULARY_SIGNS = ((HARMONY, ("<|channel|>", "<|message|>")), (MISTRAL, ("[THINK]", "[/THINK]")))
-_VOCABULARY_SIGNS += ((THINK_TAGS, ("<think>", "</think>")),)
+_Signs = tuple[tuple[ThinkingFormat, tuple[str, ...]], ...]
+_TEMPLATE_SIGNS: _Signs = (
+    (HARMONY, ("<|channel|>",)),
+    (MISTRAL, ("[THINK]",)),
+    (THINK_TAGS, ("<think>", "</think>", "enable_thinking")),
+)
+_VOCABULARY_SIGNS: _Signs = (
+    (HARMONY, ("<|channel|>", "<|message|>")),
+    (MISTRAL, ("[THINK]", "[/THINK]")),
+    (THINK_TAGS, ("<think>", "</think>")),
+)
 
 
 def detect_format(template: str | None) -> ThinkingFormat | None:
@@ -128,8 +135,10 @@ class VocabularyFormats:
 
 def parse_think(value: object) -> Think:
     """A request's ``think``: true, false, an effort, or None (the model's default)."""
-    if value is None or isinstance(value, bool) or value in EFFORTS:
-        return value  # type: ignore[return-value]
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value in EFFORTS:
+        return value
     raise BadRequestError(
         f'think must be true, false, "low", "medium" or "high", not {value!r}', param="think"
     )

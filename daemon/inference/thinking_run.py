@@ -103,8 +103,9 @@ class ThinkingRun:
 
     def _budget_ran_out(self, done: DoneEvent) -> bool:
         budget, limit = self.plan.budget, self._call.params.max_tokens
-        capped = budget is not None and (limit is None or budget < limit)
-        return capped and done.completion_tokens >= budget
+        if budget is None or (limit is not None and budget >= limit):
+            return False  # no budget, or the request's own limit comes first
+        return done.completion_tokens >= budget
 
     def _shown(self, split: Split) -> Split:
         thinking, answer = split

@@ -16,8 +16,9 @@ are kept as written too, since they already streamed. Whitespace around calls is
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from localllm.daemon.inference.json_scan import JsonValue, object_text, string_value
 from localllm.daemon.inference.tool_calls import ToolCall, ToolCallDelta, new_call_id
@@ -30,6 +31,8 @@ Piece = str | ToolCallDelta
 _OPEN, _CLOSE = "<tool_call>", "</tool_call>"
 _SPACE = frozenset(" \t\r\n")
 _ARGUMENT_KEYS = ("arguments", "parameters")
+_State = Callable[[str], None]  # reads the next character
+_Context = Literal["block", "bare", "list"]  # where a call object sits
 
 
 @dataclass
@@ -56,10 +59,10 @@ class ToolCallParser:
 
     def __init__(self, names: Sequence[str] | None):
         self._names = None if names is None else frozenset(names)
-        self._state = self._start
+        self._state: _State = self._start
         self._held: list[str] = []  # read, not yet known to be content or call syntax
         self._tag = ""  # the end of ``_held`` matched so far against a tag
-        self._context = "block"  # where the current call object sits: block, bare or list
+        self._context: _Context = "block"  # where the current call object sits: block, bare or list
         self._draft: _Draft | None = None
         self._calls: list[_Draft] = []
         self._out: list[Piece] = []
@@ -199,7 +202,7 @@ class ToolCallParser:
             self._text(char)
 
     # -- a call object ----------------------------------------------------------------------
-    def _open_object(self):
+    def _open_object(self) -> _State:
         self._draft = _Draft()
         return self._key_or_end
 
@@ -227,7 +230,7 @@ class ToolCallParser:
         else:
             self._unexpected(char)
 
-    def _begin_value(self, char: str, state) -> None:
+    def _begin_value(self, char: str, state: _State) -> None:
         assert self._draft is not None
         self._draft.value = JsonValue()
         self._state = state

@@ -69,7 +69,9 @@ def _function(tool: Mapping[str, object]) -> Mapping[str, object]:
     return function
 
 
-def forced_tool_schema(tools: Sequence[Mapping[str, object]], choice: ToolChoice) -> dict:
+def forced_tool_schema(
+    tools: Sequence[Mapping[str, object]], choice: ToolChoice
+) -> dict[str, object]:
     """The JSON schema a forced tool call must match: one named tool, or any one of them (or,
     for "required" with ``parallel``, a list of one or more such calls)."""
     functions = [_function(tool) for tool in tools]
@@ -80,13 +82,13 @@ def forced_tool_schema(tools: Sequence[Mapping[str, object]], choice: ToolChoice
                 f"tool_choice names {choice.name!r}, not among the tools", "tool_choice"
             )
     options = [_call_schema(f) for f in functions]
-    call = options[0] if len(options) == 1 else {"oneOf": options}
+    call: dict[str, object] = options[0] if len(options) == 1 else {"oneOf": options}
     if choice.mode == "required" and choice.parallel:
         return {"type": "array", "items": call, "minItems": 1}
     return call
 
 
-def _call_schema(function: Mapping[str, object]) -> dict:
+def _call_schema(function: Mapping[str, object]) -> dict[str, object]:
     parameters = function.get("parameters") or {"type": "object", "properties": {}}
     return {
         "type": "object",
@@ -109,8 +111,8 @@ def tools_system_prompt(tools: Sequence[Mapping[str, object]]) -> str:
 
 
 def with_tool_prompt(
-    conversation: list[dict[str, object]], tools: Sequence[Mapping[str, object]]
-) -> list[dict[str, object]]:
+    conversation: Sequence[Mapping[str, object]], tools: Sequence[Mapping[str, object]]
+) -> list[Mapping[str, object]]:
     """Describe the tools in the system message, for templates that cannot."""
     prompt = tools_system_prompt(tools)
     if conversation and conversation[0].get("role") == "system":

@@ -15,6 +15,7 @@ import sys
 import tempfile
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
+from typing import cast
 
 from anyio import to_thread
 
@@ -33,7 +34,7 @@ from localllm.model_registry.gguf_info import read_gguf_info
 from localllm.model_registry.importer import create_from_modelfile
 from localllm.model_registry.modelfile import Adapter, Modelfile, from_is_path
 from localllm.model_registry.names import ModelName
-from localllm.model_registry.store import LayerType, Store
+from localllm.model_registry.store import LayerType, Manifest, Store
 
 __all__ = ["QUANTIZABLE", "blob_resolver", "check_create", "create_model", "normalize_quant"]
 
@@ -129,7 +130,7 @@ async def create_model(
     quantize: str | None,
     work_dir: Path,
     env: Mapping[str, str] | None = None,
-) -> AsyncIterator[dict]:
+) -> AsyncIterator[dict[str, str]]:
     """Create ``name``; yields Ollama-style ``{"status": ...}`` steps, ending in success.
     ``env`` is the quantizer's environment (``Settings.runner_env``); None inherits."""
     yield {"status": "parsing modelfile"}
@@ -172,7 +173,7 @@ def _first_weights(store: Store, modelfile: Modelfile, resolve: Resolver) -> Pat
     return store.blobs.path(_base(store, modelfile).layers_of(LayerType.MODEL)[0].digest)
 
 
-def _base(store: Store, modelfile: Modelfile):
+def _base(store: Store, modelfile: Modelfile) -> Manifest:
     try:
         return store.read_manifest(modelfile.from_)
     except ModelNotFoundError:
@@ -200,7 +201,7 @@ def _inherit(store: Store, modelfile: Modelfile) -> tuple[Modelfile, dict[str, P
     """Fill what the Modelfile leaves unset from its base model (as deriving would)."""
     base = _base(store, modelfile)
     params = store.read_json_layer(base, LayerType.PARAMS)
-    messages = store.read_json_layer(base, LayerType.MESSAGES) or []
+    messages = cast(list[object], store.read_json_layer(base, LayerType.MESSAGES) or [])
     licenses = store.read_text_layer(base, LayerType.LICENSE)
     layers = base.layers_of(LayerType.ADAPTER)
     adapters = {
@@ -224,13 +225,13 @@ def _inherit(store: Store, modelfile: Modelfile) -> tuple[Modelfile, dict[str, P
     return merged, {**adapters, **draft_files}
 
 
-def _inherited_draft(store: Store, base) -> tuple[str | None, dict[str, Path]]:
+def _inherited_draft(store: Store, base: Manifest) -> tuple[str | None, dict[str, Path]]:
     """The base model's draft as a ``DRAFT`` line: the installed model it was named after
     while that still holds the same weights, else its weights file."""
     layers = base.layers_of(LayerType.DRAFT)
     if not layers:
         return None, {}
-    name = store.read_config(base).get("draft")
+    name = cast(str | None, store.read_config(base).get("draft"))  # JSON: the name or none
     try:
         installed = store.read_manifest(name).layers_of(LayerType.MODEL) if name else []
     except ModelNotFoundError:

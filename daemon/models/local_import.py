@@ -11,7 +11,7 @@ import asyncio
 import threading
 from collections.abc import AsyncIterator
 
-from localllm.daemon.api.local_models import ImportProgress
+from localllm.daemon.api.local_models import ImportMode, ImportProgress
 from localllm.model_registry.local_models import AddReport, FoundModel, add_found_model
 from localllm.model_registry.store import Store
 
@@ -25,12 +25,15 @@ class _Stopped(Exception):
 
 
 async def import_steps(
-    store: Store, model: FoundModel, name: str | None, mode: str
+    store: Store, model: FoundModel, name: str | None, mode: ImportMode
 ) -> AsyncIterator[ImportProgress]:
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[ImportProgress | BaseException | AddReport] = asyncio.Queue()
     stop = threading.Event()
-    put = lambda item: loop.call_soon_threadsafe(queue.put_nowait, item)  # noqa: E731
+
+    def put(item: ImportProgress | BaseException | AddReport) -> None:
+        loop.call_soon_threadsafe(queue.put_nowait, item)
+
     reported: dict[str, int] = {}
     verb = "copying" if mode == "copy" or not model.linkable else "linking"
 

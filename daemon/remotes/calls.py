@@ -16,6 +16,7 @@ from collections.abc import AsyncGenerator, Callable
 
 import httpx
 
+from localllm.daemon.api.remotes import RemoteKind
 from localllm.daemon.errors import (
     BadRequestError,
     NotFoundError,
@@ -30,13 +31,13 @@ from localllm.daemon.remotes.hops import HEADER, MAX_HOPS, hops_so_far
 from localllm.daemon.remotes.replicas import Replica, ReplicaSet
 from localllm.daemon.remotes.state import RemoteState
 from localllm.daemon.remotes.stats import RemoteStats
-from localllm.daemon.remotes.stream_state import StreamState
+from localllm.daemon.remotes.stream_state import JsonObject, StreamState
 from localllm.daemon.remotes.transport import check_content_type, lines
 
 __all__ = ["acquire", "release", "remote_stream"]
 
 _RETRYABLE = (httpx.RequestError, RemoteError, TimeoutError)
-_STREAM_TYPES = {
+_STREAM_TYPES: dict[RemoteKind, tuple[str, ...]] = {
     "openai": ("text/event-stream",),
     "ollama": ("application/x-ndjson", "application/json"),
 }
@@ -44,7 +45,9 @@ Reader = Callable[[bytes, StreamState], list[Delta]]
 _INLINE_LINE = 64 << 10  # a longer line is parsed in a worker thread
 
 
-def _request(remote: RemoteState, replica: Replica, job: GenerationJob, remote_id: str):
+def _request(
+    remote: RemoteState, replica: Replica, job: GenerationJob, remote_id: str
+) -> tuple[str, JsonObject, dict[str, str], Reader]:
     if remote.config.kind == "ollama":
         url, body, reader = (
             "/api/chat",

@@ -13,6 +13,7 @@ import time
 
 import httpx
 
+from localllm.daemon.api.remotes import RemoteKind
 from localllm.daemon.errors import RemoteError
 from localllm.daemon.remotes.replicas import Replica, ReplicaSet
 from localllm.daemon.remotes.state import RemoteState
@@ -42,7 +43,9 @@ def _streaming(replica: Replica, now: float) -> bool:
     return replica.healthy and replica.in_flight > 0 and now - replica.answered_at < _CHECK_TIMEOUT
 
 
-async def _check(client: httpx.AsyncClient, remote: RemoteState, replica: Replica):
+async def _check(
+    client: httpx.AsyncClient, remote: RemoteState, replica: Replica
+) -> tuple[str, ...] | None:
     path = "/api/tags" if remote.config.kind == "ollama" else "/v1/models"
     headers = {"authorization": f"Bearer {remote.key}"} if remote.key else {}
     started = time.perf_counter()
@@ -72,7 +75,7 @@ async def _check(client: httpx.AsyncClient, remote: RemoteState, replica: Replic
     return ids
 
 
-def _model_ids(data: object, kind: str) -> tuple[str, ...]:
+def _model_ids(data: object, kind: RemoteKind) -> tuple[str, ...]:
     key, field = ("models", "name") if kind == "ollama" else ("data", "id")
     entries = data.get(key) if isinstance(data, dict) else None
     if not isinstance(entries, list):

@@ -11,8 +11,10 @@ import os
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
+from localllm.daemon.api.remotes import RemoteKind
 from localllm.daemon.errors import BadRequestError
 
 __all__ = ["RemoteConfig", "RemotesFile", "check_name", "check_url"]
@@ -25,7 +27,7 @@ _FILE = "remotes.json"
 class RemoteConfig:
     name: str
     urls: tuple[str, ...]
-    kind: str = "openai"  # "openai" or "ollama": the API the engine speaks
+    kind: RemoteKind = "openai"  # the API the engine speaks
     api_key_env: str | None = None
     has_stored_key: bool = False  # a key is in the keyring (or the key file)
     aliases: dict[str, str] = field(default_factory=dict)  # alias -> the remote's model id
@@ -33,7 +35,7 @@ class RemoteConfig:
     max_concurrency: int = 16
 
     @classmethod
-    def from_json(cls, data: dict) -> RemoteConfig:
+    def from_json(cls, data: dict[str, Any]) -> RemoteConfig:  # JSON from the remotes file
         return cls(**{**data, "urls": tuple(data["urls"]), "aliases": dict(data["aliases"])})
 
 

@@ -4,6 +4,7 @@ passed through on the least busy healthy replica."""
 from __future__ import annotations
 
 import asyncio
+from typing import cast
 
 import httpx
 
@@ -11,6 +12,7 @@ from localllm.daemon.errors import RemoteError
 from localllm.daemon.inference.jobs import Embeddings, EmbedJob
 from localllm.daemon.remotes.json_post import post_json
 from localllm.daemon.remotes.state import RemoteState
+from localllm.daemon.remotes.stream_state import JsonObject
 
 __all__ = ["remote_embeddings"]
 
@@ -26,14 +28,15 @@ async def remote_embeddings(
 
 
 def _parse(data: object, ollama: bool, model: str, name: str) -> Embeddings:
+    answer = cast(JsonObject, data)  # JSON of any shape: a wrong one raises below
     try:
         if ollama:
-            vectors = [[float(x) for x in v] for v in data["embeddings"]]
-            tokens = int(data.get("prompt_eval_count") or 0)
+            vectors = [[float(x) for x in v] for v in answer["embeddings"]]
+            tokens = int(answer.get("prompt_eval_count") or 0)
         else:
-            rows = sorted(data["data"], key=lambda row: row.get("index", 0))
+            rows = sorted(answer["data"], key=lambda row: row.get("index", 0))
             vectors = [[float(x) for x in row["embedding"]] for row in rows]
-            tokens = int((data.get("usage") or {}).get("prompt_tokens") or 0)
+            tokens = int((answer.get("usage") or {}).get("prompt_tokens") or 0)
     except (KeyError, TypeError, ValueError, AttributeError):
         raise RemoteError(f"remote {name!r} sent embeddings in an unknown shape") from None
     return Embeddings(model, vectors, tokens)

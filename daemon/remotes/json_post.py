@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 
 import httpx
 
@@ -18,7 +19,7 @@ __all__ = ["post_json"]
 
 
 async def post_json(
-    client: httpx.AsyncClient, remote: RemoteState, path: str, body: dict, what: str
+    client: httpx.AsyncClient, remote: RemoteState, path: str, body: Mapping[str, object], what: str
 ) -> object:
     """The remote's answer to ``body`` at ``path``; ``what`` names the call in errors."""
     deadline = time.monotonic() + remote.config.timeout_seconds

@@ -27,8 +27,7 @@ def checked_config(request: RemoteAddRequest) -> RemoteConfig:
         if not alias or len(alias) > 128 or alias != alias.strip():
             raise BadRequestError(f"invalid alias {alias[:40]!r}", param="aliases")
     variable = request.api_key_env
-    problem = key_variable_problem(variable) if variable is not None else None
-    if problem is not None:
+    if variable is not None and (problem := key_variable_problem(variable)) is not None:
         raise BadRequestError(
             f"api_key_env {variable[:64]!r} {problem}; or pass the key itself as api_key",
             param="api_key_env",

@@ -11,12 +11,17 @@ from localllm.daemon.inference.jobs import GenerationJob
 from localllm.daemon.inference.json_scan import loads
 from localllm.daemon.inference.tool_calls import ToolCallDelta
 from localllm.daemon.remotes.openai_wire import plain_messages
-from localllm.daemon.remotes.stream_state import StreamState, json_object, remote_failure
+from localllm.daemon.remotes.stream_state import (
+    JsonObject,
+    StreamState,
+    json_object,
+    remote_failure,
+)
 
 __all__ = ["chat_body", "read_line"]
 
 
-def _message(message: dict, images: list[bytes]) -> dict:
+def _message(message: JsonObject, images: list[bytes]) -> JsonObject:
     out = {k: v for k, v in message.items() if v is not None}
     content = out.get("content")
     if isinstance(content, list):
@@ -36,9 +41,9 @@ def _message(message: dict, images: list[bytes]) -> dict:
     return out
 
 
-def chat_body(job: GenerationJob, remote_id: str) -> dict:
+def chat_body(job: GenerationJob, remote_id: str) -> JsonObject:
     images = list(job.images)
-    body: dict = {
+    body: JsonObject = {
         "model": remote_id,
         "messages": [_message(m, images) for m in plain_messages(job)],
         "stream": True,

@@ -7,12 +7,18 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Mapping
+from typing import Any
 
 from localllm.daemon.errors import BadRequestError
 from localllm.daemon.inference.generation import Delta
 from localllm.daemon.inference.jobs import GenerationJob
 from localllm.daemon.inference.tool_calls import ToolCallDelta
-from localllm.daemon.remotes.stream_state import StreamState, json_object, remote_failure
+from localllm.daemon.remotes.stream_state import (
+    JsonObject,
+    StreamState,
+    json_object,
+    remote_failure,
+)
 
 __all__ = ["chat_body", "image_data_url", "plain_messages", "read_chunk"]
 
@@ -33,7 +39,7 @@ def image_data_url(image: bytes) -> str:
     return f"data:{kind};base64,{base64.b64encode(image).decode()}"
 
 
-def plain_messages(job: GenerationJob) -> list[dict]:
+def plain_messages(job: GenerationJob) -> list[JsonObject]:
     """The job's conversation (a prompt becomes one user message)."""
     if job.raw:
         raise BadRequestError("raw prompts cannot go to a remote model; send messages", "raw")
@@ -45,7 +51,7 @@ def plain_messages(job: GenerationJob) -> list[dict]:
     return [{"role": "user", "content": [*parts, {"type": "text", "text": job.prompt or ""}]}]
 
 
-def _message(message: dict, images: list[bytes]) -> dict:
+def _message(message: JsonObject, images: list[bytes]) -> JsonObject:
     out = {k: v for k, v in message.items() if k not in ("thinking",) and v is not None}
     content = out.get("content")
     if isinstance(content, list):
@@ -58,15 +64,15 @@ def _message(message: dict, images: list[bytes]) -> dict:
     return out
 
 
-def _part(part: Mapping, images: list[bytes]) -> dict:
+def _part(part: Mapping[str, Any], images: list[bytes]) -> JsonObject:
     if part.get("type") == "image":
         return {"type": "image_url", "image_url": {"url": image_data_url(images[part["index"]])}}
     return dict(part)
 
 
-def chat_body(job: GenerationJob, remote_id: str) -> dict:
+def chat_body(job: GenerationJob, remote_id: str) -> JsonObject:
     images = list(job.images)
-    body: dict = {
+    body: JsonObject = {
         "model": remote_id,
         "messages": [_message(m, images) for m in plain_messages(job)],
         "stream": True,
@@ -74,8 +80,9 @@ def chat_body(job: GenerationJob, remote_id: str) -> dict:
     }
     options = job.options
     body.update({_OPTIONS[k]: v for k, v in options.items() if k in _OPTIONS})
-    if isinstance(options.get("num_predict"), int) and options["num_predict"] > 0:
-        body["max_tokens"] = options["num_predict"]
+    num_predict = options.get("num_predict")
+    if isinstance(num_predict, int) and num_predict > 0:
+        body["max_tokens"] = num_predict
     if options.get("stop"):
         body["stop"] = options["stop"]
     if job.tools:
@@ -126,7 +133,7 @@ def read_chunk(line: bytes, state: StreamState) -> list[Delta]:
     return deltas
 
 
-def _delta(delta: dict, logprobs: tuple[dict, ...], state: StreamState) -> list[Delta]:
+def _delta(delta: JsonObject, logprobs: tuple[JsonObject, ...], state: StreamState) -> list[Delta]:
     thinking = delta.get("reasoning_content") or delta.get("reasoning") or ""
     text = delta.get("content") or ""
     has_some = text or thinking or logprobs
@@ -136,7 +143,7 @@ def _delta(delta: dict, logprobs: tuple[dict, ...], state: StreamState) -> list[
     return out
 
 
-def _logprobs(choice: dict) -> tuple[dict, ...]:
+def _logprobs(choice: JsonObject) -> tuple[JsonObject, ...]:
     """The choice's per-token logprobs (OpenAI's ``logprobs.content``) as the local runner's
     entries: ``{token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}``."""
     logprobs = choice.get("logprobs")
@@ -150,14 +157,14 @@ def _logprobs(choice: dict) -> tuple[dict, ...]:
     return tuple(entries)
 
 
-def _token(entry: dict) -> dict:
+def _token(entry: JsonObject) -> JsonObject:
     token = str(entry.get("token", ""))
     raw = entry.get("bytes")
     bytes_ = [int(b) for b in raw] if isinstance(raw, list) else list(token.encode())
     return {"token": token, "logprob": float(entry.get("logprob", 0.0)), "bytes": bytes_}
 
 
-def _call_pieces(call: dict, state: StreamState) -> list[Delta]:
+def _call_pieces(call: JsonObject, state: StreamState) -> list[Delta]:
     function = call.get("function") or {}
     index = call.get("index", 0) if isinstance(call.get("index"), int) else 0
     pieces = []

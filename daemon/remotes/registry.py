@@ -8,6 +8,7 @@ remote (``NAME/<id>`` or an alias) to it.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import logging
 from collections.abc import Callable
@@ -193,11 +194,11 @@ class Remotes:
         return await remote_rerank(self.client, found.remote, job, found.remote_id)
 
     # -- listings (from the cache, never the network) ---------------------------------------
-    def models(self) -> list[tuple[str, str]]:
+    def models(self) -> builtins.list[tuple[str, str]]:
         """(listed name, remote name) of every remote model."""
         return [(m.name, r.name) for r in self._remotes.values() for m in r.listed()]
 
-    def in_use(self) -> list[tuple[str, str, int]]:
+    def in_use(self) -> builtins.list[tuple[str, str, int]]:
         """(model, remote, requests) of the remote models serving requests now."""
         return [
             (model, r.name, count)

@@ -20,7 +20,7 @@ class RemoteState:
     key: str | None  # sent as a bearer token; never shown
     replicas: ReplicaSet
     model_ids: tuple[str, ...] = ()  # the last list the remote gave
-    in_use: Counter = field(default_factory=Counter)  # listed model name -> requests
+    in_use: Counter[str] = field(default_factory=Counter)  # listed model name -> requests
     freed: asyncio.Condition = field(default_factory=asyncio.Condition)  # a slot came free
 
     @classmethod

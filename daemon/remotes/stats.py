@@ -3,7 +3,7 @@ happen), and in-flight requests and replica health (read at scrape time, never s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
@@ -39,7 +39,7 @@ class _Gauges:
     def __init__(self, remotes: Callable[[], Iterable[RemoteState]]):
         self._remotes = remotes
 
-    def collect(self):
+    def collect(self) -> Iterator[GaugeMetricFamily]:
         in_flight = GaugeMetricFamily(
             "localllm_remote_in_flight", "Requests running on a remote", labels=["remote"]
         )

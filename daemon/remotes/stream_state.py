@@ -4,13 +4,16 @@ one error type for a remote that misbehaves."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from localllm.daemon.errors import RemoteError
 from localllm.daemon.inference.json_scan import loads
 from localllm.daemon.inference.tool_calls import ToolCall, ToolCallDelta, new_call_id
 
-__all__ = ["MAX_ARGUMENTS", "StreamState", "remote_failure"]
+__all__ = ["MAX_ARGUMENTS", "JsonObject", "StreamState", "json_object", "remote_failure"]
 
+# a JSON object from a remote: its values are whatever the remote sent, checked where read
+JsonObject = dict[str, Any]
 MAX_ARGUMENTS = 16 << 20  # characters of tool-call arguments in one answer, all calls together
 
 
@@ -58,7 +61,7 @@ def remote_failure(state: StreamState, what: str) -> RemoteError:
     return RemoteError(f"remote {state.remote!r} {what}")
 
 
-def json_object(text: str | bytes, state: StreamState, unit: str) -> dict:
+def json_object(text: str | bytes, state: StreamState, unit: str) -> JsonObject:
     """One streamed ``unit`` ("a line", "an event") as the JSON object it must be, or a clear
     error saying what it is not."""
     try:

@@ -19,6 +19,8 @@ cache's V layout follows it, so it cannot change between reading a prompt and de
 
 from __future__ import annotations
 
+from .types import FlashAttention, KvCacheType
+
 __all__ = [
     "LONG_CONTEXT",
     "MOST_SCORE_BYTES",
@@ -39,15 +41,15 @@ def attention_scores_bytes(n_head: int, n_ctx: int, n_batch: int) -> int:
 
 
 def flash_attention_setting(
-    requested: str,
+    requested: FlashAttention,
     *,
     head_size: int,
     n_head: int,
     n_ctx: int,
     n_batch: int,
-    kv_cache_type: str,
+    kv_cache_type: KvCacheType,
     on_gpu: bool,
-) -> str:
+) -> FlashAttention:
     """What to ask llama.cpp for: ``requested``, except ``auto`` becomes ``off`` on a CPU for
     small heads in a context for short prompts (``n_ctx`` is one sequence's context;
     ``n_batch`` the prompt chunk)."""

@@ -14,6 +14,7 @@ import signal
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any, cast
 
 __all__ = ["BuildProbe", "probe_build"]
 
@@ -21,7 +22,7 @@ _PROBE_MODULE = "localllm.daemon.runners.worker.probe"
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # holds the ``daemon`` package
 
 
-async def probe_build(env: Mapping[str, str] | None = None) -> dict:
+async def probe_build(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The probe's report (``llama_cpp_version``, ``backend``, ``system_info``...); on failure
     ``{"error": ...}`` with the last line the child wrote, or the signal that killed it."""
     proc = await asyncio.create_subprocess_exec(
@@ -32,7 +33,7 @@ async def probe_build(env: Mapping[str, str] | None = None) -> dict:
     out, err = await proc.communicate()
     if proc.returncode == 0:
         with contextlib.suppress(ValueError, IndexError):
-            return json.loads(out.decode().strip().splitlines()[-1])
+            return cast("dict[str, Any]", json.loads(out.decode().strip().splitlines()[-1]))
     if proc.returncode is not None and proc.returncode < 0:
         return {"error": f"loading llama.cpp was killed by {signal_name(-proc.returncode)}"}
     lines = [line.strip() for line in err.decode(errors="replace").splitlines() if line.strip()]
@@ -52,9 +53,9 @@ class BuildProbe:
 
     def __init__(self, env: Mapping[str, str] | None):
         self._env = env
-        self._report: asyncio.Task[dict] | None = None
+        self._report: asyncio.Task[dict[str, Any]] | None = None
 
-    async def report(self) -> dict:
+    async def report(self) -> dict[str, Any]:
         if self._report is None:
             self._report = asyncio.ensure_future(probe_build(self._env))
         return await asyncio.shield(self._report)

@@ -27,8 +27,9 @@ from __future__ import annotations
 import base64
 import dataclasses
 import typing
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from .types import (
     ContextOverflowError,
@@ -43,6 +44,9 @@ from .types import (
     SamplingParams,
     TokenEvent,
 )
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = [
     "CancelOp",
@@ -74,6 +78,10 @@ __all__ = [
     "spec_from_wire",
     "spec_to_wire",
 ]
+
+
+_Payload = TypeVar("_Payload", bound="DataclassInstance")  # a contract dataclass in a frame
+_Frame = TypeVar("_Frame")  # a request or an event
 
 
 class ProtocolError(Exception):
@@ -172,7 +180,7 @@ class TokenEv:
     id: int
     text: str
     ids: tuple[int, ...]
-    logprobs: tuple[dict, ...]  # per token, when the request asked for them
+    logprobs: tuple[dict[str, Any], ...]  # per token, when the request asked for them
 
     def event(self) -> TokenEvent:
         return TokenEvent(self.text, self.ids, self.logprobs)
@@ -299,7 +307,7 @@ def info_from_wire(data: dict[str, Any]) -> RunnerInfo:
     return _exactly(RunnerInfo, {**data, "buffers": buffers})
 
 
-def _exactly(cls: type, data: dict[str, Any]) -> Any:
+def _exactly(cls: type[_Payload], data: dict[str, Any]) -> _Payload:
     """``cls(**data)``, where ``data`` names every field of ``cls`` and nothing else."""
     if not isinstance(data, dict):
         raise ProtocolError(f"{cls.__name__} is not an object: {data!r:.80}")
@@ -310,7 +318,7 @@ def _exactly(cls: type, data: dict[str, Any]) -> Any:
     return cls(**data)
 
 
-def _list(data: dict[str, Any], key: str) -> list | tuple:
+def _list(data: dict[str, Any], key: str) -> list[Any] | tuple[Any, ...]:
     value = data.get(key) if isinstance(data, dict) else None
     if not isinstance(value, list | tuple):
         raise ProtocolError(f"{key!r} is not a list: {value!r:.80}")
@@ -319,8 +327,8 @@ def _list(data: dict[str, Any], key: str) -> list | tuple:
 
 # -- the codec ------------------------------------------------------------------------------
 
-_REQUESTS = {cls.TAG: cls for cls in typing.get_args(Request)}
-_EVENTS = {cls.TAG: cls for cls in typing.get_args(Event)}
+_REQUESTS: dict[str, Callable[..., Request]] = {cls.TAG: cls for cls in typing.get_args(Request)}
+_EVENTS: dict[str, Callable[..., Event]] = {cls.TAG: cls for cls in typing.get_args(Event)}
 # how a payload field is written and read; the DoneEvent's fields sit in the frame itself
 _PAYLOADS: dict[type, tuple[Any, Any]] = {
     RunnerSpec: (spec_to_wire, spec_from_wire),
@@ -331,9 +339,9 @@ _PAYLOADS: dict[type, tuple[Any, Any]] = {
 _INLINE = (DoneEvent,)
 _REQUEST_CLASSES = frozenset(_REQUESTS.values())
 # each frame's fields, in order, with their types
-_FIELDS = {
+_FIELDS: dict[object, tuple[tuple[str, Any], ...]] = {
     cls: tuple((f.name, typing.get_type_hints(cls)[f.name]) for f in dataclasses.fields(cls))
-    for cls in (*_REQUESTS.values(), *_EVENTS.values())
+    for cls in (*typing.get_args(Request), *typing.get_args(Event))
 }
 
 
@@ -358,15 +366,14 @@ def decode_event(message: Any) -> Event:
     return _decode(message, "ev", _EVENTS)
 
 
-def _decode(message: Any, key: str, classes: dict[str, type]) -> Any:
+def _decode(message: Any, key: str, classes: Mapping[str, Callable[..., _Frame]]) -> _Frame:
     if not isinstance(message, dict):
         raise ProtocolError(f"a frame is a JSON object, not {message!r:.80}")
     tag = message.get(key)
-    cls = classes.get(tag) if isinstance(tag, str) else None
-    if cls is None:
+    if not isinstance(tag, str) or (cls := classes.get(tag)) is None:
         raise ProtocolError(f"unknown {key} {tag!r}")
     rest = {name: value for name, value in message.items() if name != key}
-    values = {}
+    values: dict[str, Any] = {}
     for name, hint in _FIELDS[cls]:
         if hint in _INLINE:
             names = {f.name for f in dataclasses.fields(hint)}
@@ -406,8 +413,9 @@ def _decode_value(hint: Any, value: Any) -> Any:
             raise ProtocolError(f"expected a list, got {value!r:.80}")
         item = typing.get_args(hint)[0]
         return tuple(_decode_value(item, each) for each in value)
-    if not _is_a(value, hint):
-        raise ProtocolError(f"expected {hint.__name__}, got {value!r:.80}")
+    kind: type = dict if typing.get_origin(hint) is dict else hint  # ``dict[str, Any]``
+    if not _is_a(value, kind):
+        raise ProtocolError(f"expected {kind.__name__}, got {value!r:.80}")
     return value
 
 

@@ -17,10 +17,10 @@ import os
 import signal
 import sys
 from array import array
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from .frames import (
     CancelOp,
@@ -55,6 +55,7 @@ from .types import (
     RunnerError,
     RunnerInfo,
     RunnerSpec,
+    RunnerState,
     TokenEvent,
 )
 
@@ -63,6 +64,7 @@ __all__ = ["EmbedReply", "RerankReply", "RunnerProcess", "runner_process_env"]
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # holds the ``daemon`` package
 _ERROR_LOG_LINES = 15
 _STREAM_LIMIT = 1 << 20
+_Stream = TypeVar("_Stream", asyncio.StreamReader, asyncio.StreamWriter)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,17 +90,18 @@ class _Closed:
 class RunnerProcess:
     """One running model. Create with :meth:`start`; every method is safe to call concurrently."""
 
+    info: RunnerInfo  # what the runner reported when it was ready (set by :meth:`start`)
+
     def __init__(self, spec: RunnerSpec, proc: asyncio.subprocess.Process, log: RunnerLog):
         self.spec = spec
-        self.state = "loading"  # loading, ready, stopping, stopped, crashed
-        self.info: RunnerInfo | None = None
+        self.state: RunnerState = "loading"
         self._proc = proc
         self._log = log
         self._ids = itertools.count(1)
-        self._pending: dict[int, asyncio.Queue] = {}
+        self._pending: dict[int, asyncio.Queue[Event | _Closed]] = {}
         self._closed: _Closed | None = None
-        self._stderr_task = asyncio.create_task(log.pump(proc.stderr))
-        self._reader_task: asyncio.Task | None = None
+        self._stderr_task = asyncio.create_task(log.pump(_piped(proc.stderr)))
+        self._reader_task: asyncio.Task[None] | None = None
 
     @classmethod
     async def start(
@@ -159,7 +162,7 @@ class RunnerProcess:
         libraries' addresses) is left to the log file."""
         return quotable_lines(self._log.lines)[-n:] if n > 0 else []
 
-    async def generate(self, req: GenerateCall) -> AsyncIterator[TokenEvent | DoneEvent]:
+    async def generate(self, req: GenerateCall) -> AsyncGenerator[TokenEvent | DoneEvent, None]:
         """Stream a generation; the last item is a DoneEvent. Closing early cancels it."""
         rid, queue = self._open()
         finished = False
@@ -211,11 +214,13 @@ class RunnerProcess:
         return RerankReply(value["scores"], value["prompt_tokens"], tuple(value["truncated"]))
 
     async def tokenize(self, text: str, add_bos: bool = True, special: bool = True) -> list[int]:
-        return await self._call(lambda rid: TokenizeOp(rid, text, add_bos, special))
+        return cast(
+            "list[int]", await self._call(lambda rid: TokenizeOp(rid, text, add_bos, special))
+        )
 
     async def status(self) -> dict[str, Any]:
         """Slots in use, queue length, cached tokens per slot and resident memory."""
-        return await self._call(StatusOp)
+        return cast("dict[str, Any]", await self._call(StatusOp))
 
     async def stop(self, timeout: float = 10.0) -> None:
         """Ask the runner to exit; kill it if it has not within ``timeout`` seconds."""
@@ -224,7 +229,7 @@ class RunnerProcess:
                 self.state = "stopping"
             with contextlib.suppress(Exception):
                 self._send(ShutdownOp())
-                self._proc.stdin.close()
+                self._stdin.close()
             try:
                 await asyncio.wait_for(self._proc.wait(), timeout)
             except TimeoutError:
@@ -245,27 +250,27 @@ class RunnerProcess:
 
     # -- internals --------------------------------------------------------------------------
 
-    def _open(self) -> tuple[int, asyncio.Queue]:
+    def _open(self) -> tuple[int, asyncio.Queue[Event | _Closed]]:
         self._raise_if_closed()
         rid = next(self._ids)
-        queue: asyncio.Queue = asyncio.Queue()
+        queue: asyncio.Queue[Event | _Closed] = asyncio.Queue()
         self._pending[rid] = queue
         return rid, queue
 
     def _send(self, request: Request) -> None:
         self._raise_if_closed()
-        self._proc.stdin.write(encode_frame(encode(request)))
+        self._stdin.write(encode_frame(encode(request)))
 
     def _cancel(self, rid: int) -> None:
         if self.alive:
             with contextlib.suppress(Exception):
-                self._proc.stdin.write(encode_frame(encode(CancelOp(rid))))
+                self._stdin.write(encode_frame(encode(CancelOp(rid))))
 
     def _raise_if_closed(self) -> None:
         if self._closed is not None:
             raise self._closed.error()
 
-    async def _next(self, queue: asyncio.Queue) -> Event:
+    async def _next(self, queue: asyncio.Queue[Event | _Closed]) -> Event:
         event = await queue.get()
         if isinstance(event, _Closed):
             raise event.error()
@@ -282,7 +287,7 @@ class RunnerProcess:
 
     async def _wait_ready(self) -> RunnerInfo:
         while True:
-            event = await read_event(self._proc.stdout)
+            event = await read_event(self._stdout)
             if event is None:
                 await self._settle()
                 raise self._death(RunnerError, "loading")
@@ -297,8 +302,9 @@ class RunnerProcess:
 
     async def _read_loop(self) -> None:
         try:
-            while (event := await read_event(self._proc.stdout)) is not None:
-                queue = self._pending.get(getattr(event, "id", None))
+            while (event := await read_event(self._stdout)) is not None:
+                rid = getattr(event, "id", None)  # load events answer no request
+                queue = self._pending.get(rid) if isinstance(rid, int) else None
                 if queue is not None:
                     queue.put_nowait(event)
         except (ProtocolError, ValueError) as exc:
@@ -363,6 +369,14 @@ class RunnerProcess:
         return f"killed by {killed_by}" if killed_by else f"exit code {code}"
 
     @property
+    def _stdin(self) -> asyncio.StreamWriter:
+        return _piped(self._proc.stdin)
+
+    @property
+    def _stdout(self) -> asyncio.StreamReader:
+        return _piped(self._proc.stdout)
+
+    @property
     def _name(self) -> str:
         return f"the runner for model {self.spec.model_name!r}"
 
@@ -374,7 +388,15 @@ class RunnerProcess:
         return message
 
 
+def _piped(stream: _Stream | None) -> _Stream:
+    """One of the runner's pipes (``start`` opens all three)."""
+    if stream is None:
+        raise RunnerError("the runner process was started without its pipes")
+    return stream
+
+
 def _result(event: Event) -> Any:
+    """The JSON value of ``event``'s answer; a cast names its shape where it is read."""
     if isinstance(event, ResultEv):
         return event.value
     raise _failure(event)

@@ -13,7 +13,7 @@ import asyncio
 import json
 import os
 import struct
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from .frames import Event, ProtocolError, Request, decode_event, encode
 
@@ -49,7 +49,7 @@ def _utf8(text: str) -> bytes:
 
 
 def _frame_size(header: bytes) -> int:
-    (size,) = _HEADER.unpack(header)
+    size = int(_HEADER.unpack(header)[0])
     if size > MAX_FRAME_BYTES:
         raise ProtocolError(f"frame of {size} bytes exceeds {MAX_FRAME_BYTES}")
     return size
@@ -68,7 +68,7 @@ async def read_frame(reader: asyncio.StreamReader) -> dict[str, Any] | None:
         body = await reader.readexactly(size)
     except asyncio.IncompleteReadError:
         raise ProtocolError("stream ended inside a frame") from None
-    return json.loads(body)
+    return cast("dict[str, Any]", json.loads(body))  # ``frames`` checks its shape
 
 
 async def read_event(reader: asyncio.StreamReader) -> Event | None:
@@ -93,7 +93,7 @@ class FrameReader:
         body = self._stream.read(size)
         if len(body) < size:
             raise ProtocolError("stream ended inside a frame")
-        return json.loads(body)
+        return cast("dict[str, Any]", json.loads(body))  # ``frames`` checks its shape
 
 
 class FrameWriter:

@@ -25,6 +25,7 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any, Literal, TypedDict
 
 from localllm.model_registry.tiny_gguf import write_tiny_model
 
@@ -42,9 +43,18 @@ from .types import (
 
 __all__ = ["LOAD_CRASH_SIGNALS", "SelfTest", "explain_load_crash", "main", "run_selftest"]
 
+
 # Widths that are multiples of 32, as ggml's AMX kernels ask of Q4_0 and Q8_0 weights.
-_SHAPE = {"n_layer": 2, "n_embd": 128, "n_head": 4, "n_ff": 384}
-_FILE_TYPES = ("Q8_0", "Q4_0")
+class _Shape(TypedDict):
+    n_layer: int
+    n_embd: int
+    n_head: int
+    n_ff: int
+
+
+_SHAPE: _Shape = {"n_layer": 2, "n_embd": 128, "n_head": 4, "n_ff": 384}
+_FileType = Literal["Q8_0", "Q4_0"]  # of ``write_tiny_model``'s, those ggml's AMX path reads
+_FILE_TYPES: tuple[_FileType, ...] = ("Q8_0", "Q4_0")
 _PROMPTS = (
     "The quick brown fox jumps over the lazy dog while the cat watches from the wall. " * 3,
     "Hello world, this is a test of reading two prompts together in one batch. " * 3,
@@ -60,7 +70,8 @@ class SelfTest:
     for that this CPU does not list (known without running anything)."""
 
     ok: bool
-    build: dict = field(default_factory=dict)  # the probe's report (version, system_info...)
+    # the probe's report (version, system_info...)
+    build: dict[str, Any] = field(default_factory=dict)
     features: list[str] = field(default_factory=list)
     missing_from_cpu: list[str] = field(default_factory=list)
     failed_step: str | None = None  # "Q8_0: reading two prompts in one batch", ...
@@ -77,18 +88,19 @@ async def run_selftest(env: Mapping[str, str] | None = None) -> SelfTest:
     build = await probe_build(env)
     features = build_features(build.get("system_info", ""))
     missing = missing_from_cpu(features, cpu_flags())
-    found = {"build": build, "features": features, "missing_from_cpu": missing}
     with tempfile.TemporaryDirectory(prefix="localllm-selftest-") as work:
         checks = [_check(Path(work), file_type, env) for file_type in _FILE_TYPES]
         failures = [failure for failure in await asyncio.gather(*checks) if failure]
     if not failures:
-        return SelfTest(True, **found)
+        return SelfTest(True, build, features, missing)
     step, error = next((f for f in failures if f[1].exit_signal), failures[0])
-    return SelfTest(False, **found, failed_step=step, exit_signal=error.exit_signal,
-                    message=str(error))  # fmt: skip
+    return SelfTest(False, build, features, missing, failed_step=step,
+                    exit_signal=error.exit_signal, message=str(error))  # fmt: skip
 
 
-async def _check(work: Path, file_type: str, env) -> tuple[str, RunnerError] | None:
+async def _check(
+    work: Path, file_type: _FileType, env: Mapping[str, str] | None
+) -> tuple[str, RunnerError] | None:
     """None when a ``file_type`` model went through every step; else the step and its error."""
     path = work / f"selftest-{file_type.lower()}.gguf"
     await asyncio.to_thread(write_tiny_model, path, file_type=file_type, **_SHAPE)
@@ -119,7 +131,9 @@ async def explain_load_crash(error: RunnerError, env: Mapping[str, str] | None) 
     return type(error)(head + sentence + tail, exit_signal=error.exit_signal)
 
 
-async def _exercise(path: Path, file_type: str, env, step: list[str]) -> None:
+async def _exercise(
+    path: Path, file_type: str, env: Mapping[str, str] | None, step: list[str]
+) -> None:
     """Load ``path`` in a runner and use it as requests would; ``step[0]`` names the step."""
     spec = RunnerSpec(f"self-test {file_type}", (str(path),), num_ctx=512, num_parallel=2)
     runner = await RunnerProcess.start(spec, env=env)

@@ -7,16 +7,25 @@ runner process speaks them over its pipes (see ``frames``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from localllm.model_registry.parameters import FlashAttention, KvCacheType
 
 __all__ = [
     "DEFAULT_DRAFT",
     "REBUILD_COMMAND",
+    "BackendSampling",
+    "BufferKind",
+    "BufferPart",
     "ContextOverflowError",
     "DoneEvent",
+    "DoneReason",
     "EmbedCall",
+    "FlashAttention",
     "GenerateCall",
     "IncompatibleBuildError",
     "InvalidRequestError",
+    "KvCacheType",
     "LlamaBuffer",
     "LoraAdapter",
     "RerankCall",
@@ -24,7 +33,9 @@ __all__ = [
     "RunnerError",
     "RunnerInfo",
     "RunnerSpec",
+    "RunnerState",
     "SamplingParams",
+    "SamplingSite",
     "TokenEvent",
 ]
 
@@ -33,6 +44,20 @@ DEFAULT_DRAFT = 8  # most tokens speculative decoding guesses per step (0: off)
 # What rebuilds llama-cpp-python for this computer (and proves the result runs here), from a
 # localllm checkout: the fix every "this build cannot run here" message names.
 REBUILD_COMMAND = "python installers/llama_build.py --install"
+
+# Sampling in llama.cpp's graph where a request allows it: "auto" (where the whole model runs on
+# a GPU), "on" or "off" (``RunnerSpec.backend_sampling``).
+BackendSampling = Literal["auto", "on", "off"]
+# Why a generation ended: EOS or a stop string, no room or tokens left, or its caller left.
+DoneReason = Literal["stop", "length", "cancelled"]
+# Where a generation's tokens were sampled: in the decode, on the host; "" when none was.
+SamplingSite = Literal["", "backend", "host"]
+# Which load of a runner a buffer llama.cpp allocated is for (``LlamaBuffer.part``).
+BufferPart = Literal["model", "context", "draft", "projector"]
+# What such a buffer holds (``LlamaBuffer.kind``).
+BufferKind = Literal["weights", "kv", "window kv", "recurrent", "output", "compute", "lora"]
+# A runner process's life: loading, ready, stopping, stopped, crashed (``RunnerProcess.state``).
+RunnerState = Literal["loading", "ready", "stopping", "stopped", "crashed"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,11 +85,9 @@ class RunnerSpec:
     num_threads: int | None = None
     num_batch: int = 512  # prompt prefill chunk size
     embedding_only: bool = False  # an embedding model (no generation)
-    kv_cache_type: str = "f16"  # K and V cache: "f16", "q8_0" or "q4_0"
-    flash_attention: str = "auto"  # "auto", "on" or "off" (a quantized V cache needs it on)
-    # sampling in llama.cpp's graph where a request allows it: "auto" (where the whole model
-    # runs on a GPU), "on" or "off"
-    backend_sampling: str = "auto"
+    kv_cache_type: KvCacheType = "f16"  # K and V cache
+    flash_attention: FlashAttention = "auto"  # a quantized V cache needs it on
+    backend_sampling: BackendSampling = "auto"
     host_cache_bytes: int = 0  # host-RAM prompt cache for sequences evicted from slots; 0: off
     num_draft: int = DEFAULT_DRAFT  # most tokens guessed per step (speculative decoding); 0: off
     draft_name: str | None = None  # the draft model that guesses them, for messages
@@ -73,14 +96,13 @@ class RunnerSpec:
 
 @dataclass(frozen=True, slots=True)
 class LlamaBuffer:
-    """One buffer llama.cpp allocated at load: for which ``part`` of the runner ("model",
-    "context", "draft", "projector"), on which of its buffer types (``CPU``, ``CPU_Mapped``,
-    ``CPU_REPACK``, ``CUDA0``, ``CUDA_Host``...), of which kind ("weights", "kv", "window kv",
-    "recurrent", "output", "compute", "lora"), and how many bytes."""
+    """One buffer llama.cpp allocated at load: for which ``part`` of the runner, on which of
+    its buffer types (``CPU``, ``CPU_Mapped``, ``CPU_REPACK``, ``CUDA0``, ``CUDA_Host``...),
+    of which kind, and how many bytes."""
 
-    part: str
+    part: BufferPart
     device: str
-    kind: str
+    kind: BufferKind
     bytes: int
 
 
@@ -101,7 +123,8 @@ class RunnerInfo:
     pid: int
     load_seconds: float
     system_info: str = ""
-    flash_attention: str = ""  # what llama.cpp was given ("auto" may be decided: attention.py)
+    # what llama.cpp was given ("auto" may be decided: attention.py); "": not reported
+    flash_attention: FlashAttention | Literal[""] = ""
     # what llama.cpp allocated at load, as it said so (``worker.buffers``)
     buffers: tuple[LlamaBuffer, ...] = ()
     expert_layers: int = 0  # layers with experts (a MoE model); 0: a dense model
@@ -172,12 +195,13 @@ class TokenEvent:
 
     text: str
     token_ids: tuple[int, ...]
-    logprobs: tuple[dict, ...] = ()  # per token: {token, logprob, bytes, top_logprobs: [...]}
+    # per token: {token, logprob, bytes, top_logprobs: [...]}
+    logprobs: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class DoneEvent:
-    reason: str  # "stop" (EOS or stop string), "length", "cancelled"
+    reason: DoneReason
     prompt_tokens: int
     prompt_evaluated: int  # prompt tokens actually decoded (the rest came from the prefix cache)
     completion_tokens: int
@@ -187,7 +211,7 @@ class DoneEvent:
     stop_sequence: str | None = None  # the stop string that ended it (reason "stop")
     draft_tokens: int = 0  # tokens guessed by speculative decoding
     draft_accepted: int = 0  # of those, the ones the model agreed with
-    sampling: str = ""  # where its tokens were sampled: "backend" (in the decode) or "host"
+    sampling: SamplingSite = ""  # where its tokens were sampled
 
 
 class RunnerError(Exception):

@@ -48,7 +48,8 @@ def _split_points(gpu_split: tuple[int, ...]) -> list[float]:
 
 def _float32(value: float) -> float:
     """``value`` rounded to a C float (llama.cpp's split arithmetic)."""
-    return struct.unpack("f", struct.pack("f", value))[0]
+    (rounded,) = struct.unpack("f", struct.pack("f", value))
+    return float(rounded)
 
 
 class LayerDevices:

@@ -56,7 +56,7 @@ class Lease:
     async def __aenter__(self) -> Lease:
         return self
 
-    async def __aexit__(self, *exc_info) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         self.release()
 
 
@@ -66,5 +66,5 @@ class Claim:
     anything else runs, so no other load can evict or drain the model under it."""
 
     spec: RunnerSpec
-    holder: asyncio.Task | None = field(default_factory=asyncio.current_task)
+    holder: asyncio.Task[object] | None = field(default_factory=asyncio.current_task)
     model: LoadedModel | None = None

@@ -11,13 +11,16 @@ from collections import Counter
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from localllm.daemon.runners.types import (
     DEFAULT_DRAFT,
+    BackendSampling,
     DoneEvent,
     EmbedCall,
+    FlashAttention,
     GenerateCall,
+    KvCacheType,
     LoraAdapter,
     RerankCall,
     RunnerInfo,
@@ -27,6 +30,9 @@ from localllm.daemon.runners.types import (
 from localllm.daemon.scheduler.memory import ModelFootprint
 from localllm.daemon.scheduler.memory_plan import MemoryPlan
 from localllm.model_registry.model_shape import ModelShape
+
+if TYPE_CHECKING:  # the runner process module is imported where runners start
+    from localllm.daemon.runners.process import EmbedReply, RerankReply
 
 __all__ = [
     "LoadTarget",
@@ -49,9 +55,9 @@ class Runner(Protocol):
 
     def generate(self, request: GenerateCall) -> AsyncGenerator[TokenEvent | DoneEvent]: ...
 
-    async def embed(self, request: EmbedCall): ...
+    async def embed(self, request: EmbedCall) -> EmbedReply: ...
 
-    async def rerank(self, request: RerankCall): ...
+    async def rerank(self, request: RerankCall) -> RerankReply: ...
 
     async def tokenize(
         self, text: str, add_bos: bool = True, special: bool = True
@@ -63,6 +69,11 @@ class Runner(Protocol):
 
 
 RunnerFactory = Callable[[RunnerSpec, Path | None], Awaitable[Runner]]
+
+if TYPE_CHECKING:  # the type checker holds the real runner to this protocol
+    from localllm.daemon.runners.process import RunnerProcess
+
+    _RUNNER_PROCESS_IS_A_RUNNER: type[Runner] = RunnerProcess
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,9 +116,9 @@ class RunnerOptions:
     num_cpu_moe: int | None = None  # a MoE model's layers whose experts stay in RAM; -1: all
     num_threads: int | None = None
     num_batch: int = 512
-    kv_cache_type: str = "f16"
-    flash_attention: str = "auto"
-    backend_sampling: str = "auto"  # sampling in llama.cpp's graph: "auto", "on" or "off"
+    kv_cache_type: KvCacheType = "f16"
+    flash_attention: FlashAttention = "auto"
+    backend_sampling: BackendSampling = "auto"  # sampling in llama.cpp's graph
     host_cache_bytes: int = 0
     num_draft: int = DEFAULT_DRAFT  # speculative decoding's most guessed tokens per step; 0: off
     load_anyway: bool = False  # load even where the memory plan does not fit (``refusal``)
@@ -152,7 +163,7 @@ class LoadedModel:
     slots: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(1))
     # the tasks of the requests that hold it (``refs`` of them in all): one that waits for
     # a load can never let go while that load waits for this model to drain
-    holders: Counter[asyncio.Task | None] = field(default_factory=Counter)
+    holders: Counter[asyncio.Task[object] | None] = field(default_factory=Counter)
 
     def __post_init__(self) -> None:
         self.slots = asyncio.Semaphore(max(1, self.spec.num_parallel))
@@ -162,13 +173,13 @@ class LoadedModel:
         """Whether a new request may take it."""
         return not self.stale and not self.draining and self.runner.alive
 
-    def take(self, holder: asyncio.Task | None) -> None:
+    def take(self, holder: asyncio.Task[object] | None) -> None:
         """One more request (run by ``holder``) holds the model: it cannot expire."""
         self.refs += 1
         self.holders[holder] += 1
         self.expires_at = None
 
-    def let_go(self, holder: asyncio.Task | None) -> None:
+    def let_go(self, holder: asyncio.Task[object] | None) -> None:
         self.refs -= 1
         self.holders[holder] -= 1
         if self.holders[holder] <= 0:

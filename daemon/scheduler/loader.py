@@ -27,6 +27,7 @@ from localllm.daemon.runners.types import (
     IncompatibleBuildError,
     InvalidRequestError,
     RunnerError,
+    RunnerInfo,
     RunnerSpec,
 )
 from localllm.daemon.scheduler.context_size import (
@@ -346,7 +347,7 @@ def _asked_cpu_moe(spec: RunnerSpec) -> int:
     return 0 if spec.num_cpu_moe == AUTO_CPU_MOE else spec.num_cpu_moe
 
 
-def _log_load(name: str, plan: LoadPlan, processor: str, info, seconds: float) -> None:
+def _log_load(name: str, plan: LoadPlan, processor: str, info: RunnerInfo, seconds: float) -> None:
     placement = plan.placement
     message = (
         f"loaded {name} in {seconds:.2f}s: {processor} (backend {info.backend}, "

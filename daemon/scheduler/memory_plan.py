@@ -43,7 +43,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from localllm.daemon.runners.attention import flash_attention_setting
-from localllm.daemon.runners.types import RunnerSpec
+from localllm.daemon.runners.types import KvCacheType, RunnerSpec
 from localllm.daemon.scheduler.compute_buffer import compute_buffer_bytes
 from localllm.daemon.scheduler.layer_devices import CPU, GPU0, LayerDevices
 from localllm.model_registry.model_shape import ModelShape
@@ -62,13 +62,18 @@ __all__ = [
     "plan_settings",
 ]
 
-PART_KINDS = ("weights", "experts", "kv", "window kv", "recurrent", "output", "compute")
-PART_KINDS += ("projector", "draft", "lora", "host cache", "checkpoints")
+PART_KINDS: tuple[str, ...] = ("weights", "experts", "kv", "window kv", "recurrent", "output")
+PART_KINDS += ("compute", "projector", "draft", "lora", "host cache", "checkpoints")
 LATER_KINDS = ("host cache", "checkpoints")  # RAM the runner may fill later, shown apart
 CHECKPOINTS_PER_SLOT = 4  # the runner's window checkpoints per slot (worker ``window``)
 _PAD = 256  # llama.cpp rounds a cache's cells up to this
 # bytes per value of each cache type: ggml's q8_0 and q4_0 keep 32 values in 34 and 18 bytes
-_KV_BYTES = {"f16": (2, 1), "f32": (4, 1), "q8_0": (34, 32), "q4_0": (18, 32)}
+_KV_BYTES: dict[str, tuple[int, int]] = {
+    "f16": (2, 1),
+    "f32": (4, 1),
+    "q8_0": (34, 32),
+    "q4_0": (18, 32),
+}
 _EMBEDDING_SEQUENCES = 16  # an embedding model's context packs this many inputs (``embedder``)
 _MIB = 1 << 20
 
@@ -91,7 +96,7 @@ class PlanSettings:
 
     ctx_per_slot: int
     slots: int = 1
-    kv_type: str = "f16"
+    kv_type: KvCacheType = "f16"
     flash_attention: bool = True  # resolved: llama.cpp's "auto" means on
     batch: int = 512  # the runner's batch: llama.cpp's n_batch and n_ubatch
     gpu_layers: int = 0  # llama.cpp's n_gpu_layers: the output layer, then the last ones
@@ -327,7 +332,7 @@ def _caches(
     return [PlanPart(kind, device, size, texts[kind]) for (kind, device), size in found.items()]
 
 
-def _row(values: int, kv_type: str) -> int:
+def _row(values: int, kv_type: KvCacheType) -> int:
     size, block = _KV_BYTES.get(kv_type, _KV_BYTES["f16"])
     return values * size // block
 

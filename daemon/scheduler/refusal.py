@@ -70,7 +70,9 @@ def what_fits(need: Callable[[int, int], int], free: float, num_ctx: int, slots:
     if slots > 1:
         fewer = largest_fitting(lambda n: need(num_ctx, n), free, 1, slots - 1, 1)
     shorter_text = f"at {shorter:,} tokens a slot (num_ctx {shorter})" if shorter else ""
-    fewer_text = f"with {_slots(fewer)} of {num_ctx:,} tokens (num_parallel {fewer})"
+    fewer_text = ""
+    if fewer:
+        fewer_text = f"with {_slots(fewer)} of {num_ctx:,} tokens (num_parallel {fewer})"
     if shorter and fewer:
         return f"it fits {shorter_text}, or {fewer_text}"
     if shorter or fewer:

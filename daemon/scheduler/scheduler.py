@@ -26,10 +26,11 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from localllm.daemon.errors import EvictionBlockedError, InsufficientMemoryError, ServerBusyError
 from localllm.daemon.runners.types import RunnerSpec
@@ -87,9 +88,10 @@ class Scheduler:
         self._load_lock = asyncio.Lock()
         self._changed = asyncio.Condition()
         self._wake = asyncio.Event()
-        self._claims: dict[asyncio.Task, list[Claim]] = {}  # per load: who waits for it
+        # per load: who waits for it
+        self._claims: dict[asyncio.Task[LoadedModel], list[Claim]] = {}
         self._pending = 0
-        self._background: set[asyncio.Task] = set()
+        self._background: set[asyncio.Task[None]] = set()
 
     # -- requests ---------------------------------------------------------------------------
     @property
@@ -129,16 +131,22 @@ class Scheduler:
         model.busy += 1
         return Lease(model, partial(self._release, holder=holder))
 
-    def _release(self, model: LoadedModel, crashed: bool, holder: asyncio.Task | None) -> None:
+    def _release(
+        self, model: LoadedModel, crashed: bool, holder: asyncio.Task[object] | None
+    ) -> None:
         model.busy -= 1
         model.slots.release()
         self._finish(model, holder, crashed)
 
-    def _finish(self, model: LoadedModel, holder: asyncio.Task | None, crashed: bool) -> None:
+    def _finish(
+        self, model: LoadedModel, holder: asyncio.Task[object] | None, crashed: bool
+    ) -> None:
         self._pending -= 1
         self._let_go(model, holder, crashed)
 
-    def _let_go(self, model: LoadedModel, holder: asyncio.Task | None, crashed: bool) -> None:
+    def _let_go(
+        self, model: LoadedModel, holder: asyncio.Task[object] | None, crashed: bool
+    ) -> None:
         """A request let go of ``model``: drop the count, then expire, unload or forget it."""
         model.let_go(holder)
         model.last_used = self._clock()
@@ -213,7 +221,9 @@ class Scheduler:
         model.take(asyncio.current_task())
         return model
 
-    async def _wait_for(self, task: asyncio.Task, spec: RunnerSpec) -> LoadedModel | None:
+    async def _wait_for(
+        self, task: asyncio.Task[LoadedModel], spec: RunnerSpec
+    ) -> LoadedModel | None:
         """Wait for a load; the model it handed this request, if it suits ``spec``."""
         claim = Claim(spec)
         waiting = self._claims.setdefault(task, [])
@@ -234,6 +244,7 @@ class Scheduler:
 
     async def _load(self, target: LoadTarget, spec: RunnerSpec, load_anyway: bool) -> LoadedModel:
         task = asyncio.current_task()
+        assert task is not None  # it runs as the load's task, which ``_claims`` is keyed by
         try:
             async with self._load_lock:
                 model = await self._load_locked(target, spec, load_anyway)
@@ -418,8 +429,8 @@ class Scheduler:
             task.cancel()
         for model in list(self._models.values()):
             await self._unload(model, "shutting down")
-        for task in list(self._background):
-            task.cancel()
+        for background in list(self._background):
+            background.cancel()
 
     # -- status -----------------------------------------------------------------------------
     def status(self) -> list[ModelStatus]:
@@ -430,7 +441,7 @@ class Scheduler:
         async with self._changed:
             self._changed.notify_all()
 
-    def _spawn(self, coroutine) -> None:
+    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coroutine)
         self._background.add(task)
         task.add_done_callback(self._background.discard)

@@ -25,7 +25,7 @@ MOST_SHAPES = 64
 class ModelShapes:
     def __init__(self, most: int = MOST_SHAPES):
         self._most = most
-        self._cache: OrderedDict[tuple, ModelShape] = OrderedDict()
+        self._cache: OrderedDict[tuple[tuple[str, int, int], ...], ModelShape] = OrderedDict()
         self._lock = threading.Lock()
         self.reads = 0  # headers parsed (what the cache saves)
 

@@ -13,7 +13,11 @@ __all__ = ["send_error"]
 
 
 async def send_error(
-    scope: Scope, send: Send, status: int, message: str, headers: list | None = None
+    scope: Scope,
+    send: Send,
+    status: int,
+    message: str,
+    headers: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
     body = json.dumps(guard_error_body(scope["path"], status, message)).encode()
     await send(

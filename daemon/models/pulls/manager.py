@@ -15,10 +15,12 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from typing import Final
 
 from anyio import to_thread
 
+from localllm.daemon.api.native_models import PullState
 from localllm.daemon.errors import NotFoundError
 from localllm.daemon.models.pulls.records import PullRecord, PullRecords
 from localllm.model_registry.names import ModelName, parse_name
@@ -29,8 +31,8 @@ __all__ = ["PullJob", "PullManager"]
 
 log = logging.getLogger("localllm.pulls")
 
-_END = object()
-QUEUED = "queued"
+Event = dict[str, object]  # a pull event in its wire form (``PullEvent.to_json``)
+QUEUED: Final = "queued"
 _STOP_WAIT = 10.0  # seconds a pause or cancel waits for the pull to wind down
 
 
@@ -39,14 +41,14 @@ class PullJob:
 
     def __init__(self, name: ModelName):
         self.name = name
-        self.last: dict | None = None
+        self.last: Event | None = None
         self.error: BaseException | None = None
         self.ended = asyncio.Event()
         self.resolved = False  # past "pulling manifest": the name meant real files
-        self.task: asyncio.Task | None = None
-        self._queues: set[asyncio.Queue] = set()
+        self.task: asyncio.Task[None] | None = None
+        self._queues: set[asyncio.Queue[Event | None]] = set()  # None: the end
 
-    def publish(self, event: dict) -> None:
+    def publish(self, event: Event) -> None:
         self.last = event
         for queue in self._queues:
             queue.put_nowait(event)
@@ -55,18 +57,18 @@ class PullJob:
         self.error = error
         self.ended.set()
         for queue in self._queues:
-            queue.put_nowait(_END)
+            queue.put_nowait(None)
 
-    async def events(self) -> AsyncIterator[dict]:
+    async def events(self) -> AsyncIterator[Event]:
         """The events from now on (starting with the latest); raises the pull's error."""
-        queue: asyncio.Queue = asyncio.Queue()
+        queue: asyncio.Queue[Event | None] = asyncio.Queue()
         if self.last is not None:
             queue.put_nowait(self.last)
         if self.ended.is_set():
-            queue.put_nowait(_END)
+            queue.put_nowait(None)
         self._queues.add(queue)
         try:
-            while (item := await queue.get()) is not _END:
+            while (item := await queue.get()) is not None:
                 yield item
         finally:
             self._queues.discard(queue)
@@ -129,7 +131,7 @@ class PullManager:
         """Stop the pull (if running or queued), delete its partial download and forget it."""
         name = parse_name(text)
         job = self._running(name)
-        if job in self._queue:
+        if job is not None and job in self._queue:
             self._unqueue(job, CANCELLED)
         elif job is not None:
             await self._stop(job, self.puller.cancel)
@@ -165,7 +167,7 @@ class PullManager:
         """End a pull that never started: paused stays listed, cancelled is forgotten."""
         self._queue.remove(job)
         if status == PAUSED:
-            self._set_state(job, PAUSED, PAUSED)
+            self._set_state(job, "paused", PAUSED)
         job.publish({"status": status})
         job.end()
 
@@ -219,7 +221,7 @@ class PullManager:
         log.warning("pull of %s failed: %s", job.name.display, error)
         self._set_state(job, "failed", "failed", error=str(error))
 
-    def _set_state(self, job: PullJob, state: str, status: str, **fields: object) -> None:
+    def _set_state(self, job: PullJob, state: PullState, status: str, **fields: object) -> None:
         record = self.records.get(job.name.full)
         if record is None:
             return
@@ -233,7 +235,9 @@ class PullManager:
         job = self._jobs.get(name.full)
         return job if job is not None and not job.ended.is_set() else None
 
-    async def _stop(self, job: PullJob, stop, timeout: float = _STOP_WAIT) -> None:
+    async def _stop(
+        self, job: PullJob, stop: Callable[[ModelName], bool], timeout: float = _STOP_WAIT
+    ) -> None:
         """Ask the puller to stop ``job``, retrying until its session exists, and wait."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout

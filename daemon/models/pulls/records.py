@@ -13,7 +13,9 @@ import logging
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import get_args
 
+from localllm.daemon.api.native_models import PullState
 from localllm.model_registry.store.atomic import atomic_write_bytes
 
 __all__ = ["PullRecord", "PullRecords"]
@@ -21,13 +23,13 @@ __all__ = ["PullRecord", "PullRecords"]
 log = logging.getLogger("localllm.pulls")
 
 _VERSION = 1
-_STATES = ("queued", "running", "paused", "failed")
+_STATES: tuple[PullState, ...] = get_args(PullState)
 
 
 @dataclass
 class PullRecord:
     name: str  # the display name the pull was asked for
-    state: str = "running"
+    state: PullState = "running"
     status: str = "pulling manifest"
     error: str | None = None
     interrupted: bool = False
@@ -46,10 +48,12 @@ class PullRecord:
     def from_json(cls, data: object) -> PullRecord | None:
         if not isinstance(data, dict) or not isinstance(data.get("name"), str):
             return None
-        blobs = data.get("blobs") if isinstance(data.get("blobs"), dict) else {}
+        blobs = data.get("blobs")
+        if not isinstance(blobs, dict):
+            blobs = {}
         record = cls(
             name=data["name"],
-            state=data.get("state") if data.get("state") in _STATES else "paused",
+            state=_state(data.get("state")),
             status=str(data.get("status") or ""),
             error=data.get("error") if isinstance(data.get("error"), str) else None,
             interrupted=bool(data.get("interrupted")),
@@ -59,6 +63,14 @@ class PullRecord:
         if record.state in ("running", "queued"):  # its daemon died: nothing runs it now
             record.state, record.status, record.interrupted = "paused", "paused", True
         return record
+
+
+def _state(value: object) -> PullState:
+    """A recorded state; one this version does not know is listed as paused."""
+    for state in _STATES:
+        if value == state:
+            return state
+    return "paused"
 
 
 def _pair(value: object) -> list[int]:

@@ -8,6 +8,11 @@ import signal
 import sys
 import time
 import traceback
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the modules themselves load once stdout is claimed (``main``)
+    from ..protocol import FrameReader, FrameWriter
+    from ..types import RunnerSpec
 
 __all__ = ["main"]
 
@@ -25,12 +30,13 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the daemon decides when a runner ends
     out_fd = _claim_stdout()
-    from ..frames import LoadingEv, ProtocolError, SpecOp, decode_request
+    from ..frames import LoadingEv, ProtocolError, Request, SpecOp, decode_request
     from ..protocol import FrameReader, FrameWriter
 
     out = FrameWriter(out_fd)
     reader = FrameReader(sys.stdin.buffer)
     first = reader.read()
+    request: Request | ProtocolError | None
     try:
         request = None if first is None else decode_request(first)
     except ProtocolError as exc:
@@ -44,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     return _serve(spec, reader, out, verbose="--verbose" in argv)
 
 
-def _serve(spec, reader, out, verbose: bool) -> int:
+def _serve(spec: RunnerSpec, reader: FrameReader, out: FrameWriter, verbose: bool) -> int:
     started = time.perf_counter()
     import llama_cpp as lc
 

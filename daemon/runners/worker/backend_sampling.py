@@ -24,27 +24,29 @@ A sequence with an attached chain gets one output row per decode (``n_outputs_ma
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import llama_cpp as lc
 
-from ..types import SamplingParams
+from ..types import BackendSampling, SamplingParams
 
 if TYPE_CHECKING:
     from .sampling import SequenceSampler
 
-__all__ = ["MOST_BIASED_TOKENS", "BackendSamplers", "host_reason", "use_backend"]
+__all__ = ["MOST_BIASED_TOKENS", "BackendSamplers", "HostReason", "host_reason", "use_backend"]
 
 MOST_BIASED_TOKENS = 4096  # a logit bias on more tokens than this is applied on the host
+# What keeps a request's sampling on the host (``host_reason``)
+HostReason = Literal["grammar", "logprobs", "typical_p", "logit_bias"]
 
 
-def use_backend(setting: str, whole_model_on_gpu: bool) -> bool:
+def use_backend(setting: BackendSampling, whole_model_on_gpu: bool) -> bool:
     """Whether a runner samples in the graph where a request allows it (``setting`` is the
     spec's ``backend_sampling``)."""
     return setting == "on" or (setting == "auto" and whole_model_on_gpu)
 
 
-def host_reason(params: SamplingParams, biased_tokens: int) -> str | None:
+def host_reason(params: SamplingParams, biased_tokens: int) -> HostReason | None:
     """Why a request must sample on the host; None when its whole chain can run in the graph."""
     if params.grammar or params.json_schema:
         return "grammar"
@@ -65,7 +67,7 @@ class BackendSamplers:
     request starts: one change per request, not two. An attached chain whose sequence has no
     output in a decode computes nothing (its branch of the graph is skipped)."""
 
-    def __init__(self, ctx):
+    def __init__(self, ctx: lc.llama_context_p):
         self._ctx = ctx
         self._attached: dict[int, SequenceSampler] = {}
 

@@ -32,10 +32,11 @@ class Batch:
             *(ctypes.cast(base + i * size, pointer) for i in range(capacity))
         )
         self._logits = (ctypes.c_int8 * capacity)()
-        self.tokens = np.frombuffer(self._token, dtype=np.int32)
-        self.positions = np.frombuffer(self._pos, dtype=np.int32)
-        self.seq_ids = np.frombuffer(self._seq, dtype=np.int32)
-        self.logits = np.frombuffer(self._logits, dtype=np.int8)
+        # views of the same memory (numpy's stubs take a ctypes array through its memoryview)
+        self.tokens = np.frombuffer(memoryview(self._token), dtype=np.int32)
+        self.positions = np.frombuffer(memoryview(self._pos), dtype=np.int32)
+        self.seq_ids = np.frombuffer(memoryview(self._seq), dtype=np.int32)
+        self.logits = np.frombuffer(memoryview(self._logits), dtype=np.int8)
         self.struct = lc.llama_batch(
             n_tokens=0,
             token=ctypes.cast(self._token, ctypes.POINTER(lc.llama_token)),
@@ -74,10 +75,10 @@ class Batch:
         self.n = i + k
         return i + k - 1
 
-    def decode(self, ctx) -> int:
+    def decode(self, ctx: lc.llama_context_p) -> int:
         self.struct.n_tokens = self.n
-        return lc.llama_decode(ctx, self.struct)
+        return int(lc.llama_decode(ctx, self.struct))
 
-    def encode(self, ctx) -> int:
+    def encode(self, ctx: lc.llama_context_p) -> int:
         self.struct.n_tokens = self.n
-        return lc.llama_encode(ctx, self.struct)
+        return int(lc.llama_encode(ctx, self.struct))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from ..types import LlamaBuffer
+from ..types import BufferKind, BufferPart, LlamaBuffer
 
 __all__ = ["BufferLedger"]
 
@@ -28,8 +28,8 @@ _BUFFER = re.compile(
     r"=\s*(?P<mib>\d+(?:\.\d+)?)\s*MiB"
 )
 _WINDOW = re.compile(r"creating\s+(?P<which>non-SWA|SWA)\s+KV cache")
-_KINDS = {"model": "weights", "KV": "kv", "RS": "recurrent", "output": "output"}
-_KINDS |= {"compute": "compute", "LoRA": "lora"}
+_KINDS: dict[str, BufferKind] = {"model": "weights", "KV": "kv", "RS": "recurrent"}
+_KINDS |= {"output": "output", "compute": "compute", "LoRA": "lora"}
 _MIB = 1 << 20
 
 
@@ -37,9 +37,9 @@ class BufferLedger:
     """Collects the buffers llama.cpp announces, for the part the runner is loading."""
 
     def __init__(self) -> None:
-        self.part = "model"
+        self.part: BufferPart = "model"
         self._window = False  # the KV cache being created is a sliding window's
-        self._found: dict[tuple[str, str, str], int] = {}
+        self._found: dict[tuple[BufferPart, str, BufferKind], int] = {}
 
     def read(self, line: str) -> None:
         """Take one log line (any: most say nothing about buffers)."""
@@ -50,13 +50,13 @@ class BufferLedger:
         found = _BUFFER.search(line)
         if found is None:
             return
-        kind = _KINDS[found["kind"]]
+        kind: BufferKind = _KINDS[found["kind"]]
         if kind == "kv" and self._window:
             kind = "window kv"
         size = round(float(found["mib"]) * _MIB)
         self._found[(self.part, found["device"], kind)] = size
 
-    def begin(self, part: str) -> None:
+    def begin(self, part: BufferPart) -> None:
         """Lines from now on belong to ``part``."""
         self.part = part
         self._window = False

@@ -32,7 +32,7 @@ class CandidateSampler:
     """Runs one sequence's chain on the ``top_k`` highest logits of a row (``top_k`` 0: the
     chain is greedy and the highest logit is the token)."""
 
-    def __init__(self, chain, top_k: int):
+    def __init__(self, chain: lc.llama_sampler_p, top_k: int):
         self._chain = chain
         self._k = top_k
         self._margin = _FIRST_MARGIN

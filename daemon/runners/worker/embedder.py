@@ -61,7 +61,7 @@ class Embedder:
         self.n_ctx = spec.num_ctx if self._native else min(spec.num_ctx, _GENERATIVE_MAX_CONTEXT)
         self._threads = threads
         self._out = out
-        self._ctx = None
+        self._ctx: lc.llama_context_p | None = None  # both made by :meth:`open`
         self._batch: Batch | None = None
         self._jobs: deque[_EmbedJob] = deque()
         self._pairs: PairFormat | None = None
@@ -148,9 +148,11 @@ class Embedder:
     def step(self) -> None:
         """Embed (or score) the next batch of the first job, then let the next job go."""
         job = self._jobs[0]
-        batch, first = self._batch, job.done
+        ctx, batch, first = self._ctx, self._batch, job.done
+        if ctx is None or batch is None:
+            raise RuntimeError("the embedding context was never opened")
         batch.clear()
-        lc.llama_memory_clear(lc.llama_get_memory(self._ctx), True)
+        lc.llama_memory_clear(lc.llama_get_memory(ctx), True)
         while job.done < job.count and job.done - first < _MAX_SEQUENCES:
             tokens = job.waiting if job.waiting is not None else job.make(job.done)
             job.waiting = None
@@ -161,7 +163,7 @@ class Embedder:
             batch.logits[batch.n - len(tokens) : batch.n] = 1
             job.done += 1
         run = batch.encode if self.model.encoder_only else batch.decode
-        rc = run(self._ctx)
+        rc = run(ctx)
         if rc != 0:
             raise RuntimeError(f"embedding decode failed with status {rc}")
         for index in range(first, job.done):
@@ -192,7 +194,7 @@ class Embedder:
         self._out.send(EmbeddingEv(job.rid, index, data))
 
     def _finish(self, job: _EmbedJob) -> None:
-        value = {"count": job.count, "prompt_tokens": job.tokens}
+        value: dict[str, object] = {"count": job.count, "prompt_tokens": job.tokens}
         if job.scores is not None:
             value |= {"scores": job.scores, "truncated": job.truncated}
         self._out.send(ResultEv(job.rid, value))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 import llama_cpp as lc
 
@@ -25,6 +26,7 @@ from ..protocol import FrameWriter
 from ..types import (
     ContextOverflowError,
     DoneEvent,
+    DoneReason,
     GenerateCall,
     InvalidRequestError,
     RunnerError,
@@ -40,7 +42,7 @@ from .model import ContextConfig, Model
 from .offload import whole_model_on_gpu
 from .sampling import SequenceSampler, token_logprobs
 from .slots import Slot, common_prefix
-from .speculative import Speculator, draft_stats
+from .speculative import Speculation, Speculator, draft_stats
 from .text import TextStream
 from .vision import ImagePrompt, ImageSpan, Vision, reusable_prefix
 from .window import SlidingWindow
@@ -49,7 +51,7 @@ __all__ = ["Engine"]
 
 
 @dataclass(eq=False)
-class _Job:
+class Job:
     rid: int
     prompt: list[int]  # images are runs of negative placeholder ids (see ``vision``)
     images: dict[int, ImageSpan]  # by start index in ``prompt``
@@ -67,9 +69,16 @@ class _Job:
     row: int = -1  # batch row holding this step's logits, -1 if none
     admitted: float = 0.0
     first_token: float = 0.0
-    speculation: object = None  # its guessing state, once it guessed (``speculative``)
+    speculation: Speculation | None = None  # its guessing state, once it guessed
     checkpoint_at: list[int] = field(default_factory=list)  # prompt positions (``window``)
     system_end: int = 0  # prompt tokens of its system part (0: unknown)
+
+    @property
+    def held(self) -> Slot:
+        """The slot of an admitted job (every job in ``Engine.active`` holds one)."""
+        if self.slot is None:
+            raise RuntimeError(f"request {self.rid} holds no slot")
+        return self.slot
 
 
 class Engine:
@@ -106,8 +115,8 @@ class Engine:
             ledger.begin("draft")
         self.speculator = Speculator.open(model, spec, threads, self.memory)
         self.slots = [Slot(i) for i in range(spec.num_parallel)]
-        self.waiting: deque[_Job] = deque()
-        self.active: list[_Job] = []
+        self.waiting: deque[Job] = deque()
+        self.active: list[Job] = []
         self._out = out
 
     @property
@@ -147,14 +156,14 @@ class Engine:
             )
         return self.vision.tokenize(req.prompt, req.image_marker, req.images, req.add_bos)
 
-    def _job(self, rid: int, req: GenerateCall, parsed: ImagePrompt) -> _Job:
+    def _job(self, rid: int, req: GenerateCall, parsed: ImagePrompt) -> Job:
         prompt = parsed.tokens
         if not prompt:
             raise InvalidRequestError("the prompt is empty")
         if len(prompt) >= self.n_ctx:
             raise ContextOverflowError(len(prompt), self.n_ctx)
         params = req.params
-        return _Job(
+        return Job(
             rid=rid,
             prompt=prompt,
             images=parsed.images,
@@ -185,7 +194,7 @@ class Engine:
                 self._finish(job, "cancelled")
                 return
 
-    def status(self) -> dict:
+    def status(self) -> dict[str, object]:
         return {
             "slots": len(self.slots),
             "busy": len(self.active),
@@ -213,7 +222,7 @@ class Engine:
         for job in ready:
             self.speculator.advance(job, self._advance)
 
-    def _decode_apart(self, ready: list[_Job]) -> None:
+    def _decode_apart(self, ready: list[Job]) -> None:
         """Decode and sample each sequence's token by itself (cheaper on some builds)."""
         batch, one = self.batch, self._one
         for job in ready:
@@ -260,7 +269,7 @@ class Engine:
         for job in self.active:
             job.row = -1
             if job.pending is not None:
-                slot = job.slot
+                slot = job.held
                 job.row = batch.add(job.pending, len(slot.cached) + slot.shift, slot.seq_id, True)
                 slot.cached.append(job.pending)
                 job.pending = None
@@ -269,7 +278,7 @@ class Engine:
             if not self._feed_prompt(job):
                 return
 
-    def _feed_prompt(self, job: _Job) -> bool:
+    def _feed_prompt(self, job: Job) -> bool:
         """Put ``job``'s next prompt tokens into the batch, up to its next image (decoded
         here once the text before it is in); False when the batch is full."""
         queued = False  # this job has tokens in the batch, not yet decoded
@@ -282,7 +291,7 @@ class Engine:
             if job.checkpoint_at and job.checkpoint_at[0] == job.fed:
                 if queued:  # taken once what is in the batch is decoded: next step
                     return True
-                self.window.take(job.slot)
+                self.window.take(job.held)
                 del job.checkpoint_at[0]
             if self.batch.free <= 0:
                 return False
@@ -292,7 +301,7 @@ class Engine:
             take = min(end - job.fed, self.batch.free)
             chunk = job.prompt[job.fed : job.fed + take]
             done = job.fed + take == len(job.prompt)
-            slot = job.slot
+            slot = job.held
             row = self.batch.extend(chunk, job.fed + slot.shift, slot.seq_id, done)
             slot.cached.extend(chunk)
             job.fed += take
@@ -302,14 +311,14 @@ class Engine:
                 job.row = row
         return True
 
-    def _decode_image(self, job: _Job, image: ImageSpan) -> bool:
+    def _decode_image(self, job: Job, image: ImageSpan) -> bool:
         """Encode one image into ``job``'s sequence; False if that failed (job ended)."""
-        slot = job.slot
+        slot, vision = job.held, self.vision
+        if vision is None:
+            raise RuntimeError("an image in the prompt of a runner without a projector")
         position = job.fed + slot.shift
         try:
-            after = self.vision.evaluate(
-                self.ctx, image, position, slot.seq_id, self.batch.capacity
-            )
+            after = vision.evaluate(self.ctx, image, position, slot.seq_id, self.batch.capacity)
         except RunnerError as exc:
             self._fail(job, exc)
             return False
@@ -319,7 +328,7 @@ class Engine:
         job.evaluated += image.n_tokens
         return True
 
-    def _advance(self, job: _Job) -> None:
+    def _advance(self, job: Job) -> None:
         """Sample this step's token for ``job`` and stream it out (or finish the job)."""
         token = job.sampler.sample(self.ctx, job.row)
         if not job.completion:
@@ -333,10 +342,10 @@ class Engine:
         job.completion += 1
         piece = self.model.token_bytes(token) if token in job.visible else self.model.piece(token)
         text = job.text.push(piece)
-        reason = "stop" if job.text.stopped else None
+        reason: DoneReason | None = "stop" if job.text.stopped else None
         if reason is None and job.max_tokens is not None and job.completion >= job.max_tokens:
             reason = "length"
-        if reason is None and len(job.slot.cached) >= self.n_ctx:
+        if reason is None and len(job.held.cached) >= self.n_ctx:
             reason = "length"  # no room left to decode the token
         if reason == "length":
             text += job.text.flush()
@@ -346,10 +355,16 @@ class Engine:
         else:
             job.pending = token
 
-    def _emit_token(self, job: _Job, text: str, ids: tuple[int, ...], logprobs) -> None:
+    def _emit_token(
+        self,
+        job: Job,
+        text: str,
+        ids: tuple[int, ...],
+        logprobs: list[dict[str, Any]] | None,
+    ) -> None:
         self._out.send(TokenEv(job.rid, text, ids, tuple(logprobs or ())))
 
-    def _finish(self, job: _Job, reason: str, tail: str = "") -> None:
+    def _finish(self, job: Job, reason: DoneReason, tail: str = "") -> None:
         if tail:
             self._emit_token(job, tail, (), None)
         now = time.perf_counter()
@@ -369,7 +384,7 @@ class Engine:
         self._out.send(DoneEv(job.rid, done))
         self._release(job, now)
 
-    def _fail(self, job: _Job, error: RunnerError) -> None:
+    def _fail(self, job: Job, error: RunnerError) -> None:
         """End ``job`` with an error; the slot's cache is dropped (it may be half-written)."""
         self._out.send(ErrorEv.of(job.rid, error))
         slot = job.slot
@@ -379,7 +394,7 @@ class Engine:
             slot.checkpoints.clear()
         self._release(job, time.perf_counter())
 
-    def _release(self, job: _Job, now: float) -> None:
+    def _release(self, job: Job, now: float) -> None:
         self.samplers.release(job.slot.seq_id if job.slot else None, job.sampler)
         for image in job.images.values():
             image.free()

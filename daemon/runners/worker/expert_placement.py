@@ -49,7 +49,9 @@ class ExpertsOnCpu:
 
     def apply(self, params: lc.llama_model_params) -> None:
         if self._patterns:
-            params.tensor_buft_overrides = ctypes.cast(self._array, ctypes.c_void_p).value
+            # llama-cpp-python's annotation says an array; its ctypes field is a c_void_p
+            address = ctypes.cast(self._array, ctypes.c_void_p).value
+            params.tensor_buft_overrides = address  # type: ignore[assignment]
 
 
 def _cpu_buffer_type() -> int:
@@ -59,4 +61,5 @@ def _cpu_buffer_type() -> int:
     function = libggml.ggml_backend_cpu_buffer_type
     function.restype = ctypes.c_void_p
     function.argtypes = []
-    return function()
+    address: int = function()
+    return address

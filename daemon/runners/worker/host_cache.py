@@ -33,7 +33,7 @@ MIN_TOKENS = 32  # a prefix shorter than this is cheaper to decode again than to
 
 @dataclass(frozen=True, slots=True)
 class _Entry:
-    state: ctypes.Array  # the bytes llama_state_seq_get_data wrote
+    state: ctypes.Array[ctypes.c_uint8]  # the bytes llama_state_seq_get_data wrote
     size: int
     window_start: int  # the first position its window cache holds
     checkpoints: tuple[Checkpoint, ...]
@@ -47,7 +47,13 @@ class _Entry:
 class HostCache:
     """Sequence states by token prefix, at most ``limit_bytes`` of them (0: off)."""
 
-    def __init__(self, ctx, memory, limit_bytes: int, window: SlidingWindow):
+    def __init__(
+        self,
+        ctx: lc.llama_context_p,
+        memory: lc.llama_memory_t,
+        limit_bytes: int,
+        window: SlidingWindow,
+    ):
         self._ctx = ctx
         self._memory = memory
         self._window = window
@@ -118,7 +124,8 @@ class HostCache:
 
     def _best(self, prompt: list[int]) -> tuple[tuple[int, ...], int]:
         """The cached key sharing the longest prefix with ``prompt``, and how long that is."""
-        best, shared, target = (), 0, tuple(prompt)
+        best: tuple[int, ...] = ()
+        shared, target = 0, tuple(prompt)
         for key in self._entries:
             n = common_prefix(key, target)
             if n > shared:

@@ -23,21 +23,30 @@ STRING_CHAR = BuiltinRule(
 _PATTERN_DOT = r'[^"\\\x7F\x00-\x1F]'
 
 
+# llama_cpp.llama_grammar is untyped: its SchemaConverter's methods take and return plain
+# values without annotations (hence the ``no-untyped-call`` ignores below).
+
+
 class _StrictJsonConverter(SchemaConverter):
     """The library's converter with JSON's own string characters."""
 
-    def _add_primitive(self, name: str, rule: BuiltinRule):
-        return super()._add_primitive(name, STRING_CHAR if name == "char" else rule)
+    def _add_primitive(self, name: str, rule: BuiltinRule) -> str:
+        char = STRING_CHAR if name == "char" else rule
+        added: str = super()._add_primitive(name, char)
+        return added
 
-    def _add_rule(self, name, rule):
-        return super()._add_rule(name, _PATTERN_DOT if name == "dot" and rule == DOT else rule)
+    def _add_rule(self, name: str, rule: str) -> str:
+        dot = _PATTERN_DOT if name == "dot" and rule == DOT else rule
+        added: str = super()._add_rule(name, dot)  # type: ignore[no-untyped-call]
+        return added
 
 
 def schema_grammar(schema_text: str) -> str:
     """The GBNF grammar (root rule ``root``) for the JSON schema in ``schema_text``."""
-    converter = _StrictJsonConverter(
+    converter = _StrictJsonConverter(  # type: ignore[no-untyped-call]
         prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False
     )
     schema = converter.resolve_refs(json.loads(schema_text), "stdin")
-    converter.visit(schema, "")
-    return converter.format_grammar()
+    converter.visit(schema, "")  # type: ignore[no-untyped-call]
+    grammar: str = converter.format_grammar()  # type: ignore[no-untyped-call]
+    return grammar

@@ -17,7 +17,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeAlias
 
 from ..frames import (
     CancelOp,
@@ -45,16 +45,18 @@ from .vision import Vision
 __all__ = ["Worker", "start_reader"]
 
 _EOF = None
+# What the reader thread hands the loop: requests, then ``_EOF``; a ProtocolError to raise.
+Inbox: TypeAlias = queue.SimpleQueue[Request | ProtocolError | None]
 _ORPHAN_GRACE_SECONDS = 30.0  # after stdin closes, how long the loop gets to exit by itself
 _GATHER_SECONDS = 0.005  # after a request wakes an idle engine: the wait for another one
 _GATHER_MOST_SECONDS = 0.02  # and for all of them together
 
 
-def start_reader(reader: FrameReader) -> queue.SimpleQueue:
+def start_reader(reader: FrameReader) -> Inbox:
     """Read requests on a daemon thread into a queue; ``None`` in the queue means stdin
     closed, a :class:`ProtocolError` that the daemon sent what is no request (the loop raises
     it: a bug to see in the runner's log, not a frame to guess the meaning of)."""
-    inbox: queue.SimpleQueue = queue.SimpleQueue()
+    inbox: Inbox = queue.SimpleQueue()
 
     def pump() -> None:
         try:
@@ -112,12 +114,12 @@ class Worker:
         if self.engine is not None:
             self.engine.warm_up()
 
-    def run(self, inbox: queue.SimpleQueue) -> None:
+    def run(self, inbox: Inbox) -> None:
         while True:
             idle = not (self.embedder.busy or (self.engine and self.engine.busy))
             if not self._drain(inbox, block=idle):
                 return
-            if idle and self.engine is not None and not self._gather(inbox):
+            if idle and self.engine is not None and not self._gather(self.engine, inbox):
                 return
             if self.engine is not None and self.engine.busy:
                 self.engine.step()
@@ -127,26 +129,25 @@ class Worker:
             if self.engine is not None and not self.engine.busy:
                 self.engine.host.save_free(self.engine.slots)
 
-    def _drain(self, inbox: queue.SimpleQueue, block: bool) -> bool:
+    def _drain(self, inbox: Inbox, block: bool) -> bool:
         """Handle every waiting message; False when it is time to exit."""
         try:
             message = inbox.get(block=block)
         except queue.Empty:
             return True
         while True:
-            if _ends(message):
+            if (request := _request_in(message)) is None:
                 return False
-            self._handle(message)
+            self._handle(request)
             try:
                 message = inbox.get_nowait()
             except queue.Empty:
                 self.out.flush()
                 return True
 
-    def _gather(self, inbox: queue.SimpleQueue) -> bool:
-        """While the requests that woke the engine leave slots free, take the ones that
+    def _gather(self, engine: Engine, inbox: Inbox) -> bool:
+        """While the requests that woke ``engine`` leave slots free, take the ones that
         follow within ``_GATHER_SECONDS`` of each other; False when it is time to exit."""
-        engine = self.engine
         deadline = time.monotonic() + _GATHER_MOST_SECONDS
         while engine.waiting and not engine.active and len(engine.waiting) < len(engine.slots):
             wait = min(_GATHER_SECONDS, deadline - time.monotonic())
@@ -156,9 +157,9 @@ class Worker:
                 message = inbox.get(timeout=wait)
             except queue.Empty:
                 return True
-            if _ends(message):
+            if (request := _request_in(message)) is None:
                 return False
-            self._handle(message)
+            self._handle(request)
         return True
 
     def _handle(self, request: Request) -> None:
@@ -202,8 +203,11 @@ class Worker:
         self.out.send(ResultEv(request.id, status))
 
 
-def _ends(message: Request | ProtocolError | None) -> bool:
-    """Whether ``message`` (from ``start_reader``'s queue) ends the loop; raises the error."""
+def _request_in(message: Request | ProtocolError | None) -> Request | None:
+    """The request to handle in ``message`` (from ``start_reader``'s queue); None when it
+    ends the loop. Raises the error."""
     if isinstance(message, ProtocolError):
         raise message
-    return message is _EOF or isinstance(message, ShutdownOp)
+    if message is _EOF or isinstance(message, ShutdownOp):
+        return None
+    return message

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import llama_cpp as lc
 import numpy as np
+import numpy.typing as npt
 
 from ..attention import flash_attention_setting
-from ..types import ContextOverflowError, RunnerSpec
+from ..types import ContextOverflowError, FlashAttention, KvCacheType, RunnerSpec
 from .expert_placement import ExpertsOnCpu
 
 __all__ = ["ContextConfig", "LoadError", "Model"]
@@ -30,8 +31,12 @@ _MOST_LOGIT_VIEWS = 1024  # a context's output rows; past this many addresses, s
 # loaded with exactly ``n_ctx_train`` rows): a token past it aborts the process (GGML_ASSERT in
 # ``get_rows``)
 _LEARNED_POSITIONS = frozenset({"bert", "gpt2", "starcoder", "mpt"})
-_CACHE_TYPES = {"f16": lc.GGML_TYPE_F16, "q8_0": lc.GGML_TYPE_Q8_0, "q4_0": lc.GGML_TYPE_Q4_0}
-_FLASH_ATTENTION = {
+_CACHE_TYPES: dict[KvCacheType, int] = {
+    "f16": lc.GGML_TYPE_F16,
+    "q8_0": lc.GGML_TYPE_Q8_0,
+    "q4_0": lc.GGML_TYPE_Q4_0,
+}
+_FLASH_ATTENTION: dict[FlashAttention, int] = {
     "auto": lc.LLAMA_FLASH_ATTN_TYPE_AUTO,
     "on": lc.LLAMA_FLASH_ATTN_TYPE_ENABLED,
     "off": lc.LLAMA_FLASH_ATTN_TYPE_DISABLED,
@@ -64,8 +69,8 @@ class ContextConfig:
 class Model:
     """Owns the ``llama_model``; frees it on :meth:`close`."""
 
-    def __init__(self, handle, spec: RunnerSpec):
-        self.handle = handle
+    def __init__(self, handle: lc.llama_model_p, spec: RunnerSpec):
+        self.handle: lc.llama_model_p | None = handle  # None once closed
         self.spec = spec
         self.vocab = lc.llama_model_get_vocab(handle)
         self.n_vocab = lc.llama_vocab_n_tokens(self.vocab)
@@ -84,11 +89,13 @@ class Model:
         self.encoder_only = lc.llama_model_has_encoder(handle) and not (
             lc.llama_model_has_decoder(handle)
         )
-        self.attention = spec.flash_attention  # what the last generation context was given
+        # what the last generation context was given
+        self.attention: FlashAttention = spec.flash_attention
         self._pieces: dict[int, bytes] = {}
-        self._logit_views: dict[int, np.ndarray] = {}
+        self._logit_views: dict[int, npt.NDArray[np.float32]] = {}
         self._eog: list[int] | None = None
-        self._adapters: list = []  # llama_adapter_lora pointers, in spec.adapters order
+        # the llama_adapter_lora pointers, in spec.adapters order
+        self._adapters: list[ctypes._Pointer[ctypes.c_void_p]] = []
         self._longest: int | None = None
 
     @classmethod
@@ -127,7 +134,7 @@ class Model:
                 )
             self._adapters.append(handle)
 
-    def new_context(self, config: ContextConfig):
+    def new_context(self, config: ContextConfig) -> lc.llama_context_p:
         params = lc.llama_context_default_params()
         params.n_ctx = config.n_ctx
         params.n_seq_max = config.n_seq_max
@@ -144,7 +151,7 @@ class Model:
             params.flash_attn_type = _FLASH_ATTENTION[self.attention]
         params.n_outputs_max_per_seq = 0 if config.embeddings else 1
         params.no_perf = True
-        ctx = lc.llama_init_from_model(self.handle, params)
+        ctx: lc.llama_context_p = lc.llama_init_from_model(self.handle, params)
         if not ctx:
             raise LoadError(
                 f"llama.cpp could not create a context of {config.n_ctx} tokens "
@@ -158,7 +165,7 @@ class Model:
             )
         return ctx
 
-    def flash_attention(self, config: ContextConfig) -> str:
+    def flash_attention(self, config: ContextConfig) -> FlashAttention:
         """The spec's setting, with ``auto`` decided as ``daemon.runners.attention`` says."""
         on_gpu = self.spec.num_gpu_layers != 0 and lc.llama_supports_gpu_offload()
         return flash_attention_setting(
@@ -188,11 +195,11 @@ class Model:
         n = lc.llama_model_meta_val_str(self.handle, key.encode(), buf, len(buf))
         return buf.value.decode(errors="replace") if n >= 0 else ""
 
-    def _apply_adapters(self, ctx) -> bool:
+    def _apply_adapters(self, ctx: lc.llama_context_p) -> bool:
         count = len(self._adapters)
         handles = (lc.llama_adapter_lora_p_ctypes * count)(*self._adapters)
         scales = (ctypes.c_float * count)(*(adapter.scale for adapter in self.spec.adapters))
-        return lc.llama_set_adapters_lora(ctx, handles, count, scales) == 0
+        return bool(lc.llama_set_adapters_lora(ctx, handles, count, scales) == 0)
 
     def tokenize(
         self, text: str, add_bos: bool = True, special: bool = True, most: int | None = None
@@ -259,7 +266,7 @@ class Model:
             n = lc.llama_token_to_piece(self.vocab, token, buf, -n, 0, special)
         return buf.raw[:n]
 
-    def logits(self, ctx, row: int) -> np.ndarray:
+    def logits(self, ctx: lc.llama_context_p, row: int) -> npt.NDArray[np.float32]:
         """The logits of batch row ``row`` of ``ctx``'s last decode, as a numpy view (writable:
         the sampler adjusts them in place). Building a view costs 40 µs a token on a CPU
         whose caches the decode just emptied; llama.cpp keeps its output rows where they were
@@ -282,7 +289,7 @@ class Model:
         return frozenset(one[0] for one in ids if len(one) == 1)
 
     def is_eog(self, token: int) -> bool:
-        return lc.llama_vocab_is_eog(self.vocab, token)
+        return bool(lc.llama_vocab_is_eog(self.vocab, token))
 
     def eog_tokens(self) -> list[int]:
         if self._eog is None:

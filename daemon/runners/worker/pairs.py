@@ -159,7 +159,7 @@ class PairFormat:
             before = [*self._bos, *plain, *self._eos, *self._sep]
             pairs = QueryPairs(self._model, self._n_ctx, before, ("", ""), self._eos)
         else:
-            pairs = self._prompt_pairs(head)
+            pairs = self._prompt_pairs(self._parts, head)
         if pairs.fixed >= self._n_ctx or head != query:  # a cut query never fits
             size = f"at least {pairs.fixed:,}" if head != query else f"{pairs.fixed:,}"
             raise InvalidRequestError(
@@ -169,31 +169,34 @@ class PairFormat:
             )
         return pairs
 
-    def _prompt_pairs(self, query: str) -> QueryPairs:
-        """The rerank prompt with ``query`` written in: its parts before the document's
-        stretch as tokens, that stretch as text, the parts after it as tokens."""
-        parts = self._parts
-        at = next(i for i, p in enumerate(parts) if isinstance(p, str) and "{document}" in p)
-        before = [t for i in range(at) for t in self._part(i, query)]
-        after = [t for i in range(at + 1, len(parts)) for t in self._part(i, query)]
-        start, end = parts[at].split("{document}", 1)
+    def _prompt_pairs(self, parts: list[int | str], query: str) -> QueryPairs:
+        """The rerank prompt (cut into ``parts``) with ``query`` written in: its parts before
+        the document's stretch as tokens, that stretch as text, the parts after it as tokens."""
+        at, stretch = next(
+            (i, p) for i, p in enumerate(parts) if isinstance(p, str) and "{document}" in p
+        )
+        before = [t for i in range(at) for t in self._part(parts, i, query)]
+        after = [t for i in range(at + 1, len(parts)) for t in self._part(parts, i, query)]
+        start, end = stretch.split("{document}", 1)
         around = (start.replace("{query}", query), end.replace("{query}", query))
-        return QueryPairs(self._model, self._n_ctx, before, around, after, self._strips(at))
+        strips = self._strips(parts, at)
+        return QueryPairs(self._model, self._n_ctx, before, around, after, strips)
 
-    def _part(self, index: int, query: str) -> list[int]:
-        part = self._parts[index]
+    def _part(self, parts: list[int | str], index: int, query: str) -> list[int]:
+        part = parts[index]
         if isinstance(part, int):
             return [part]
         text = part.replace("{query}", query)
-        left, right = self._strips(index)
+        left, right = self._strips(parts, index)
         text = text.lstrip(_SPACE) if left else text
         text = text.rstrip(_SPACE) if right else text
         return self._model.tokenize(text, add_bos=False, special=False)
 
-    def _strips(self, index: int) -> tuple[bool, bool]:
-        """Whether the text part at ``index`` loses its whitespace on the left (after a token
-        that strips to its right) and on the right (before one that strips to its left)."""
-        parts, vocab = self._parts, self._model.vocab
+    def _strips(self, parts: list[int | str], index: int) -> tuple[bool, bool]:
+        """Whether the text part at ``index`` of ``parts`` loses its whitespace on the left
+        (after a token that strips to its right) and on the right (before one that strips to
+        its left)."""
+        vocab = self._model.vocab
         previous = parts[index - 1] if index > 0 else None
         following = parts[index + 1] if index + 1 < len(parts) else None
         left = isinstance(previous, int) and _attr(vocab, previous, lc.LLAMA_TOKEN_ATTR_RSTRIP)
@@ -230,7 +233,7 @@ def _cut(model: Model, template: str) -> list[int | str]:
     return parts
 
 
-def _attr(vocab, token: int, flags: int) -> bool:
+def _attr(vocab: lc.llama_vocab_p, token: int, flags: int) -> bool:
     return bool(lc.llama_vocab_get_attr(vocab, token) & flags)
 
 

@@ -16,7 +16,9 @@ from pathlib import Path
 __all__ = ["backend_of", "main", "probe"]
 
 # Names llama.cpp's system info line gives each GPU backend it was built with.
-_BACKENDS = (("CUDA", "cuda"), ("METAL", "metal"), ("HIP", "rocm"), ("ROCM", "rocm"))
+_BACKENDS: tuple[tuple[str, str], ...] = (
+    ("CUDA", "cuda"), ("METAL", "metal"), ("HIP", "rocm"), ("ROCM", "rocm"),
+)  # fmt: skip
 _BACKENDS += (("VULKAN", "vulkan"),)
 
 
@@ -28,7 +30,7 @@ def backend_of(system_info: str, supports_gpu_offload: bool) -> str:
     return next((name for key, name in _BACKENDS if key in upper), "gpu")
 
 
-def probe() -> dict:
+def probe() -> dict[str, object]:
     import llama_cpp as lc
 
     offload = bool(lc.llama_supports_gpu_offload())

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import math
 import random
+from typing import Any
 
 import llama_cpp as lc
 import numpy as np
 
-from ..types import InvalidRequestError, SamplingParams
+from ..types import InvalidRequestError, SamplingParams, SamplingSite
 from .backend_sampling import host_reason
 from .candidates import CandidateSampler
 from .json_grammar import schema_grammar
@@ -39,20 +40,26 @@ class SequenceSampler:
         self.seed = params.seed % (1 << 32) if params.seed is not None else random.getrandbits(32)
         self.on_backend = False
         self._model = model
-        self.chain = lc.llama_sampler_chain_init(lc.llama_sampler_chain_default_params())
+        chain = lc.llama_sampler_chain_init(lc.llama_sampler_chain_default_params())
+        self.chain: lc.llama_sampler_p | None = chain  # None once closed
         try:
-            self._build(model, params, prompt, backend)
+            self._build(chain, model, params, prompt, backend)
         except BaseException:
             self.close()
             raise
 
     @property
-    def where(self) -> str:
+    def where(self) -> SamplingSite:
         """``backend`` (in the graph) or ``host``, for the request's done frame."""
         return "backend" if self.on_backend else "host"
 
     def _build(
-        self, model: Model, params: SamplingParams, prompt: list[int], backend: bool
+        self,
+        chain: lc.llama_sampler_p,
+        model: Model,
+        params: SamplingParams,
+        prompt: list[int],
+        backend: bool,
     ) -> None:
         bias = dict(params.logit_bias)
         if params.ignore_eos:
@@ -75,7 +82,7 @@ class SequenceSampler:
             self._add_choice(params, greedy)
             return
         if CandidateSampler.usable(params.top_k, greedy, grammar is not None, model.n_vocab):
-            self._narrow = CandidateSampler(self.chain, 0 if greedy else params.top_k)
+            self._narrow = CandidateSampler(chain, 0 if greedy else params.top_k)
         if self._narrow is None and not LogitAdjuster.penalises(params, last_n):
             # llama.cpp's whole-array path reads the logits itself: a bias alone joins its
             # chain (llama.cpp adds it where the array is in vocabulary order: per token).
@@ -105,7 +112,7 @@ class SequenceSampler:
         self._add(lc.llama_sampler_init_temp(params.temperature))
         self._add(lc.llama_sampler_init_dist(self.seed))
 
-    def _add(self, sampler) -> None:
+    def _add(self, sampler: lc.llama_sampler_p) -> None:
         lc.llama_sampler_chain_add(self.chain, sampler)
 
     def _add_penalties(
@@ -133,17 +140,17 @@ class SequenceSampler:
             )
             self._add(lc.llama_sampler_init_logit_bias(model.n_vocab, len(bias), items))
 
-    def sample(self, ctx, row: int) -> int:
+    def sample(self, ctx: lc.llama_context_p, row: int) -> int:
         """Sample from the logits of batch row ``row`` and advance this chain's state."""
         adjuster, narrow = self._adjuster, self._narrow
         if not adjuster.active and narrow is None:
-            return lc.llama_sampler_sample(self.chain, ctx, row)
+            return int(lc.llama_sampler_sample(self.chain, ctx, row))
         logits = self._model.logits(ctx, row)
         undo = adjuster.apply(logits) if adjuster.active else None
         try:
             token = narrow.sample(logits) if narrow is not None else None
             if token is None:
-                token = lc.llama_sampler_sample(self.chain, ctx, row)
+                token = int(lc.llama_sampler_sample(self.chain, ctx, row))
         finally:
             if undo is not None:
                 adjuster.restore(logits, undo)
@@ -167,20 +174,23 @@ def _grammar_text(params: SamplingParams) -> str | None:
         raise InvalidRequestError(f"cannot turn the JSON schema into a grammar: {exc}") from None
 
 
-def token_logprobs(model: Model, ctx, row: int, token: int, top_n: int) -> dict:
+def token_logprobs(
+    model: Model, ctx: lc.llama_context_p, row: int, token: int, top_n: int
+) -> dict[str, Any]:
     """OpenAI-style logprobs of ``token``: log-softmax of the raw logits, plus the top ``top_n``."""
     logits = model.logits(ctx, row)
     peak = float(logits.max())
     log_total = peak + math.log(float(np.exp(logits - peak).sum()))
     entry = _entry(model, token, float(logits[token]) - log_total)
     top_n = min(top_n, model.n_vocab)
-    top = np.argpartition(-logits, top_n - 1)[:top_n] if top_n > 0 else []
+    none = np.empty(0, dtype=np.intp)
+    top = np.argpartition(-logits, top_n - 1)[:top_n] if top_n > 0 else none
     ranked = sorted(((float(logits[t]) - log_total, int(t)) for t in top), reverse=True)
     entry["top_logprobs"] = [_entry(model, t, lp) for lp, t in ranked]
     return entry
 
 
-def _entry(model: Model, token: int, logprob: float) -> dict:
+def _entry(model: Model, token: int, logprob: float) -> dict[str, Any]:
     data = model.token_bytes(token)
     text = data.decode(errors="replace")
     return {"id": token, "token": text, "logprob": logprob, "bytes": list(data)}

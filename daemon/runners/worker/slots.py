@@ -11,26 +11,33 @@ about as useful, a new request takes the one that keeps the busy ids consecutive
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .engine import Job
+    from .window import Checkpoint
 
 __all__ = ["Slot", "common_prefix", "pick_slot"]
 
 _REUSE_SLACK = 32  # tokens of prefix worth giving up to keep the batch in one pass
+# token ids, both of one kind: a list never equals a tuple, which the quick check relies on
+_Tokens = TypeVar("_Tokens", list[int], tuple[int, ...])
 
 
 @dataclass(eq=False)
 class Slot:
     seq_id: int
     cached: list[int] = field(default_factory=list)  # tokens whose KV this sequence holds
-    job: Any = None  # the generation using it, None when free
+    job: Job | None = None  # the generation using it, None when free
     shift: int = 0  # next position minus len(cached): negative after an M-RoPE image
-    checkpoints: list = field(default_factory=list)  # of its sliding-window cache (``window``)
+    # of its sliding-window cache (``window``)
+    checkpoints: list[Checkpoint] = field(default_factory=list)
     last_used: float = 0.0
 
 
-def common_prefix(a: list[int], b: list[int]) -> int:
+def common_prefix(a: _Tokens, b: _Tokens) -> int:
     n = min(len(a), len(b))
     if n == 0 or a[:n] == b[:n]:
         return n

@@ -27,13 +27,21 @@ decode (``backend_sampling``: llama.cpp samples one row per sequence there).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import llama_cpp as lc
 
 from ..types import DEFAULT_DRAFT, RunnerSpec
 from .draft_model import DraftModel, open_draft
 from .prompt_lookup import NgramIndex
+
+if TYPE_CHECKING:
+    from .batch import Batch
+    from .engine import Job
+    from .model import Model
+    from .slots import Slot
 
 __all__ = ["Speculator", "draft_stats"]
 
@@ -72,7 +80,11 @@ class Speculator:
     """Puts guesses into a step's batch and checks them after its decode."""
 
     def __init__(
-        self, memory, n_ctx: int, most: int = DEFAULT_DRAFT, draft: DraftModel | None = None
+        self,
+        memory: lc.llama_memory_t,
+        n_ctx: int,
+        most: int = DEFAULT_DRAFT,
+        draft: DraftModel | None = None,
     ):
         self.memory = memory
         self.n_ctx = n_ctx
@@ -82,18 +94,20 @@ class Speculator:
         self.accepted = 0
 
     @classmethod
-    def open(cls, model, spec: RunnerSpec, threads: int, memory) -> Speculator:
+    def open(
+        cls, model: Model, spec: RunnerSpec, threads: int, memory: lc.llama_memory_t
+    ) -> Speculator:
         """The engine's speculator, with the spec's draft model loaded (if it names one)."""
         return cls(memory, spec.num_ctx, spec.num_draft, open_draft(model, spec, threads))
 
-    def _source(self, job) -> NgramIndex | _DraftFollower:
+    def _source(self, job: Job) -> NgramIndex | _DraftFollower:
         """A draft model guesses for a sequence of text; one with images uses prompt lookup
         (the draft cannot see them)."""
         if self.draft_model is not None and not job.images:
-            return _DraftFollower(self.draft_model, job.slot)
-        return NgramIndex(job.slot.cached)
+            return _DraftFollower(self.draft_model, job.held)
+        return NgramIndex(job.held.cached)
 
-    def draft(self, active: list, batch) -> None:
+    def draft(self, active: list[Job], batch: Batch) -> None:
         """Add guesses after the token of each generating job in ``batch`` (jobs whose
         ``row`` is set and whose token is the last of ``slot.cached``)."""
         generating = [job for job in active if job.row >= 0]
@@ -105,7 +119,7 @@ class Speculator:
             state = job.speculation
             if state is None:
                 state = job.speculation = Speculation(self._source(job))
-            slot = job.slot
+            slot = job.held
             room = min(state.limit, self.n_ctx - len(slot.cached), batch.free)
             if job.max_tokens is not None:
                 room = min(room, job.max_tokens - job.completion - 1)
@@ -121,7 +135,7 @@ class Speculator:
     def totals(self) -> dict[str, int]:
         return {"draft_tokens": self.proposed, "draft_accepted": self.accepted}
 
-    def advance(self, job, advance) -> None:
+    def advance(self, job: Job, advance: Callable[[Job], None]) -> None:
         """Sample ``job``'s rows in order with ``advance`` (the engine's sample-and-emit step)
         while the guesses hold; just its one row when it guessed nothing this step."""
         state = job.speculation
@@ -130,7 +144,7 @@ class Speculator:
             return
         drafts, rows = state.drafts, state.rows
         state.drafts, state.rows = [], []
-        slot = job.slot
+        slot = job.held
         accepted = 0
         state.proposed += len(drafts)  # counted first: the job may end (and report) in this step
         for guess, row in zip(drafts, rows, strict=True):
@@ -155,13 +169,13 @@ class _DraftFollower:
     """The draft model's guesses for one slot's sequence."""
 
     draft: DraftModel
-    slot: object
+    slot: Slot
 
     def propose(self, most: int) -> list[int]:
         return self.draft.propose(self.slot.seq_id, self.slot.cached, most)
 
 
-def draft_stats(job) -> dict[str, int]:
+def draft_stats(job: Job) -> dict[str, int]:
     """The counts a finished job reports (zeros when it never guessed)."""
     state = job.speculation
     if state is None:

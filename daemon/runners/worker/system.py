@@ -34,7 +34,7 @@ class LogRouter:
         self._callback = lc.llama_log_callback(self._log)  # must outlive the process's use
         lc.llama_log_set(self._callback, ctypes.c_void_p(0))
 
-    def _log(self, level: int, text: bytes, _user) -> None:
+    def _log(self, level: int, text: bytes, _user: int | None) -> None:
         if level != _CONT:
             self._showing = self._verbose or level in (_WARN, _ERROR)
         decoded = text.decode(errors="replace")

@@ -78,7 +78,7 @@ class Vision:
             raise InvalidRequestError(
                 f"the prompt has {len(texts) - 1} places for images but {len(images)} came"
             )
-        bitmaps: list[int] = []
+        bitmaps: list[mtmd.mtmd_bitmap_p] = []
         chunks = mtmd.mtmd_input_chunks_init()
         try:
             for index, data in enumerate(images, 1):
@@ -94,7 +94,9 @@ class Vision:
             raise InvalidRequestError("the prompt must go on after its last image")
         return result
 
-    def evaluate(self, lctx, image: ImageSpan, pos: int, seq_id: int, n_batch: int) -> int:
+    def evaluate(
+        self, lctx: lc.llama_context_p, image: ImageSpan, pos: int, seq_id: int, n_batch: int
+    ) -> int:
         """Encode ``image`` and decode it into ``seq_id`` from ``pos``; the next position."""
         after = lc.llama_pos(0)
         status = mtmd.mtmd_helper_eval_chunk_single(
@@ -109,7 +111,7 @@ class Vision:
             mtmd.mtmd_free(self._ctx)
             self._ctx = None
 
-    def _bitmap(self, index: int, data: bytes):
+    def _bitmap(self, index: int, data: bytes) -> mtmd.mtmd_bitmap_p:
         buffer = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
         bitmap = mtmd.mtmd_helper_bitmap_init_from_buf(self._ctx, buffer, len(data), False)
         if not bitmap:
@@ -117,7 +119,13 @@ class Vision:
         mtmd.mtmd_bitmap_set_id(bitmap, hashlib.sha256(data).hexdigest().encode())
         return bitmap
 
-    def _tokenize_parts(self, chunks, texts: list[str], bitmaps: list, add_bos: bool) -> None:
+    def _tokenize_parts(
+        self,
+        chunks: mtmd.mtmd_input_chunks_p,
+        texts: list[str],
+        bitmaps: list[mtmd.mtmd_bitmap_p],
+        add_bos: bool,
+    ) -> None:
         keep: list[object] = []  # the ctypes objects the parts point to, alive until the call
         parts: list[mtmd.mtmd_input_part] = []
         for index, text in enumerate(texts):
@@ -135,7 +143,7 @@ class Vision:
         if status != 0:
             raise InvalidRequestError(f"the images could not be prepared (mtmd status {status})")
 
-    def _collect(self, chunks) -> ImagePrompt:
+    def _collect(self, chunks: mtmd.mtmd_input_chunks_p) -> ImagePrompt:
         result = ImagePrompt([])
         seen: dict[bytes, int] = {}  # image chunks so far per image (some models slice one)
         for i in range(mtmd.mtmd_input_chunks_size(chunks)):
@@ -160,7 +168,8 @@ def reusable_prefix(images: dict[int, ImageSpan], common: int, vision: Vision | 
     """How much of a cached prefix may be kept: never part of an image, and with M-RoPE
     (where positions stop matching indices after an image) nothing from the first on."""
     for start, image in images.items():
-        if start < common < start + image.n_tokens or (vision.mrope and start < common):
+        mrope = vision is not None and vision.mrope
+        if start < common < start + image.n_tokens or (mrope and start < common):
             common = start
     return common
 
@@ -168,4 +177,5 @@ def reusable_prefix(images: dict[int, ImageSpan], common: int, vision: Vision | 
 def _placeholders(key: bytes, count: int) -> list[int]:
     """``count`` negative ids that only this image (slice) produces."""
     seed = int.from_bytes(hashlib.sha256(key).digest()[:16], "little")
-    return (-np.random.default_rng(seed).integers(1, 2**31 - 1, count)).tolist()
+    ids: list[int] = (-np.random.default_rng(seed).integers(1, 2**31 - 1, count)).tolist()
+    return ids

@@ -23,8 +23,12 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import llama_cpp as lc
+
+if TYPE_CHECKING:
+    from .slots import Slot
 
 __all__ = ["MOST_CHECKPOINTS", "Checkpoint", "SlidingWindow", "holds", "reach"]
 
@@ -36,7 +40,7 @@ _PARTIAL = lc.LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY
 @dataclass(frozen=True, slots=True)
 class Checkpoint:
     tokens: int  # the sequence's length when it was taken: it resumes there
-    state: ctypes.Array  # what llama_state_seq_get_data_ext wrote
+    state: ctypes.Array[ctypes.c_uint8]  # what llama_state_seq_get_data_ext wrote
     size: int
 
 
@@ -62,7 +66,14 @@ class SlidingWindow:
     """The checkpoints of one context's sequences (``n_swa`` 0: a model without windows), at
     most ``slot_bytes`` of them per sequence (a window of a big model is hundreds of MB)."""
 
-    def __init__(self, ctx, memory, n_swa: int, n_batch: int, slot_bytes: int):
+    def __init__(
+        self,
+        ctx: lc.llama_context_p,
+        memory: lc.llama_memory_t,
+        n_swa: int,
+        n_batch: int,
+        slot_bytes: int,
+    ):
         self._ctx = ctx
         self._memory = memory
         self.n_swa = n_swa
@@ -71,21 +82,23 @@ class SlidingWindow:
 
     def window_start(self, seq_id: int) -> int:
         """The first position the sequence's window cache holds (0 when it holds all)."""
-        return max(0, lc.llama_memory_seq_pos_min(self._memory, seq_id)) if self.n_swa else 0
+        if not self.n_swa:
+            return 0
+        return max(0, int(lc.llama_memory_seq_pos_min(self._memory, seq_id)))
 
-    def saved_window_start(self, slot) -> int:
+    def saved_window_start(self, slot: Slot) -> int:
         """Where the window of a state saved from ``slot`` (``llama_state_seq_get_data``)
         starts: llama.cpp saves no cell the last token's window has left."""
         if not self.n_swa:
             return 0
         return max(self.window_start(slot.seq_id), len(slot.cached) - self.n_swa)
 
-    def reach(self, slot, keep: int) -> int:
+    def reach(self, slot: Slot, keep: int) -> int:
         """How many of ``slot``'s first ``keep`` tokens it can keep (see :func:`reach`)."""
         start = self.window_start(slot.seq_id) if keep < len(slot.cached) else 0
         return reach(keep, len(slot.cached), start, slot.checkpoints, self.n_swa)
 
-    def cut(self, slot, keep: int) -> int:
+    def cut(self, slot: Slot, keep: int) -> int:
         """Cut ``slot``'s sequence to at most its first ``keep`` tokens, restoring a
         checkpoint where its window no longer holds them; returns how many it keeps."""
         if keep >= len(slot.cached):
@@ -114,7 +127,7 @@ class SlidingWindow:
         wanted = {parted, system, end - self._n_batch, end}
         return sorted(p for p in wanted if max(start, self._n_batch) <= p <= end)
 
-    def take(self, slot) -> None:
+    def take(self, slot: Slot) -> None:
         """Copy ``slot``'s window state as a checkpoint at its current length."""
         tokens = len(slot.cached)
         if any(c.tokens == tokens for c in slot.checkpoints):
@@ -131,12 +144,12 @@ class SlidingWindow:
             del kept[_closest(kept)]
         slot.checkpoints = kept
 
-    def _restore(self, slot, tokens: int) -> bool:
+    def _restore(self, slot: Slot, tokens: int) -> bool:
         (checkpoint,) = (c for c in slot.checkpoints if c.tokens == tokens)
         loaded = lc.llama_state_seq_set_data_ext(
             self._ctx, checkpoint.state, checkpoint.size, slot.seq_id, _PARTIAL
         )
-        return loaded != 0
+        return bool(loaded != 0)
 
 
 def _tokens(checkpoint: Checkpoint) -> int:
