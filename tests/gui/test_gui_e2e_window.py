@@ -63,3 +63,20 @@ def test_every_button_has_a_name_to_say(qtbot, window):
             if reachable and not (button.text() or button.accessibleName()):
                 unnamed.append(f"{title}: {type(button).__name__} {button.toolTip()!r}")
     assert not unnamed, unnamed
+
+
+def test_each_entry_of_the_navigation_shows_its_own_page(window):
+    own = {
+        "Chat": window.chat_page,
+        "Models": window.models_page,
+        "Discover": window.discover_page,
+        "Downloads": window.downloads_page,
+        "Server": window.server_page,
+        "Tools": window.tools_page,
+        "Settings": window.settings_page,
+    }
+    assert [window.nav.item(row).text() for row in range(window.nav.count())] == list(own)
+    for title, page in own.items():
+        window.show_page(title)
+        assert window.pages.currentWidget() is page, title
+    assert window.pages.count() == len(own)

@@ -118,21 +118,22 @@ class MainWindow(QMainWindow):
         # what the chat's model would take: at the Settings page's context, at a chat's settings
         self.context_plan = SettingPlan(s.gateway, s.net, self)
         self.chat_plan = SettingPlan(s.gateway, s.net, self)
+        by_title: dict[str, QWidget] = {
+            "Chat": self.chat_page,
+            "Models": self.models_page,
+            "Discover": self.discover_page,
+            "Downloads": self.downloads_page,
+            "Server": self.server_page,
+            "Tools": self.tools_page,
+            "Settings": self.settings_page,
+        }
         self.pages = QStackedWidget()
-        for page in (
-            self.chat_page,
-            self.models_page,
-            self.discover_page,
-            self.downloads_page,
-            self.server_page,
-            self.tools_page,
-            self.settings_page,
-        ):
-            self.pages.addWidget(page)
         self.nav = QListWidget(objectName="nav", accessibleName="Pages")
         self.nav.setFixedWidth(164)
-        for title, icon in PAGES:
+        for title, icon in PAGES:  # the one order: each entry and its page added together
+            self.pages.addWidget(by_title.pop(title))
             self.nav.addItem(QListWidgetItem(self.icons.get(icon), title))
+        assert not by_title, f"pages missing from PAGES: {sorted(by_title)}"
         self.nav.currentRowChanged.connect(self.pages.setCurrentIndex)
         self.offline = Banner(self.icons)  # the hub cannot be reached: said once, up here
         self.offline.add_action("Import a GGUF file…", lambda: self._import(None))
