@@ -58,7 +58,7 @@ def test_answers_about_the_daemon(client, root):
     server = client.server()
     assert isinstance(server, ServerResponse)
     assert (server.host, server.lan, server.api_key_set) == ("127.0.0.1", False, False)
-    assert f":{server.port}" in str(client._http.base_url)
+    assert f":{server.port}" in str(client._connection.base_url)
     assert client.logs(lines=5) == ""  # this daemon writes no log file
 
 

@@ -100,7 +100,7 @@ def test_bad_input_is_a_clear_400_without_directories(client, root):
 
 def _raw(client: Client, path: str):
     """``import_file`` makes paths absolute; send this one as it is."""
-    return client._ndjson(ImportProgress, "/api/import", {"path": path})
+    return client._connection.ndjson(ImportProgress, "/api/import", {"path": path})
 
 
 def test_a_caller_beyond_loopback_without_a_key_may_not_import(tmp_path):

@@ -9,9 +9,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["ImportProgress", "ImportRequest", "LocalModelOut", "LocalModelsResponse"]
+__all__ = ["ImportMode", "ImportProgress", "ImportRequest", "LocalModelOut", "LocalModelsResponse"]
 
-ImportMode = Literal["auto", "link", "copy"]
+ImportMode = Literal["auto", "link", "copy"]  # how /api/import adds a file to the store
 Placement = Literal["linked", "cloned", "copied", "present"]
 
 

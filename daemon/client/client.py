@@ -9,7 +9,8 @@ Error responses, and ``{"error": ...}`` lines in the middle of a stream, come ba
 exceptions (``ModelNotFound``, ``BadRequest``, ``ServerBusy``, ``Unauthorized``,
 ``Forbidden``, ``ServerError``, also for an answer that is not JSON; ``DaemonUnavailable``
 when nothing answers, ``DaemonTimeout`` when the daemon took the request but did not answer
-within ``timeout``). The remotes calls live in ``daemon.client.remotes``.
+within ``timeout``). This class says which path each call takes, remotes (``/api/remotes``)
+included; how a request goes out and its answer comes back is ``daemon.client.connection``'s.
 
 ``DaemonClient`` (``daemon.client.protocol``) is this class's interface, for front ends to
 annotate against and test stand-ins to implement. To test without sockets pass
@@ -24,6 +25,7 @@ import hashlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -59,19 +61,12 @@ from localllm.daemon.api import (
     VerifyResponse,
     VersionResponse,
 )
-from localllm.daemon.client.answers import (
-    Answer,
-    json_body,
-    json_or_text,
-    ndjson_objects,
-    parsed,
-    sse_objects,
-)
-from localllm.daemon.client.errors import DaemonTimeout, DaemonUnavailable, raise_for_body
-from localllm.daemon.client.local_models import LocalModelCalls
+from localllm.daemon.api.local_models import ImportMode, ImportProgress, LocalModelsResponse
+from localllm.daemon.api.remotes import RemoteAddRequest, RemoteInfo, RemoteList
+from localllm.daemon.client.answers import Answer
+from localllm.daemon.client.connection import Connection
+from localllm.daemon.client.errors import ModelNotFound, RemoteNotFound
 from localllm.daemon.client.protocol import Progress
-from localllm.daemon.client.remotes import RemoteCalls
-from localllm.daemon.security.keys import ADMIN_HEADER
 
 __all__ = ["DEFAULT_BASE_URL", "Client"]
 
@@ -79,7 +74,7 @@ DEFAULT_BASE_URL = "http://127.0.0.1:11435"
 _CHUNK = 1 << 20
 
 
-class Client(LocalModelCalls, RemoteCalls):
+class Client:
     def __init__(
         self,
         base_url: str = DEFAULT_BASE_URL,
@@ -92,16 +87,17 @@ class Client(LocalModelCalls, RemoteCalls):
     ):
         """``admin_token`` reads the daemon's admin token when a call needs it (adding or
         removing a remote): only the front ends of the daemon's own user have one."""
-        self._admin_token = admin_token
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        if user_agent:  # the daemon's request log names it (the app hides its own requests)
-            headers["User-Agent"] = user_agent
-        self._http = httpx.Client(
-            base_url=base_url, headers=headers, timeout=timeout, transport=transport
+        self._connection = Connection(
+            base_url,
+            api_key=api_key,
+            timeout=timeout,
+            transport=transport,
+            user_agent=user_agent,
+            admin_token=admin_token,
         )
 
     def close(self) -> None:
-        self._http.close()
+        self._connection.close()
 
     def __enter__(self) -> Client:
         return self
@@ -111,45 +107,47 @@ class Client(LocalModelCalls, RemoteCalls):
 
     # -- the daemon -------------------------------------------------------------------------
     def health(self) -> HealthResponse:
-        return self._answer(HealthResponse, "GET", "/health")
+        return self._connection.answer(HealthResponse, "GET", "/health")
 
     def version(self) -> str:
-        return self._answer(VersionResponse, "GET", "/api/version").version
+        return self._connection.answer(VersionResponse, "GET", "/api/version").version
 
     def system(self) -> SystemResponse:
-        return self._answer(SystemResponse, "GET", "/api/system")
+        return self._connection.answer(SystemResponse, "GET", "/api/system")
 
     def logs(self, lines: int = 200) -> str:
-        return self._answer(LogsResponse, "GET", "/api/logs", params={"lines": lines}).text
+        return self._connection.answer(
+            LogsResponse, "GET", "/api/logs", params={"lines": lines}
+        ).text
 
     def server(self) -> ServerResponse:
         """How the daemon is served: host, port, lan (beyond loopback), api_key_set."""
-        return self._answer(ServerResponse, "GET", "/api/server")
+        return self._connection.answer(ServerResponse, "GET", "/api/server")
 
     def shutdown(self) -> None:
         """Ask the daemon to exit gracefully (it accepts only from this machine)."""
-        self._request("POST", "/api/shutdown")
+        self._connection.request("POST", "/api/shutdown")
 
     # -- models -----------------------------------------------------------------------------
     def list_models(self) -> list[ModelSummary]:
-        return self._answer(TagsResponse, "GET", "/api/tags").models
+        return self._connection.answer(TagsResponse, "GET", "/api/tags").models
 
     def list_openai_models(self) -> list[Model]:
-        return self._answer(ModelList, "GET", "/v1/models").data
+        return self._connection.answer(ModelList, "GET", "/v1/models").data
 
     def running(self) -> list[RunningModel]:
-        return self._answer(RunningResponse, "GET", "/api/ps").models
+        return self._connection.answer(RunningResponse, "GET", "/api/ps").models
 
     def show(self, name: str, verbose: bool = False) -> ShowResponse:
         body = {"model": name, "verbose": verbose}
-        return self._answer(ShowResponse, "POST", "/api/show", json=body)
+        return self._connection.answer(ShowResponse, "POST", "/api/show", json=body)
 
     def plan(self, name: str, options: Mapping[str, Any] | None = None) -> PlanResponse:
         """What loading ``name`` with ``options`` (a chat's: ``num_ctx``, ``num_parallel``,
         ``kv_cache_type``...) would take in memory, part by part, and whether it fits; nothing
         loads."""
         body = {"model": name, "options": dict(options or {})}
-        return self._answer(PlanResponse, "POST", "/api/plan", json=body)
+        return self._connection.answer(PlanResponse, "POST", "/api/plan", json=body)
 
     def hub_plan(
         self,
@@ -161,41 +159,43 @@ class Client(LocalModelCalls, RemoteCalls):
         """``plan`` for a quant on Hugging Face not downloaded yet (``file``, its first GGUF
         file, or ``quant`` as a pull names it): the daemon reads only its header."""
         body = _fields(repo=repo, file=file, quant=quant, options=dict(options or {}))
-        return self._answer(PlanResponse, "POST", "/api/plan", json=body)
+        return self._connection.answer(PlanResponse, "POST", "/api/plan", json=body)
 
     def delete(self, name: str) -> None:
-        self._request("DELETE", "/api/delete", json={"model": name})
+        self._connection.request("DELETE", "/api/delete", json={"model": name})
 
     def copy(self, source: str, destination: str) -> None:
-        self._request("POST", "/api/copy", json={"source": source, "destination": destination})
+        self._connection.request(
+            "POST", "/api/copy", json={"source": source, "destination": destination}
+        )
 
     def unload(self, name: str) -> None:
-        self._request("POST", "/api/generate", json={"model": name, "keep_alive": 0})
+        self._connection.request("POST", "/api/generate", json={"model": name, "keep_alive": 0})
 
     def prune(self) -> PruneResponse:
-        return self._answer(PruneResponse, "POST", "/api/prune")
+        return self._connection.answer(PruneResponse, "POST", "/api/prune")
 
     def verify(self) -> VerifyResponse:
-        return self._answer(VerifyResponse, "POST", "/api/verify")
+        return self._connection.answer(VerifyResponse, "POST", "/api/verify")
 
     # -- pulls ------------------------------------------------------------------------------
     def pull(self, name: str) -> Iterator[ProgressResponse]:
         """Progress events; closing the iterator stops watching, not the pull."""
         body = {"model": name, "stream": True}
-        return self._ndjson(ProgressResponse, "/api/pull", body)
+        return self._connection.ndjson(ProgressResponse, "/api/pull", body)
 
     def resume_pull(self, name: str) -> Iterator[ProgressResponse]:
         body = {"model": name, "stream": True}
-        return self._ndjson(ProgressResponse, "/api/pull/resume", body)
+        return self._connection.ndjson(ProgressResponse, "/api/pull/resume", body)
 
     def pause_pull(self, name: str) -> None:
-        self._request("POST", "/api/pull/pause", json={"model": name})
+        self._connection.request("POST", "/api/pull/pause", json={"model": name})
 
     def cancel_pull(self, name: str) -> None:
-        self._request("POST", "/api/pull/cancel", json={"model": name})
+        self._connection.request("POST", "/api/pull/cancel", json={"model": name})
 
     def pulls(self) -> list[PullRecordOut]:
-        return self._answer(PullListResponse, "GET", "/api/pulls").pulls
+        return self._connection.answer(PullListResponse, "GET", "/api/pulls").pulls
 
     # -- generating -------------------------------------------------------------------------
     def chat(
@@ -247,29 +247,29 @@ class Client(LocalModelCalls, RemoteCalls):
     def embed(self, model: str, input: str | Sequence[str]) -> EmbedResponse:
         text = input if isinstance(input, str) else list(input)
         body = {"model": model, "input": text}
-        return self._answer(EmbedResponse, "POST", "/api/embed", json=body)
+        return self._connection.answer(EmbedResponse, "POST", "/api/embed", json=body)
 
     def rerank(self, model: str, query: str, documents: Sequence[str]) -> NativeRerankResponse:
         """Every document's relevance to ``query`` (``/api/rerank``), best first."""
         body = {"model": model, "query": query, "documents": list(documents)}
-        return self._answer(NativeRerankResponse, "POST", "/api/rerank", json=body)
+        return self._connection.answer(NativeRerankResponse, "POST", "/api/rerank", json=body)
 
     def openai_chat(
         self, model: str, messages: Sequence[Mapping[str, Any]], **fields: Any
     ) -> Iterator[ChatCompletionChunk]:
         """Stream an OpenAI chat completion chunk by chunk (``fields``: any request field)."""
         body = {**fields, "model": model, "messages": list(messages), "stream": True}
-        return self._stream(ChatCompletionChunk, "/v1/chat/completions", body, sse=True)
+        return self._connection.sse(ChatCompletionChunk, "/v1/chat/completions", body)
 
     def chat_once(
         self, model: str, messages: Sequence[Mapping[str, Any]], **fields: Any
     ) -> ChatCompletion:
         body = {**fields, "model": model, "messages": list(messages), "stream": False}
-        return self._answer(ChatCompletion, "POST", "/v1/chat/completions", json=body)
+        return self._connection.answer(ChatCompletion, "POST", "/v1/chat/completions", json=body)
 
     # -- blobs and create -------------------------------------------------------------------
     def blob_exists(self, digest: str) -> bool:
-        response = self._request("HEAD", f"/api/blobs/{digest}", allowed=(404,))
+        response = self._connection.request("HEAD", f"/api/blobs/{digest}", allowed=(404,))
         return response.status_code == 200
 
     def upload_blob(
@@ -280,7 +280,7 @@ class Client(LocalModelCalls, RemoteCalls):
         total = path.stat().st_size
         headers = {"Content-Length": str(total), "Content-Type": "application/octet-stream"}
         body = _file_chunks(path, total, on_progress)
-        self._request("POST", f"/api/blobs/{digest}", content=body, headers=headers)
+        self._connection.request("POST", f"/api/blobs/{digest}", content=body, headers=headers)
 
     def create(
         self, name: str, modelfile: str, files: Mapping[str, str], quantize: str | None = None
@@ -288,7 +288,7 @@ class Client(LocalModelCalls, RemoteCalls):
         """Create ``name`` from Modelfile text; ``files`` maps each FROM/ADAPTER reference
         to the digest of a blob already uploaded."""
         body = _fields(model=name, modelfile=modelfile, files=dict(files), quantize=quantize)
-        return self._ndjson(ProgressResponse, "/api/create", {**body, "stream": True})
+        return self._connection.ndjson(ProgressResponse, "/api/create", {**body, "stream": True})
 
     def create_from_file(
         self, name: str, path: Path | str, quantize: str | None = None
@@ -309,71 +309,66 @@ class Client(LocalModelCalls, RemoteCalls):
     # -- the hub ----------------------------------------------------------------------------
     def hub_catalog(self) -> list[CatalogModel]:
         """The curated short names (``GET /api/hub/catalog``); needs no internet."""
-        return self._answer(CatalogResponse, "GET", "/api/hub/catalog").models
+        return self._connection.answer(CatalogResponse, "GET", "/api/hub/catalog").models
 
     def hub_search(self, query: str, limit: int = 20) -> list[HubRepo]:
         params = {"q": query, "limit": limit}
-        return self._answer(HubSearchResponse, "GET", "/api/hub/search", params=params).models
+        return self._connection.answer(
+            HubSearchResponse, "GET", "/api/hub/search", params=params
+        ).models
 
     def hub_files(self, repo: str) -> list[HubFile]:
         params = {"repo": repo}
-        return self._answer(HubFilesResponse, "GET", "/api/hub/files", params=params).files
+        return self._connection.answer(
+            HubFilesResponse, "GET", "/api/hub/files", params=params
+        ).files
 
-    # -- plumbing ---------------------------------------------------------------------------
+    # -- models already on this computer ----------------------------------------------------
+    def local_models(self) -> LocalModelsResponse:
+        """GGUF models the daemon found in other apps' folders and the folders it was given."""
+        return self._connection.answer(LocalModelsResponse, "GET", "/api/local-models")
+
+    def import_file(
+        self, path: Path | str, name: str | None = None, mode: ImportMode = "auto"
+    ) -> Iterator[ImportProgress]:
+        """Add a GGUF file on the daemon's machine: ``auto`` links it into the store where the
+        file system allows and copies it otherwise; ``link`` never copies; ``copy`` always."""
+        body: dict[str, Any] = {"path": str(Path(path).absolute()), "mode": mode, "stream": True}
+        if name:
+            body["name"] = name
+        return self._connection.ndjson(ImportProgress, "/api/import", body)
+
+    # -- remotes (engines elsewhere, their models served as ``NAME/<model id>``) ------------
+    def remotes(self) -> RemoteList:
+        """Every remote with its replicas' health, latency, in-flight requests and the models
+        it last listed (the daemon's cached view; never waits on a slow remote)."""
+        return self._connection.answer(RemoteList, "GET", "/api/remotes")
+
+    def add_remote(self, request: RemoteAddRequest) -> RemoteInfo:
+        """``BadRequest`` for a bad name or URL, ``Conflict`` for a name taken."""
+        body = request.model_dump(mode="json", exclude_none=True)
+        headers = self._connection.admin_headers()  # a change of where data goes
+        return self._connection.answer(
+            RemoteInfo, "POST", "/api/remotes", json=body, headers=headers
+        )
+
+    def remove_remote(self, name: str) -> None:
+        """``RemoteNotFound`` for a name no remote has."""
+        path = f"/api/remotes/{quote(name, safe='')}"
+        try:
+            self._connection.request("DELETE", path, headers=self._connection.admin_headers())
+        except ModelNotFound as error:
+            raise RemoteNotFound(error.message, error.status, error.code) from None
+
+    # -- helpers ----------------------------------------------------------------------------
     def _generating(
         self, model: type[Answer], path: str, body: Mapping[str, Any], stream: bool
     ) -> Iterator[Answer]:
+        """A native generation: a stream of chunks, or its one answer as a stream of one."""
         if stream:
-            return self._ndjson(model, path, {**body, "stream": True})
-        return iter([self._answer(model, "POST", path, json={**body, "stream": False})])
-
-    def _admin_headers(self) -> dict[str, str]:
-        token = self._admin_token() if self._admin_token is not None else None
-        return {ADMIN_HEADER: token} if token else {}
-
-    def _answer(self, model: type[Answer], method: str, path: str, **kwargs: Any) -> Answer:
-        return parsed(model, self._json(method, path, **kwargs), path)
-
-    def _json(self, method: str, path: str, **kwargs: Any) -> Any:
-        return json_body(self._request(method, path, **kwargs), path)
-
-    def _request(
-        self, method: str, path: str, allowed: tuple[int, ...] = (), **kwargs: Any
-    ) -> httpx.Response:
-        try:
-            response = self._http.request(method, path, **kwargs)
-        except httpx.TransportError as error:
-            raise self._unavailable(error) from None
-        if response.status_code >= 400 and response.status_code not in allowed:
-            raise_for_body(response.status_code, json_or_text(response))
-        return response
-
-    def _ndjson(self, model: type[Answer], path: str, body: Mapping[str, Any]) -> Iterator[Answer]:
-        return self._stream(model, path, body, sse=False)
-
-    def _stream(
-        self, model: type[Answer], path: str, body: Mapping[str, Any], sse: bool
-    ) -> Iterator[Answer]:
-        try:
-            with self._http.stream("POST", path, json=dict(body)) as response:
-                if response.status_code >= 400:
-                    response.read()
-                    raise_for_body(response.status_code, json_or_text(response))
-                for data in (sse_objects if sse else ndjson_objects)(response, path):
-                    yield parsed(model, data, path)
-        except httpx.TransportError as error:
-            raise self._unavailable(error) from None
-
-    def _unavailable(self, error: httpx.TransportError) -> DaemonUnavailable:
-        """What a failure before an answer means: a wait for one that ran out is a daemon
-        that is there but busy; anything else (refused, no route...) one not reached."""
-        url, timeout = self._http.base_url, self._http.timeout
-        if isinstance(error, httpx.ReadTimeout) and timeout.read is not None:
-            return DaemonTimeout(
-                f"the daemon at {url} did not answer within {timeout.read:g} seconds; it may "
-                "be busy (loading a model, a long prompt): try again once it is done"
-            )
-        return DaemonUnavailable(f"cannot reach the daemon at {url}: {error}")
+            return self._connection.ndjson(model, path, {**body, "stream": True})
+        body = {**body, "stream": False}
+        return iter([self._connection.answer(model, "POST", path, json=body)])
 
 
 def _fields(**fields: Any) -> dict[str, Any]:

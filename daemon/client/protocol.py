@@ -34,7 +34,7 @@ from localllm.daemon.api import (
     SystemResponse,
     VerifyResponse,
 )
-from localllm.daemon.api.local_models import ImportProgress, LocalModelsResponse
+from localllm.daemon.api.local_models import ImportMode, ImportProgress, LocalModelsResponse
 from localllm.daemon.api.remotes import RemoteAddRequest, RemoteInfo, RemoteList
 
 __all__ = ["DaemonClient", "Progress"]
@@ -128,7 +128,7 @@ class DaemonClient(Protocol):
     # models already on this computer
     def local_models(self) -> LocalModelsResponse: ...
     def import_file(
-        self, path: Path | str, name: str | None = None, mode: str = "auto"
+        self, path: Path | str, name: str | None = None, mode: ImportMode = "auto"
     ) -> Iterator[ImportProgress]: ...
 
     # the hub

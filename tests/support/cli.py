@@ -47,7 +47,12 @@ from localllm.daemon.api import (
     SystemResponse,
     VerifyResponse,
 )
-from localllm.daemon.api.local_models import ImportProgress, LocalModelOut, LocalModelsResponse
+from localllm.daemon.api.local_models import (
+    ImportMode,
+    ImportProgress,
+    LocalModelOut,
+    LocalModelsResponse,
+)
 from localllm.daemon.client import DaemonClient, ModelNotFound
 from localllm.daemon.client.protocol import Progress
 from tests.support.fake_remotes import FakeRemotes
@@ -386,7 +391,7 @@ class FakeClient(FakeRemotes):
         return LocalModelsResponse(models=list(self.found), truncated=False)
 
     def import_file(
-        self, path: Path | str, name: str | None = None, mode: str = "auto"
+        self, path: Path | str, name: str | None = None, mode: ImportMode = "auto"
     ) -> Iterator[ImportProgress]:
         self.calls.append(("import_file", Path(path).name, name, mode))
         yield ImportProgress(status="success", model=name or Path(path).stem, copied_bytes=0)
