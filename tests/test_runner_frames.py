@@ -17,6 +17,7 @@ import pytest
 from localllm.daemon.inference.thinking_run import add_parts
 from localllm.daemon.runners.frames import (
     DoneEv,
+    ErrorEv,
     Event,
     ProtocolError,
     Request,
@@ -141,6 +142,14 @@ def test_a_value_of_the_wrong_type_is_refused():
     for wrong in ({"id": "1"}, {"id": True}, {"ids": "12"}, {"ids": [1.5]}, {"text": None}):
         with pytest.raises(ProtocolError):
             decode_event({**token, **wrong})
+
+
+def test_an_error_of_an_unknown_kind_is_refused():
+    """A kind the daemon does not know would be raised again as the wrong error."""
+    error = encode(filled(ErrorEv))
+    assert decode_event({**error, "kind": "invalid_request"}).kind == "invalid_request"
+    with pytest.raises(ProtocolError, match="expected one of"):
+        decode_event({**error, "kind": "context overflow"})
 
 
 def test_add_parts_keeps_every_field():

@@ -29,7 +29,7 @@ import dataclasses
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from .types import (
     ContextOverflowError,
@@ -210,13 +210,16 @@ class ResultEv:
     value: Any  # the answer to embed, rerank, tokenize or status, as JSON
 
 
+ErrorKind = Literal["context_overflow", "invalid_request", "error"]
+
+
 @dataclass(frozen=True, slots=True)
 class ErrorEv:
     """A request failed; ``kind`` says which :class:`RunnerError` to raise again."""
 
     TAG: ClassVar[str] = "error"
     id: int
-    kind: str  # "context_overflow", "invalid_request" or "error"
+    kind: ErrorKind
     message: str
     prompt_tokens: int = 0  # the three numbers of a context overflow
     context: int = 0
@@ -227,7 +230,7 @@ class ErrorEv:
         if isinstance(exc, ContextOverflowError):
             counts = (exc.prompt_tokens, exc.context, exc.at_least)
             return cls(rid, "context_overflow", str(exc), *counts)
-        kind = "invalid_request" if isinstance(exc, InvalidRequestError) else "error"
+        kind: ErrorKind = "invalid_request" if isinstance(exc, InvalidRequestError) else "error"
         return cls(rid, kind, str(exc))
 
     def error(self) -> RunnerError:
@@ -407,6 +410,10 @@ def _decode_value(hint: Any, value: Any) -> Any:
     if hint in _PAYLOADS:
         return _PAYLOADS[hint][1](value)
     if hint is Any:
+        return value
+    if typing.get_origin(hint) is Literal:
+        if value not in typing.get_args(hint):
+            raise ProtocolError(f"expected one of {typing.get_args(hint)}, got {value!r:.80}")
         return value
     if typing.get_origin(hint) is tuple:
         if not isinstance(value, list):
