@@ -11,10 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from localllm.app.gui.state.daemon_control import DaemonControl
 from localllm.app.gui.state.gateway import ChatTurn, Gateway, GatewayError
 from localllm.app.gui.state.records import ChatDelta, ChatDone, PullProgress
 from localllm.daemon.api import (
@@ -28,6 +30,7 @@ from localllm.daemon.api import (
     SystemResponse,
 )
 from localllm.daemon.client import DaemonTimeout, DaemonUnavailable, ServerError
+from localllm.daemon.settings import Settings
 from tests.support.cli import SHOW, WHEN, FakeClient, running_model, signature_drift, text_chunk
 
 QWEN = ModelSummary(
@@ -221,3 +224,28 @@ def test_a_final_chunk_that_still_carries_text_loses_none_of_it():
     )
     events = list(Gateway(FakeClient(chat_chunks=[last])).chat("m", [ChatTurn("user", "hi")]))
     assert events == [ChatDelta("Bye"), ChatDone(eval_count=1)]
+
+
+# the data folders the Settings page lists
+
+
+def test_the_data_folders_name_the_daemons_models_and_logs_folders(tmp_path: Path):
+    settings = Settings(
+        data_dir=tmp_path,
+        config_dir=tmp_path,
+        models_dir=tmp_path / "models",
+        log_dir=tmp_path / "logs",
+    )
+    gateway = Gateway(None, DaemonControl(settings))
+    assert gateway.data_folders(tmp_path / "chats") == (
+        ("Models", tmp_path / "models"),
+        ("Chats and documents", tmp_path / "chats"),
+        ("Logs", tmp_path / "logs"),
+    )
+
+
+def test_without_a_daemon_control_only_the_chats_folder_is_listed(tmp_path: Path):
+    gateway = Gateway(None)
+    assert gateway.data_folders(tmp_path / "chats") == (
+        ("Chats and documents", tmp_path / "chats"),
+    )

@@ -56,6 +56,7 @@ from localllm.app.gui.state.records import (
 )
 from localllm.app.gui.state.remotes import RemoteStatus, remote_status
 from localllm.daemon.api import ServerResponse
+from localllm.daemon.api.local_models import ImportMode
 from localllm.daemon.api.remotes import RemoteAddRequest
 from localllm.daemon.client import Client, DaemonClient, DaemonUnavailable
 from localllm.daemon.client.launcher import admin_token_reader
@@ -155,6 +156,18 @@ class Gateway:
 
     # the daemon itself
 
+    def data_folders(self, chats_dir: Path) -> tuple[tuple[str, Path], ...]:
+        """The folders the app keeps data in, as the Settings page lists them to open: the
+        daemon's models and logs where this window knows its settings, and the chats'."""
+        if self.control is None:  # a client stood in (tests): only the chats are ours to show
+            return (("Chats and documents", chats_dir),)
+        settings = self.control.settings
+        return (
+            ("Models", settings.models_dir),
+            ("Chats and documents", chats_dir),
+            ("Logs", settings.log_dir),
+        )
+
     def version(self) -> str:
         return call(lambda: self._short().version())
 
@@ -169,9 +182,10 @@ class Gateway:
 
     def set_lan(self, enabled: bool) -> ServerInfo:
         """Restart the daemon for (or off) the local network; slow (seconds)."""
-        if self.control is None:
+        control = self.control
+        if control is None:
             raise GatewayError("This window did not start the daemon and cannot restart it.")
-        key = call(lambda: self.control.switch(enabled, self._stop_daemon))
+        key = call(lambda: control.switch(enabled, self._stop_daemon))
         with self._lock:
             self._use_key(key)
         return self.server_info()
@@ -277,7 +291,7 @@ class Gateway:
         """Models the daemon found in other apps' folders (a scan: seconds at most)."""
         return tuple(map(found_model, call(lambda: self._long().local_models().models)))
 
-    def import_found(self, path: str, name: str, mode: str = "auto") -> Iterator[ImportStep]:
+    def import_found(self, path: str, name: str, mode: ImportMode = "auto") -> Iterator[ImportStep]:
         return stream(lambda: self._long().import_file(path, name=name, mode=mode), import_step)
 
     # chat

@@ -1,6 +1,8 @@
 """The main window: navigation, the pages, the banners that concern every page (offline; a GPU
 the llama.cpp build leaves unused), the status bar, shortcuts, and what is remembered between
 runs (size, position, last chat, last model, the Settings page's choices) in ``QSettings``.
+Which model new chats use and which chat opens are decided by ``ChatChoice`` (Qt-free); the
+window wires its signals and shows what it decides.
 
 The window never grows by itself: its minimum size is set here, so a page that asks for more
 room (the chat settings opening at 1,024 px) is laid out within the width the user chose.
@@ -32,10 +34,10 @@ from localllm.app.gui.services.bundle import Services
 from localllm.app.gui.services.hub import OFFLINE_BANNER
 from localllm.app.gui.services.setting_plan import SettingPlan
 from localllm.app.gui.state.chat.records import ChatOptions
-from localllm.app.gui.state.chat.session import ChatSession
+from localllm.app.gui.state.chat_choice import ChatChoice
 from localllm.app.gui.state.gateway import DEFAULT_BASE_URL
 from localllm.app.gui.state.preferences import Preferences
-from localllm.app.gui.state.records import SystemInfo
+from localllm.app.gui.state.records import InstalledModel, SystemInfo
 from localllm.app.gui.state.setting_plan import memory_options
 from localllm.app.gui.views.chat_page import ChatPage
 from localllm.app.gui.views.discover_page import DiscoverPage
@@ -84,6 +86,7 @@ class MainWindow(QMainWindow):
         self.setWindowIcon(self.icons.app_icon())
         self.setMinimumSize(*MINIMUM_SIZE)
         s = services
+        self.choice = ChatChoice(s.chat, s.chat.conversations, settings)
         self.preferences = Preferences.read(
             settings.value(THEME_KEY, "system"), settings.value(CONTEXT_KEY, "")
         )
@@ -108,12 +111,7 @@ class MainWindow(QMainWindow):
         self.downloads_page = DownloadsPage(s.downloads)
         self.server_page = ServerPage(s.server, base_url or DEFAULT_BASE_URL, icons=self.icons)
         self.tools_page = ToolsPage(s.tools)
-        folders = (
-            ("Models", s.gateway.control.settings.models_dir if s.gateway.control else ""),
-            ("Chats and documents", s.chat.data_dir),
-            ("Logs", s.gateway.control.settings.log_dir if s.gateway.control else ""),
-        )
-        folders = tuple((what, path) for what, path in folders if path)
+        folders = s.gateway.data_folders(s.chat.data_dir)
         self.settings_page = SettingsPage(self.preferences, s.server.running, folders)
         # what the chat's model would take: at the Settings page's context, at a chat's settings
         self.context_plan = SettingPlan(s.gateway, s.net, self)
@@ -128,7 +126,9 @@ class MainWindow(QMainWindow):
             "Settings": self.settings_page,
         }
         self.pages = QStackedWidget()
-        self.nav = QListWidget(objectName="nav", accessibleName="Pages")
+        self.nav = QListWidget()
+        self.nav.setObjectName("nav")
+        self.nav.setAccessibleName("Pages")
         self.nav.setFixedWidth(164)
         for title, icon in PAGES:  # the one order: each entry and its page added together
             self.pages.addWidget(by_title.pop(title))
@@ -157,13 +157,15 @@ class MainWindow(QMainWindow):
         self.nav.setCurrentRow(0)
 
     def _frame(self) -> QWidget:
-        brand = QLabel("localllm", objectName="sectionTitle")
+        brand = QLabel("localllm")
+        brand.setObjectName("sectionTitle")
         brand.setContentsMargins(SPACE.md, SPACE.sm, 0, SPACE.sm)
         left = QVBoxLayout()
         left.setContentsMargins(SPACE.sm, SPACE.sm, SPACE.sm, SPACE.sm)
         left.addWidget(brand)
         left.addWidget(self.nav, 1)
-        page = QWidget(objectName="page")
+        page = QWidget()
+        page.setObjectName("page")
         column = QVBoxLayout(page)
         column.setContentsMargins(SPACE.md, SPACE.md, SPACE.md, 0)
         column.addWidget(self.offline)
@@ -208,8 +210,8 @@ class MainWindow(QMainWindow):
         s.hub.system_changed.connect(self._system_changed)
         s.downloads.active_changed.connect(self._downloads_changed)
         s.downloads.finished.connect(self._download_finished)
-        s.chat.loaded.connect(self._open_last_chat)
-        s.chat.opened.connect(self._remember_chat)
+        s.chat.loaded.connect(self.choice.open_last_chat)
+        s.chat.opened.connect(self.choice.remember_chat)
         for source in (s.library.error, s.downloads.error, s.server.error, s.tools.error):
             source.connect(self.message)
         s.found.added.connect(lambda name: self.message(f"{name} is ready."))
@@ -333,24 +335,13 @@ class MainWindow(QMainWindow):
         self.offline.show_text(OFFLINE_BANNER if offline else "", "warning")
         self.welcome.set_offline(offline)
 
-    def _models_changed(self, models) -> None:
+    def _models_changed(self, models: tuple[InstalledModel, ...]) -> None:
         self.chat_page.show_welcome(not models)
         if not models:
             self.services.hub.check_online()  # the first-run page must not offer dead buttons
-        chat = self.services.chat
-        names = [m.name for m in models]
-        if names and chat.default_model not in names:
-            chat.default_model = names[0]
-        session = chat.session
-        if (
-            names
-            and session is not None
-            and not session.conversation.model
-            and not session.messages
-        ):
-            chat.new_chat(chat.default_model)  # the empty chat on screen gets a model
-        if names:
-            self.server_page.set_model(chat.default_model)
+        default = self.choice.models_changed([m.name for m in models])
+        if default is not None:
+            self.server_page.set_model(default)
 
     def _model_details(self, details) -> None:
         """Details of the open chat's model reach its settings (no template, Think)."""
@@ -381,20 +372,17 @@ class MainWindow(QMainWindow):
             )
             path = Path(chosen) if chosen else None
         name = ask_import_name(self, path) if path is not None else None
-        if name:
+        if name and path is not None:
             self.services.downloads.import_file(name, path)
             self.message(f"Importing {path.name} as {name}…")
 
     def _download_finished(self, name: str) -> None:
         self.message(f"{name} is ready.")
-        chat = self.services.chat
-        if chat.session is None or not chat.session.conversation.model:
-            chat.default_model = name
+        self.choice.download_finished(name)
 
     def _chat_with(self, name: str) -> None:
-        self.services.chat.default_model = name
         self.show_page("Chat")
-        self.services.chat.new_chat(name)
+        self.choice.chat_with(name)
 
     # remembering
 
@@ -404,24 +392,11 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(geometry)
         else:
             self.resize(1180, 760)
-        self.services.chat.default_model = str(self.settings.value("chat/model", "") or "")
-
-    def _open_last_chat(self) -> None:
-        last = str(self.settings.value("chat/last", "") or "")
-        chat = self.services.chat
-        if last and chat.conversations.conversation(last) is not None:
-            chat.open(last)
-        elif chat.conversations.rowCount():
-            chat.open_first()
-        else:
-            chat.new_chat()
-
-    def _remember_chat(self, session: ChatSession | None) -> None:
-        self.settings.setValue("chat/last", session.conversation.id if session else "")
+        self.choice.restore()
 
     def save_state(self) -> None:
         self.settings.setValue("window/geometry", self.saveGeometry())
-        self.settings.setValue("chat/model", self.services.chat.default_model)
+        self.choice.save()
         self.settings.sync()
 
     def quit_app(self) -> None:
