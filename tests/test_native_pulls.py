@@ -190,10 +190,10 @@ def test_hub_files_lists_each_quant_with_its_pull_name(daemon, client, hub):
     assert listed[0].recommended and not any(f.recommended for f in listed[1:])
     q2 = listed[2]
     assert q2.shards == 2 and q2.size == 250 and q2.file.endswith("00001-of-00002.gguf")
-    assert (
-        client._json("GET", "/api/hub/files", params={"repo": "local/Multi-GGUF"})["projector"]
-        == "mmproj-Multi-F16.gguf"
+    answer = client._connection.request(
+        "GET", "/api/hub/files", params={"repo": "local/Multi-GGUF"}
     )
+    assert answer.json()["projector"] == "mmproj-Multi-F16.gguf"
 
 
 def test_the_catalog_is_listed_without_the_hub(client):

@@ -155,6 +155,19 @@ def test_chat_translation_keeps_tool_calls_as_objects():
     assert call.model_dump() == {"function": {"name": "f", "arguments": {"a": 1}}}
 
 
+@pytest.mark.parametrize("arguments", ["[1, 2]", '"x"', "3", "null", "not json"])
+def test_chat_translation_refuses_arguments_that_are_no_object(arguments):
+    """A call's arguments sent as a text must hold a JSON object, as Ollama's do: an array or
+    a number once went on to the template as the call's arguments."""
+    call = {"function": {"name": "f", "arguments": arguments}}
+    request = ChatRequest.model_validate(
+        {"model": "m", "messages": [{"role": "assistant", "tool_calls": [call]}]}
+    )
+    with pytest.raises(BadRequestError, match="must be a JSON object") as caught:
+        chat_job(request)
+    assert caught.value.param == "messages"
+
+
 def test_timings_are_nanoseconds():
     usage = GenerationStats(3, 4, 0, 0.5, 0.25, 1.0, 0.6, 2.0)
     assert timings(usage) == {

@@ -58,7 +58,7 @@ class Agent:
 
 def _claude(target: Target, folder: Path) -> Setup:
     """Claude Code speaks Anthropic's Messages API; every model it may pick is the local one."""
-    models = ("ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL")
+    models: tuple[str, ...] = ("ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL")
     models += tuple(f"ANTHROPIC_DEFAULT_{size}_MODEL" for size in ("OPUS", "SONNET", "HAIKU"))
     return Setup(
         env={

@@ -117,10 +117,12 @@ def convert_parameter(name: str, words: list[str] | tuple[str, ...]) -> object:
 def parse_options(pairs: list[list[str]] | None) -> dict[str, object]:
     """``-o NAME VALUE`` pairs into typed options (repeating ``-o stop X`` collects stops)."""
     options: dict[str, object] = {}
+    stops: list[str] = []
     for name, value in pairs or []:
         typed = convert_parameter(name, [value])
         if name == "stop":
-            options.setdefault("stop", []).extend(typed)  # type: ignore[union-attr]
+            stops.append(value)
+            options["stop"] = stops
         else:
             options[name] = typed
     return options

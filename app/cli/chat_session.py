@@ -13,8 +13,9 @@ kept in ``<data dir>/history``.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from localllm.app.cli.answer import stream_answer, timing_lines
@@ -87,7 +88,7 @@ class ChatSession:
         *,
         options: dict[str, object] | None = None,
         keep_alive: str | None = None,
-        format: object = None,
+        format: str | Mapping[str, Any] | None = None,
         verbose: bool = False,
         system: str | None = None,
         sees_images: bool = False,
@@ -304,12 +305,7 @@ class ChatSession:
 @contextlib.contextmanager
 def _history(path: Path, enabled: bool) -> Iterator[None]:
     """Readline line editing and a history file, where the platform has readline."""
-    readline = None
-    if enabled:
-        try:
-            import readline
-        except ImportError:  # Windows without pyreadline: plain input() still works
-            readline = None
+    readline = _readline() if enabled else None
     if readline is not None:
         readline.set_history_length(1000)
         with contextlib.suppress(OSError):
@@ -321,3 +317,12 @@ def _history(path: Path, enabled: bool) -> Iterator[None]:
             with contextlib.suppress(OSError):
                 path.parent.mkdir(parents=True, exist_ok=True)
                 readline.write_history_file(path)
+
+
+def _readline() -> ModuleType | None:
+    """The readline module, or None where the platform has none."""
+    try:
+        import readline
+    except ImportError:  # Windows without pyreadline: plain input() still works
+        return None
+    return readline

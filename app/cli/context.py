@@ -65,6 +65,6 @@ class Context:
 
 def _isatty(stream: TextIO | None) -> bool:
     try:
-        return bool(stream) and stream.isatty()
+        return stream is not None and stream.isatty()
     except (AttributeError, ValueError):
         return False

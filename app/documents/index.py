@@ -178,17 +178,17 @@ class DocumentIndex:
     ) -> None:
         with self._conn:
             self._delete(record.path)
-            file_id = self._conn.execute(
+            file_id = self._insert(
                 "INSERT INTO files (path, size, mtime, sha256, error) VALUES (?,?,?,?,?)",
                 (record.path, record.size, record.mtime, record.sha256, record.error),
-            ).lastrowid
+            )
             ids = []
             for c in chunks:
-                chunk_id = self._conn.execute(
+                chunk_id = self._insert(
                     "INSERT INTO chunks (file_id, page, line_start, line_end, char_start,"
                     " char_end, text) VALUES (?,?,?,?,?,?,?)",
                     (file_id, c.page, c.line_start, c.line_end, c.char_start, c.char_end, c.text),
-                ).lastrowid
+                )
                 self._conn.execute(
                     "INSERT INTO chunks_fts(rowid, text) VALUES (?, ?)", (chunk_id, c.text)
                 )
@@ -206,6 +206,12 @@ class DocumentIndex:
     def remove(self, path: str) -> None:
         with self._conn:
             self._delete(path)
+
+    def _insert(self, sql: str, values: Sequence[object]) -> int:
+        """The id of the row an INSERT added (sqlite sets it on every successful insert)."""
+        row_id = self._conn.execute(sql, values).lastrowid
+        assert row_id is not None, "an INSERT that succeeded always has a row id"
+        return row_id
 
     def _delete(self, path: str) -> None:
         self._conn.execute(

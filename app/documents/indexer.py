@@ -84,8 +84,8 @@ class Indexer:
         known = self.index.files()
         wanted = {str(p) for p in paths}
         removed = [p for p in known if p not in wanted]
-        for path in removed:
-            self.index.remove(path)
+        for gone in removed:
+            self.index.remove(gone)
         indexed = unchanged = 0
         errors: list[str] = []
         for done, path in enumerate(paths):

@@ -48,8 +48,9 @@ class Retriever:
 
     def search(self, question: str, limit: int = 5) -> list[Passage]:
         rankings = [self.index.keyword(question, CANDIDATES)]
-        if self.hybrid and question.strip():
-            (vector,) = self.embedder.embed([question])
+        embedder = self.embedder if self.hybrid else None
+        if embedder is not None and question.strip():
+            (vector,) = embedder.embed([question])
             rankings.append(self.index.nearest(vector, CANDIDATES))
         fused = fuse(rankings)
         if self.reranker is None or not question.strip():

@@ -30,7 +30,7 @@ def load_sqlite_vec(conn: sqlite3.Connection) -> bool:
     if not hasattr(conn, "enable_load_extension"):
         return False
     try:
-        import sqlite_vec
+        import sqlite_vec  # type: ignore[import-untyped]  # the package ships no types
 
         conn.enable_load_extension(True)
         sqlite_vec.load(conn)

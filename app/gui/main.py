@@ -100,7 +100,8 @@ def run_app(argv: Sequence[str] = ()) -> int:
     if problem is not None and QApplication.instance() is None:
         print(f"localllm app: {problem}", file=sys.stderr)
         return 1
-    app = QApplication.instance() or QApplication(["localllm", *argv])
+    existing = QApplication.instance()
+    app = existing if isinstance(existing, QApplication) else QApplication(["localllm", *argv])
     prefs = QSettings(ORGANIZATION, "localllm")
     config = with_remembered_port(config, prefs)
     control = DaemonControl(
@@ -188,9 +189,13 @@ def _tray(window: MainWindow, icons: Icons, services) -> Tray | None:
     if not QSystemTrayIcon.isSystemTrayAvailable():
         return None
     tray = Tray(icons.tray_icon(), services.server, window)
-    tray.open_requested.connect(
-        lambda: (window.showNormal(), window.raise_(), window.activateWindow())
-    )
+
+    def bring_back() -> None:
+        window.showNormal()
+        window.raise_()
+        window.activateWindow()
+
+    tray.open_requested.connect(bring_back)
     tray.quit_requested.connect(window.quit_app)
     tray.show()
     window.hide_to_tray = True

@@ -43,15 +43,20 @@ def copy_target(href: str) -> tuple[str, int] | None:
     return key, int(number)
 
 
+class _WebLinksOnly(MarkdownIt):
+    """Only web links: a reply must not forge the transcript's own copy:/action: links."""
+
+    def validateLink(self, url: str) -> bool:
+        return url.lower().startswith(_SAFE_LINKS)
+
+
 class MarkdownRenderer:
     def __init__(self, dark: bool = False):
         self._palette = palette(dark)
         self._formatter = HtmlFormatter(nowrap=True, noclasses=True, style=self._palette.pygments)
-        self._md = MarkdownIt("commonmark", {"html": False, "breaks": True}).enable(
+        self._md = _WebLinksOnly("commonmark", {"html": False, "breaks": True}).enable(
             ["table", "strikethrough"]
         )
-        # Only web links: a reply must not forge the transcript's own copy:/action: links.
-        self._md.validateLink = lambda url: url.lower().startswith(_SAFE_LINKS)
         # markdown-it binds rules to its renderer, so pass plain functions that call back here.
         self._md.add_render_rule(
             "fence", lambda _r, tokens, i, _o, env: self._fence(tokens[i], env)

@@ -17,7 +17,7 @@ from PySide6.QtCore import QObject, Qt, QThreadPool, Signal
 
 __all__ = ["Job", "Workers"]
 
-Callback = Callable[[Any], None]
+Callback = Callable[[Any], object]  # what it returns is ignored
 
 
 class _Signals(QObject):

@@ -13,6 +13,8 @@ import secrets
 from collections.abc import AsyncIterator, Callable
 from importlib import metadata
 from pathlib import Path
+from types import ModuleType
+from typing import TypedDict
 
 from fastapi import FastAPI
 
@@ -85,7 +87,7 @@ def create_app(
     the one in the config folder; without one (and no ``settings.admin_token``) a random one
     nobody knows is made, and remotes cannot be changed."""
     store = store or Store(settings.models_dir)
-    probes = {k: v for k, v in (("memory_probe", memory_probe), ("gpu_probe", gpu_probe)) if v}
+    probes = _probes(memory_probe, gpu_probe)
     metrics = Metrics()
     scheduler = Scheduler(
         _scheduler_config(settings),
@@ -110,7 +112,7 @@ def create_app(
     app.state.remotes = remote_models
     app.state.admin_token = admin_token or settings.admin_token or secrets.token_urlsafe(32)
     app.state.metrics = metrics
-    app.state.build = BuildProbe(settings.runner_env)  # what llama.cpp was compiled for
+    app.state.build = BuildProbe(dict(settings.runner_env))  # what llama.cpp was compiled for
     app.state.responses = ResponseStore()  # kept for previous_response_id, in memory only
     app.state.pulls = PullManager(
         puller or _puller(settings, store),
@@ -127,11 +129,39 @@ def create_app(
     return app
 
 
-_OPENAI = (chat, completions, responses, embeddings, openai_models)
-_ANTHROPIC = (messages, count_tokens)
-_NATIVE = (models, generate, embed, pulls, blobs, create, hub, native_system, control)
+_OPENAI: tuple[ModuleType, ...] = (chat, completions, responses, embeddings, openai_models)
+_ANTHROPIC: tuple[ModuleType, ...] = (messages, count_tokens)
+_NATIVE: tuple[ModuleType, ...] = (
+    models,
+    generate,
+    embed,
+    pulls,
+    blobs,
+    create,
+    hub,
+    native_system,
+    control,
+)
 _NATIVE += (local_models, remotes, plan)
 _NATIVE += (rerank,)  # /api/rerank, and /v1/rerank with its aliases
+
+
+class _Probes(TypedDict, total=False):
+    """The scheduler's probes a test replaces; the scheduler's own for those left out."""
+
+    memory_probe: Callable[[], MemoryInfo]
+    gpu_probe: Callable[[], list[int]]
+
+
+def _probes(
+    memory_probe: Callable[[], MemoryInfo] | None, gpu_probe: Callable[[], list[int]] | None
+) -> _Probes:
+    probes: _Probes = {}
+    if memory_probe:
+        probes["memory_probe"] = memory_probe
+    if gpu_probe:
+        probes["gpu_probe"] = gpu_probe
+    return probes
 
 
 def _puller(settings: Settings, store: Store) -> Puller:

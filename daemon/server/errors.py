@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -83,7 +84,7 @@ log = logging.getLogger("localllm.server")
 Redact = Callable[[str], str]  # a text without file-system paths (``PathRedactor``)
 
 # (exception, HTTP status, OpenAI error type, OpenAI error code); the first match wins.
-ERROR_TABLE: tuple[tuple[type[BaseException], int, str, str | None], ...] = (
+ERROR_TABLE: tuple[tuple[type[Exception], int, str, str | None], ...] = (
     (ModelNotFoundError, 404, "not_found_error", "model_not_found"),
     (UnknownModelError, 404, "not_found_error", "model_not_found"),
     (QuantNotFoundError, 404, "not_found_error", "quant_not_found"),
@@ -133,8 +134,8 @@ def _lookup(error: BaseException) -> tuple[int, str, str | None]:
         if isinstance(error, kind):
             return status, error_type, code
     if isinstance(error, HTTPException):
-        kind = _HTTP_TYPES.get(error.status_code, "invalid_request_error")
-        return error.status_code, kind if error.status_code < 500 else "server_error", None
+        error_type = _HTTP_TYPES.get(error.status_code, "invalid_request_error")
+        return error.status_code, error_type if error.status_code < 500 else "server_error", None
     return 500, "server_error", "internal_error"
 
 
@@ -157,7 +158,7 @@ def _message(error: BaseException, redact: Redact) -> str:
     return redact(str(error))
 
 
-def _body_problem(first: dict) -> str | None:
+def _body_problem(first: Mapping[str, Any]) -> str | None:
     """What is wrong with the body as a whole (not JSON, none, not an object), said as what
     to send; None when the problem is in one of its fields."""
     if first.get("type") == "json_invalid":
@@ -188,7 +189,7 @@ def _param(error: BaseException) -> str | None:
     return None
 
 
-def error_body(error: BaseException, shape: Shape, redact: Redact) -> dict:
+def error_body(error: BaseException, shape: Shape, redact: Redact) -> dict[str, Any]:
     """The JSON body for ``error``, in the shape of the API that answers it."""
     status, error_type, code = _lookup(error)
     return shaped_body(shape, status, _message(error, redact), error_type, _param(error), code)
@@ -199,11 +200,12 @@ def _log_unexpected(error: BaseException) -> None:
         log.error("unhandled error in a stream", exc_info=error)
 
 
-def error_detail(error: BaseException, redact: Redact) -> dict:
+def error_detail(error: BaseException, redact: Redact) -> dict[str, Any]:
     """OpenAI's ``{message, type, param, code}`` for an error after a stream has started
     (logged with its traceback when unexpected), for streams that frame errors their own way."""
     _log_unexpected(error)
-    return error_body(error, "openai", redact)["error"]
+    detail: dict[str, Any] = error_body(error, "openai", redact)["error"]
+    return detail
 
 
 def stream_error(error: BaseException, redact: Redact) -> bytes:
@@ -240,5 +242,6 @@ def install_error_handlers(app: FastAPI) -> None:
 
     # Known errors are answered by the exception middleware; only the truly unexpected reach
     # the catch-all (Starlette's outermost handler), which also logs a traceback.
-    for kind in {entry[0] for entry in ERROR_TABLE} | {HTTPException, Exception}:
+    kinds: set[type[Exception]] = {entry[0] for entry in ERROR_TABLE} | {HTTPException, Exception}
+    for kind in kinds:
         app.add_exception_handler(kind, handle)

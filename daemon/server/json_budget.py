@@ -75,7 +75,7 @@ def _unescaped_quotes(data: np.ndarray) -> np.ndarray:
     run = np.searchsorted(ends, quotes - 1).clip(max=len(ends) - 1)
     touching = ends[run] == quotes - 1
     escaped = touching & ((ends[run] - starts[run]) % 2 == 0)  # odd length: end - start even
-    return quotes[~escaped]
+    return np.compress(~escaped, quotes)
 
 
 class JsonBudgetMiddleware:
@@ -154,7 +154,9 @@ _TWO_TYPES = (
 )
 
 
-async def _refuse(scope: Scope, receive: Receive, send: Send, problem: str | BadRequestError):
+async def _refuse(
+    scope: Scope, receive: Receive, send: Send, problem: str | BadRequestError
+) -> None:
     error = BadRequestError(problem) if isinstance(problem, str) else problem
     body = error_body(error, shape_for(scope["path"]), scope["app"].state.redactor)
     response = JSONResponse(body, 400)
@@ -191,7 +193,7 @@ async def _read_body(receive: Receive) -> tuple[bytes, Message | None]:
 
 def _replay(body: bytes, last: Message | None, receive: Receive) -> Receive:
     """The body again as one message, then whatever comes next (a disconnect, later)."""
-    pending = [{"type": "http.request", "body": body, "more_body": False}]
+    pending: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
     if last is not None:
         pending.append(last)
 

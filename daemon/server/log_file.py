@@ -15,6 +15,7 @@ rollover, so what native code or Python prints outside logging is rotated with t
 from __future__ import annotations
 
 import contextlib
+import io
 import logging.handlers
 import os
 import sys
@@ -40,7 +41,7 @@ class PrivateLogFile(logging.handlers.RotatingFileHandler):
         super().__init__(path, maxBytes=max_bytes, backupCount=BACKUPS, encoding="utf-8")
         self._tighten_backups()  # an older version's rollover made them with the umask's mode
 
-    def _open(self):
+    def _open(self) -> io.TextIOWrapper:
         stream = open(  # noqa: SIM115 (the handler keeps it open, and closes it)
             self.baseFilename,
             self.mode,
@@ -48,6 +49,8 @@ class PrivateLogFile(logging.handlers.RotatingFileHandler):
             errors=self.errors,
             opener=_open_private,
         )
+        if not isinstance(stream, io.TextIOWrapper):  # the handler's mode is a text one
+            raise TypeError(f"mode {self.mode!r} opens no text file")
         if self._take_output:
             _redirect_output(stream.fileno())
         return stream

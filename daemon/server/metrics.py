@@ -16,14 +16,15 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from localllm.daemon.inference import Finished, Generation
+from localllm.daemon.inference import Finished, GenerationStream
 from localllm.daemon.scheduler import Scheduler
 
 __all__ = [
@@ -47,7 +48,7 @@ _TOKEN_BUCKETS = (0.002, 0.005, 0.01, 0.02, 0.035, 0.05, 0.075, 0.1, 0.2, 0.5, 1
 
 
 class Metrics:
-    def __init__(self):
+    def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
         self.requests = Counter(
@@ -130,7 +131,7 @@ class _SchedulerCollector:
     def __init__(self, scheduler: Scheduler):
         self._scheduler = scheduler
 
-    def collect(self):
+    def collect(self) -> Iterator[GaugeMetricFamily]:
         status = self._scheduler.status()
         busy = sum(s.busy_slots for s in status)
         pending = self._scheduler.pending
@@ -234,7 +235,8 @@ def _error_message(body: bytes) -> str:
 
 
 def _user_agent(scope: Scope) -> str:
-    for name, value in scope.get("headers") or ():
+    headers: Iterable[tuple[bytes, bytes]] = scope.get("headers") or ()  # ASGI's raw pairs
+    for name, value in headers:
         if name == b"user-agent":
             return value.decode("latin-1")[:_AGENT_CHARS]
     return ""
@@ -247,7 +249,7 @@ def log_warnings(request: Request, warnings: Sequence[str]) -> None:
         fields.setdefault("warnings", []).extend(warnings)
 
 
-def log_generation(request: Request, generation: Generation) -> None:
+def log_generation(request: Request, generation: GenerationStream) -> None:
     """Hand the request's generation to its log line (written when the response ends)."""
     request.scope.setdefault("state", {})[_GENERATION] = generation
 
@@ -257,11 +259,11 @@ def log_fields(request: Request, **fields: object) -> None:
     request.scope.setdefault("state", {}).setdefault(_FIELDS, {}).update(fields)
 
 
-def _generation_fields(generation: Generation | None) -> dict:
+def _generation_fields(generation: GenerationStream | None) -> dict[str, Any]:
     """What a request's generation adds to its log line."""
-    result = generation.finished if generation is not None else None
-    if result is None:
+    if generation is None or generation.finished is None:
         return {}
+    result = generation.finished
     u = result.usage
     rate = u.completion_tokens / u.generation_seconds if u.generation_seconds > 0 else None
     dropped = generation.truncation

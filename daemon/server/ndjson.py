@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -21,7 +22,7 @@ __all__ = ["MEDIA_TYPE", "ndjson_line", "ndjson_stream"]
 MEDIA_TYPE = "application/x-ndjson"
 
 
-def ndjson_line(payload: BaseModel | dict) -> bytes:
+def ndjson_line(payload: BaseModel | dict[str, Any]) -> bytes:
     """One compact JSON object and a newline."""
     if isinstance(payload, BaseModel):
         return payload.model_dump_json(exclude_none=True).encode() + b"\n"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,8 +65,13 @@ class PathRedactor:
 
     def __call__(self, text: str) -> str:
         for pattern, label in self.known:
-            text = pattern.sub(lambda _match, label=label: label, text)
+            text = pattern.sub(_literal(label), text)
         return redact_paths(text)
+
+
+def _literal(label: str) -> Callable[[re.Match[str]], str]:
+    """A replacement that puts ``label`` in as it is (a replacement string reads escapes)."""
+    return lambda _match: label
 
 
 def _spellings(directory: Path) -> set[str]:

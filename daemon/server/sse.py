@@ -15,8 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from functools import partial
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import anyio
 from pydantic import BaseModel
@@ -40,7 +39,7 @@ DONE = b"data: [DONE]\n\n"
 T = TypeVar("T")
 
 
-def sse_data(payload: BaseModel | dict) -> bytes:
+def sse_data(payload: BaseModel | dict[str, Any]) -> bytes:
     """One ``data:`` event holding ``payload`` as compact JSON."""
     if isinstance(payload, BaseModel):
         text = payload.model_dump_json(exclude_none=True)
@@ -94,8 +93,11 @@ def sse_stream(
 ) -> EventStream:
     """Server-sent ``events``, then ``end``; an error (its text ``redact``-ed, framed by
     ``error``) becomes the last event instead."""
-    errors = partial(error, redact=redact)
-    return EventStream(guarded(events, errors, end), on_close=on_close)
+
+    def framed(failure: BaseException) -> bytes:
+        return error(failure, redact)
+
+    return EventStream(guarded(events, framed, end), on_close=on_close)
 
 
 async def guarded(
@@ -133,7 +135,7 @@ async def until_disconnect(request: Request, work: Awaitable[T]) -> T:
     return task.result()
 
 
-async def _cancel(task: asyncio.Future) -> None:
+async def _cancel(task: asyncio.Future[T]) -> None:
     task.cancel()
     with anyio.CancelScope(shield=True):
         await asyncio.gather(task, return_exceptions=True)

@@ -75,7 +75,7 @@ class BlobStore:
 
     def write_stream(
         self,
-        source: BinaryIO,
+        source: Readable,
         expected: Digest | None = None,
         size_hint: int = 0,
         on_hashed: OnHashed | None = None,

@@ -52,7 +52,7 @@ def test_a_gpu_the_build_leaves_unused_is_said_until_dismissed(qtbot, tmp_path):
     QGuiApplication.clipboard().clear()
     qtbot.mouseClick(window.copy_advice, Qt.MouseButton.LeftButton)
     assert QGuiApplication.clipboard().text() == "python -m installers.llama_build"
-    qtbot.mouseClick(banner.close, Qt.MouseButton.LeftButton)
+    qtbot.mouseClick(banner.dismiss_button, Qt.MouseButton.LeftButton)
     assert not banner.isVisibleTo(window)
     with qtbot.waitSignal(services.hub.system_changed):
         services.hub.load_system()  # the daemon came back, still saying it

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from datetime import datetime, timedelta
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QApplication, QMenu
 
 from localllm.app.gui.item_models.conversations import CONVERSATION_ROLE, ConversationListModel
@@ -33,6 +33,30 @@ def test_chats_fall_into_the_day_groups_people_expect():
     assert day_group(_ago(days=5), NOW) == "Previous 7 days"
     assert day_group(_ago(days=20), NOW) == "Previous 30 days"
     assert day_group(_ago(days=90), NOW) == "August 2026"
+
+
+def test_the_more_button_asks_for_its_chats_menu_under_itself(qtbot):
+    """A click on a row's "more" button (a mouse release the delegate reads as one) asks for
+    that chat's menu, placed under the button in screen coordinates."""
+    chats = ConversationListModel()
+    for name in ("a", "b"):
+        chats.add(Conversation(name, f"Chat {name}", updated_at=_ago(hours=1)))
+    sidebar = ChatSidebar(chats)
+    sidebar.delegate._clock = lambda: NOW
+    qtbot.addWidget(sidebar)
+    sidebar.resize(240, 400)
+    sidebar.show()
+    qtbot.waitExposed(sidebar)
+    index = chats.index(1, 0)  # the second of a group: no section title above it
+    row = sidebar.list.visualRect(index)
+    viewport = sidebar.list.viewport()
+    with qtbot.waitSignal(sidebar.delegate.menu_requested) as asked:
+        qtbot.mouseClick(
+            viewport, Qt.MouseButton.LeftButton, pos=QPoint(row.right() - 16, row.center().y())
+        )
+    chat, where = asked.args
+    assert chat.row() == 1
+    assert where == viewport.mapToGlobal(QPoint(row.right() - 28, row.center().y() + 11))
 
 
 def test_the_list_titles_each_group_once_above_its_first_chat(qtbot):

@@ -107,7 +107,7 @@ def test_a_thinking_reply_is_folded_opens_on_click_and_stays_out_of_the_answer(
     assert "▾" in opened and thought in opened
     assert thought not in opened.split(thought, 1)[1]  # the answer drawn after it has none
     transcript.pick(reply.id)  # its buttons, as under the pointer
-    qtbot.mouseClick(transcript.actions.copy, Qt.MouseButton.LeftButton)
+    qtbot.mouseClick(transcript.message_actions.copy, Qt.MouseButton.LeftButton)
     assert QGuiApplication.clipboard().text() == reply.content  # the answer alone
 
     wait_idle(qtbot, window.services)

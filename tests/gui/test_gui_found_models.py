@@ -4,6 +4,7 @@ model on another disk copied only after the person agreed to its size."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QWidget
 
 from localllm.app.gui.services.found_models import FoundModels
 from localllm.app.gui.state.found_models import found_model, import_step
@@ -39,6 +40,16 @@ def test_rows_say_what_adding_costs():
     done = import_step(ImportProgress(status="success", model="far", copied_bytes=2_000_000))
     assert done.text == "Added far (2.0 MB copied)" and not done.linked
     assert import_step(ImportProgress(status="copying x", total=4, completed=1)).fraction == 0.25
+
+
+def test_the_panel_keeps_qwidget_scroll(qtbot):
+    """Its scroll area once sat in ``self.scroll``, hiding ``QWidget.scroll(dx, dy)``."""
+    workers = Workers()
+    panel = FoundPanel(FoundModels(Gateway(FakeClient(found=[])), workers))
+    qtbot.addWidget(panel)
+    panel.scroll(0, 0)  # QWidget's, which raised TypeError (a QScrollArea is not callable)
+    assert isinstance(panel.scroll_area.widget(), QWidget)
+    workers.shutdown(wait_ms=2000)
 
 
 def test_a_copy_is_made_only_after_the_size_was_agreed(qtbot, monkeypatch):
@@ -91,7 +102,7 @@ def test_every_add_button_has_its_room_at_1024_px(qtbot, tmp_path):
     panel = window.found_panel
     qtbot.waitUntil(lambda: len(panel.buttons) == 4, timeout=10_000)
     qtbot.waitUntil(lambda: panel.buttons[long].isVisible())
-    viewport = panel.scroll.viewport()
+    viewport = panel.scroll_area.viewport()
     for name, button in panel.buttons.items():
         left = button.mapTo(viewport, QPoint(0, 0)).x()
         assert left >= 0 and left + button.width() <= viewport.width(), name

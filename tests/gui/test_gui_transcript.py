@@ -122,7 +122,7 @@ def test_a_reply_offers_its_versions_continue_and_delete(qtbot, transcript):
     assert "\u2039 2/2 \u203a" in text and "Continue" in text
     assert "Delete" not in text and "Copy" not in text  # actions are buttons, not text
     transcript.pick("a2")
-    bar = transcript.actions
+    bar = transcript.message_actions
     assert bar.isVisible() and bar.version.text() == "2/2" and bar.regenerate.isVisible()
     with qtbot.waitSignal(transcript.version_requested) as flipped:
         qtbot.mouseClick(bar.back, Qt.MouseButton.LeftButton)
@@ -161,13 +161,13 @@ def test_an_attached_picture_is_drawn_in_its_message(qtbot, transcript):
 def test_the_actions_follow_the_pointer_from_message_to_message(qtbot, transcript):
     transcript.show_messages(_chat(1, words=4), "tiny", False)
     _settled(qtbot, transcript)
-    assert not transcript.actions.isVisible()
+    assert not transcript.message_actions.isVisible()
     rects = transcript._message_rects()
     for message_id, rect in zip(("u0", "a0"), rects, strict=True):
         point = QPoint(int(rect.center().x()), int(rect.center().y()))
         qtbot.mouseMove(transcript.viewport(), point)
         qtbot.waitUntil(lambda m=message_id: transcript.active_message() == m)
-        bar = transcript.actions.geometry()
+        bar = transcript.message_actions.geometry()
         assert rect.top() <= bar.center().y() <= rect.bottom()  # over that message
 
 
@@ -194,20 +194,20 @@ def test_the_actions_are_reached_with_the_keyboard(qtbot):
     qtbot.waitUntil(lambda: transcript.active_message() == "a1")
     qtbot.keyClick(transcript, Qt.Key.Key_Up, Qt.KeyboardModifier.AltModifier)
     assert transcript.active_message() == "u1"
-    assert transcript.actions.edit.isVisible()  # a question can be edited
+    assert transcript.message_actions.edit.isVisible()  # a question can be edited
     qtbot.keyClick(transcript, Qt.Key.Key_Tab)
-    copy = transcript.actions.copy
+    copy = transcript.message_actions.copy
     assert copy.hasFocus() and copy.accessibleName() == "Copy"
     qtbot.keyClick(copy, Qt.Key.Key_Space)
     assert QGuiApplication.clipboard().text() == "question 1"
     qtbot.keyClick(copy, Qt.Key.Key_Tab)
-    assert transcript.actions.edit.hasFocus()
-    qtbot.keyClick(transcript.actions.edit, Qt.Key.Key_Tab)
-    assert transcript.actions.delete.hasFocus()
-    qtbot.keyClick(transcript.actions.delete, Qt.Key.Key_Tab)
+    assert transcript.message_actions.edit.hasFocus()
+    qtbot.keyClick(transcript.message_actions.edit, Qt.Key.Key_Tab)
+    assert transcript.message_actions.delete.hasFocus()
+    qtbot.keyClick(transcript.message_actions.delete, Qt.Key.Key_Tab)
     assert before.hasFocus()  # on to the next control, not into the reply's Copy link
     with qtbot.waitSignal(transcript.edit_requested) as edit:
-        qtbot.keyClick(transcript.actions.edit, Qt.Key.Key_Space)
+        qtbot.keyClick(transcript.message_actions.edit, Qt.Key.Key_Space)
     assert edit.args == ["u1", "question 1"]
 
 
@@ -307,7 +307,7 @@ def test_the_actions_have_their_room_and_cover_the_quiet_switcher(qtbot, transcr
     transcript.show_messages((Message("u", "user", "hi"), reply), "tiny", False)
     _settled(qtbot, transcript)
     transcript.pick("a2")
-    bar = transcript.actions
+    bar = transcript.message_actions
     inside = bar.rect()
     shown = [w for w in bar.findChildren(QWidget) if w.parent() is bar and w.isVisible()]
     assert len(shown) == 6  # copy, regenerate, delete, back, "2/2", ahead: none cut off
@@ -333,3 +333,13 @@ def test_a_replys_quiet_line_counts_live_while_it_streams(qtbot, transcript):
     assert "11.0 tok/s ▸" in shown and "first token" not in shown  # quiet until opened
     transcript.anchorClicked.emit(QUrl("action:stats:a"))
     assert "11.0 tok/s · 9 tokens · first token 250 ms" in transcript.toPlainText()
+
+
+def test_the_transcript_keeps_qwidget_actions(transcript):
+    """Its message actions bar once sat in ``self.actions``, hiding ``QWidget.actions()``
+    (anything asking a widget for its actions got a bar it could not call)."""
+    from PySide6.QtGui import QAction
+
+    action = QAction("Find", transcript)
+    transcript.addAction(action)
+    assert transcript.actions() == [action]

@@ -51,7 +51,7 @@ def test_copy_takes_the_answer_without_the_thinking(qtbot):
     view = transcript(qtbot)
     view.show_messages((QUESTION, REPLY), "qwen3", False)
     view.pick("r")  # its actions, as under the pointer
-    qtbot.mouseClick(view.actions.copy, Qt.MouseButton.LeftButton)
+    qtbot.mouseClick(view.message_actions.copy, Qt.MouseButton.LeftButton)
     assert QGuiApplication.clipboard().text() == "Yes, **1009** is prime."
 
 

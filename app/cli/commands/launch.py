@@ -27,9 +27,10 @@ import signal
 import stat
 import subprocess
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from localllm.app.cli.agent_program import ProgramError, find_program
 from localllm.app.cli.agents import AGENTS, MIN_CONTEXT, Agent, Setup, Target
@@ -172,6 +173,10 @@ def _write_private(path: Path, text: str) -> None:
         stream.write(text)
 
 
+# what signal.signal takes and gives back: a function, SIG_DFL, SIG_IGN, or None (not from Python)
+_Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
+
+
 class _Relay:
     """Runs the agent while localllm stays to clean up after it: the terminal's Ctrl-C reaches
     the agent by itself and is left to it; SIGTERM and SIGHUP are passed on to it. Handlers
@@ -181,7 +186,7 @@ class _Relay:
     def __init__(self) -> None:
         self._child: subprocess.Popen | None = None
         self._pending: list[int] = []
-        self._previous: dict[int, object] = {}
+        self._previous: dict[int, _Handler] = {}
 
     def __enter__(self) -> _Relay:
         for name in _LEFT_TO_THE_AGENT + _PASSED_ON:

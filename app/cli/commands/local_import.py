@@ -19,7 +19,7 @@ from localllm.app.cli.formatting import format_size, table
 from localllm.app.cli.parsing import add_command
 from localllm.app.cli.progress import ProgressBoard
 from localllm.daemon.api import ProgressResponse
-from localllm.daemon.api.local_models import ImportProgress, LocalModelOut
+from localllm.daemon.api.local_models import ImportMode, ImportProgress, LocalModelOut
 from localllm.daemon.client import ClientError
 
 __all__ = ["register"]
@@ -57,7 +57,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def _import(context: Context, args: argparse.Namespace) -> int:
-    mode = "copy" if args.copy else "auto"
+    mode: ImportMode = "copy" if args.copy else "auto"
     if args.scan:
         if args.paths or args.name:
             raise CliError("--scan takes no PATH or --name: it names what it finds")
@@ -71,7 +71,7 @@ def _import(context: Context, args: argparse.Namespace) -> int:
     return 0
 
 
-def _add(context: Context, path: Path | str, name: str | None, mode: str) -> bool:
+def _add(context: Context, path: Path | str, name: str | None, mode: ImportMode) -> bool:
     board = ProgressBoard(context.err)
     events = context.client().import_file(path, name=name, mode=mode)
     try:
@@ -105,7 +105,7 @@ def _show(context: Context, board: ProgressBoard, event: ImportProgress) -> None
         )
 
 
-def _scan(context: Context, mode: str, yes: bool) -> int:
+def _scan(context: Context, mode: ImportMode, yes: bool) -> int:
     found = context.client().local_models()
     if not found.models:
         context.print("no GGUF models found (set LOCALLLM_IMPORT_DIRS to add folders to look in)")
@@ -140,7 +140,7 @@ def _scan(context: Context, mode: str, yes: bool) -> int:
     return 1 if failed else 0
 
 
-def _rows(models: list[LocalModelOut], mode: str) -> Iterator[list[str]]:
+def _rows(models: list[LocalModelOut], mode: ImportMode) -> Iterator[list[str]]:
     for m in models:
         if m.in_store:
             how = "already added"

@@ -17,7 +17,7 @@ __all__ = ["register"]
 
 _SHOW_FIELDS = ("modelfile", "parameters", "template", "system", "license")
 _KV_CACHE_TYPES = ("f16", "q8_0", "q4_0")
-_PLAN_OPTIONS = (("ctx", "num_ctx"), ("parallel", "num_parallel"))
+_PLAN_OPTIONS: tuple[tuple[str, str], ...] = (("ctx", "num_ctx"), ("parallel", "num_parallel"))
 _PLAN_OPTIONS += (("kv_cache_type", "kv_cache_type"),)
 
 

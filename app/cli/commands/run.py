@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from localllm.app.cli.answer import stream_answer, timing_lines
 from localllm.app.cli.attachments import ImageError, model_sees_images, user_message
@@ -179,7 +180,7 @@ def _run(context: Context, args: argparse.Namespace) -> int:
     return 0
 
 
-def _answer_format(text: str | None) -> object:
+def _answer_format(text: str | None) -> str | dict[str, Any] | None:
     if text is None or text.strip().lower() == "json":
         return None if text is None else "json"
     try:

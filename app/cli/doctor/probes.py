@@ -181,6 +181,8 @@ def _windows_memory() -> Memory:
 def store_state(path: Path) -> StoreState:
     """Where the models go: does it exist, can we write there, how much room is on its disk."""
     existing = path
+    total: int | None
+    free: int | None
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     try:

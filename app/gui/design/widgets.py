@@ -62,7 +62,9 @@ def page_palette(_widget: QWidget | None = None) -> Palette:
 
 
 def badge(text: str, tone: str = "neutral", tooltip: str = "") -> QLabel:
-    label = QLabel(text, objectName="badge", toolTip=tooltip)
+    label = QLabel(text)
+    label.setObjectName("badge")
+    label.setToolTip(tooltip)
     label.setTextFormat(Qt.TextFormat.PlainText)
     label.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
     set_tone(label, tone)
@@ -71,7 +73,8 @@ def badge(text: str, tone: str = "neutral", tooltip: str = "") -> QLabel:
 
 def icon_button(icons, icon: str, name: str, tip: str = "", on_click: Callable | None = None):
     """An icon-only button with a screen-reader name and a tooltip (``name`` if none)."""
-    button = QToolButton(toolTip=tip or name)
+    button = QToolButton()
+    button.setToolTip(tip or name)
     button.setAccessibleName(name)
     button.setAutoRaise(True)
     button.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
@@ -87,25 +90,28 @@ def icon_button(icons, icon: str, name: str, tip: str = "", on_click: Callable |
 class Banner(QFrame):
     """One notice: an icon, a sentence (plain text: it may quote a model or a file), buttons
     for what to do about it, and a close button when it may be dismissed. A dismissed notice
-    stays away until it has something else to say. ``text``/``setText`` as on a label."""
+    stays away until it has something else to say. ``text``/``setText`` as on a label.
+    (``close()`` and ``actions()`` stay QWidget's: the parts have names of their own.)"""
 
     dismissed = Signal()
 
     def __init__(self, icons=None, *, dismissible: bool = True, tone: str = "info", parent=None):
-        super().__init__(parent, objectName="banner")
+        super().__init__(parent)
+        self.setObjectName("banner")
         self._icons = icons
         self._dismissed: set[str] = set()
         self.icon = QLabel()
-        self.label = QLabel(objectName="bannerText", wordWrap=True)
+        self.label = QLabel(wordWrap=True)
+        self.label.setObjectName("bannerText")
         self.label.setTextFormat(Qt.TextFormat.PlainText)
         self.label.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         self.label.setMinimumWidth(120)
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.actions = QHBoxLayout()
-        self.actions.setSpacing(SPACE.sm)
-        self.close = icon_button(icons, "close", "Dismiss", on_click=self.dismiss)
-        self.close.setVisible(dismissible)
+        self.action_row = QHBoxLayout()
+        self.action_row.setSpacing(SPACE.sm)
+        self.dismiss_button = icon_button(icons, "close", "Dismiss", on_click=self.dismiss)
+        self.dismiss_button.setVisible(dismissible)
         row = QHBoxLayout(self)
         row.setContentsMargins(SPACE.md, SPACE.sm, SPACE.sm, SPACE.sm)
         row.setSpacing(SPACE.md)
@@ -113,9 +119,9 @@ class Banner(QFrame):
         column = QVBoxLayout()
         column.setSpacing(SPACE.sm)
         column.addWidget(self.label)
-        column.addLayout(self.actions)
+        column.addLayout(self.action_row)
         row.addLayout(column, 1)
-        row.addWidget(self.close, 0, Qt.AlignmentFlag.AlignTop)
+        row.addWidget(self.dismiss_button, 0, Qt.AlignmentFlag.AlignTop)
         self.tone = tone
         set_tone(self, tone)
         self.hide()
@@ -143,11 +149,11 @@ class Banner(QFrame):
     def add_action(self, text: str, on_click: Callable[[], None]) -> QPushButton:
         button = QPushButton(text)
         button.clicked.connect(lambda _checked=False: on_click())
-        self.actions.addWidget(button)
+        self.action_row.addWidget(button)
         return button
 
     def finish_actions(self) -> None:
-        self.actions.addStretch(1)
+        self.action_row.addStretch(1)
 
     def dismiss(self) -> None:
         self._dismissed.add(self.text())
@@ -157,7 +163,7 @@ class Banner(QFrame):
     def retheme(self) -> None:
         self._draw_icon()
         if self._icons is not None:
-            self.close.setIcon(self._icons.get("close"))
+            self.dismiss_button.setIcon(self._icons.get("close"))
 
     def _draw_icon(self) -> None:
         if self._icons is None:
@@ -172,8 +178,10 @@ class EmptyState(QWidget):
 
     def __init__(self, title: str, hint: str, parent=None):
         super().__init__(parent)
-        self.title = QLabel(title, objectName="sectionTitle", wordWrap=True)
-        self.hint = QLabel(hint, objectName="muted", wordWrap=True)
+        self.title = QLabel(title, wordWrap=True)
+        self.title.setObjectName("sectionTitle")
+        self.hint = QLabel(hint, wordWrap=True)
+        self.hint.setObjectName("muted")
         for label in (self.title, self.hint):
             label.setAlignment(Qt.AlignmentFlag.AlignCenter)
             label.setTextFormat(Qt.TextFormat.PlainText)

@@ -205,7 +205,9 @@ class ChatController(ChatEdits, QObject):
         """Keep what has streamed so far; the disk worker writes it before closing."""
         for session, job in list(self._live.values()):
             job.cancel()
-            self._write(session.stop())
+            persist = session.stop()
+            if persist is not None:  # None only for a session no longer streaming
+                self._write(persist)
         self._live.clear()
         self._history.close()
 
@@ -268,19 +270,20 @@ class ChatController(ChatEdits, QObject):
         self.streaming_changed.emit(True)
 
         def start(context_length: int | None) -> None:
-            if session.streaming and session.reply_id == reply_id:  # not stopped meanwhile
-                self._start(session, context, context_length, extra or {})
+            if reply_id is not None and session.reply_id == reply_id:  # not stopped meanwhile
+                self._start(session, reply_id, context, context_length, extra or {})
 
         self.context_ready(c.model, start)
 
     def _start(
         self,
         session: ChatSession,
+        reply_id: str,
         context: str,
         context_length: int | None,
         extra: dict[str, Any],
     ) -> None:
-        reply_id, c = session.reply_id, session.conversation
+        c = session.conversation
         turns = session.turns(context)
         think, truncate = think_request(c.think), c.memory.truncates
         offer = self.tools.offer(c.model, session) if self.tools is not None else dict

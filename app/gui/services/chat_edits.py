@@ -9,8 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from PySide6.QtCore import SignalInstance
+
+from localllm.app.gui.item_models.conversations import ConversationListModel
+from localllm.app.gui.services.chat_history import ChatHistory
 from localllm.app.gui.state.chat.memory import ChatMemory
 from localllm.app.gui.state.chat.records import ChatOptions, Conversation
+from localllm.app.gui.state.chat.session import ChatSession, Persist
+from localllm.app.gui.workers import Job
 
 __all__ = ["ChatEdits"]
 
@@ -18,6 +24,13 @@ __all__ = ["ChatEdits"]
 class ChatEdits:
     """Part of ``ChatController``: it gives ``_live``, ``session``, ``conversations``,
     ``_history``, ``_write`` and ``transcript_changed``."""
+
+    _live: dict[str, tuple[ChatSession, Job]]
+    session: ChatSession | None
+    conversations: ConversationListModel
+    _history: ChatHistory
+    _write: Callable[[Persist], None]
+    transcript_changed: SignalInstance
 
     def rename(self, conversation_id: str, title: str) -> None:
         conversation = self.conversations.conversation(conversation_id)

@@ -83,12 +83,15 @@ class ChatTools(QObject):
                     self.status.pop(name, None)
         for name, server in old.items():
             if settings.server(name) != server:
-                self._net.call(lambda n=name: self.host.stop(n))
+                self._stop_server(name)
         with self._lock:
             writing, self._unsaved = self._unsaved is not None, settings
         if not writing:
             self._net.call(self._write_unsaved, None, lambda e: self.error.emit(str(e)))
         self.changed.emit()
+
+    def _stop_server(self, name: str) -> None:
+        self._net.call(lambda: self.host.stop(name))
 
     def _write_unsaved(self) -> None:
         """Write the newest settings until none are left (a worker): one writer at a time, so
@@ -96,6 +99,8 @@ class ChatTools(QObject):
         while True:
             with self._lock:
                 settings = self._unsaved
+            if settings is None:  # a failed write cleared it: nothing left to write
+                return
             try:
                 self._store.save(settings)
             except BaseException:

@@ -76,14 +76,19 @@ class DocumentsService(QObject):
         """Read a chat's documents and sources, then bring its index up to date."""
         self._disk.call(
             lambda: (self._db().documents(chat_id), self._db().sources(chat_id)),
-            lambda found: self._loaded(chat_id, *found, reindex=True),
+            lambda found: self._loaded(chat_id, found[0], found[1], reindex=True),
             lambda exc: self.failed.emit(chat_id, str(exc)),
         )
 
     def attach(self, chat_id: str, paths: list[Path]) -> None:
         names = [str(Path(p).resolve()) for p in paths]
+
+        def attach_them() -> list[str]:
+            self._db().attach(chat_id, names)
+            return self._db().documents(chat_id)
+
         self._disk.call(
-            lambda: (self._db().attach(chat_id, names), self._db().documents(chat_id))[1],
+            attach_them,
             lambda found: self._loaded(chat_id, found, None, reindex=True),
             lambda exc: self.failed.emit(chat_id, str(exc)),
         )

@@ -8,6 +8,7 @@ from PySide6.QtCore import QObject, Signal
 from localllm.app.gui.state.found_models import FoundModel, ImportStep
 from localllm.app.gui.state.gateway import Gateway
 from localllm.app.gui.workers import Workers
+from localllm.daemon.api.local_models import ImportMode
 
 __all__ = ["FoundModels"]
 
@@ -31,7 +32,7 @@ class FoundModels(QObject):
         self.scanning = True
         self._workers.call(self._gateway.local_models, self._listed, self._failed)
 
-    def add(self, model: FoundModel, mode: str = "auto") -> None:
+    def add(self, model: FoundModel, mode: ImportMode = "auto") -> None:
         """``auto`` links where the store's file system allows, else copies."""
         if model.name in self.adding:
             return

@@ -84,11 +84,7 @@ class HubService(QObject):
             if (repo, file.file) in self._planning:
                 continue
             self._planning.add((repo, file.file))
-            self._workers.call(
-                lambda f=file: self._gateway.hub_plan(repo, f.file, options=self._options()),
-                lambda plan, f=file: self._file_planned(seq, f.file, plan),
-                lambda _e: None,  # the guess from the file size stays
-            )
+            self._plan_file(repo, file.file, seq)
 
     def plan_catalog(self, names: Iterable[str]) -> None:
         """Ask for the plans of these catalog models (once each); those not in the catalog
@@ -102,13 +98,21 @@ class HubService(QObject):
             if ("catalog", name) in self._planning or not (entry.repo and entry.quant):
                 continue
             self._planning.add(("catalog", name))
-            self._workers.call(
-                lambda e=entry: self._gateway.hub_plan(
-                    e.repo, quant=e.quant, options=self._options()
-                ),
-                lambda plan, n=name: self._catalog_planned(n, plan),
-                lambda _e, n=name: self._planning.discard(("catalog", n)),  # asked again later
-            )
+            self._plan_catalog_entry(name, entry.repo, entry.quant)
+
+    def _plan_file(self, repo: str, file: str, seq: int) -> None:
+        self._workers.call(
+            lambda: self._gateway.hub_plan(repo, file, options=self._options()),
+            lambda plan: self._file_planned(seq, file, plan),
+            lambda _e: None,  # the guess from the file size stays
+        )
+
+    def _plan_catalog_entry(self, name: str, repo: str, quant: str) -> None:
+        self._workers.call(
+            lambda: self._gateway.hub_plan(repo, quant=quant, options=self._options()),
+            lambda plan: self._catalog_planned(name, plan),
+            lambda _e: self._planning.discard(("catalog", name)),  # asked again later
+        )
 
     def _options(self) -> dict[str, int]:
         return {"num_ctx": self.plan_context} if self.plan_context else {}

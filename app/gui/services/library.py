@@ -141,8 +141,10 @@ class ModelLibrary(QObject):
         filled = []
         for m in models:
             cached = self._details.get(m.name)
-            same = cached is not None and cached[0] == m.digest
-            filled.append(_with_details(m, cached[1]) if same else m)
+            if cached is not None and cached[0] == m.digest:
+                filled.append(_with_details(m, cached[1]))
+            else:
+                filled.append(m)
         self.table.replace(filled)
         self.changed.emit(self.table.items())
         for m in filled:  # best effort: the badges guess until these come

@@ -12,7 +12,7 @@ from PySide6.QtCore import QObject, Signal
 from localllm.app.gui.item_models.remotes import RemotesModel
 from localllm.app.gui.state.gateway import Gateway
 from localllm.app.gui.state.remotes import RemoteStatus
-from localllm.app.gui.workers import Workers
+from localllm.app.gui.workers import Job, Workers
 from localllm.daemon.api.remotes import RemoteAddRequest
 
 __all__ = ["RemotesService"]
@@ -28,7 +28,7 @@ class RemotesService(QObject):
         super().__init__(parent)
         self._gateway, self._workers = gateway, workers
         self.table = RemotesModel(self)
-        self._listing = None
+        self._listing: Job | None = None
 
     def refresh(self) -> None:
         if self._listing is None:  # one list at a time: a slow daemon gets no pile-up

@@ -18,7 +18,7 @@ from localllm.app.gui.services.daemon_monitor import DaemonMonitor
 from localllm.app.gui.services.remotes import RemotesService
 from localllm.app.gui.state.gateway import Gateway
 from localllm.app.gui.state.records import ServerInfo
-from localllm.app.gui.workers import Workers
+from localllm.app.gui.workers import Job, Workers
 
 __all__ = ["ServerService"]
 
@@ -47,7 +47,7 @@ class ServerService(QObject):
         self.running = RunningModelsModel(self)
         self.remotes = RemotesService(gateway, workers, self)
         self.info: ServerInfo | None = None
-        self._running_job = None
+        self._running_job: Job | None = None
 
     def refresh(self) -> None:
         self._workers.call(self._gateway.server_info, self._got_info, lambda _e: None)

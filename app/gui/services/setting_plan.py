@@ -14,6 +14,7 @@ from typing import Any
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from localllm.app.gui.state.gateway import Gateway
+from localllm.app.gui.state.records import ModelPlan
 from localllm.app.gui.state.setting_plan import PlanAsk, PlanPreview
 from localllm.app.gui.workers import Workers
 
@@ -58,7 +59,15 @@ class SettingPlan(QObject):
         self.sent += 1
         job = self._workers.call(
             lambda: self._gateway.plan(ask.model, ask.options_dict()),
-            lambda plan: self.preview.answered(ask, plan) and self.changed.emit(),
-            lambda _error: self.preview.failed_for(ask) and self.changed.emit(),
+            lambda plan: self._answered(ask, plan),
+            lambda _error: self._failed(ask),
         )
         self.destroyed.connect(job.cancel)  # a closed dialog hears nothing more
+
+    def _answered(self, ask: PlanAsk, plan: ModelPlan) -> None:
+        if self.preview.answered(ask, plan):  # not a late answer to an older ask
+            self.changed.emit()
+
+    def _failed(self, ask: PlanAsk) -> None:
+        if self.preview.failed_for(ask):
+            self.changed.emit()

@@ -8,7 +8,7 @@ does what, and this one about what a failure means to the user.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from typing import TypeVar
 
 from localllm.daemon.client import ClientError, DaemonTimeout, DaemonUnavailable
@@ -90,7 +90,7 @@ def call(fn: Callable[[], T], hints: Hints = HINTS) -> T:
 
 def stream(
     chunks: Callable[[], Iterable[Chunk]], convert: Callable[[Chunk], T], hints: Hints = HINTS
-) -> Iterator[T]:
+) -> Generator[T, None, None]:
     """Convert a client stream lazily (the request goes out on the first ``next()``), closing
     it when the consumer stops early."""
     iterator = iter(call(chunks, hints))
@@ -109,7 +109,7 @@ def stream(
             close()
 
 
-def flatten(batches: Iterator[tuple[T, ...]]) -> Iterator[T]:
+def flatten(batches: Generator[tuple[T, ...], None, None]) -> Generator[T, None, None]:
     try:
         for batch in batches:
             yield from batch

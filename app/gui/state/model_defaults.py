@@ -38,8 +38,9 @@ def modelfile_parameters(text: str) -> dict[str, object]:
 
 
 def _number(value: object) -> float | None:
-    is_number = isinstance(value, int | float) and not isinstance(value, bool)
-    return float(value) if is_number else None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,8 +60,8 @@ def plan_summary(plan: ModelPlan) -> str:
     slots = f"{plan.num_parallel} slot{'s' if plan.num_parallel != 1 else ''}"
     figures = f" ({', '.join(parts)})" if parts else ""
     verdict = plan_lines(plan)[-1]  # whether it fits, and if not what would
-    size = f"{bytes_text(plan.total)} at {plan.context_length:,} tokens x {slots}"
-    return f"{size}{figures}. {verdict}"
+    total = f"{bytes_text(plan.total)} at {plan.context_length:,} tokens x {slots}"
+    return f"{total}{figures}. {verdict}"
 
 
 class PlanPreview:

@@ -9,6 +9,8 @@ many layers the daemon's plan of the chat's settings puts on the GPU, or that th
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
@@ -43,22 +45,40 @@ def _float_box(low: float, high: float, step: float) -> QDoubleSpinBox:
     return box
 
 
-def _value(box: QSpinBox | QDoubleSpinBox):
-    if box.value() == box.minimum():
-        return None
-    return round(box.value(), 2) if isinstance(box, QDoubleSpinBox) else box.value()
+def _int_value(box: QSpinBox) -> int | None:
+    return None if box.value() == box.minimum() else box.value()
 
 
-def _show(box: QSpinBox | QDoubleSpinBox, value) -> None:
-    box.setValue(box.minimum() if value is None else value)
+def _float_value(box: QDoubleSpinBox) -> float | None:
+    return None if box.value() == box.minimum() else round(box.value(), 2)
+
+
+class AdvancedValues(TypedDict):
+    """The section's values by their Ollama option names (``ChatOptions``'); None: not set."""
+
+    top_k: int | None
+    top_p: float | None
+    min_p: float | None
+    repeat_penalty: float | None
+    seed: int | None
+    num_gpu: int | None
+
+
+def _show(box: QSpinBox | QDoubleSpinBox, value: float | None) -> None:
+    if isinstance(box, QDoubleSpinBox):
+        box.setValue(box.minimum() if value is None else value)
+    else:  # an integer option (Qt would drop a fraction the same way)
+        box.setValue(box.minimum() if value is None else int(value))
 
 
 class AdvancedSettings(QWidget):
     edited = Signal()
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.toggle = QToolButton(text="Advanced", checkable=True)
+        self.toggle = QToolButton()
+        self.toggle.setText("Advanced")
+        self.toggle.setCheckable(True)
         self.toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.toggle.setArrowType(Qt.ArrowType.RightArrow)
         self.top_k = _int_box(0, 1000)
@@ -67,7 +87,8 @@ class AdvancedSettings(QWidget):
         self.repeat_penalty = _float_box(0.0, 2.0, 0.05)
         self.seed = _int_box(0, _SEED_MAX, "random")
         self.gpu_layers = _int_box(0, _LAYERS_MAX, "auto")
-        self.gpu_hint = QLabel("", objectName="muted", wordWrap=True)
+        self.gpu_hint = QLabel("", wordWrap=True)
+        self.gpu_hint.setObjectName("muted")
         self.top_k.setToolTip("Sample from the k likeliest tokens only (0: all of them)")
         self.top_p.setToolTip("Sample from the likeliest tokens that make up this probability")
         self.min_p.setToolTip("Drop tokens less likely than this share of the likeliest one")
@@ -110,11 +131,16 @@ class AdvancedSettings(QWidget):
             _show(box, getattr(options, key))
             box.blockSignals(False)
 
-    def values(self) -> dict[str, int | float | None]:
-        values = {key: _value(box) for key, box in self.boxes.items()}
-        if not self.gpu_layers.isEnabled():
-            values["num_gpu"] = None  # no GPU: nothing to offload, whatever a preset says
-        return values
+    def values(self) -> AdvancedValues:
+        return AdvancedValues(
+            top_k=_int_value(self.top_k),
+            top_p=_float_value(self.top_p),
+            min_p=_float_value(self.min_p),
+            repeat_penalty=_float_value(self.repeat_penalty),
+            seed=_int_value(self.seed),
+            # no GPU: nothing to offload, whatever a preset says
+            num_gpu=_int_value(self.gpu_layers) if self.gpu_layers.isEnabled() else None,
+        )
 
     def show_gpu(self, layers: GpuLayers | None, *, has_gpu: bool) -> None:
         """What offloading can do here: nothing without a GPU, else what the daemon's plan

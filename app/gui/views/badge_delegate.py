@@ -5,7 +5,7 @@ same on every page. A cell holds one badge (``TONE_ROLE``: its text and tone) or
 
 from __future__ import annotations
 
-from PySide6.QtCore import QModelIndex, QRectF, QSize, Qt
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
@@ -20,7 +20,7 @@ _MARGIN = 6  # before the first
 _EDGE_ALPHA = 60  # of 255
 
 
-def _badges(index: QModelIndex) -> tuple[tuple[str, str], ...]:
+def _badges(index: QModelIndex | QPersistentModelIndex) -> tuple[tuple[str, str], ...]:
     several = index.data(BADGES_ROLE)
     if several:
         return tuple(several)
@@ -34,14 +34,21 @@ def _width(metrics: QFontMetrics, badges) -> int:
 
 
 class BadgeDelegate(QStyledItemDelegate):
-    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex) -> QSize:
+    def sizeHint(
+        self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> QSize:
         size = super().sizeHint(option, index)
         badges = _badges(index)
         if not badges:
             return size
         return QSize(_width(option.fontMetrics, badges) + 2 * _MARGIN + 8, size.height())
 
-    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex) -> None:
+    def paint(
+        self,
+        painter: QPainter,
+        option: QStyleOptionViewItem,
+        index: QModelIndex | QPersistentModelIndex,
+    ) -> None:
         badges = _badges(index)
         if not badges:
             return super().paint(painter, option, index)

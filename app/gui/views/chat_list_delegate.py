@@ -6,9 +6,24 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import QEvent, QModelIndex, QRect, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QPainter
-from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
+from PySide6.QtCore import (
+    QAbstractItemModel,
+    QEvent,
+    QModelIndex,
+    QPersistentModelIndex,
+    QRect,
+    QSize,
+    Qt,
+    Signal,
+)
+from PySide6.QtGui import QColor, QMouseEvent, QPainter
+from PySide6.QtWidgets import (
+    QAbstractScrollArea,
+    QStyle,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
+    QWidget,
+)
 
 from localllm.app.gui.design.tokens import RADIUS, TYPE
 from localllm.app.gui.design.widgets import page_palette
@@ -28,7 +43,7 @@ class ChatListDelegate(QStyledItemDelegate):
         super().__init__(parent)
         self._icons, self._clock = icons, clock
 
-    def section(self, index: QModelIndex) -> str:
+    def section(self, index: QModelIndex | QPersistentModelIndex) -> str:
         """The section title drawn above this row ("" when it continues the one above)."""
         conversation = index.data(CONVERSATION_ROLE)
         if conversation is None:
@@ -40,21 +55,34 @@ class ChatListDelegate(QStyledItemDelegate):
         above = index.model().index(index.row() - 1, 0).data(CONVERSATION_ROLE)
         return "" if above is not None and day_group(above.updated_at, now) == mine else mine
 
-    def _header(self, option: QStyleOptionViewItem, index: QModelIndex) -> int:
+    def _header(
+        self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> int:
         return option.fontMetrics.height() + 16 if self.section(index) else 0
 
-    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex) -> QSize:
+    def sizeHint(
+        self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> QSize:
         height = option.fontMetrics.height() + 2 * _ROW
         return QSize(120, height + self._header(option, index))
 
-    def row_rect(self, option: QStyleOptionViewItem, index: QModelIndex) -> QRect:
+    def row_rect(
+        self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> QRect:
         return option.rect.adjusted(0, self._header(option, index), 0, 0)
 
-    def more_rect(self, option: QStyleOptionViewItem, index: QModelIndex) -> QRect:
+    def more_rect(
+        self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> QRect:
         row = self.row_rect(option, index)
         return QRect(row.right() - _MORE - 4, row.center().y() - _MORE // 2, _MORE, _MORE)
 
-    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex) -> None:
+    def paint(
+        self,
+        painter: QPainter,
+        option: QStyleOptionViewItem,
+        index: QModelIndex | QPersistentModelIndex,
+    ) -> None:
         p = page_palette(option.widget) if option.widget is not None else None
         if p is None:
             return super().paint(painter, option, index)
@@ -88,16 +116,30 @@ class ChatListDelegate(QStyledItemDelegate):
             self._icons.get("more", p.muted).paint(painter, more.adjusted(4, 4, -4, -4))
         painter.restore()
 
-    def editorEvent(self, event: QEvent, model, option: QStyleOptionViewItem, index: QModelIndex):
-        if event.type() == QEvent.Type.MouseButtonRelease and self.more_rect(
-            option, index
-        ).contains(event.position().toPoint()):
+    def editorEvent(
+        self,
+        event: QEvent,
+        model: QAbstractItemModel,
+        option: QStyleOptionViewItem,
+        index: QModelIndex | QPersistentModelIndex,
+    ) -> bool:
+        if (
+            event.type() == QEvent.Type.MouseButtonRelease
+            and isinstance(event, QMouseEvent)
+            and self.more_rect(option, index).contains(event.position().toPoint())
+        ):
+            view = option.widget
+            assert isinstance(view, QAbstractScrollArea), "the chat list's view draws its rows"
             self.menu_requested.emit(
-                index,
-                option.widget.viewport().mapToGlobal(self.more_rect(option, index).bottomLeft()),
+                index, view.viewport().mapToGlobal(self.more_rect(option, index).bottomLeft())
             )
             return True
         return super().editorEvent(event, model, option, index)
 
-    def updateEditorGeometry(self, editor, option: QStyleOptionViewItem, index: QModelIndex):
+    def updateEditorGeometry(
+        self,
+        editor: QWidget,
+        option: QStyleOptionViewItem,
+        index: QModelIndex | QPersistentModelIndex,
+    ) -> None:
         editor.setGeometry(self.row_rect(option, index).adjusted(4, 2, -4, -2))

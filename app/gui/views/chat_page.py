@@ -70,7 +70,9 @@ class ChatPage(QStackedWidget):
         self.composer = Composer(icons)
         self.tools_button = ToolsButton(chat.tools, icons) if chat.tools is not None else None
         self.settings = ChatSettingsPanel(icons=icons)
-        self.settings_area = QScrollArea(widgetResizable=True, minimumWidth=250, maximumWidth=340)
+        self.settings_area = QScrollArea(widgetResizable=True)
+        self.settings_area.setMinimumWidth(250)
+        self.settings_area.setMaximumWidth(340)
         self.settings_area.setWidget(self.settings)
         self.settings_area.setFrameShape(QScrollArea.Shape.NoFrame)
         self.settings_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -179,11 +181,12 @@ class ChatPage(QStackedWidget):
         self.settings_button.toggled.connect(self.settings_area.setVisible)
         self.model_picker.activated.connect(self._model_picked)
         self.library.changed.connect(lambda _models: self._select_model())
-        if self.documents is not None:
-            self.transcript.annotate = lambda m: self.documents.citations(m.id)
-            self.transcript.source_requested.connect(self.documents.show_source)
-            self.documents.service.sources_changed.connect(lambda _chat: self._redraw())
-            self.documents.watch_drops(self.transcript.viewport())
+        documents = self.documents
+        if documents is not None:
+            self.transcript.annotate = lambda m: documents.citations(m.id)
+            self.transcript.source_requested.connect(documents.show_source)
+            documents.service.sources_changed.connect(lambda _chat: self._redraw())
+            documents.watch_drops(self.transcript.viewport())
         QShortcut(
             QKeySequence(Qt.Key.Key_Escape),
             self,
@@ -313,7 +316,7 @@ class ChatPage(QStackedWidget):
             return None
         name = session.conversation.model if session else ""
         local = name and self.library.table.row_of(name) is not None
-        if larger is None or not local or self.library.is_remote(name):
+        if session is None or larger is None or not local or self.library.is_remote(name):
             plans.clear()  # asked again when wanted: against the memory free then
             return None
         ask = offer_ask(name, session.conversation.options, larger)

@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from localllm.app.gui.design.widgets import Banner
+from localllm.app.gui.icons import Icons
 from localllm.app.gui.state.chat.memory import OVERFLOW_CHOICES
 from localllm.app.gui.state.chat.records import ChatOptions, Conversation
 from localllm.app.gui.state.chat.thinking import THINK_CHOICES
@@ -73,29 +74,34 @@ class ChatSettingsPanel(QWidget):
     overflow_changed = Signal(str, str)  # conversation id, its Long chats choice
     options_edited = Signal(object)  # ChatOptions, at every edit (before the pause)
 
-    def __init__(self, parent=None, icons=None):
+    def __init__(self, parent: QWidget | None = None, icons: Icons | None = None) -> None:
         super().__init__(parent)
         self._conversation: Conversation | None = None
         self._loading = False
         self._presets = Presets()
         self._system: SystemInfo | None = None
         self._layers: GpuLayers | None = None  # where the plan of these settings puts them
-        self.preset = QComboBox(toolTip="Named settings to use in any chat")
-        self.save_preset = QPushButton("Save as…", toolTip="Keep these settings as a preset")
-        self.delete_preset = QPushButton("Delete", toolTip="Forget the chosen preset")
+        self.preset = QComboBox()
+        self.preset.setToolTip("Named settings to use in any chat")
+        self.save_preset = QPushButton("Save as…")
+        self.save_preset.setToolTip("Keep these settings as a preset")
+        self.delete_preset = QPushButton("Delete")
+        self.delete_preset.setToolTip("Forget the chosen preset")
         self.system_prompt = QPlainTextEdit(placeholderText="e.g. You are a concise assistant.")
         self.temperature = QDoubleSpinBox(minimum=-0.1, maximum=2.0, singleStep=0.1, decimals=2)
         self.temperature.setSpecialValueText(_DEFAULT)
         self.context = _spin(1_048_576, 1024, " tokens")
         self.max_tokens = _spin(131_072, 256, " tokens")
-        self.think = QComboBox(
-            toolTip="Whether the model reasons before it answers. Low, medium and high set "
+        self.think = QComboBox()
+        self.think.setToolTip(
+            "Whether the model reasons before it answers. Low, medium and high set "
             "the effort of a model that has one (gpt-oss); others just think."
         )
         for value, label in THINK_CHOICES:
             self.think.addItem(label, value)
-        self.overflow = QComboBox(
-            toolTip="When the chat grows past the Context length: drop the oldest messages "
+        self.overflow = QComboBox()
+        self.overflow.setToolTip(
+            "When the chat grows past the Context length: drop the oldest messages "
             "(the system prompt stays), stop with an error, or let the model summarize them"
         )
         for value, label in OVERFLOW_CHOICES:
@@ -138,19 +144,23 @@ class ChatSettingsPanel(QWidget):
         form.addRow("Long chats", self.overflow)
         self._form = form
         layout = QVBoxLayout(self)
-        layout.addWidget(QLabel("Preset", objectName="sectionTitle"))
+        preset_title = QLabel("Preset")
+        preset_title.setObjectName("sectionTitle")
+        layout.addWidget(preset_title)
         layout.addWidget(self.preset)
         layout.addLayout(presets)
         layout.addWidget(self.problem)
-        layout.addWidget(QLabel("System prompt", objectName="sectionTitle"))
+        prompt_title = QLabel("System prompt")
+        prompt_title.setObjectName("sectionTitle")
+        layout.addWidget(prompt_title)
         layout.addWidget(self.system_prompt, 1)
         layout.addLayout(form)
         layout.addWidget(self.advanced)
         hint = QLabel(
             "Longer context and GPU layers take memory; the model reloads when they change.",
-            objectName="muted",
             wordWrap=True,
         )
+        hint.setObjectName("muted")
         layout.addWidget(hint)
 
     # what the window tells it

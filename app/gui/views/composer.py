@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 
 from localllm.app.gui.design.tokens import SPACE
 from localllm.app.gui.design.widgets import icon_button, set_kind
+from localllm.app.gui.icons import Icons
 from localllm.app.gui.views.plain_text import plain_label
 
 __all__ = ["Composer"]
@@ -41,17 +42,17 @@ class Composer(QWidget):
     edit_requested = Signal(str, str)  # message id, new text
     stop_requested = Signal()
 
-    def __init__(self, icons=None, parent=None):
+    def __init__(self, icons: Icons | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._editing: str | None = None
         self._images: list[Path] = []
         self._streaming = False
 
-        self.banner = QLabel(objectName="caption")
+        self.banner = QLabel()
+        self.banner.setObjectName("caption")
         self.banner.hide()
-        self.editor = QPlainTextEdit(
-            placeholderText="Message the model…", objectName="composerEditor"
-        )
+        self.editor = QPlainTextEdit(placeholderText="Message the model…")
+        self.editor.setObjectName("composerEditor")
         self.editor.setAccessibleName("Message")
         self.editor.setTabChangesFocus(True)
         self.editor.setFrameShape(QFrame.Shape.NoFrame)
@@ -67,7 +68,9 @@ class Composer(QWidget):
         self.attach.setText("Attach")
         self.attach.hide()
         self.attachments = plain_label(objectName="caption")  # file names may hold anything
-        self.button = QToolButton(accessibleName="Send", toolTip="Send (Enter)")
+        self.button = QToolButton()
+        self.button.setAccessibleName("Send")
+        self.button.setToolTip("Send (Enter)")
         self.button.setText("Send")
         self.button.setIconSize(QSize(18, 18))
         set_kind(self.button, "send")
@@ -75,7 +78,8 @@ class Composer(QWidget):
         self._icons = icons
         self.retheme()
 
-        self.box = QFrame(objectName="composer")
+        self.box = QFrame()
+        self.box.setObjectName("composer")
         self.tools = QHBoxLayout()
         self.tools.setSpacing(SPACE.xs)
         self.tools.addWidget(self.attach)
@@ -163,7 +167,11 @@ class Composer(QWidget):
         self._refresh()
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if watched is self.editor and event.type() == QEvent.Type.KeyPress:
+        if (
+            watched is self.editor
+            and isinstance(event, QKeyEvent)
+            and event.type() == QEvent.Type.KeyPress
+        ):
             return self._key(event)
         if watched is self.editor and event.type() in (QEvent.Type.FocusIn, QEvent.Type.FocusOut):
             self.box.setProperty("focused", "true" if event.type() == QEvent.Type.FocusIn else "")

@@ -19,9 +19,10 @@ __all__ = ["ContextMeter"]
 
 
 class ContextMeter(QWidget):
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.bar = QProgressBar(textVisible=False, maximumWidth=90, maximumHeight=8)
+        self.bar = QProgressBar(textVisible=False)
+        self.bar.setMaximumSize(90, 8)
         self.bar.setMinimumWidth(40)
         self.bar.setRange(0, 1000)
         self.label = plain_label(objectName="muted")

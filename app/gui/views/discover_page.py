@@ -13,7 +13,7 @@ wrong is said in one wrapped line, so no message can widen the window.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSortFilterProxyModel, Qt, QTimer, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -32,7 +32,12 @@ from localllm.app.gui.services.hub import OFFLINE, HubService
 from localllm.app.gui.state.records import CatalogModel, HubFile, SystemInfo
 from localllm.app.gui.state.units import bytes_text
 from localllm.app.gui.views.plain_text import plain_label
-from localllm.app.gui.views.record_table import selected_record, table_view
+from localllm.app.gui.views.record_table import (
+    record_at,
+    selected_record,
+    sorting_proxy,
+    table_view,
+)
 from localllm.app.gui.views.welcome import OFFLINE_REASON
 
 __all__ = ["DiscoverPage"]
@@ -47,14 +52,13 @@ def _machine(system: SystemInfo) -> str:
 
 def visible_records(view: QTableView) -> list:
     """The records of the rows on screen, top to bottom."""
-    proxy = view.model()
+    proxy = sorting_proxy(view)
     if not view.isVisible() or not proxy.rowCount():
         return []
     first = view.rowAt(0)
     last = view.rowAt(view.viewport().height() - 1)
     first, last = max(first, 0), proxy.rowCount() - 1 if last < 0 else last
-    source = proxy.sourceModel()
-    return [source.item(proxy.mapToSource(proxy.index(r, 0)).row()) for r in range(first, last + 1)]
+    return [record_at(view, proxy.index(r, 0)) for r in range(first, last + 1)]
 
 
 def _wrapped(text: str = "") -> QLabel:
@@ -77,7 +81,7 @@ class DiscoverPage(QWidget):
         self.machine = _wrapped()  # GPU names, as the daemon reports them
         self.state = _wrapped()  # the hub's errors
         self.catalog = table_view(hub.catalog, self, stretch=5)  # About
-        self.catalog_filter: QSortFilterProxyModel = self.catalog.model()
+        self.catalog_filter = sorting_proxy(self.catalog)
         self.catalog_filter.setFilterKeyColumn(-1)  # the name, the size, what it is for
         self.catalog_filter.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
         self.empty = plain_label(objectName="muted", wordWrap=True)
@@ -131,7 +135,9 @@ class DiscoverPage(QWidget):
         row.addStretch(1)
         row.addWidget(self.pull_button)
         layout = QVBoxLayout(self)
-        layout.addWidget(QLabel("Discover", objectName="pageTitle"))
+        title = QLabel("Discover")
+        title.setObjectName("pageTitle")
+        layout.addWidget(title)
         layout.addWidget(self.query)
         layout.addWidget(self.machine)
         layout.addWidget(self.state)

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtGui import QDropEvent
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
@@ -61,7 +63,9 @@ class DocumentsBar(QWidget):
         self.chat_id: str | None = None
         self.dialog: SourceDialog | None = None
         self._report: IndexReport | None = None
-        self.button = QToolButton(text="Documents", toolTip="Chat about your files")
+        self.button = QToolButton()
+        self.button.setText("Documents")
+        self.button.setToolTip("Chat about your files")
         self.button.setAccessibleName("Documents")
         self.button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
@@ -86,7 +90,8 @@ class DocumentsBar(QWidget):
             "reordered by a reranker that reads each one with the question"
         )
         self.offer_reranker.clicked.connect(lambda: self._pull(OFFERED_RERANKER))
-        self.progress = QProgressBar(maximumWidth=200, textVisible=True)
+        self.progress = QProgressBar(textVisible=True)
+        self.progress.setMaximumWidth(200)
         self.errors = plain_label(objectName="muted", wordWrap=True)
         row = QHBoxLayout()
         row.setContentsMargins(0, 0, 0, 0)
@@ -154,6 +159,8 @@ class DocumentsBar(QWidget):
     # drag and drop
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if not isinstance(event, QDropEvent):  # a drop, or a drag (enter, move) over it
+            return super().eventFilter(watched, event)
         kind = event.type()
         if kind in (QEvent.Type.DragEnter, QEvent.Type.DragMove) and _files(event):
             event.acceptProposedAction()
@@ -247,7 +254,7 @@ class DocumentsBar(QWidget):
         choices = [("An embedding model, if one is installed", None), ("Words only", "")]
         choices += [(f"Words and {name}", name) for name in self._models()]
         for label, model in choices:
-            action = menu.addAction(label, lambda m=model: self.choose_embedder(m))
+            action = menu.addAction(label, partial(self.choose_embedder, model))
             action.setCheckable(True)
             action.setChecked(model == preferred)
 
@@ -269,7 +276,7 @@ class DocumentsBar(QWidget):
             self.service.detach_all(self.chat_id)
 
 
-def _files(event) -> list[Path]:
+def _files(event: QDropEvent) -> list[Path]:
     mime = event.mimeData()
     if mime is None or not mime.hasUrls():
         return []

@@ -6,7 +6,7 @@ it reopens.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QModelIndex, QRectF, Qt
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRectF, Qt
 from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -35,7 +35,12 @@ class ProgressDelegate(QStyledItemDelegate):
     it runs, amber paused, green done, red failed) with its words beside it; a failed or
     finished import has no bar, only its words."""
 
-    def paint(self, painter, option, index: QModelIndex) -> None:
+    def paint(
+        self,
+        painter: QPainter,
+        option: QStyleOptionViewItem,
+        index: QModelIndex | QPersistentModelIndex,
+    ) -> None:
         download: Download = index.data(ITEM_ROLE)
         p = page_palette()
         plain = QStyleOptionViewItem(option)  # the row's own background: hover, chosen
@@ -109,14 +114,14 @@ class DownloadsPage(QWidget):
         buttons.addStretch(1)
         buttons.addWidget(clear)
         layout = QVBoxLayout(self)
-        layout.addWidget(QLabel("Downloads", objectName="pageTitle"))
-        layout.addWidget(
-            QLabel(
-                "Downloads run in the background service: they continue "
-                "when this window is closed.",
-                objectName="muted",
-            )
+        title = QLabel("Downloads")
+        title.setObjectName("pageTitle")
+        layout.addWidget(title)
+        about = QLabel(
+            "Downloads run in the background service: they continue when this window is closed."
         )
+        about.setObjectName("muted")
+        layout.addWidget(about)
         layout.addLayout(buttons)
         layout.addWidget(self.table, 1)
         layout.addWidget(self.empty, 1)

@@ -53,7 +53,8 @@ class FoundRow(QWidget):
         self.name = _cut(model.name, "rowTitle")
         facts = (model.source_text, model.size_text, model.quantization, model.how_text)
         self.details = _cut(" · ".join(fact for fact in facts if fact), "caption")
-        self.button = QPushButton(model.button_text, accessibleName=f"Add {model.name}")
+        self.button = QPushButton(model.button_text)
+        self.button.setAccessibleName(f"Add {model.name}")
         self.button.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
         self.setToolTip(plain_tooltip(model.path))
         text = QVBoxLayout()
@@ -84,26 +85,33 @@ class FoundPanel(QWidget):
         self._list = QVBoxLayout()
         self._list.setContentsMargins(0, 0, 0, 0)
         self._list.setSpacing(0)
-        body = QWidget(objectName="foundList")
+        body = QWidget()
+        body.setObjectName("foundList")
         column = QVBoxLayout(body)
         column.setContentsMargins(0, 0, 0, 0)
         column.addLayout(self._list)
         column.addStretch(1)
-        self.scroll = QScrollArea(widgetResizable=True, objectName="card")
-        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.scroll.setWidget(body)
-        self.scroll.setMinimumHeight(_ROWS_SHOWN * (3 * self.fontMetrics().height() + SPACE.sm))
+        # not ``scroll``: that would hide QWidget.scroll()
+        self.scroll_area = QScrollArea(widgetResizable=True)
+        self.scroll_area.setObjectName("card")
+        self.scroll_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.scroll_area.setWidget(body)
+        self.scroll_area.setMinimumHeight(
+            _ROWS_SHOWN * (3 * self.fontMetrics().height() + SPACE.sm)
+        )
         about = plain_label(_ABOUT, wordWrap=True, objectName="muted")
         about.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         header = QHBoxLayout()
-        header.addWidget(QLabel("Found on this computer", objectName="sectionTitle"))
+        title = QLabel("Found on this computer")
+        title.setObjectName("sectionTitle")
+        header.addWidget(title)
         header.addWidget(self.status, 1)
         header.addWidget(self.look_again)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(header)
         layout.addWidget(about)
-        layout.addWidget(self.scroll, 1)
+        layout.addWidget(self.scroll_area, 1)
         self._loaded = False
 
     def showEvent(self, event) -> None:
@@ -116,13 +124,17 @@ class FoundPanel(QWidget):
     def _show(self, models: tuple[FoundModel, ...]) -> None:
         self._loaded = True
         while self._list.count():
-            widget = self._list.takeAt(0).widget()
+            item = self._list.takeAt(0)
+            widget = item.widget() if item is not None else None
             if widget is not None:
                 widget.deleteLater()
         self.rows, self.buttons = {}, {}
         for number, model in enumerate(models):
             if number:
-                self._list.addWidget(QFrame(objectName="rule", fixedHeight=1))
+                rule = QFrame()
+                rule.setObjectName("rule")
+                rule.setFixedHeight(1)
+                self._list.addWidget(rule)
             row = FoundRow(model)
             row.button.setEnabled(not model.in_store and model.name not in self.found.adding)
             row.button.clicked.connect(lambda _=False, m=model: self._add(m))

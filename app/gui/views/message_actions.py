@@ -7,9 +7,10 @@ on."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QWidget
 
 from localllm.app.gui.design.widgets import icon_button
+from localllm.app.gui.icons import Icons
 from localllm.app.gui.state.chat.records import Message
 from localllm.app.gui.state.chat.transcript_actions import (
     CopyMessage,
@@ -25,13 +26,15 @@ __all__ = ["MessageActions"]
 class MessageActions(QFrame):
     triggered = Signal(object)  # the typed action (``transcript_actions``): CopyMessage, ...
 
-    def __init__(self, icons=None, parent=None):
-        super().__init__(parent, objectName="messageActions")
+    def __init__(self, icons: Icons | None = None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("messageActions")
         self.setAutoFillBackground(True)
         self.message_id = ""
         self._icons = icons
         self.back = icon_button(icons, "back", "Previous version", on_click=lambda: self._go(-1))
-        self.version = QLabel(objectName="caption")
+        self.version = QLabel()
+        self.version.setObjectName("caption")
         self.ahead = icon_button(icons, "forward", "Next version", on_click=lambda: self._go(1))
         self.copy = icon_button(
             icons, "copy", "Copy", "Copy the message", lambda: self._do(CopyMessage)

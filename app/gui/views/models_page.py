@@ -14,6 +14,7 @@ or by dropping them; the buttons that act on a model are enabled only while one 
 from __future__ import annotations
 
 import html
+from functools import partial
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -93,7 +94,9 @@ class ModelsPage(QWidget):
         self.splitter.addWidget(details)
         self.splitter.setSizes([260, 420])  # the details need the room more than a short list
         layout = QVBoxLayout(self)
-        layout.addWidget(QLabel("Models", objectName="pageTitle"))
+        title = QLabel("Models")
+        title.setObjectName("pageTitle")
+        layout.addWidget(title)
         layout.addLayout(buttons)
         layout.addWidget(self.splitter, 1)
         self._enable(False)
@@ -192,8 +195,8 @@ class ModelsPage(QWidget):
         form.addRow("Memory", self.plan_view)
         self.library.plan(
             d.name,
-            lambda plan, name=d.name: self._show_plan(name, plan),
-            lambda error, name=d.name: self._plan_failed(name, error),
+            partial(self._show_plan, d.name),
+            partial(self._plan_failed, d.name),
         )
         template = "its own" if d.has_chat_template else "none: a base model, made to continue text"
         form.addRow("Chat template", plain_label(template))

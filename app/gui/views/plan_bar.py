@@ -29,7 +29,7 @@ _ROW_GAP = 6
 class PlanBars(QWidget):
     """The bars themselves: each device's parts in order, a line where free memory ends."""
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.rows: tuple[BarRow, ...] = ()
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
@@ -80,7 +80,7 @@ class PlanView(QWidget):
     """The bars, a legend of the groups drawn, and the plan in words (plain text: the daemon's
     reasons may quote a model's name)."""
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.bars = PlanBars()
         legend = QWidget()  # clipped where narrow, never widening the page: the words say all
@@ -116,8 +116,9 @@ class PlanView(QWidget):
     def _legend(self, rows: tuple[BarRow, ...]) -> None:
         while self.legend.count():
             item = self.legend.takeAt(0)
-            if item.widget() is not None:
-                item.widget().deleteLater()
+            widget = item.widget() if item is not None else None
+            if widget is not None:
+                widget.deleteLater()
         sizes: dict[str, int] = {}
         for row in rows:
             for segment in row.segments:

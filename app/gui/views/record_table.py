@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSortFilterProxyModel, Qt
+from typing import Any
+
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
-from localllm.app.gui.item_models.table import SORT_ROLE
+from localllm.app.gui.item_models.table import SORT_ROLE, RecordTableModel
 from localllm.app.gui.views.badge_delegate import BadgeDelegate
 
-__all__ = ["selected_record", "table_view"]
+__all__ = ["record_at", "selected_record", "sorting_proxy", "table_view"]
 
 
-def table_view(model, parent=None, stretch: int | None = None) -> QTableView:
+def table_view(model: RecordTableModel, parent=None, stretch: int | None = None) -> QTableView:
     """A sortable, row-selecting table over a ``RecordTableModel``, without grid lines, its
     meaningful columns drawn as badges; column ``stretch`` (else the last) takes the room the
     others leave."""
@@ -41,9 +43,23 @@ def table_view(model, parent=None, stretch: int | None = None) -> QTableView:
     return view
 
 
+def sorting_proxy(view: QTableView) -> QSortFilterProxyModel:
+    """The proxy a ``table_view`` sorts (and may filter) its records through."""
+    proxy = view.model()
+    assert isinstance(proxy, QSortFilterProxyModel), "a table_view's model is its sorting proxy"
+    return proxy
+
+
+def record_at(view: QTableView, index: QModelIndex | QPersistentModelIndex) -> Any:
+    """The record on the row of ``index``, an index of the ``table_view``'s proxy."""
+    proxy = sorting_proxy(view)
+    records = proxy.sourceModel()
+    assert isinstance(records, RecordTableModel), "a table_view shows a RecordTableModel"
+    return records.item(proxy.mapToSource(index).row())
+
+
 def selected_record(view: QTableView):
     rows = view.selectionModel().selectedRows()
     if not rows:
         return None
-    proxy = view.model()
-    return proxy.sourceModel().item(proxy.mapToSource(rows[0]).row())
+    return record_at(view, rows[0])

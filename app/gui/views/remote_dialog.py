@@ -45,11 +45,14 @@ class RemoteDialog(QDialog):
         self.key_sources = QButtonGroup(self)
         key_row = QHBoxLayout()
         for source, text in ((NO_KEY, "None"), (KEY_IN_KEYRING, "Key"), (KEY_IN_ENV, "Env var")):
-            button = QRadioButton(text, objectName=f"key-{source}", checked=source == NO_KEY)
+            button = QRadioButton(text)
+            button.setObjectName(f"key-{source}")
+            button.setChecked(source == NO_KEY)
             button.toggled.connect(lambda _on: self._key_source_changed())
             self.key_sources.addButton(button)
             key_row.addWidget(button)
-        self.key = QLineEdit(enabled=False)
+        self.key = QLineEdit()
+        self.key.setEnabled(False)
         self.problem = plain_label(objectName="error", wordWrap=True)
         self.buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel

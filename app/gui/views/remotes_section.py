@@ -20,7 +20,8 @@ class RemotesSection(QWidget):
         self.remotes = remotes
         self.table = table_view(remotes.table, self)
         self.add = QPushButton("Add…")
-        self.remove = QPushButton("Remove…", enabled=False)
+        self.remove = QPushButton("Remove…")
+        self.remove.setEnabled(False)
         self.message = plain_label(objectName="muted", wordWrap=True)
         self.dialog: RemoteDialog | None = None
         self.add.setToolTip("Serve the models of a vLLM, SGLang, llama-server or Ollama engine")
@@ -33,9 +34,9 @@ class RemotesSection(QWidget):
         remotes.table.modelReset.connect(lambda: self.remove.setEnabled(False))
         title = QHBoxLayout()
         title.addWidget(QLabel("<b>Remotes</b>"))
-        title.addWidget(
-            QLabel("other engines' models, named NAME/&lt;model id&gt;", objectName="muted"), 1
-        )
+        naming = QLabel("other engines' models, named NAME/&lt;model id&gt;")
+        naming.setObjectName("muted")
+        title.addWidget(naming, 1)
         title.addWidget(self.add)
         title.addWidget(self.remove)
         layout = QVBoxLayout(self)

@@ -51,7 +51,9 @@ def _mono(wrap: bool = True) -> QPlainTextEdit:
 
 
 def _copy_button(text_source, what: str = "Copy") -> QPushButton:
-    button = QPushButton("Copy", accessibleName=what, toolTip=what)
+    button = QPushButton("Copy")
+    button.setAccessibleName(what)
+    button.setToolTip(what)
     button.clicked.connect(lambda: QGuiApplication.clipboard().setText(text_source()))
     return button
 
@@ -75,7 +77,8 @@ class ServerPage(QWidget):
         self.unload = QPushButton("Unload")
         self.lan = QCheckBox("Serve on the local network")
         self.api_key = QLineEdit(readOnly=True, echoMode=QLineEdit.EchoMode.Password)
-        self.show_key = QPushButton("Show", checkable=True)
+        self.show_key = QPushButton("Show")
+        self.show_key.setCheckable(True)
         self.log = _mono()
         self._log_text = ""
         self._log_problem = ""  # why the log could not be fetched, while the page says it
@@ -85,8 +88,10 @@ class ServerPage(QWidget):
             "log), hidden by default; its chats, its changes and anything refused or failed "
             "always show"
         )
-        self.port = QSpinBox(minimum=1, maximum=65535, toolTip="The port the daemon listens on")
-        self.move_port = QPushButton("Use this port", enabled=False)
+        self.port = QSpinBox(minimum=1, maximum=65535)
+        self.port.setToolTip("The port the daemon listens on")
+        self.move_port = QPushButton("Use this port")
+        self.move_port.setEnabled(False)
         self.start_stop = QPushButton("Stop the daemon")
         self._port = 0  # the port the daemon runs on
         self.message = plain_label(objectName="muted", wordWrap=True)  # the daemon's errors
@@ -140,9 +145,13 @@ class ServerPage(QWidget):
         self.log.setMinimumHeight(180)
         self.remotes.setMinimumHeight(150)
         who = QVBoxLayout()
-        who.addWidget(QLabel("Who may connect", objectName="sectionTitle"))
+        who_title = QLabel("Who may connect")
+        who_title.setObjectName("sectionTitle")
+        who.addWidget(who_title)
         who.addWidget(self.lan)
-        who.addWidget(QLabel("Other devices need the API key.", objectName="muted"))
+        key_needed = QLabel("Other devices need the API key.")
+        key_needed.setObjectName("muted")
+        who.addWidget(key_needed)
         who.addWidget(self.key_row)
         refresh_log = QPushButton("Refresh")
         refresh_log.clicked.connect(self.server.fetch_log)
@@ -159,7 +168,9 @@ class ServerPage(QWidget):
         daemon.addWidget(self.start_stop)
         body = QWidget()
         layout = QVBoxLayout(body)
-        layout.addWidget(QLabel("Server", objectName="pageTitle"))
+        title = QLabel("Server")
+        title.setObjectName("pageTitle")
+        layout.addWidget(title)
         layout.addLayout(daemon)
         layout.addWidget(self.build_advice)
         layout.addLayout(address)

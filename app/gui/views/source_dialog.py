@@ -39,7 +39,9 @@ class SourceDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addWidget(self.heading)
         layout.addWidget(self.folder)
-        layout.addWidget(QLabel("The passage the reply was given:", objectName="muted"))
+        passage_title = QLabel("The passage the reply was given:")
+        passage_title.setObjectName("muted")
+        layout.addWidget(passage_title)
         layout.addWidget(self.passage, 1)
         layout.addWidget(buttons)
 

@@ -23,9 +23,12 @@ class ToolsButton(QToolButton):
     manage_requested = Signal()  # "Add or edit servers…": the Tools page
 
     def __init__(self, tools: ChatTools, icons=None, parent=None):
-        super().__init__(parent, text="Tools", accessibleName="Tools")
+        super().__init__(parent)
+        self.setText("Tools")
+        self.setAccessibleName("Tools")
         self._tools = tools
-        self._model, self._calls_tools = "", None  # the chat's model; None: not known yet
+        self._model = ""  # the chat's
+        self._calls_tools: bool | None = None  # whether its model calls tools; None: not known yet
         self.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         if icons is not None:

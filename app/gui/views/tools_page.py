@@ -45,8 +45,10 @@ class ToolsPage(QWidget):
     def __init__(self, tools: ChatTools, parent: QWidget | None = None):
         super().__init__(parent)
         self._tools = tools
-        title = QLabel("Tools (MCP servers)", objectName="pageTitle")
-        about = QLabel(_ABOUT, wordWrap=True, objectName="muted")
+        title = QLabel("Tools (MCP servers)")
+        title.setObjectName("pageTitle")
+        about = QLabel(_ABOUT, wordWrap=True)
+        about.setObjectName("muted")
         self.table = QTableWidget(0, 3)
         self.table.setHorizontalHeaderLabels(["Server", "Command or URL", "Status"])
         self.table.horizontalHeader().setStretchLastSection(True)

@@ -20,6 +20,7 @@ user is at the end and stays where they are when they have scrolled up to read
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from PySide6.QtCore import QEvent, QPoint, QRectF, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import (
@@ -31,6 +32,7 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QApplication, QFrame, QTextBrowser, QWidget
 
 from localllm.app.gui.design.tokens import palette
+from localllm.app.gui.icons import Icons
 from localllm.app.gui.markdown_html import MarkdownRenderer, copy_target
 from localllm.app.gui.state.chat.memory import ChatMemory
 from localllm.app.gui.state.chat.records import Message
@@ -80,7 +82,7 @@ class Transcript(QTextBrowser):
     source_requested = Signal(str)  # "<reply id>:<number>": a citation was clicked
     tool_decided = Signal(str, str)  # a tool call's id, "approve" | "always" | "deny"
 
-    def __init__(self, parent=None, icons=None):
+    def __init__(self, parent: QWidget | None = None, icons: Icons | None = None) -> None:
         super().__init__(parent)
         self.setOpenLinks(False)
         self.setReadOnly(True)
@@ -108,8 +110,9 @@ class Transcript(QTextBrowser):
         self._stats_open: set[str] = set()  # replies whose numbers the user opened
         self.annotate: Callable[[Message], str] | None = None  # HTML under a message (citations)
         self.follower = BottomFollower(self.verticalScrollBar(), self)
-        self.actions = MessageActions(icons, self.viewport())
-        self.actions.triggered.connect(self._act)
+        # not ``actions``: that would hide QWidget.actions()
+        self.message_actions = MessageActions(icons, self.viewport())
+        self.message_actions.triggered.connect(self._act)
         self._active = ""  # the message whose actions show ("" none)
         self.verticalScrollBar().valueChanged.connect(lambda _v: self._place_actions())
         self._timer = QTimer(self, singleShot=True, interval=_FRAME_MS)
@@ -123,7 +126,7 @@ class Transcript(QTextBrowser):
         self._cache.clear()
         self._block_cache.clear()
         self._shown = None
-        self.actions.retheme()
+        self.message_actions.retheme()
         self._render()
 
     def show_messages(
@@ -254,7 +257,7 @@ class Transcript(QTextBrowser):
     # a message's actions: under the pointer, or picked with the keyboard
 
     def active_message(self) -> str:
-        return self._active if self.actions.isVisible() else ""
+        return self._active if self.message_actions.isVisible() else ""
 
     def pick(self, message_id: str) -> None:
         """Show ``message_id``'s actions ("" hides them) and scroll it into view."""
@@ -279,23 +282,26 @@ class Transcript(QTextBrowser):
         ids = [m.id for m in self._messages]
         rects = self._message_rects() if self._active in ids else []
         if not rects:
-            if self.actions.isVisible():
-                self.actions.hide()
+            if self.message_actions.isVisible():
+                self.message_actions.hide()
                 self.viewport().update()
             return
         row = ids.index(self._active)
         last = row == len(ids) - 1
-        self.actions.show_for(self._messages[row], last, self._streaming and last)
+        self.message_actions.show_for(self._messages[row], last, self._streaming and last)
         rect, bar = rects[row], self.verticalScrollBar()
         if reveal and not (bar.value() <= rect.bottom() - bar.pageStep() <= rect.top()):
             self.follower.hold()
             bar.setValue(int(rect.bottom()) - bar.pageStep() + 12)
-        width, height = self.actions.sizeHint().width(), self.actions.sizeHint().height()
+        width, height = (
+            self.message_actions.sizeHint().width(),
+            self.message_actions.sizeHint().height(),
+        )
         x = int(rect.right()) - width + 1  # over the footer's switcher, to the message's edge
         y = int(rect.bottom()) - bar.value() - height - 4
-        self.actions.setGeometry(x, y, width, height)
-        self.actions.setVisible(True)
-        self.actions.raise_()
+        self.message_actions.setGeometry(x, y, width, height)
+        self.message_actions.setVisible(True)
+        self.message_actions.raise_()
         self.viewport().update()  # the message's highlight
 
     def mouseMoveEvent(self, event) -> None:
@@ -310,7 +316,7 @@ class Transcript(QTextBrowser):
         inside = self.viewport().rect().contains(self.viewport().mapFromGlobal(self.cursor().pos()))
         if not inside and not self._actions_have_focus() and not self.hasFocus():
             self._active = ""
-            self.actions.hide()
+            self.message_actions.hide()
             self.viewport().update()
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
@@ -328,14 +334,14 @@ class Transcript(QTextBrowser):
             Qt.FocusReason.TabFocusReason,
             Qt.FocusReason.BacktabFocusReason,
         )
-        if tabbed and self._messages and not self.actions.isVisible():
+        if tabbed and self._messages and not self.message_actions.isVisible():
             self.pick(self._messages[-1].id)
 
     def focusNextPrevChild(self, next: bool) -> bool:
         """Tab from the conversation goes to the picked message's buttons first, then through
         them, then on to the window's next control (never into the text's links, which Tab
         reaches while no message is picked)."""
-        buttons = self.actions.buttons() if self.actions.isVisible() else []
+        buttons = self.message_actions.buttons() if self.message_actions.isVisible() else []
         focused = QApplication.focusWidget()
         if focused in buttons:
             step = buttons.index(focused) + (1 if next else -1)
@@ -353,13 +359,13 @@ class Transcript(QTextBrowser):
 
     def _actions_have_focus(self) -> bool:
         focused = QGuiApplication.focusObject()
-        return focused is not None and self.actions.isAncestorOf(focused)
+        return isinstance(focused, QWidget) and self.message_actions.isAncestorOf(focused)
 
     # resources
 
-    def loadResource(self, kind: int, url: QUrl):
+    def loadResource(self, kind: int, url: QUrl | str) -> Any:
         """Images attached to messages, as thumbnails; the icons and the footer's spacer."""
-        image = self._images.image(url, self._messages, self._palette.muted)
+        image = self._images.image(QUrl(url), self._messages, self._palette.muted)
         return image if image is not None else super().loadResource(kind, url)
 
     def _markdown(self, m: Message, text: str) -> str:

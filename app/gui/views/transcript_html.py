@@ -186,7 +186,7 @@ def _footer(m: Message, p: Palette, last: bool, stats_open: bool) -> str:
     if m.role == "user" and last:  # its reply was deleted: ask for one
         parts.append(f"<a href='{href(Regenerate())}'>Answer</a>")
     if m.stats is not None:
-        parts.append(_stats(m, p, stats_open))
+        parts.append(_stats(m.id, m.stats, p, stats_open))
     return _quiet_line(" &nbsp;·&nbsp; ".join(parts), _versions(m, p), p)
 
 
@@ -206,8 +206,7 @@ def _quiet_line(left: str, right: str, p: Palette) -> str:
     )
 
 
-def _stats(m: Message, p: Palette, shown: bool) -> str:
-    stats = m.stats
+def _stats(message_id: str, stats: ReplyStats, p: Palette, shown: bool) -> str:
     full = stats.summary()
     short = (
         f"{stats.tokens_per_second:.1f} tok/s"
@@ -218,6 +217,6 @@ def _stats(m: Message, p: Palette, shown: bool) -> str:
     short = f"{short} · {why}" if why else short  # why it ended early is always said
     text = full if shown else short
     return (
-        f"<a href='{href(ToggleStats(m.id))}' style='color:{p.muted}; text-decoration:none;'>"
+        f"<a href='{href(ToggleStats(message_id))}' style='color:{p.muted}; text-decoration:none;'>"
         f"{html.escape(text)} {'◂' if shown else '▸'}</a>"
     )

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QColor, QImage
 
+from localllm.app.gui.icons import Icons
 from localllm.app.gui.markdown_html import ICON_SIZE
 from localllm.app.gui.state.chat.records import Message
 
@@ -20,7 +21,7 @@ _THUMBNAIL = 160  # pixels, the longest side of an image shown in a message
 
 
 class TranscriptImages:
-    def __init__(self, icons=None):
+    def __init__(self, icons: Icons | None = None) -> None:
         self._icons = icons
         self._icon_images: dict[str, QImage] = {}
         self._thumbnails: dict[str, QImage] = {}  # by "message id/index"

@@ -6,6 +6,8 @@ table, which a worker keeps up to date.
 
 from __future__ import annotations
 
+from functools import partial
+
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QAction, QIcon
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
@@ -25,10 +27,10 @@ class Tray(QSystemTrayIcon):
         self.server = server
         self.setToolTip("localllm")
         self.menu = QMenu()
-        self.menu.addAction("Open localllm", self.open_requested)
+        self.menu.addAction("Open localllm", self.open_requested.emit)
         self.models_menu = self.menu.addMenu("Running models")
         self.menu.addSeparator()
-        self.menu.addAction("Quit", self.quit_requested)
+        self.menu.addAction("Quit", self.quit_requested.emit)
         self.menu.aboutToShow.connect(self._before_show)
         self.setContextMenu(self.menu)
         self.activated.connect(self._activated)
@@ -48,7 +50,7 @@ class Tray(QSystemTrayIcon):
                 self.models_menu.addAction(busy)
                 continue
             label = f"{model.name} · {bytes_text(model.size)} · {model.processor}  (unload)"
-            self.models_menu.addAction(label, lambda name=model.name: self.server.unload(name))
+            self.models_menu.addAction(label, partial(self.server.unload, model.name))
 
     def _before_show(self) -> None:
         self.fill_models()

@@ -74,7 +74,7 @@ class WelcomePage(QWidget):
     import_requested = Signal(object)  # Path
     plans_wanted = Signal(object)  # the starters' names, the first time the page shows
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setAcceptDrops(True)
         self.offline = False
@@ -93,7 +93,9 @@ class WelcomePage(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(SPACE.xxl, SPACE.xl, SPACE.xxl, SPACE.xl)
         layout.setSpacing(SPACE.sm)
-        layout.addWidget(QLabel("Welcome to localllm", objectName="pageTitle"))
+        title = QLabel("Welcome to localllm")
+        title.setObjectName("pageTitle")
+        layout.addWidget(title)
         intro = QLabel(
             "Models run on this computer; nothing you type leaves it. "
             "Pick one to download, or use a GGUF file you already have.",
@@ -128,21 +130,23 @@ class WelcomePage(QWidget):
             self.buttons[name].setAccessibleDescription(OFFLINE_REASON if offline else "")
 
     def _import_card(self) -> QFrame:
-        card = QFrame(objectName="card")
+        card = QFrame()
+        card.setObjectName("card")
         layout = QVBoxLayout(card)
         layout.setContentsMargins(SPACE.lg, SPACE.lg, SPACE.lg, SPACE.lg)
         layout.addWidget(QLabel("<b>Import a GGUF you have</b>"))
-        layout.addWidget(
-            QLabel(
-                "From LM Studio, Ollama, Hugging Face or anywhere on disk: linked in, no "
-                "second copy. Works offline.",
-                objectName="muted",
-                wordWrap=True,
-            )
+        about = QLabel(
+            "From LM Studio, Ollama, Hugging Face or anywhere on disk: linked in, no "
+            "second copy. Works offline.",
+            wordWrap=True,
         )
+        about.setObjectName("muted")
+        layout.addWidget(about)
         layout.addStretch(1)
         layout.addWidget(self.import_button, 0, Qt.AlignmentFlag.AlignLeft)
-        layout.addWidget(QLabel("or drop a .gguf file anywhere here", objectName="caption"))
+        drop = QLabel("or drop a .gguf file anywhere here")
+        drop.setObjectName("caption")
+        layout.addWidget(drop)
         return card
 
     def showEvent(self, event) -> None:
@@ -161,7 +165,10 @@ class WelcomePage(QWidget):
         self.system = system
         self.cards.removeWidget(self.import_card)
         while self.cards.count():
-            self.cards.takeAt(0).widget().deleteLater()
+            item = self.cards.takeAt(0)
+            card = item.widget() if item is not None else None
+            if card is not None:  # the cards are all widgets
+                card.deleteLater()
         self.buttons.clear()
         self.problems.clear()
         self.machine.setText(_machine(system))
@@ -203,7 +210,8 @@ class WelcomePage(QWidget):
             self.mark_downloading(download.name, "Ready")
 
     def _card(self, s: Suggestion) -> QFrame:
-        card = QFrame(objectName="card")
+        card = QFrame()
+        card.setObjectName("card")
         card.setProperty("chosen", "true" if s.recommended else "false")
         layout = QVBoxLayout(card)
         layout.setContentsMargins(SPACE.lg, SPACE.lg, SPACE.lg, SPACE.lg)
@@ -218,9 +226,9 @@ class WelcomePage(QWidget):
         layout.addWidget(blurb)
         facts = QHBoxLayout()
         plan = plan_tip(s.plan, s.model.size)
-        facts.addWidget(
-            QLabel(f"{s.model.parameters} · {bytes_text(s.model.size)}", objectName="muted")
-        )
+        size = QLabel(f"{s.model.parameters} · {bytes_text(s.model.size)}")
+        size.setObjectName("muted")
+        facts.addWidget(size)
         if s.fit is not Fit.UNKNOWN:
             facts.addWidget(badge(s.fit.label, s.fit.tone or "neutral", plan))
         facts.addStretch(1)

@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Final
 
 from anyio import to_thread
@@ -59,7 +59,7 @@ class PullJob:
         for queue in self._queues:
             queue.put_nowait(None)
 
-    async def events(self) -> AsyncIterator[Event]:
+    async def events(self) -> AsyncGenerator[Event, None]:
         """The events from now on (starting with the latest); raises the pull's error."""
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
         if self.last is not None:

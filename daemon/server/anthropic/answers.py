@@ -6,7 +6,8 @@ Shared by the whole message (``messages``) and the stream (``events``), so both 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Literal
 
 from localllm.daemon.api.anthropic import (
     AnthropicContent,
@@ -20,9 +21,10 @@ from localllm.daemon.inference.generation import GenerationStats
 from localllm.daemon.inference.json_scan import loads
 from localllm.daemon.inference.tool_calls import ToolCall
 
-__all__ = ["content_out", "signature", "stop_reason", "tool_input", "usage_out"]
+__all__ = ["StopReason", "content_out", "signature", "stop_reason", "tool_input", "usage_out"]
 
-_STOP_REASONS = {"tool_calls": "tool_use", "length": "max_tokens"}
+StopReason = Literal["end_turn", "max_tokens", "stop_sequence", "tool_use"]
+_STOP_REASONS: Mapping[str, StopReason] = {"tool_calls": "tool_use", "length": "max_tokens"}
 
 
 def content_out(thinking: str, text: str, calls: Sequence[ToolCall]) -> list[AnthropicContent]:
@@ -51,7 +53,7 @@ def signature(thinking: str) -> str:
     return "localllm-" + hashlib.sha256(thinking.encode()).hexdigest()[:32]
 
 
-def stop_reason(finished: Finished) -> tuple[str, str | None]:
+def stop_reason(finished: Finished) -> tuple[StopReason, str | None]:
     """Anthropic's stop_reason and stop_sequence for how a generation finished."""
     if finished.reason in _STOP_REASONS:
         return _STOP_REASONS[finished.reason], None

@@ -11,10 +11,11 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from fastapi import APIRouter, Request
+from pydantic import BaseModel
 from starlette.responses import Response
 
 from localllm.daemon.api.anthropic import AnthropicMessage, MessagesRequest
-from localllm.daemon.inference import Collected, Generation
+from localllm.daemon.inference import Collected, GenerationStream
 from localllm.daemon.server.anthropic.answers import content_out, stop_reason, usage_out
 from localllm.daemon.server.anthropic.events import message_events
 from localllm.daemon.server.anthropic.translate import messages_job
@@ -25,8 +26,9 @@ __all__ = ["router"]
 router = APIRouter()
 
 
+# A stream, or the whole answer as an AnthropicMessage (``respond`` types it as any model).
 @router.post("/v1/messages", response_model=None)
-async def create_message(body: MessagesRequest, request: Request) -> Response | AnthropicMessage:
+async def create_message(body: MessagesRequest, request: Request) -> Response | BaseModel:
     shape = _Shape(f"msg_{secrets.token_hex(12)}")
     return await respond(
         request,
@@ -44,7 +46,7 @@ class _Shape:
 
     id: str
 
-    def whole(self, generation: Generation, result: Collected) -> AnthropicMessage:
+    def whole(self, generation: GenerationStream, result: Collected) -> AnthropicMessage:
         finished = result.finished
         reason, stop = stop_reason(finished)
         return AnthropicMessage(
@@ -56,5 +58,5 @@ class _Shape:
             usage=usage_out(finished.usage),
         )
 
-    def chunks(self, generation: Generation) -> AsyncIterator[bytes]:
+    def chunks(self, generation: GenerationStream) -> AsyncIterator[bytes]:
         return message_events(self.id, generation.model, generation)

@@ -20,6 +20,7 @@ thinking streams either way.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Literal, TypedDict
 
 from localllm.daemon.api.anthropic import (
     CountTokensRequest,
@@ -37,6 +38,19 @@ from localllm.daemon.inference.tool_calls import ToolChoice
 __all__ = ["count_job", "messages_job"]
 
 _THINKING = ("thinking", "redacted_thinking")
+
+
+class _Function(TypedDict):
+    name: str
+    arguments: dict[str, object]
+
+
+class _ToolCall(TypedDict):
+    """A ``tool_use`` block as an assistant message's tool call (OpenAI's shape)."""
+
+    id: str
+    type: Literal["function"]
+    function: _Function
 
 
 def messages_job(req: MessagesRequest) -> GenerationJob:
@@ -57,7 +71,7 @@ def count_job(req: CountTokensRequest) -> GenerationJob:
 
 
 def _job(
-    req: CountTokensRequest, sampling: Mapping[str, object], schema: Mapping | None
+    req: CountTokensRequest, sampling: Mapping[str, object], schema: Mapping[str, object] | None
 ) -> GenerationJob:
     images: list[bytes] = []
     loaded: set[str] = set()  # deferred tools a tool_reference block named
@@ -83,7 +97,7 @@ def _job(
 
 # -- the conversation -----------------------------------------------------------------------
 def _conversation(
-    system: str | list[dict] | None,
+    system: str | Sequence[Mapping[str, object]] | None,
     messages: Sequence[MessageParam],
     images: list[bytes],
     loaded: set[str],
@@ -105,14 +119,18 @@ def _conversation(
     return out
 
 
-def _system_text(system: str | list[dict], where: str) -> str:
+def _system_text(system: str | Sequence[Mapping[str, object]], where: str) -> str:
     if isinstance(system, str):
         return system
     return "\n\n".join(_text(block, f"{where}.content[{i}]") for i, block in enumerate(system))
 
 
-def _assistant(blocks: list[dict], where: str, tool_names: dict[str, str]) -> dict[str, object]:
-    texts, thoughts, calls = [], [], []
+def _assistant(
+    blocks: Sequence[Mapping[str, object]], where: str, tool_names: dict[str, str]
+) -> dict[str, object]:
+    texts: list[str] = []
+    thoughts: list[str] = []
+    calls: list[_ToolCall] = []
     for i, block in enumerate(blocks):
         kind, at = block.get("type"), f"{where}.content[{i}]"
         if kind == "text":
@@ -133,7 +151,7 @@ def _assistant(blocks: list[dict], where: str, tool_names: dict[str, str]) -> di
 
 
 def _user(
-    blocks: list[dict],
+    blocks: Sequence[Mapping[str, object]],
     where: str,
     images: list[bytes],
     tool_names: Mapping[str, str],
@@ -153,7 +171,7 @@ def _user(
     return [*results, {"role": "user", "content": parts}] if parts else results
 
 
-def _part(block: Mapping, at: str, images: list[bytes]) -> dict[str, object]:
+def _part(block: Mapping[str, object], at: str, images: list[bytes]) -> dict[str, object]:
     if block.get("type") == "text":
         return {"type": "text", "text": _text(block, at)}
     images.append(_image(block.get("source"), len(images) + 1, at))
@@ -161,7 +179,7 @@ def _part(block: Mapping, at: str, images: list[bytes]) -> dict[str, object]:
 
 
 def _tool_result(
-    block: Mapping,
+    block: Mapping[str, object],
     at: str,
     images: list[bytes],
     tool_names: Mapping[str, str],
@@ -181,19 +199,24 @@ def _tool_result(
 
 
 def _result_part(part: object, at: str, images: list[bytes], loaded: set[str]) -> dict[str, object]:
-    kind = part.get("type") if isinstance(part, Mapping) else None
+    allowed = "text, image and tool_reference"
+    if not isinstance(part, Mapping):
+        raise _unsupported(None, at, allowed)
+    kind = part.get("type")
     if kind == "tool_reference":  # a tool search found this deferred tool: it is offered now
-        loaded.add(_string(part, "tool_name", at))
-        return {"type": "text", "text": f"Tool {part['tool_name']} is loaded."}
+        name = _string(part, "tool_name", at)
+        loaded.add(name)
+        return {"type": "text", "text": f"Tool {name} is loaded."}
     if kind not in ("text", "image"):
-        raise _unsupported(kind, at, "text, image and tool_reference")
+        raise _unsupported(kind, at, allowed)
     return _part(part, at, images)
 
 
 def _image(source: object, number: int, at: str) -> bytes:
     kind = source.get("type") if isinstance(source, Mapping) else None
-    if kind == "base64" and isinstance(source.get("data"), str):
-        return decode_base64(source["data"], number, f" ({at})", param="messages")
+    data = source.get("data") if isinstance(source, Mapping) else None
+    if kind == "base64" and isinstance(data, str):
+        return decode_base64(data, number, f" ({at})", param="messages")
     refused = (
         f"source type {kind!r} is not supported (localllm never downloads images); " if kind else ""
     )
@@ -203,7 +226,7 @@ def _image(source: object, number: int, at: str) -> bytes:
     )
 
 
-def _tool_call(block: Mapping, at: str) -> dict[str, object]:
+def _tool_call(block: Mapping[str, object], at: str) -> _ToolCall:
     arguments = block.get("input", {})
     if not isinstance(arguments, Mapping):
         raise BadRequestError(f"{at}.input must be an object", param="messages")
@@ -215,13 +238,13 @@ def _tool_call(block: Mapping, at: str) -> dict[str, object]:
     }
 
 
-def _text(block: Mapping, at: str) -> str:
+def _text(block: Mapping[str, object], at: str) -> str:
     if block.get("type") != "text":
         raise _unsupported(block.get("type"), at, "text")
     return _string(block, "text", at)
 
 
-def _string(block: Mapping, key: str, at: str) -> str:
+def _string(block: Mapping[str, object], key: str, at: str) -> str:
     value = block.get(key)
     if not isinstance(value, str):
         raise BadRequestError(f"{at}.{key} must be a string", param="messages")
@@ -240,7 +263,7 @@ def _tools(
     tools: Sequence[ToolParam], loaded: set[str], warnings: list[str]
 ) -> list[dict[str, object]]:
     """The client tools the model is offered; server tools are left out, with a warning."""
-    offered = []
+    offered: list[dict[str, object]] = []
     for number, tool in enumerate(tools):
         if tool.type not in (None, "custom"):
             warnings.append(
@@ -260,10 +283,11 @@ def _tool(tool: ToolParam) -> dict[str, object]:
     return {"type": "function", "function": {k: v for k, v in function.items() if v is not None}}
 
 
-def _tool_choice(choice: Mapping | None, has_tools: bool) -> ToolChoice:
-    kind = (choice or {}).get("type", "auto" if has_tools else "none")
-    if kind == "tool" and isinstance(choice.get("name"), str):
-        return ToolChoice("function", choice["name"])
+def _tool_choice(choice: Mapping[str, object] | None, has_tools: bool) -> ToolChoice:
+    given: Mapping[str, object] = choice or {}
+    kind, name = given.get("type", "auto" if has_tools else "none"), given.get("name")
+    if kind == "tool" and isinstance(name, str):
+        return ToolChoice("function", name)
     modes = {"auto": "auto", "any": "required", "none": "none"}
     if not isinstance(kind, str) or kind not in modes:  # a list or an object is no mode
         raise BadRequestError(
@@ -274,7 +298,7 @@ def _tool_choice(choice: Mapping | None, has_tools: bool) -> ToolChoice:
     return ToolChoice(modes[kind])  # a forced call without tools is inference's 400
 
 
-def _thinking(thinking: Mapping | None) -> tuple[bool | None, int | None]:
+def _thinking(thinking: Mapping[str, object] | None) -> tuple[bool | None, int | None]:
     if thinking is None:
         return None, None
     kind, budget = thinking.get("type"), thinking.get("budget_tokens")
@@ -296,18 +320,19 @@ def _thinking(thinking: Mapping | None) -> tuple[bool | None, int | None]:
     )
 
 
-def _output_schema(config: Mapping | None) -> Mapping[str, object] | None:
+def _output_schema(config: Mapping[str, object] | None) -> Mapping[str, object] | None:
     """Structured outputs: ``output_config.format`` is a JSON schema the answer must match."""
     fmt = (config or {}).get("format")
     if fmt is None:
         return None
+    schema = fmt.get("schema") if isinstance(fmt, Mapping) else None
     if (
         not isinstance(fmt, Mapping)
         or fmt.get("type") != "json_schema"
-        or not isinstance(fmt.get("schema"), Mapping)
+        or not isinstance(schema, Mapping)
     ):
         raise BadRequestError(
             'output_config.format must be {"type": "json_schema", "schema": {...}}',
             param="output_config",
         )
-    return fmt["schema"]
+    return schema

@@ -56,7 +56,7 @@ async def create(body: CreateRequest, request: Request) -> Response:
     if body.stream:
         lines = (ndjson_line(ProgressResponse.model_validate(step)) async for step in steps)
         return ndjson_stream(lines, request.app.state.redactor)
-    last: dict = {}
+    last: dict[str, str] = {}
     async for step in steps:
         last = step
     return JSONResponse(ProgressResponse.model_validate(last).model_dump(exclude_none=True))

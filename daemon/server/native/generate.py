@@ -30,8 +30,8 @@ from localllm.daemon.inference import (
     Collected,
     Delta,
     Finished,
-    Generation,
     GenerationJob,
+    GenerationStream,
     Inference,
 )
 from localllm.daemon.inference.options import parse_keep_alive
@@ -55,7 +55,7 @@ router = APIRouter()
 
 # Builds one chunk from (model, text, thinking, logprobs, finished-or-None, tool calls).
 ChunkMaker = Callable[
-    [str, str, str, list[dict] | None, Finished | None, Sequence[ToolCall]], BaseModel
+    [str, str, str, list[dict[str, Any]] | None, Finished | None, Sequence[ToolCall]], BaseModel
 ]
 
 
@@ -84,7 +84,7 @@ def _generate_chunk(
     model: str,
     text: str,
     thinking: str,
-    logprobs: list[dict] | None,
+    logprobs: list[dict[str, Any]] | None,
     finished: Finished | None,
     calls: Sequence[ToolCall] = (),  # /api/generate takes no tools
 ) -> GenerateChunk:
@@ -102,7 +102,7 @@ def _chat_chunk(
     model: str,
     text: str,
     thinking: str,
-    logprobs: list[dict] | None,
+    logprobs: list[dict[str, Any]] | None,
     finished: Finished | None,
     calls: Sequence[ToolCall] = (),
 ) -> ChatChunk:
@@ -121,7 +121,7 @@ def _chat_chunk(
 async def _run(request: Request, job: GenerationJob, stream: bool, make: ChunkMaker) -> Response:
     logprobs = job.logprobs is not None
 
-    async def lines(generation: Generation) -> AsyncIterator[bytes]:
+    async def lines(generation: GenerationStream) -> AsyncIterator[bytes]:
         calls = CallAssembler()  # each call goes out whole, in the chunk that completes it
         async for item in generation:
             if isinstance(item, Delta):
@@ -134,7 +134,7 @@ async def _run(request: Request, job: GenerationJob, stream: bool, make: ChunkMa
                 final = make(generation.model, "", "", None, item, ())
                 yield ndjson_line(_with_truncation(final, generation))
 
-    def whole(generation: Generation, result: Collected) -> BaseModel:
+    def whole(generation: GenerationStream, result: Collected) -> BaseModel:
         entries = result.logprobs if logprobs else None
         finished = result.finished
         answer = make(
@@ -150,7 +150,7 @@ async def _run(request: Request, job: GenerationJob, stream: bool, make: ChunkMa
     return await respond(request, job, stream=stream, chunks=lines, whole=whole, wire=NDJSON)
 
 
-def _with_truncation(chunk: BaseModel, generation: Generation) -> BaseModel:
+def _with_truncation(chunk: BaseModel, generation: GenerationStream) -> BaseModel:
     """A chat's final chunk says which of its oldest turns were dropped to fit the context."""
     if isinstance(chunk, ChatChunk) and generation.truncation is not None:
         chunk.truncated = TruncatedHistory(**generation.truncation.as_dict())
@@ -172,6 +172,12 @@ async def _load_or_unload(
     else:
         name = await until_disconnect(request, inference.load(model, options or {}, seconds))
         reason = "load"
-    fields = {"model": name, "created_at": created_at(), "done": True, "done_reason": reason}
-    answer = ChatChunk(message=OllamaReply(), **fields) if chat else GenerateChunk(**fields)
+    stamp = created_at()
+    answer: BaseModel
+    if chat:
+        answer = ChatChunk(
+            message=OllamaReply(), model=name, created_at=stamp, done=True, done_reason=reason
+        )
+    else:
+        answer = GenerateChunk(model=name, created_at=stamp, done=True, done_reason=reason)
     return JSONResponse(answer.model_dump(exclude_none=True))

@@ -47,4 +47,6 @@ async def hub_files(request: Request, repo: str = Query(..., max_length=200)) ->
 async def hub_catalog(request: Request) -> CatalogResponse:
     settings: Settings = request.app.state.settings
     catalog = await to_thread.run_sync(Catalog.load, settings.catalog_path)
-    return CatalogResponse(models=[CatalogModel(**entry.to_json()) for entry in catalog])
+    return CatalogResponse(
+        models=[CatalogModel.model_validate(entry.to_json()) for entry in catalog]
+    )

@@ -98,7 +98,7 @@ def _checked_path(text: str) -> Path:
 
 def _out(model: FoundModel) -> LocalModelOut:
     return LocalModelOut(
-        source=model.source,  # type: ignore[arg-type]
+        source=model.source,
         name=model.name,
         path=str(model.path),
         size=model.size,

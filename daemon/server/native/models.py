@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse
 from localllm.daemon.api.native_models import (
     CopyRequest,
     ModelRequest,
+    ModelSummary,
     PruneResponse,
     RunningModel,
     RunningResponse,
@@ -28,6 +29,7 @@ from localllm.daemon.api.native_models import (
 from localllm.daemon.inference import Inference
 from localllm.daemon.remotes import Remotes
 from localllm.daemon.scheduler import ModelStatus, Scheduler
+from localllm.daemon.server.app_state import app_part
 from localllm.daemon.server.native.describe import (
     details_out,
     iso_time,
@@ -36,8 +38,9 @@ from localllm.daemon.server.native.describe import (
     show_response,
 )
 from localllm.daemon.server.remote_listing import remote_running, remote_show, remote_summaries
+from localllm.model_registry.digests import Digest
 from localllm.model_registry.errors import CorruptManifestError, ModelNotFoundError
-from localllm.model_registry.names import parse_name
+from localllm.model_registry.names import ModelName, parse_name
 from localllm.model_registry.store import ModelEntry, Store, show_model
 
 __all__ = ["router"]
@@ -48,7 +51,7 @@ _FOREVER = datetime(2318, 1, 1, tzinfo=UTC)  # how Ollama dates "never unloaded"
 
 
 def _store(request: Request) -> Store:
-    return request.app.state.store
+    return app_part(request, "store", Store)
 
 
 @router.get("/api/tags")
@@ -59,10 +62,10 @@ async def tags(request: Request) -> TagsResponse:
 
 
 def _remotes(request: Request) -> Remotes:
-    return request.app.state.remotes
+    return app_part(request, "remotes", Remotes)
 
 
-def _summaries(store: Store) -> list:
+def _summaries(store: Store) -> list[ModelSummary]:
     summaries = []
     for entry in store.list_models():
         try:
@@ -189,7 +192,7 @@ async def prune(request: Request) -> PruneResponse:
 async def verify(request: Request) -> VerifyResponse:
     report = await to_thread.run_sync(_store(request).verify)
 
-    def problems(found: dict) -> list[VerifyProblem]:
+    def problems(found: dict[Digest, tuple[ModelName, ...]]) -> list[VerifyProblem]:
         return [
             VerifyProblem(digest=digest.wire, models=[listed_name(n) for n in names])
             for digest, names in found.items()

@@ -22,10 +22,12 @@ from localllm.daemon.api.native_plan import (
 from localllm.daemon.errors import BadRequestError
 from localllm.daemon.inference import Inference
 from localllm.daemon.inference.plans import Planned, plan_installed, plan_on_hub
+from localllm.daemon.models.pulls import PullManager
 from localllm.daemon.remotes import Remotes
 from localllm.daemon.scheduler import LoadPlan
+from localllm.daemon.scheduler.context_size import size_text
 from localllm.daemon.scheduler.memory_plan import LATER_KINDS
-from localllm.daemon.scheduler.refusal import size_text
+from localllm.daemon.server.app_state import app_part
 from localllm.model_registry.errors import InvalidRepoError
 from localllm.model_registry.pull.hub_headers import HubShapes
 from localllm.model_registry.pull.quants import quant_of
@@ -92,8 +94,8 @@ def _hub_shapes(request: Request) -> HubShapes:
     """The app's reader of hub headers, made on first use (it caches what it read)."""
     state = request.app.state
     if getattr(state, "hub_shapes", None) is None:
-        state.hub_shapes = HubShapes(state.pulls.puller)
-    return state.hub_shapes
+        state.hub_shapes = HubShapes(app_part(request, "pulls", PullManager).puller)
+    return app_part(request, "hub_shapes", HubShapes)
 
 
 def _response(planned: Planned) -> PlanResponse:

@@ -22,28 +22,32 @@ from localllm.daemon.api.native_models import (
     PullRequest,
 )
 from localllm.daemon.models.pulls import PullJob, PullManager, PullRecord
+from localllm.daemon.remotes import Remotes
+from localllm.daemon.server.app_state import app_part
 from localllm.daemon.server.errors import Redact
 from localllm.daemon.server.native.describe import iso_time
 from localllm.daemon.server.ndjson import ndjson_line, ndjson_stream
+from localllm.daemon.server.redaction import PathRedactor
 
 __all__ = ["router"]
 
 router = APIRouter()
 
 _MANIFEST = "pulling manifest"
+PullEvent = dict[str, object]  # a pull's event in its wire form (``PullJob.events``)
 
 
 def _manager(request: Request) -> PullManager:
-    return request.app.state.pulls
+    return app_part(request, "pulls", PullManager)
 
 
 def _redactor(request: Request) -> Redact:
-    return request.app.state.redactor
+    return app_part(request, "redactor", PathRedactor)
 
 
 @router.post("/api/pull", response_model=None)
 async def pull(body: PullRequest, request: Request) -> Response:
-    request.app.state.remotes.refuse_local_work(body.model, "pull")
+    app_part(request, "remotes", Remotes).refuse_local_work(body.model, "pull")
     return await _answer(_manager(request).start(body.model), body.stream, _redactor(request))
 
 
@@ -92,19 +96,19 @@ async def _answer(job: PullJob, stream: bool, redact: Redact) -> Response:
         raise
     if stream:
         return ndjson_stream(_lines(head, events), redact)  # closing it only stops watching
-    last = head[-1] if head else {"status": "success"}
+    last: PullEvent = head[-1] if head else {"status": "success"}
     async for event in events:
         last = event
     return JSONResponse(_progress(last).model_dump(exclude_none=True))
 
 
-def _progress(event: dict) -> ProgressResponse:
+def _progress(event: PullEvent) -> ProgressResponse:
     """A pull event as the shared wire model (what ``daemon.client`` parses it into)."""
     return ProgressResponse.model_validate(event)
 
 
-async def _until_resolved(events: AsyncIterator[dict]) -> list[dict]:
-    head: list[dict] = []
+async def _until_resolved(events: AsyncIterator[PullEvent]) -> list[PullEvent]:
+    head: list[PullEvent] = []
     async for event in events:
         head.append(event)
         if event.get("status") != _MANIFEST:
@@ -112,7 +116,9 @@ async def _until_resolved(events: AsyncIterator[dict]) -> list[dict]:
     return head
 
 
-async def _lines(head: list[dict], events: AsyncGenerator[dict]) -> AsyncIterator[bytes]:
+async def _lines(
+    head: list[PullEvent], events: AsyncGenerator[PullEvent, None]
+) -> AsyncIterator[bytes]:
     try:
         for event in head:
             yield ndjson_line(_progress(event))

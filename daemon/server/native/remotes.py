@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 from localllm.daemon.api.remotes import RemoteAddRequest, RemoteInfo, RemoteList
 from localllm.daemon.remotes import Remotes
 from localllm.daemon.server.admin import admin_only
+from localllm.daemon.server.app_state import app_part
 
 __all__ = ["router"]
 
@@ -17,7 +18,7 @@ router = APIRouter()
 
 
 def _remotes(request: Request) -> Remotes:
-    return request.app.state.remotes
+    return app_part(request, "remotes", Remotes)
 
 
 @router.get("/api/remotes")

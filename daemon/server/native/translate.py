@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
+from typing import TypedDict
 
 from localllm.daemon.api.native_chat import (
     ChatRequest,
@@ -53,8 +54,9 @@ def generate_job(req: GenerateRequest) -> GenerationJob:
             "send the whole conversation to /api/chat instead",
             param="context",
         )
-    common = _common(req.format, req.options, req.keep_alive, req.logprobs, req.top_logprobs)
-    common["think"] = req.think
+    common = _common(
+        req.format, req.options, req.keep_alive, req.logprobs, req.top_logprobs, req.think
+    )
     images = _decoded(req.images)
     if req.suffix:  # as Ollama: an empty suffix is none
         _check_fill_in(req, images)
@@ -68,8 +70,8 @@ def generate_job(req: GenerateRequest) -> GenerationJob:
             images=images,
             **common,
         )
-    user = {"role": "user", "content": _content(req.prompt, range(len(images)))}
-    messages = [{"role": "system", "content": req.system}, user]
+    user: dict[str, object] = {"role": "user", "content": _content(req.prompt, range(len(images)))}
+    messages: list[dict[str, object]] = [{"role": "system", "content": req.system}, user]
     return GenerationJob(
         model=req.model, messages=messages, template=req.template, images=images, **common
     )
@@ -104,10 +106,21 @@ def chat_job(req: ChatRequest) -> GenerationJob:
         images=images,
         tools=tools,
         tool_choice=ToolChoice("auto" if tools else "none"),
-        think=req.think,
         truncate=req.truncate,
-        **_common(req.format, req.options, req.keep_alive, req.logprobs, req.top_logprobs),
+        **_common(
+            req.format, req.options, req.keep_alive, req.logprobs, req.top_logprobs, req.think
+        ),
     )
+
+
+class _CommonFields(TypedDict):
+    """What generate and chat requests ask of a job alike (``GenerationJob``'s fields)."""
+
+    options: Mapping[str, object]
+    json_schema: Mapping[str, object] | None
+    keep_alive: float | None
+    logprobs: int | None
+    think: bool | str | None
 
 
 def _common(
@@ -116,7 +129,8 @@ def _common(
     keep_alive: object,
     logprobs: bool,
     top_logprobs: int | None,
-) -> dict:
+    think: bool | str | None,
+) -> _CommonFields:
     if top_logprobs is not None:
         checked("top_logprobs", top_logprobs, what="")
     return {
@@ -124,6 +138,7 @@ def _common(
         "json_schema": _schema(fmt),
         "keep_alive": parse_keep_alive(keep_alive),
         "logprobs": (top_logprobs or 0) if logprobs else None,
+        "think": think,
     }
 
 
@@ -154,14 +169,16 @@ def _message(message: OllamaMessage, places: range) -> dict[str, object]:
 
 
 def _arguments_object(function: OllamaFunctionCall) -> dict[str, object]:
+    """A call's arguments as an object: a text of one is parsed, any other text refused."""
     arguments = function.arguments
     if isinstance(arguments, str):
         try:
-            arguments = loads(arguments or "{}")
+            parsed = loads(arguments or "{}")
         except ValueError:
-            raise BadRequestError(
-                "tool call arguments must be a JSON object", param="messages"
-            ) from None
+            parsed = None
+        if not isinstance(parsed, dict):
+            raise BadRequestError("tool call arguments must be a JSON object", param="messages")
+        arguments = parsed
     return {"name": function.name, "arguments": arguments}
 
 

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from fastapi import APIRouter, Request
+from pydantic import BaseModel
 from starlette.responses import Response
 
 from localllm.daemon.api import (
@@ -17,9 +18,10 @@ from localllm.daemon.api import (
     ChatCompletionChunk,
     ChatCompletionRequest,
     ChatDelta,
+    ChatLogprobs,
     ChatResponseMessage,
 )
-from localllm.daemon.inference import Collected, Delta, Finished, Generation
+from localllm.daemon.inference import Collected, Delta, Finished, GenerationStream
 from localllm.daemon.server.openai.translate import (
     chat_job,
     chat_logprobs,
@@ -35,10 +37,9 @@ __all__ = ["router"]
 router = APIRouter()
 
 
+# A stream, or the whole answer as a ChatCompletion (``respond`` types it as any model).
 @router.post("/v1/chat/completions", response_model=None)
-async def chat_completions(
-    body: ChatCompletionRequest, request: Request
-) -> Response | ChatCompletion:
+async def chat_completions(body: ChatCompletionRequest, request: Request) -> Response | BaseModel:
     shape = _Shape(
         f"chatcmpl-{secrets.token_hex(12)}",
         int(time.time()),
@@ -64,12 +65,17 @@ class _Shape:
     include_usage: bool
     logprobs: bool
 
-    def chunk(self, model: str, **choice) -> ChatCompletionChunk:
-        return ChatCompletionChunk(
-            id=self.id, created=self.created, model=model, choices=[ChatChunkChoice(**choice)]
-        )
+    def chunk(
+        self,
+        model: str,
+        delta: ChatDelta,
+        finish_reason: str | None = None,
+        logprobs: ChatLogprobs | None = None,
+    ) -> ChatCompletionChunk:
+        choice = ChatChunkChoice(delta=delta, finish_reason=finish_reason, logprobs=logprobs)
+        return ChatCompletionChunk(id=self.id, created=self.created, model=model, choices=[choice])
 
-    def whole(self, generation: Generation, result: Collected) -> ChatCompletion:
+    def whole(self, generation: GenerationStream, result: Collected) -> ChatCompletion:
         finished = result.finished
         calls = tool_calls_out(finished.tool_calls) or None
         content = (result.text or None) if calls else result.text
@@ -89,7 +95,7 @@ class _Shape:
             usage=usage_out(finished.usage),
         )
 
-    async def chunks(self, generation: Generation) -> AsyncIterator[bytes]:
+    async def chunks(self, generation: GenerationStream) -> AsyncIterator[bytes]:
         model = generation.model
         yield sse_data(self.chunk(model, delta=ChatDelta(role="assistant", content="")))
         async for item in generation:

@@ -8,10 +8,11 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from fastapi import APIRouter, Request
+from pydantic import BaseModel
 from starlette.responses import Response
 
 from localllm.daemon.api import Completion, CompletionChoice, CompletionRequest
-from localllm.daemon.inference import Collected, Delta, Generation
+from localllm.daemon.inference import Collected, Delta, GenerationStream
 from localllm.daemon.server.openai.translate import completion_job, completion_logprobs, usage_out
 from localllm.daemon.server.respond import SSE, respond
 from localllm.daemon.server.sse import sse_data
@@ -21,8 +22,9 @@ __all__ = ["router"]
 router = APIRouter()
 
 
+# A stream, or the whole answer as a Completion (``respond`` types it as any model).
 @router.post("/v1/completions", response_model=None)
-async def completions(body: CompletionRequest, request: Request) -> Response | Completion:
+async def completions(body: CompletionRequest, request: Request) -> Response | BaseModel:
     job = completion_job(body)
     shape = _Shape(
         id=f"cmpl-{secrets.token_hex(12)}",
@@ -46,10 +48,10 @@ class _Shape:
     include_usage: bool
     logprobs: bool
 
-    def head(self, generation: Generation) -> Completion:
+    def head(self, generation: GenerationStream) -> Completion:
         return Completion(id=self.id, created=self.created, model=generation.model, choices=[])
 
-    def whole(self, generation: Generation, result: Collected) -> Completion:
+    def whole(self, generation: GenerationStream, result: Collected) -> Completion:
         lp = completion_logprobs(result.logprobs, len(self.echo)) if self.logprobs else None
         choice = CompletionChoice(
             text=self.echo + result.text, finish_reason=result.finished.reason, logprobs=lp
@@ -57,7 +59,7 @@ class _Shape:
         usage = usage_out(result.finished.usage)
         return self.head(generation).model_copy(update={"choices": [choice], "usage": usage})
 
-    async def chunks(self, generation: Generation) -> AsyncIterator[bytes]:
+    async def chunks(self, generation: GenerationStream) -> AsyncIterator[bytes]:
         head = self.head(generation)
         offset = len(self.echo)
         if self.echo:

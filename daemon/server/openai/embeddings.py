@@ -38,11 +38,12 @@ async def embeddings(body: EmbeddingRequest, request: Request) -> EmbeddingRespo
     return EmbeddingResponse(data=data, model=result.model, usage=usage)
 
 
-def _inputs(value: str | list) -> list[str]:
-    texts = [value] if isinstance(value, str) else value
-    if not texts:
+def _inputs(value: str | list[str] | list[int] | list[list[int]]) -> list[str]:
+    given: list[str] | list[int] | list[list[int]] = [value] if isinstance(value, str) else value
+    texts = [t for t in given if isinstance(t, str)]
+    if not given:
         raise BadRequestError("input must not be empty", param="input")
-    if not all(isinstance(t, str) for t in texts):
+    if len(texts) < len(given):
         raise BadRequestError("token-array inputs are not supported; send text", param="input")
     if any(not t for t in texts):
         raise BadRequestError("input must not contain empty strings", param="input")

@@ -8,6 +8,7 @@ is the app's (``app.state.responses``, see ``response_store``).
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
+from pydantic import BaseModel
 from starlette.responses import Response
 
 from localllm.daemon.api.openai_responses import ResponseDeleted, ResponseObject, ResponsesRequest
@@ -22,8 +23,9 @@ __all__ = ["router"]
 router = APIRouter()
 
 
+# A stream, or the whole answer as a ResponseObject (``respond`` types it as any model).
 @router.post("/v1/responses", response_model=None)
-async def create_response(body: ResponsesRequest, request: Request) -> Response | ResponseObject:
+async def create_response(body: ResponsesRequest, request: Request) -> Response | BaseModel:
     store: ResponseStore = request.app.state.responses
     previous = await store.get(body.previous_response_id) if body.previous_response_id else None
     turn = responses_turn(body, previous)
@@ -41,10 +43,12 @@ async def create_response(body: ResponsesRequest, request: Request) -> Response 
 
 @router.get("/v1/responses/{response_id}")
 async def retrieve_response(response_id: str, request: Request) -> ResponseObject:
-    return (await request.app.state.responses.get(response_id)).response
+    store: ResponseStore = request.app.state.responses
+    return (await store.get(response_id)).response
 
 
 @router.delete("/v1/responses/{response_id}")
 async def delete_response(response_id: str, request: Request) -> ResponseDeleted:
-    await request.app.state.responses.delete(response_id)
+    store: ResponseStore = request.app.state.responses
+    await store.delete(response_id)
     return ResponseDeleted(id=response_id)

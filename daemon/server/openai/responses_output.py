@@ -11,6 +11,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Sequence
+from typing import Any, Literal, TypedDict
 
 from localllm.daemon.api.openai_responses import (
     FunctionCallOut,
@@ -24,8 +25,9 @@ from localllm.daemon.api.openai_responses import (
     ResponseObject,
     ResponsesRequest,
     ResponseUsage,
+    Status,
 )
-from localllm.daemon.inference import Collected, Finished, Generation, GenerationStats
+from localllm.daemon.inference import Collected, Finished, GenerationStats, GenerationStream
 from localllm.daemon.inference.tool_calls import ToolCall
 from localllm.daemon.server.openai.response_store import ResponseStore
 from localllm.daemon.server.openai.responses_translate import Turn
@@ -40,6 +42,24 @@ __all__ = [
 ]
 
 
+class _Echo(TypedDict):
+    """What a response echoes of its request (``ResponseObject``'s fields of the same names)."""
+
+    instructions: str | None
+    max_output_tokens: int | None
+    parallel_tool_calls: bool
+    previous_response_id: str | None
+    reasoning: dict[str, Any] | None
+    store: bool
+    temperature: float | None
+    text: dict[str, Any]
+    tool_choice: str | dict[str, Any]
+    tools: list[dict[str, object]]
+    top_p: float | None
+    user: str | None
+    metadata: dict[str, str]
+
+
 def new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(24)}"
 
@@ -52,7 +72,7 @@ class ResponseShape:
         self.created_at = int(time.time())
         self._turn = turn
         self._store = store if req.store else None
-        self._echo = {
+        self._echo: _Echo = {
             "instructions": req.instructions,
             "max_output_tokens": req.max_output_tokens,
             "parallel_tool_calls": req.parallel_tool_calls is not False,
@@ -68,17 +88,29 @@ class ResponseShape:
             "metadata": req.metadata or {},
         }
 
-    def snapshot(self, model: str, status: str = "in_progress", **fields) -> ResponseObject:
+    def snapshot(
+        self,
+        model: str,
+        status: Status | Literal["failed"] = "in_progress",
+        *,
+        output: Sequence[OutputItem] = (),
+        usage: ResponseUsage | None = None,
+        incomplete_details: dict[str, Any] | None = None,
+        error: dict[str, Any] | None = None,
+    ) -> ResponseObject:
         return ResponseObject(
             id=self.id,
             created_at=self.created_at,
             model=model,
             status=status,
             **self._echo,
-            **fields,
+            output=list(output),
+            usage=usage,
+            incomplete_details=incomplete_details,
+            error=error,
         )
 
-    def whole(self, generation: Generation, result: Collected) -> ResponseObject:
+    def whole(self, generation: GenerationStream, result: Collected) -> ResponseObject:
         finished = result.finished
         status = item_status(finished)
         output: list[OutputItem] = []
@@ -89,7 +121,7 @@ class ResponseShape:
         output += [self.call_item(new_id("fc"), call, "completed") for call in finished.tool_calls]
         return self.finish(generation.model, output, finished)
 
-    def call_item(self, item_id: str, call: ToolCall, status: str) -> FunctionCallOut:
+    def call_item(self, item_id: str, call: ToolCall, status: Status) -> FunctionCallOut:
         """A function call item, naming the namespace its function came in (if any)."""
         return FunctionCallOut(
             id=item_id,
@@ -108,7 +140,7 @@ class ResponseShape:
         response = self.snapshot(
             model,
             "incomplete" if incomplete else "completed",
-            output=list(output),
+            output=output,
             usage=usage_out(finished.usage),
             incomplete_details={"reason": "max_output_tokens"} if incomplete else None,
         )
@@ -119,19 +151,19 @@ class ResponseShape:
 
     def failed(self, model: str, output: Sequence[OutputItem], message: str) -> ResponseObject:
         error = {"code": "server_error", "message": message}
-        return self.snapshot(model, "failed", output=list(output), error=error)
+        return self.snapshot(model, "failed", output=output, error=error)
 
 
-def item_status(finished: Finished) -> str:
+def item_status(finished: Finished) -> Status:
     return "incomplete" if finished.reason == "length" else "completed"
 
 
-def message_item(item_id: str, text: str, status: str) -> OutputMessage:
+def message_item(item_id: str, text: str, status: Status) -> OutputMessage:
     content = [OutputText(text=text)] if status != "in_progress" else []
     return OutputMessage(id=item_id, status=status, content=content)
 
 
-def reasoning_item(item_id: str, text: str, status: str) -> ReasoningOut:
+def reasoning_item(item_id: str, text: str, status: Status) -> ReasoningOut:
     content = [ReasoningText(text=text)] if status != "in_progress" else []
     return ReasoningOut(id=item_id, status=status, content=content)
 
@@ -149,7 +181,7 @@ def usage_out(usage: GenerationStats) -> ResponseUsage:
     )
 
 
-def _text_config(req: ResponsesRequest) -> dict:
+def _text_config(req: ResponsesRequest) -> dict[str, Any]:
     fmt = req.text.format if req.text else None
     if fmt is None:
         return {"format": {"type": "text"}}
@@ -162,6 +194,7 @@ def _text_config(req: ResponsesRequest) -> dict:
 def _assistant_message(output: Sequence[OutputItem]) -> dict[str, object]:
     """The reply as the next turn's templates read it (text, thinking, tool calls)."""
     message: dict[str, object] = {"role": "assistant", "content": ""}
+    calls: list[dict[str, object]] = []
     for item in output:
         if isinstance(item, OutputMessage):
             message["content"] = "".join(part.text for part in item.content)
@@ -169,6 +202,6 @@ def _assistant_message(output: Sequence[OutputItem]) -> dict[str, object]:
             message["thinking"] = "".join(part.text for part in item.content)
         else:
             call = {"name": item.name, "arguments": item.arguments}
-            entry = {"id": item.call_id, "type": "function", "function": call}
-            message["tool_calls"] = [*message.get("tool_calls", ()), entry]  # type: ignore[misc]
+            calls.append({"id": item.call_id, "type": "function", "function": call})
+            message["tool_calls"] = calls
     return message

@@ -16,6 +16,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel
 
 from localllm.daemon.api.openai_responses import (
     ContentPartEvent,
@@ -27,11 +30,12 @@ from localllm.daemon.api.openai_responses import (
     ResponseErrorEvent,
     ResponseLifecycleEvent,
     ResponseObject,
+    Status,
     StreamEvent,
     TextDeltaEvent,
     TextDoneEvent,
 )
-from localllm.daemon.inference import Delta, Finished, Generation, ToolCallDelta
+from localllm.daemon.inference import Delta, Finished, GenerationStream, ToolCallDelta
 from localllm.daemon.inference.tool_calls import ToolCall
 from localllm.daemon.server.errors import Redact, error_detail
 from localllm.daemon.server.openai.responses_output import (
@@ -46,12 +50,14 @@ from localllm.daemon.server.sse import EventStream, sse_event, sse_stream
 
 __all__ = ["ResponseStream"]
 
+_TextKind = Literal["message", "reasoning"]
+
 
 @dataclass(slots=True)
 class _OpenText:
     """The message or reasoning item receiving text now."""
 
-    kind: str  # "message" or "reasoning"
+    kind: _TextKind
     index: int
     id: str
     parts: list[str] = field(default_factory=list)
@@ -78,15 +84,15 @@ class ResponseStream:
         self._calls: dict[int, _OpenCall] = {}  # by the generation's call index
 
     @property
-    def wire(self) -> Wire:
+    def wire(self) -> Wire[BaseModel]:
         return Wire(stream=self._framed, whole=lambda answer: answer)
 
     def _framed(
-        self, frames: AsyncIterator[bytes], generation: Generation, redact: Redact
+        self, frames: AsyncIterator[bytes], generation: GenerationStream, redact: Redact
     ) -> EventStream:
         return sse_stream(frames, redact, generation.aclose, error=self.failed, end=b"")
 
-    async def events(self, generation: Generation) -> AsyncIterator[bytes]:
+    async def events(self, generation: GenerationStream) -> AsyncIterator[bytes]:
         self._model = generation.model
         yield self._lifecycle("response.created", self._shape.snapshot(self._model))
         yield self._lifecycle("response.in_progress", self._shape.snapshot(self._model))
@@ -118,7 +124,7 @@ class ResponseStream:
         for piece in delta.tool_calls:
             yield from self._call_piece(piece)
 
-    def _write(self, kind: str, text: str) -> Iterator[bytes]:
+    def _write(self, kind: _TextKind, text: str) -> Iterator[bytes]:
         if self._text is not None and self._text.kind != kind:
             yield from self._close_text("completed")
         if self._text is None:
@@ -126,7 +132,7 @@ class ResponseStream:
         opened = self._text
         assert opened is not None
         opened.parts.append(text)
-        logprobs = [] if kind == "message" else None
+        logprobs: list[dict[str, Any]] | None = [] if kind == "message" else None
         yield self._event(
             TextDeltaEvent(
                 type=f"response.{_TEXT_EVENTS[kind]}.delta",
@@ -138,14 +144,14 @@ class ResponseStream:
             )
         )
 
-    def _open_text(self, kind: str) -> Iterator[bytes]:
+    def _open_text(self, kind: _TextKind) -> Iterator[bytes]:
         opened = _OpenText(kind, len(self._output), new_id("msg" if kind == "message" else "rs"))
         self._output.append(None)
         self._text = opened
         yield self._item_event("added", opened.index, _text_item(opened, "in_progress"))
         yield self._part_event("added", opened, "")
 
-    def _close_text(self, status: str) -> Iterator[bytes]:
+    def _close_text(self, status: Status) -> Iterator[bytes]:
         closing, self._text = self._text, None
         if closing is None:
             return
@@ -190,7 +196,7 @@ class ResponseStream:
         self._output[call.index] = item
         yield self._item_event("done", call.index, item)
 
-    def _call_item(self, call: _OpenCall, arguments: str, status: str) -> OutputItem:
+    def _call_item(self, call: _OpenCall, arguments: str, status: Status) -> OutputItem:
         return self._shape.call_item(call.id, ToolCall(call.call_id, call.name, arguments), status)
 
     # -- the end ----------------------------------------------------------------------------
@@ -260,10 +266,10 @@ class ResponseStream:
         )
 
 
-_TEXT_EVENTS = {"message": "output_text", "reasoning": "reasoning_text"}
+_TEXT_EVENTS: dict[_TextKind, str] = {"message": "output_text", "reasoning": "reasoning_text"}
 
 
-def _text_item(opened: _OpenText, status: str) -> OutputItem:
+def _text_item(opened: _OpenText, status: Status) -> OutputItem:
     text = "".join(opened.parts)
     if opened.kind == "message":
         return message_item(opened.id, text, status)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -45,7 +45,8 @@ __all__ = ["Turn", "responses_turn"]
 M = TypeVar("M", bound=BaseModel)
 _ITEMS = "message, function_call, function_call_output and reasoning"
 MAX_INPUT_ITEMS = 10_000  # a long coding-agent session holds a few thousand
-_EFFORTS = {"none": False, "minimal": "low", "xhigh": "high"}  # the rest are taken as they are
+# reasoning.effort as think: the efforts not named here are taken as they are
+_EFFORTS: Mapping[str, bool | str] = {"none": False, "minimal": "low", "xhigh": "high"}
 _CLIENT_TOOLS = ("custom",)  # tools the client would run, which we cannot offer as functions
 
 
@@ -53,7 +54,7 @@ _CLIENT_TOOLS = ("custom",)  # tools the client would run, which we cannot offer
 class Turn:
     job: GenerationJob
     history: list[dict[str, object]]  # the conversation without the instructions
-    tools: list[dict]  # the function and namespace tools, as the response echoes them
+    tools: list[dict[str, object]]  # the function and namespace tools, as the response echoes them
     namespaces: Mapping[str, str] = field(default_factory=dict)  # function -> its namespace
 
 
@@ -65,7 +66,9 @@ def responses_turn(req: ResponsesRequest, previous: StoredResponse | None) -> Tu
     history += _Transcript(images).messages(req.input)
     if not history:
         raise BadRequestError("input is empty: send text or at least one item", param="input")
-    system = [{"role": "system", "content": req.instructions}] if req.instructions else []
+    system: list[dict[str, object]] = (
+        [{"role": "system", "content": req.instructions}] if req.instructions else []
+    )
     offered = _Tools(req.tools or ())
     tools = [_chat_tool(tool) for tool in offered.functions]
     job = GenerationJob(
@@ -99,7 +102,7 @@ def _think(req: ResponsesRequest) -> bool | str | None:
     return None if effort is None else _EFFORTS.get(effort, effort)
 
 
-def _schema(req: ResponsesRequest) -> dict | None:
+def _schema(req: ResponsesRequest) -> Mapping[str, object] | None:
     fmt = req.text.format if req.text else None
     if fmt is None or fmt.type == "text":
         return None
@@ -114,16 +117,16 @@ class _Tools:
     """A request's tools: the functions the model is offered (namespaces flattened), what the
     response echoes, each namespaced function's namespace, and what was left out."""
 
-    def __init__(self, tools: Sequence[Mapping]):
-        self.functions: list[dict] = []
-        self.echoed: list[dict] = []
+    def __init__(self, tools: Sequence[Mapping[str, object]]):
+        self.functions: list[dict[str, Any]] = []
+        self.echoed: list[dict[str, object]] = []
         self.namespaces: dict[str, str] = {}
         self.warnings: list[str] = []
         self._names: set[str] = set()
         for number, tool in enumerate(tools):
             self._add(tool, f"tools[{number}]")
 
-    def _add(self, tool: Mapping, where: str) -> None:
+    def _add(self, tool: Mapping[str, object], where: str) -> None:
         kind = tool.get("type")
         if kind == "function":
             self.echoed.append(self._function(tool, where, None))
@@ -139,14 +142,16 @@ class _Tools:
                 f"{where}: hosted tool {kind!r} left out: localllm runs no hosted tools"
             )
 
-    def _namespace(self, space: NamespaceToolIn, where: str) -> dict:
+    def _namespace(self, space: NamespaceToolIn, where: str) -> dict[str, object]:
         inner = [
             self._function(tool, f"{where}.tools[{i}]", space.name)
             for i, tool in enumerate(space.tools)
         ]
         return {**space.model_dump(exclude_none=True), "tools": inner}
 
-    def _function(self, tool: Mapping, where: str, namespace: str | None) -> dict:
+    def _function(
+        self, tool: Mapping[str, object], where: str, namespace: str | None
+    ) -> dict[str, Any]:
         if tool.get("type") != "function":
             raise BadRequestError(
                 f"{where}: tool type {tool.get('type')!r} is not supported in a namespace; "
@@ -167,26 +172,27 @@ class _Tools:
         return function
 
 
-def _chat_tool(tool: Mapping) -> dict:
+def _chat_tool(tool: Mapping[str, object]) -> dict[str, object]:
     """A flat Responses tool in the chat shape templates and the tool-call grammar read."""
     function = {k: tool[k] for k in ("name", "description", "parameters") if tool.get(k)}
     return {"type": "function", "function": function}
 
 
-def _tool_choice(value: str | Mapping | None, has_tools: bool) -> ToolChoice:
+def _tool_choice(value: str | Mapping[str, object] | None, has_tools: bool) -> ToolChoice:
     if value is None:
         return ToolChoice("auto" if has_tools else "none")
     if isinstance(value, str):
         return ToolChoice(value)
-    if value.get("type") != "function" or not isinstance(value.get("name"), str):
+    name = value.get("name")
+    if value.get("type") != "function" or not isinstance(name, str):
         raise BadRequestError(
             'tool_choice must be "none", "auto", "required" or {"type": "function", "name": ...}',
             param="tool_choice",
         )
-    return ToolChoice("function", value["name"])
+    return ToolChoice("function", name)
 
 
-def _valid(model: type[M], value: Mapping, where: str) -> M:
+def _valid(model: type[M], value: Mapping[str, object], where: str) -> M:
     try:
         return model.model_validate(value)
     except ValidationError as error:
@@ -206,7 +212,7 @@ class _Transcript:
         self._thinking: list[str] = []  # from reasoning items, for the next assistant message
         self._call_names: dict[str, str] = {}
 
-    def messages(self, given: str | list[Mapping]) -> list[dict[str, object]]:
+    def messages(self, given: str | Sequence[Mapping[str, object]]) -> list[dict[str, object]]:
         if isinstance(given, str):
             return [{"role": "user", "content": given}]
         if len(given) > MAX_INPUT_ITEMS:
@@ -219,7 +225,7 @@ class _Transcript:
             self._add(item, f"input[{number}]")
         return self._out
 
-    def _add(self, item: Mapping, where: str) -> None:
+    def _add(self, item: Mapping[str, object], where: str) -> None:
         kind = item.get("type", "message")
         if kind == "message":
             self._message(_valid(InputMessage, item, where), where)
@@ -255,7 +261,11 @@ class _Transcript:
         }
         last = self._out[-1] if self._out else {}
         if last.get("role") == "assistant" and not self._thinking:
-            last.setdefault("tool_calls", []).append(call)  # type: ignore[union-attr]
+            calls = last.get("tool_calls")
+            if isinstance(calls, list):
+                calls.append(call)
+            else:
+                last["tool_calls"] = [call]
             return
         message: dict[str, object] = {"role": "assistant", "content": "", "tool_calls": [call]}
         self._take_thinking(message)
@@ -274,7 +284,7 @@ class _Transcript:
             message["thinking"] = "".join(self._thinking)
             self._thinking = []
 
-    def _part(self, part: Mapping, where: str) -> dict[str, object]:
+    def _part(self, part: Mapping[str, object], where: str) -> dict[str, object]:
         kind = part.get("type")
         if kind in ("input_text", "output_text", "text"):
             return {"type": "text", "text": str(part.get("text", ""))}

@@ -44,8 +44,14 @@ __all__ = [
     "usage_out",
 ]
 
-_JSON_OBJECT = {"type": "object"}
-_EFFORTS = {"none": False, "minimal": "low", "low": "low", "medium": "medium", "high": "high"}
+_JSON_OBJECT: Mapping[str, object] = {"type": "object"}
+_EFFORTS: Mapping[str, bool | str] = {
+    "none": False,
+    "minimal": "low",
+    "low": "low",
+    "medium": "medium",
+    "high": "high",
+}
 _TOKEN_ID = re.compile(r"[0-9]{1,10}")  # ASCII digits only: "²".isdigit() is true
 
 
@@ -115,10 +121,10 @@ def _only_one(n: int | None) -> None:
 
 def sampling_options(
     req: ChatCompletionRequest | CompletionRequest | ResponsesRequest, limit: int | None
-) -> dict:
+) -> dict[str, object]:
     """Ollama options from OpenAI's sampling fields (each checked under the name the client
     sent) on top of the request's own ``options``; ``limit`` becomes ``num_predict``."""
-    options = dict(req.options or {})
+    options: dict[str, object] = dict(req.options or {})
     fields = {
         "temperature": req.temperature,
         "top_p": req.top_p,
@@ -139,7 +145,7 @@ def sampling_options(
     return options
 
 
-def _message(message: dict, images: list[bytes]) -> dict:
+def _message(message: dict[str, object], images: list[bytes]) -> dict[str, object]:
     """The message for the templates; its images are added to ``images``, in order."""
     if message.get("role") == "developer":
         message["role"] = "system"
@@ -149,7 +155,7 @@ def _message(message: dict, images: list[bytes]) -> dict:
     return message
 
 
-def _part(part: dict, images: list[bytes]) -> dict:
+def _part(part: Mapping[str, object], images: list[bytes]) -> Mapping[str, object]:
     kind = part.get("type")
     if kind in ("text", "input_text"):
         return part
@@ -179,7 +185,7 @@ def image_from_url(image_url: object, number: int, param: str = "messages") -> b
     return decode_base64(data, number, param=param)
 
 
-def _prompt_text(prompt: str | list) -> str:
+def _prompt_text(prompt: str | list[str] | list[int] | list[list[int]]) -> str:
     if isinstance(prompt, str):
         return prompt
     if len(prompt) == 1 and isinstance(prompt[0], str):
@@ -189,22 +195,25 @@ def _prompt_text(prompt: str | list) -> str:
     raise BadRequestError("token-array prompts are not supported; send text", param="prompt")
 
 
-def _tool_choice(value: str | Mapping | None, has_tools: bool, parallel: bool | None) -> ToolChoice:
+def _tool_choice(
+    value: str | Mapping[str, object] | None, has_tools: bool, parallel: bool | None
+) -> ToolChoice:
     if value is None:
         return ToolChoice("auto" if has_tools else "none")
     if isinstance(value, str):
         return ToolChoice(value, parallel=bool(parallel))
     function = value.get("function") if value.get("type") == "function" else None
-    if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+    name = function.get("name") if isinstance(function, Mapping) else None
+    if not isinstance(name, str):
         raise BadRequestError(
             'tool_choice must be "none", "auto", "required" or '
             '{"type": "function", "function": {"name": ...}}',
             param="tool_choice",
         )
-    return ToolChoice("function", function["name"])
+    return ToolChoice("function", name)
 
 
-def _schema(req: ChatCompletionRequest) -> dict | None:
+def _schema(req: ChatCompletionRequest) -> Mapping[str, object] | None:
     fmt = req.response_format
     if fmt is None or fmt.type == "text":
         return None
@@ -222,7 +231,7 @@ def _logit_bias(bias: Mapping[str, float] | None) -> dict[int, float]:
         raise BadRequestError(
             f"logit_bias takes at most {LOGIT_BIAS_ENTRIES} entries, got {len(bias)}", "logit_bias"
         )
-    result = {}
+    result: dict[int, float] = {}
     for key, value in bias.items():
         if not _TOKEN_ID.fullmatch(key) or int(key) > MAX_TOKEN_ID:
             raise BadRequestError(
@@ -268,39 +277,56 @@ def tool_call_chunks(pieces: Sequence[ToolCallDelta]) -> list[ToolCallChunk]:
     return chunks
 
 
-def chat_logprobs(entries: Sequence[Mapping]) -> ChatLogprobs | None:
+# A per-token logprob entry (the runner's, or a remote's made alike): {token, logprob, bytes,
+# top_logprobs: [{token, logprob, bytes}]}; inference hands them over as plain objects.
+def chat_logprobs(entries: Sequence[Mapping[str, object]]) -> ChatLogprobs | None:
     """The runner's per-token entries are already in OpenAI's chat shape."""
     if not entries:
         return None
     return ChatLogprobs(content=[_chat_entry(e) for e in entries])
 
 
-def _chat_entry(entry: Mapping) -> dict:
-    alternatives = entry.get("top_logprobs") or []
-    return {**_token(entry), "top_logprobs": [_token(a) for a in alternatives]}
+def _chat_entry(entry: Mapping[str, object]) -> dict[str, object]:
+    return {**_token(entry), "top_logprobs": [_token(a) for a in _alternatives(entry)]}
 
 
-def _token(entry: Mapping) -> dict:
+def _token(entry: Mapping[str, object]) -> dict[str, object]:
     token = str(entry.get("token", ""))
     bytes_ = entry.get("bytes")
     return {
         "token": token,
-        "logprob": float(entry.get("logprob", 0.0)),
-        "bytes": list(bytes_) if bytes_ is not None else list(token.encode()),
+        "logprob": _logprob(entry),
+        "bytes": list(bytes_) if isinstance(bytes_, list | tuple) else list(token.encode()),
     }
 
 
-def completion_logprobs(entries: Sequence[Mapping], offset: int) -> dict | None:
+def _logprob(entry: Mapping[str, object]) -> float:
+    value = entry.get("logprob", 0.0)
+    return float(value) if isinstance(value, int | float) else 0.0
+
+
+def _alternatives(entry: Mapping[str, object]) -> list[Mapping[str, object]]:
+    alternatives = entry.get("top_logprobs")
+    if not isinstance(alternatives, list | tuple):
+        return []
+    return [a for a in alternatives if isinstance(a, Mapping)]
+
+
+def completion_logprobs(
+    entries: Sequence[Mapping[str, object]], offset: int
+) -> dict[str, object] | None:
     """Legacy completions shape: parallel lists, top alternatives as {token: logprob}."""
     if not entries:
         return None
-    tokens, logprobs, tops, offsets = [], [], [], []
+    tokens: list[str] = []
+    logprobs: list[float] = []
+    tops: list[dict[str, float]] = []
+    offsets: list[int] = []
     for entry in entries:
         token = str(entry.get("token", ""))
         tokens.append(token)
-        logprobs.append(float(entry.get("logprob", 0.0)))
-        alternatives = entry.get("top_logprobs") or []
-        tops.append({str(a.get("token")): float(a.get("logprob", 0.0)) for a in alternatives})
+        logprobs.append(_logprob(entry))
+        tops.append({str(a.get("token")): _logprob(a) for a in _alternatives(entry)})
         offsets.append(offset)
         offset += len(token)
     return {
