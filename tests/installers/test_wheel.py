@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -12,6 +13,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+FOLDERS, FILES = ("app", "daemon", "model_registry"), ("pyproject.toml", "setup.py", "README.md")
+NOT_SOURCE = shutil.ignore_patterns("__pycache__", "*.pyc")
 
 pytestmark = pytest.mark.slow
 
@@ -37,8 +40,15 @@ print(json.dumps({
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:
     work = tmp_path_factory.mktemp("wheel")
+    # from a copy: setuptools writes build/ and localllm.egg-info where it builds, which the
+    # bundle's build, in the other test process, reads from the checkout at the same time
+    source = work / "source"
+    for name in FOLDERS:
+        shutil.copytree(ROOT / name, source / name, ignore=NOT_SOURCE)
+    for name in FILES:
+        shutil.copy2(ROOT / name, source / name)
     build = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
-    subprocess.run([*build, "--wheel-dir", str(work / "dist"), str(ROOT)], check=True)
+    subprocess.run([*build, "--wheel-dir", str(work / "dist"), str(source)], check=True)
     (wheel,) = (work / "dist").glob("localllm-*.whl")
     target = work / "site"
     install = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index"]

