@@ -29,17 +29,15 @@ go with it, and each GPU with layers has a compute buffer of its own, sized as o
 be for those layers (conservative: llama.cpp's allocator may share more). The projector and
 LoRA adapters are planned on the first GPU; the draft model in RAM, where the runner loads it.
 
-Where llama.cpp has already loaded the same model with the same settings, its own figures
-replace the plan's (``measured``). Pure functions: nothing here touches a file or llama.cpp.
-Not planned: a vision projector's compute buffer (its images' graph), the embedding context a
-chat model opens on its first embedding request, the copies of the graph's inputs llama.cpp
-keeps for pipeline parallelism where several GPUs hold every layer, and the runner process
-itself (Python, the llama.cpp library, a few tens of MB).
+Where llama.cpp has loaded the same model with the same settings, its own figures replace the
+plan's (``measured``). Pure functions: nothing here touches a file or llama.cpp. Not planned: a
+projector's compute buffer (its images' graph), the embedding context a chat model opens on
+its first embedding request, the graph inputs llama.cpp copies for pipeline parallelism, and
+the runner process itself (Python, the llama.cpp library: a few tens of MB).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from localllm.daemon.runners.attention import flash_attention_setting
@@ -434,18 +432,13 @@ def _later(shape: ModelShape, settings: PlanSettings) -> list[PlanPart]:
     parts = [PlanPart("host cache", CPU, host, "prompts of sequences evicted from slots")]
     if shape.sliding_window:
         _, window, _, _ = cache_cells(shape, settings)
-        state = sum(
-            _row(k, settings.kv_type) + _row(v, settings.kv_type) for k, v in _swa_widths(shape)
-        )
+        swa = (shape.kv_widths(i) for i in range(shape.n_layer) if shape.is_swa(i))
+        state = sum(_row(k, settings.kv_type) + _row(v, settings.kv_type) for k, v in swa)
         slots = max(1, settings.slots)
         size = min(host, slots * CHECKPOINTS_PER_SLOT * state * window)
         text = f"up to {CHECKPOINTS_PER_SLOT} window states per slot"
         parts.append(PlanPart("checkpoints", CPU, size, text))
     return parts
-
-
-def _swa_widths(shape: ModelShape) -> Iterable[tuple[int, int]]:
-    return (shape.kv_widths(i) for i in range(shape.n_layer) if shape.is_swa(i))
 
 
 def _pad(cells: int) -> int:

@@ -14,6 +14,7 @@ eviction of idle models, for those who know better: the plan is an estimate.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from localllm.daemon.errors import InsufficientMemoryError
@@ -25,9 +26,12 @@ __all__ = [
     "layers_that_fit",
     "parts_text",
     "ram_refusal",
+    "refuse",
     "vram_refusal",
     "what_fits",
 ]
+
+log = logging.getLogger("localllm.scheduler")  # the scheduler's log, where a refusal is told
 
 # the plan's kinds as a refusal names them, in this order
 _GROUPS = (
@@ -126,3 +130,15 @@ def layers_that_fit(placement: Placement) -> str:
     if fitting:
         return f"{fitting}/{total} layers fit (num_gpu {fitting})"
     return "no layer fits (num_gpu 0 runs it on the CPU)"
+
+
+def refuse(name: str, refusal: InsufficientMemoryError, load_anyway: bool) -> None:
+    """Raise ``refusal`` (and log it), or with ``load_anyway`` log that the load goes on."""
+    if not load_anyway:
+        log.warning("not loading %s: %s", name, refusal)
+        raise refusal
+    figures = (
+        f"its plan needs {size_text(refusal.needed)} of {refusal.memory} and "
+        f"{size_text(refusal.available)} is free"
+    )
+    log.warning("loading %s anyway (load_anyway), though %s", name, figures)

@@ -34,7 +34,7 @@ from typing import Any
 
 from localllm.daemon.errors import EvictionBlockedError, InsufficientMemoryError, ServerBusyError
 from localllm.daemon.runners.types import RunnerSpec
-from localllm.daemon.scheduler.context_size import ContextChoice, size_text
+from localllm.daemon.scheduler.context_size import ContextChoice
 from localllm.daemon.scheduler.lease import Claim, Lease
 from localllm.daemon.scheduler.loaded import (
     LoadedModel,
@@ -47,7 +47,7 @@ from localllm.daemon.scheduler.loader import LoadPlan, RunnerLoader
 from localllm.daemon.scheduler.memory import MemoryInfo, nvidia_free_vram, system_memory
 from localllm.daemon.scheduler.parallel import ParallelChoice
 from localllm.daemon.scheduler.planner import MemoryPlanner
-from localllm.daemon.scheduler.refusal import layers_that_fit, ram_refusal, vram_refusal
+from localllm.daemon.scheduler.refusal import layers_that_fit, ram_refusal, refuse, vram_refusal
 from localllm.daemon.scheduler.reuse import runner_spec, suits
 from localllm.daemon.scheduler.room import Room, last_used
 
@@ -300,7 +300,7 @@ class Scheduler:
         load them all the same); layers left to us are placed to fit."""
         if plan.placement.fitting_layers is None:
             return
-        _refuse(name, vram_refusal(name, plan.memory, plan.vram_free, plan.placement), load_anyway)
+        refuse(name, vram_refusal(name, plan.memory, plan.vram_free, plan.placement), load_anyway)
 
     async def _make_room(self, target: LoadTarget, plan: LoadPlan, load_anyway: bool) -> None:
         """Evict idle models, least recently used first, until the plan's RAM part fits;
@@ -316,7 +316,7 @@ class Scheduler:
                 needed = plan.ram_bytes
                 if not room.fits(needed, everything, count=False):
                     if not (load_anyway and warned):
-                        _refuse(name, await self._ram_refusal(target, plan, room), load_anyway)
+                        refuse(name, await self._ram_refusal(target, plan, room), load_anyway)
                         warned = True
                     idle = [m for m in everything if m.refs == 0]
                     needed = min(needed, int(room.free(idle)))  # what evicting gives
@@ -445,15 +445,3 @@ class Scheduler:
         task = asyncio.get_running_loop().create_task(coroutine)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
-
-
-def _refuse(name: str, refusal: InsufficientMemoryError, load_anyway: bool) -> None:
-    """Raise ``refusal`` (and log it), or with ``load_anyway`` log that the load goes on."""
-    if not load_anyway:
-        log.warning("not loading %s: %s", name, refusal)
-        raise refusal
-    figures = (
-        f"its plan needs {size_text(refusal.needed)} of {refusal.memory} and "
-        f"{size_text(refusal.available)} is free"
-    )
-    log.warning("loading %s anyway (load_anyway), though %s", name, figures)
