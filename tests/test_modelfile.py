@@ -164,6 +164,7 @@ def test_bad_adapter_lines(line, message):
         ("kv_cache_type", "q8_0", "q8_0"),
         ("flash_attention", "on", "on"),
         ("num_cpu_moe", "12", 12),
+        ("deterministic", "true", True),
     ],
 )
 def test_parameter_types(key, raw, value):
@@ -178,7 +179,7 @@ def test_every_parameter_has_a_type_case():
         "temperature", "top_k", "top_p", "min_p", "typical_p", "repeat_penalty",
         "repeat_last_n", "presence_penalty", "frequency_penalty", "seed", "stop", "mirostat",
         "mirostat_eta", "mirostat_tau", "penalize_newline", "kv_cache_type", "flash_attention",
-        "load_anyway",
+        "load_anyway", "deterministic",
     }  # fmt: skip
 
 

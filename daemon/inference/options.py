@@ -169,10 +169,14 @@ def runner_options(
         num_ctx = min(num_ctx, n_ctx_train)  # the default never exceeds what the model knows
     if 0 < num_ctx < 16:
         raise BadRequestError("num_ctx must be at least 16", param="num_ctx")
-    kv_cache_type, flash_attention = _cache_options(options, settings)
+    deterministic = _bool_option("deterministic", options.get("deterministic", False))
+    kv_cache_type, flash_attention = _cache_options(options, settings, deterministic)
+    num_parallel = max(0, ints.get("num_parallel") or settings.num_parallel)  # 0: chosen
+    if deterministic:
+        num_parallel = _deterministic_parallel(ints.get("num_parallel"))
     return RunnerOptions(
         num_ctx=num_ctx,
-        num_parallel=max(0, ints.get("num_parallel") or settings.num_parallel),  # 0: chosen
+        num_parallel=num_parallel,
         num_gpu=ints.get("num_gpu"),
         num_cpu_moe=ints.get("num_cpu_moe"),
         num_threads=ints.get("num_thread") or settings.num_threads,
@@ -180,23 +184,30 @@ def runner_options(
         kv_cache_type=kv_cache_type,
         flash_attention=flash_attention,
         backend_sampling=settings.backend_sampling,
-        host_cache_bytes=max(0, settings.host_cache_mib) << 20,
+        # a deterministic runner never resumes a prompt, so it keeps none in RAM
+        host_cache_bytes=0 if deterministic else max(0, settings.host_cache_mib) << 20,
         num_draft=ints.get("num_draft", DEFAULT_DRAFT),
         load_anyway=_bool_option("load_anyway", options.get("load_anyway", False)),
+        deterministic=deterministic,
     )
 
 
 def _cache_options(
-    options: Mapping[str, object], settings: Settings
+    options: Mapping[str, object], settings: Settings, deterministic: bool
 ) -> tuple[KvCacheType, FlashAttention]:
     """The KV cache type and flash attention mode. llama.cpp stores a quantized V cache only
-    with flash attention: ``auto`` turns it on for one, an explicit ``off`` is refused."""
+    with flash attention: ``auto`` turns it on for one, an explicit ``off`` is refused.
+    ``deterministic`` runs without it: llama.cpp's CPU kernel sums differently for batches of
+    other sizes (``tests/test_resumed_reads.py``)."""
     kv_cache_type = _choice_option(
         "kv_cache_type", options.get("kv_cache_type", settings.kv_cache_type), KV_CACHE_TYPES
     )
     flash = _choice_option(
         "flash_attention", options.get("flash_attention", settings.flash_attention), FLASH_ATTENTION
     )
+    if deterministic:
+        _refuse_flash_attention(kv_cache_type, options.get("flash_attention"))
+        return kv_cache_type, "off"
     if kv_cache_type != "f16":
         if flash == "off":
             raise BadRequestError(
@@ -206,6 +217,36 @@ def _cache_options(
             )
         flash = "on"
     return kv_cache_type, flash
+
+
+def _refuse_flash_attention(kv_cache_type: KvCacheType, flash_asked: object) -> None:
+    """A 400 for what a deterministic runner cannot do: flash attention asked for, or a
+    quantized cache (whose V llama.cpp stores only with flash attention)."""
+    if kv_cache_type != "f16":
+        raise BadRequestError(
+            f"deterministic runs without flash attention, which kv_cache_type {kv_cache_type} "
+            "needs; use kv_cache_type f16, or drop deterministic",
+            param="kv_cache_type",
+        )
+    if flash_asked == "on":
+        raise BadRequestError(
+            "deterministic runs with flash attention off; drop flash_attention on, or drop "
+            "deterministic",
+            param="flash_attention",
+        )
+
+
+def _deterministic_parallel(asked: int | None) -> int:
+    """One slot: sequences that share a ``llama_decode`` get other sums than one alone (a 256-
+    wide F16 model's logprobs moved by about 5e-6 beside 3 others), so a deterministic
+    request never shares a batch; an explicit num_parallel above 1 is refused."""
+    if asked is not None and asked > 1:
+        raise BadRequestError(
+            "deterministic serves one request at a time per model (num_parallel 1); "
+            f"drop num_parallel {asked}, or drop deterministic",
+            param="num_parallel",
+        )
+    return 1
 
 
 # What ``checked`` returns is of the option's kind (its table says which); these say so to

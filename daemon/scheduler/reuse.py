@@ -35,6 +35,7 @@ def runner_spec(target: LoadTarget, options: RunnerOptions) -> RunnerSpec:
         flash_attention=options.flash_attention,
         backend_sampling=options.backend_sampling,
         host_cache_bytes=options.host_cache_bytes,
+        deterministic=options.deterministic,
     )
 
 

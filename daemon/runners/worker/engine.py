@@ -96,6 +96,7 @@ class Engine:
         self.model = model
         self.vision = vision
         self.n_ctx = spec.num_ctx
+        self.resumes = not spec.deterministic  # whether a prompt may start from a cached prefix
         n_batch = max(spec.num_batch, spec.num_parallel)
         n_seq = spec.num_parallel
         config = ContextConfig(spec.num_ctx * n_seq, n_seq, n_batch, threads, swa_full=False)
@@ -251,6 +252,8 @@ class Engine:
             job = self.waiting.popleft()
             busy = {s.seq_id for s in self.slots if s.job is not None}
             slot, shared = self.host.pick(free, job.prompt, busy, not job.images)
+            if not self.resumes:  # read from its start, in the batches a cold read has
+                shared = 0
             shared = reusable_prefix(job.images, min(shared, len(job.prompt) - 1), self.vision)
             slot.shift = 0  # what is kept of the cache holds no M-RoPE image (see there)
             common = self.window.cut(slot, shared)

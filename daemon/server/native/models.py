@@ -118,6 +118,7 @@ def _running(store: Store, status: ModelStatus) -> RunningModel:
         digest, details = manifest.model_id.hex, details_out(store.read_config(manifest))
     except (ModelNotFoundError, CorruptManifestError, OSError):  # deleted while loaded
         digest, details = "", details_out({})
+    flash_attention = status.info.flash_attention or status.spec.flash_attention
     return RunningModel(
         name=listed_name(name),
         model=listed_name(name),
@@ -130,8 +131,9 @@ def _running(store: Store, status: ModelStatus) -> RunningModel:
         processor=status.processor,
         active_requests=status.active,
         kv_cache_type=status.spec.kv_cache_type,
-        flash_attention=status.info.flash_attention or status.spec.flash_attention,
+        flash_attention=flash_attention,
         num_parallel=status.info.n_parallel,
+        deterministic=status.spec.deterministic,
         parallel_reason=status.parallel_reason,
         context_reason=status.context_reason,
         expert_layers=status.info.expert_layers,
