@@ -81,7 +81,7 @@ OPTIONS: dict[str, Parameter] = {
     "kv_cache_type": Parameter(str, choices=KV_CACHE_TYPES),  # load-time: a change reloads
     "flash_attention": Parameter(str, choices=FLASH_ATTENTION),  # load-time, as kv_cache_type
     "load_anyway": Parameter(bool),  # load where the memory plan says it does not fit
-    # load-time: one slot, flash attention off, every prompt read from its start, so an answer
+    # load-time: one slot, flash attention off, prompts resumed after whole batches, so an answer
     # never depends on what was read before or runs beside it
     "deterministic": Parameter(bool),
 }

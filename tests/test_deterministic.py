@@ -1,13 +1,13 @@
-"""The ``deterministic`` option: one slot, flash attention off and every prompt read from its
-first token, so an answer is the same whatever was read before and whatever else the model
-serves.
+"""The ``deterministic`` option: one slot, flash attention off, and a prompt resumed only after
+whole batches read from its start, so an answer is the same whatever was read before and
+whatever else the model serves.
 
 Without it, a sequence that shares a ``llama_decode`` with others gets other sums: on the
 256-wide F16 model below, with flash attention off and 4 slots, 2 to 5 of 24 logprobs moved (by
 about 5e-6) beside 3 other streams. So a deterministic request never shares a batch; and a
-prompt resumed from a cached prefix is read in other batches than a cold one, which rounds
-apart on Gemma 3 270M's repacked weights (``tests/test_resumed_reads.py``), so it is never
-resumed.
+prompt resumed anywhere in a cached prefix is read in other batches than a cold one, which
+rounds apart on Gemma 3 270M's repacked weights (``tests/test_resumed_reads.py``), so it is
+resumed only where a cold read's batches would start.
 """
 
 from __future__ import annotations
@@ -164,7 +164,7 @@ def logprobs(daemon: Daemon, prompt: str, max_tokens: int = 24) -> list[float]:
 @pytest.mark.slow
 def test_the_same_logprobs_alone_resumed_and_beside_three_other_requests(daemon):
     alone = logprobs(daemon, PROMPT)
-    assert logprobs(daemon, PROMPT) == alone  # its prompt read again, not resumed
+    assert logprobs(daemon, PROMPT) == alone  # read again after the cached whole batches
     with ThreadPoolExecutor(4) as pool:
         others = [pool.submit(logprobs, daemon, other, 200) for other in OTHERS]
         beside = pool.submit(logprobs, daemon, PROMPT)

@@ -161,7 +161,7 @@ class RunningModel(BaseModel):
     kv_cache_type: str = "f16"  # ours: the K/V cache type it runs with
     flash_attention: str = "auto"  # ours: as it runs: "on", "off" or "auto" (llama.cpp decides)
     num_parallel: int = 0  # ours: its slots (requests it serves at once); 0: not known (remote)
-    # ours: one slot, flash attention off, every prompt read from its start (option
+    # ours: one slot, flash attention off, prompts resumed only after whole batches (option
     # ``deterministic``): an answer is the same whatever was read before or runs beside it
     deterministic: bool = False
     parallel_reason: str = ""  # ours: why that many

@@ -92,8 +92,9 @@ class RunnerSpec:
     num_draft: int = DEFAULT_DRAFT  # most tokens guessed per step (speculative decoding); 0: off
     draft_name: str | None = None  # the draft model that guesses them, for messages
     draft_paths: tuple[str, ...] = ()  # its GGUF shards; none: prompt lookup guesses
-    # every prompt read from its first token, never resumed from a cached prefix (option
-    # ``deterministic``): a prefix read in other batches than a cold read gives other sums
+    # one slot, flash attention off, and a prompt resumed from a cached prefix only after
+    # whole batches read from its start (option ``deterministic``): llama.cpp rounds a batch of
+    # other tokens apart, so the rest is read in the very batches a cold read has
     deterministic: bool = False
 
 

@@ -122,7 +122,7 @@ class RunnerOptions:
     host_cache_bytes: int = 0
     num_draft: int = DEFAULT_DRAFT  # speculative decoding's most guessed tokens per step; 0: off
     load_anyway: bool = False  # load even where the memory plan does not fit (``refusal``)
-    deterministic: bool = False  # one slot, flash attention off, every prompt read cold
+    deterministic: bool = False  # one slot, flash attention off, resumed after whole batches
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,7 +41,7 @@ from .infill import infill_tokens
 from .model import ContextConfig, Model
 from .offload import whole_model_on_gpu
 from .sampling import SequenceSampler, token_logprobs
-from .slots import Slot, common_prefix
+from .slots import Slot, aligned_prefix, common_prefix
 from .speculative import Speculation, Speculator, draft_stats
 from .text import TextStream
 from .vision import ImagePrompt, ImageSpan, Vision, reusable_prefix
@@ -96,7 +96,8 @@ class Engine:
         self.model = model
         self.vision = vision
         self.n_ctx = spec.num_ctx
-        self.resumes = not spec.deterministic  # whether a prompt may start from a cached prefix
+        # a deterministic runner resumes a prompt only where a cold read's batches would start
+        self.aligned_only = spec.deterministic
         n_batch = max(spec.num_batch, spec.num_parallel)
         n_seq = spec.num_parallel
         config = ContextConfig(spec.num_ctx * n_seq, n_seq, n_batch, threads, swa_full=False)
@@ -252,11 +253,12 @@ class Engine:
             job = self.waiting.popleft()
             busy = {s.seq_id for s in self.slots if s.job is not None}
             slot, shared = self.host.pick(free, job.prompt, busy, not job.images)
-            if not self.resumes:  # read from its start, in the batches a cold read has
-                shared = 0
             shared = reusable_prefix(job.images, min(shared, len(job.prompt) - 1), self.vision)
+            if self.aligned_only:
+                shared = aligned_prefix(shared, slot, self.batch.capacity)
             slot.shift = 0  # what is kept of the cache holds no M-RoPE image (see there)
             common = self.window.cut(slot, shared)
+            slot.whole_batches = min(slot.whole_batches, common)
             if not job.images:  # a window state taken past an image could not be resumed
                 job.checkpoint_at = self.window.plan(
                     len(job.prompt), common, shared, job.system_end
@@ -305,6 +307,8 @@ class Engine:
             chunk = job.prompt[job.fed : job.fed + take]
             done = job.fed + take == len(job.prompt)
             slot = job.held
+            if slot.whole_batches == job.fed and take == self.batch.capacity:
+                slot.whole_batches += take  # a whole batch, where a cold read puts one
             row = self.batch.extend(chunk, job.fed + slot.shift, slot.seq_id, done)
             slot.cached.extend(chunk)
             job.fed += take

@@ -143,6 +143,7 @@ class HostCache:
         slot.cached.clear()
         slot.checkpoints.clear()
         slot.shift = 0
+        slot.whole_batches = 0  # how the saved state was read is not known
         if lc.llama_state_seq_set_data(self._ctx, entry.state, entry.size, slot.seq_id) == 0:
             lc.llama_memory_seq_rm(self._memory, slot.seq_id, -1, -1)  # nothing half-loaded
             return False

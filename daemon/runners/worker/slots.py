@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from .engine import Job
     from .window import Checkpoint
 
-__all__ = ["Slot", "common_prefix", "pick_slot"]
+__all__ = ["Slot", "aligned_prefix", "common_prefix", "pick_slot"]
 
 _REUSE_SLACK = 32  # tokens of prefix worth giving up to keep the batch in one pass
 # token ids, both of one kind: a list never equals a tuple, which the quick check relies on
@@ -35,6 +35,9 @@ class Slot:
     # of its sliding-window cache (``window``)
     checkpoints: list[Checkpoint] = field(default_factory=list)
     last_used: float = 0.0
+    # the first tokens of ``cached`` read in whole batches from the start, as a cold read of
+    # them reads them (``aligned_prefix``)
+    whole_batches: int = 0
 
 
 def common_prefix(a: _Tokens, b: _Tokens) -> int:
@@ -64,3 +67,12 @@ def pick_slot(free: list[Slot], prompt: list[int], busy: set[int]) -> tuple[Slot
 def _runs(ids: set[int]) -> int:
     """How many runs of consecutive integers ``ids`` forms."""
     return sum(1 for i in ids if i - 1 not in ids)
+
+
+def aligned_prefix(shared: int, slot: Slot, n_batch: int) -> int:
+    """How much of a ``shared`` prefix a deterministic read may keep: only what ``slot`` read
+    in whole batches from its start, cut to a whole batch. llama.cpp rounds a batch of other
+    tokens apart, so a prompt resumed there reads the rest in the very batches a cold read of
+    it would (``tests/test_resumed_reads.py``)."""
+    kept = min(shared, slot.whole_batches)
+    return kept - kept % n_batch
