@@ -184,7 +184,8 @@ def runner_options(
         kv_cache_type=kv_cache_type,
         flash_attention=flash_attention,
         backend_sampling=settings.backend_sampling,
-        # a deterministic runner never resumes a prompt, so it keeps none in RAM
+        # a deterministic runner resumes only its slot's whole batches: a state kept in RAM
+        # may have been read in others, so it keeps none
         host_cache_bytes=0 if deterministic else max(0, settings.host_cache_mib) << 20,
         num_draft=ints.get("num_draft", DEFAULT_DRAFT),
         load_anyway=_bool_option("load_anyway", options.get("load_anyway", False)),
