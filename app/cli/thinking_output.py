@@ -74,7 +74,11 @@ class ThinkingOutput:
 
 
 def isatty(stream: TextIO | None) -> bool:
+    """Whether ``stream`` is a terminal; no stream, a closed one or one without ``isatty`` (a
+    stand-in some embedders set) is not."""
+    if stream is None:
+        return False
     try:
-        return bool(stream) and stream.isatty()  # type: ignore[union-attr]
+        return stream.isatty()
     except (AttributeError, ValueError):
         return False
