@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,11 +108,9 @@ def body(prompt: str, tokens: int, seed: int, eog: list[int]) -> dict:
     }
 
 
-def stream(url: str, request: dict) -> Stream:
-    """One streaming completion: time to the first text, completion tokens from ``usage``."""
-    first, usage, chunks = None, {}, 0
-    started = time.perf_counter()
-    with HTTP.stream("POST", url + "/v1/completions", json=request) as response:
+def sse_events(url: str, path: str, body: dict) -> Iterator[dict]:
+    """The data of each event an OpenAI-style stream sends, as it comes; an error event raises."""
+    with HTTP.stream("POST", url + path, json=body) as response:
         response.raise_for_status()
         for line in response.iter_lines():
             if not line.startswith("data: ") or line == "data: [DONE]":
@@ -119,10 +118,18 @@ def stream(url: str, request: dict) -> Stream:
             data = json.loads(line[6:])
             if "error" in data:
                 raise RuntimeError(f"{url}: {data['error']}")
-            usage = data.get("usage") or usage
-            if any(choice.get("text") for choice in data.get("choices") or ()):
-                chunks += 1
-                first = first or time.perf_counter()
+            yield data
+
+
+def stream(url: str, request: dict) -> Stream:
+    """One streaming completion: time to the first text, completion tokens from ``usage``."""
+    first, usage, chunks = None, {}, 0
+    started = time.perf_counter()
+    for data in sse_events(url, "/v1/completions", request):
+        usage = data.get("usage") or usage
+        if any(choice.get("text") for choice in data.get("choices") or ()):
+            chunks += 1
+            first = first or time.perf_counter()
     ended = time.perf_counter()
     tokens = usage.get("completion_tokens", chunks)
     ttft = (first or ended) - started

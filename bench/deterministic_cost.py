@@ -28,7 +28,6 @@ length; greedy sampling. Each figure is the median of ``--rounds`` rounds. ``--w
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import statistics
 import sys
@@ -43,7 +42,14 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from bench_long_prompt import agent_text, cut  # noqa: E402
 from bench_serving import describe, machine, stop  # noqa: E402
-from bench_vs_llama_server import HTTP, eog_tokens, load, start_ours, write_results  # noqa: E402
+from bench_vs_llama_server import (  # noqa: E402
+    HTTP,
+    eog_tokens,
+    load,
+    sse_events,
+    start_ours,
+    write_results,
+)
 
 SECTION = "Deterministic mode: what it costs"
 MODES = {"default": {}, "deterministic": {"deterministic": True}}
@@ -112,17 +118,10 @@ def chat(url: str, messages: list[dict], tokens: int, options: dict, bias: dict)
     }
     times, usage = [], {}
     started = time.perf_counter()
-    with HTTP.stream("POST", url + "/v1/chat/completions", json=body) as response:
-        response.raise_for_status()
-        for line in response.iter_lines():
-            if not line.startswith("data: ") or line == "data: [DONE]":
-                continue
-            data = json.loads(line[6:])
-            if "error" in data:
-                raise RuntimeError(f"{url}: {data['error']}")
-            usage = data.get("usage") or usage
-            if any((c.get("delta") or {}).get("content") for c in data.get("choices") or ()):
-                times.append(time.perf_counter())
+    for data in sse_events(url, "/v1/chat/completions", body):
+        usage = data.get("usage") or usage
+        if any((c.get("delta") or {}).get("content") for c in data.get("choices") or ()):
+            times.append(time.perf_counter())
     if not times:
         raise RuntimeError(f"{url}: an answer with no text ({usage})")
     return Answer(started, times, time.perf_counter(), usage)
