@@ -14,6 +14,7 @@ from fastapi import Request
 
 from localllm.daemon.errors import ForbiddenError
 from localllm.daemon.security import ADMIN_HEADER, is_local_client
+from localllm.daemon.server.app_state import app_part
 
 __all__ = ["admin_only"]
 
@@ -23,7 +24,7 @@ def admin_only(request: Request) -> None:
     client = request.client.host if request.client else ""
     if not is_local_client(client):
         raise ForbiddenError("remotes can be changed only from the daemon's own machine")
-    token: str = request.app.state.admin_token
+    token = app_part(request, "admin_token", str)
     given = request.headers.get(ADMIN_HEADER, "")
     if not hmac.compare_digest(given.encode(), token.encode()):
         raise ForbiddenError(

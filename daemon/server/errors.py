@@ -45,6 +45,8 @@ from localllm.daemon.runners.types import (
     RunnerCrashed,
     RunnerError,
 )
+from localllm.daemon.server.app_state import app_part
+from localllm.daemon.server.redaction import PathRedactor
 from localllm.model_registry.errors import (
     AuthenticationError,
     CorruptManifestError,
@@ -232,7 +234,8 @@ def _respond(request: Request, error: BaseException) -> JSONResponse:
     if status >= 500 and _lookup(error)[2] == "internal_error":
         log.error("unhandled error on %s", request.url.path, exc_info=error)
     headers = {"Retry-After": "1"} if status == 503 else None
-    body = error_body(error, shape_for(request.url.path), request.app.state.redactor)
+    redact = app_part(request, "redactor", PathRedactor)
+    body = error_body(error, shape_for(request.url.path), redact)
     return JSONResponse(body, status_code=status, headers=headers)
 
 

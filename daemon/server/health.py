@@ -6,6 +6,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import PlainTextResponse, Response
 
 from localllm.daemon.api.native_system import HealthResponse
+from localllm.daemon.scheduler import Scheduler
+from localllm.daemon.server.app_state import app_part
 from localllm.daemon.server.metrics import CONTENT_TYPE, Metrics
 
 __all__ = ["router"]
@@ -20,7 +22,7 @@ async def root() -> str:
 
 @router.get("/health")
 async def health(request: Request) -> HealthResponse:
-    scheduler = request.app.state.scheduler
+    scheduler = app_part(request, "scheduler", Scheduler)
     return HealthResponse(
         status="ok",
         version=request.app.version,
@@ -31,5 +33,5 @@ async def health(request: Request) -> HealthResponse:
 
 @router.get("/metrics")
 async def metrics(request: Request) -> Response:
-    registry: Metrics = request.app.state.metrics
+    registry = app_part(request, "metrics", Metrics)
     return Response(registry.render(), media_type=CONTENT_TYPE)

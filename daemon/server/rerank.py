@@ -24,6 +24,7 @@ from localllm.daemon.api import (
 from localllm.daemon.errors import BadRequestError
 from localllm.daemon.inference import Inference, Rerankings, RerankJob
 from localllm.daemon.inference.options import parse_keep_alive
+from localllm.daemon.server.app_state import app_part
 from localllm.daemon.server.metrics import Metrics, log_fields
 from localllm.daemon.server.sse import until_disconnect
 
@@ -36,7 +37,7 @@ _PATHS = ("/v1/rerank", "/rerank", "/v1/reranking", "/v2/rerank")
 async def _rerank(body: RerankRequest, request: Request) -> Rerankings:
     if not body.documents:
         raise BadRequestError("documents must not be empty", param="documents")
-    inference: Inference = request.app.state.inference
+    inference = app_part(request, "inference", Inference)
     job = RerankJob(
         model=body.model,
         query=body.query,
@@ -46,7 +47,7 @@ async def _rerank(body: RerankRequest, request: Request) -> Rerankings:
         keep_alive=parse_keep_alive(body.keep_alive),
     )
     ranked = await until_disconnect(request, inference.rerank(job))
-    metrics: Metrics = request.app.state.metrics
+    metrics = app_part(request, "metrics", Metrics)
     metrics.on_rerank(ranked.model, len(ranked.scores), ranked.prompt_tokens)
     log_fields(
         request,

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Request
 from localllm.daemon.api.anthropic import CountTokensRequest, CountTokensResponse
 from localllm.daemon.inference import Inference
 from localllm.daemon.server.anthropic.translate import count_job
+from localllm.daemon.server.app_state import app_part
 from localllm.daemon.server.sse import until_disconnect
 
 __all__ = ["router"]
@@ -20,6 +21,6 @@ router = APIRouter()
 
 @router.post("/v1/messages/count_tokens")
 async def count_tokens(body: CountTokensRequest, request: Request) -> CountTokensResponse:
-    inference: Inference = request.app.state.inference
+    inference = app_part(request, "inference", Inference)
     count = await until_disconnect(request, inference.count_tokens(count_job(body)))
     return CountTokensResponse(input_tokens=count)

@@ -15,6 +15,7 @@ from fastapi import APIRouter, Request
 from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
+from localllm.daemon.server.app_state import app_part
 from localllm.model_registry.digests import Digest
 from localllm.model_registry.store import Store
 
@@ -25,7 +26,7 @@ router = APIRouter()
 
 @router.head("/api/blobs/{digest:path}")
 async def blob_exists(digest: str, request: Request) -> Response:
-    store: Store = request.app.state.store
+    store = app_part(request, "store", Store)
     found = store.blobs.exists(Digest.parse(digest))
     return Response(status_code=200 if found else 404)
 
@@ -33,7 +34,7 @@ async def blob_exists(digest: str, request: Request) -> Response:
 @router.post("/api/blobs/{digest:path}")
 async def upload_blob(digest: str, request: Request) -> Response:
     expected = Digest.parse(digest)  # before a byte is read or a file is made
-    store: Store = request.app.state.store
+    store = app_part(request, "store", Store)
     if store.blobs.exists(expected):
         return Response(status_code=200)
     size = request.headers.get("content-length", "")

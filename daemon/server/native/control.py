@@ -20,6 +20,7 @@ from fastapi.responses import JSONResponse
 
 from localllm.daemon.api.native_system import ServerResponse
 from localllm.daemon.security import is_local_client, is_loopback_address
+from localllm.daemon.server.app_state import app_part
 from localllm.daemon.settings import Settings
 
 __all__ = ["router", "stop_server"]
@@ -31,7 +32,7 @@ _STOP_DELAY = 0.05  # seconds: the answer goes out before the server starts clos
 
 @router.get("/api/server")
 async def server(request: Request) -> ServerResponse:
-    settings: Settings = request.app.state.settings
+    settings = app_part(request, "settings", Settings)
     return ServerResponse(
         host=settings.host,
         port=settings.port,

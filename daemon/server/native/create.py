@@ -18,7 +18,10 @@ from localllm.daemon.api.native_models import CreateRequest, ProgressResponse
 from localllm.daemon.errors import BadRequestError, TemplateBudgetError, TemplateError
 from localllm.daemon.inference.templates import ChatTemplate
 from localllm.daemon.models.create import blob_resolver, check_create, create_model, normalize_quant
+from localllm.daemon.remotes import Remotes
+from localllm.daemon.server.app_state import app_part
 from localllm.daemon.server.ndjson import ndjson_line, ndjson_stream
+from localllm.daemon.server.redaction import PathRedactor
 from localllm.daemon.settings import Settings
 from localllm.model_registry.digests import Digest
 from localllm.model_registry.errors import InvalidParameterError
@@ -40,9 +43,9 @@ router = APIRouter()
 
 @router.post("/api/create", response_model=None)
 async def create(body: CreateRequest, request: Request) -> Response:
-    store: Store = request.app.state.store
-    settings: Settings = request.app.state.settings
-    request.app.state.remotes.refuse_local_work(body.model, "create")
+    store = app_part(request, "store", Store)
+    settings = app_part(request, "settings", Settings)
+    app_part(request, "remotes", Remotes).refuse_local_work(body.model, "create")
     name = parse_name(body.model)
     files = _digests(body.files) | _digests(body.adapters)
     modelfile = await to_thread.run_sync(_modelfile, body, files)  # a text of up to 32 MiB
@@ -55,7 +58,7 @@ async def create(body: CreateRequest, request: Request) -> Response:
     steps = create_model(store, name, modelfile, resolve, quant, work_dir, dict(env))
     if body.stream:
         lines = (ndjson_line(ProgressResponse.model_validate(step)) async for step in steps)
-        return ndjson_stream(lines, request.app.state.redactor)
+        return ndjson_stream(lines, app_part(request, "redactor", PathRedactor))
     last: dict[str, str] = {}
     async for step in steps:
         last = step

@@ -16,6 +16,7 @@ from localllm.daemon.api.native_chat import (
 from localllm.daemon.errors import BadRequestError
 from localllm.daemon.inference import EmbedJob, Inference
 from localllm.daemon.inference.options import parse_keep_alive
+from localllm.daemon.server.app_state import app_part
 from localllm.daemon.server.sse import until_disconnect
 
 __all__ = ["router"]
@@ -25,7 +26,7 @@ router = APIRouter()
 
 @router.post("/api/embed")
 async def embed(body: EmbedRequest, request: Request) -> EmbedResponse:
-    inference: Inference = request.app.state.inference
+    inference = app_part(request, "inference", Inference)
     started = time.perf_counter()
     texts = [body.input] if isinstance(body.input, str) else list(body.input)
     keep_alive = parse_keep_alive(body.keep_alive)
@@ -53,7 +54,7 @@ async def embed(body: EmbedRequest, request: Request) -> EmbedResponse:
 async def embeddings(body: EmbeddingsRequest, request: Request) -> EmbeddingsResponse:
     if not body.prompt:
         return EmbeddingsResponse(embedding=[])
-    inference: Inference = request.app.state.inference
+    inference = app_part(request, "inference", Inference)
     keep_alive = parse_keep_alive(body.keep_alive)
     job = EmbedJob(body.model, [body.prompt], body.options or {}, True, keep_alive)
     result = await until_disconnect(request, inference.embed(job))

@@ -36,6 +36,7 @@ from localllm.daemon.inference import (
 )
 from localllm.daemon.inference.options import parse_keep_alive
 from localllm.daemon.inference.tool_calls import ToolCall
+from localllm.daemon.server.app_state import app_part
 from localllm.daemon.server.native.translate import (
     CallAssembler,
     chat_job,
@@ -165,7 +166,7 @@ async def _load_or_unload(
     keep_alive: object,
     chat: bool,
 ) -> JSONResponse:
-    inference: Inference = request.app.state.inference
+    inference = app_part(request, "inference", Inference)
     seconds = parse_keep_alive(keep_alive)
     if seconds == 0:
         name, reason = await inference.unload(model), "unload"

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Query, Request
 from localllm.daemon.api.native_catalog import CatalogModel, CatalogResponse
 from localllm.daemon.api.native_system import HubFile, HubFilesResponse, HubRepo, HubSearchResponse
 from localllm.daemon.scheduler import system_memory
+from localllm.daemon.server.app_state import app_part
 from localllm.daemon.settings import Settings
 from localllm.model_registry.pull.browse import HubBrowser
 from localllm.model_registry.pull.catalog import Catalog
@@ -21,7 +22,7 @@ router = APIRouter()
 
 
 def _hub(request: Request) -> HubBrowser:
-    settings: Settings = request.app.state.settings
+    settings = app_part(request, "settings", Settings)
     return HubBrowser(settings.hf_endpoint, settings.hf_token)
 
 
@@ -45,7 +46,7 @@ async def hub_files(request: Request, repo: str = Query(..., max_length=200)) ->
 
 @router.get("/api/hub/catalog")
 async def hub_catalog(request: Request) -> CatalogResponse:
-    settings: Settings = request.app.state.settings
+    settings = app_part(request, "settings", Settings)
     catalog = await to_thread.run_sync(Catalog.load, settings.catalog_path)
     return CatalogResponse(
         models=[CatalogModel.model_validate(entry.to_json()) for entry in catalog]

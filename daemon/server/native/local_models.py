@@ -26,7 +26,9 @@ from localllm.daemon.api.local_models import (
 from localllm.daemon.errors import BadRequestError, ForbiddenError
 from localllm.daemon.models.local_import import import_steps
 from localllm.daemon.security import is_loopback_address
+from localllm.daemon.server.app_state import app_part
 from localllm.daemon.server.ndjson import ndjson_line, ndjson_stream
+from localllm.daemon.server.redaction import PathRedactor
 from localllm.daemon.settings import Settings
 from localllm.model_registry.errors import ModelExistsError, NotLinkableError
 from localllm.model_registry.local_models import FoundModel, ScanRoots, describe_file, scan
@@ -47,8 +49,8 @@ def scan_roots(settings: Settings) -> ScanRoots:
 @router.get("/api/local-models", response_model=LocalModelsResponse)
 async def local_models(request: Request) -> LocalModelsResponse:
     _check_caller(request)  # the answer names paths on the daemon's machine
-    store: Store = request.app.state.store
-    roots = scan_roots(request.app.state.settings)
+    store = app_part(request, "store", Store)
+    roots = scan_roots(app_part(request, "settings", Settings))
     result = await to_thread.run_sync(scan, roots, store)
     return LocalModelsResponse(models=[_out(m) for m in result.models], truncated=result.truncated)
 
@@ -59,19 +61,20 @@ async def import_model(body: ImportRequest, request: Request) -> Response:
     if body.name is not None:
         parse_name(body.name)  # a bad name is a 400 before any file is read
     path = _checked_path(body.path)
-    model = await to_thread.run_sync(describe_file, path, request.app.state.store)
+    store = app_part(request, "store", Store)
+    model = await to_thread.run_sync(describe_file, path, store)
     target = parse_name(body.name or model.name)
-    if request.app.state.store.exists(target):  # a 409 now, not an error line mid-stream
+    if store.exists(target):  # a 409 now, not an error line mid-stream
         raise ModelExistsError(f"{target.display} already exists: choose another name")
     if body.mode == "link" and not model.linkable:
         raise NotLinkableError(
             f"{path.name} is on another file system than the store: it can only be copied "
             f"({model.size:,} bytes); send mode 'copy' or 'auto'"
         )
-    steps = import_steps(request.app.state.store, model, body.name, body.mode)
+    steps = import_steps(store, model, body.name, body.mode)
     if body.stream:
         lines = (ndjson_line(step) async for step in steps)
-        return ndjson_stream(lines, request.app.state.redactor)
+        return ndjson_stream(lines, app_part(request, "redactor", PathRedactor))
     last = ImportProgress(status="")
     async for step in steps:
         last = step
@@ -79,7 +82,7 @@ async def import_model(body: ImportRequest, request: Request) -> Response:
 
 
 def _check_caller(request: Request) -> None:
-    settings: Settings = request.app.state.settings
+    settings = app_part(request, "settings", Settings)
     client = request.client.host if request.client else ""
     if settings.api_key is None and not is_loopback_address(client):
         raise ForbiddenError(

@@ -77,7 +77,7 @@ def _summaries(store: Store) -> list[ModelSummary]:
 
 @router.post("/api/show")
 async def show(body: ShowRequest, request: Request) -> ShowResponse:
-    inference: Inference = request.app.state.inference
+    inference = app_part(request, "inference", Inference)
     store = _store(request)
     found = _remotes(request).match(body.model)
     if found is not None:
@@ -105,7 +105,7 @@ def _entry(store: Store, text: str) -> ModelEntry:
 
 @router.get("/api/ps")
 async def ps(request: Request) -> RunningResponse:
-    scheduler: Scheduler = request.app.state.scheduler
+    scheduler = app_part(request, "scheduler", Scheduler)
     store = _store(request)
     local = [_running(store, status) for status in scheduler.status()]
     return RunningResponse(models=local + remote_running(_remotes(request)))
@@ -149,7 +149,7 @@ def _expires_at(seconds: float | None) -> str:
 
 @router.delete("/api/delete")
 async def delete(body: ModelRequest, request: Request) -> JSONResponse:
-    inference: Inference = request.app.state.inference
+    inference = app_part(request, "inference", Inference)
     _remotes(request).refuse_local_work(body.model, "delete")
     name = parse_name(body.model)
     store = _store(request)

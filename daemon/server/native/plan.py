@@ -39,10 +39,10 @@ router = APIRouter()
 
 @router.post("/api/plan")
 async def plan(body: PlanRequest, request: Request) -> PlanResponse:
-    inference: Inference = request.app.state.inference
+    inference = app_part(request, "inference", Inference)
     _check(body)
     if body.model is not None:
-        _refuse_remote(request.app.state.remotes, body.model)
+        _refuse_remote(app_part(request, "remotes", Remotes), body.model)
         return _response(await plan_installed(inference, body.model, body.options))
     name = _pull_name(body)
     hub = await to_thread.run_sync(_hub_shapes(request).model, name)

@@ -15,9 +15,11 @@ from localllm.daemon.api.native_system import (
     SystemResponse,
     VersionResponse,
 )
+from localllm.daemon.runners.build_probe import BuildProbe
 from localllm.daemon.scheduler import Scheduler
 from localllm.daemon.scheduler.system_report import system_report
 from localllm.daemon.security import is_loopback_address
+from localllm.daemon.server.app_state import app_part
 from localllm.daemon.server.log_file import LOG_NAME
 from localllm.daemon.server.redaction import PathRedactor
 from localllm.daemon.settings import Settings
@@ -36,9 +38,9 @@ async def version(request: Request) -> VersionResponse:
 
 @router.get("/api/system")
 async def system(request: Request) -> SystemResponse:
-    scheduler: Scheduler = request.app.state.scheduler
-    settings: Settings = request.app.state.settings
-    build = await request.app.state.build.report()
+    scheduler = app_part(request, "scheduler", Scheduler)
+    settings = app_part(request, "settings", Settings)
+    build = await app_part(request, "build", BuildProbe).report()
     report = await to_thread.run_sync(system_report, scheduler.status(), build.get("backend"))
     return SystemResponse(
         ram_total=report.ram_total,
@@ -63,8 +65,8 @@ def _local(request: Request) -> bool:
 async def logs(request: Request, lines: int = Query(200, ge=1, le=10_000)) -> LogsResponse:
     """The log's end, paths redacted for every client: a local proxy (``tailscale serve``,
     nginx) makes remote clients look local, and the file keeps the whole paths anyway."""
-    settings: Settings = request.app.state.settings
-    redact: PathRedactor = request.app.state.redactor
+    settings = app_part(request, "settings", Settings)
+    redact = app_part(request, "redactor", PathRedactor)
     text = await to_thread.run_sync(tail, settings.log_dir / LOG_NAME, lines)
     return LogsResponse(text=await to_thread.run_sync(redact, text))
 

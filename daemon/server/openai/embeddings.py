@@ -12,6 +12,7 @@ from localllm.daemon.api import Embedding, EmbeddingRequest, EmbeddingResponse, 
 from localllm.daemon.errors import BadRequestError
 from localllm.daemon.inference import EmbedJob, Inference
 from localllm.daemon.inference.options import parse_keep_alive
+from localllm.daemon.server.app_state import app_part
 from localllm.daemon.server.sse import until_disconnect
 
 __all__ = ["router"]
@@ -21,7 +22,7 @@ router = APIRouter()
 
 @router.post("/v1/embeddings")
 async def embeddings(body: EmbeddingRequest, request: Request) -> EmbeddingResponse:
-    inference: Inference = request.app.state.inference
+    inference = app_part(request, "inference", Inference)
     job = EmbedJob(
         model=body.model,
         inputs=_inputs(body.input),

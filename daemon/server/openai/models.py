@@ -5,6 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from localllm.daemon.api import Model, ModelList
+from localllm.daemon.remotes import Remotes
+from localllm.daemon.server.app_state import app_part
 from localllm.daemon.server.remote_listing import remote_openai_models
 from localllm.model_registry.errors import ModelNotFoundError
 from localllm.model_registry.names import DEFAULT_NAMESPACE, ModelName, parse_name
@@ -17,15 +19,15 @@ router = APIRouter()
 
 @router.get("/v1/models")
 async def list_models(request: Request) -> ModelList:
-    store: Store = request.app.state.store
+    store = app_part(request, "store", Store)
     local = [_model(entry.name, entry) for entry in store.list_models()]
-    return ModelList(data=local + remote_openai_models(request.app.state.remotes))
+    return ModelList(data=local + remote_openai_models(app_part(request, "remotes", Remotes)))
 
 
 @router.get("/v1/models/{model:path}")
 async def get_model(model: str, request: Request) -> Model:
-    store: Store = request.app.state.store
-    for listed in remote_openai_models(request.app.state.remotes):
+    store = app_part(request, "store", Store)
+    for listed in remote_openai_models(app_part(request, "remotes", Remotes)):
         if listed.id == model:
             return listed
     name = parse_name(model)

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from starlette.responses import Response
 
 from localllm.daemon.api.openai_responses import ResponseDeleted, ResponseObject, ResponsesRequest
+from localllm.daemon.server.app_state import app_part
 from localllm.daemon.server.openai.response_store import ResponseStore
 from localllm.daemon.server.openai.responses_output import ResponseShape
 from localllm.daemon.server.openai.responses_stream import ResponseStream
@@ -26,7 +27,7 @@ router = APIRouter()
 # A stream, or the whole answer as a ResponseObject (``respond`` types it as any model).
 @router.post("/v1/responses", response_model=None)
 async def create_response(body: ResponsesRequest, request: Request) -> Response | BaseModel:
-    store: ResponseStore = request.app.state.responses
+    store = app_part(request, "responses", ResponseStore)
     previous = await store.get(body.previous_response_id) if body.previous_response_id else None
     turn = responses_turn(body, previous)
     shape = ResponseShape(body, turn, store)
@@ -43,12 +44,12 @@ async def create_response(body: ResponsesRequest, request: Request) -> Response 
 
 @router.get("/v1/responses/{response_id}")
 async def retrieve_response(response_id: str, request: Request) -> ResponseObject:
-    store: ResponseStore = request.app.state.responses
+    store = app_part(request, "responses", ResponseStore)
     return (await store.get(response_id)).response
 
 
 @router.delete("/v1/responses/{response_id}")
 async def delete_response(response_id: str, request: Request) -> ResponseDeleted:
-    store: ResponseStore = request.app.state.responses
+    store = app_part(request, "responses", ResponseStore)
     await store.delete(response_id)
     return ResponseDeleted(id=response_id)
