@@ -1,6 +1,7 @@
 """Memory benchmark: the host-RAM prompt cache, and what each KV cache type costs and gives.
 
     python bench/bench_prompt_cache.py [--model PATH] [--threads 2] [--history 1200]
+    python bench/bench_prompt_cache.py --disk [--threads 2] [--rounds 2]
 
 Runs the real runner process (``daemon.runners.process``) on Gemma 3 270M Q4_K_M (the real
 model tier, ``tests/support/real_model.py``) unless ``--model`` names another GGUF:
@@ -12,6 +13,15 @@ model tier, ``tests/support/real_model.py``) unless ``--model`` names another GG
   2. each KV cache type (f16, q8_0, q4_0): the runner's resident memory after load, the
      memory plan's caches (its kv and window kv parts), and single-stream tokens/s.
 
+  3. ``--disk``: the prompt cache on disk, through the real daemon over HTTP, with Claude Code's
+     recorded first request (``tests/agents/fixtures/claude.json``, ~11,700 tokens of system
+     prompt and tools) sent to ``/v1/messages`` as Claude Code streams it (greedy, 8 tokens):
+     time to first token of a cold read (model load included) with the cache off and on (a
+     miss: each read starts with its own session line, so nothing is found; off and on
+     alternate, ``--rounds`` each), then after ``localllm stop`` (unloaded, a fresh runner)
+     and after a daemon restart, in the default and the deterministic mode (whose answer must
+     be the cold one's); the file's bytes per prompt token.
+
 Every measurement of a table comes from the same run, so the ratios hold on a busy machine.
 """
 
@@ -19,14 +29,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
+import shutil
+import statistics
 import sys
+import tempfile
+import time
 from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from localllm.daemon.runners.process import RunnerProcess  # noqa: E402
 from localllm.daemon.runners.types import DoneEvent, GenerateCall, RunnerSpec, SamplingParams  # noqa: E402
@@ -115,17 +130,157 @@ def _planned_cache(shape: ModelShape, spec: RunnerSpec) -> int:
     return sum(plan.kind_bytes(kind) for kind in ("kv", "window kv", "recurrent"))
 
 
+# -- the prompt cache on disk, through the daemon -------------------------------------------
+CLAUDE = ROOT / "tests" / "agents" / "fixtures" / "claude.json"
+
+
+def _claude_first(session: str) -> tuple[dict, dict]:
+    """Claude Code's recorded first request (headers, body), greedy and 8 tokens long, its
+    system prompt opened by ``session`` (a line of its own: another session finds nothing)."""
+    (request,) = [r for r in json.loads(CLAUDE.read_text())["requests"] if r["kind"] == "first"]
+    body = {**request["body"], "max_tokens": 8, "temperature": 0}
+    system = [dict(block) for block in body["system"]]
+    system[0]["text"] = f"{session}\n{system[0]['text']}" if session else system[0]["text"]
+    return request["headers"], body | {"system": system}
+
+
+def _first_token(url: str, model: str, request: tuple[dict, dict]) -> tuple[float, str, dict]:
+    """Time to the first text of a streamed ``/v1/messages`` answer, the text, its usage."""
+    from bench_vs_llama_server import HTTP
+
+    headers, body = request
+    text, usage, first = "", {}, None
+    started = time.perf_counter()
+    with HTTP.stream(
+        "POST", f"{url}/v1/messages", json=body | {"model": model}, headers=headers
+    ) as response:
+        response.raise_for_status()
+        for line in response.iter_lines():
+            if not line.startswith("data: "):
+                continue
+            event = json.loads(line[6:])
+            if event["type"] == "content_block_delta" and event["delta"].get("text"):
+                first = first or time.perf_counter()
+                text += event["delta"]["text"]
+            usage |= event.get("usage") or (event.get("message") or {}).get("usage") or {}
+    return (first or time.perf_counter()) - started, text, usage
+
+
+def _unload(url: str, model: str) -> None:
+    """``localllm stop``: unloaded, and its runner gone (it writes what it holds first)."""
+    from bench_vs_llama_server import HTTP
+
+    HTTP.post(f"{url}/api/generate", json={"model": model, "keep_alive": 0}).raise_for_status()
+    while HTTP.get(f"{url}/api/ps").json()["models"]:
+        time.sleep(0.2)
+
+
+def _seconds(values: list[float]) -> str:
+    return ", ".join(f"{v:.2f}" for v in values)
+
+
+def _disk_rows(model: Path, args) -> str:
+    from bench_serving import machine, stop
+    from bench_vs_llama_server import HTTP, start_ours
+
+    from localllm.model_registry.importer import ModelExtras, import_gguf
+    from localllm.model_registry.store import Store
+    from tests.support.model_writers.gemma3 import GEMMA_TEMPLATE
+
+    work = Path(tempfile.mkdtemp(prefix="bench-disk-cache-"))
+    store = Store(work / "store")
+    for name, extra in (("bench", {}), ("bench-det", {"deterministic": True})):
+        extras = ModelExtras(template=GEMMA_TEMPLATE, parameters=extra)
+        import_gguf(store, name, model, extras=extras)
+    start = lambda **env: start_ours(work, model, args.threads, 16384, parallel=4, **env)  # noqa: E731
+    cold: dict[str, list[float]] = {"off": [], "on": []}
+    found: dict[str, list[int]] = {"off": [], "on": []}  # prompt tokens a cold read found cached
+    rows, per_token = [], []
+    try:
+        for r in range(args.rounds):
+            for mode in ("off", "on") if r % 2 == 0 else ("on", "off"):
+                proc, url = start(LOCALLLM_PROMPT_CACHE_GB="0" if mode == "off" else "8")
+                try:
+                    request = _claude_first(f"Session {r}{mode}.")
+                    seconds, _, usage = _first_token(url, "bench", request)
+                finally:
+                    stop(proc)
+                cold[mode].append(seconds)
+                found[mode].append(usage.get("cache_read_input_tokens", 0))
+                print(f"round {r} cache {mode}: cold first token {seconds:.2f} s, "
+                      f"{found[mode][-1]} tokens cached", flush=True)  # fmt: skip
+        for name in ("bench", "bench-det"):
+            request = _claude_first("")
+            proc, url = start(LOCALLLM_PROMPT_CACHE_GB="8")
+            try:
+                reads = [_first_token(url, name, request)]
+                _unload(url, name)
+                reads.append(_first_token(url, name, request))
+                runs = [HTTP.get(f"{url}/api/ps").json()["models"][0]["prompt_cache"]]
+            finally:
+                stop(proc)
+            proc, url = start(LOCALLLM_PROMPT_CACHE_GB="8")
+            try:
+                reads.append(_first_token(url, name, request))
+                runs.append(HTTP.get(f"{url}/api/ps").json()["models"][0]["prompt_cache"])
+            finally:
+                stop(proc)
+            usage = reads[0][2]
+            prompt = usage["input_tokens"] + usage.get("cache_read_input_tokens", 0)
+            for stored in (work / "data" / "prompt-cache").glob("*/*.kv"):
+                per_token.append(stored.stat().st_size / prompt)
+            rows.append((name, prompt, reads, runs))
+            print(f"{name}: " + ", ".join(f"{t:.2f} s" for t, _, _ in reads), flush=True)
+            shutil.rmtree(work / "data" / "prompt-cache", ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    off, on = statistics.median(cold["off"]), statistics.median(cold["on"])
+    lines = [
+        f"Machine: {machine()}. `python bench/bench_prompt_cache.py --disk --threads "
+        f"{args.threads} --rounds {args.rounds}`, {model.name}, context 16384, 4 slots.",
+        "",
+        "| Claude Code's first request | time to first token | prompt tokens from disk |",
+        "| --- | --- | --- |",
+        f"| cold, cache off (median of {args.rounds}, load included) | {off:.2f} s "
+        f"({_seconds(cold['off'])}) | {max(found['off'])} |",
+        f"| cold, cache on: a miss (median of {args.rounds}) | {on:.2f} s "
+        f"({_seconds(cold['on'])}; {on / off:.3f}x, target <= 1.03x) | {max(found['on'])} |",
+    ]
+    for name, prompt, reads, runs in rows:
+        mode = "deterministic" if name == "bench-det" else "default"
+        (first, text, usage), *warm = reads
+        same = all(answer == text for _, answer, _ in warm)
+        lines.append(
+            f"| {mode}: cold ({prompt} prompt tokens) | {first:.2f} s | "
+            f"{usage.get('cache_read_input_tokens', 0)} |"
+        )
+        after = ("`localllm stop`", "a daemon restart")
+        for when, (seconds, _, _), run in zip(after, warm, runs, strict=True):
+            lines.append(
+                f"| {mode}: after {when} | {seconds:.2f} s ({first / seconds:.0f}x faster; "
+                f"restore {run['restore_seconds']:.2f} s) | {run['tokens']} |"
+            )
+        lines.append(f"| {mode}: the same answer all three times | {'yes' if same else 'NO'} | |")
+    lines += ["", f"Disk: {statistics.median(per_token) / 1024:.1f} KiB per prompt token."]
+    return "\n".join(lines)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--history", type=int, default=1200, help="words per history")
     parser.add_argument("--ctx", type=int, default=4096, help="context per slot")
+    parser.add_argument("--disk", action="store_true", help="the prompt cache on disk only")
+    parser.add_argument("--rounds", type=int, default=2, help="cold reads per mode (--disk)")
     args = parser.parse_args()
     if args.model is None:
         from tests.support.real_model import gemma_path
 
         args.model = gemma_path()
+    if args.disk:
+        print(_disk_rows(args.model, args))
+        return
     base = RunnerSpec(
         model_name=args.model.name,
         model_paths=(str(args.model),),

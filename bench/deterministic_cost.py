@@ -4,9 +4,8 @@ real daemon over HTTP.
     python bench/deterministic_cost.py [--rounds 3] [--threads 2] [--system-tokens 2000]
         [--model PATH] [--write]
 
-A deterministic request gets a runner with one slot, flash attention off and no host prompt
-cache, which resumes a prompt only after the whole batches (512 tokens) it read from the
-prompt's start (README, "Deterministic answers"). On Gemma 3 270M
+A deterministic request gets a runner with one slot and flash attention off, which resumes a
+prompt only after the whole batches (512 tokens) it read from the prompt's start (README, "Deterministic answers"). On Gemma 3 270M
 Q4_K_M (the real model tier, ``tests/support/real_model.py``) unless ``--model`` names another
 GGUF, one daemon (4 slots by default, ``--threads`` threads) serves both modes; every round
 unloads the model and loads it afresh in each mode (the modes alternate in order), then times,

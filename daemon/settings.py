@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,14 +26,18 @@ from localllm.model_registry.parameters import (
 __all__ = [
     "DEFAULT_PORT",
     "MAX_KEEP_ALIVE_SECONDS",
+    "PROMPT_CACHE_CAP",
     "Settings",
     "parse_host",
+    "prompt_cache_default",
     "runner_environment",
 ]
 
 DEFAULT_PORT = 11435
 MAX_KEEP_ALIVE_SECONDS = 1e9  # about 31 years; a negative keep_alive is "for ever"
 _APP = "localllm"
+PROMPT_CACHE_CAP = 20 << 30  # the most the prompt cache on disk takes unless set (20 GiB)
+_GIB = 1 << 30  # LOCALLLM_PROMPT_CACHE_GB counts GiB, as LOCALLLM_HOST_CACHE_MB counts MiB
 BACKEND_SAMPLING: tuple[BackendSampling, ...] = get_args(BackendSampling)  # its env choices
 _Choice = TypeVar("_Choice", bound=str)  # one of a setting's fixed choices
 
@@ -136,6 +141,37 @@ def _seconds(env: Mapping[str, str], key: str, default: float) -> float:
     return value
 
 
+def prompt_cache_default(free_bytes: int) -> int:
+    """The prompt cache's size when unset: a tenth of the data disk's free space, at most
+    ``PROMPT_CACHE_CAP``."""
+    return min(PROMPT_CACHE_CAP, max(0, free_bytes) // 10)
+
+
+def _prompt_cache_bytes(env: Mapping[str, str], key: str, data_dir: Path) -> int:
+    """``key`` in GiB (0: off), or the default from the free space of ``data_dir``'s disk,
+    read here, once, as the daemon starts: never again, so the cache's own files, written
+    later, do not shrink it."""
+    if not env.get(key, "").strip():
+        return prompt_cache_default(_free_bytes(data_dir))
+    gib = _float(env, key, 0.0)
+    if not math.isfinite(gib) or gib < 0:
+        raise ValueError(
+            f"{key} must be a number of GiB, 0 or more (0 turns the prompt cache off), got {gib:g}"
+        )
+    return int(gib * _GIB)
+
+
+def _free_bytes(folder: Path) -> int:
+    """Free bytes on the disk holding ``folder``, asked of its nearest existing folder (it
+    may not exist yet); 0 when none can be read."""
+    for candidate in (folder, *folder.parents):
+        try:
+            return shutil.disk_usage(candidate).free
+        except OSError:
+            continue
+    return 0
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     host: str = "127.0.0.1"
@@ -164,6 +200,9 @@ class Settings:
     flash_attention: FlashAttention = "auto"
     backend_sampling: BackendSampling = "auto"  # sampling inside the decode ("auto": on a GPU)
     host_cache_mib: int = 1024  # per runner: KV of sequences evicted from slots (0: off)
+    # the prompt cache on disk, shared by every runner (``prompt_cache_dir``); 0: off.
+    # ``from_env`` sizes it from the data disk when LOCALLLM_PROMPT_CACHE_GB is unset
+    prompt_cache_bytes: int = 0
     max_pulls: int = 3  # pulls that download at once; the others wait, queued
     header_timeout: float = 30.0  # seconds a request's headers may take to arrive, in all
     body_timeout: float = 60.0  # seconds a request body may stall (not its whole upload)
@@ -184,6 +223,11 @@ class Settings:
     def base_url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
+
+    @property
+    def prompt_cache_dir(self) -> Path:
+        """Where runners keep the KV state of long prompts, for a later runner to resume."""
+        return self.data_dir / "prompt-cache"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -221,6 +265,7 @@ class Settings:
             flash_attention=_choice(env, "LOCALLLM_FLASH_ATTENTION", "auto", FLASH_ATTENTION),
             backend_sampling=_choice(env, "LOCALLLM_BACKEND_SAMPLING", "auto", BACKEND_SAMPLING),
             host_cache_mib=_int(env, "LOCALLLM_HOST_CACHE_MB", base.host_cache_mib),
+            prompt_cache_bytes=_prompt_cache_bytes(env, "LOCALLLM_PROMPT_CACHE_GB", data_dir),
             max_pulls=_positive(env, "LOCALLLM_MAX_PULLS", base.max_pulls),
             header_timeout=_seconds(env, "LOCALLLM_HEADER_TIMEOUT", base.header_timeout),
             body_timeout=_seconds(env, "LOCALLLM_BODY_TIMEOUT", base.body_timeout),

@@ -100,14 +100,17 @@ def llama(tmp_path_factory):
 
 
 def _host_cache(ctx, limit_bytes: int):
-    """A host cache over ``ctx`` (the generated model has no sliding window)."""
+    """A host cache over ``ctx`` (the generated model has no sliding window), with no disk
+    behind it (``tests/test_disk_cache.py``)."""
     import llama_cpp as lc
 
+    from localllm.daemon.runners.worker.disk_cache import DiskCache
     from localllm.daemon.runners.worker.host_cache import HostCache
     from localllm.daemon.runners.worker.window import SlidingWindow
 
     memory = lc.llama_get_memory(ctx)
-    return HostCache(ctx, memory, limit_bytes, SlidingWindow(ctx, memory, 0, 128, limit_bytes))
+    window = SlidingWindow(ctx, memory, 0, 128, limit_bytes)
+    return HostCache(ctx, memory, limit_bytes, window, DiskCache(ctx, memory, window, None, 128))
 
 
 def _fill(ctx, slot, tokens: list[int]) -> None:
@@ -151,9 +154,9 @@ def test_the_cache_keeps_to_its_bound_and_drops_the_least_recently_used(llama):
         assert cache.bytes <= cache.limit_bytes
     assert len(cache) == 2
     free = Slot(1)
-    _, held = cache.pick([free], [*prompts[0], 5], set())
+    held = cache.pick([free], [*prompts[0], 5], set()).shared
     assert held == 0 and cache.restored == 0  # the oldest was dropped
-    _, held = cache.pick([free], [*prompts[1], 5], set())
+    held = cache.pick([free], [*prompts[1], 5], set()).shared
     assert held == len(prompts[1]) and free.cached == prompts[1] and cache.restored == 1
     assert len(cache) == 1  # the restored state moved into the slot
 
@@ -178,7 +181,7 @@ def test_a_restored_state_gives_the_same_logits_and_a_bad_one_is_never_restored(
     stranger._entries.update(cache._entries)
     stranger.bytes = cache.bytes
     target = Slot(1)
-    _, held = stranger.pick([target], [*prompt, 7], set())
+    held = stranger.pick([target], [*prompt, 7], set()).shared
     assert held == 0 and target.cached == [] and stranger.restored == 0
     assert lc.llama_memory_seq_pos_max(lc.llama_get_memory(other), 1) == -1  # nothing loaded
 
@@ -188,11 +191,11 @@ def test_a_restored_state_gives_the_same_logits_and_a_bad_one_is_never_restored(
     corrupt = _host_cache(ctx, 64 << 20)
     corrupt._entries[tuple(prompt)] = replace(entry, state=broken, size=entry.size // 2)
     corrupt.bytes = entry.size // 2
-    _, held = corrupt.pick([target], [*prompt, 7], set())
+    held = corrupt.pick([target], [*prompt, 7], set()).shared
     assert held == 0 and target.cached == []
     assert lc.llama_memory_seq_pos_max(memory, 1) == -1
 
-    _, held = cache.pick([target], [*prompt, 7], set())
+    held = cache.pick([target], [*prompt, 7], set()).shared
     assert held == len(prompt) and target.cached == prompt
     from localllm.daemon.runners.worker.batch import Batch
 
@@ -220,8 +223,8 @@ def test_a_full_cache_restores_what_the_slot_asks_while_saving_what_it_held(llam
     assert cache.save(slot)
     lc.llama_memory_seq_rm(memory, 0, -1, -1)
     _fill(ctx, slot, held)
-    _, kept = cache.pick([slot], [*wanted, 5], set())
+    kept = cache.pick([slot], [*wanted, 5], set()).shared
     assert kept == len(wanted) and slot.cached == wanted and cache.restored == 1
     assert len(cache) == 1 and cache.bytes <= cache.limit_bytes  # what the slot held, saved
-    _, kept = cache.pick([Slot(1)], [*held, 5], set())
+    kept = cache.pick([Slot(1)], [*held, 5], set()).shared
     assert kept == len(held)

@@ -23,9 +23,10 @@ Measured (2-core Xeon, 1 thread): the largest difference of the first 4 tokens' 
   chunked (a first chunk of 1, 4, 8 or 16 tokens then 32s: exact; of 13, 27, 30 or 31: up to
   0.97 in the last logits; loaded unpacked: all exact) (held to ``APART_BOUND``).
 - So an answer that must not depend on the cache asks for ``deterministic``: its runner (one
-  slot, flash attention off, no host cache) resumes a prompt only after whole batches read
-  from the start, so it reads the rest in the batches a cold read has: exact on Gemma as
-  loaded, at the engine and over HTTP.
+  slot, flash attention off) resumes a prompt only after whole batches read from the start
+  (its slot's, a host cache entry's or a file's on disk: each says how much it read so), so
+  it reads the rest in the batches a cold read has: exact on Gemma as loaded, at the engine
+  and over HTTP, and from disk (``tests/test_prompt_cache_agent.py``).
 - The same with flash attention ON: slot 0.10, host cache 0.10, checkpoint 0.09 (its first
   token differs from the cold read's: the top two are that close); ``FLASH_ON_BOUND`` 0.5.
 """

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
 from localllm.model_registry.errors import InsufficientSpaceError
 from localllm.model_registry.store import Store
+from tests.support.small_disk import small_disk as mounted
 from tests.support.store import assert_store_consistent, put_model
 
 
@@ -25,16 +24,8 @@ class Zeros:
 
 @pytest.fixture
 def small_disk(tmp_path):
-    mount_point = tmp_path / "small-disk"
-    mount_point.mkdir()
-    result = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=96m", "tmpfs", str(mount_point)],
-        capture_output=True,
-    )
-    if result.returncode != 0:
-        pytest.skip("needs permission to mount a small tmpfs (run as root)")
-    yield mount_point
-    subprocess.run(["umount", "-l", str(mount_point)], check=False)
+    with mounted(tmp_path / "small-disk", "96m") as folder:
+        yield folder
 
 
 def test_disk_filling_up_mid_write_leaves_no_partial_blob(small_disk):

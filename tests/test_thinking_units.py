@@ -165,8 +165,10 @@ def test_a_budget_makes_a_thinking_part_then_an_answer_part():
 # How two parts' DoneEvents combine, field by field: a field added to DoneEvent must be
 # named here (and, unless it is the answer part's, in ``add_parts``) or the test below fails.
 FROM_FIRST = ("prompt_tokens", "prompt_evaluated", "prompt_seconds", "first_token_seconds")
+FROM_FIRST += ("prompt_disk_tokens",)  # the prompt's, as prompt_evaluated
 FROM_SECOND = ("reason", "stop_sequence", "sampling")  # how the answer ended, and where
 SUMMED = ("completion_tokens", "draft_tokens", "draft_accepted")
+SUMMED += ("prompt_disk_bytes", "prompt_disk_seconds")  # both parts' reads from disk
 COMBINED = {
     "generation_seconds": lambda a, b: (
         a.generation_seconds + b.prompt_seconds + b.generation_seconds

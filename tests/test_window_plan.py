@@ -22,7 +22,7 @@ def test_a_cut_the_window_still_covers_keeps_everything():
 
 
 def test_a_cut_past_the_window_resumes_from_the_latest_checkpoint_before_it():
-    held = _checkpoints(200, 600, 700, 990)
+    held = [200, 600, 700, 990]
     assert reach(650, 1000, 300, held, N_SWA) == 600
     assert reach(700, 1000, 300, held, N_SWA) == 700
     assert reach(150, 1000, 300, held, N_SWA) == 0  # none early enough: read it again
@@ -36,6 +36,12 @@ def test_checkpoints_go_where_prompts_part_and_before_the_end():
     assert window.plan(2000, 0, 1999) == [1932, 1996]  # no room left to read past it
     assert SlidingWindow(None, None, 0, 64, 1 << 30).plan(2000, 0, 900) == []  # no window
     assert SlidingWindow(None, None, N_SWA, 64, 0).plan(2000, 0, 900) == []  # no RAM for them
+
+
+def test_a_deterministic_runner_takes_them_after_whole_batches_only():
+    window = SlidingWindow(None, None, N_SWA, 64, 1 << 30, aligned=True)
+    assert window.plan(2000, 0, 900, 130) == [128, 896, 1920, 1984]  # not 130, 900, 1932, 1996
+    assert window.plan(2000, 0, 40) == [1920, 1984]  # within the first batch: read again
 
 
 def test_a_full_list_gives_up_the_checkpoint_closest_to_the_one_before():

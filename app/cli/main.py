@@ -50,6 +50,7 @@ environment:
   LOCALLLM_FLASH_ATTENTION    flash attention: auto, on, off (default auto)
   LOCALLLM_BACKEND_SAMPLING   sample inside the decode: auto (on a GPU), on, off (default auto)
   LOCALLLM_HOST_CACHE_MB      RAM per model for conversations that lost their slot (default 1024)
+  LOCALLLM_PROMPT_CACHE_GB    disk for long prompts' states, GiB (default 10% of free, at most 20)
   LOCALLLM_ORIGINS            extra browser origins allowed (comma-separated)
   LOCALLLM_API_KEY            API key clients must send (required off loopback)
   LOCALLLM_CATALOG            a JSON file of short names to use instead of the built-in one

@@ -18,6 +18,9 @@ __all__ = [
     "ModelRequest",
     "ModelSummary",
     "ProgressResponse",
+    "PromptCacheCleared",
+    "PromptCacheResponse",
+    "PromptCacheUseOut",
     "PruneResponse",
     "PullListResponse",
     "PullRecordOut",
@@ -146,6 +149,15 @@ class ShowResponse(BaseModel):
     runs_with: RunSettingsOut | None = None
 
 
+class PromptCacheUseOut(BaseModel):
+    """What a running model resumed from the prompt cache on disk since it loaded."""
+
+    hits: int = 0  # requests whose prompt was resumed from a file
+    tokens: int = 0  # prompt tokens restored
+    bytes_read: int = 0
+    restore_seconds: float = 0.0  # reading, checking and restoring
+
+
 class RunningModel(BaseModel):
     name: str
     model: str
@@ -168,6 +180,8 @@ class RunningModel(BaseModel):
     context_reason: str = ""  # ours: why its context is as long as it is
     expert_layers: int = 0  # ours: a MoE model's layers with experts; 0: dense (or remote)
     cpu_expert_layers: int = 0  # ours: of them, those whose experts stay in RAM
+    # ours: what it read back from the prompt cache on disk since it loaded; None: remote
+    prompt_cache: PromptCacheUseOut | None = None
 
 
 class RunningResponse(BaseModel):
@@ -204,6 +218,24 @@ class PruneResponse(BaseModel):
     removed: list[str]  # digests of the deleted blobs
     freed: int
     skipped_reason: str | None = None
+    prompt_cache_files: int = 0  # ours: files cleared from the prompt cache on disk
+    prompt_cache_freed: int = 0  # and their bytes
+
+
+class PromptCacheResponse(BaseModel):
+    """The prompt cache on disk (``GET /api/prompt-cache``): what it holds, and the most it
+    may (0: off)."""
+
+    files: int
+    bytes: int
+    limit_bytes: int
+
+
+class PromptCacheCleared(BaseModel):
+    """What ``DELETE /api/prompt-cache`` removed."""
+
+    files: int
+    freed: int
 
 
 class VerifyProblem(BaseModel):

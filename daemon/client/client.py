@@ -49,6 +49,8 @@ from localllm.daemon.api import (
     NativeRerankResponse,
     PlanResponse,
     ProgressResponse,
+    PromptCacheCleared,
+    PromptCacheResponse,
     PruneResponse,
     PullListResponse,
     PullRecordOut,
@@ -177,6 +179,12 @@ class Client:
 
     def verify(self) -> VerifyResponse:
         return self._connection.answer(VerifyResponse, "POST", "/api/verify")
+
+    def prompt_cache(self) -> PromptCacheResponse:
+        return self._connection.answer(PromptCacheResponse, "GET", "/api/prompt-cache")
+
+    def clear_prompt_cache(self) -> PromptCacheCleared:
+        return self._connection.answer(PromptCacheCleared, "DELETE", "/api/prompt-cache")
 
     # -- pulls ------------------------------------------------------------------------------
     def pull(self, name: str) -> Iterator[ProgressResponse]:

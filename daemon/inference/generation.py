@@ -49,6 +49,11 @@ class GenerationStats:
     time_to_first_token: float  # from the request reaching inference to the first token
     total_seconds: float
     sampling: str = ""  # where the runner sampled: "backend" (in the decode), "host", "" unknown
+    # of ``cached_tokens``, those read back from the prompt cache on disk, the bytes read for
+    # them and the time reading, checking and restoring took
+    prompt_disk_tokens: int = 0
+    prompt_disk_bytes: int = 0
+    prompt_disk_seconds: float = 0.0
 
     @property
     def seconds_per_token(self) -> float:
@@ -283,6 +288,7 @@ class Generation(GenerationStream):
             self._emit_answer(*self._thinking.finish())
             if self._thinking.first_part is not None:
                 done = add_parts(self._thinking.first_part, done)
+        self._lease.count_done(done)
         calls: list[ToolCall] = []
         if self._filter is not None:
             rest, calls = self._filter.finish()
@@ -309,6 +315,9 @@ class Generation(GenerationStream):
             time_to_first_token=first,
             total_seconds=now - self._started,
             sampling=done.sampling,
+            prompt_disk_tokens=done.prompt_disk_tokens,
+            prompt_disk_bytes=done.prompt_disk_bytes,
+            prompt_disk_seconds=done.prompt_disk_seconds,
         )
 
     def _unfinished_usage(self) -> GenerationStats:

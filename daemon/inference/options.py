@@ -174,6 +174,7 @@ def runner_options(
     num_parallel = max(0, ints.get("num_parallel") or settings.num_parallel)  # 0: chosen
     if deterministic:
         num_parallel = _deterministic_parallel(ints.get("num_parallel"))
+    prompt_cache_bytes = max(0, settings.prompt_cache_bytes)  # 0: off
     return RunnerOptions(
         num_ctx=num_ctx,
         num_parallel=num_parallel,
@@ -184,9 +185,11 @@ def runner_options(
         kv_cache_type=kv_cache_type,
         flash_attention=flash_attention,
         backend_sampling=settings.backend_sampling,
-        # a deterministic runner resumes only its slot's whole batches: a state kept in RAM
-        # may have been read in others, so it keeps none
-        host_cache_bytes=0 if deterministic else max(0, settings.host_cache_mib) << 20,
+        # a deterministic runner keeps both: a state in RAM or on disk says how much of it
+        # was read in whole batches, and it resumes only after those
+        host_cache_bytes=max(0, settings.host_cache_mib) << 20,
+        prompt_cache_dir=str(settings.prompt_cache_dir) if prompt_cache_bytes else None,
+        prompt_cache_bytes=prompt_cache_bytes,
         num_draft=ints.get("num_draft", DEFAULT_DRAFT),
         load_anyway=_bool_option("load_anyway", options.get("load_anyway", False)),
         deterministic=deterministic,

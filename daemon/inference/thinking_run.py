@@ -121,6 +121,9 @@ def add_parts(first: DoneEvent, second: DoneEvent) -> DoneEvent:
         second,
         prompt_tokens=first.prompt_tokens,
         prompt_evaluated=first.prompt_evaluated,
+        prompt_disk_tokens=first.prompt_disk_tokens,
+        prompt_disk_bytes=first.prompt_disk_bytes + second.prompt_disk_bytes,
+        prompt_disk_seconds=first.prompt_disk_seconds + second.prompt_disk_seconds,
         completion_tokens=first.completion_tokens + second.completion_tokens,
         prompt_seconds=first.prompt_seconds,
         generation_seconds=first.generation_seconds

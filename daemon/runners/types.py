@@ -96,6 +96,10 @@ class RunnerSpec:
     # whole batches read from its start (option ``deterministic``): llama.cpp rounds a batch of
     # other tokens apart, so the rest is read in the very batches a cold read has
     deterministic: bool = False
+    # the folder of the prompt cache on disk (``prompt_store``), shared by every runner, and
+    # the most it may hold; None or 0: off
+    prompt_cache_dir: str | None = None
+    prompt_cache_bytes: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +220,11 @@ class DoneEvent:
     draft_tokens: int = 0  # tokens guessed by speculative decoding
     draft_accepted: int = 0  # of those, the ones the model agreed with
     sampling: SamplingSite = ""  # where its tokens were sampled
+    # of the cached prompt tokens, those read back from the prompt cache on disk, the bytes
+    # read for them and the time reading, checking and restoring took
+    prompt_disk_tokens: int = 0
+    prompt_disk_bytes: int = 0
+    prompt_disk_seconds: float = 0.0
 
 
 class RunnerError(Exception):

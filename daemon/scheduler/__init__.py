@@ -4,6 +4,7 @@ from localllm.daemon.scheduler.lease import Lease
 from localllm.daemon.scheduler.loaded import (
     LoadTarget,
     ModelStatus,
+    PromptCacheUse,
     Runner,
     RunnerFactory,
     RunnerOptions,
@@ -28,6 +29,7 @@ __all__ = [
     "Placement",
     "PlanPart",
     "PlanSettings",
+    "PromptCacheUse",
     "Runner",
     "RunnerFactory",
     "RunnerOptions",

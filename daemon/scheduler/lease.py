@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from localllm.daemon.runners.types import RunnerInfo, RunnerSpec
+from localllm.daemon.runners.types import DoneEvent, RunnerInfo, RunnerSpec
 from localllm.daemon.scheduler.loaded import LoadedModel, Runner
 
 __all__ = ["Claim", "Lease"]
@@ -46,6 +46,10 @@ class Lease:
     @property
     def released(self) -> bool:
         return self._released
+
+    def count_done(self, done: DoneEvent) -> None:
+        """Add what a finished request read from the prompt cache on disk to its model's sum."""
+        self._model.prompt_cache = self._model.prompt_cache.plus(done)
 
     def release(self, crashed: bool = False) -> None:
         """Give the slot back; ``crashed`` drops the runner so the next request gets a new one."""

@@ -38,6 +38,7 @@ __all__ = [
     "LoadTarget",
     "LoadedModel",
     "ModelStatus",
+    "PromptCacheUse",
     "Runner",
     "RunnerFactory",
     "RunnerOptions",
@@ -120,9 +121,30 @@ class RunnerOptions:
     flash_attention: FlashAttention = "auto"
     backend_sampling: BackendSampling = "auto"  # sampling in llama.cpp's graph
     host_cache_bytes: int = 0
+    prompt_cache_dir: str | None = None  # the prompt cache on disk; None: off
+    prompt_cache_bytes: int = 0  # the most it holds, for all runners together
     num_draft: int = DEFAULT_DRAFT  # speculative decoding's most guessed tokens per step; 0: off
     load_anyway: bool = False  # load even where the memory plan does not fit (``refusal``)
     deterministic: bool = False  # one slot, flash attention off, resumed after whole batches
+
+
+@dataclass(frozen=True, slots=True)
+class PromptCacheUse:
+    """What a loaded model's runner read back from the prompt cache on disk since it loaded
+    (``/api/ps``), summed from its requests' ``DoneEvent``."""
+
+    hits: int = 0  # requests that resumed their prompt from a file
+    tokens: int = 0  # prompt tokens restored
+    bytes_read: int = 0
+    restore_seconds: float = 0.0  # reading, checking and restoring
+
+    def plus(self, done: DoneEvent) -> PromptCacheUse:
+        return PromptCacheUse(
+            hits=self.hits + (1 if done.prompt_disk_tokens > 0 else 0),
+            tokens=self.tokens + done.prompt_disk_tokens,
+            bytes_read=self.bytes_read + done.prompt_disk_bytes,
+            restore_seconds=self.restore_seconds + done.prompt_disk_seconds,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +163,7 @@ class ModelStatus:
     parallel_reason: str = "num_parallel"  # why it has as many slots as it has
     draining: bool = False  # a waiting load needs it unloaded: it takes no new requests
     memory: MemoryPlan | None = None  # what it was planned to take (``estimate_bytes``'s parts)
+    prompt_cache: PromptCacheUse = PromptCacheUse()  # read from disk since it loaded
 
 
 @dataclass(eq=False)
@@ -161,6 +184,7 @@ class LoadedModel:
     context_reason: str = "num_ctx"  # why its context is as long as it is (``context_size``)
     parallel_reason: str = "num_parallel"  # why it has as many slots as it has (``parallel``)
     memory: MemoryPlan | None = None  # its memory plan, part by part (``memory_plan``)
+    prompt_cache: PromptCacheUse = field(default_factory=PromptCacheUse)
     slots: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(1))
     # the tasks of the requests that hold it (``refs`` of them in all): one that waits for
     # a load can never let go while that load waits for this model to drain
@@ -201,4 +225,5 @@ class LoadedModel:
             self.parallel_reason,
             self.draining,
             self.memory,
+            self.prompt_cache,
         )

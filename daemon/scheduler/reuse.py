@@ -35,6 +35,9 @@ def runner_spec(target: LoadTarget, options: RunnerOptions) -> RunnerSpec:
         flash_attention=options.flash_attention,
         backend_sampling=options.backend_sampling,
         host_cache_bytes=options.host_cache_bytes,
+        # on disk, so no part of the memory plan; an embedding model keeps no prompts
+        prompt_cache_dir=None if target.embedding_only else options.prompt_cache_dir,
+        prompt_cache_bytes=0 if target.embedding_only else options.prompt_cache_bytes,
         deterministic=options.deterministic,
     )
 

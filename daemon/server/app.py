@@ -56,6 +56,7 @@ from localllm.daemon.server.native import (
     local_models,
     models,
     plan,
+    prompt_cache,
     pulls,
     remotes,
 )
@@ -142,7 +143,7 @@ _NATIVE: tuple[ModuleType, ...] = (
     native_system,
     control,
 )
-_NATIVE += (local_models, remotes, plan)
+_NATIVE += (local_models, remotes, plan, prompt_cache)
 _NATIVE += (rerank,)  # /api/rerank, and /v1/rerank with its aliases
 
 

@@ -9,6 +9,7 @@ from localllm.daemon.api.native_system import HealthResponse
 from localllm.daemon.scheduler import Scheduler
 from localllm.daemon.server.app_state import app_part
 from localllm.daemon.server.metrics import CONTENT_TYPE, Metrics
+from localllm.daemon.settings import Settings
 
 __all__ = ["router"]
 
@@ -34,4 +35,5 @@ async def health(request: Request) -> HealthResponse:
 @router.get("/metrics")
 async def metrics(request: Request) -> Response:
     registry = app_part(request, "metrics", Metrics)
-    return Response(registry.render(), media_type=CONTENT_TYPE)
+    folder = app_part(request, "settings", Settings).prompt_cache_dir
+    return Response(await registry.scrape(folder), media_type=CONTENT_TYPE)

@@ -8,7 +8,8 @@ how much was cut.
 
 Counters and histograms are fed by the request middleware and by inference's "generation
 finished" callback; queue depth, loaded models and busy slots are read from the scheduler
-at scrape time, so they are never stale.
+at scrape time, so they are never stale, and so are the prompt cache's files on disk
+(``scrape``: in a worker thread, since the folder may hold thousands).
 """
 
 from __future__ import annotations
@@ -17,14 +18,17 @@ import json
 import logging
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
+from anyio import to_thread
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from localllm.daemon.inference import Finished, GenerationStream
+from localllm.daemon.inference import Finished, GenerationStats, GenerationStream
+from localllm.daemon.runners import prompt_store
 from localllm.daemon.scheduler import Scheduler
 
 __all__ = [
@@ -90,6 +94,30 @@ class Metrics:
             buckets=_TOKEN_BUCKETS,
             registry=r,
         )
+        self.disk_hits = Counter(
+            "localllm_prompt_cache_disk_hits",
+            "Requests whose prompt was resumed from the prompt cache on disk",
+            ["model"],
+            registry=r,
+        )
+        self.disk_tokens = Counter(
+            "localllm_prompt_cache_disk_tokens",
+            "Prompt tokens restored from the prompt cache on disk",
+            ["model"],
+            registry=r,
+        )
+        self.disk_read_bytes = Counter(
+            "localllm_prompt_cache_disk_read_bytes",
+            "Bytes read from the prompt cache on disk",
+            ["model"],
+            registry=r,
+        )
+        self.disk_restore_seconds = Counter(
+            "localllm_prompt_cache_disk_restore_seconds",
+            "Time spent reading, checking and restoring prompts from disk",
+            ["model"],
+            registry=r,
+        )
         self.reranked = Counter(
             "localllm_reranked_documents", "Documents scored by rerank", ["model"], registry=r
         )
@@ -115,6 +143,12 @@ class Metrics:
             self.ttft.labels(model).observe(usage.time_to_first_token)
         if usage.completion_tokens > 1:
             self.token_seconds.labels(model).observe(usage.seconds_per_token)
+        if usage.prompt_disk_tokens:
+            self.disk_hits.labels(model).inc()
+            self.disk_tokens.labels(model).inc(usage.prompt_disk_tokens)
+        if usage.prompt_disk_bytes or usage.prompt_disk_seconds:  # a file read, maybe refused
+            self.disk_read_bytes.labels(model).inc(usage.prompt_disk_bytes)
+            self.disk_restore_seconds.labels(model).inc(usage.prompt_disk_seconds)
 
     def on_rerank(self, model: str, documents: int, prompt_tokens: int) -> None:
         self.reranked.labels(model).inc(documents)
@@ -125,6 +159,12 @@ class Metrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+    async def scrape(self, prompt_cache: Path) -> bytes:
+        """The text of ``/metrics``, with the files and bytes in the prompt cache's folder:
+        those are read in a worker thread, the rest here, on the loop that changes it."""
+        files, size = await to_thread.run_sync(prompt_store.usage, prompt_cache)
+        return self.render() + generate_latest(_PromptCacheFolder(files, size))
 
 
 class _SchedulerCollector:
@@ -152,6 +192,22 @@ class _SchedulerCollector:
             total.add_metric([s.name], s.spec.num_parallel)
             memory.add_metric([s.name], s.estimate_bytes)
         yield from (slots, total, memory)
+
+
+class _PromptCacheFolder:
+    """What the prompt cache's folder held at a scrape (read before, off the loop)."""
+
+    def __init__(self, files: int, size: int):
+        self._files = files
+        self._size = size
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        yield GaugeMetricFamily(
+            "localllm_prompt_cache_files", "Files in the prompt cache on disk", self._files
+        )
+        yield GaugeMetricFamily(
+            "localllm_prompt_cache_bytes", "Bytes in the prompt cache on disk", self._size
+        )
 
 
 class RequestLogMiddleware:
@@ -273,6 +329,7 @@ def _generation_fields(generation: GenerationStream | None) -> dict[str, Any]:
         "finish_reason": result.reason,
         "prompt_tokens": u.prompt_tokens,
         "cached_tokens": u.cached_tokens,
+        **_disk_fields(u),
         "completion_tokens": u.completion_tokens,
         "load_ms": round(u.load_seconds * 1000, 2),
         "ttft_ms": round(u.time_to_first_token * 1000, 2),
@@ -280,4 +337,15 @@ def _generation_fields(generation: GenerationStream | None) -> dict[str, Any]:
         "generation_ms": round(u.generation_seconds * 1000, 2),
         "tokens_per_second": round(rate, 2) if rate else None,
         **({"sampling": u.sampling} if u.sampling else {}),
+    }
+
+
+def _disk_fields(usage: GenerationStats) -> dict[str, Any]:
+    """Of the cached tokens, those restored from the prompt cache on disk, and how long that
+    took (none when no file was read)."""
+    if not usage.prompt_disk_tokens:
+        return {}
+    return {
+        "prompt_disk_tokens": usage.prompt_disk_tokens,
+        "prompt_disk_ms": round(usage.prompt_disk_seconds * 1000, 2),
     }

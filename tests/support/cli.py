@@ -38,6 +38,8 @@ from localllm.daemon.api import (
     PlanResponse,
     PlanSettingsOut,
     ProgressResponse,
+    PromptCacheCleared,
+    PromptCacheResponse,
     PruneResponse,
     PullRecordOut,
     RerankResult,
@@ -258,6 +260,12 @@ class FakeClient(FakeRemotes):
 
     def prune(self) -> PruneResponse:
         return PruneResponse(removed=["sha256:" + c * 64 for c in "123"], freed=1_500_000)
+
+    def prompt_cache(self) -> PromptCacheResponse:
+        return PromptCacheResponse(files=2, bytes=3_000_000, limit_bytes=20 << 30)
+
+    def clear_prompt_cache(self) -> PromptCacheCleared:
+        return PromptCacheCleared(files=2, freed=3_000_000)
 
     def verify(self) -> VerifyResponse:
         return VerifyResponse(ok=True, checked=4, corrupt=[], missing=[], unreadable_manifests=[])

@@ -24,8 +24,9 @@ def register(commands: argparse._SubParsersAction) -> None:
         summary="delete files no model uses",
         description="""
             Delete blobs that no model references and files left behind by interrupted
-            writes. Paused and partial downloads are kept (cancel them with
-            `localllm pull NAME --cancel`).
+            writes, and clear the prompt cache on disk (the saved state of long prompts,
+            which only makes their next run start sooner). Paused and partial downloads are
+            kept (cancel them with `localllm pull NAME --cancel`).
             """,
         examples=["localllm prune"],
     )
@@ -54,6 +55,12 @@ def _prune(context: Context, args: argparse.Namespace) -> int:
     count = len(result.removed)
     text = f"removed {count} unused file{'' if count == 1 else 's'}"
     context.print(f"{text}, freed {format_size(result.freed)}")
+    if result.prompt_cache_files:
+        files = result.prompt_cache_files
+        context.print(
+            f"cleared the prompt cache: {files} file{'' if files == 1 else 's'}, "
+            f"{format_size(result.prompt_cache_freed)}"
+        )
     return 0
 
 

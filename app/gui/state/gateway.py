@@ -39,6 +39,7 @@ from localllm.app.gui.state.gateway_calls import (
     flatten,
     stream,
 )
+from localllm.app.gui.state.prompt_cache_view import PromptCacheFreed, PromptCacheUse
 from localllm.app.gui.state.records import (
     CatalogModel,
     ChatDelta,
@@ -216,6 +217,16 @@ class Gateway:
 
     def system(self) -> SystemInfo:
         return wire.system_info(call(lambda: self._short().system()))
+
+    def prompt_cache(self) -> PromptCacheUse:
+        """What the daemon's prompt cache on disk holds, and its limit (0: off)."""
+        answer = call(lambda: self._short().prompt_cache())
+        return PromptCacheUse(answer.files, answer.bytes, answer.limit_bytes)
+
+    def clear_prompt_cache(self) -> PromptCacheFreed:
+        """Delete every stored prompt state (the long client: thousands of files may go)."""
+        answer = call(lambda: self._long().clear_prompt_cache())
+        return PromptCacheFreed(answer.files, answer.freed)
 
     def _stop_daemon(self) -> None:
         with contextlib.suppress(DaemonUnavailable):  # already gone

@@ -112,7 +112,9 @@ class MainWindow(QMainWindow):
         self.server_page = ServerPage(s.server, base_url or DEFAULT_BASE_URL, icons=self.icons)
         self.tools_page = ToolsPage(s.tools)
         folders = s.gateway.data_folders(s.chat.data_dir)
-        self.settings_page = SettingsPage(self.preferences, s.server.running, folders)
+        self.settings_page = SettingsPage(
+            self.preferences, s.server.running, folders, s.gateway, s.net
+        )
         # what the chat's model would take: at the Settings page's context, at a chat's settings
         self.context_plan = SettingPlan(s.gateway, s.net, self)
         self.chat_plan = SettingPlan(s.gateway, s.net, self)
@@ -221,6 +223,7 @@ class MainWindow(QMainWindow):
         self.settings_page.context_changed.connect(self._context_picked)
         self.settings_page.lan_changed.connect(s.server.set_lan)
         self.settings_page.page_requested.connect(self.show_page)
+        self.settings_page.message.connect(self.message)
         self.pages.currentChanged.connect(lambda _i: self._show_cost(fresh=True))
         self.pages.currentChanged.connect(lambda _i: self._plan_chat())
         self.context_plan.changed.connect(

@@ -1,7 +1,8 @@
 """The Settings page: the theme (the one in effect, saying so when ``--theme`` chose it), the
 context length chats ask for (with what the chat's model would take at it, as the daemon plans
-it, and what the loaded models take now, and why), the server's switch and port, and the
-folders the app keeps its data in.
+it, and what the loaded models take now, and why), the server's switch and port, the folders
+the app keeps its data in, and the daemon's prompt cache on disk (asked each time the page is
+shown, and cleared on request, in workers).
 
 Drawing and wiring only: the window applies and remembers what changes here.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import QAbstractItemModel, Qt, QUrl, Signal
-from PySide6.QtGui import QDesktopServices
+from PySide6.QtGui import QDesktopServices, QShowEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -28,13 +29,22 @@ from PySide6.QtWidgets import (
 
 from localllm.app.gui.design.tokens import SPACE
 from localllm.app.gui.item_models.table import ITEM_ROLE
+from localllm.app.gui.state.gateway import Gateway
 from localllm.app.gui.state.preferences import CONTEXT_CHOICES, Preferences
+from localllm.app.gui.state.prompt_cache_view import (
+    PROMPT_CACHE_NOTE,
+    PromptCacheFreed,
+    PromptCacheUse,
+    freed_text,
+    usage_text,
+)
 from localllm.app.gui.state.records import RunningModel, ServerInfo
 from localllm.app.gui.state.units import bytes_text
 from localllm.app.gui.theme import THEMES
 from localllm.app.gui.views.plain_text import plain_label
+from localllm.app.gui.workers import Job, Workers
 
-__all__ = ["SettingsPage", "running_text"]
+__all__ = ["PromptCacheRow", "SettingsPage", "running_text"]
 
 
 def running_text(model: RunningModel) -> str:
@@ -56,9 +66,19 @@ class SettingsPage(QScrollArea):
     context_changed = Signal(int)
     lan_changed = Signal(bool)
     page_requested = Signal(str)
+    message = Signal(str)  # for the window's status line: what clearing the prompt cache did
 
-    def __init__(self, preferences: Preferences, running: QAbstractItemModel, folders, parent=None):
-        """``folders``: (what, path) pairs to show with an Open button."""
+    def __init__(
+        self,
+        preferences: Preferences,
+        running: QAbstractItemModel,
+        folders,
+        gateway: Gateway,
+        workers: Workers,
+        parent=None,
+    ):
+        """``folders``: (what, path) pairs to show with an Open button; ``gateway`` and
+        ``workers``: how the prompt cache row asks the daemon."""
         super().__init__(parent)
         self.setWidgetResizable(True)
         self.setFrameShape(QScrollArea.Shape.NoFrame)
@@ -77,6 +97,8 @@ class SettingsPage(QScrollArea):
         self.loaded = _wrapped("No model is loaded.")
         self.lan = QCheckBox("Serve on the local network (other devices need the API key)")
         self.server_status = _wrapped()
+        self.prompt_cache = PromptCacheRow(gateway, workers)
+        self.prompt_cache.message.connect(self.message)
         self.show_preferences(preferences)
         self.theme.activated.connect(lambda _i: self._theme_picked())
         self.context.activated.connect(
@@ -127,9 +149,15 @@ class SettingsPage(QScrollArea):
         places = QFormLayout()
         for what, path in folders:
             places.addRow(what, _folder_row(Path(path)))
+        places.addRow("Prompt cache", self.prompt_cache)
+        places.addRow("", _wrapped(PROMPT_CACHE_NOTE))
         column.addWidget(_section("Data folders", places))
         column.addStretch(1)
         return body
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        self.prompt_cache.refresh()  # other runs and `localllm prune` change it too
 
     def show_preferences(self, preferences: Preferences) -> None:
         self.theme.setCurrentIndex(max(0, self.theme.findData(preferences.theme)))
@@ -188,3 +216,65 @@ def _folder_row(path: Path) -> QWidget:
     line.addWidget(where, 1)
     line.addWidget(button)
     return row
+
+
+class PromptCacheRow(QWidget):
+    """The daemon's prompt cache on disk: what it holds against its limit, and a Clear button.
+    Both calls run in workers; a failure is shown (the count as unknown, a failed clear as a
+    message), never raised."""
+
+    message = Signal(str)  # what clearing freed, or why it failed
+
+    def __init__(self, gateway: Gateway, workers: Workers, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._gateway, self._workers = gateway, workers
+        self._asking: Job | None = None
+        self._clearing = False
+        self.usage = plain_label("Not read yet", objectName="muted")
+        self.usage.setAccessibleName("Prompt cache use")
+        self.usage.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.clear_button = QPushButton("Clear")
+        self.clear_button.setAccessibleName("Clear the prompt cache")
+        self.clear_button.setEnabled(False)  # until a count says there is something to clear
+        self.clear_button.clicked.connect(self.clear)
+        line = QHBoxLayout(self)
+        line.setContentsMargins(0, 0, 0, 0)
+        line.addWidget(self.usage, 1)
+        line.addWidget(self.clear_button)
+
+    def refresh(self) -> None:
+        """Ask the daemon again; an answer still out is dropped (the last ask wins)."""
+        if self._clearing:
+            return  # the clear asks once it is done
+        if self._asking is not None:
+            self._asking.cancel()
+        self._asking = self._workers.call(self._gateway.prompt_cache, self._show, self._unknown)
+
+    def clear(self) -> None:
+        if self._asking is not None:  # a count from before the clear must not show after it
+            self._asking.cancel()
+            self._asking = None
+        self._clearing = True
+        self.clear_button.setEnabled(False)
+        self.usage.setText("Clearing…")
+        self._workers.call(self._gateway.clear_prompt_cache, self._cleared, self._clear_failed)
+
+    def _show(self, use: PromptCacheUse) -> None:
+        self._asking = None
+        self.usage.setText(usage_text(use))
+        self.clear_button.setEnabled(use.files > 0)
+
+    def _unknown(self, error: Exception) -> None:
+        self._asking = None
+        self.usage.setText(f"Not known now: {getattr(error, 'message', error)}")
+        self.clear_button.setEnabled(False)
+
+    def _cleared(self, freed: PromptCacheFreed) -> None:
+        self._clearing = False
+        self.message.emit(freed_text(freed))
+        self.refresh()
+
+    def _clear_failed(self, error: Exception) -> None:
+        self._clearing = False
+        self.message.emit(f"The prompt cache was not cleared: {error}")
+        self.refresh()

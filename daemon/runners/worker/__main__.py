@@ -57,17 +57,17 @@ def _serve(spec: RunnerSpec, reader: FrameReader, out: FrameWriter, verbose: boo
     from ..frames import FatalEv, ReadyEv
     from .loop import Worker, start_reader
     from .model import LoadError, Model
-    from .system import LogRouter, default_threads, describe
+    from .system import LogRouter, default_threads, describe, say
 
     router = LogRouter(verbose)  # llama.cpp calls it until the process exits
-    _log(f"loading {spec.model_name} from {', '.join(spec.model_paths)}")
+    say(f"loading {spec.model_name} from {', '.join(spec.model_paths)}")
     lc.llama_backend_init()
     threads = spec.num_threads or default_threads()
     try:
         model = Model.load(spec)
         positions = model.context_within_positions(spec.num_ctx)
         if positions < spec.num_ctx:
-            _log(f"context capped at {positions} tokens: the model's learned position table")
+            say(f"context capped at {positions} tokens: the model's learned position table")
             spec = dataclasses.replace(spec, num_ctx=positions)
         worker = Worker(spec, model, threads, out, router.ledger)
         worker.warm_up()
@@ -76,7 +76,7 @@ def _serve(spec: RunnerSpec, reader: FrameReader, out: FrameWriter, verbose: boo
         out.flush()
         return 1
     info = describe(spec, model, time.perf_counter() - started, router.ledger)
-    _log(
+    say(
         f"ready in {info.load_seconds:.2f} s: {info.backend}, {threads} threads, "
         f"{info.gpu_layers}/{info.total_layers} layers on GPU, "
         f"context {spec.num_ctx} x {spec.num_parallel} slots, {info.memory_bytes >> 20} MiB"
@@ -85,10 +85,6 @@ def _serve(spec: RunnerSpec, reader: FrameReader, out: FrameWriter, verbose: boo
     out.flush()
     worker.run(start_reader(reader))
     return 0
-
-
-def _log(text: str) -> None:
-    print(f"runner[{os.getpid()}]: {text}", file=sys.stderr, flush=True)
 
 
 def _exit_now(code: int) -> None:

@@ -36,6 +36,7 @@ from .backend_sampling import BackendSamplers, use_backend
 from .batch import Batch
 from .buffers import BufferLedger
 from .decode_plan import DecodePlan
+from .disk_cache import DiskCache, DiskRead, state_identity
 from .host_cache import HostCache
 from .infill import infill_tokens
 from .model import ContextConfig, Model
@@ -72,6 +73,8 @@ class Job:
     speculation: Speculation | None = None  # its guessing state, once it guessed
     checkpoint_at: list[int] = field(default_factory=list)  # prompt positions (``window``)
     system_end: int = 0  # prompt tokens of its system part (0: unknown)
+    disk: DiskRead | None = None  # how its cached prefix was read from disk, if it was
+    disk_tokens: int = 0  # and how many of its prompt tokens that gave
 
     @property
     def held(self) -> Slot:
@@ -105,8 +108,12 @@ class Engine:
         self.memory = lc.llama_get_memory(self.ctx)
         # checkpoints take RAM beside the host cache's, as much again, shared by the slots
         slot_bytes = spec.host_cache_bytes // n_seq
-        self.window = SlidingWindow(self.ctx, self.memory, model.n_swa, n_batch, slot_bytes)
-        self.host = HostCache(self.ctx, self.memory, spec.host_cache_bytes, self.window)
+        self.window = SlidingWindow(
+            self.ctx, self.memory, model.n_swa, n_batch, slot_bytes, aligned=self.aligned_only
+        )
+        identity = state_identity(spec, model.attention, n_batch)
+        disk = DiskCache.open(spec, identity, self.ctx, self.memory, self.window, n_batch)
+        self.host = HostCache(self.ctx, self.memory, spec.host_cache_bytes, self.window, disk)
         self.batch = Batch(n_batch)
         self._one = Batch(1)  # for decoding the streams' tokens one at a time
         on_gpu = whole_model_on_gpu(spec, model.n_layer)
@@ -132,6 +139,11 @@ class Engine:
         self.batch.add(max(token, 0), 0, 0, True)
         self.batch.decode(self.ctx)
         lc.llama_memory_seq_rm(self.memory, 0, -1, -1)
+
+    def close(self) -> None:
+        """Before the runner exits: what the free slots hold goes to the disk, written."""
+        self.host.save_free(self.slots)
+        self.host.disk.flush()
 
     def submit(self, rid: int, req: GenerateCall) -> None:
         parsed = self._tokenize(req)
@@ -204,6 +216,7 @@ class Engine:
             "cached_tokens": [len(s.cached) for s in self.slots],
             "checkpoints": [len(s.checkpoints) for s in self.slots],
             "host_cache": {"entries": len(self.host), "bytes": self.host.bytes},
+            "disk_cache": self.host.disk.status(),
             **self.speculator.totals(),
         }
 
@@ -252,13 +265,16 @@ class Engine:
                 return
             job = self.waiting.popleft()
             busy = {s.seq_id for s in self.slots if s.job is not None}
-            slot, shared = self.host.pick(free, job.prompt, busy, not job.images)
-            shared = reusable_prefix(job.images, min(shared, len(job.prompt) - 1), self.vision)
+            picked = self.host.pick(free, job.prompt, busy, not job.images)
+            slot, last = picked.slot, len(job.prompt) - 1
+            shared = reusable_prefix(job.images, min(picked.shared, last), self.vision)
             if self.aligned_only:
                 shared = aligned_prefix(shared, slot, self.batch.capacity)
             slot.shift = 0  # what is kept of the cache holds no M-RoPE image (see there)
             common = self.window.cut(slot, shared)
             slot.whole_batches = min(slot.whole_batches, common)
+            if picked.disk is not None:
+                job.disk, job.disk_tokens = picked.disk, common
             if not job.images:  # a window state taken past an image could not be resumed
                 job.checkpoint_at = self.window.plan(
                     len(job.prompt), common, shared, job.system_end
@@ -386,6 +402,9 @@ class Engine:
             generation_seconds=now - first,
             first_token_seconds=(first - job.arrived) if job.first_token else 0.0,
             sampling=job.sampler.where,
+            prompt_disk_tokens=job.disk_tokens,
+            prompt_disk_bytes=job.disk.bytes if job.disk else 0,
+            prompt_disk_seconds=job.disk.seconds if job.disk else 0.0,
             **draft_stats(job),
         )
         self._out.send(DoneEv(job.rid, done))

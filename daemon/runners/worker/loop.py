@@ -115,6 +115,13 @@ class Worker:
             self.engine.warm_up()
 
     def run(self, inbox: Inbox) -> None:
+        """Serve until stdin closes or the daemon says to stop; then what the slots hold
+        goes to the prompt cache on disk."""
+        self._serve(inbox)
+        if self.engine is not None:
+            self.engine.close()
+
+    def _serve(self, inbox: Inbox) -> None:
         while True:
             idle = not (self.embedder.busy or (self.engine and self.engine.busy))
             if not self._drain(inbox, block=idle):

@@ -13,7 +13,7 @@ from .buffers import BufferLedger
 from .model import Model
 from .offload import offloaded_layers
 
-__all__ = ["LogRouter", "default_threads", "describe", "resident_bytes"]
+__all__ = ["LogRouter", "default_threads", "describe", "resident_bytes", "say"]
 
 _BACKENDS = (("CUDA", "cuda"), ("METAL", "metal"), ("HIP", "rocm"), ("VULKAN", "vulkan"))
 _WARN, _ERROR, _CONT = 3, 4, 5  # ggml_log_level
@@ -44,6 +44,11 @@ class LogRouter:
         *ended, self._line = (self._line + decoded).split("\n")
         for line in ended:
             self.ledger.read(line)
+
+
+def say(text: str) -> None:
+    """One line of the runner's own in its log (stderr, which the daemon keeps)."""
+    print(f"runner[{os.getpid()}]: {text}", file=sys.stderr, flush=True)
 
 
 def default_threads() -> int:

@@ -21,7 +21,7 @@ longer holds, the engine restores the latest checkpoint at or before it and deco
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -30,7 +30,7 @@ import llama_cpp as lc
 if TYPE_CHECKING:
     from .slots import Slot
 
-__all__ = ["MOST_CHECKPOINTS", "Checkpoint", "SlidingWindow", "holds", "reach"]
+__all__ = ["MOST_CHECKPOINTS", "Checkpoint", "SlidingWindow", "holds", "positions", "reach"]
 
 MOST_CHECKPOINTS = 4  # per slot: a few turns' parting points
 _END_MARGIN = 4  # tokens before a prompt's end where a checkpoint goes (as llama-server)
@@ -44,16 +44,14 @@ class Checkpoint:
     size: int
 
 
-def reach(
-    keep: int, held: int, window_start: int, checkpoints: Sequence[Checkpoint], n_swa: int
-) -> int:
+def reach(keep: int, held: int, window_start: int, checkpoints: Iterable[int], n_swa: int) -> int:
     """How many of a sequence's first ``keep`` tokens can be kept, when it holds ``held``
-    tokens and its window cache starts at position ``window_start``: all of them if nothing
-    is cut or the window of ``keep`` is still there, else as many as the latest checkpoint
-    at or before ``keep`` resumes from (0: none)."""
+    tokens, its window cache starts at position ``window_start`` and it has checkpoints at
+    those positions: all of them if nothing is cut or the window of ``keep`` is still there,
+    else as many as the latest checkpoint at or before ``keep`` resumes from (0: none)."""
     if holds(keep, held, window_start, n_swa):
         return keep
-    return max((c.tokens for c in checkpoints if c.tokens <= keep), default=0)
+    return max((at for at in checkpoints if at <= keep), default=0)
 
 
 def holds(keep: int, held: int, window_start: int, n_swa: int) -> bool:
@@ -64,7 +62,8 @@ def holds(keep: int, held: int, window_start: int, n_swa: int) -> bool:
 
 class SlidingWindow:
     """The checkpoints of one context's sequences (``n_swa`` 0: a model without windows), at
-    most ``slot_bytes`` of them per sequence (a window of a big model is hundreds of MB)."""
+    most ``slot_bytes`` of them per sequence (a window of a big model is hundreds of MB);
+    ``aligned``: only after whole batches, where a deterministic read may resume."""
 
     def __init__(
         self,
@@ -73,12 +72,14 @@ class SlidingWindow:
         n_swa: int,
         n_batch: int,
         slot_bytes: int,
+        aligned: bool = False,
     ):
         self._ctx = ctx
         self._memory = memory
         self.n_swa = n_swa
         self._n_batch = n_batch
         self._slot_bytes = slot_bytes
+        self._aligned = aligned
 
     def window_start(self, seq_id: int) -> int:
         """The first position the sequence's window cache holds (0 when it holds all)."""
@@ -94,9 +95,22 @@ class SlidingWindow:
         return max(self.window_start(slot.seq_id), len(slot.cached) - self.n_swa)
 
     def reach(self, slot: Slot, keep: int) -> int:
-        """How many of ``slot``'s first ``keep`` tokens it can keep (see :func:`reach`)."""
+        """How many of ``slot``'s first ``keep`` tokens it can keep (see :meth:`usable`)."""
         start = self.window_start(slot.seq_id) if keep < len(slot.cached) else 0
-        return reach(keep, len(slot.cached), start, slot.checkpoints, self.n_swa)
+        at = positions(slot.checkpoints)
+        return self.usable(keep, len(slot.cached), start, at, slot.whole_batches)
+
+    def usable(
+        self, keep: int, held: int, window_start: int, checkpoints: Iterable[int], whole: int
+    ) -> int:
+        """How many of a sequence's first ``keep`` tokens can be kept (see :func:`reach`);
+        when ``aligned``, only whole batches of the ``whole`` tokens it read in whole batches
+        from its start, so that the rest is read in the batches a cold read has."""
+        if self._aligned:
+            keep = min(keep, whole)
+            keep -= keep % self._n_batch
+        at = reach(keep, held, window_start, checkpoints, self.n_swa)
+        return at if not self._aligned or at % self._n_batch == 0 else 0
 
     def cut(self, slot: Slot, keep: int) -> int:
         """Cut ``slot``'s sequence to at most its first ``keep`` tokens, restoring a
@@ -105,7 +119,8 @@ class SlidingWindow:
             return keep
         window_start, start = self.window_start(slot.seq_id), keep
         if not holds(keep, len(slot.cached), window_start, self.n_swa):
-            start = reach(keep, len(slot.cached), window_start, slot.checkpoints, self.n_swa)
+            at = positions(slot.checkpoints)
+            start = reach(keep, len(slot.cached), window_start, at, self.n_swa)
             if start and not self._restore(slot, start):
                 start = 0
         if start and not lc.llama_memory_seq_rm(self._memory, slot.seq_id, start, -1):
@@ -125,6 +140,8 @@ class SlidingWindow:
             return []
         end = prompt_tokens - _END_MARGIN
         wanted = {parted, system, end - self._n_batch, end}
+        if self._aligned:
+            wanted = {p - p % self._n_batch for p in wanted}
         return sorted(p for p in wanted if max(start, self._n_batch) <= p <= end)
 
     def take(self, slot: Slot) -> None:
@@ -150,6 +167,11 @@ class SlidingWindow:
             self._ctx, checkpoint.state, checkpoint.size, slot.seq_id, _PARTIAL
         )
         return bool(loaded != 0)
+
+
+def positions(checkpoints: Iterable[Checkpoint]) -> list[int]:
+    """Where ``checkpoints`` resume (what :func:`reach` weighs)."""
+    return [c.tokens for c in checkpoints]
 
 
 def _tokens(checkpoint: Checkpoint) -> int:

@@ -16,6 +16,7 @@ from localllm.daemon.api.native_models import (
     CopyRequest,
     ModelRequest,
     ModelSummary,
+    PromptCacheUseOut,
     PruneResponse,
     RunningModel,
     RunningResponse,
@@ -28,6 +29,7 @@ from localllm.daemon.api.native_models import (
 )
 from localllm.daemon.inference import Inference
 from localllm.daemon.remotes import Remotes
+from localllm.daemon.runners import prompt_store
 from localllm.daemon.scheduler import ModelStatus, Scheduler
 from localllm.daemon.server.app_state import app_part
 from localllm.daemon.server.native.describe import (
@@ -38,6 +40,7 @@ from localllm.daemon.server.native.describe import (
     show_response,
 )
 from localllm.daemon.server.remote_listing import remote_running, remote_show, remote_summaries
+from localllm.daemon.settings import Settings
 from localllm.model_registry.digests import Digest
 from localllm.model_registry.errors import CorruptManifestError, ModelNotFoundError
 from localllm.model_registry.names import ModelName, parse_name
@@ -138,6 +141,7 @@ def _running(store: Store, status: ModelStatus) -> RunningModel:
         context_reason=status.context_reason,
         expert_layers=status.info.expert_layers,
         cpu_expert_layers=status.info.cpu_expert_layers,
+        prompt_cache=PromptCacheUseOut(**dataclasses.asdict(status.prompt_cache)),
     )
 
 
@@ -183,10 +187,17 @@ async def push() -> None:
 
 @router.post("/api/prune")
 async def prune(request: Request) -> PruneResponse:
+    """Unused blobs, and the whole prompt cache on disk (it is only ever a speed-up)."""
     report = await to_thread.run_sync(_store(request).prune)
     removed = [digest.wire for digest in report.deleted_blobs]
+    folder = app_part(request, "settings", Settings).prompt_cache_dir
+    files, freed = await to_thread.run_sync(prompt_store.clear, folder)
     return PruneResponse(
-        removed=removed, freed=report.freed_bytes, skipped_reason=report.skipped_reason
+        removed=removed,
+        freed=report.freed_bytes,
+        skipped_reason=report.skipped_reason,
+        prompt_cache_files=files,
+        prompt_cache_freed=freed,
     )
 
 
