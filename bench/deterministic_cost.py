@@ -5,11 +5,12 @@ real daemon over HTTP.
         [--model PATH] [--write]
 
 A deterministic request gets a runner with one slot and flash attention off, which resumes a
-prompt only after the whole batches (512 tokens) it read from the prompt's start (README, "Deterministic answers"). On Gemma 3 270M
-Q4_K_M (the real model tier, ``tests/support/real_model.py``) unless ``--model`` names another
-GGUF, one daemon (4 slots by default, ``--threads`` threads) serves both modes; every round
-unloads the model and loads it afresh in each mode (the modes alternate in order), then times,
-all streamed through ``/v1/chat/completions``:
+prompt only after the whole batches (512 tokens) it read from the prompt's start (README,
+"Deterministic answers"). On Gemma 3 270M Q4_K_M (the real model tier,
+``tests/support/real_model.py``) unless ``--model`` names another GGUF, one daemon (4 slots
+by default, ``--threads`` threads) serves both modes; every round unloads the model and loads
+it afresh in each mode (the modes alternate in order), then times, all streamed through
+``/v1/chat/completions``:
 
   1. the first token of a chat with a ~``--system-tokens`` system prompt (cold: nothing cached);
   2. the first token of a second chat with that system prompt and a new question (default
