@@ -55,6 +55,7 @@ _RUNNER_NAMES = frozenset(
 _RUNNER_PREFIXES = (
     "LC_", "PYTHON", "GGML_", "LLAMA_", "OMP_", "KMP_", "GOMP_", "OPENBLAS_", "MKL_",
     "CUDA_", "HIP_", "ROCM_", "ROCR_", "HSA_", "GPU_", "VK_", "ONEAPI_", "SYCL_", "ZE_",
+    "CT2_",  # CTranslate2's, for the transcription runner
 )  # fmt: skip
 
 

@@ -17,6 +17,8 @@ RegistryError
 ├── InvalidParameterError   a model parameter of the wrong type or outside its range
 ├── InsufficientSpaceError  not enough free disk for a write
 ├── NotLinkableError        a file that cannot be linked into the store (a copy is needed)
+├── ModelKindError          a folder or model of another kind than asked for (not a
+│                           CTranslate2 Whisper model; a transcription model asked to generate)
 ├── StoreLockTimeout        another process held the store lock for too long
 └── PullError               a pull that cannot go on (the store is left as it was)
     ├── UnknownModelError       no catalog entry or hub repository by that name
@@ -40,6 +42,7 @@ __all__ = [
     "InvalidParameterError",
     "InvalidRepoError",
     "ModelExistsError",
+    "ModelKindError",
     "ModelNotFoundError",
     "ModelfileError",
     "NotLinkableError",
@@ -117,6 +120,11 @@ class InsufficientSpaceError(RegistryError, OSError):
 
 class NotLinkableError(RegistryError):
     """A file asked to be added without copying sits where no link or clone can be made."""
+
+
+class ModelKindError(RegistryError, ValueError):
+    """A folder that is not the model it was taken for (the message says what is missing), or
+    a model used for what its kind cannot do (a transcription model has no GGUF to load)."""
 
 
 class StoreLockTimeout(RegistryError, TimeoutError):

@@ -197,6 +197,11 @@ def create_from_modelfile(
         base = store.read_manifest(modelfile.from_)
     except ModelNotFoundError:
         raise ModelfileError(f"FROM {modelfile.from_}: no such model; pull it first") from None
+    if base.is_transcription:
+        raise ModelfileError(
+            f"FROM {modelfile.from_}: that is a transcription model; a Modelfile builds on a "
+            "GGUF model"
+        )
     draft = None
     if modelfile.draft is not None:
         target = store.blobs.path(base.layers_of(LayerType.MODEL)[0].digest)

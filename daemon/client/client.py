@@ -186,6 +186,41 @@ class Client:
     def clear_prompt_cache(self) -> PromptCacheCleared:
         return self._connection.answer(PromptCacheCleared, "DELETE", "/api/prompt-cache")
 
+    # -- audio ------------------------------------------------------------------------------
+    def transcribe(
+        self,
+        audio: Path,
+        model: str,
+        language: str | None = None,
+        translate: bool = False,
+        response_format: str = "text",
+    ) -> str:
+        """The transcript of ``audio`` (any format FFmpeg reads) as ``response_format`` writes
+        it: text, srt, vtt, json or verbose_json (with word times); ``translate``: in English."""
+        fields = _audio_fields(model, language, translate) | {"response_format": response_format}
+        if response_format == "verbose_json":
+            fields["timestamp_granularities[]"] = "word"
+        with audio.open("rb") as file:
+            response = self._connection.request(
+                "POST", _audio_path(translate), data=fields, files={"file": (audio.name, file)}
+            )
+        return response.text
+
+    def transcribe_text(
+        self,
+        audio: Path,
+        model: str,
+        language: str | None = None,
+        translate: bool = False,
+    ) -> Iterator[str]:
+        """The transcript's text as the runner writes it, a segment at a time."""
+        fields = _audio_fields(model, language, translate) | {"stream": "true"}
+        with audio.open("rb") as file:
+            files = {"file": (audio.name, file)}
+            for event in self._connection.form_events(_audio_path(translate), fields, files):
+                if isinstance(event, dict) and event.get("type") == "transcript.text.delta":
+                    yield str(event.get("delta", ""))
+
     # -- pulls ------------------------------------------------------------------------------
     def pull(self, name: str) -> Iterator[ProgressResponse]:
         """Progress events; closing the iterator stops watching, not the pull."""
@@ -399,3 +434,11 @@ def _sha256(path: Path) -> str:
         while chunk := stream.read(_CHUNK):
             digest.update(chunk)
     return f"sha256:{digest.hexdigest()}"
+
+
+def _audio_path(translate: bool) -> str:
+    return "/v1/audio/translations" if translate else "/v1/audio/transcriptions"
+
+
+def _audio_fields(model: str, language: str | None, translate: bool) -> dict[str, str]:
+    return {"model": model} | ({"language": language} if language and not translate else {})

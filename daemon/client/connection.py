@@ -88,6 +88,20 @@ class Connection:
         ``next()``."""
         return self._stream(model, path, body, sse=True)
 
+    def form_events(
+        self, path: str, data: Mapping[str, str], files: Mapping[str, Any]
+    ) -> Iterator[Any]:
+        """The ``data:`` payloads of an OpenAI stream that answers a multipart form (an
+        audio upload), POSTed on the first ``next()``."""
+        try:
+            with self._http.stream("POST", path, data=dict(data), files=dict(files)) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    raise_for_body(response.status_code, json_or_text(response))
+                yield from sse_objects(response, path)
+        except httpx.TransportError as error:
+            raise self._unavailable(error) from None
+
     def _stream(
         self, model: type[Answer], path: str, body: Mapping[str, Any], sse: bool
     ) -> Iterator[Answer]:

@@ -77,6 +77,23 @@ class DaemonClient(Protocol):
     def prompt_cache(self) -> PromptCacheResponse: ...
     def clear_prompt_cache(self) -> PromptCacheCleared: ...
 
+    # audio
+    def transcribe(
+        self,
+        audio: Path,
+        model: str,
+        language: str | None = None,
+        translate: bool = False,
+        response_format: str = "text",
+    ) -> str: ...
+    def transcribe_text(
+        self,
+        audio: Path,
+        model: str,
+        language: str | None = None,
+        translate: bool = False,
+    ) -> Iterator[str]: ...
+
     # pulls
     def pull(self, name: str) -> Iterator[ProgressResponse]: ...
     def resume_pull(self, name: str) -> Iterator[ProgressResponse]: ...

@@ -82,6 +82,12 @@ def resolve_model(store: Store, text: str) -> ResolvedModel:
         raise ModelNotFoundError(
             f"model {name.display!r} not found; run `localllm pull {name.display}` to download it"
         ) from None
+    if manifest.is_transcription:  # no GGUF to load: a 400 that says where it is used
+        raise BadRequestError(
+            f"{name.display} is a transcription model; use /v1/audio/transcriptions or "
+            "`localllm transcribe`",
+            param="model",
+        )
     config = store.read_config(manifest)
     gguf = _mapping(config.get("gguf")) or {}
     weights = manifest.layers_of(LayerType.MODEL)

@@ -1,4 +1,5 @@
-"""Cap request bodies so one client cannot exhaust memory; blob uploads get their own cap."""
+"""Cap request bodies so one client cannot exhaust memory; blob uploads and audio files get
+their own caps (both stream to disk)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ __all__ = ["BodyLimitMiddleware"]
 
 DEFAULT_LIMIT = 32 << 20
 BLOB_LIMIT = 1 << 40  # uploaded model files stream to disk; 1 TiB is "no practical limit"
+AUDIO_LIMIT = 1 << 30  # an hour of 16-bit stereo WAV at 44.1 kHz is 635 MB (OpenAI caps 25 MB)
+AUDIO_PATHS = ("/v1/audio/transcriptions", "/v1/audio/translations")
 
 
 class BodyLimitMiddleware:
@@ -23,6 +26,8 @@ class BodyLimitMiddleware:
             await self.app(scope, receive, send)
             return
         limit = self.blob_limit if scope["path"].startswith("/api/blobs/") else self.limit
+        if scope["path"] in AUDIO_PATHS:
+            limit = AUDIO_LIMIT
         too_large = f"request body is larger than {limit:,} bytes"
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > limit):

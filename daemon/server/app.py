@@ -61,11 +61,12 @@ from localllm.daemon.server.native import (
     remotes,
 )
 from localllm.daemon.server.native import system as native_system
-from localllm.daemon.server.openai import chat, completions, embeddings, responses
+from localllm.daemon.server.openai import audio, chat, completions, embeddings, responses
 from localllm.daemon.server.openai import models as openai_models
 from localllm.daemon.server.openai.response_store import ResponseStore
 from localllm.daemon.server.redaction import PathRedactor
 from localllm.daemon.settings import Settings
+from localllm.daemon.transcription.pool import Transcribers
 from localllm.model_registry.pull import Puller
 from localllm.model_registry.store import Store
 
@@ -115,6 +116,12 @@ def create_app(
     app.state.metrics = metrics
     app.state.build = BuildProbe(dict(settings.runner_env))  # what llama.cpp was compiled for
     app.state.responses = ResponseStore()  # kept for previous_response_id, in memory only
+    app.state.transcribers = Transcribers(
+        settings.keep_alive_seconds,
+        settings.log_dir,
+        dict(settings.runner_env),
+        settings.num_threads,
+    )
     app.state.pulls = PullManager(
         puller or _puller(settings, store),
         PullRecords(settings.data_dir / "pulls.json"),
@@ -130,7 +137,14 @@ def create_app(
     return app
 
 
-_OPENAI: tuple[ModuleType, ...] = (chat, completions, responses, embeddings, openai_models)
+_OPENAI: tuple[ModuleType, ...] = (
+    chat,
+    completions,
+    responses,
+    embeddings,
+    openai_models,
+    audio,
+)
 _ANTHROPIC: tuple[ModuleType, ...] = (messages, count_tokens)
 _NATIVE: tuple[ModuleType, ...] = (
     models,
@@ -198,6 +212,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         await app.state.remotes.close()
         await app.state.pulls.shutdown()  # pauses running pulls: their partials stay
         await scheduler.shutdown()
+        await app.state.transcribers.close()
         app.state.inference.close()
 
 

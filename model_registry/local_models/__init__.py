@@ -2,7 +2,8 @@
 user names): found within bounds, then added to the store linked where possible."""
 
 from localllm.model_registry.local_models.adding import MODES, AddedFile, AddReport, add_found_model
-from localllm.model_registry.local_models.candidates import FoundModel, ScanResult
+from localllm.model_registry.local_models.candidates import FoundModel, ModelFormat, ScanResult
+from localllm.model_registry.local_models.folders import describe_folder
 from localllm.model_registry.local_models.roots import ScanRoots
 from localllm.model_registry.local_models.scan import describe_file, scan
 from localllm.model_registry.local_models.walk import ScanLimits
@@ -12,10 +13,12 @@ __all__ = [
     "AddReport",
     "AddedFile",
     "FoundModel",
+    "ModelFormat",
     "ScanLimits",
     "ScanResult",
     "ScanRoots",
     "add_found_model",
     "describe_file",
+    "describe_folder",
     "scan",
 ]

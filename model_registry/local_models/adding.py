@@ -1,5 +1,6 @@
 """Adding a model found on disk to the store: linked where the file system allows, else
-copied; hashed and checked either way, through the one import path (:func:`import_gguf`)."""
+copied; hashed and checked either way, through the one import path of its format
+(:func:`import_gguf`, or :func:`import_whisper_folder` for a Whisper folder)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from localllm.model_registry.importer import FileEvents, import_gguf
 from localllm.model_registry.local_models.candidates import FoundModel
 from localllm.model_registry.local_models.memo import ImportMemo
 from localllm.model_registry.names import parse_name
-from localllm.model_registry.store import Store
+from localllm.model_registry.store import LayerType, Store
 from localllm.model_registry.store.placing import AddMode, Placement
+from localllm.model_registry.transcription import import_whisper_folder
 
 __all__ = ["MODES", "AddReport", "AddedFile", "add_found_model"]
 
@@ -60,11 +62,24 @@ def add_found_model(
         on_progress=on_progress,
         on_placed=lambda file, size, how: added.append(AddedFile(file, size, how)),
     )
-    model_id = import_gguf(
-        store, parsed, model.files[0], projector=model.projector, extras=model.extras, events=events
-    )
+    if model.format == "ct2":
+        model_id = import_whisper_folder(store, parsed, model.path, events)
+    else:
+        model_id = import_gguf(
+            store,
+            parsed,
+            model.files[0],
+            projector=model.projector,
+            extras=model.extras,
+            events=events,
+        )
     memo = ImportMemo(store)
     manifest = store.read_manifest(parsed)
-    for path, layer in zip(model.files, manifest.layers, strict=False):
-        memo.remember(path, layer.digest)
+    if manifest.is_transcription:
+        files = manifest.layers_of(LayerType.CT2)
+        pairs = [(model.path / str(layer.file_name), layer.digest) for layer in files]
+    else:
+        pairs = [(path, x.digest) for path, x in zip(model.files, manifest.layers, strict=False)]
+    for path, digest in pairs:
+        memo.remember(path, digest)
     return AddReport(parsed.display, model_id, tuple(added))

@@ -10,18 +10,20 @@ from typing import Literal
 from localllm.model_registry.digests import Digest
 from localllm.model_registry.importer import ModelExtras
 
-__all__ = ["FoundModel", "ModelSource", "ScanResult"]
+__all__ = ["FoundModel", "ModelFormat", "ModelSource", "ScanResult"]
 
 #: Where a model was found: another app's downloads, a folder the user named, or ("file") the
 #: one file the user named (:func:`describe_file`).
 ModelSource = Literal["huggingface", "lmstudio", "ollama", "folder", "file"]
+#: A GGUF model (file, shards, projector), or a Whisper model folder in CTranslate2 form.
+ModelFormat = Literal["gguf", "ct2"]
 
 
 @dataclass(frozen=True, slots=True)
 class FoundModel:
     source: ModelSource
     name: str  # a suggested name, valid under our naming rules
-    path: Path  # the model file as found (the first shard of a split model)
+    path: Path  # the model file as found (the first shard of a split model), or its folder
     files: tuple[Path, ...]  # the files to add, links resolved, in shard order
     size: int  # bytes of every file, projector included
     architecture: str
@@ -32,6 +34,7 @@ class FoundModel:
     extras: ModelExtras = field(default_factory=ModelExtras)
     in_store: bool = False  # its weights are already in our store
     linkable: bool = False  # on the store's file system: can be added without copying
+    format: ModelFormat = "gguf"
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,15 +7,17 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from localllm.model_registry.errors import InvalidNameError
 from localllm.model_registry.names import parse_name
 
-__all__ = ["name_for_file", "name_for_ollama"]
+__all__ = ["name_for_file", "name_for_folder", "name_for_ollama"]
 
 _SHARD = re.compile(r"-\d{5}-of-\d{5}$", re.IGNORECASE)
 _QUANT = re.compile(r"[-.](i?q\d[\w]*|f16|bf16|f32)$", re.IGNORECASE)
 _INVALID = re.compile(r"[^a-z0-9_.-]+")
+_WHISPER = re.compile(r"(?:faster-)?whisper-(.+?)(?:-ct2)?")
 
 
 def _part(text: str, fallback: str) -> str:
@@ -29,6 +31,18 @@ def name_for_file(file_name: str) -> str:
     match = _QUANT.search(stem)
     base, tag = (stem[: match.start()], match.group(1)) if match else (stem, "latest")
     return _checked(f"{_part(base, 'model')}:{_part(tag, 'latest')}")
+
+
+def name_for_folder(folder: Path) -> str:
+    """``faster-whisper-large-v3-turbo-ct2`` -> ``whisper:large-v3-turbo``; a Hugging Face
+    cache snapshot (``models--org--repo/snapshots/<commit>``) is named after its repository."""
+    label = folder.name
+    if folder.parent.name == "snapshots" and folder.parent.parent.name.startswith("models--"):
+        label = folder.parent.parent.name.rsplit("--", 1)[-1]
+    match = _WHISPER.fullmatch(label.lower())
+    if match is not None:
+        return _checked(f"whisper:{_part(match.group(1), 'latest')}")
+    return _checked(f"{_part(label, 'model')}:latest")
 
 
 def name_for_ollama(namespace: str, model: str, tag: str) -> str:

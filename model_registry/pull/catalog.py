@@ -1,4 +1,5 @@
-"""The curated catalog: short names (``qwen:7b``) for popular Hugging Face GGUF models.
+"""The curated catalog: short names (``qwen:7b``) for popular Hugging Face GGUF models, and
+for Whisper speech-to-text models in CTranslate2 form (``whisper:base``).
 
 Short names are what people type; each entry maps one (plus aliases) onto a repository and a
 quant, with what the desktop app shows before a download (kind, what the model can do beyond
@@ -23,10 +24,10 @@ from localllm.model_registry.names import ModelName, parse_name
 
 __all__ = ["CAPABILITIES", "KINDS", "Catalog", "CatalogEntry", "CatalogKind"]
 
-CatalogKind = Literal["chat", "embedding", "vision", "rerank"]
+CatalogKind = Literal["chat", "embedding", "vision", "rerank", "transcription"]
 KINDS: tuple[CatalogKind, ...] = get_args(CatalogKind)
 # what a model can do beyond plain chat, in the words of ``show``'s capabilities
-CAPABILITIES = ("vision", "tools", "thinking", "embedding", "rerank")
+CAPABILITIES = ("vision", "tools", "thinking", "embedding", "rerank", "transcription")
 _REPO = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
 _HF_HINT = "or pull any GGUF model from Hugging Face as hf.co/<org>/<repo>[:quant]"
 

@@ -169,6 +169,11 @@ class HubShapes:
                 f"hf.co/{plan.repo}:{plan.quant} has {len(plan.files)} files, more than a plan "
                 f"reads ({MOST_FILES})"
             )
+        if not plan.model_files:
+            raise GGUFError(
+                f"hf.co/{plan.repo} holds no GGUF model (it is a transcription model); plans "
+                "are for GGUF models"
+            )
         left = [self._model_budget]
         headers = [self._header(plan, file, left) for file in plan.model_files]
         projectors = [f for f in plan.files if f.layer_type is LayerType.PROJECTOR]

@@ -4,7 +4,8 @@ The order is what keeps the store consistent: every blob of the plan is leased b
 first byte moves, each blob is committed only after its sha256 matched, the config blob is
 built from the first model file once it is in the store, and the manifest is written last.
 A pull that fails, pauses or is cancelled therefore never leaves a model entry behind; paused
-and failed downloads keep their ``.partial`` files so the next pull resumes them.
+and failed downloads keep their ``.partial`` files so the next pull resumes them. A Whisper
+model in CTranslate2 form (:mod:`.ct2`) takes the same path, its small git-kept files first.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from localllm.model_registry.gguf_info import read_gguf_info
 from localllm.model_registry.model_config import config_from_gguf
 from localllm.model_registry.names import ModelName, parse_name
 from localllm.model_registry.pull.catalog import Catalog
+from localllm.model_registry.pull.ct2 import check_stored_config, ct2_config
 from localllm.model_registry.pull.downloader import BlobDownload
 from localllm.model_registry.pull.events import (
     PULLING_MANIFEST,
@@ -32,6 +34,7 @@ from localllm.model_registry.pull.events import (
     iterate_in_thread,
 )
 from localllm.model_registry.pull.fetch import BlobSource, DownloadOptions
+from localllm.model_registry.pull.git_files import GitFile, fetch_git_file
 from localllm.model_registry.pull.partial import PartialState, list_partials
 from localllm.model_registry.pull.resolve import PlannedFile, PullPlan, Resolver
 from localllm.model_registry.pull.transfers import BlobLock, Outcome, Transfer, TransferRegistry
@@ -110,7 +113,7 @@ class Puller:
         """What a pull of ``name`` would fetch (one metadata call, no download)."""
         return self._resolver.resolve(name)
 
-    def source(self, plan: PullPlan, file: PlannedFile) -> BlobSource:
+    def source(self, plan: PullPlan, file: PlannedFile | GitFile) -> BlobSource:
         """Where ``file``'s bytes come from, through this puller's connections and token (a
         download's parts, or the range reads of a header: ``hub_headers``)."""
         return BlobSource(
@@ -163,14 +166,23 @@ class Puller:
             plan = self._resolver.resolve(session.name)
             self._check_space(plan)
             with self._store.lease(file.digest for file in plan.files) as lease:
+                layers = []
+                for git_file in plan.git_files:  # small: first, so config.json is checked early
+                    if session.reason is not None:
+                        yield self._stopped(plan, session.reason)
+                        return
+                    layers.append(self._fetch_git(plan, lease, git_file))
+                    check_stored_config(self._store, layers[-1:], plan.repo)
+                    yield PullEvent.pulling(layers[-1].digest, layers[-1].size, layers[-1].size)
                 for file in plan.files:
                     outcome = yield from self._fetch(session, plan, file)
                     if outcome is not Outcome.DONE:
                         yield self._stopped(plan, outcome)
                         return
-                config = self._config(plan)
+                layers += [_layer(file) for file in plan.files]
+                config = self._config(plan, layers)
                 yield PullEvent(WRITING_MANIFEST)
-                self._commit(plan, lease, config)
+                self._commit(plan, lease, config, layers)
             yield PullEvent(SUCCESS)
         finally:
             with self._lock:
@@ -246,9 +258,16 @@ class Puller:
                 continue
             state = PartialState.load(self._store.layout.partial_state_path(file.digest), file.size)
             needed += file.size - (state.completed if state else 0)
+        needed += sum(file.size for file in plan.git_files)
         ensure_free_space(self._store.layout.blobs_dir, needed, f"pulling {plan.name.display}")
 
-    def _config(self, plan: PullPlan) -> dict[str, object]:
+    def _fetch_git(self, plan: PullPlan, lease: Lease, file: GitFile) -> Layer:
+        blob = fetch_git_file(self._store, lease, self.source(plan, file), file, self._options)
+        return Layer(LayerType.CT2, blob.digest, blob.size, file_name=file.path)
+
+    def _config(self, plan: PullPlan, layers: list[Layer]) -> dict[str, object]:
+        if plan.format == "ct2":
+            return ct2_config(self._store, layers, plan.source(), plan.repo)
         first: dict[LayerType, Path] = {}  # the first file of each layer type
         for file in plan.files:
             first.setdefault(file.layer_type, self._store.blobs.path(file.digest))
@@ -257,11 +276,15 @@ class Puller:
         projector_info = read_gguf_info(projector) if projector else None
         return config_from_gguf(info, plan.source(), projector=projector_info)
 
-    def _commit(self, plan: PullPlan, lease: Lease, config: dict[str, object]) -> None:
+    def _commit(
+        self, plan: PullPlan, lease: Lease, config: dict[str, object], layers: list[Layer]
+    ) -> None:
         raw = json.dumps(config, sort_keys=True).encode()
         blob = self._store.blobs.write_bytes(raw, on_hashed=lease.add)
-        layers = tuple(Layer(file.layer_type, file.digest, file.size) for file in plan.files)
-        self._store.write_manifest(plan.name, Manifest(BlobRef(blob.digest, blob.size), layers))
+        if plan.format == "ct2":  # a folder's files: in name order, however they came
+            layers = sorted(layers, key=lambda layer: str(layer.file_name))
+        manifest = Manifest(BlobRef(blob.digest, blob.size), tuple(layers))
+        self._store.write_manifest(plan.name, manifest)
 
     # -- pause and cancel -------------------------------------------------------------------
     def _stop_sessions(self, name: ModelName, reason: Outcome) -> bool:
@@ -288,6 +311,12 @@ class Puller:
             return existed
         finally:
             lock.release()
+
+
+def _layer(file: PlannedFile) -> Layer:
+    """The layer of a downloaded file; a CT2 model's file keeps its name."""
+    file_name = file.path if file.layer_type is LayerType.CT2 else None
+    return Layer(file.layer_type, file.digest, file.size, file_name=file_name)
 
 
 def _parse(name: ModelName | str) -> ModelName:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from huggingface_hub import HfApi, hf_hub_url
 from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
@@ -26,7 +26,9 @@ from localllm.model_registry.errors import (
 )
 from localllm.model_registry.names import HUGGING_FACE_HOST, ModelName, parse_name
 from localllm.model_registry.pull.catalog import Catalog, CatalogEntry
+from localllm.model_registry.pull.ct2 import ct2_file_names, is_ct2_repo
 from localllm.model_registry.pull.fetch import auth_advice
+from localllm.model_registry.pull.git_files import GitFile
 from localllm.model_registry.pull.quants import select
 from localllm.model_registry.store.manifests import LayerType
 
@@ -68,10 +70,14 @@ class PullPlan:
     quant: str
     files: tuple[PlannedFile, ...]
     catalog_name: str | None = None
+    # a Whisper model in CTranslate2 form: every file of its folder, those kept in git (no
+    # LFS record, so no sha256) checked by their git blob id instead
+    format: Literal["gguf", "ct2"] = "gguf"
+    git_files: tuple[GitFile, ...] = ()
 
     @property
     def total_size(self) -> int:
-        return sum(file.size for file in self.files)
+        return sum(f.size for f in self.files) + sum(f.size for f in self.git_files)
 
     @property
     def model_files(self) -> tuple[PlannedFile, ...]:
@@ -84,7 +90,7 @@ class PullPlan:
             "repo": self.repo,
             "revision": self.revision,
             "quant": self.quant,
-            "files": [file.path for file in self.files],
+            "files": sorted([f.path for f in self.files] + [f.path for f in self.git_files]),
         }
         if self.catalog_name:
             source["catalog"] = self.catalog_name
@@ -125,6 +131,8 @@ class Resolver:
         info = self._model_info(repo)
         repo = str(info.id or repo)  # names are lower-cased; the hub knows the real spelling
         files = {sibling.rfilename: sibling for sibling in info.siblings or ()}
+        if is_ct2_repo(files):
+            return self._ct2_plan(name, repo, info.sha or "main", files, entry)
         selection = select(files, tag, repo)
         chosen = [(path, LayerType.MODEL) for path in selection.model_files]
         if selection.projector:
@@ -139,6 +147,38 @@ class Resolver:
             files=planned,
             catalog_name=entry.name if entry else None,
         )
+
+    def _ct2_plan(
+        self,
+        name: ModelName,
+        repo: str,
+        revision: str,
+        files: dict[str, Any],
+        entry: CatalogEntry | None,
+    ) -> PullPlan:
+        """Every file of a Whisper model's folder; the tag is not a quant here (one each)."""
+        chosen = [files[path] for path in ct2_file_names(repo, files)]
+        return PullPlan(
+            name=name,
+            repo=repo,
+            revision=revision,
+            quant="ct2",
+            files=tuple(
+                self._planned(repo, revision, sibling, LayerType.CT2)
+                for sibling in chosen
+                if sibling.lfs is not None
+            ),
+            catalog_name=entry.name if entry else None,
+            format="ct2",
+            git_files=tuple(self._git(repo, revision, s) for s in chosen if s.lfs is None),
+        )
+
+    def _git(self, repo: str, revision: str, sibling: Any) -> GitFile:
+        url = hf_hub_url(repo, sibling.rfilename, revision=revision, endpoint=self.endpoint)
+        oid, size = sibling.blob_id, sibling.size
+        if not isinstance(oid, str) or not isinstance(size, int):
+            raise PullError(f"hf.co/{repo}: {sibling.rfilename} has no git blob id or size")
+        return GitFile(sibling.rfilename, size, oid, url)
 
     def _model_info(self, repo: str) -> Any:
         try:

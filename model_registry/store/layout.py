@@ -32,6 +32,11 @@ class StoreLayout:
         return self.root / "manifests"
 
     @property
+    def folders_dir(self) -> Path:
+        """Transcription models' folders: their blobs under their own file names."""
+        return self.root / "folders"
+
+    @property
     def leases_dir(self) -> Path:
         return self.root / "leases"
 
@@ -54,6 +59,10 @@ class StoreLayout:
     def partial_state_path(self, digest: Digest | str) -> Path:
         """The progress sidecar that lets a download resume after the process was killed."""
         return self._inside(self.blobs_dir, Digest.parse(digest).filename + PARTIAL_STATE_SUFFIX)
+
+    def folder_path(self, model_id: Digest | str) -> Path:
+        """The folder of the model whose id (its manifest's digest) is ``model_id``."""
+        return self._inside(self.folders_dir, Digest.parse(model_id).filename)
 
     def manifest_path(self, name: ModelName) -> Path:
         if not isinstance(name, ModelName):

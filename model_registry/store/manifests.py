@@ -13,6 +13,7 @@ from enum import StrEnum
 
 from localllm.model_registry.digests import Digest, sha256_of_bytes
 from localllm.model_registry.errors import CorruptManifestError, InvalidDigestError
+from localllm.model_registry.store.file_names import check_file_name, check_unique_file_names
 
 __all__ = ["CONFIG_MEDIA_TYPE", "MANIFEST_MEDIA_TYPE", "BlobRef", "Layer", "LayerType", "Manifest"]
 
@@ -21,6 +22,7 @@ CONFIG_MEDIA_TYPE = "application/vnd.docker.container.image.v1+json"
 _MAX_MANIFEST_BYTES = 1 << 20
 _MAX_LAYERS = 1024
 _SCALE = "org.localllm.adapter.scale"  # the annotation that holds an adapter layer's scale
+_TITLE = "org.opencontainers.image.title"  # the OCI annotation for a layer's file name
 
 
 class LayerType(StrEnum):
@@ -35,6 +37,9 @@ class LayerType(StrEnum):
     PARAMS = "application/vnd.localllm.image.params"
     MESSAGES = "application/vnd.localllm.image.messages"
     LICENSE = "application/vnd.localllm.image.license"
+    # one file of a transcription model's folder (Whisper in CTranslate2 form), kept with its
+    # file name: the runner reads the folder, not single files
+    CT2 = "application/vnd.localllm.image.ct2"
 
     @property
     def short(self) -> str:
@@ -55,6 +60,13 @@ class Layer:
     digest: Digest
     size: int
     scale: float = 1.0  # an adapter's LoRA scale; kept as an OCI annotation when not 1
+    file_name: str | None = None  # a CT2 layer's file name in its folder (and only theirs)
+
+    def __post_init__(self) -> None:
+        if self.media_type is LayerType.CT2:
+            check_file_name(self.file_name)
+        elif self.file_name is not None:
+            raise CorruptManifestError(f"a {self.media_type.short} layer names no file")
 
     def to_json(self) -> dict[str, object]:
         data: dict[str, object] = {
@@ -62,8 +74,13 @@ class Layer:
             "digest": self.digest.wire,
             "size": self.size,
         }
+        annotations = {}
         if self.scale != 1.0:
-            data["annotations"] = {_SCALE: repr(float(self.scale))}
+            annotations[_SCALE] = repr(float(self.scale))
+        if self.file_name is not None:
+            annotations[_TITLE] = self.file_name
+        if annotations:
+            data["annotations"] = annotations
         return data
 
     @classmethod
@@ -78,13 +95,24 @@ class Layer:
             raise CorruptManifestError(f"manifest layer is invalid: {error}") from None
         if not isinstance(size, int) or isinstance(size, bool) or size < 0:
             raise CorruptManifestError("manifest layer has an invalid size")
-        return cls(media_type, digest, size, _scale(data.get("annotations")))
+        annotations = data.get("annotations")
+        file_name = _title(annotations) if media_type is LayerType.CT2 else None
+        return cls(media_type, digest, size, _scale(annotations), file_name)
 
 
 @dataclass(frozen=True, slots=True)
 class Manifest:
     config: BlobRef
     layers: tuple[Layer, ...]
+
+    def __post_init__(self) -> None:
+        check_unique_file_names(layer.file_name for layer in self.layers if layer.file_name)
+
+    @property
+    def is_transcription(self) -> bool:
+        """A transcription model (Whisper in CTranslate2 form): its files make a folder, and
+        no GGUF is there to load for generation or embedding."""
+        return bool(self.layers_of(LayerType.CT2))
 
     def layers_of(self, media_type: LayerType) -> tuple[Layer, ...]:
         return tuple(layer for layer in self.layers if layer.media_type is media_type)
@@ -154,6 +182,13 @@ def _scale(annotations: object) -> float:
     if not math.isfinite(scale):
         raise CorruptManifestError("manifest layer has an invalid adapter scale")
     return scale
+
+
+def _title(annotations: object) -> str:
+    """A CT2 layer's file name (required, checked: it becomes a path in the model's folder)."""
+    if not isinstance(annotations, dict) or _TITLE not in annotations:
+        raise CorruptManifestError("a model file layer has no file name")
+    return check_file_name(annotations[_TITLE])
 
 
 def _size(value: object) -> int:

@@ -20,12 +20,14 @@ from localllm.model_registry.errors import (
     BlobNotFoundError,
     CorruptManifestError,
     ModelExistsError,
+    ModelKindError,
     ModelNotFoundError,
     RegistryError,
 )
 from localllm.model_registry.names import ModelName, parse_name
 from localllm.model_registry.store.atomic import TEMP_PREFIX, atomic_write_bytes
 from localllm.model_registry.store.blobs import BlobStore
+from localllm.model_registry.store.folders import ModelFolders
 from localllm.model_registry.store.layout import StoreLayout
 from localllm.model_registry.store.locking import Lease, Leases, StoreLock
 from localllm.model_registry.store.manifests import LayerType, Manifest
@@ -80,6 +82,7 @@ class Store:
             directory.mkdir(parents=True, exist_ok=True)
         self.lock = StoreLock(self.layout.lock_path, timeout=lock_timeout)
         self.blobs = BlobStore(self.layout, self.lock)
+        self.folders = ModelFolders(self.layout, self.lock, self.blobs)
         self._leases = Leases(self.layout.leases_dir)
 
     @property
@@ -141,6 +144,20 @@ class Store:
             return None
         return json.loads(self.blobs.path(layers[-1].digest).read_bytes())
 
+    def model_folder(self, name: ModelName | str) -> Path:
+        """The folder a transcription model's runner reads: its files under their own names
+        (hard links to its blobs), made on first use and again if it was damaged.
+
+        :class:`ModelNotFoundError` for no such model, :class:`ModelKindError` for a model
+        that is not a transcription model (``Manifest.is_transcription`` tells first)."""
+        name = _name(name)
+        manifest = self.read_manifest(name)
+        if not manifest.is_transcription:
+            raise ModelKindError(
+                f"{name.display} is not a transcription model (Whisper in CTranslate2 form)"
+            )
+        return self.folders.folder(manifest)
+
     # -- operations -------------------------------------------------------------------------
     def list_models(self) -> list[ModelEntry]:
         entries = []
@@ -173,9 +190,10 @@ class Store:
             path = self.layout.manifest_path(name)
             path.unlink()
             self._remove_empty_parents(path.parent)
-            in_use, unreadable = self._blobs_in_use()
+            in_use, models, unreadable = self._in_use()
             if unreadable:
                 return RemoveReport(name, (), 0, tuple(sorted(manifest.digests, key=str)))
+            self.folders.remove_unused(models)  # first: its links keep a blob's bytes
             doomed = sorted(manifest.digests - in_use, key=str)
             freed = sum(self.blobs.delete(digest) for digest in doomed)
             kept = tuple(sorted(manifest.digests & in_use, key=str))
@@ -185,10 +203,11 @@ class Store:
         """Delete unreferenced blobs older than the grace period. Partial downloads stay."""
         cutoff = time.time() - grace_seconds
         with self.lock.held():
-            in_use, unreadable = self._blobs_in_use()
+            in_use, models, unreadable = self._in_use()
             if unreadable:
                 names = ", ".join(name.display for name in unreadable)
                 return PruneReport((), 0, f"unreadable manifests ({names}); run verify first")
+            self.folders.remove_unused(models)
             doomed = [
                 blob.digest
                 for blob in self.blobs.committed()
@@ -224,15 +243,20 @@ class Store:
         return VerifyReport(checked, corrupt, missing, tuple(unreadable))
 
     # -- internals --------------------------------------------------------------------------
-    def _blobs_in_use(self) -> tuple[set[Digest], list[ModelName]]:
+    def _in_use(self) -> tuple[set[Digest], set[Digest], list[ModelName]]:
+        """The blobs models and leases use, the ids of the models, the unreadable manifests."""
         in_use = set(self._leases.leased())
+        models: set[Digest] = set()
         unreadable = []
         for name, path in self._manifest_files():
             try:
-                in_use |= Manifest.from_bytes(path.read_bytes()).digests
+                manifest = Manifest.from_bytes(path.read_bytes())
             except (OSError, CorruptManifestError):
                 unreadable.append(name)
-        return in_use, unreadable
+                continue
+            in_use |= manifest.digests
+            models.add(manifest.model_id)
+        return in_use, models, unreadable
 
     def _manifest_files(self) -> Iterator[tuple[ModelName, Path]]:
         base = self.layout.manifests_dir

@@ -267,6 +267,27 @@ class FakeClient(FakeRemotes):
     def clear_prompt_cache(self) -> PromptCacheCleared:
         return PromptCacheCleared(files=2, freed=3_000_000)
 
+    def transcribe(
+        self,
+        audio: Path,
+        model: str,
+        language: str | None = None,
+        translate: bool = False,
+        response_format: str = "text",
+    ) -> str:
+        self.calls.append(("transcribe", audio.name, model, response_format))
+        return f"what {audio.name} says\n"
+
+    def transcribe_text(
+        self,
+        audio: Path,
+        model: str,
+        language: str | None = None,
+        translate: bool = False,
+    ) -> Iterator[str]:
+        self.calls.append(("transcribe_text", audio.name, model, "text"))
+        yield from ("what ", audio.name, " says")
+
     def verify(self) -> VerifyResponse:
         return VerifyResponse(ok=True, checked=4, corrupt=[], missing=[], unreadable_manifests=[])
 

@@ -18,6 +18,7 @@ from localllm.app.cli.commands import (
     remotes,
     run,
     running,
+    transcribe,
 )
 
 __all__ = ["COMMAND_MODULES"]
@@ -34,5 +35,6 @@ COMMAND_MODULES = (
     accounts,
     programs,
     launch,
+    transcribe,
     doctor,
 )

@@ -1,6 +1,8 @@
 """``localllm import PATH...`` and ``localllm import --scan``: models already on this computer.
 
-A file on the store's file system is hard-linked (or reflinked) into the store, so it takes no
+A PATH is a GGUF file or a Whisper model folder in CTranslate2 form (``faster-whisper-base``:
+``model.bin``, ``config.json``, ``tokenizer.json``, a vocabulary). A file on the store's file
+system is hard-linked (or reflinked) into the store, so it takes no
 second copy of disk; anything else is copied, and the size is said first. ``--scan`` lists
 what the daemon found in the Hugging Face cache, LM Studio, Ollama and LOCALLLM_IMPORT_DIRS,
 says for each whether it would be linked or copied, and adds them once the person says yes
@@ -30,22 +32,31 @@ def register(commands: argparse._SubParsersAction) -> None:
         commands,
         "import",
         _import,
-        summary="add GGUF models already on this computer (linked, not copied, where possible)",
+        summary="add models already on this computer (linked, not copied, where possible)",
         description="""
             Add GGUF files you already have (from Hugging Face, LM Studio, Ollama or anywhere)
-            to the store. On the store's file system a file is hard-linked: no second copy, no
-            extra disk. Elsewhere it is copied (the size is shown first). Either way it is
-            hashed and checked. --scan lists the models found in the Hugging Face cache,
+            to the store, or a Whisper speech-to-text model folder in CTranslate2 form (as
+            faster-whisper uses: model.bin, config.json, tokenizer.json, vocabulary.txt). On
+            the store's file system a file is hard-linked: no second copy, no extra disk.
+            Elsewhere it is copied (the size is shown first). Either way it is hashed and
+            checked. --scan lists the models found in the Hugging Face cache,
             LM Studio's and Ollama's folders and LOCALLLM_IMPORT_DIRS and offers to add them.
             """,
         examples=[
             "localllm import ~/Downloads/Qwen2.5-0.5B-Instruct-Q4_K_M.gguf",
             "localllm import ./model.gguf --name my-model --copy",
+            "localllm import ~/models/faster-whisper-base whisper:base",
             "localllm import --scan",
             "localllm import --scan --yes",
         ],
     )
-    parser.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="GGUF files to add")
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        type=Path,
+        metavar="PATH",
+        help="GGUF files or Whisper model folders to add; PATH NAME adds one PATH as NAME",
+    )
     parser.add_argument("-n", "--name", help="the model's name (one PATH only)")
     parser.add_argument(
         "--copy", action="store_true", help="copy the files instead of linking them"
@@ -63,12 +74,23 @@ def _import(context: Context, args: argparse.Namespace) -> int:
             raise CliError("--scan takes no PATH or --name: it names what it finds")
         return _scan(context, mode, args.yes)
     if not args.paths:
-        raise CliError("name one or more .gguf files, or use --scan to find them")
+        raise CliError(
+            "name one or more .gguf files or Whisper model folders, or use --scan to find them"
+        )
+    args.paths, args.name = _name_given_last(args.paths, args.name)
     if args.name and len(args.paths) > 1:
         raise CliError("--name names one model: give one PATH with it")
     for path in args.paths:
         _add(context, path.expanduser().absolute(), args.name, mode)
     return 0
+
+
+def _name_given_last(paths: list[Path], name: str | None) -> tuple[list[Path], str | None]:
+    """``import PATH NAME``: two arguments, the second no file or folder here, is a path
+    and the name it is added as (as ``--name``)."""
+    if name is None and len(paths) == 2 and not paths[1].expanduser().exists():
+        return paths[:1], str(paths[1])
+    return paths, name
 
 
 def _add(context: Context, path: Path | str, name: str | None, mode: ImportMode) -> bool:

@@ -26,7 +26,14 @@ from localllm.model_registry.names import ModelName
 from localllm.model_registry.recommended_sampling import GGUF_KEY_OF_OPTION
 from localllm.model_registry.store import LayerType, ModelDetails, ModelEntry, Store
 
-__all__ = ["details_out", "iso_time", "listed_name", "model_summary", "show_response"]
+__all__ = [
+    "details_out",
+    "iso_time",
+    "listed_name",
+    "model_summary",
+    "show_response",
+    "transcription_show_response",
+]
 
 # GGUF summary field -> model_info key ("{arch}" is the architecture)
 _INFO_KEYS = {
@@ -100,6 +107,30 @@ def show_response(
             for layer in details.manifest.layers_of(LayerType.ADAPTER)
         ],
         draft=model.target.draft_name,
+    )
+
+
+def transcription_show_response(details: ModelDetails, modified: float) -> ShowResponse:
+    """A transcription model (Whisper in CTranslate2 form) from its config blob: it has no
+    GGUF metadata, template or parameters, and nothing here plans how it runs."""
+    config = details.config
+    family = str(config.get("model_family") or "")
+    facts = config.get("transcription")
+    info: dict[str, Any] = {"general.architecture": family}
+    if isinstance(config.get("parameter_count"), int):
+        info["general.parameter_count"] = config["parameter_count"]
+    if isinstance(facts, Mapping) and isinstance(facts.get("languages"), int):
+        info[f"{family}.languages"] = facts["languages"]
+    return ShowResponse(
+        modelfile=f"# {details.name.display} is a transcription model: no Modelfile builds on it\n",
+        parameters="",
+        template="",
+        system="",
+        license=details.license or "",
+        details=details_out(config),
+        model_info=info,
+        capabilities=["transcription"],
+        modified_at=iso_time(modified),
     )
 
 

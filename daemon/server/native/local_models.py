@@ -4,8 +4,8 @@ The scan looks only where the daemon's settings say (never a path from a request
 routes deal in files on the daemon's machine, so they serve only a caller on loopback or one
 holding the API key: with a key configured every route already requires it, and without one
 the daemon listens on loopback only; the check here holds even if that ever changed. The
-file must be a GGUF model (its header is read first, nothing else), and errors name files,
-never their directories.
+path must be a GGUF model file or a Whisper model folder in CTranslate2 form (their headers
+and config are read first, nothing else), and errors name files, never their directories.
 """
 
 from __future__ import annotations
@@ -30,8 +30,14 @@ from localllm.daemon.server.app_state import app_part
 from localllm.daemon.server.ndjson import ndjson_line, ndjson_stream
 from localllm.daemon.server.redaction import PathRedactor
 from localllm.daemon.settings import Settings
-from localllm.model_registry.errors import ModelExistsError, NotLinkableError
-from localllm.model_registry.local_models import FoundModel, ScanRoots, describe_file, scan
+from localllm.model_registry.errors import ModelExistsError, ModelKindError, NotLinkableError
+from localllm.model_registry.local_models import (
+    FoundModel,
+    ScanRoots,
+    describe_file,
+    describe_folder,
+    scan,
+)
 from localllm.model_registry.names import parse_name
 from localllm.model_registry.store import Store
 
@@ -62,7 +68,7 @@ async def import_model(body: ImportRequest, request: Request) -> Response:
         parse_name(body.name)  # a bad name is a 400 before any file is read
     path = _checked_path(body.path)
     store = app_part(request, "store", Store)
-    model = await to_thread.run_sync(describe_file, path, store)
+    model = await to_thread.run_sync(_describe, path, store)
     target = parse_name(body.name or model.name)
     if store.exists(target):  # a 409 now, not an error line mid-stream
         raise ModelExistsError(f"{target.display} already exists: choose another name")
@@ -93,10 +99,23 @@ def _check_caller(request: Request) -> None:
 def _checked_path(text: str) -> Path:
     path = Path(text)
     if "\x00" in text or not path.is_absolute():
-        raise BadRequestError("path must be an absolute path to a .gguf file", param="path")
-    if not path.is_file():
+        raise BadRequestError(
+            "path must be an absolute path to a .gguf file or a Whisper model folder",
+            param="path",
+        )
+    if not path.is_file() and not path.is_dir():
         raise BadRequestError(f"no such file: {path.name}", param="path")
     return path
+
+
+def _describe(path: Path, store: Store) -> FoundModel:
+    """A GGUF file, or a folder that must be a Whisper model (a 400 says what it lacks)."""
+    if not path.is_dir():
+        return describe_file(path, store)
+    try:
+        return describe_folder(path, store)
+    except ModelKindError as error:
+        raise BadRequestError(str(error), param="path") from None
 
 
 def _out(model: FoundModel) -> LocalModelOut:

@@ -38,6 +38,7 @@ from localllm.daemon.server.native.describe import (
     listed_name,
     model_summary,
     show_response,
+    transcription_show_response,
 )
 from localllm.daemon.server.remote_listing import remote_running, remote_show, remote_summaries
 from localllm.daemon.settings import Settings
@@ -85,6 +86,9 @@ async def show(body: ShowRequest, request: Request) -> ShowResponse:
     found = _remotes(request).match(body.model)
     if found is not None:
         return remote_show(body.model, found.remote.name, found.remote_id)
+    transcription = await to_thread.run_sync(_transcription_show, store, body.model)
+    if transcription is not None:
+        return transcription
     model = inference.resolve(body.model)
 
     def build() -> ShowResponse:
@@ -96,6 +100,18 @@ async def show(body: ShowRequest, request: Request) -> ShowResponse:
     runs = await inference.run_settings(model)
     response.runs_with = RunSettingsOut(**dataclasses.asdict(runs))
     return response
+
+
+def _transcription_show(store: Store, text: str) -> ShowResponse | None:
+    """The answer for a transcription model, which inference does not resolve (it runs no
+    GGUF); None for any other model, or for none (resolving says how to get it)."""
+    try:
+        manifest = store.read_manifest(text)
+    except ModelNotFoundError:
+        return None
+    if not manifest.is_transcription:
+        return None
+    return transcription_show_response(show_model(store, text), _entry(store, text).modified)
 
 
 def _entry(store: Store, text: str) -> ModelEntry:
@@ -159,7 +175,8 @@ async def delete(body: ModelRequest, request: Request) -> JSONResponse:
     store = _store(request)
     if not store.exists(name):
         raise ModelNotFoundError(f"model {name.display!r} not found")
-    await inference.unload(name.display)
+    if not store.read_manifest(name).is_transcription:  # inference never loads one
+        await inference.unload(name.display)
     await to_thread.run_sync(store.remove, name)
     return JSONResponse({"status": "success"})
 

@@ -1,0 +1,230 @@
+"""``POST /v1/audio/transcriptions`` and ``/v1/audio/translations``: OpenAI's audio API on the
+daemon's Whisper runners (``daemon.transcription``), so the official SDKs'
+``client.audio.transcriptions.create`` and ``translations.create`` work unchanged.
+
+The upload is a multipart form (``file``, ``model``, ``language``, ``prompt``, ``temperature``,
+``response_format``, ``timestamp_granularities[]``, ``stream``); its file streams to disk (the
+body cap for these routes is ``AUDIO_LIMIT``, a 413 past it) and the runner decodes it with
+PyAV, so any format FFmpeg reads works and an hour of audio is never held in the daemon.
+``stream: true`` answers with OpenAI's ``transcript.text.delta`` events, one per segment as
+the runner writes it, then ``transcript.text.done``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from anyio import to_thread
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+from starlette.datastructures import FormData, UploadFile
+
+from localllm.daemon.errors import BadRequestError
+from localllm.daemon.server.app_state import app_part
+from localllm.daemon.server.openai.transcript_formats import (
+    FORMATS,
+    Transcript,
+    TranscriptFormat,
+    render,
+)
+from localllm.daemon.server.redaction import PathRedactor
+from localllm.daemon.server.sse import sse_data, sse_stream
+from localllm.daemon.settings import Settings
+from localllm.daemon.transcription.frames import (
+    Segment,
+    TranscribeRequest,
+    TranscriptionDone,
+    TranscriptionInfo,
+)
+from localllm.daemon.transcription.pool import Transcribers
+from localllm.model_registry.store import Store
+
+__all__ = ["router"]
+
+router = APIRouter()
+_FIELD_BYTES = 64 << 10  # a form field other than the file (a prompt is at most 224 tokens)
+_Task = Literal["transcribe", "translate"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Asked:
+    """The form, checked."""
+
+    file: UploadFile
+    model: str
+    language: str | None
+    prompt: str | None
+    temperature: float
+    form: TranscriptFormat
+    words: bool
+    stream: bool
+
+
+@router.post("/v1/audio/transcriptions")
+async def transcriptions(request: Request) -> Response:
+    return await _serve(request, "transcribe")
+
+
+@router.post("/v1/audio/translations")
+async def translations(request: Request) -> Response:
+    """Speech in any language Whisper knows, written in English."""
+    return await _serve(request, "translate")
+
+
+async def _serve(request: Request, task: _Task) -> Response:
+    content_type = request.headers.get("content-type", "")
+    if not content_type.lower().startswith("multipart/form-data"):
+        raise BadRequestError(
+            "send the audio as multipart/form-data with the fields file and model (as "
+            "OpenAI's SDKs and `curl -F file=@audio.mp3 -F model=whisper:base` do)"
+        )
+    form = await request.form(max_files=1, max_fields=32, max_part_size=_FIELD_BYTES)
+    try:
+        asked = _asked(form, task)
+        store = app_part(request, "store", Store)
+        folder = await to_thread.run_sync(store.model_folder, asked.model)
+        audio = await to_thread.run_sync(_saved, asked.file, _upload_dir(request))
+    finally:
+        await form.close()
+    call = TranscribeRequest(
+        str(audio),
+        task,
+        asked.language,
+        asked.prompt,
+        asked.temperature,
+        word_timestamps=asked.words,
+    )
+    pool = app_part(request, "transcribers", Transcribers)
+    if asked.stream:
+        events = _deltas(pool, asked.model, folder, call)
+        try:  # until the audio is read: a file that is no audio is a 400, not a stream
+            await anext(events)
+        except BaseException:
+            audio.unlink(missing_ok=True)
+            raise
+        redact = app_part(request, "redactor", PathRedactor)
+        return sse_stream(events, redact, _remover(audio), end=b"")
+    try:
+        transcript = await _transcript(pool, asked.model, folder, call, task)
+    finally:
+        audio.unlink(missing_ok=True)
+    body, media_type = render(transcript, asked.form, asked.words)
+    if isinstance(body, str):
+        return Response(body, media_type=media_type)
+    return JSONResponse(body)
+
+
+def _asked(form: FormData, task: _Task) -> _Asked:
+    file = form.get("file")
+    if not isinstance(file, UploadFile):
+        raise BadRequestError("file is required: the audio, as the form's file field", param="file")
+    model = _text(form, "model")
+    if not model:
+        raise BadRequestError("model is required (for instance whisper:base)", param="model")
+    response_format = _text(form, "response_format") or "json"
+    if response_format not in FORMATS:
+        raise BadRequestError(
+            f"response_format must be one of {', '.join(FORMATS)}, not {response_format!r}",
+            param="response_format",
+        )
+    granularities = [str(g) for g in form.getlist("timestamp_granularities[]")]
+    if unknown := set(granularities) - {"word", "segment"}:
+        raise BadRequestError(
+            f"timestamp_granularities may name word and segment, not {sorted(unknown)}",
+            param="timestamp_granularities[]",
+        )
+    language = _text(form, "language") or None
+    if task == "translate" and language:
+        raise BadRequestError("a translation takes no language: it writes English", "language")
+    return _Asked(
+        file=file,
+        model=model,
+        language=language,
+        prompt=_text(form, "prompt") or None,
+        temperature=_temperature(_text(form, "temperature")),
+        form=response_format,  # narrowed by the check against FORMATS above
+        words="word" in granularities,
+        stream=_text(form, "stream").lower() in ("true", "1"),
+    )
+
+
+def _text(form: FormData, name: str) -> str:
+    value = form.get(name)
+    if isinstance(value, UploadFile):
+        raise BadRequestError(f"{name} must be a text field, not a file", param=name)
+    return (value or "").strip()
+
+
+def _temperature(value: str) -> float:
+    try:
+        temperature = float(value) if value else 0.0
+    except ValueError:
+        raise BadRequestError(
+            f"temperature must be a number, not {value!r}", "temperature"
+        ) from None
+    if not 0.0 <= temperature <= 1.0:
+        raise BadRequestError("temperature must be between 0 and 1", param="temperature")
+    return temperature
+
+
+def _upload_dir(request: Request) -> Path:
+    return app_part(request, "settings", Settings).data_dir / "audio-uploads"
+
+
+def _saved(file: UploadFile, folder: Path) -> Path:
+    """The upload as a file of its own (0600) that the runner reads."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    descriptor, name = tempfile.mkstemp(prefix="upload-", dir=folder)
+    with os.fdopen(descriptor, "wb") as out:
+        file.file.seek(0)
+        shutil.copyfileobj(file.file, out, 1 << 20)
+    return Path(name)
+
+
+def _remover(path: Path) -> Callable[[], Awaitable[None]]:
+    async def remove() -> None:
+        path.unlink(missing_ok=True)
+
+    return remove
+
+
+async def _transcript(
+    pool: Transcribers, name: str, folder: Path, call: TranscribeRequest, task: _Task
+) -> Transcript:
+    language, duration, segments = "", 0.0, []
+    async with pool.use(name, folder) as runner:
+        async for event in runner.transcribe(call):
+            if isinstance(event, TranscriptionInfo):
+                language, duration = event.language, event.duration
+            elif isinstance(event, Segment):
+                segments.append(event)
+            elif isinstance(event, TranscriptionDone):
+                duration = event.duration or duration
+    return Transcript(task, language, duration, tuple(segments))
+
+
+async def _deltas(
+    pool: Transcribers, name: str, folder: Path, call: TranscribeRequest
+) -> AsyncIterator[bytes]:
+    """OpenAI's stream of a transcription: first nothing, once the runner has read the
+    audio (the route waits for that), then a delta per segment and the whole text."""
+    parts: list[str] = []
+    async with pool.use(name, folder) as runner:
+        events = runner.transcribe(call)
+        async for event in events:
+            if isinstance(event, TranscriptionInfo):
+                break
+        yield b""
+        async for event in events:  # an error now ends the stream with an error event
+            if isinstance(event, Segment):
+                delta = event.text if parts else event.text.lstrip()
+                parts.append(delta)
+                yield sse_data({"type": "transcript.text.delta", "delta": delta})
+    text = "".join(parts).strip()
+    yield sse_data({"type": "transcript.text.done", "text": text})

@@ -1,0 +1,101 @@
+"""The transcription runners the daemon keeps: one per model, started on its first request,
+stopped ``keep_alive`` seconds after its last one, restarted when it died, stopped with the
+daemon.
+
+A runner serves its requests one at a time in the order they came (``process``), so requests
+to one model share it; a second model gets a runner of its own. These runners are not yet
+weighed by the scheduler's memory plan (issue 38): Whisper base takes about 250 MB, large-v3
+turbo about 1.6 GB on a CPU with int8 weights.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from localllm.daemon.transcription.frames import TranscriberSpec
+from localllm.daemon.transcription.process import TranscriberProcess
+
+__all__ = ["LoadedTranscriber", "Transcribers"]
+
+
+@dataclass(eq=False)
+class LoadedTranscriber:
+    name: str
+    folder: Path
+    runner: TranscriberProcess
+    users: int = 0  # requests holding it now
+    expiry: asyncio.Task[None] | None = field(default=None, repr=False)
+
+
+class Transcribers:
+    """Transcription runners by model name."""
+
+    def __init__(
+        self,
+        keep_alive: float,
+        log_dir: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        threads: int | None = None,
+    ):
+        self._keep_alive = keep_alive
+        self._log_dir = log_dir
+        self._env = dict(env) if env is not None else None
+        self._threads = threads or 0
+        self._loaded: dict[str, LoadedTranscriber] = {}
+        self._starting: dict[str, asyncio.Lock] = {}
+
+    @contextlib.asynccontextmanager
+    async def use(self, name: str, folder: Path) -> AsyncIterator[TranscriberProcess]:
+        """The runner of ``name`` (its model files in ``folder``), started if need be, held
+        until the block ends; ``RunnerError`` when it cannot start."""
+        loaded = await self._runner(name, folder)
+        loaded.users += 1
+        if loaded.expiry is not None:
+            loaded.expiry.cancel()
+            loaded.expiry = None
+        try:
+            yield loaded.runner
+        finally:
+            loaded.users -= 1
+            if not loaded.users and self._loaded.get(name) is loaded:
+                loaded.expiry = asyncio.get_running_loop().create_task(self._expire(loaded))
+
+    def loaded(self) -> list[LoadedTranscriber]:
+        return list(self._loaded.values())
+
+    async def close(self) -> None:
+        """Stop every runner (the daemon is going)."""
+        loaded, self._loaded = list(self._loaded.values()), {}
+        for each in loaded:
+            if each.expiry is not None:
+                each.expiry.cancel()
+        await asyncio.gather(*(each.runner.stop() for each in loaded), return_exceptions=True)
+
+    async def _runner(self, name: str, folder: Path) -> LoadedTranscriber:
+        async with self._starting.setdefault(name, asyncio.Lock()):
+            loaded = self._loaded.get(name)
+            if loaded is not None and loaded.runner.alive and loaded.folder == folder:
+                return loaded
+            if loaded is not None:  # died, or the name now means other files
+                del self._loaded[name]
+                await loaded.runner.stop()
+            spec = TranscriberSpec(str(folder), threads=self._threads, model_name=name)
+            log = self._log_dir / f"transcriber-{_safe(name)}.log" if self._log_dir else None
+            runner = await TranscriberProcess.start(spec, log, env=self._env)
+            loaded = self._loaded[name] = LoadedTranscriber(name, folder, runner)
+            return loaded
+
+    async def _expire(self, loaded: LoadedTranscriber) -> None:
+        await asyncio.sleep(self._keep_alive)
+        if self._loaded.get(loaded.name) is loaded and not loaded.users:
+            del self._loaded[loaded.name]
+            await loaded.runner.stop()
+
+
+def _safe(name: str) -> str:
+    """A model name as part of a log file's name."""
+    return "".join(c if c.isalnum() or c in "-." else "_" for c in name)

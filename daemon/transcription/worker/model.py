@@ -1,0 +1,171 @@
+"""The loaded Whisper model: what it is, and one request turned into faster-whisper's call.
+
+faster-whisper answers a call with the audio's language and a generator: each segment is
+decoded when it is asked for, so the loop can send it on (and notice a cancel) before the
+next one is written.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from faster_whisper import WhisperModel  # type: ignore[import-untyped]
+
+from ..frames import Segment, TranscribeRequest, TranscriberInfo, TranscriberSpec, Word
+from .audio import read_audio
+from .failure import RequestFailure
+from .features import SlicedFeatureExtractor
+
+__all__ = ["LoadError", "Transcription", "WhisperRunner", "segment_event"]
+
+# What faster-whisper needs in the folder; without tokenizer.json it would fetch one from the
+# Hugging Face Hub, and a runner reaches for no network
+_MODEL_FILES = ("model.bin", "config.json", "tokenizer.json")
+_FALLBACK_STEP = 0.2  # OpenAI's whisper: temperature_increment_on_fallback
+
+
+class LoadError(Exception):
+    """The model cannot be loaded; the message says why in words a user can act on."""
+
+
+@dataclass(frozen=True, slots=True)
+class Transcription:
+    """A request under way: the audio's language and length, its segments still to come."""
+
+    language: str
+    language_probability: float
+    duration: float
+    duration_after_vad: float
+    segments: Iterator[Any]  # faster-whisper's Segment objects, decoded one by one
+
+
+class WhisperRunner:
+    def __init__(self, model: Any, spec: TranscriberSpec, load_seconds: float):
+        self._model = model
+        self.spec = spec
+        self.load_seconds = load_seconds
+        self.languages: tuple[str, ...] = tuple(model.supported_languages)
+        self.multilingual = bool(model.model.is_multilingual)
+
+    @classmethod
+    def load(cls, spec: TranscriberSpec) -> WhisperRunner:
+        started = time.perf_counter()
+        folder = Path(spec.model_path)
+        if not folder.is_dir():
+            raise LoadError(f"no Whisper model at {folder}: there is no such folder")
+        missing = [name for name in _MODEL_FILES if not (folder / name).is_file()]
+        if missing:
+            raise LoadError(f"no Whisper model at {folder}: it has no {', '.join(missing)}")
+        try:
+            model = WhisperModel(
+                str(folder),
+                device=spec.device,
+                compute_type=spec.compute_type,
+                cpu_threads=spec.threads,
+                local_files_only=True,
+            )
+        except (RuntimeError, ValueError, OSError) as exc:
+            raise LoadError(f"cannot load the Whisper model at {folder}: {exc}") from None
+        extractor = getattr(model, "feat_kwargs", None)
+        if isinstance(extractor, dict):  # faster-whisper 1.1+: same features, less memory
+            model.feature_extractor = SlicedFeatureExtractor(**extractor)
+        return cls(model, spec, time.perf_counter() - started)
+
+    def describe(self) -> TranscriberInfo:
+        return TranscriberInfo(
+            multilingual=self.multilingual,
+            languages=self.languages,
+            device=str(self._model.model.device),
+            compute_type=str(self._model.model.compute_type),
+            load_seconds=self.load_seconds,
+            memory_bytes=_resident_bytes(),
+            pid=os.getpid(),
+        )
+
+    def start(self, request: TranscribeRequest) -> Transcription:
+        """Read the audio and detect its language; the segments come from the result."""
+        self._check(request)
+        rate = int(self._model.feature_extractor.sampling_rate)
+        audio = read_audio(request.audio_path, rate)
+        segments, info = self._model.transcribe(
+            audio,
+            language=request.language,
+            task=request.task,
+            beam_size=request.beam_size,
+            temperature=_temperatures(request.temperature),
+            initial_prompt=request.initial_prompt,
+            word_timestamps=request.word_timestamps,
+            vad_filter=request.vad_filter,
+        )
+        # the decoded audio goes now: the segments are decoded from its features
+        del audio
+        return Transcription(
+            str(info.language),
+            float(info.language_probability),
+            float(info.duration),
+            float(info.duration_after_vad),
+            iter(segments),
+        )
+
+    def _check(self, request: TranscribeRequest) -> None:
+        if request.language is not None and request.language not in self.languages:
+            known = ", ".join(self.languages)
+            raise RequestFailure(
+                "invalid_request", f"the model knows no language {request.language!r}: {known}"
+            )
+        if request.task == "translate" and not self.multilingual:
+            raise RequestFailure("invalid_request", "an English-only model cannot translate")
+        if not 0.0 <= request.temperature <= 1.0:
+            raise RequestFailure("invalid_request", "temperature is between 0 and 1")
+        if not 1 <= request.beam_size <= 16:
+            raise RequestFailure("invalid_request", "beam_size is between 1 and 16")
+
+
+def segment_event(rid: int, index: int, segment: Any) -> Segment:
+    """faster-whisper's segment as the frame that carries it (plain floats: its times are
+    numpy's, which JSON cannot write)."""
+    words = tuple(
+        Word(float(w.start), float(w.end), str(w.word), float(w.probability))
+        for w in segment.words or ()
+    )
+    return Segment(
+        id=rid,
+        index=index,
+        start=float(segment.start),
+        end=float(segment.end),
+        text=str(segment.text),
+        words=words,
+        avg_logprob=float(segment.avg_logprob),
+        no_speech_prob=float(segment.no_speech_prob),
+        compression_ratio=float(segment.compression_ratio),
+        temperature=float(segment.temperature or 0.0),
+        seek=int(segment.seek),
+        tokens=tuple(int(t) for t in segment.tokens),
+    )
+
+
+def _temperatures(first: float) -> tuple[float, ...]:
+    """``first``, then the hotter ones a failed window is decoded again at, up to 1.0."""
+    steps = int((1.0 - first) / _FALLBACK_STEP + 1e-9)
+    return tuple(round(first + _FALLBACK_STEP * n, 6) for n in range(steps + 1))
+
+
+def _resident_bytes() -> int:
+    """Resident memory of this process: /proc on Linux, peak RSS elsewhere."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import resource
+    except ImportError:  # Windows
+        return 0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024

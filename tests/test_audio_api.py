@@ -1,0 +1,159 @@
+"""OpenAI's audio API on the real daemon: Whisper base (the real-model tier) imported into the
+store, sentences spoken by espeak-ng, sent by the official ``openai`` SDK's
+``audio.transcriptions.create`` and ``audio.translations.create`` (every response format,
+word timestamps, a stream) and by ``curl -F`` as OpenAI's docs write it; bad requests get a
+status and a message that says what to change."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+from pathlib import Path
+
+import httpx
+import pytest
+
+from localllm.model_registry.store import Store
+from localllm.model_registry.transcription import import_whisper_folder
+from tests.support.daemon import Daemon, make_store
+from tests.support.real_whisper import whisper_base_path
+from tests.support.speech import speak, word_error_rate
+
+pytestmark = pytest.mark.slow
+
+SENTENCE = "Please open the window and let some fresh air into the room."
+GERMAN = "Guten Morgen, ich trinke jeden Tag einen Kaffee mit Milch."
+
+
+@pytest.fixture(scope="module")
+def spoken(tmp_path_factory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("speech")
+    return {
+        "english": speak(SENTENCE, folder / "english.wav"),
+        "german": speak(GERMAN, folder / "german.wav", voice="de"),
+    }
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory, tiny_model_path):
+    root = tmp_path_factory.mktemp("audio-api")
+    store_dir = make_store(root / "models", {"tiny": tiny_model_path})
+    import_whisper_folder(Store(store_dir), "whisper:base", whisper_base_path())
+    with Daemon(store_dir, root / "logs") as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def client(daemon):
+    return daemon.openai(timeout=300)
+
+
+def test_the_sdk_transcribes_speech_with_few_word_errors(client, spoken):
+    with spoken["english"].open("rb") as audio:
+        result = client.audio.transcriptions.create(model="whisper:base", file=audio)
+    assert word_error_rate(SENTENCE, result.text) < 0.15, result.text
+
+
+def test_verbose_json_has_the_language_segments_and_words(client, spoken):
+    with spoken["english"].open("rb") as audio:
+        result = client.audio.transcriptions.create(
+            model="whisper:base",
+            file=audio,
+            response_format="verbose_json",
+            timestamp_granularities=["word", "segment"],
+        )
+    assert result.language == "en" and 2 < result.duration < 10
+    assert result.segments and result.segments[0].start >= 0 and result.segments[0].tokens
+    assert word_error_rate(SENTENCE, " ".join(w.word for w in result.words)) < 0.15
+    assert all(a.start <= b.start for a, b in zip(result.words, result.words[1:], strict=False))
+    assert result.words[-1].end <= result.duration + 0.5
+
+
+@pytest.mark.parametrize("form", ["text", "srt", "vtt"])
+def test_text_and_subtitles(client, spoken, form):
+    with spoken["english"].open("rb") as audio:
+        answer = client.audio.transcriptions.create(
+            model="whisper:base", file=audio, response_format=form
+        )
+    text = answer if isinstance(answer, str) else answer.text
+    if form == "srt":
+        assert text.startswith("1\n00:00:0") and " --> " in text and "," in text.splitlines()[1]
+    if form == "vtt":
+        assert text.startswith("WEBVTT\n\n00:00:0") and "." in text.splitlines()[2]
+    spoken_words = " ".join(line for line in text.splitlines() if "-->" not in line)
+    assert word_error_rate(SENTENCE, spoken_words.removeprefix("WEBVTT").lstrip("1\n")) < 0.2
+
+
+def test_german_is_translated_into_english(client, spoken):
+    with spoken["german"].open("rb") as audio:
+        result = client.audio.translations.create(model="whisper:base", file=audio)
+    assert "morning" in result.text.lower() and "guten" not in result.text.lower()
+
+
+def test_a_stream_sends_deltas_then_the_whole_text(client, spoken):
+    with spoken["english"].open("rb") as audio:
+        events = list(
+            client.audio.transcriptions.create(model="whisper:base", file=audio, stream=True)
+        )
+    *deltas, done = events
+    assert deltas and all(event.type == "transcript.text.delta" for event in deltas)
+    assert done.type == "transcript.text.done"
+    assert "".join(event.delta for event in deltas).strip() == done.text
+    assert word_error_rate(SENTENCE, done.text) < 0.15
+
+
+def test_curl_as_openais_docs_write_it(daemon, spoken):
+    answer = subprocess.run(
+        [
+            "curl", "-sS", f"{daemon.url}/v1/audio/transcriptions",
+            "-H", "Authorization: Bearer unused",
+            "-H", "Content-Type: multipart/form-data",
+            "-F", f"file=@{spoken['english']}",
+            "-F", "model=whisper:base",
+        ],
+        capture_output=True, check=True, text=True,
+    )  # fmt: skip
+    assert word_error_rate(SENTENCE, json.loads(answer.stdout)["text"]) < 0.15
+
+
+def _post(daemon, files: dict | None = None, **fields: str) -> httpx.Response:
+    files = files if files is not None else {"file": ("a.wav", b"RIFF....", "audio/wav")}
+    return httpx.post(
+        f"{daemon.url}/v1/audio/transcriptions", data=fields, files=files, timeout=120
+    )
+
+
+def test_bad_requests_say_what_to_change(daemon, tmp_path):
+    not_audio = {"file": ("notes.wav", b"these are my notes, not a recording\n" * 40)}
+    cases = [
+        (_post(daemon, not_audio, model="whisper:base"), 400, "audio"),
+        (_post(daemon, model="missing:model"), 404, "missing"),
+        (_post(daemon, model="tiny"), 400, "not a transcription model"),
+        (_post(daemon, {"prompt": (None, "hi")}, model="whisper:base"), 400, "file is required"),
+        (_post(daemon, not_audio), 400, "model is required"),
+        (_post(daemon, not_audio, model="whisper:base", response_format="doc"), 400, "vtt"),
+        (_post(daemon, not_audio, model="whisper:base", temperature="hot"), 400, "number"),
+        (httpx.post(f"{daemon.url}/v1/audio/transcriptions", json={"model": "whisper:base"}),
+         400, "multipart"),
+    ]  # fmt: skip
+    for answer, status, says in cases:
+        assert answer.status_code == status, answer.text
+        assert says in answer.json()["error"]["message"], answer.text
+        assert str(tmp_path) not in answer.text and "/tmp/" not in answer.text
+
+
+def test_a_file_over_the_cap_is_a_413(daemon):
+    """Said as soon as the headers declare it: nothing of the body is read."""
+    from localllm.daemon.security.body_limit import AUDIO_LIMIT
+
+    head = (
+        "POST /v1/audio/transcriptions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        "Content-Type: multipart/form-data; boundary=x\r\n"
+        f"Content-Length: {AUDIO_LIMIT + 1}\r\nConnection: close\r\n\r\n"
+    )
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=30) as sock:
+        sock.sendall(head.encode())
+        answer = sock.makefile("rb").read().decode(errors="replace")
+    assert answer.startswith("HTTP/1.1 413"), answer[:200]
+    assert f"{AUDIO_LIMIT:,} bytes" in answer
