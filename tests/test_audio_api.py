@@ -17,6 +17,7 @@ import pytest
 from localllm.model_registry.store import Store
 from localllm.model_registry.transcription import import_whisper_folder
 from tests.support.daemon import Daemon, make_store
+from tests.support.polling import wait_for
 from tests.support.real_whisper import whisper_base_path
 from tests.support.speech import speak, word_error_rate
 
@@ -157,3 +158,36 @@ def test_a_file_over_the_cap_is_a_413(daemon):
         answer = sock.makefile("rb").read().decode(errors="replace")
     assert answer.startswith("HTTP/1.1 413"), answer[:200]
     assert f"{AUDIO_LIMIT:,} bytes" in answer
+
+
+def _listed(daemon) -> list[dict]:
+    return httpx.get(f"{daemon.url}/api/ps", timeout=30).json()["models"]
+
+
+def test_ps_lists_the_runner_and_stop_and_load_work_as_for_any_model(client, daemon, spoken):
+    with spoken["english"].open("rb") as audio:
+        client.audio.transcriptions.create(model="whisper:base", file=audio)
+    (row,) = [m for m in _listed(daemon) if m["name"] == "whisper:base"]
+    assert row["details"]["family"] == "whisper" and row["details"]["format"] == "ct2"
+    assert row["size"] > 50 << 20 and row["processor"] == "100% CPU"
+    runners = len(daemon.runner_pids())
+    stop = {"model": "whisper:base", "keep_alive": 0}  # what `localllm stop whisper:base` sends
+    answer = httpx.post(f"{daemon.url}/api/generate", json=stop, timeout=60).json()
+    assert answer["done_reason"] == "unload"
+    assert not [m for m in _listed(daemon) if m["name"] == "whisper:base"]
+    assert len(daemon.runner_pids()) == runners - 1
+    load = httpx.post(f"{daemon.url}/api/generate", json={"model": "whisper:base"}, timeout=120)
+    assert load.json()["done_reason"] == "load"
+    assert [m for m in _listed(daemon) if m["name"] == "whisper:base"]
+
+
+def test_a_runner_goes_when_its_keep_alive_ends(tmp_path, spoken):
+    store_dir = make_store(tmp_path / "models", {})
+    import_whisper_folder(Store(store_dir), "whisper:base", whisper_base_path())
+    with Daemon(store_dir, tmp_path / "logs", env={"LOCALLLM_KEEP_ALIVE": "1"}) as daemon:
+        with spoken["english"].open("rb") as audio:
+            daemon.openai(timeout=300).audio.transcriptions.create(
+                model="whisper:base", file=audio
+            )
+        assert wait_for(lambda: not _listed(daemon), 60), _listed(daemon)
+        assert wait_for(lambda: not daemon.runner_pids(), 60)

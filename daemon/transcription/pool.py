@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,8 @@ class LoadedTranscriber:
     runner: TranscriberProcess
     users: int = 0  # requests holding it now
     expiry: asyncio.Task[None] | None = field(default=None, repr=False)
+    expires_at: float | None = None  # when it stops (epoch seconds); None: in use
+    unload_when_free: bool = False  # asked to unload while requests held it
 
 
 class Transcribers:
@@ -57,12 +60,37 @@ class Transcribers:
         if loaded.expiry is not None:
             loaded.expiry.cancel()
             loaded.expiry = None
+        loaded.expires_at = None
         try:
             yield loaded.runner
         finally:
             loaded.users -= 1
             if not loaded.users and self._loaded.get(name) is loaded:
-                loaded.expiry = asyncio.get_running_loop().create_task(self._expire(loaded))
+                self._schedule(loaded, 0.0 if loaded.unload_when_free else self._keep_alive)
+
+    async def load(self, name: str, folder: Path) -> None:
+        """Start ``name``'s runner (as a request would), kept ``keep_alive`` after."""
+        async with self.use(name, folder):
+            pass
+
+    async def unload(self, name: str) -> bool:
+        """Stop ``name``'s runner now, or once the requests holding it end; False when none
+        is loaded."""
+        loaded = self._loaded.get(name)
+        if loaded is None:
+            return False
+        if loaded.users:
+            loaded.unload_when_free = True
+            return True
+        if loaded.expiry is not None:
+            loaded.expiry.cancel()
+        del self._loaded[name]
+        await loaded.runner.stop()
+        return True
+
+    @property
+    def keep_alive(self) -> float:
+        return self._keep_alive
 
     def loaded(self) -> list[LoadedTranscriber]:
         return list(self._loaded.values())
@@ -89,8 +117,12 @@ class Transcribers:
             loaded = self._loaded[name] = LoadedTranscriber(name, folder, runner)
             return loaded
 
-    async def _expire(self, loaded: LoadedTranscriber) -> None:
-        await asyncio.sleep(self._keep_alive)
+    def _schedule(self, loaded: LoadedTranscriber, seconds: float) -> None:
+        loaded.expires_at = time.time() + seconds
+        loaded.expiry = asyncio.get_running_loop().create_task(self._expire(loaded, seconds))
+
+    async def _expire(self, loaded: LoadedTranscriber, seconds: float) -> None:
+        await asyncio.sleep(seconds)
         if self._loaded.get(loaded.name) is loaded and not loaded.users:
             del self._loaded[loaded.name]
             await loaded.runner.stop()

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
+from anyio import to_thread
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
@@ -49,6 +50,9 @@ from localllm.daemon.server.native.translate import (
 from localllm.daemon.server.ndjson import ndjson_line
 from localllm.daemon.server.respond import NDJSON, respond
 from localllm.daemon.server.sse import until_disconnect
+from localllm.daemon.server.transcription_models import transcription_model, unload_or_load
+from localllm.daemon.transcription.pool import Transcribers
+from localllm.model_registry.store import Store
 
 __all__ = ["router"]
 
@@ -168,11 +172,15 @@ async def _load_or_unload(
 ) -> JSONResponse:
     inference = app_part(request, "inference", Inference)
     seconds = parse_keep_alive(keep_alive)
-    if seconds == 0:
-        name, reason = await inference.unload(model), "unload"
+    reason = "unload" if seconds == 0 else "load"
+    store = app_part(request, "store", Store)
+    if (whisper := await to_thread.run_sync(transcription_model, store, model)) is not None:
+        pool = app_part(request, "transcribers", Transcribers)
+        name = await unload_or_load(store, pool, whisper, unload=seconds == 0)
+    elif seconds == 0:
+        name = await inference.unload(model)
     else:
         name = await until_disconnect(request, inference.load(model, options or {}, seconds))
-        reason = "load"
     stamp = created_at()
     answer: BaseModel
     if chat:

@@ -41,7 +41,9 @@ from localllm.daemon.server.native.describe import (
     transcription_show_response,
 )
 from localllm.daemon.server.remote_listing import remote_running, remote_show, remote_summaries
+from localllm.daemon.server.transcription_models import runner_key, running_transcribers
 from localllm.daemon.settings import Settings
+from localllm.daemon.transcription.pool import Transcribers
 from localllm.model_registry.digests import Digest
 from localllm.model_registry.errors import CorruptManifestError, ModelNotFoundError
 from localllm.model_registry.names import ModelName, parse_name
@@ -127,7 +129,9 @@ async def ps(request: Request) -> RunningResponse:
     scheduler = app_part(request, "scheduler", Scheduler)
     store = _store(request)
     local = [_running(store, status) for status in scheduler.status()]
-    return RunningResponse(models=local + remote_running(_remotes(request)))
+    pool = app_part(request, "transcribers", Transcribers)
+    whisper = await to_thread.run_sync(running_transcribers, store, pool)
+    return RunningResponse(models=local + whisper + remote_running(_remotes(request)))
 
 
 def _running(store: Store, status: ModelStatus) -> RunningModel:
@@ -175,7 +179,9 @@ async def delete(body: ModelRequest, request: Request) -> JSONResponse:
     store = _store(request)
     if not store.exists(name):
         raise ModelNotFoundError(f"model {name.display!r} not found")
-    if not store.read_manifest(name).is_transcription:  # inference never loads one
+    if store.read_manifest(name).is_transcription:  # its runner, not inference's
+        await app_part(request, "transcribers", Transcribers).unload(runner_key(name))
+    else:
         await inference.unload(name.display)
     await to_thread.run_sync(store.remove, name)
     return JSONResponse({"status": "success"})

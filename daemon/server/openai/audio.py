@@ -35,6 +35,7 @@ from localllm.daemon.server.openai.transcript_formats import (
 )
 from localllm.daemon.server.redaction import PathRedactor
 from localllm.daemon.server.sse import sse_data, sse_stream
+from localllm.daemon.server.transcription_models import runner_key
 from localllm.daemon.settings import Settings
 from localllm.daemon.transcription.frames import (
     Segment,
@@ -43,6 +44,7 @@ from localllm.daemon.transcription.frames import (
     TranscriptionInfo,
 )
 from localllm.daemon.transcription.pool import Transcribers
+from localllm.model_registry.names import parse_name
 from localllm.model_registry.store import Store
 
 __all__ = ["router"]
@@ -88,7 +90,8 @@ async def _serve(request: Request, task: _Task) -> Response:
     try:
         asked = _asked(form, task)
         store = app_part(request, "store", Store)
-        folder = await to_thread.run_sync(store.model_folder, asked.model)
+        name = parse_name(asked.model)
+        folder = await to_thread.run_sync(store.model_folder, name)
         audio = await to_thread.run_sync(_saved, asked.file, _upload_dir(request))
     finally:
         await form.close()
@@ -102,7 +105,7 @@ async def _serve(request: Request, task: _Task) -> Response:
     )
     pool = app_part(request, "transcribers", Transcribers)
     if asked.stream:
-        events = _deltas(pool, asked.model, folder, call)
+        events = _deltas(pool, runner_key(name), folder, call)
         try:  # until the audio is read: a file that is no audio is a 400, not a stream
             await anext(events)
         except BaseException:
@@ -111,7 +114,7 @@ async def _serve(request: Request, task: _Task) -> Response:
         redact = app_part(request, "redactor", PathRedactor)
         return sse_stream(events, redact, _remover(audio), end=b"")
     try:
-        transcript = await _transcript(pool, asked.model, folder, call, task)
+        transcript = await _transcript(pool, runner_key(name), folder, call, task)
     finally:
         audio.unlink(missing_ok=True)
     body, media_type = render(transcript, asked.form, asked.words)
