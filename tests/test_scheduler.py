@@ -429,3 +429,51 @@ def test_an_explicit_gpu_layer_count_that_placement_changes_is_loaded_once(num_g
         assert len(h.started) == 1
 
     run(scenario())
+
+
+# -- peers: runners of other kinds (transcription) that share the memory ----------------------
+class Peer:
+    """Another kind of runner taking ``held`` bytes of the memory the harness reports: the
+    scheduler under test asks it to let go."""
+
+    def __init__(self, harness: Harness, held: int):
+        self.harness, self.held, self.released = harness, held, 0
+        harness.memory = MemoryInfo(harness.memory.total, harness.memory.available - held)
+
+    async def release_idle(self) -> bool:
+        if not self.held:
+            return False
+        memory = self.harness.memory
+        self.harness.memory = MemoryInfo(memory.total, memory.available + self.held)
+        self.held, self.released = 0, self.released + 1
+        return True
+
+
+def test_a_load_that_needs_room_stops_an_idle_peer_runner_before_unloading_a_model():
+    async def scenario():
+        h = Harness()
+        h.resident = 3 * GIB
+        async with h.scheduler.lease(target("a", 3 * GIB), OPTIONS):
+            pass
+        peer = Peer(h, 6 * GIB)  # 12 - 3 - 6 = 3 GiB free, 2.4 usable: "b" does not fit
+        h.scheduler.peers.add(peer)
+        async with h.scheduler.lease(target("b", 3 * GIB), OPTIONS):
+            assert h.live() == ["a", "b"] and peer.released == 1
+
+    run(scenario())
+
+
+def test_a_peer_about_to_start_a_runner_gets_room_from_idle_models_only():
+    async def scenario():
+        h = Harness()
+        h.resident = 3 * GIB
+        busy = await h.scheduler.acquire(target("busy", 3 * GIB), OPTIONS)
+        async with h.scheduler.lease(target("idle", 3 * GIB), OPTIONS):
+            pass
+        await h.scheduler.free_up("whisper:base", 7 * GIB)  # 6 free, 4.8 usable: not enough
+        assert h.live() == ["busy"]  # the idle one went; the busy one is never waited for
+        await h.scheduler.free_up("whisper:base", 100 * GIB)  # cannot fit: nothing refused
+        assert h.live() == ["busy"]
+        busy.release()
+
+    run(scenario())

@@ -295,3 +295,31 @@ def test_sliced_features_equal_faster_whispers_own():
 def test_word_error_rate_counts_words_not_case_or_punctuation():
     assert word_error_rate("It's eight o'clock.", "it's EIGHT o'clock") == 0.0
     assert word_error_rate("one two three four", "one too three") == 0.5
+
+
+def test_the_pool_makes_room_before_a_start_and_lets_an_idle_runner_go(harness, model_folder):
+    """``Transcribers`` as the daemon builds it: the scheduler's ``free_up`` is asked for the
+    runner's estimate before it starts, and ``release_idle`` stops only a runner no request
+    holds (what the scheduler calls when a load needs the room)."""
+    from localllm.daemon.transcription.pool import Transcribers, estimate_bytes
+
+    asked: list[tuple[str, int]] = []
+
+    async def make_room(name: str, needed: int) -> None:
+        asked.append((name, needed))
+
+    async def scenario() -> tuple[bool, bool, bool]:
+        pool = Transcribers(300.0, make_room=make_room)
+        try:
+            async with pool.use("whisper:base", model_folder) as runner:
+                held = await pool.release_idle()  # in use: not let go
+                alive_while_held = runner.alive
+            released = await pool.release_idle()
+            return held, alive_while_held and not runner.alive, released
+        finally:
+            await pool.close()
+
+    held, stopped_after, released = harness.run(scenario())
+    assert asked == [("whisper:base", estimate_bytes(model_folder))]
+    assert estimate_bytes(model_folder) > (model_folder / "model.bin").stat().st_size
+    assert not held and released and stopped_after

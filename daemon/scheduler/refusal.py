@@ -27,6 +27,7 @@ __all__ = [
     "parts_text",
     "ram_refusal",
     "refuse",
+    "refuse_gpu_layers",
     "vram_refusal",
     "what_fits",
 ]
@@ -130,6 +131,15 @@ def layers_that_fit(placement: Placement) -> str:
     if fitting:
         return f"{fitting}/{total} layers fit (num_gpu {fitting})"
     return "no layer fits (num_gpu 0 runs it on the CPU)"
+
+
+def refuse_gpu_layers(
+    name: str, plan: MemoryPlan, usable: int, placement: Placement, load_anyway: bool
+) -> None:
+    """Refuse GPU layers asked for that the GPU cannot hold (``load_anyway``: say so and
+    load them all the same); layers left to the scheduler are placed to fit."""
+    if placement.fitting_layers is not None:
+        refuse(name, vram_refusal(name, plan, usable, placement), load_anyway)
 
 
 def refuse(name: str, refusal: InsufficientMemoryError, load_anyway: bool) -> None:

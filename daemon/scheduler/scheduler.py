@@ -27,13 +27,13 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from localllm.daemon.errors import EvictionBlockedError, InsufficientMemoryError, ServerBusyError
 from localllm.daemon.runners.types import RunnerSpec
+from localllm.daemon.scheduler.config import SchedulerConfig
 from localllm.daemon.scheduler.context_size import ContextChoice
 from localllm.daemon.scheduler.lease import Claim, Lease
 from localllm.daemon.scheduler.loaded import (
@@ -46,25 +46,20 @@ from localllm.daemon.scheduler.loaded import (
 from localllm.daemon.scheduler.loader import LoadPlan, RunnerLoader
 from localllm.daemon.scheduler.memory import MemoryInfo, nvidia_free_vram, system_memory
 from localllm.daemon.scheduler.parallel import ParallelChoice
+from localllm.daemon.scheduler.peers import Peers
 from localllm.daemon.scheduler.planner import MemoryPlanner
-from localllm.daemon.scheduler.refusal import layers_that_fit, ram_refusal, refuse, vram_refusal
+from localllm.daemon.scheduler.refusal import (
+    layers_that_fit,
+    ram_refusal,
+    refuse,
+    refuse_gpu_layers,
+)
 from localllm.daemon.scheduler.reuse import runner_spec, suits
 from localllm.daemon.scheduler.room import Room, last_used
 
-__all__ = ["Scheduler", "SchedulerConfig"]
+__all__ = ["Scheduler"]
 
 log = logging.getLogger("localllm.scheduler")
-
-
-@dataclass(frozen=True, slots=True)
-class SchedulerConfig:
-    keep_alive: float = 300.0  # seconds; 0 unloads after each request, negative never
-    max_loaded_models: int = 0  # 0: as many as memory allows
-    max_queue: int = 512  # requests waiting or running before "server busy"
-    headroom: float = 0.20  # fraction of free memory never planned for
-    context_cap: int = 32768  # the longest default context (``context_size``)
-    log_dir: Path | None = None  # runner logs, one file per model load
-    memory_file: Path | None = None  # llama.cpp's buffers as measured (None: in memory)
 
 
 class Scheduler:
@@ -92,6 +87,7 @@ class Scheduler:
         self._claims: dict[asyncio.Task[LoadedModel], list[Claim]] = {}
         self._pending = 0
         self._background: set[asyncio.Task[None]] = set()
+        self.peers = Peers()  # runners of other kinds, which may let go to make room
 
     # -- requests ---------------------------------------------------------------------------
     @property
@@ -273,7 +269,7 @@ class Scheduler:
         plan = await self._loader.plan(
             target, spec, await self._free_memory(), self.config.context_cap
         )
-        self._check_vram(target.name, plan, load_anyway)
+        refuse_gpu_layers(target.name, plan.memory, plan.vram_free, plan.placement, load_anyway)
         await self._make_room(target, plan, load_anyway)
         runner, processor = await self._loader.start(target, plan)
         model = LoadedModel(
@@ -295,12 +291,22 @@ class Scheduler:
         return model
 
     # -- making room ------------------------------------------------------------------------
-    def _check_vram(self, name: str, plan: LoadPlan, load_anyway: bool) -> None:
-        """Refuse GPU layers asked for that the GPU cannot hold (``load_anyway``: say so and
-        load them all the same); layers left to us are placed to fit."""
-        if plan.placement.fitting_layers is None:
-            return
-        refuse(name, vram_refusal(name, plan.memory, plan.vram_free, plan.placement), load_anyway)
+    async def free_up(self, name: str, needed: int) -> None:
+        """Room for ``needed`` bytes a peer's runner (``name``) is about to take, made as for a
+        load, but busy models are not waited for and nothing is refused (``peers``)."""
+        async with self._load_lock:
+            while not (room := await self._room()).fits(needed, count=False):
+                if not await self._let_one_go(room, f"to make room for {name}"):
+                    return
+
+    async def _let_one_go(self, room: Room, why: str) -> bool:
+        """Stop a peer's idle runner (it starts again in seconds), else unload the least
+        recently used idle model; False when nothing is idle."""
+        if await self.peers.release_one():
+            return True
+        if victim := min((m for m in room.loaded if m.refs == 0), key=last_used, default=None):
+            await self._unload(victim, why)
+        return victim is not None
 
     async def _make_room(self, target: LoadTarget, plan: LoadPlan, load_anyway: bool) -> None:
         """Evict idle models, least recently used first, until the plan's RAM part fits;
@@ -322,9 +328,7 @@ class Scheduler:
                     needed = min(needed, int(room.free(idle)))  # what evicting gives
                 if room.fits(needed):
                     return
-                victim = min((m for m in everything if m.refs == 0), key=last_used, default=None)
-                if victim is not None:
-                    await self._unload(victim, "to make room")
+                if await self._let_one_go(room, "to make room"):
                     continue
                 drained = room.to_drain(name, needed, self._blocked)
                 for model in self._models.values():
@@ -434,8 +438,7 @@ class Scheduler:
 
     # -- status -----------------------------------------------------------------------------
     def status(self) -> list[ModelStatus]:
-        now = self._clock()
-        return [model.status(now) for model in self._models.values()]
+        return [model.status(self._clock()) for model in self._models.values()]
 
     async def _notify(self) -> None:
         async with self._changed:

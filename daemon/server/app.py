@@ -61,11 +61,19 @@ from localllm.daemon.server.native import (
     remotes,
 )
 from localllm.daemon.server.native import system as native_system
-from localllm.daemon.server.openai import audio, chat, completions, embeddings, responses
+from localllm.daemon.server.openai import (
+    audio,
+    chat,
+    completions,
+    embeddings,
+    responses,
+    speech,
+)
 from localllm.daemon.server.openai import models as openai_models
 from localllm.daemon.server.openai.response_store import ResponseStore
 from localllm.daemon.server.redaction import PathRedactor
 from localllm.daemon.settings import Settings
+from localllm.daemon.speech.pool import Speakers
 from localllm.daemon.transcription.pool import Transcribers
 from localllm.model_registry.pull import Puller
 from localllm.model_registry.store import Store
@@ -121,7 +129,9 @@ def create_app(
         settings.log_dir,
         dict(settings.runner_env),
         settings.num_threads,
+        make_room=scheduler.free_up,
     )
+    scheduler.peers.add(app.state.transcribers)
     app.state.pulls = PullManager(
         puller or _puller(settings, store),
         PullRecords(settings.data_dir / "pulls.json"),
@@ -144,6 +154,7 @@ _OPENAI: tuple[ModuleType, ...] = (
     embeddings,
     openai_models,
     audio,
+    speech,
 )
 _ANTHROPIC: tuple[ModuleType, ...] = (messages, count_tokens)
 _NATIVE: tuple[ModuleType, ...] = (
@@ -213,6 +224,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         await app.state.pulls.shutdown()  # pauses running pulls: their partials stay
         await scheduler.shutdown()
         await app.state.transcribers.close()
+        await app.state.speakers.close()
         app.state.inference.close()
 
 

@@ -3,9 +3,10 @@ stopped ``keep_alive`` seconds after its last one, restarted when it died, stopp
 daemon.
 
 A runner serves its requests one at a time in the order they came (``process``), so requests
-to one model share it; a second model gets a runner of its own. These runners are not yet
-weighed by the scheduler's memory plan (issue 38): Whisper base takes about 250 MB, large-v3
-turbo about 1.6 GB on a CPU with int8 weights.
+to one model share it; a second model gets a runner of its own. The scheduler's memory plan
+does not size them, but they take part in its making room (``scheduler.peers``): before one
+starts, idle models are unloaded until its estimate fits (``make_room``), and a load that
+needs room stops an idle one first (``release_idle``).
 """
 
 from __future__ import annotations
@@ -13,14 +14,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from localllm.daemon.transcription.frames import TranscriberSpec
 from localllm.daemon.transcription.process import TranscriberProcess
 
-__all__ = ["LoadedTranscriber", "Transcribers"]
+__all__ = ["LoadedTranscriber", "Transcribers", "estimate_bytes"]
+
+_RUNTIME_BYTES = 100 << 20  # a runner besides its weights: Python, CTranslate2, buffers
 
 
 @dataclass(eq=False)
@@ -32,6 +35,7 @@ class LoadedTranscriber:
     expiry: asyncio.Task[None] | None = field(default=None, repr=False)
     expires_at: float | None = None  # when it stops (epoch seconds); None: in use
     unload_when_free: bool = False  # asked to unload while requests held it
+    last_used: float = 0.0  # when its last request let go (monotonic)
 
 
 class Transcribers:
@@ -43,8 +47,12 @@ class Transcribers:
         log_dir: Path | None = None,
         env: Mapping[str, str] | None = None,
         threads: int | None = None,
+        make_room: Callable[[str, int], Awaitable[None]] | None = None,
     ):
+        """``make_room(name, bytes)`` is awaited before a runner starts (the scheduler's
+        ``free_up``)."""
         self._keep_alive = keep_alive
+        self._make_room = make_room
         self._log_dir = log_dir
         self._env = dict(env) if env is not None else None
         self._threads = threads or 0
@@ -65,6 +73,7 @@ class Transcribers:
             yield loaded.runner
         finally:
             loaded.users -= 1
+            loaded.last_used = time.monotonic()
             if not loaded.users and self._loaded.get(name) is loaded:
                 self._schedule(loaded, 0.0 if loaded.unload_when_free else self._keep_alive)
 
@@ -87,6 +96,14 @@ class Transcribers:
         del self._loaded[name]
         await loaded.runner.stop()
         return True
+
+    async def release_idle(self) -> bool:
+        """Stop the least recently used runner no request holds (the scheduler needs the
+        room); False when every one is busy."""
+        idle = [loaded for loaded in self._loaded.values() if not loaded.users]
+        if not idle:
+            return False
+        return await self.unload(min(idle, key=lambda loaded: loaded.last_used).name)
 
     @property
     def keep_alive(self) -> float:
@@ -111,6 +128,8 @@ class Transcribers:
             if loaded is not None:  # died, or the name now means other files
                 del self._loaded[name]
                 await loaded.runner.stop()
+            if self._make_room is not None:
+                await self._make_room(name, await asyncio.to_thread(estimate_bytes, folder))
             spec = TranscriberSpec(str(folder), threads=self._threads, model_name=name)
             log = self._log_dir / f"transcriber-{_safe(name)}.log" if self._log_dir else None
             runner = await TranscriberProcess.start(spec, log, env=self._env)
@@ -126,6 +145,13 @@ class Transcribers:
         if self._loaded.get(loaded.name) is loaded and not loaded.users:
             del self._loaded[loaded.name]
             await loaded.runner.stop()
+
+
+def estimate_bytes(folder: Path) -> int:
+    """What a runner of the model in ``folder`` takes: its weights as stored (int8 on a CPU
+    halves F16 ones; the margin covers the difference on a GPU), and the runtime."""
+    weights = folder / "model.bin"
+    return (weights.stat().st_size if weights.is_file() else 0) + _RUNTIME_BYTES
 
 
 def _safe(name: str) -> str:
