@@ -191,3 +191,34 @@ def test_a_runner_goes_when_its_keep_alive_ends(tmp_path, spoken):
             )
         assert wait_for(lambda: not _listed(daemon), 60), _listed(daemon)
         assert wait_for(lambda: not daemon.runner_pids(), 60)
+
+
+@pytest.fixture(scope="module")
+def front(tmp_path_factory, daemon):
+    """A daemon with no models of its own, serving this module's daemon as the remote
+    ``back``."""
+    from tests.support.remotes import add_remote, front_daemon
+
+    with front_daemon(tmp_path_factory.mktemp("front")) as running:
+        assert add_remote(running, "back", [daemon.url]).status_code == 200
+        yield running
+
+
+def test_a_remotes_transcription_model_answers_through_the_front(front, spoken):
+    client = front.openai(timeout=300)
+    assert wait_for(
+        lambda: "back/whisper:base" in [m.id for m in client.models.list().data], 60
+    )
+    with spoken["english"].open("rb") as audio:
+        result = client.audio.transcriptions.create(
+            model="back/whisper:base", file=audio, response_format="verbose_json",
+            timestamp_granularities=["word"],
+        )  # fmt: skip
+    assert result.language == "en" and word_error_rate(SENTENCE, result.text) < 0.15
+    assert result.words
+    with spoken["english"].open("rb") as audio:
+        events = list(
+            client.audio.transcriptions.create(model="back/whisper:base", file=audio, stream=True)
+        )
+    assert events[-1].type == "transcript.text.done"
+    assert word_error_rate(SENTENCE, events[-1].text) < 0.15

@@ -11,8 +11,10 @@ import asyncio
 import builtins
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import httpx
 from prometheus_client import CollectorRegistry
@@ -38,6 +40,7 @@ from localllm.daemon.remotes.loops import check_no_local_clash, check_not_self, 
 from localllm.daemon.remotes.rerank import remote_rerank
 from localllm.daemon.remotes.state import RemoteState
 from localllm.daemon.remotes.stats import RemoteStats
+from localllm.daemon.remotes.transcription import remote_transcription
 from localllm.daemon.settings import Settings
 from localllm.model_registry.store import Store
 
@@ -192,6 +195,18 @@ class Remotes:
 
     async def rerank(self, found: RemoteMatch, job: RerankJob) -> Rerankings:
         return await remote_rerank(self.client, found.remote, job, found.remote_id)
+
+    def transcription(
+        self,
+        found: RemoteMatch,
+        path: str,
+        fields: Sequence[tuple[str, str]],
+        audio: Path,
+        filename: str,
+    ) -> AbstractAsyncContextManager[httpx.Response]:
+        """The remote's response to a transcription form (``remote_transcription``)."""
+        named = [("model", found.remote_id), *fields]
+        return remote_transcription(self.client, found.remote, path, named, audio, filename)
 
     # -- listings (from the cache, never the network) ---------------------------------------
     def models(self) -> builtins.list[tuple[str, str]]:

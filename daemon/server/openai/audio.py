@@ -20,12 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import httpx
 from anyio import to_thread
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.datastructures import FormData, UploadFile
 
-from localllm.daemon.errors import BadRequestError
+from localllm.daemon.errors import BadRequestError, RemoteError
+from localllm.daemon.remotes import RemoteMatch, Remotes
 from localllm.daemon.server.app_state import app_part
 from localllm.daemon.server.openai.transcript_formats import (
     FORMATS,
@@ -51,6 +53,7 @@ __all__ = ["router"]
 
 router = APIRouter()
 _FIELD_BYTES = 64 << 10  # a form field other than the file (a prompt is at most 224 tokens)
+_REMOTE_BODY = 64 << 20  # a remote's whole answer: an hour's verbose_json with words is ~5 MB
 _Task = Literal["transcribe", "translate"]
 
 
@@ -64,8 +67,20 @@ class _Asked:
     prompt: str | None
     temperature: float
     form: TranscriptFormat
-    words: bool
+    granularities: tuple[str, ...]
     stream: bool
+
+    @property
+    def words(self) -> bool:
+        return "word" in self.granularities
+
+    def fields(self) -> list[tuple[str, str]]:
+        """The form as a remote is sent it (``model`` aside: the remote's id)."""
+        fields = [("response_format", self.form), ("temperature", str(self.temperature))]
+        fields += [("timestamp_granularities[]", g) for g in self.granularities]
+        fields += [("language", self.language)] if self.language else []
+        fields += [("prompt", self.prompt)] if self.prompt else []
+        return fields + ([("stream", "true")] if self.stream else [])
 
 
 @router.post("/v1/audio/transcriptions")
@@ -89,6 +104,11 @@ async def _serve(request: Request, task: _Task) -> Response:
     form = await request.form(max_files=1, max_fields=32, max_part_size=_FIELD_BYTES)
     try:
         asked = _asked(form, task)
+        remotes = app_part(request, "remotes", Remotes)
+        if (found := remotes.match(asked.model)) is not None:
+            audio = await to_thread.run_sync(_saved, asked.file, _upload_dir(request))
+            filename = asked.file.filename or "audio"
+            return await _forwarded(request, remotes, found, task, asked, audio, filename)
         store = app_part(request, "store", Store)
         name = parse_name(asked.model)
         folder = await to_thread.run_sync(store.model_folder, name)
@@ -152,7 +172,7 @@ def _asked(form: FormData, task: _Task) -> _Asked:
         prompt=_text(form, "prompt") or None,
         temperature=_temperature(_text(form, "temperature")),
         form=response_format,  # narrowed by the check against FORMATS above
-        words="word" in granularities,
+        granularities=tuple(granularities),
         stream=_text(form, "stream").lower() in ("true", "1"),
     )
 
@@ -231,3 +251,50 @@ async def _deltas(
                 yield sse_data({"type": "transcript.text.delta", "delta": delta})
     text = "".join(parts).strip()
     yield sse_data({"type": "transcript.text.done", "text": text})
+
+
+async def _forwarded(
+    request: Request,
+    remotes: Remotes,
+    found: RemoteMatch,
+    task: _Task,
+    asked: _Asked,
+    audio: Path,
+    filename: str,
+) -> Response:
+    """The remote's answer to the same form (its model's id in ``model``), passed back: a
+    stream as it comes, anything else whole (at most ``_REMOTE_BODY`` bytes)."""
+    path = "/v1/audio/translations" if task == "translate" else "/v1/audio/transcriptions"
+    answer = remotes.transcription(found, path, asked.fields(), audio, filename)
+    if not asked.stream:
+        try:
+            async with answer as response:
+                body = await _capped(response, found.remote.name)
+                media_type = response.headers.get("content-type", "application/json")
+        finally:
+            audio.unlink(missing_ok=True)
+        return Response(body, media_type=media_type)
+
+    async def relayed() -> AsyncIterator[bytes]:
+        async with answer as response:
+            yield b""  # the remote said 200: the stream begins
+            async for chunk in response.aiter_raw():
+                yield chunk
+
+    events = relayed()
+    try:
+        await anext(events)
+    except BaseException:
+        audio.unlink(missing_ok=True)
+        raise
+    redact = app_part(request, "redactor", PathRedactor)
+    return sse_stream(events, redact, _remover(audio), end=b"")
+
+
+async def _capped(response: httpx.Response, remote: str) -> bytes:
+    body = bytearray()
+    async for chunk in response.aiter_raw():
+        body += chunk
+        if len(body) > _REMOTE_BODY:
+            raise RemoteError(f"remote {remote!r} sent more than {_REMOTE_BODY >> 20} MiB")
+    return bytes(body)
