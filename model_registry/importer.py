@@ -197,10 +197,10 @@ def create_from_modelfile(
         base = store.read_manifest(modelfile.from_)
     except ModelNotFoundError:
         raise ModelfileError(f"FROM {modelfile.from_}: no such model; pull it first") from None
-    if base.is_transcription:
+    if base.folder_layers:
+        kind = "a transcription model" if base.is_transcription else "a voice"
         raise ModelfileError(
-            f"FROM {modelfile.from_}: that is a transcription model; a Modelfile builds on a "
-            "GGUF model"
+            f"FROM {modelfile.from_}: that is {kind}; a Modelfile builds on a GGUF model"
         )
     draft = None
     if modelfile.draft is not None:

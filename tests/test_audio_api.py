@@ -186,9 +186,7 @@ def test_a_runner_goes_when_its_keep_alive_ends(tmp_path, spoken):
     import_whisper_folder(Store(store_dir), "whisper:base", whisper_base_path())
     with Daemon(store_dir, tmp_path / "logs", env={"LOCALLLM_KEEP_ALIVE": "1"}) as daemon:
         with spoken["english"].open("rb") as audio:
-            daemon.openai(timeout=300).audio.transcriptions.create(
-                model="whisper:base", file=audio
-            )
+            daemon.openai(timeout=300).audio.transcriptions.create(model="whisper:base", file=audio)
         assert wait_for(lambda: not _listed(daemon), 60), _listed(daemon)
         assert wait_for(lambda: not daemon.runner_pids(), 60)
 
@@ -206,9 +204,7 @@ def front(tmp_path_factory, daemon):
 
 def test_a_remotes_transcription_model_answers_through_the_front(front, spoken):
     client = front.openai(timeout=300)
-    assert wait_for(
-        lambda: "back/whisper:base" in [m.id for m in client.models.list().data], 60
-    )
+    assert wait_for(lambda: "back/whisper:base" in [m.id for m in client.models.list().data], 60)
     with spoken["english"].open("rb") as audio:
         result = client.audio.transcriptions.create(
             model="back/whisper:base", file=audio, response_format="verbose_json",

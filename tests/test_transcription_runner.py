@@ -301,7 +301,8 @@ def test_the_pool_makes_room_before_a_start_and_lets_an_idle_runner_go(harness, 
     """``Transcribers`` as the daemon builds it: the scheduler's ``free_up`` is asked for the
     runner's estimate before it starts, and ``release_idle`` stops only a runner no request
     holds (what the scheduler calls when a load needs the room)."""
-    from localllm.daemon.transcription.pool import Transcribers, estimate_bytes
+    from localllm.daemon.runners.kept import estimate_bytes
+    from localllm.daemon.transcription.pool import transcribers
 
     asked: list[tuple[str, int]] = []
 
@@ -309,7 +310,7 @@ def test_the_pool_makes_room_before_a_start_and_lets_an_idle_runner_go(harness, 
         asked.append((name, needed))
 
     async def scenario() -> tuple[bool, bool, bool]:
-        pool = Transcribers(300.0, make_room=make_room)
+        pool = transcribers(300.0, make_room=make_room)
         try:
             async with pool.use("whisper:base", model_folder) as runner:
                 held = await pool.release_idle()  # in use: not let go

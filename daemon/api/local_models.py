@@ -1,8 +1,8 @@
 """The wire contract for models already on this computer: ``GET /api/local-models`` lists
 what the daemon found in the places its settings name (the Hugging Face cache, LM Studio,
 Ollama, ``LOCALLLM_IMPORT_DIRS``); ``POST /api/import`` adds one GGUF file (or one Whisper
-model folder in CTranslate2 form) by path, linked into the store where the file system
-allows, else copied, streaming progress."""
+model folder in CTranslate2 form, or one Piper voice) by path, linked into the store where the
+file system allows, else copied, streaming progress."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ class ImportRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     path: str = Field(min_length=1, max_length=4096)  # absolute, on the daemon's machine: a
-    # .gguf file or a Whisper model folder
+    # .gguf file, a Whisper model folder, or a Piper voice (its .onnx or .onnx.json, or folder)
     name: str | None = None  # the suggested name when left out
     mode: ImportMode = "auto"  # link where possible, else copy; "link" never copies
     stream: bool = True

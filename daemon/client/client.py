@@ -221,6 +221,11 @@ class Client:
                 if isinstance(event, dict) and event.get("type") == "transcript.text.delta":
                     yield str(event.get("delta", ""))
 
+    def speak(self, text: str, voice: str, format: str = "wav", speed: float = 1.0) -> bytes:
+        """``text`` spoken by ``voice`` (a voice of the store) as ``format``: wav, mp3, flac..."""
+        body = {"model": voice, "input": text, "response_format": format, "speed": speed}
+        return self._connection.request("POST", "/v1/audio/speech", json=body).content
+
     # -- pulls ------------------------------------------------------------------------------
     def pull(self, name: str) -> Iterator[ProgressResponse]:
         """Progress events; closing the iterator stops watching, not the pull."""

@@ -88,6 +88,11 @@ def resolve_model(store: Store, text: str) -> ResolvedModel:
             "`localllm transcribe`",
             param="model",
         )
+    if manifest.is_voice:  # a Piper voice: no GGUF either
+        raise BadRequestError(
+            f"{name.display} is a voice (text to speech); use /v1/audio/speech or `localllm say`",
+            param="model",
+        )
     config = store.read_config(manifest)
     gguf = _mapping(config.get("gguf")) or {}
     weights = manifest.layers_of(LayerType.MODEL)

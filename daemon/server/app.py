@@ -73,8 +73,8 @@ from localllm.daemon.server.openai import models as openai_models
 from localllm.daemon.server.openai.response_store import ResponseStore
 from localllm.daemon.server.redaction import PathRedactor
 from localllm.daemon.settings import Settings
-from localllm.daemon.speech.pool import Speakers
-from localllm.daemon.transcription.pool import Transcribers
+from localllm.daemon.speech.pool import speakers
+from localllm.daemon.transcription.pool import transcribers
 from localllm.model_registry.pull import Puller
 from localllm.model_registry.store import Store
 
@@ -124,7 +124,7 @@ def create_app(
     app.state.metrics = metrics
     app.state.build = BuildProbe(dict(settings.runner_env))  # what llama.cpp was compiled for
     app.state.responses = ResponseStore()  # kept for previous_response_id, in memory only
-    app.state.transcribers = Transcribers(
+    app.state.transcribers = transcribers(
         settings.keep_alive_seconds,
         settings.log_dir,
         dict(settings.runner_env),
@@ -132,6 +132,14 @@ def create_app(
         make_room=scheduler.free_up,
     )
     scheduler.peers.add(app.state.transcribers)
+    app.state.speakers = speakers(
+        settings.keep_alive_seconds,
+        settings.log_dir,
+        dict(settings.runner_env),
+        settings.num_threads,
+        make_room=scheduler.free_up,
+    )
+    scheduler.peers.add(app.state.speakers)
     app.state.pulls = PullManager(
         puller or _puller(settings, store),
         PullRecords(settings.data_dir / "pulls.json"),

@@ -6,6 +6,7 @@ from localllm.model_registry.local_models.candidates import FoundModel, ModelFor
 from localllm.model_registry.local_models.folders import describe_folder
 from localllm.model_registry.local_models.roots import ScanRoots
 from localllm.model_registry.local_models.scan import describe_file, scan
+from localllm.model_registry.local_models.voices import describe_voice
 from localllm.model_registry.local_models.walk import ScanLimits
 
 __all__ = [
@@ -20,5 +21,6 @@ __all__ = [
     "add_found_model",
     "describe_file",
     "describe_folder",
+    "describe_voice",
     "scan",
 ]

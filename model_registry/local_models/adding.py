@@ -1,6 +1,7 @@
 """Adding a model found on disk to the store: linked where the file system allows, else
 copied; hashed and checked either way, through the one import path of its format
-(:func:`import_gguf`, or :func:`import_whisper_folder` for a Whisper folder)."""
+(:func:`import_gguf`, :func:`import_whisper_folder` for a Whisper folder, :func:`import_voice`
+for a Piper voice)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from localllm.model_registry.importer import FileEvents, import_gguf
 from localllm.model_registry.local_models.candidates import FoundModel
 from localllm.model_registry.local_models.memo import ImportMemo
 from localllm.model_registry.names import parse_name
-from localllm.model_registry.store import LayerType, Store
+from localllm.model_registry.store import Store
 from localllm.model_registry.store.placing import AddMode, Placement
 from localllm.model_registry.transcription import import_whisper_folder
+from localllm.model_registry.voice import import_voice
 
 __all__ = ["MODES", "AddReport", "AddedFile", "add_found_model"]
 
@@ -64,6 +66,8 @@ def add_found_model(
     )
     if model.format == "ct2":
         model_id = import_whisper_folder(store, parsed, model.path, events)
+    elif model.format == "voice":
+        model_id = import_voice(store, parsed, model.path, events)
     else:
         model_id = import_gguf(
             store,
@@ -75,9 +79,9 @@ def add_found_model(
         )
     memo = ImportMemo(store)
     manifest = store.read_manifest(parsed)
-    if manifest.is_transcription:
-        files = manifest.layers_of(LayerType.CT2)
-        pairs = [(model.path / str(layer.file_name), layer.digest) for layer in files]
+    if manifest.folder_layers:
+        by_name = {path.name: path for path in model.files}
+        pairs = [(by_name[str(x.file_name)], x.digest) for x in manifest.folder_layers]
     else:
         pairs = [(path, x.digest) for path, x in zip(model.files, manifest.layers, strict=False)]
     for path, digest in pairs:

@@ -15,8 +15,9 @@ __all__ = ["FoundModel", "ModelFormat", "ModelSource", "ScanResult"]
 #: Where a model was found: another app's downloads, a folder the user named, or ("file") the
 #: one file the user named (:func:`describe_file`).
 ModelSource = Literal["huggingface", "lmstudio", "ollama", "folder", "file"]
-#: A GGUF model (file, shards, projector), or a Whisper model folder in CTranslate2 form.
-ModelFormat = Literal["gguf", "ct2"]
+#: A GGUF model (file, shards, projector), a Whisper model folder in CTranslate2 form, or a
+#: Piper voice (its ``.onnx`` and ``.onnx.json``).
+ModelFormat = Literal["gguf", "ct2", "voice"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,12 +12,14 @@ from pathlib import Path
 from localllm.model_registry.errors import InvalidNameError
 from localllm.model_registry.names import parse_name
 
-__all__ = ["name_for_file", "name_for_folder", "name_for_ollama"]
+__all__ = ["name_for_file", "name_for_folder", "name_for_ollama", "name_for_voice"]
 
 _SHARD = re.compile(r"-\d{5}-of-\d{5}$", re.IGNORECASE)
 _QUANT = re.compile(r"[-.](i?q\d[\w]*|f16|bf16|f32)$", re.IGNORECASE)
 _INVALID = re.compile(r"[^a-z0-9_.-]+")
 _WHISPER = re.compile(r"(?:faster-)?whisper-(.+?)(?:-ct2)?")
+# Piper's voice files: <language>_<REGION>-<name>-<quality>.onnx (en_US-joe-medium.onnx)
+_PIPER = re.compile(r"[a-z]{2,3}(?:_[a-z0-9]+)?-(.+?)(?:-(x_low|low|medium|high))?")
 
 
 def _part(text: str, fallback: str) -> str:
@@ -43,6 +45,18 @@ def name_for_folder(folder: Path) -> str:
     if match is not None:
         return _checked(f"whisper:{_part(match.group(1), 'latest')}")
     return _checked(f"{_part(label, 'model')}:latest")
+
+
+def name_for_voice(model_file: str) -> str:
+    """``en_US-joe-medium.onnx`` -> ``voice:joe`` (a quality other than medium is kept:
+    ``voice:joe-low``)."""
+    stem = model_file.removesuffix(".json").removesuffix(".onnx")
+    match = _PIPER.fullmatch(stem.lower())
+    if match is None:
+        return _checked(f"voice:{_part(stem, 'piper')}")
+    quality = match.group(2)
+    label = match.group(1) if quality in (None, "medium") else f"{match.group(1)}-{quality}"
+    return _checked(f"voice:{_part(label, 'piper')}")
 
 
 def name_for_ollama(namespace: str, model: str, tag: str) -> str:

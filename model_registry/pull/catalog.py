@@ -1,5 +1,6 @@
-"""The curated catalog: short names (``qwen:7b``) for popular Hugging Face GGUF models, and
-for Whisper speech-to-text models in CTranslate2 form (``whisper:base``).
+"""The curated catalog: short names (``qwen:7b``) for popular Hugging Face GGUF models, for
+Whisper speech-to-text models in CTranslate2 form (``whisper:base``), and for Piper voices
+(``voice:joe``: a folder of ``rhasspy/piper-voices``, named by the entry's ``path``).
 
 Short names are what people type; each entry maps one (plus aliases) onto a repository and a
 quant, with what the desktop app shows before a download (kind, what the model can do beyond
@@ -24,11 +25,12 @@ from localllm.model_registry.names import ModelName, parse_name
 
 __all__ = ["CAPABILITIES", "KINDS", "Catalog", "CatalogEntry", "CatalogKind"]
 
-CatalogKind = Literal["chat", "embedding", "vision", "rerank", "transcription"]
+CatalogKind = Literal["chat", "embedding", "vision", "rerank", "transcription", "speech"]
 KINDS: tuple[CatalogKind, ...] = get_args(CatalogKind)
 # what a model can do beyond plain chat, in the words of ``show``'s capabilities
-CAPABILITIES = ("vision", "tools", "thinking", "embedding", "rerank", "transcription")
+CAPABILITIES = ("vision", "tools", "thinking", "embedding", "rerank", "transcription", "speech")
 _REPO = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
+_FOLDER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*(?:/[A-Za-z0-9][A-Za-z0-9_.-]*)*")
 _HF_HINT = "or pull any GGUF model from Hugging Face as hf.co/<org>/<repo>[:quant]"
 
 
@@ -43,6 +45,7 @@ class CatalogEntry:
     description: str
     aliases: tuple[str, ...] = ()
     capabilities: tuple[str, ...] = ()
+    path: str = ""  # the folder of the repository that holds the model ("": its top)
 
     @property
     def hf_name(self) -> ModelName:
@@ -64,6 +67,7 @@ class CatalogEntry:
             "parameter_size": self.parameter_size,
             "size": self.size,
             "description": self.description,
+            "path": self.path,
         }
 
 
@@ -139,9 +143,12 @@ def _entry(item: dict[str, object]) -> CatalogEntry:
         description=_text(item, "description"),
         aliases=tuple(str(alias) for alias in _items(item, "aliases")),
         capabilities=tuple(str(c) for c in _items(item, "capabilities")),
+        path=str(item.get("path") or ""),
     )
     if not _REPO.fullmatch(entry.repo):
         raise ValueError(f"{entry.name}: repo must be <org>/<name>, not {entry.repo!r}")
+    if entry.path and (not _FOLDER.fullmatch(entry.path) or ".." in entry.path.split("/")):
+        raise ValueError(f"{entry.name}: path must be a folder like en/en_US/joe/medium")
     if entry.kind not in KINDS:
         raise ValueError(f"{entry.name}: kind must be one of {', '.join(KINDS)}")
     unknown = sorted(set(entry.capabilities) - set(CAPABILITIES))

@@ -170,9 +170,9 @@ class HubShapes:
                 f"reads ({MOST_FILES})"
             )
         if not plan.model_files:
+            kind = "a voice" if plan.format == "voice" else "a transcription model"
             raise GGUFError(
-                f"hf.co/{plan.repo} holds no GGUF model (it is a transcription model); plans "
-                "are for GGUF models"
+                f"hf.co/{plan.repo} holds no GGUF model (it is {kind}); plans are for GGUF models"
             )
         left = [self._model_budget]
         headers = [self._header(plan, file, left) for file in plan.model_files]

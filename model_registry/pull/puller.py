@@ -5,12 +5,14 @@ first byte moves, each blob is committed only after its sha256 matched, the conf
 built from the first model file once it is in the store, and the manifest is written last.
 A pull that fails, pauses or is cancelled therefore never leaves a model entry behind; paused
 and failed downloads keep their ``.partial`` files so the next pull resumes them. A Whisper
-model in CTranslate2 form (:mod:`.ct2`) takes the same path, its small git-kept files first.
+model in CTranslate2 form (:mod:`.ct2`) and a Piper voice (:mod:`.voice`) take the same path,
+their small git-kept files first.
 """
 
 from __future__ import annotations
 
 import json
+import posixpath
 import threading
 import time
 from collections.abc import AsyncIterator, Generator, Iterator
@@ -38,6 +40,7 @@ from localllm.model_registry.pull.git_files import GitFile, fetch_git_file
 from localllm.model_registry.pull.partial import PartialState, list_partials
 from localllm.model_registry.pull.resolve import PlannedFile, PullPlan, Resolver
 from localllm.model_registry.pull.transfers import BlobLock, Outcome, Transfer, TransferRegistry
+from localllm.model_registry.pull.voice import check_stored_voice_config, voice_config
 from localllm.model_registry.store import (
     BlobRef,
     Layer,
@@ -172,7 +175,7 @@ class Puller:
                         yield self._stopped(plan, session.reason)
                         return
                     layers.append(self._fetch_git(plan, lease, git_file))
-                    check_stored_config(self._store, layers[-1:], plan.repo)
+                    self._check_config(plan, layers[-1])
                     yield PullEvent.pulling(layers[-1].digest, layers[-1].size, layers[-1].size)
                 for file in plan.files:
                     outcome = yield from self._fetch(session, plan, file)
@@ -263,11 +266,20 @@ class Puller:
 
     def _fetch_git(self, plan: PullPlan, lease: Lease, file: GitFile) -> Layer:
         blob = fetch_git_file(self._store, lease, self.source(plan, file), file, self._options)
-        return Layer(LayerType.CT2, blob.digest, blob.size, file_name=file.path)
+        kind = LayerType.VOICE if plan.format == "voice" else LayerType.CT2
+        return Layer(kind, blob.digest, blob.size, file_name=posixpath.basename(file.path))
+
+    def _check_config(self, plan: PullPlan, layer: Layer) -> None:
+        """A folder model's config file, checked once it is in the store (before the large
+        files come)."""
+        check = check_stored_voice_config if plan.format == "voice" else check_stored_config
+        check(self._store, [layer], plan.repo)
 
     def _config(self, plan: PullPlan, layers: list[Layer]) -> dict[str, object]:
         if plan.format == "ct2":
             return ct2_config(self._store, layers, plan.source(), plan.repo)
+        if plan.format == "voice":
+            return voice_config(self._store, layers, plan.source(), plan.repo)
         first: dict[LayerType, Path] = {}  # the first file of each layer type
         for file in plan.files:
             first.setdefault(file.layer_type, self._store.blobs.path(file.digest))
@@ -281,7 +293,7 @@ class Puller:
     ) -> None:
         raw = json.dumps(config, sort_keys=True).encode()
         blob = self._store.blobs.write_bytes(raw, on_hashed=lease.add)
-        if plan.format == "ct2":  # a folder's files: in name order, however they came
+        if plan.format != "gguf":  # a folder's files: in name order, however they came
             layers = sorted(layers, key=lambda layer: str(layer.file_name))
         manifest = Manifest(BlobRef(blob.digest, blob.size), tuple(layers))
         self._store.write_manifest(plan.name, manifest)
@@ -314,8 +326,8 @@ class Puller:
 
 
 def _layer(file: PlannedFile) -> Layer:
-    """The layer of a downloaded file; a CT2 model's file keeps its name."""
-    file_name = file.path if file.layer_type is LayerType.CT2 else None
+    """The layer of a downloaded file; a folder model's file keeps its name."""
+    file_name = posixpath.basename(file.path) if file.layer_type.names_its_file else None
     return Layer(file.layer_type, file.digest, file.size, file_name=file_name)
 
 

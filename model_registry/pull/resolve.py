@@ -10,6 +10,7 @@ from the commit the metadata came from, so a push during the pull cannot mix two
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -30,6 +31,7 @@ from localllm.model_registry.pull.ct2 import ct2_file_names, is_ct2_repo
 from localllm.model_registry.pull.fetch import auth_advice
 from localllm.model_registry.pull.git_files import GitFile
 from localllm.model_registry.pull.quants import select
+from localllm.model_registry.pull.voice import voice_file_paths
 from localllm.model_registry.store.manifests import LayerType
 
 __all__ = ["DEFAULT_ENDPOINT", "PlannedFile", "PullPlan", "Resolver"]
@@ -70,9 +72,9 @@ class PullPlan:
     quant: str
     files: tuple[PlannedFile, ...]
     catalog_name: str | None = None
-    # a Whisper model in CTranslate2 form: every file of its folder, those kept in git (no
-    # LFS record, so no sha256) checked by their git blob id instead
-    format: Literal["gguf", "ct2"] = "gguf"
+    # a Whisper model in CTranslate2 form, or a Piper voice: every file of its folder, those
+    # kept in git (no LFS record, so no sha256) checked by their git blob id instead
+    format: Literal["gguf", "ct2", "voice"] = "gguf"
     git_files: tuple[GitFile, ...] = ()
 
     @property
@@ -131,6 +133,9 @@ class Resolver:
         info = self._model_info(repo)
         repo = str(info.id or repo)  # names are lower-cased; the hub knows the real spelling
         files = {sibling.rfilename: sibling for sibling in info.siblings or ()}
+        if entry is not None and entry.kind == "speech":
+            voice = voice_file_paths(repo, entry.path, files)
+            return self._folder_plan(name, repo, info.sha or "main", files, voice, entry)
         if is_ct2_repo(files):
             return self._ct2_plan(name, repo, info.sha or "main", files, entry)
         selection = select(files, tag, repo)
@@ -157,20 +162,35 @@ class Resolver:
         entry: CatalogEntry | None,
     ) -> PullPlan:
         """Every file of a Whisper model's folder; the tag is not a quant here (one each)."""
-        chosen = [files[path] for path in ct2_file_names(repo, files)]
+        chosen = ct2_file_names(repo, files)
+        return self._folder_plan(name, repo, revision, files, chosen, entry)
+
+    def _folder_plan(
+        self,
+        name: ModelName,
+        repo: str,
+        revision: str,
+        files: dict[str, Any],
+        chosen: Sequence[str],
+        entry: CatalogEntry | None,
+    ) -> PullPlan:
+        """The ``chosen`` files of a model kept as a folder (a Whisper model's, a voice's)."""
+        voice = entry is not None and entry.kind == "speech"
+        kind = LayerType.VOICE if voice else LayerType.CT2
+        siblings = [files[path] for path in chosen]
         return PullPlan(
             name=name,
             repo=repo,
             revision=revision,
-            quant="ct2",
+            quant=entry.quant if voice and entry else "ct2",
             files=tuple(
-                self._planned(repo, revision, sibling, LayerType.CT2)
-                for sibling in chosen
+                self._planned(repo, revision, sibling, kind)
+                for sibling in siblings
                 if sibling.lfs is not None
             ),
             catalog_name=entry.name if entry else None,
-            format="ct2",
-            git_files=tuple(self._git(repo, revision, s) for s in chosen if s.lfs is None),
+            format="voice" if voice else "ct2",
+            git_files=tuple(self._git(repo, revision, s) for s in siblings if s.lfs is None),
         )
 
     def _git(self, repo: str, revision: str, sibling: Any) -> GitFile:

@@ -1,7 +1,7 @@
-"""Transcription models' folders: ``folders/sha256-<model id>/<file name>``.
+"""Model folders (transcription models' and voices'): ``folders/sha256-<model id>/<name>``.
 
-Whisper's runner reads a folder of named files; the store keeps content-addressed blobs. A
-model's folder is made on first use from hard links to its blobs (no second copy of the
+Whisper's and Piper's runners read a folder of named files; the store keeps content-addressed
+blobs. A model's folder is made on first use from hard links to its blobs (no second copy of the
 bytes; a copy-on-write clone, else a copy, only where the file system has no links), built
 under a temp name and renamed into place, so a reader finds no folder or a complete one. It
 is checked each time it is asked for and made again when a file is missing, extra, replaced
@@ -24,7 +24,7 @@ from localllm.model_registry.store.atomic import TEMP_PREFIX, fsync_directory, t
 from localllm.model_registry.store.blobs import BlobStore, ensure_free_space
 from localllm.model_registry.store.layout import StoreLayout
 from localllm.model_registry.store.locking import StoreLock, process_alive
-from localllm.model_registry.store.manifests import Layer, LayerType, Manifest
+from localllm.model_registry.store.manifests import Layer, Manifest
 from localllm.model_registry.store.placing import hard_link, reflink
 
 __all__ = ["ModelFolders"]
@@ -39,9 +39,11 @@ class ModelFolders:
 
         :class:`ModelKindError` for a model without such files (a GGUF model),
         :class:`BlobNotFoundError` where a blob it needs is gone (``localllm verify``)."""
-        layers = manifest.layers_of(LayerType.CT2)
+        layers = manifest.folder_layers
         if not layers:
-            raise ModelKindError("this model is not a transcription model: it has no folder")
+            raise ModelKindError(
+                "this model is not a transcription model or a voice: it has no folder"
+            )
         path = self._layout.folder_path(manifest.model_id)
         if self._intact(path, layers):
             return path
@@ -123,7 +125,7 @@ class ModelFolders:
             if not os.path.samestat(os.stat(target), os.stat(blob)):
                 shutil.copystat(blob, target)  # a clone: keep the blob's time, as a copy does
             return
-        ensure_free_space(target.parent, blob.stat().st_size, "a transcription model's folder")
+        ensure_free_space(target.parent, blob.stat().st_size, "a model's folder")
         shutil.copy2(blob, target)
 
     def _replace(self, path: Path, fresh: Path) -> None:

@@ -40,10 +40,18 @@ class LayerType(StrEnum):
     # one file of a transcription model's folder (Whisper in CTranslate2 form), kept with its
     # file name: the runner reads the folder, not single files
     CT2 = "application/vnd.localllm.image.ct2"
+    # one file of a Piper voice (``<voice>.onnx`` and ``<voice>.onnx.json``), kept with its
+    # file name as a CT2 layer is: its speech runner reads the folder
+    VOICE = "application/vnd.localllm.image.voice"
 
     @property
     def short(self) -> str:
         return self.value.rsplit(".", 1)[-1]
+
+    @property
+    def names_its_file(self) -> bool:
+        """Whether a layer of this type is one file of a model's folder, kept with its name."""
+        return self in (LayerType.CT2, LayerType.VOICE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,10 +68,10 @@ class Layer:
     digest: Digest
     size: int
     scale: float = 1.0  # an adapter's LoRA scale; kept as an OCI annotation when not 1
-    file_name: str | None = None  # a CT2 layer's file name in its folder (and only theirs)
+    file_name: str | None = None  # a CT2 or voice layer's file name in its folder (only theirs)
 
     def __post_init__(self) -> None:
-        if self.media_type is LayerType.CT2:
+        if self.media_type.names_its_file:
             check_file_name(self.file_name)
         elif self.file_name is not None:
             raise CorruptManifestError(f"a {self.media_type.short} layer names no file")
@@ -96,7 +104,7 @@ class Layer:
         if not isinstance(size, int) or isinstance(size, bool) or size < 0:
             raise CorruptManifestError("manifest layer has an invalid size")
         annotations = data.get("annotations")
-        file_name = _title(annotations) if media_type is LayerType.CT2 else None
+        file_name = _title(annotations) if media_type.names_its_file else None
         return cls(media_type, digest, size, _scale(annotations), file_name)
 
 
@@ -113,6 +121,18 @@ class Manifest:
         """A transcription model (Whisper in CTranslate2 form): its files make a folder, and
         no GGUF is there to load for generation or embedding."""
         return bool(self.layers_of(LayerType.CT2))
+
+    @property
+    def is_voice(self) -> bool:
+        """A Piper voice (text to speech): its two files make a folder, as a transcription
+        model's do, and no GGUF is there either."""
+        return bool(self.layers_of(LayerType.VOICE))
+
+    @property
+    def folder_layers(self) -> tuple[Layer, ...]:
+        """The layers that are files of the model's folder (a transcription model's or a
+        voice's); none for a GGUF model."""
+        return tuple(layer for layer in self.layers if layer.media_type.names_its_file)
 
     def layers_of(self, media_type: LayerType) -> tuple[Layer, ...]:
         return tuple(layer for layer in self.layers if layer.media_type is media_type)
@@ -185,7 +205,7 @@ def _scale(annotations: object) -> float:
 
 
 def _title(annotations: object) -> str:
-    """A CT2 layer's file name (required, checked: it becomes a path in the model's folder)."""
+    """A folder layer's file name (required, checked: it becomes a path in the model's folder)."""
     if not isinstance(annotations, dict) or _TITLE not in annotations:
         raise CorruptManifestError("a model file layer has no file name")
     return check_file_name(annotations[_TITLE])

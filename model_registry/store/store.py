@@ -35,6 +35,10 @@ from localllm.model_registry.store.manifests import LayerType, Manifest
 __all__ = ["ModelEntry", "PruneReport", "RemoveReport", "Store", "VerifyReport"]
 
 DEFAULT_PRUNE_GRACE_SECONDS = 3600.0
+_FOLDER_KINDS = {
+    LayerType.CT2: "a transcription model (Whisper in CTranslate2 form)",
+    LayerType.VOICE: "a voice (Piper's .onnx and .onnx.json)",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,18 +148,18 @@ class Store:
             return None
         return json.loads(self.blobs.path(layers[-1].digest).read_bytes())
 
-    def model_folder(self, name: ModelName | str) -> Path:
-        """The folder a transcription model's runner reads: its files under their own names
-        (hard links to its blobs), made on first use and again if it was damaged.
+    def model_folder(self, name: ModelName | str, kind: LayerType = LayerType.CT2) -> Path:
+        """The folder a transcription model's runner reads (``kind`` CT2), or a voice's
+        (VOICE): its files under their own names (hard links to its blobs), made on first use
+        and again if it was damaged.
 
         :class:`ModelNotFoundError` for no such model, :class:`ModelKindError` for a model
-        that is not a transcription model (``Manifest.is_transcription`` tells first)."""
+        that is not of that kind (``Manifest.is_transcription`` and ``is_voice`` tell first)."""
         name = _name(name)
         manifest = self.read_manifest(name)
-        if not manifest.is_transcription:
-            raise ModelKindError(
-                f"{name.display} is not a transcription model (Whisper in CTranslate2 form)"
-            )
+        if not manifest.layers_of(kind):
+            what = _FOLDER_KINDS.get(kind, f"a model of {kind.short} files")
+            raise ModelKindError(f"{name.display} is not {what}")
         return self.folders.folder(manifest)
 
     # -- operations -------------------------------------------------------------------------

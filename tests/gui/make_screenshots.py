@@ -11,6 +11,7 @@ repository root:
 
     .venv/bin/python -m tests.gui.make_screenshots            # starts Xvfb itself if needed
     .venv/bin/python -m tests.gui.make_screenshots --out /tmp/shots --size 1024x700 --scale 1.5
+    .venv/bin/python -m tests.gui.make_screenshots --only voice   # the voice pictures alone
 
 It takes a few minutes; on a busy machine the waits allow more.
 """
@@ -45,6 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--size", default="1280x800", help="the window, WIDTHxHEIGHT")
     parser.add_argument("--scale", type=float, default=1.0, help="QT_SCALE_FACTOR, e.g. 2")
+    parser.add_argument(
+        "--only", choices=["voice"], help="make only these pictures (voice: the microphone)"
+    )
     args = parser.parse_args(argv)
     global SIZE
     SIZE = tuple(int(n) for n in args.size.lower().split("x"))
@@ -52,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     xvfb = _ensure_display(args.display, args.scale)
     try:
         with tempfile.TemporaryDirectory(prefix="localllm-shots-") as folder:
-            return Shooter(Path(folder), args.out).run()
+            return Shooter(Path(folder), args.out, args.only).run()
     finally:
         if xvfb is not None:
             xvfb.terminate()
@@ -83,8 +87,8 @@ def _free_display() -> str:
 
 
 class Shooter:
-    def __init__(self, folder: Path, out: Path):
-        self.folder, self.out = folder, out
+    def __init__(self, folder: Path, out: Path, only: str | None = None):
+        self.folder, self.out, self.only = folder, out, only
         out.mkdir(parents=True, exist_ok=True)
 
     def run(self) -> int:
@@ -167,7 +171,8 @@ class Shooter:
 
         def tour() -> None:
             try:
-                self._offline_first_run()
+                if self.only is None:
+                    self._offline_first_run()
                 config = AppConfig(
                     daemon.settings(), history_dir=self.folder / "app", theme="light"
                 )
@@ -175,7 +180,10 @@ class Shooter:
                     app, daemon.gateway(), config, prefs_in(self.folder)
                 )
                 self.window.setGeometry(20, 20, *SIZE)
-                self._tour(hub)
+                if self.only == "voice":
+                    self._voice_tour()
+                else:
+                    self._tour(hub)
             except BaseException as error:  # reported after the event loop ends
                 failures.append(error)
             app.quit()  # as a user quits: the services shut down on the way out
@@ -279,6 +287,25 @@ class Shooter:
         self.snap("settings-dark")
         window.show_page("Models")
         self.snap("models-dark")
+        self._voice_pictures(("dark", "light"))  # last: Whisper joins the models
+
+    def _voice_tour(self) -> None:
+        """``--only voice``: Gemma imported, then the voice pictures."""
+        self._import_model()
+        self.wait(lambda: self.window.chat_page.model_picker.currentText() == GEMMA)
+        self._voice_pictures(("light", "dark"))
+
+    def _voice_pictures(self, themes: tuple[str, ...]) -> None:
+        from tests.gui import screenshot_voice as voice
+
+        voice.voice_ready(self)
+        for theme in themes:
+            voice.use_theme(self, theme)
+            suffix = "-dark" if theme == "dark" else ""
+            voice.recording(self, GEMMA)
+            self.snap(f"chat-voice-recording{suffix}")
+            voice.transcript(self)
+            self.snap(f"chat-voice-transcript{suffix}")
 
     def _import_model(self) -> None:
         """As a first-time user does: Import a GGUF file (the real-model tier's Gemma)."""

@@ -288,6 +288,10 @@ class FakeClient(FakeRemotes):
         self.calls.append(("transcribe_text", audio.name, model, "text"))
         yield from ("what ", audio.name, " says")
 
+    def speak(self, text: str, voice: str, format: str = "wav", speed: float = 1.0) -> bytes:
+        self.calls.append(("speak", text, voice, format, speed))
+        return b"RIFF" + b"\xff\xff\xff\xff" + b"WAVE" + b"fake speech"
+
     def verify(self) -> VerifyResponse:
         return VerifyResponse(ok=True, checked=4, corrupt=[], missing=[], unreadable_manifests=[])
 

@@ -18,6 +18,7 @@ from localllm.app.cli.commands import (
     remotes,
     run,
     running,
+    say,
     transcribe,
 )
 
@@ -36,5 +37,6 @@ COMMAND_MODULES = (
     programs,
     launch,
     transcribe,
+    say,
     doctor,
 )

@@ -1,7 +1,8 @@
 """``localllm import PATH...`` and ``localllm import --scan``: models already on this computer.
 
-A PATH is a GGUF file or a Whisper model folder in CTranslate2 form (``faster-whisper-base``:
-``model.bin``, ``config.json``, ``tokenizer.json``, a vocabulary). A file on the store's file
+A PATH is a GGUF file, a Whisper model folder in CTranslate2 form (``faster-whisper-base``:
+``model.bin``, ``config.json``, ``tokenizer.json``, a vocabulary), or a Piper voice: its
+``.onnx`` (its ``.onnx.json`` beside it), both files, or their folder. A file on the store's file
 system is hard-linked (or reflinked) into the store, so it takes no
 second copy of disk; anything else is copied, and the size is said first. ``--scan`` lists
 what the daemon found in the Hugging Face cache, LM Studio, Ollama and LOCALLLM_IMPORT_DIRS,
@@ -35,8 +36,9 @@ def register(commands: argparse._SubParsersAction) -> None:
         summary="add models already on this computer (linked, not copied, where possible)",
         description="""
             Add GGUF files you already have (from Hugging Face, LM Studio, Ollama or anywhere)
-            to the store, or a Whisper speech-to-text model folder in CTranslate2 form (as
-            faster-whisper uses: model.bin, config.json, tokenizer.json, vocabulary.txt). On
+            to the store, a Whisper speech-to-text model folder in CTranslate2 form (as
+            faster-whisper uses: model.bin, config.json, tokenizer.json, vocabulary.txt), or a
+            Piper voice for `localllm say` (its .onnx with its .onnx.json beside it). On
             the store's file system a file is hard-linked: no second copy, no extra disk.
             Elsewhere it is copied (the size is shown first). Either way it is hashed and
             checked. --scan lists the models found in the Hugging Face cache,
@@ -46,6 +48,7 @@ def register(commands: argparse._SubParsersAction) -> None:
             "localllm import ~/Downloads/Qwen2.5-0.5B-Instruct-Q4_K_M.gguf",
             "localllm import ./model.gguf --name my-model --copy",
             "localllm import ~/models/faster-whisper-base whisper:base",
+            "localllm import en_US-joe-medium.onnx en_US-joe-medium.onnx.json voice:joe",
             "localllm import --scan",
             "localllm import --scan --yes",
         ],
@@ -55,7 +58,8 @@ def register(commands: argparse._SubParsersAction) -> None:
         nargs="*",
         type=Path,
         metavar="PATH",
-        help="GGUF files or Whisper model folders to add; PATH NAME adds one PATH as NAME",
+        help="GGUF files, Whisper model folders or Piper voices to add; PATH NAME adds one "
+        "PATH as NAME",
     )
     parser.add_argument("-n", "--name", help="the model's name (one PATH only)")
     parser.add_argument(
@@ -77,7 +81,7 @@ def _import(context: Context, args: argparse.Namespace) -> int:
         raise CliError(
             "name one or more .gguf files or Whisper model folders, or use --scan to find them"
         )
-    args.paths, args.name = _name_given_last(args.paths, args.name)
+    args.paths, args.name = _name_given_last(_one_voice(args.paths), args.name)
     if args.name and len(args.paths) > 1:
         raise CliError("--name names one model: give one PATH with it")
     for path in args.paths:
@@ -91,6 +95,15 @@ def _name_given_last(paths: list[Path], name: str | None) -> tuple[list[Path], s
     if name is None and len(paths) == 2 and not paths[1].expanduser().exists():
         return paths[:1], str(paths[1])
     return paths, name
+
+
+def _one_voice(paths: list[Path]) -> list[Path]:
+    """A voice's two files named together (``x.onnx x.onnx.json``) are one PATH: the first."""
+    return [
+        path
+        for path in paths
+        if not (path.name.endswith(".onnx.json") and path.with_suffix("") in paths)
+    ]
 
 
 def _add(context: Context, path: Path | str, name: str | None, mode: ImportMode) -> bool:

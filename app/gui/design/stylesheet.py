@@ -73,6 +73,8 @@ QToolButton[kind="send"]:focus {{ border: 2px solid {p.text}; }}
 QToolButton[kind="chip"] {{ border: 1px solid {p.border}; border-radius: 12px;
     padding: 2px 10px; color: {p.muted}; }}
 QToolButton::menu-indicator {{ image: none; width: 0; }}
+QToolButton[kind="mic"] {{ padding: 4px 14px 4px 4px; }}
+QToolButton[kind="mic"]::menu-button {{ border: none; background: transparent; width: 14px; }}
 """
 
 

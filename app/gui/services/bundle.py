@@ -23,6 +23,7 @@ from localllm.app.gui.services.hub import HubService
 from localllm.app.gui.services.library import ModelLibrary
 from localllm.app.gui.services.presets import PresetService
 from localllm.app.gui.services.server import ServerService
+from localllm.app.gui.services.voice import VoiceService
 from localllm.app.gui.state.gateway import Gateway
 from localllm.app.gui.workers import Workers
 
@@ -48,6 +49,7 @@ class Services:
     found: FoundModels  # models already on this computer, in other apps' folders
     documents: DocumentsService
     tools: ChatTools
+    voice: VoiceService  # speech to text (and the voices), the Settings page's Voice choices
     _held: list[str] = field(default_factory=list)  # pulls to resume after a restart
 
     def start(self) -> None:
@@ -98,12 +100,13 @@ def build_services(
     disk = Workers(max_threads=1, parent=parent)
     tools = ChatTools(gateway, net, Path(data_dir), parent)
     monitor = DaemonMonitor(gateway, net, interval_ms=poll_ms, autostart=autostart, parent=parent)
+    library = ModelLibrary(gateway, net, parent)
     services = Services(
         gateway=gateway,
         net=net,
         disk=disk,
         monitor=monitor,
-        library=ModelLibrary(gateway, net, parent),
+        library=library,
         downloads=DownloadService(gateway, net, poll_ms=min(poll_ms, 1500), parent=parent),
         hub=HubService(gateway, net, parent),
         server=ServerService(gateway, net, monitor, remember_lan, parent, remember_port),
@@ -119,6 +122,7 @@ def build_services(
             parent,
         ),
         tools=tools,
+        voice=VoiceService(gateway, net, library, parent),
     )
     services.chat.context_for = services.library.chat_context
     services.chat.context_ready = services.library.with_chat_context

@@ -34,6 +34,8 @@ from localllm.app.gui.state.found_models import (
 from localllm.app.gui.state.gateway_calls import (
     PULL_HINTS,
     REMOTE_HINTS,
+    SPEECH_HINTS,
+    TRANSCRIBE_HINTS,
     GatewayError,
     call,
     flatten,
@@ -347,6 +349,21 @@ class Gateway:
         answer = call(lambda: self._long().rerank(model, query, list(texts)))
         scores = {r.index: r.relevance_score for r in answer.results}
         return [scores[i] for i in range(len(texts))]
+
+    # speech
+
+    def transcribe_text(self, audio: Path, model: str, language: str = "") -> Iterator[str]:
+        """The words spoken in ``audio`` (a file the client uploads), a segment at a time as
+        ``model`` hears them; ``language`` "" lets it detect the language."""
+        return stream(
+            lambda: self._long().transcribe_text(audio, model, language or None),
+            str,
+            TRANSCRIBE_HINTS,
+        )
+
+    def speak(self, text: str, voice: str) -> bytes:
+        """``text`` spoken by ``voice`` (a speech model of the store), as a WAV file's bytes."""
+        return call(lambda: self._long().speak(text, voice), SPEECH_HINTS)
 
     # the hub
 

@@ -14,7 +14,17 @@ from typing import TypeVar
 from localllm.daemon.client import ClientError, DaemonTimeout, DaemonUnavailable
 from localllm.daemon.client.launcher import DaemonStartError
 
-__all__ = ["HINTS", "PULL_HINTS", "REMOTE_HINTS", "GatewayError", "call", "flatten", "stream"]
+__all__ = [
+    "HINTS",
+    "PULL_HINTS",
+    "REMOTE_HINTS",
+    "SPEECH_HINTS",
+    "TRANSCRIBE_HINTS",
+    "GatewayError",
+    "call",
+    "flatten",
+    "stream",
+]
 
 T = TypeVar("T")
 Chunk = TypeVar("Chunk")
@@ -44,6 +54,13 @@ REMOTE_HINTS: Hints = {
     404: "It is gone already: the list is refreshed.",
     409: "Pick another name, or remove that remote first.",
 }
+
+TRANSCRIBE_HINTS: Hints = {
+    **HINTS,
+    400: "Check that the file is audio the daemon can read (WAV, MP3, M4A, Ogg, FLAC, WebM).",
+    404: "Pick another speech-to-text model in Settings, Voice, or get whisper:base.",
+}
+SPEECH_HINTS: Hints = {**HINTS, 404: "Pick another voice in Settings, Voice."}
 
 
 class GatewayError(Exception):

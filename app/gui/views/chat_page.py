@@ -31,12 +31,14 @@ from localllm.app.gui.design.widgets import Banner
 from localllm.app.gui.services.chat import ChatController
 from localllm.app.gui.services.library import ModelLibrary
 from localllm.app.gui.services.setting_plan import SettingPlan
+from localllm.app.gui.services.voice import VoiceService
 from localllm.app.gui.state.chat.context_offer import larger_context, offer_ask, offered
 from localllm.app.gui.state.chat.context_use import ContextUse
 from localllm.app.gui.state.chat.memory_notice import memory_notice
 from localllm.app.gui.state.chat.session import ChatSession
 from localllm.app.gui.state.model_defaults import ModelDefaults
 from localllm.app.gui.state.records import ModelDetails
+from localllm.app.gui.views.answer_reader import AnswerReader
 from localllm.app.gui.views.chat_header import ChatHeader
 from localllm.app.gui.views.chat_settings import ChatSettingsPanel
 from localllm.app.gui.views.composer import Composer
@@ -46,6 +48,7 @@ from localllm.app.gui.views.plain_text import plain_label
 from localllm.app.gui.views.sidebar import ChatSidebar
 from localllm.app.gui.views.tools_menu import ToolsButton
 from localllm.app.gui.views.transcript import Transcript
+from localllm.app.gui.views.voice_input import VoiceInput
 
 __all__ = ["ChatPage"]
 
@@ -60,6 +63,7 @@ class ChatPage(QStackedWidget):
         parent=None,
         documents: DocumentsBar | None = None,
         offer_plan: SettingPlan | None = None,
+        voice: VoiceService | None = None,
     ):
         super().__init__(parent)
         self.chat, self.library = chat, library
@@ -68,6 +72,12 @@ class ChatPage(QStackedWidget):
         self.sidebar = ChatSidebar(chat.filter, icons)
         self.transcript = Transcript(icons=icons)
         self.composer = Composer(icons)
+        self.voice: VoiceInput | None = None  # the microphone, with a VoiceService
+        self.reader: AnswerReader | None = None  # Read aloud, with a VoiceService
+        if voice is not None:
+            self.voice = VoiceInput(voice, self.composer.editor, icons)
+            self.reader = AnswerReader(voice, self.transcript, parent=self)
+            self.composer.set_voice(self.voice)
         self.tools_button = ToolsButton(chat.tools, icons) if chat.tools is not None else None
         self.settings = ChatSettingsPanel(icons=icons)
         self.settings_area = QScrollArea(widgetResizable=True)
@@ -98,6 +108,8 @@ class ChatPage(QStackedWidget):
     def retheme(self, dark: bool) -> None:
         self.transcript.set_dark(dark)
         self.composer.retheme()
+        if self.voice is not None:
+            self.voice.retheme(dark)
         self.sidebar.retheme()
         for banner in (self.problem, self.memory_notice, self.settings.model_notice):
             banner.retheme()
@@ -187,12 +199,26 @@ class ChatPage(QStackedWidget):
             self.transcript.source_requested.connect(documents.show_source)
             documents.service.sources_changed.connect(lambda _chat: self._redraw())
             documents.watch_drops(self.transcript.viewport())
+        if self.voice is not None:  # after the documents: it takes the audio files first
+            for target in (self.transcript.viewport(), self.composer.editor.viewport()):
+                self.voice.watch_drops(target)
+            if documents is not None:
+                self.voice.other_files_dropped.connect(documents.attach)
+        if self.reader is not None:
+            self.reader.message.connect(self.status.setText)
         QShortcut(
             QKeySequence(Qt.Key.Key_Escape),
             self,
-            chat.stop,
+            self._escape,
             context=Qt.ShortcutContext.WidgetWithChildrenShortcut,
         )
+
+    def _escape(self) -> None:
+        """Esc stops a recording first, then an answer read aloud, then a reply."""
+        if self.voice is not None and self.voice.stop():
+            return
+        if self.reader is None or not self.reader.stop():
+            self.chat.stop()
 
     def new_chat(self) -> None:
         self.chat.new_chat()

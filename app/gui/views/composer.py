@@ -1,8 +1,9 @@
 """Where the user types: one rounded box that grows with its text (up to a few lines, then
 it scrolls), with its tools inside it: attach images (offered only when the chat's model can
-see: its capabilities include "vision"), the chat's documents and tools (``add_tool``), and the
-round send button, which stops a reply while one is coming. Enter or Ctrl+Enter sends,
-Shift+Enter adds a line, Esc stops.
+see: its capabilities include "vision"), the microphone (``set_voice``: its row shows while it
+listens or transcribes), the chat's documents and tools (``add_tool``), and the round send
+button, which stops a reply while one is coming. Enter or Ctrl+Enter sends, Shift+Enter adds a
+line, Esc stops a recording, else a reply.
 
 Also the edit-and-resend mode (a line says what is being edited; Esc leaves it). Attachments
 are kept as paths; the controller reads them on the disk worker.
@@ -29,6 +30,7 @@ from localllm.app.gui.design.tokens import SPACE
 from localllm.app.gui.design.widgets import icon_button, set_kind
 from localllm.app.gui.icons import Icons
 from localllm.app.gui.views.plain_text import plain_label
+from localllm.app.gui.views.voice_input import VoiceInput
 
 __all__ = ["Composer"]
 
@@ -47,6 +49,7 @@ class Composer(QWidget):
         self._editing: str | None = None
         self._images: list[Path] = []
         self._streaming = False
+        self.voice: VoiceInput | None = None
 
         self.banner = QLabel()
         self.banner.setObjectName("caption")
@@ -92,6 +95,7 @@ class Composer(QWidget):
         inside.setContentsMargins(SPACE.md, SPACE.sm, SPACE.sm, SPACE.sm)
         inside.setSpacing(SPACE.xs)
         inside.addWidget(self.banner)
+        self._rows = inside  # the microphone's row goes above the editor
         inside.addWidget(self.attachments)
         inside.addWidget(self.editor)
         inside.addLayout(row)
@@ -104,6 +108,12 @@ class Composer(QWidget):
     def add_tool(self, widget: QWidget) -> None:
         """A control for this chat inside the box, after Attach (documents, tools)."""
         self.tools.addWidget(widget)
+
+    def set_voice(self, voice: VoiceInput) -> None:
+        """The microphone after Attach, and its row (level, time, errors) above the text."""
+        self.voice = voice
+        self.tools.insertWidget(1, voice.button)
+        self._rows.insertWidget(self._rows.indexOf(self.editor), voice)
 
     def _grow(self) -> None:
         lines = self.editor.document().documentLayout().documentSize().height()
@@ -183,12 +193,18 @@ class Composer(QWidget):
             self.submit()
             return True
         if event.key() == Qt.Key.Key_Escape:
-            if self._streaming:
-                self.stop_requested.emit()
-            else:
-                self.cancel_edit()
+            self._escape()
             return True
         return False
+
+    def _escape(self) -> None:
+        """Esc stops a recording, else a reply, else leaves the edit."""
+        if self.voice is not None and self.voice.stop():
+            return
+        if self._streaming:
+            self.stop_requested.emit()
+        else:
+            self.cancel_edit()
 
     def _primary(self) -> None:
         if self._streaming:

@@ -50,6 +50,7 @@ from localllm.app.gui.views.server_page import ServerPage
 from localllm.app.gui.views.settings_page import SettingsPage
 from localllm.app.gui.views.status import DaemonIndicator
 from localllm.app.gui.views.tools_page import ToolsPage
+from localllm.app.gui.views.voice_settings import VoiceSection
 from localllm.app.gui.views.welcome import WelcomePage
 
 __all__ = ["CONTEXT_KEY", "MINIMUM_SIZE", "PAGES", "THEME_KEY", "MainWindow"]
@@ -92,6 +93,7 @@ class MainWindow(QMainWindow):
         )
         s.library.preferred_context = self.preferences.context
         s.hub.plan_context = self.preferences.context  # what Discover's plans assume
+        s.voice.remember_in(settings)
         self.welcome = WelcomePage()
         documents = DocumentsBar(
             s.documents, s.downloads.pull, lambda: [m.name for m in s.library.models()]
@@ -103,6 +105,7 @@ class MainWindow(QMainWindow):
             self.icons,
             documents=documents,
             offer_plan=SettingPlan(s.gateway, s.net, self),  # a long chat's larger context
+            voice=s.voice,
         )
         self.models_page = ModelsPage(s.library)
         self.found_panel = FoundPanel(s.found)
@@ -112,8 +115,9 @@ class MainWindow(QMainWindow):
         self.server_page = ServerPage(s.server, base_url or DEFAULT_BASE_URL, icons=self.icons)
         self.tools_page = ToolsPage(s.tools)
         folders = s.gateway.data_folders(s.chat.data_dir)
+        self.voice_settings = VoiceSection(s.voice)
         self.settings_page = SettingsPage(
-            self.preferences, s.server.running, folders, s.gateway, s.net
+            self.preferences, s.server.running, folders, s.gateway, s.net, voice=self.voice_settings
         )
         # what the chat's model would take: at the Settings page's context, at a chat's settings
         self.context_plan = SettingPlan(s.gateway, s.net, self)
@@ -233,6 +237,8 @@ class MainWindow(QMainWindow):
         self.welcome.import_requested.connect(self._import)
         self.discover_page.pull_requested.connect(self._pull)
         self.models_page.import_requested.connect(self._import)
+        self.voice_settings.pull_requested.connect(self._pull)
+        self.voice_settings.import_requested.connect(self._import)
         self.models_page.chat_requested.connect(self._chat_with)
         if self.chat_page.tools_button is not None:
             self.chat_page.tools_button.manage_requested.connect(lambda: self.show_page("Tools"))

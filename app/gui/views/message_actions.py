@@ -1,6 +1,7 @@
 """The buttons of one message, shown over its footer while the pointer is on it or the keyboard
-picked it (Alt+Up and Alt+Down in the conversation, then Tab): Copy, Edit, Regenerate (or
-Answer), Delete, and the version switcher beside them, last (where the footer shows it). Each
+picked it (Alt+Up and Alt+Down in the conversation, then Tab): Copy, Read aloud (an answer,
+while a voice is installed: ``can_read``), Edit, Regenerate (or Answer), Delete, and the version
+switcher beside them, last (where the footer shows it). Each
 has a screen-reader name and a tooltip; the transcript decides where they go and what they act
 on."""
 
@@ -16,6 +17,7 @@ from localllm.app.gui.state.chat.transcript_actions import (
     CopyMessage,
     DeleteMessage,
     EditMessage,
+    ReadAloud,
     Regenerate,
     ShowVersion,
 )
@@ -31,6 +33,7 @@ class MessageActions(QFrame):
         self.setObjectName("messageActions")
         self.setAutoFillBackground(True)
         self.message_id = ""
+        self.can_read = False  # a voice is installed to read answers aloud
         self._icons = icons
         self.back = icon_button(icons, "back", "Previous version", on_click=lambda: self._go(-1))
         self.version = QLabel()
@@ -38,6 +41,9 @@ class MessageActions(QFrame):
         self.ahead = icon_button(icons, "forward", "Next version", on_click=lambda: self._go(1))
         self.copy = icon_button(
             icons, "copy", "Copy", "Copy the message", lambda: self._do(CopyMessage)
+        )
+        self.read = icon_button(
+            icons, "read-aloud", "Read aloud", "Read the answer aloud", lambda: self._do(ReadAloud)
         )
         self.edit = icon_button(
             icons, "edit", "Edit", "Edit and send again", lambda: self._do(EditMessage)
@@ -57,6 +63,7 @@ class MessageActions(QFrame):
         row.setSpacing(2)
         for widget in (
             self.copy,
+            self.read,
             self.edit,
             self.regenerate,
             self.delete,
@@ -70,7 +77,8 @@ class MessageActions(QFrame):
 
     def buttons(self) -> list[QToolButton]:
         """The ones shown, in order (what Tab goes through)."""
-        every = (self.copy, self.edit, self.regenerate, self.delete, self.back, self.ahead)
+        every = [self.copy, self.read, self.edit, self.regenerate, self.delete]
+        every += [self.back, self.ahead]
         return [b for b in every if not b.isHidden()]
 
     def show_for(self, message: Message, last: bool, streaming: bool) -> None:
@@ -83,6 +91,8 @@ class MessageActions(QFrame):
         self.back.setEnabled(message.version > 0 and not streaming)
         self.ahead.setEnabled(message.version < versions - 1 and not streaming)
         self.edit.setVisible(message.role == "user")
+        answer = message.role == "assistant" and bool(message.content) and not message.failed
+        self.read.setVisible(answer and self.can_read)
         reply = message.role == "assistant" and last and not message.failed
         self.regenerate.setVisible(reply)
         for button in (self.edit, self.regenerate, self.delete):
@@ -95,13 +105,14 @@ class MessageActions(QFrame):
                 self.back,
                 self.ahead,
                 self.copy,
+                self.read,
                 self.edit,
                 self.regenerate,
                 self.delete,
             ):
                 button.setIcon(self._icons.get(button.property("icon_name")))
 
-    def _do(self, action: type[CopyMessage | EditMessage | DeleteMessage]) -> None:
+    def _do(self, action: type[CopyMessage | ReadAloud | EditMessage | DeleteMessage]) -> None:
         self.triggered.emit(action(self.message_id))
 
     def _go(self, step: int) -> None:

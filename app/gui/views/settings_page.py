@@ -1,8 +1,8 @@
 """The Settings page: the theme (the one in effect, saying so when ``--theme`` chose it), the
 context length chats ask for (with what the chat's model would take at it, as the daemon plans
-it, and what the loaded models take now, and why), the server's switch and port, the folders
-the app keeps its data in, and the daemon's prompt cache on disk (asked each time the page is
-shown, and cleared on request, in workers).
+it, and what the loaded models take now, and why), the Voice choices (``voice_settings``), the
+server's switch and port, the folders the app keeps its data in, and the daemon's prompt cache
+on disk (asked each time the page is shown, and cleared on request, in workers).
 
 Drawing and wiring only: the window applies and remembers what changes here.
 """
@@ -76,10 +76,12 @@ class SettingsPage(QScrollArea):
         gateway: Gateway,
         workers: Workers,
         parent=None,
+        voice: QWidget | None = None,
     ):
         """``folders``: (what, path) pairs to show with an Open button; ``gateway`` and
-        ``workers``: how the prompt cache row asks the daemon."""
+        ``workers``: how the prompt cache row asks the daemon; ``voice``: the Voice section."""
         super().__init__(parent)
+        self.voice = voice
         self.setWidgetResizable(True)
         self.setFrameShape(QScrollArea.Shape.NoFrame)
         self._running = running
@@ -139,6 +141,8 @@ class SettingsPage(QScrollArea):
         memory.addWidget(loaded_title)
         memory.addWidget(self.loaded)
         column.addWidget(_section("Chats and memory", memory))
+        if self.voice is not None:
+            column.addWidget(self.voice)
         server = QVBoxLayout()
         server.addWidget(self.server_status)
         server.addWidget(self.lan)

@@ -46,6 +46,7 @@ from localllm.app.gui.state.chat.transcript_actions import (
     EditMessage,
     LoadAnyway,
     OpenSource,
+    ReadAloud,
     Regenerate,
     ShowAll,
     ShowLess,
@@ -79,6 +80,7 @@ class Transcript(QTextBrowser):
     delete_requested = Signal(str)  # message id
     version_requested = Signal(str, int)  # reply id, the version to show
     copied = Signal(str)  # what was copied, for a status message
+    read_aloud_requested = Signal(str)  # an answer's text
     source_requested = Signal(str)  # "<reply id>:<number>": a citation was clicked
     tool_decided = Signal(str, str)  # a tool call's id, "approve" | "always" | "deny"
 
@@ -400,6 +402,8 @@ class Transcript(QTextBrowser):
                 self._copy(self.message_text(message_id), "Message copied")
             case EditMessage(message_id):
                 self.edit_requested.emit(message_id, self.message_text(message_id))
+            case ReadAloud(message_id):
+                self.read_aloud_requested.emit(self.message_text(message_id))
             case Regenerate():
                 self.regenerate_requested.emit()
             case LoadAnyway():

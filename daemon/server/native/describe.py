@@ -33,6 +33,7 @@ __all__ = [
     "model_summary",
     "show_response",
     "transcription_show_response",
+    "voice_show_response",
 ]
 
 # GGUF summary field -> model_info key ("{arch}" is the architecture)
@@ -130,6 +131,30 @@ def transcription_show_response(details: ModelDetails, modified: float) -> ShowR
         details=details_out(config),
         model_info=info,
         capabilities=["transcription"],
+        modified_at=iso_time(modified),
+    )
+
+
+def voice_show_response(details: ModelDetails, modified: float) -> ShowResponse:
+    """A Piper voice from its config blob: no GGUF metadata, template or parameters; what it
+    speaks (its language, sample rate, quality, speakers) in ``model_info``."""
+    config = details.config
+    family = str(config.get("model_family") or "")
+    facts = config.get("voice")
+    info: dict[str, Any] = {"general.architecture": family}
+    if isinstance(facts, Mapping):
+        for key in ("language", "sample_rate", "quality", "speakers"):
+            if isinstance(facts.get(key), str | int):
+                info[f"{family}.{key}"] = facts[key]
+    return ShowResponse(
+        modelfile=f"# {details.name.display} is a voice: no Modelfile builds on it\n",
+        parameters="",
+        template="",
+        system="",
+        license=details.license or "",
+        details=details_out(config),
+        model_info=info,
+        capabilities=["speech"],
         modified_at=iso_time(modified),
     )
 

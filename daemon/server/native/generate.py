@@ -38,6 +38,7 @@ from localllm.daemon.inference import (
 from localllm.daemon.inference.options import parse_keep_alive
 from localllm.daemon.inference.tool_calls import ToolCall
 from localllm.daemon.server.app_state import app_part
+from localllm.daemon.server.audio_models import audio_model, pool_for, unload_or_load
 from localllm.daemon.server.native.translate import (
     CallAssembler,
     chat_job,
@@ -50,8 +51,6 @@ from localllm.daemon.server.native.translate import (
 from localllm.daemon.server.ndjson import ndjson_line
 from localllm.daemon.server.respond import NDJSON, respond
 from localllm.daemon.server.sse import until_disconnect
-from localllm.daemon.server.transcription_models import transcription_model, unload_or_load
-from localllm.daemon.transcription.pool import Transcribers
 from localllm.model_registry.store import Store
 
 __all__ = ["router"]
@@ -174,9 +173,9 @@ async def _load_or_unload(
     seconds = parse_keep_alive(keep_alive)
     reason = "unload" if seconds == 0 else "load"
     store = app_part(request, "store", Store)
-    if (whisper := await to_thread.run_sync(transcription_model, store, model)) is not None:
-        pool = app_part(request, "transcribers", Transcribers)
-        name = await unload_or_load(store, pool, whisper, unload=seconds == 0)
+    if (audio := await to_thread.run_sync(audio_model, store, model)) is not None:
+        pool = pool_for(request, audio.kind)
+        name = await unload_or_load(store, pool, audio, unload=seconds == 0)
     elif seconds == 0:
         name = await inference.unload(model)
     else:

@@ -4,8 +4,9 @@ The scan looks only where the daemon's settings say (never a path from a request
 routes deal in files on the daemon's machine, so they serve only a caller on loopback or one
 holding the API key: with a key configured every route already requires it, and without one
 the daemon listens on loopback only; the check here holds even if that ever changed. The
-path must be a GGUF model file or a Whisper model folder in CTranslate2 form (their headers
-and config are read first, nothing else), and errors name files, never their directories.
+path must be a GGUF model file, a Whisper model folder in CTranslate2 form or a Piper voice
+(its ``.onnx`` and ``.onnx.json``, or their folder): their headers and config are read first,
+nothing else, and errors name files, never their directories.
 """
 
 from __future__ import annotations
@@ -36,10 +37,12 @@ from localllm.model_registry.local_models import (
     ScanRoots,
     describe_file,
     describe_folder,
+    describe_voice,
     scan,
 )
 from localllm.model_registry.names import parse_name
 from localllm.model_registry.store import Store
+from localllm.model_registry.voice import looks_like_voice
 
 __all__ = ["router", "scan_roots"]
 
@@ -100,7 +103,8 @@ def _checked_path(text: str) -> Path:
     path = Path(text)
     if "\x00" in text or not path.is_absolute():
         raise BadRequestError(
-            "path must be an absolute path to a .gguf file or a Whisper model folder",
+            "path must be an absolute path to a .gguf file, a Whisper model folder or a Piper "
+            "voice (its .onnx, or its folder)",
             param="path",
         )
     if not path.is_file() and not path.is_dir():
@@ -109,11 +113,14 @@ def _checked_path(text: str) -> Path:
 
 
 def _describe(path: Path, store: Store) -> FoundModel:
-    """A GGUF file, or a folder that must be a Whisper model (a 400 says what it lacks)."""
-    if not path.is_dir():
+    """A GGUF file, a Piper voice (a folder with one, or either of its files), or a folder that
+    must be a Whisper model (a 400 says what it lacks)."""
+    if not path.is_dir() and not looks_like_voice(path):
         return describe_file(path, store)
     try:
-        return describe_folder(path, store)
+        return (
+            describe_voice(path, store) if looks_like_voice(path) else describe_folder(path, store)
+        )
     except ModelKindError as error:
         raise BadRequestError(str(error), param="path") from None
 

@@ -32,6 +32,13 @@ from localllm.daemon.remotes import Remotes
 from localllm.daemon.runners import prompt_store
 from localllm.daemon.scheduler import ModelStatus, Scheduler
 from localllm.daemon.server.app_state import app_part
+from localllm.daemon.server.audio_models import (
+    audio_model,
+    audio_pools,
+    audio_rows,
+    pool_for,
+    runner_key,
+)
 from localllm.daemon.server.native.describe import (
     details_out,
     iso_time,
@@ -39,11 +46,10 @@ from localllm.daemon.server.native.describe import (
     model_summary,
     show_response,
     transcription_show_response,
+    voice_show_response,
 )
 from localllm.daemon.server.remote_listing import remote_running, remote_show, remote_summaries
-from localllm.daemon.server.transcription_models import runner_key, running_transcribers
 from localllm.daemon.settings import Settings
-from localllm.daemon.transcription.pool import Transcribers
 from localllm.model_registry.digests import Digest
 from localllm.model_registry.errors import CorruptManifestError, ModelNotFoundError
 from localllm.model_registry.names import ModelName, parse_name
@@ -88,9 +94,9 @@ async def show(body: ShowRequest, request: Request) -> ShowResponse:
     found = _remotes(request).match(body.model)
     if found is not None:
         return remote_show(body.model, found.remote.name, found.remote_id)
-    transcription = await to_thread.run_sync(_transcription_show, store, body.model)
-    if transcription is not None:
-        return transcription
+    folder_model = await to_thread.run_sync(_folder_model_show, store, body.model)
+    if folder_model is not None:
+        return folder_model
     model = inference.resolve(body.model)
 
     def build() -> ShowResponse:
@@ -104,16 +110,17 @@ async def show(body: ShowRequest, request: Request) -> ShowResponse:
     return response
 
 
-def _transcription_show(store: Store, text: str) -> ShowResponse | None:
-    """The answer for a transcription model, which inference does not resolve (it runs no
-    GGUF); None for any other model, or for none (resolving says how to get it)."""
+def _folder_model_show(store: Store, text: str) -> ShowResponse | None:
+    """The answer for a transcription model or a voice, which inference does not resolve (it
+    runs no GGUF); None for any other model, or for none (resolving says how to get it)."""
     try:
         manifest = store.read_manifest(text)
     except ModelNotFoundError:
         return None
-    if not manifest.is_transcription:
+    if not manifest.folder_layers:
         return None
-    return transcription_show_response(show_model(store, text), _entry(store, text).modified)
+    show = transcription_show_response if manifest.is_transcription else voice_show_response
+    return show(show_model(store, text), _entry(store, text).modified)
 
 
 def _entry(store: Store, text: str) -> ModelEntry:
@@ -129,9 +136,9 @@ async def ps(request: Request) -> RunningResponse:
     scheduler = app_part(request, "scheduler", Scheduler)
     store = _store(request)
     local = [_running(store, status) for status in scheduler.status()]
-    pool = app_part(request, "transcribers", Transcribers)
-    whisper = await to_thread.run_sync(running_transcribers, store, pool)
-    return RunningResponse(models=local + whisper + remote_running(_remotes(request)))
+    kept = [(runner, pool.keep_alive) for pool in audio_pools(request) for runner in pool.loaded()]
+    audio = await to_thread.run_sync(audio_rows, store, kept)
+    return RunningResponse(models=local + audio + remote_running(_remotes(request)))
 
 
 def _running(store: Store, status: ModelStatus) -> RunningModel:
@@ -179,8 +186,8 @@ async def delete(body: ModelRequest, request: Request) -> JSONResponse:
     store = _store(request)
     if not store.exists(name):
         raise ModelNotFoundError(f"model {name.display!r} not found")
-    if store.read_manifest(name).is_transcription:  # its runner, not inference's
-        await app_part(request, "transcribers", Transcribers).unload(runner_key(name))
+    if (audio := await to_thread.run_sync(audio_model, store, body.model)) is not None:
+        await pool_for(request, audio.kind).unload(runner_key(name))  # not inference's
     else:
         await inference.unload(name.display)
     await to_thread.run_sync(store.remove, name)

@@ -28,7 +28,9 @@ from starlette.datastructures import FormData, UploadFile
 
 from localllm.daemon.errors import BadRequestError, RemoteError
 from localllm.daemon.remotes import RemoteMatch, Remotes
+from localllm.daemon.runners.kept import RunnerPool
 from localllm.daemon.server.app_state import app_part
+from localllm.daemon.server.audio_models import runner_key
 from localllm.daemon.server.openai.transcript_formats import (
     FORMATS,
     Transcript,
@@ -37,7 +39,6 @@ from localllm.daemon.server.openai.transcript_formats import (
 )
 from localllm.daemon.server.redaction import PathRedactor
 from localllm.daemon.server.sse import sse_data, sse_stream
-from localllm.daemon.server.transcription_models import runner_key
 from localllm.daemon.settings import Settings
 from localllm.daemon.transcription.frames import (
     Segment,
@@ -47,7 +48,7 @@ from localllm.daemon.transcription.frames import (
 )
 from localllm.daemon.transcription.pool import Transcribers
 from localllm.model_registry.names import parse_name
-from localllm.model_registry.store import Store
+from localllm.model_registry.store import LayerType, Store
 
 __all__ = ["router"]
 
@@ -111,7 +112,7 @@ async def _serve(request: Request, task: _Task) -> Response:
             return await _forwarded(request, remotes, found, task, asked, audio, filename)
         store = app_part(request, "store", Store)
         name = parse_name(asked.model)
-        folder = await to_thread.run_sync(store.model_folder, name)
+        folder = await to_thread.run_sync(store.model_folder, name, LayerType.CT2)
         audio = await to_thread.run_sync(_saved, asked.file, _upload_dir(request))
     finally:
         await form.close()
@@ -123,7 +124,7 @@ async def _serve(request: Request, task: _Task) -> Response:
         asked.temperature,
         word_timestamps=asked.words,
     )
-    pool = app_part(request, "transcribers", Transcribers)
+    pool: Transcribers = app_part(request, "transcribers", RunnerPool)
     if asked.stream:
         events = _deltas(pool, runner_key(name), folder, call)
         try:  # until the audio is read: a file that is no audio is a 400, not a stream

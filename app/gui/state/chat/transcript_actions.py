@@ -25,6 +25,7 @@ __all__ = [
     "EditMessage",
     "LoadAnyway",
     "OpenSource",
+    "ReadAloud",
     "Regenerate",
     "ShowAll",
     "ShowLess",
@@ -57,6 +58,14 @@ class EditMessage:
 @dataclass(frozen=True, slots=True)
 class DeleteMessage:
     kind: ClassVar[str] = "delete"
+    message_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReadAloud:
+    """Speak an answer with the chosen voice (Settings, Voice)."""
+
+    kind: ClassVar[str] = "read"
     message_id: str
 
 
@@ -154,6 +163,7 @@ Action = (
     CopyMessage
     | EditMessage
     | DeleteMessage
+    | ReadAloud
     | ContinueReply
     | Regenerate
     | LoadAnyway
