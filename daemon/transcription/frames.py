@@ -4,7 +4,9 @@ The frames travel as the llama runner's do (``daemon.runners.protocol``: a 4-byt
 UTF-8 JSON), tagged ``"op"`` (daemon to runner) or ``"ev"`` (runner to daemon); every other
 key is a field, by name. Decoding is strict: an unknown tag, a missing or unknown field, or a
 value of the wrong type raises :class:`ProtocolError`, so a field one side adds and the other
-does not know fails loudly instead of vanishing.
+does not know fails loudly instead of vanishing (the codec: ``daemon.runners.typed_frames``;
+``cancel``, ``shutdown`` and ``fatal`` are the ones every such runner shares, from
+``daemon.runners.child_frames``).
 
 Requests::
 
@@ -19,15 +21,15 @@ Events after ready name their request's ``id``. ``TranscriptionInfo``, ``Segment
 
 from __future__ import annotations
 
-import dataclasses
-import types
-import typing
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, TypeVar, Union
+from typing import ClassVar, Literal
 
-from ..runners.frames import ProtocolError
+from ..runners.child_frames import CancelOp, ChildWire, FatalEv, ShutdownOp
+from ..runners.typed_frames import FrameCodec, ProtocolError
 
 __all__ = [
+    "CODEC",
+    "WIRE",
     "CancelOp",
     "Device",
     "ErrorEv",
@@ -133,17 +135,6 @@ class TranscribeOp:
     request: TranscribeRequest
 
 
-@dataclass(frozen=True, slots=True)
-class CancelOp:
-    TAG: ClassVar[str] = "cancel"
-    id: int
-
-
-@dataclass(frozen=True, slots=True)
-class ShutdownOp:
-    TAG: ClassVar[str] = "shutdown"
-
-
 Request = SpecOp | TranscribeOp | CancelOp | ShutdownOp
 
 
@@ -154,14 +145,6 @@ Request = SpecOp | TranscribeOp | CancelOp | ShutdownOp
 class ReadyEv:
     TAG: ClassVar[str] = "ready"
     info: TranscriberInfo
-
-
-@dataclass(frozen=True, slots=True)
-class FatalEv:
-    """The model could not be loaded; the runner exits."""
-
-    TAG: ClassVar[str] = "fatal"
-    message: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,89 +203,11 @@ Event = ReadyEv | FatalEv | TranscriptionInfo | Segment | TranscriptionDone | Er
 
 # -- the codec ------------------------------------------------------------------------------
 
-_Frame = TypeVar("_Frame")
-_REQUESTS: dict[str, type[Request]] = {cls.TAG: cls for cls in typing.get_args(Request)}
-_EVENTS: dict[str, type[Event]] = {cls.TAG: cls for cls in typing.get_args(Event)}
-_REQUEST_CLASSES = frozenset(_REQUESTS.values())
+CODEC: FrameCodec[Request, Event] = FrameCodec(Request, Event)
+WIRE: ChildWire[TranscriberSpec, TranscriberInfo, Request, Event] = ChildWire(
+    CODEC, spec=SpecOp, ready=ReadyEv, failed=ErrorEv, error=ErrorEv
+)
 
-
-def encode(frame: Request | Event) -> dict[str, Any]:
-    """The JSON object for ``frame``: its tag, then every field."""
-    key = "op" if type(frame) in _REQUEST_CLASSES else "ev"
-    return {key: frame.TAG, **_encode_value(frame)}
-
-
-def decode_request(message: Any) -> Request:
-    return _decode(message, "op", _REQUESTS)
-
-
-def decode_event(message: Any) -> Event:
-    return _decode(message, "ev", _EVENTS)
-
-
-def _decode(message: Any, key: str, classes: dict[str, type[_Frame]]) -> _Frame:
-    if not isinstance(message, dict):
-        raise ProtocolError(f"a frame is a JSON object, not {message!r:.80}")
-    tag = message.get(key)
-    if not isinstance(tag, str) or (cls := classes.get(tag)) is None:
-        raise ProtocolError(f"unknown {key} {tag!r}")
-    fields = {name: value for name, value in message.items() if name != key}
-    try:
-        return typing.cast("_Frame", _decode_value(cls, fields))
-    except ProtocolError as exc:
-        raise ProtocolError(f"{key} {tag!r}: {exc}") from None
-
-
-def _encode_value(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _encode_value(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, tuple):
-        return [_encode_value(each) for each in value]
-    return value
-
-
-def _decode_value(hint: Any, value: Any) -> Any:
-    """``value`` read as ``hint`` says: a dataclass from an object naming exactly its fields,
-    a tuple from a list, a literal, an optional, or one of JSON's plain types."""
-    origin = typing.get_origin(hint)
-    if dataclasses.is_dataclass(hint):
-        return _decode_dataclass(typing.cast("type[Any]", hint), value)
-    if origin is Literal:
-        if value not in typing.get_args(hint):
-            raise ProtocolError(f"expected one of {typing.get_args(hint)}, got {value!r:.80}")
-        return value
-    if origin is tuple:
-        if not isinstance(value, list):
-            raise ProtocolError(f"expected a list, got {value!r:.80}")
-        return tuple(_decode_value(typing.get_args(hint)[0], each) for each in value)
-    if origin in (Union, types.UnionType):
-        if value is None and type(None) in typing.get_args(hint):
-            return None
-        (kind,) = (arg for arg in typing.get_args(hint) if arg is not type(None))
-        return _decode_value(kind, value)
-    return _plain(hint, value)
-
-
-def _decode_dataclass(cls: type[Any], value: Any) -> Any:
-    if not isinstance(value, dict):
-        raise ProtocolError(f"{cls.__name__} is not an object: {value!r:.80}")
-    hints = typing.get_type_hints(cls)
-    names = [f.name for f in dataclasses.fields(cls)]
-    if set(value) != set(names):
-        missing, unknown = sorted(set(names) - set(value)), sorted(set(value) - set(names))
-        raise ProtocolError(f"{cls.__name__}: missing fields {missing}, unknown fields {unknown}")
-    try:
-        return cls(**{name: _decode_value(hints[name], value[name]) for name in names})
-    except ProtocolError as exc:
-        raise ProtocolError(f"{cls.__name__}: {exc}") from None
-
-
-def _plain(hint: Any, value: Any) -> Any:
-    """JSON's types: a bool is no int here, an int is a float (and becomes one)."""
-    if hint is float and isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    if hint is int and isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if hint in (str, bool) and isinstance(value, hint):
-        return value
-    raise ProtocolError(f"expected {getattr(hint, '__name__', hint)}, got {value!r:.80}")
+encode = CODEC.encode  # the JSON object for a frame: its tag, then every field
+decode_request = CODEC.decode_request
+decode_event = CODEC.decode_event

@@ -8,6 +8,7 @@ import sys
 
 import llama_cpp as lc
 
+from ..resident import resident_bytes
 from ..types import RunnerInfo, RunnerSpec
 from .buffers import BufferLedger
 from .model import Model
@@ -66,21 +67,6 @@ def default_threads() -> int:
         except OSError:
             cores.add(str(cpu))
     return max(1, len(cores))
-
-
-def resident_bytes() -> int:
-    """Resident memory of this process: /proc on Linux, peak RSS elsewhere."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        import resource
-    except ImportError:  # Windows
-        return 0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak if sys.platform == "darwin" else peak * 1024
 
 
 def _backend(system_info: str) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +18,8 @@ import onnxruntime  # type: ignore[import-untyped]
 from piper import PiperVoice, SynthesisConfig
 from piper.config import PiperConfig
 
+from ...runners import child_entry, child_loop
+from ...runners.resident import resident_bytes
 from ..frames import MAX_SPEED, MIN_SPEED, ErrorKind, SpeakerInfo, SpeakerSpec, SpeakRequest
 from .text import pieces
 
@@ -28,17 +29,16 @@ _CUDA = "CUDAExecutionProvider"
 _CPU = "CPUExecutionProvider"
 
 
-class LoadError(Exception):
+class LoadError(child_entry.LoadError):
     """The voice cannot be loaded; the message says why in words a user can act on."""
 
 
-class RequestFailure(Exception):
+class RequestFailure(child_loop.RequestFailure):
     """A request the voice cannot serve, and why: answered by the loop as an ``error`` event
     of its ``kind`` while the runner goes on serving."""
 
     def __init__(self, kind: ErrorKind, message: str):
-        super().__init__(message)
-        self.kind: ErrorKind = kind
+        super().__init__(kind, message)
 
 
 class PiperSpeaker:
@@ -81,7 +81,7 @@ class PiperSpeaker:
             speakers=int(config.num_speakers),
             device=self.device,
             load_seconds=self.load_seconds,
-            memory_bytes=_resident_bytes(),
+            memory_bytes=resident_bytes(),
             pid=os.getpid(),
         )
 
@@ -120,18 +120,3 @@ def _pcm(chunk: Any) -> bytes:
     """A Piper audio chunk as 16-bit little-endian samples (numpy's int16 on every machine
     this runs on is little-endian; the byte order is said, not assumed, all the same)."""
     return bytes(chunk.audio_int16_array.astype("<i2").tobytes())
-
-
-def _resident_bytes() -> int:
-    """Resident memory of this process: /proc on Linux, peak RSS elsewhere."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        import resource
-    except ImportError:  # Windows
-        return 0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak if sys.platform == "darwin" else peak * 1024

@@ -3,12 +3,12 @@ as an ``error`` event of its ``kind`` while the runner goes on serving."""
 
 from __future__ import annotations
 
+from ...runners import child_loop
 from ..frames import ErrorKind
 
 __all__ = ["RequestFailure"]
 
 
-class RequestFailure(Exception):
+class RequestFailure(child_loop.RequestFailure):
     def __init__(self, kind: ErrorKind, message: str):
-        super().__init__(message)
-        self.kind: ErrorKind = kind
+        super().__init__(kind, message)

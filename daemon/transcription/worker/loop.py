@@ -1,158 +1,33 @@
-"""The runner's loop: requests in the order they came, one at a time, each segment sent on as
-soon as it is written.
-
-A thread reads stdin so that a cancel (or the next request) arrives while a segment is being
-decoded; the loop looks at what came between segments, so a cancel stops a running request
-before its next segment and drops a queued one at once. When stdin closes (the daemon exited
-or died) the runner exits: it never lingers as an orphan.
-"""
+"""The transcription runner's loop (``daemon.runners.child_loop``): requests in the order they
+came, one at a time, each segment sent on as soon as it is written; a cancel stops a running
+request before its next segment."""
 
 from __future__ import annotations
 
-import os
-import queue
-import sys
-import threading
 import time
-import traceback
-from collections import deque
-from typing import TypeAlias
 
-from ...runners.protocol import FrameReader, encode_frame
-from ..frames import (
-    CancelOp,
-    ErrorEv,
-    Event,
-    ProtocolError,
-    Request,
-    ShutdownOp,
-    TranscribeOp,
-    TranscriptionDone,
-    TranscriptionInfo,
-    decode_request,
-    encode,
-)
-from .failure import RequestFailure
+from ...runners.child_loop import EventWriter, Inbox, RequestServer, say_as
+from ..frames import WIRE, Request, TranscribeOp, TranscriptionDone, TranscriptionInfo
 from .model import WhisperRunner, segment_event
 
-__all__ = ["EventWriter", "Inbox", "Server", "say", "start_reader"]
-
-# What the reader thread hands the loop: requests, then None (stdin closed); a ProtocolError
-# (the daemon sent what is no request) is raised by the loop, a bug to see in the log
-Inbox: TypeAlias = queue.SimpleQueue[Request | ProtocolError | None]
-_ORPHAN_GRACE_SECONDS = 30.0  # after stdin closes, how long the loop gets to exit by itself
+__all__ = ["Server", "say"]
 
 
 def say(text: str) -> None:
     """One line of the runner's own in its log (stderr, which the daemon keeps)."""
-    print(f"transcriber[{os.getpid()}]: {text}", file=sys.stderr, flush=True)
+    say_as(Server._ROLE, text)
 
 
-def start_reader(reader: FrameReader) -> Inbox:
-    """Read requests on a daemon thread into a queue, then None when stdin closes."""
-    inbox: Inbox = queue.SimpleQueue()
-
-    def pump() -> None:
-        try:
-            while (message := reader.read()) is not None:
-                inbox.put(decode_request(message))
-        except (ProtocolError, ValueError) as exc:  # ValueError: a frame that is not JSON
-            inbox.put(ProtocolError(str(exc)))
-        finally:
-            inbox.put(None)
-        time.sleep(_ORPHAN_GRACE_SECONDS)
-        os._exit(3)  # the loop is stuck inside a segment: do not outlive the daemon
-
-    threading.Thread(target=pump, name="stdin-reader", daemon=True).start()
-    return inbox
-
-
-class EventWriter:
-    """Events to the daemon, each written at once: a segment is streamed on as it is made."""
-
-    def __init__(self, fd: int):
-        self._fd = fd
-
-    def send(self, event: Event) -> None:
-        data = memoryview(encode_frame(encode(event)))
-        while data:
-            data = data[os.write(self._fd, data) :]
-
-
-class Server:
+class Server(RequestServer[Request, TranscribeOp]):
     """Serves transcriptions in arrival order until shutdown or the end of stdin."""
 
-    def __init__(self, runner: WhisperRunner, out: EventWriter, inbox: Inbox):
+    _ROLE = "transcriber"
+
+    def __init__(self, runner: WhisperRunner, out: EventWriter, inbox: Inbox[Request]):
+        super().__init__(WIRE, TranscribeOp, out, inbox)
         self._runner = runner
-        self._out = out
-        self._inbox = inbox
-        self._queued: deque[TranscribeOp] = deque()
-        self._running: int | None = None
-        self._cancelled = False  # the running request's
-        self._exiting = False
 
-    def run(self) -> None:
-        while True:
-            self._take(block=not self._queued)
-            if self._exiting:
-                return
-            if self._queued:
-                self._serve(self._queued.popleft())
-
-    def _take(self, block: bool) -> None:
-        """Handle every message waiting (waiting for one if ``block``)."""
-        try:
-            message = self._inbox.get(block=block)
-        except queue.Empty:
-            return
-        while True:
-            self._handle(message)
-            try:
-                message = self._inbox.get_nowait()
-            except queue.Empty:
-                return
-
-    def _handle(self, message: Request | ProtocolError | None) -> None:
-        if isinstance(message, ProtocolError):
-            raise message
-        if message is None or isinstance(message, ShutdownOp):
-            self._exiting = True
-        elif isinstance(message, TranscribeOp):
-            self._queued.append(message)
-        elif isinstance(message, CancelOp):
-            self._cancel(message.id)
-        else:  # a spec after the first frame
-            say(f"ignored an unexpected {message.TAG!r} request")
-
-    def _cancel(self, rid: int) -> None:
-        if rid == self._running:
-            self._cancelled = True
-            return
-        queued = [op for op in self._queued if op.id != rid]
-        if len(queued) < len(self._queued):
-            self._queued = deque(queued)
-            say(f"request {rid} cancelled before it started")
-
-    def _stopping(self) -> bool:
-        """Whether the running request is to stop here (its cancel, or the runner's end)."""
-        self._take(block=False)
-        return self._cancelled or self._exiting
-
-    def _serve(self, op: TranscribeOp) -> None:
-        self._running, self._cancelled = op.id, False
-        try:
-            self._transcribe(op)
-        except RequestFailure as exc:
-            self._out.send(ErrorEv(op.id, exc.kind, str(exc)))
-        except ProtocolError:  # the daemon's bug, not this request's: the runner ends
-            raise
-        except Exception as exc:  # the log keeps the traceback; the runner serves the next
-            traceback.print_exc()
-            self._out.send(ErrorEv(op.id, "internal", f"{type(exc).__name__}: {exc}"))
-        finally:
-            self._running = None
-
-    def _transcribe(self, op: TranscribeOp) -> None:
+    def _perform(self, op: TranscribeOp) -> None:
         started = time.perf_counter()
         job = self._runner.start(op.request)
         say(f"request {op.id}: {job.duration:.1f} s of audio, language {job.language}")

@@ -8,7 +8,6 @@ next one is written.
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,6 +16,8 @@ from typing import Any
 
 from faster_whisper import WhisperModel  # type: ignore[import-untyped]
 
+from ...runners import child_entry
+from ...runners.resident import resident_bytes
 from ..frames import Segment, TranscribeRequest, TranscriberInfo, TranscriberSpec, Word
 from .audio import read_audio
 from .failure import RequestFailure
@@ -30,7 +31,7 @@ _MODEL_FILES = ("model.bin", "config.json", "tokenizer.json")
 _FALLBACK_STEP = 0.2  # OpenAI's whisper: temperature_increment_on_fallback
 
 
-class LoadError(Exception):
+class LoadError(child_entry.LoadError):
     """The model cannot be loaded; the message says why in words a user can act on."""
 
 
@@ -84,7 +85,7 @@ class WhisperRunner:
             device=str(self._model.model.device),
             compute_type=str(self._model.model.compute_type),
             load_seconds=self.load_seconds,
-            memory_bytes=_resident_bytes(),
+            memory_bytes=resident_bytes(),
             pid=os.getpid(),
         )
 
@@ -154,18 +155,3 @@ def _temperatures(first: float) -> tuple[float, ...]:
     """``first``, then the hotter ones a failed window is decoded again at, up to 1.0."""
     steps = int((1.0 - first) / _FALLBACK_STEP + 1e-9)
     return tuple(round(first + _FALLBACK_STEP * n, 6) for n in range(steps + 1))
-
-
-def _resident_bytes() -> int:
-    """Resident memory of this process: /proc on Linux, peak RSS elsewhere."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        import resource
-    except ImportError:  # Windows
-        return 0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak if sys.platform == "darwin" else peak * 1024
