@@ -306,6 +306,9 @@ class Shooter:
             self.snap(f"chat-voice-recording{suffix}")
             voice.transcript(self)
             self.snap(f"chat-voice-transcript{suffix}")
+            voice.read_aloud(self)
+            self.snap(f"chat-read-aloud{suffix}")
+            voice.stop_reading(self)
 
     def _import_model(self) -> None:
         """As a first-time user does: Import a GGUF file (the real-model tier's Gemma)."""
