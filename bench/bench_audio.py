@@ -13,12 +13,16 @@ transcribes it, loaded once in each of two places on ``--threads`` threads:
   the request (upload, decode, transcription, answer);
 * ours with 4 clients posting the clip at once: total wall time, and the aggregate real-time
   factor (wall / 4 clips' audio). A runner serves one request at a time, so this shows the
-  queue costs nothing, not that 4 run faster than 1.
+  queue costs nothing, not that 4 run faster than 1;
+* batched: faster-whisper's ``BatchedInferencePipeline`` on the same in-process model, at
+  ``batch_size`` 4 and 8 (same beam size and first temperature; it cuts the clip with its
+  default Silero VAD, and has no temperature fallback), and 4 copies of the clip through it
+  one call after another: whether its batching pays on this CPU for one long file.
 
-Direct and ours take turns, in alternating order, over ``--rounds`` rounds; the table shows
-medians, the real-time factor (wall / audio seconds) and the word error rate of each transcript
-against the script (a sanity column: espeak-ng's voice is synthetic). ``--write`` replaces
-"## Speech to text" in bench/RESULTS.md.
+Direct, ours and the two batched sizes take turns, in alternating order, over ``--rounds``
+rounds; the table shows medians, the real-time factor (wall / audio seconds) and the word error
+rate of each transcript against the script (a sanity column: espeak-ng's voice is
+synthetic). ``--write`` replaces "## Speech to text" in bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -49,6 +53,8 @@ from bench_vs_llama_server import start_ours, write_results  # noqa: E402
 SECTION = "Speech to text"
 MODEL = "whisper:base"
 CLIENTS = 4
+BATCH_SIZES = (4, 8)
+COPIES_BATCH = 8  # the batch size of the 4-copies row
 PAUSE = 0.3  # seconds of silence between sentences
 HTTP = httpx.Client(timeout=3600, limits=httpx.Limits(max_keepalive_connections=0))
 # Plain words, no numbers or names a transcript may spell another way: the error rate then
@@ -97,6 +103,8 @@ class Results:
     direct: list[Heard]
     ours: list[Heard]
     together: list[tuple[float, list[Heard]]]  # one per round: wall time, each client's
+    batched: dict[int, list[Heard]]  # by batch size
+    copies: list[tuple[float, list[Heard]]]  # one per round: wall time, each copy's
 
 
 # -- the clip ---------------------------------------------------------------------------------
@@ -170,6 +178,29 @@ def transcribe_direct(model: Any, clip: Clip, arguments: dict[str, Any]) -> Hear
     return Heard(time.perf_counter() - started, text)
 
 
+def batched_arguments(arguments: dict[str, Any], batch_size: int) -> dict[str, Any]:
+    """The sequential call's arguments for ``BatchedInferencePipeline.transcribe``: it needs VAD
+    (its default) or clip timestamps to cut the audio, so ``vad_filter`` goes."""
+    kept = {key: value for key, value in arguments.items() if key != "vad_filter"}
+    return {**kept, "batch_size": batch_size}
+
+
+def transcribe_batched(pipeline: Any, clip: Clip, arguments: dict[str, Any]) -> Heard:
+    started = time.perf_counter()
+    segments, _ = pipeline.transcribe(str(clip.path), **arguments)
+    text = "".join(segment.text for segment in segments)
+    return Heard(time.perf_counter() - started, text)
+
+
+def transcribe_copies(
+    pipeline: Any, clip: Clip, arguments: dict[str, Any]
+) -> tuple[float, list[Heard]]:
+    """``CLIENTS`` copies of the clip, one batched call each, back to back."""
+    started = time.perf_counter()
+    heard = [transcribe_batched(pipeline, clip, arguments) for _ in range(CLIENTS)]
+    return time.perf_counter() - started, heard
+
+
 def transcribe_ours(url: str, audio: bytes) -> Heard:
     started = time.perf_counter()
     response = HTTP.post(
@@ -198,22 +229,38 @@ def transcribe_together(url: str, audio: bytes) -> tuple[float, list[Heard]]:
 
 
 def measure(model: Any, url: str, clip: Clip, rounds: int) -> Results:
+    from faster_whisper import BatchedInferencePipeline
+
     arguments = worker_arguments()
+    batched = {size: batched_arguments(arguments, size) for size in BATCH_SIZES}
+    pipeline = BatchedInferencePipeline(model)
     audio = clip.path.read_bytes()
     transcribe_ours(url, audio)  # the runner starts and loads on its first request
     transcribe_direct(model, clip, arguments)  # and this one's first call allocates
-    results = Results([], [], [])
+    for size in BATCH_SIZES:  # the VAD model loads, each batch shape allocates
+        transcribe_batched(pipeline, clip, batched[size])
+    results = Results([], [], [], {size: [] for size in BATCH_SIZES}, [])
     sides: dict[str, Callable[[], Heard]] = {
         "direct": lambda: transcribe_direct(model, clip, arguments),
         "ours": lambda: transcribe_ours(url, audio),
+        **{
+            f"batch {size}": (lambda size=size: transcribe_batched(pipeline, clip, batched[size]))
+            for size in BATCH_SIZES
+        },
     }
+    order = list(sides)
     for n in range(rounds):
-        for side in ("direct", "ours") if n % 2 == 0 else ("ours", "direct"):
+        for side in order if n % 2 == 0 else order[::-1]:
             heard = sides[side]()
-            getattr(results, side).append(heard)
+            if side.startswith("batch "):
+                results.batched[int(side.split()[1])].append(heard)
+            else:
+                getattr(results, side).append(heard)
             print(f"round {n + 1} {side}: {heard.seconds:.2f} s", flush=True)
         results.together.append(transcribe_together(url, audio))
         print(f"round {n + 1} {CLIENTS} clients: {results.together[-1][0]:.2f} s", flush=True)
+        results.copies.append(transcribe_copies(pipeline, clip, batched[COPIES_BATCH]))
+        print(f"round {n + 1} {CLIENTS} batched copies: {results.copies[-1][0]:.2f} s", flush=True)
     return results
 
 
@@ -229,6 +276,7 @@ def report(results: Results, clip: Clip, args, loads: tuple[str, str], compute: 
     ours = statistics.median(each.seconds for each in results.ours)
     together = statistics.median(wall for wall, _ in results.together)
     each_client = [heard for _, round_ in results.together for heard in round_]
+    copies = statistics.median(wall for wall, _ in results.copies)
     same = {_spaced(each.text) for each in results.direct} == {
         _spaced(each.text) for each in results.ours
     }
@@ -248,6 +296,24 @@ def report(results: Results, clip: Clip, args, loads: tuple[str, str], compute: 
             f"{together / (CLIENTS * direct):.2f}x {CLIENTS} direct",
             wer(each_client),
         ),
+        *(
+            (
+                f"faster-whisper, `BatchedInferencePipeline` batch {size}",
+                wall,
+                wall / clip.seconds,
+                f"{wall / direct:.2f}x direct",
+                wer(results.batched[size]),
+            )
+            for size in BATCH_SIZES
+            for wall in [statistics.median(each.seconds for each in results.batched[size])]
+        ),
+        (
+            f"faster-whisper, batch {COPIES_BATCH}, {CLIENTS} copies back to back (total)",
+            copies,
+            copies / (CLIENTS * clip.seconds),
+            f"{copies / (CLIENTS * direct):.2f}x {CLIENTS} direct",
+            wer([heard for _, round_ in results.copies for heard in round_]),
+        ),
     ]
     lines = [
         f"Machine: {machine()}. Load average (1/5/15 min) before: {loads[0]}; after: "
@@ -258,17 +324,24 @@ def report(results: Results, clip: Clip, args, loads: tuple[str, str], compute: 
         f"threads on both, faster-whisper's arguments as our runner passes them (beam 5, "
         f"temperature fallback 0-1.0, no VAD, language detected); a {clip.seconds:.1f} s "
         f"espeak-ng clip (22 kHz mono WAV, {len(clip.text.split())} words). Medians of "
-        f"{args.rounds} rounds, direct and ours alternating; our runner warmed by one request. "
-        f"Real-time factor: wall / audio seconds ({CLIENTS} clips for the row of "
-        f"{CLIENTS} clients). Our runner serves one request at a time: {CLIENTS} clients "
-        "queue, so that row shows what the queue costs, not a speed-up.",
+        f"{args.rounds} rounds, direct, ours and batched alternating; our runner and the "
+        "batched pipeline warmed by one call each. "
+        f"Real-time factor: wall / audio seconds ({CLIENTS} clips for the rows of "
+        f"{CLIENTS} clients and copies). Our runner serves one request at a time: {CLIENTS} "
+        "clients queue, so that row shows what the queue costs, not a speed-up. "
+        "The batched rows are faster-whisper's `BatchedInferencePipeline` on the same "
+        "in-process model: its default Silero VAD cuts the clip into chunks of up to 30 s, "
+        "batched through the encoder and a beam-5 decode at temperature 0 only (it has no "
+        "fallback) and without the previous text as prompt.",
         "",
-        "| | wall s (median) | real-time factor | ours vs direct | word error rate |",
+        "| | wall s (median) | real-time factor | vs direct | word error rate |",
         "| --- | --- | --- | --- | --- |",
         *(f"| {name} | {wall:.2f} | {rtf:.3f} | {vs} | {w} |" for name, wall, rtf, vs, w in rows),
         "",
         f"Every wall time, s: direct {_times(results.direct)}; ours {_times(results.ours)}; "
-        f"{CLIENTS} clients {', '.join(f'{wall:.2f}' for wall, _ in results.together)}. "
+        f"{CLIENTS} clients {', '.join(f'{wall:.2f}' for wall, _ in results.together)}; "
+        + "; ".join(f"batch {size} {_times(results.batched[size])}" for size in BATCH_SIZES)
+        + f"; {CLIENTS} copies {', '.join(f'{wall:.2f}' for wall, _ in results.copies)}. "
         f"Direct and ours wrote {'the same' if same else 'different'} text (whitespace aside). "
         f"Target: ours under 5% over direct ({'met' if ours / direct < 1.05 else 'missed'}).",
     ]
