@@ -59,6 +59,9 @@ class Context:
     def stdin_is_tty(self) -> bool:
         return _isatty(self.stdin)
 
+    def stdout_is_tty(self) -> bool:
+        return _isatty(self.out)
+
     def _say_starting(self) -> None:
         self.note(f"starting the localllm daemon (log: {self.settings.log_dir / 'daemon.log'})")
 

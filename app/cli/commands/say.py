@@ -71,7 +71,7 @@ def _say(context: Context, args: argparse.Namespace) -> int:
     if not text.strip():
         raise CliError("nothing to say: give TEXT, or pipe text into localllm say")
     target = None if args.output == Path("-") else args.output
-    to_pipe = target is None and (args.output is not None or not _is_terminal(context.out))
+    to_pipe = target is None and (args.output is not None or not context.stdout_is_tty())
     if target is None and not to_pipe:
         target = Path(_DEFAULT_FILE)
     form = _FORMATS.get(target.suffix.lower(), "wav") if target is not None else "wav"
@@ -90,13 +90,6 @@ def _stdin_text(context: Context) -> str:
     if context.stdin_is_tty():
         raise CliError("nothing to say: give TEXT, or pipe text into localllm say")
     return context.stdin.read()
-
-
-def _is_terminal(stream: object) -> bool:
-    try:
-        return bool(stream.isatty())  # type: ignore[attr-defined]
-    except (AttributeError, ValueError):
-        return False
 
 
 def _binary(context: Context) -> BinaryIO:
