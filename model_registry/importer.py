@@ -47,6 +47,7 @@ __all__ = [
     "FileEvents",
     "ModelExtras",
     "create_from_modelfile",
+    "file_layer",
     "find_shards",
     "import_gguf",
 ]
@@ -170,7 +171,7 @@ def _layers_from(opened: Mapping[Path, BinaryIO], events: FileEvents) -> FileLay
 
     def layer(store: Store, lease: Lease, kind: LayerType, file: Path, scale: float = 1.0) -> Layer:
         how = events if kind in (LayerType.MODEL, LayerType.PROJECTOR) else FileEvents()
-        return _file_layer(store, lease, kind, file, opened[file], scale, how)
+        return file_layer(store, lease, kind, file, opened[file], how, scale)
 
     return layer
 
@@ -299,16 +300,18 @@ def _check_adapters(
         read_lora_adapter(opened[path], architecture, path.name)
 
 
-def _file_layer(
+def file_layer(
     store: Store,
     lease: Lease,
     media_type: LayerType,
     path: Path,
     stream: BinaryIO,
-    scale: float,
     events: FileEvents,
+    scale: float = 1.0,
+    file_name: str | None = None,
 ) -> Layer:
-    """The layer for ``path``, stored from ``stream``: the file checked, open."""
+    """The layer for ``path``, stored from ``stream``: the file checked, open; ``file_name``:
+    the name a model of several files keeps it under (a CT2 or voice layer)."""
     total = os.fstat(stream.fileno()).st_size
     progress = events.on_progress
     blob, placement = store.blobs.add_file(
@@ -321,7 +324,7 @@ def _file_layer(
     )
     if events.on_placed is not None:
         events.on_placed(path.name, blob.size, placement)
-    return Layer(media_type, blob.digest, blob.size, scale)
+    return Layer(media_type, blob.digest, blob.size, scale, file_name)
 
 
 def _bytes_layer(store: Store, lease: Lease, media_type: LayerType, data: bytes) -> Layer:

@@ -13,23 +13,40 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from localllm.model_registry.digests import Digest
 from localllm.model_registry.errors import ModelKindError
-from localllm.model_registry.importer import FileEvents
+from localllm.model_registry.importer import FileEvents, file_layer
 from localllm.model_registry.names import ModelName
 from localllm.model_registry.store import (
     BlobRef,
-    Layer,
     LayerType,
     Manifest,
     Store,
     ensure_free_space,
 )
-from localllm.model_registry.store.locking import Lease
 
-__all__ = ["open_file", "store_named_files"]
+__all__ = ["open_file", "read_json_object", "store_named_files"]
+
+
+def read_json_object(
+    stream: BinaryIO, limit: int, where: str, file: str, owner: str
+) -> dict[str, Any]:
+    """A model's JSON ``file`` (read from its start, at most ``limit`` bytes) as an object;
+    :class:`ModelKindError` saying what is wrong with it (``owner``: whose such file it
+    would be, "a Piper voice's")."""
+    stream.seek(0)
+    raw = stream.read(limit + 1)
+    if len(raw) > limit:
+        raise ModelKindError(f"{where}: {file} is too large for {owner}")
+    try:
+        document = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise ModelKindError(f"{where}: {file} is not valid JSON") from None
+    if not isinstance(document, dict):
+        raise ModelKindError(f"{where}: {file} is not a JSON object")
+    return document
 
 
 def open_file(stack: contextlib.ExitStack, path: Path) -> BinaryIO:
@@ -55,33 +72,10 @@ def store_named_files(
         ensure_free_space(store.layout.blobs_dir, needed, "this import")
     with store.lease() as lease:
         layers = [
-            _layer(store, lease, path, stream, layer_type, events)
+            file_layer(store, lease, layer_type, path, stream, events, file_name=path.name)
             for path, stream in opened.items()
         ]
         raw = json.dumps(dict(config), sort_keys=True).encode()
         config_blob = store.blobs.write_bytes(raw, on_hashed=lease.add)
         manifest = Manifest(BlobRef(config_blob.digest, config_blob.size), tuple(layers))
         return store.write_manifest(name, manifest)
-
-
-def _layer(
-    store: Store,
-    lease: Lease,
-    path: Path,
-    stream: BinaryIO,
-    layer_type: LayerType,
-    events: FileEvents,
-) -> Layer:
-    total = os.fstat(stream.fileno()).st_size
-    progress = events.on_progress
-    blob, placement = store.blobs.add_file(
-        path,
-        events.mode,
-        events.expected.get(path),
-        on_hashed=lease.add,
-        on_progress=(lambda done: progress(path.name, done, total)) if progress else None,
-        opened=stream,
-    )
-    if events.on_placed is not None:
-        events.on_placed(path.name, blob.size, placement)
-    return Layer(layer_type, blob.digest, blob.size, file_name=path.name)

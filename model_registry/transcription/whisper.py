@@ -9,13 +9,13 @@ conversion writes (``lang_ids``, ``suppress_ids``...) and its ``model.bin`` name
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import BinaryIO
 
 from localllm.model_registry.errors import ModelKindError
 from localllm.model_registry.gguf_info import format_parameter_count
+from localllm.model_registry.named_files import read_json_object
 from localllm.model_registry.store.file_names import KNOWN_FILE_NAMES
 from localllm.model_registry.transcription.model_bin import WHISPER_SPEC, ModelBinInfo
 
@@ -72,16 +72,7 @@ def whisper_files(names: Iterable[str], where: str) -> tuple[str, ...]:
 
 def read_whisper_config(stream: BinaryIO, where: str) -> WhisperConfig:
     """``config.json`` (read from its start, at most 1 MiB) as a Whisper conversion's."""
-    stream.seek(0)
-    raw = stream.read(MAX_CONFIG_BYTES + 1)
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise ModelKindError(f"{where}: config.json is too large for a Whisper model's")
-    try:
-        document = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise ModelKindError(f"{where}: config.json is not valid JSON") from None
-    if not isinstance(document, dict):
-        raise ModelKindError(f"{where}: config.json is not a JSON object")
+    document = read_json_object(stream, MAX_CONFIG_BYTES, where, "config.json", "a Whisper model's")
     absent = [key for key in _WHISPER_KEYS if not _int_list(document.get(key))]
     if absent:
         raise ModelKindError(

@@ -10,12 +10,12 @@ The ``.onnx.json`` is read whole (at most 4 MiB) and must say what Piper needs t
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import BinaryIO
 
 from localllm.model_registry.errors import ModelKindError
+from localllm.model_registry.named_files import read_json_object
 
 __all__ = [
     "MAX_VOICE_CONFIG_BYTES",
@@ -70,16 +70,9 @@ def voice_files(names: Iterable[str], where: str) -> tuple[str, str]:
 
 def read_voice_config(stream: BinaryIO, where: str) -> VoiceConfig:
     """``<voice>.onnx.json`` (read from its start) as a Piper voice's."""
-    stream.seek(0)
-    raw = stream.read(MAX_VOICE_CONFIG_BYTES + 1)
-    if len(raw) > MAX_VOICE_CONFIG_BYTES:
-        raise ModelKindError(f"{where}: the .onnx.json is too large for a Piper voice's")
-    try:
-        document = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise ModelKindError(f"{where}: the .onnx.json is not valid JSON") from None
-    if not isinstance(document, dict):
-        raise ModelKindError(f"{where}: the .onnx.json is not a JSON object")
+    document = read_json_object(
+        stream, MAX_VOICE_CONFIG_BYTES, where, "the .onnx.json", "a Piper voice's"
+    )
     rate = _mapping(document.get("audio")).get("sample_rate")
     if not isinstance(rate, int) or isinstance(rate, bool) or rate not in _RATES:
         raise ModelKindError(f"{where}: the .onnx.json names no audio sample_rate (Hz)")

@@ -122,17 +122,7 @@ def transcription_show_response(details: ModelDetails, modified: float) -> ShowR
         info["general.parameter_count"] = config["parameter_count"]
     if isinstance(facts, Mapping) and isinstance(facts.get("languages"), int):
         info[f"{family}.languages"] = facts["languages"]
-    return ShowResponse(
-        modelfile=f"# {details.name.display} is a transcription model: no Modelfile builds on it\n",
-        parameters="",
-        template="",
-        system="",
-        license=details.license or "",
-        details=details_out(config),
-        model_info=info,
-        capabilities=["transcription"],
-        modified_at=iso_time(modified),
-    )
+    return _audio_show(details, modified, info, "a transcription model", "transcription")
 
 
 def voice_show_response(details: ModelDetails, modified: float) -> ShowResponse:
@@ -146,15 +136,22 @@ def voice_show_response(details: ModelDetails, modified: float) -> ShowResponse:
         for key in ("language", "sample_rate", "quality", "speakers"):
             if isinstance(facts.get(key), str | int):
                 info[f"{family}.{key}"] = facts[key]
+    return _audio_show(details, modified, info, "a voice", "speech")
+
+
+def _audio_show(
+    details: ModelDetails, modified: float, info: dict[str, Any], what: str, capability: str
+) -> ShowResponse:
+    """``/api/show`` of a model of several files (no GGUF: no template, no parameters)."""
     return ShowResponse(
-        modelfile=f"# {details.name.display} is a voice: no Modelfile builds on it\n",
+        modelfile=f"# {details.name.display} is {what}: no Modelfile builds on it\n",
         parameters="",
         template="",
         system="",
         license=details.license or "",
-        details=details_out(config),
+        details=details_out(details.config),
         model_info=info,
-        capabilities=["speech"],
+        capabilities=[capability],
         modified_at=iso_time(modified),
     )
 

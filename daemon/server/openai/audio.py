@@ -126,14 +126,8 @@ async def _serve(request: Request, task: _Task) -> Response:
     )
     pool: Transcribers = app_part(request, "transcribers", RunnerPool)
     if asked.stream:
-        events = _deltas(pool, runner_key(name), folder, call)
-        try:  # until the audio is read: a file that is no audio is a 400, not a stream
-            await anext(events)
-        except BaseException:
-            audio.unlink(missing_ok=True)
-            raise
-        redact = app_part(request, "redactor", PathRedactor)
-        return sse_stream(events, redact, _remover(audio), end=b"")
+        # until the audio is read: a file that is no audio is a 400, not a stream
+        return await _stream(request, _deltas(pool, runner_key(name), folder, call), audio)
     try:
         transcript = await _transcript(pool, runner_key(name), folder, call, task)
     finally:
@@ -282,7 +276,12 @@ async def _forwarded(
             async for chunk in response.aiter_raw():
                 yield chunk
 
-    events = relayed()
+    return await _stream(request, relayed(), audio)
+
+
+async def _stream(request: Request, events: AsyncIterator[bytes], audio: Path) -> Response:
+    """``events`` as the answer once their first (empty) item came, so an error until then
+    is a status; the upload ``audio`` is removed when the stream ends, however it ends."""
     try:
         await anext(events)
     except BaseException:
