@@ -50,6 +50,7 @@ __all__ = [
     "file_layer",
     "find_shards",
     "import_gguf",
+    "modelfile_base",
 ]
 
 AdapterFile = tuple[Path, float]  # a LoRA adapter file and the scale it is applied with
@@ -194,6 +195,17 @@ def create_from_modelfile(
         path = resolve_file(modelfile.from_)
         draft = resolve_draft(store, modelfile, resolve_file, path)
         return import_gguf(store, name, path, adapters=adapters, extras=extras, draft=draft)
+    base = modelfile_base(store, modelfile)
+    draft = None
+    if modelfile.draft is not None:
+        target = store.blobs.path(base.layers_of(LayerType.MODEL)[0].digest)
+        draft = resolve_draft(store, modelfile, resolve_file, target)
+    return _derive(store, name, base, extras, adapters, draft)
+
+
+def modelfile_base(store: Store, modelfile: Modelfile) -> Manifest:
+    """The installed model a Modelfile's FROM names; ModelfileError when there is none or it
+    is not a GGUF model (a Whisper model or a voice: nothing to build on)."""
     try:
         base = store.read_manifest(modelfile.from_)
     except ModelNotFoundError:
@@ -203,11 +215,7 @@ def create_from_modelfile(
         raise ModelfileError(
             f"FROM {modelfile.from_}: that is {kind}; a Modelfile builds on a GGUF model"
         )
-    draft = None
-    if modelfile.draft is not None:
-        target = store.blobs.path(base.layers_of(LayerType.MODEL)[0].digest)
-        draft = resolve_draft(store, modelfile, resolve_file, target)
-    return _derive(store, name, base, extras, adapters, draft)
+    return base
 
 
 def _derive(

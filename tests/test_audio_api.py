@@ -9,11 +9,14 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+import wave
 from pathlib import Path
 
 import httpx
 import pytest
 
+from localllm.daemon.client import Client
+from localllm.daemon.client.transcripts import Heard, TranscriptEnd
 from localllm.model_registry.store import Store
 from localllm.model_registry.transcription import import_whisper_folder
 from tests.support.daemon import Daemon, make_store
@@ -102,6 +105,26 @@ def test_a_stream_sends_deltas_then_the_whole_text(client, spoken):
     assert done.type == "transcript.text.done"
     assert "".join(event.delta for event in deltas).strip() == done.text
     assert word_error_rate(SENTENCE, done.text) < 0.15
+
+
+def test_a_stream_says_where_it_is_and_ends_with_the_format_asked_for(daemon, spoken):
+    """Beyond OpenAI's fields: each delta's place in the recording (for progress) and, for
+    subtitles and verbose JSON, the whole answer in the done event (what `transcribe` shows)."""
+    with Client(daemon.url) as ours:
+        *heard, end = ours.transcription(spoken["english"], "whisper:base", None, False, "srt")
+        verbose = list(
+            ours.transcription(spoken["english"], "whisper:base", None, False, "verbose_json")
+        )
+    assert heard and all(isinstance(event, Heard) for event in heard)
+    with wave.open(str(spoken["english"]), "rb") as recording:
+        seconds = recording.getnframes() / recording.getframerate()
+    assert all(event.duration == pytest.approx(seconds, abs=0.01) for event in heard)
+    assert [event.start for event in heard] == sorted(event.start for event in heard)
+    assert 0 < heard[-1].end <= seconds + 0.5
+    assert isinstance(end, TranscriptEnd) and end.document.startswith("1\n00:00:00,")
+    assert " --> " in end.document and word_error_rate(SENTENCE, end.text) < 0.15
+    answer = json.loads(verbose[-1].document)
+    assert answer["language"] == "en" and answer["words"] and answer["text"] == verbose[-1].text
 
 
 def test_curl_as_openais_docs_write_it(daemon, spoken):

@@ -362,6 +362,18 @@ def test_a_modelfile_cannot_build_on_a_transcription_model(whisper_store):
         create_from_modelfile(whisper_store, "derived", modelfile, lambda ref: Path(ref))
 
 
+def test_the_daemons_create_refuses_a_transcription_base_with_a_draft(
+    whisper_store, tiny_model_path
+):
+    """Checked before anything runs (it once failed with an IndexError: a 500)."""
+    from localllm.daemon.models.create import check_create
+
+    import_gguf(whisper_store, "tiny", tiny_model_path)
+    modelfile = parse_modelfile("FROM whisper:base\nDRAFT tiny\n")
+    with pytest.raises(ModelfileError, match="transcription model"):
+        check_create(whisper_store, modelfile, lambda ref: Path(ref), None)
+
+
 def test_the_folder_and_gguf_models_live_side_by_side(whisper_store, tiny_model_path):
     import_gguf(whisper_store, "tiny", tiny_model_path)
     whisper_store.model_folder("whisper:base")

@@ -62,6 +62,9 @@ class Context:
     def stdout_is_tty(self) -> bool:
         return _isatty(self.out)
 
+    def stderr_is_tty(self) -> bool:
+        return _isatty(self.err)
+
     def _say_starting(self) -> None:
         self.note(f"starting the localllm daemon (log: {self.settings.log_dir / 'daemon.log'})")
 

@@ -69,6 +69,7 @@ from localllm.daemon.client.answers import Answer
 from localllm.daemon.client.connection import Connection
 from localllm.daemon.client.errors import ModelNotFound, RemoteNotFound
 from localllm.daemon.client.protocol import Progress
+from localllm.daemon.client.transcripts import TranscriptEvent, transcript_event
 
 __all__ = ["DEFAULT_BASE_URL", "Client"]
 
@@ -187,39 +188,28 @@ class Client:
         return self._connection.answer(PromptCacheCleared, "DELETE", "/api/prompt-cache")
 
     # -- audio ------------------------------------------------------------------------------
-    def transcribe(
+    def transcription(
         self,
         audio: Path,
         model: str,
         language: str | None = None,
         translate: bool = False,
         response_format: str = "text",
-    ) -> str:
-        """The transcript of ``audio`` (any format FFmpeg reads) as ``response_format`` writes
-        it: text, srt, vtt, json or verbose_json (with word times); ``translate``: in English."""
-        fields = _audio_fields(model, language, translate) | {"response_format": response_format}
+    ) -> Iterator[TranscriptEvent]:
+        """``audio`` (any format FFmpeg reads) as it is heard, segment by segment, then the
+        whole transcript as ``response_format`` writes it: text, srt, vtt, json or
+        verbose_json (with word times); ``translate``: in English."""
+        fields = _audio_fields(model, language, translate) | {
+            "response_format": response_format,
+            "stream": "true",
+        }
         if response_format == "verbose_json":
             fields["timestamp_granularities[]"] = "word"
         with audio.open("rb") as file:
-            response = self._connection.request(
-                "POST", _audio_path(translate), data=fields, files={"file": (audio.name, file)}
-            )
-        return response.text
-
-    def transcribe_text(
-        self,
-        audio: Path,
-        model: str,
-        language: str | None = None,
-        translate: bool = False,
-    ) -> Iterator[str]:
-        """The transcript's text as the runner writes it, a segment at a time."""
-        fields = _audio_fields(model, language, translate) | {"stream": "true"}
-        with audio.open("rb") as file:
             files = {"file": (audio.name, file)}
-            for event in self._connection.form_events(_audio_path(translate), fields, files):
-                if isinstance(event, dict) and event.get("type") == "transcript.text.delta":
-                    yield str(event.get("delta", ""))
+            for data in self._connection.form_events(_audio_path(translate), fields, files):
+                if (event := transcript_event(data)) is not None:
+                    yield event
 
     def speak(self, text: str, voice: str, format: str = "wav", speed: float = 1.0) -> bytes:
         """``text`` spoken by ``voice`` (a voice of the store) as ``format``: wav, mp3, flac..."""

@@ -38,6 +38,7 @@ from localllm.daemon.api import (
 )
 from localllm.daemon.api.local_models import ImportMode, ImportProgress, LocalModelsResponse
 from localllm.daemon.api.remotes import RemoteAddRequest, RemoteInfo, RemoteList
+from localllm.daemon.client.transcripts import TranscriptEvent
 
 __all__ = ["DaemonClient", "Progress"]
 
@@ -78,21 +79,14 @@ class DaemonClient(Protocol):
     def clear_prompt_cache(self) -> PromptCacheCleared: ...
 
     # audio
-    def transcribe(
+    def transcription(
         self,
         audio: Path,
         model: str,
         language: str | None = None,
         translate: bool = False,
         response_format: str = "text",
-    ) -> str: ...
-    def transcribe_text(
-        self,
-        audio: Path,
-        model: str,
-        language: str | None = None,
-        translate: bool = False,
-    ) -> Iterator[str]: ...
+    ) -> Iterator[TranscriptEvent]: ...
     def speak(self, text: str, voice: str, format: str = "wav", speed: float = 1.0) -> bytes: ...
 
     # pulls

@@ -27,11 +27,10 @@ from localllm.model_registry.draft_weights import resolve_draft
 from localllm.model_registry.errors import (
     BlobNotFoundError,
     GGUFError,
-    ModelfileError,
     ModelNotFoundError,
 )
 from localllm.model_registry.gguf_info import read_gguf_info
-from localllm.model_registry.importer import create_from_modelfile
+from localllm.model_registry.importer import create_from_modelfile, modelfile_base
 from localllm.model_registry.modelfile import Adapter, Modelfile, from_is_path
 from localllm.model_registry.names import ModelName
 from localllm.model_registry.store import LayerType, Manifest, Store
@@ -103,7 +102,10 @@ def check_create(
 def _base_architecture(store: Store, modelfile: Modelfile, resolve: Resolver) -> str | None:
     """The architecture of the model being created (checking the FROM file is a model)."""
     if not from_is_path(modelfile.from_):
-        return str(store.read_config(_base(store, modelfile)).get("architecture") or "") or None
+        return (
+            str(store.read_config(modelfile_base(store, modelfile)).get("architecture") or "")
+            or None
+        )
     info = read_gguf_info(resolve(modelfile.from_))
     if info.is_projector:
         raise GGUFError("the FROM file is a vision projector (mmproj), not a model")
@@ -160,7 +162,7 @@ def _weights(store: Store, modelfile: Modelfile, resolve: Resolver) -> Path:
     """The one GGUF file a quantization starts from: the uploaded file or the base's weights."""
     if from_is_path(modelfile.from_):
         return resolve(modelfile.from_)
-    layers = _base(store, modelfile).layers_of(LayerType.MODEL)
+    layers = modelfile_base(store, modelfile).layers_of(LayerType.MODEL)
     if len(layers) != 1:
         raise BadRequestError("quantizing a sharded model is not supported", param="quantize")
     return store.blobs.path(layers[0].digest)
@@ -170,14 +172,7 @@ def _first_weights(store: Store, modelfile: Modelfile, resolve: Resolver) -> Pat
     """The (first) weights file of the model being created: the upload or the base's."""
     if from_is_path(modelfile.from_):
         return resolve(modelfile.from_)
-    return store.blobs.path(_base(store, modelfile).layers_of(LayerType.MODEL)[0].digest)
-
-
-def _base(store: Store, modelfile: Modelfile) -> Manifest:
-    try:
-        return store.read_manifest(modelfile.from_)
-    except ModelNotFoundError:
-        raise ModelfileError(f"FROM {modelfile.from_}: no such model; pull it first") from None
+    return store.blobs.path(modelfile_base(store, modelfile).layers_of(LayerType.MODEL)[0].digest)
 
 
 def _quantized_plan(
@@ -199,7 +194,7 @@ def _quantized_plan(
 
 def _inherit(store: Store, modelfile: Modelfile) -> tuple[Modelfile, dict[str, Path]]:
     """Fill what the Modelfile leaves unset from its base model (as deriving would)."""
-    base = _base(store, modelfile)
+    base = modelfile_base(store, modelfile)
     params = store.read_json_layer(base, LayerType.PARAMS)
     messages = cast(list[object], store.read_json_layer(base, LayerType.MESSAGES) or [])
     licenses = store.read_text_layer(base, LayerType.LICENSE)

@@ -5,8 +5,9 @@ restarted when it died, stopped with the daemon.
 A runner serves its requests one at a time in the order they came, so requests to one model
 share it; another model gets a runner of its own. The scheduler's memory plan does not size
 these runners, but they take part in its making room (``scheduler.peers``): before one starts,
-idle models are unloaded until its estimate fits (``make_room``, the scheduler's
-``free_up``), and a load that needs room stops an idle one first (``release_idle``).
+idle models are unloaded until its estimate (the most it was measured to take, for its kind)
+fits (``make_room``, the scheduler's ``free_up``), and a load that needs room stops an idle
+one first (``release_idle``).
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
-__all__ = ["KeptRunner", "RunnerPool", "estimate_bytes"]
+__all__ = ["Estimate", "KeptRunner", "RunnerPool", "files_bytes"]
 
-_RUNTIME_BYTES = 100 << 20  # a runner besides its files: Python, its engine, buffers
+Estimate = Callable[[Path], int]  # the most a runner of the model in a folder takes
 
 
 class Runner(Protocol):
@@ -56,13 +57,14 @@ class RunnerPool(Generic[R]):
         self,
         kind: str,
         start: Start[R],
+        estimate: Estimate,
         keep_alive: float,
         log_dir: Path | None = None,
         make_room: Callable[[str, int], Awaitable[None]] | None = None,
     ):
-        """``make_room(name, bytes)`` is awaited before a runner starts."""
+        """``make_room(name, estimate(folder))`` is awaited before a runner starts."""
         self.kind = kind
-        self._start = start
+        self._start, self._estimate = start, estimate
         self._keep_alive = keep_alive
         self._log_dir = log_dir
         self._make_room = make_room
@@ -139,7 +141,7 @@ class RunnerPool(Generic[R]):
                 del self._loaded[name]
                 await kept.runner.stop()
             if self._make_room is not None:
-                await self._make_room(name, await asyncio.to_thread(estimate_bytes, folder))
+                await self._make_room(name, await asyncio.to_thread(self._estimate, folder))
             log = self._log_dir / f"{self.kind}-{_safe(name)}.log" if self._log_dir else None
             runner = await self._start(name, folder, log)
             kept = self._loaded[name] = KeptRunner(name, folder, runner)
@@ -156,11 +158,9 @@ class RunnerPool(Generic[R]):
             await kept.runner.stop()
 
 
-def estimate_bytes(folder: Path) -> int:
-    """What a runner of the model in ``folder`` takes: its files as stored (a Whisper model's
-    F16 weights run as int8 on a CPU: the margin covers a GPU's), and the runtime."""
-    files = (path for path in folder.iterdir() if path.is_file())
-    return sum(path.stat().st_size for path in files) + _RUNTIME_BYTES
+def files_bytes(folder: Path) -> int:
+    """The size of a model's files as stored (the folder of links the runner reads)."""
+    return sum(path.stat().st_size for path in folder.iterdir() if path.is_file())
 
 
 def _safe(name: str) -> str:

@@ -78,6 +78,10 @@ class TranscriberSpec:
     compute_type: str = "auto"
     threads: int = 0  # CPU threads; 0: CTranslate2's default (4, or OMP_NUM_THREADS)
     model_name: str = ""  # for messages; "": the folder's name
+    # a recording is decoded and read this much at a time (cut where it is quietest): what
+    # bounds the runner's memory however long the file (10 min: about 60 MB)
+    piece_seconds: float = 600.0
+    batch_size: int = 8  # of the batched pipeline, on a long piece; 1: never batched
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +111,9 @@ class TranscribeRequest:
     word_timestamps: bool = False
     vad_filter: bool = False  # skip silence (Silero VAD) before decoding
     beam_size: int = 5
+    # the answer shows each segment's times (subtitles, verbose JSON): False lets a long
+    # recording be read by the batched pipeline, whose segments are whole 30 s chunks
+    timed_segments: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import io
 import json
+import re
+import wave
 
 import pytest
 
@@ -22,6 +24,7 @@ from tests.support.speech import speak, word_error_rate
 pytestmark = pytest.mark.slow
 
 SENTENCE = "The children are playing football in the garden after school."
+LONGER = "My brother bought a new car last week and he drives it to work every morning."
 GERMAN = "Guten Morgen, ich trinke jeden Tag einen Kaffee mit Milch."
 
 
@@ -40,6 +43,7 @@ def audio(tmp_path_factory):
     return {
         "english": speak(SENTENCE, folder / "english.wav"),
         "german": speak(GERMAN, folder / "german.wav", voice="de"),
+        "long": speak(" ".join([SENTENCE, LONGER, SENTENCE]), folder / "long.wav"),
     }
 
 
@@ -68,6 +72,33 @@ def test_subtitles_and_json_with_word_times(cli, audio):
     answer = json.loads(out)
     assert answer["language"] == "en" and word_error_rate(SENTENCE, answer["text"]) < 0.15
     assert [w["start"] for w in answer["words"]] == sorted(w["start"] for w in answer["words"])
+
+
+class Terminal(io.StringIO):
+    """A terminal's stderr as `transcribe` sees it."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_terminal_sees_how_far_a_file_has_been_read(daemon, audio, tmp_path, monkeypatch):
+    terminal, out = Terminal(), io.StringIO()
+    monkeypatch.setattr("sys.stderr", terminal)
+    monkeypatch.setattr("sys.stdout", out)
+    status = main(
+        ["transcribe", str(audio["long"]), "--format", "vtt"], cli_env(tmp_path, daemon.port)
+    )
+    shown = terminal.getvalue()
+    assert status == 0 and out.getvalue().startswith("WEBVTT")
+    lines = re.findall(
+        r"\r\033\[Ktranscribing long\.wav: (\d+:\d\d) of (\d+:\d\d) \((\d+)%\)", shown
+    )
+    with wave.open(str(audio["long"]), "rb") as recording:
+        length = int(recording.getnframes() / recording.getframerate())
+    assert len(lines) >= 2 and {total for _, total, _ in lines} == {f"0:{length:02d}"}
+    shares = [int(share) for _, _, share in lines]
+    assert shares == sorted(shares) and shares[0] < 50 and shares[-1] >= 90
+    assert shown.endswith("\r\033[K")  # the line is cleared before the subtitles come
 
 
 def test_translate_writes_german_speech_in_english(cli, audio):

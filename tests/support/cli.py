@@ -57,6 +57,7 @@ from localllm.daemon.api.local_models import (
 )
 from localllm.daemon.client import DaemonClient, ModelNotFound
 from localllm.daemon.client.protocol import Progress
+from localllm.daemon.client.transcripts import Heard, TranscriptEnd, TranscriptEvent
 from tests.support.fake_remotes import FakeRemotes
 
 WHEN = "2020-01-01T00:00:00Z"
@@ -267,26 +268,17 @@ class FakeClient(FakeRemotes):
     def clear_prompt_cache(self) -> PromptCacheCleared:
         return PromptCacheCleared(files=2, freed=3_000_000)
 
-    def transcribe(
+    def transcription(
         self,
         audio: Path,
         model: str,
         language: str | None = None,
         translate: bool = False,
         response_format: str = "text",
-    ) -> str:
-        self.calls.append(("transcribe", audio.name, model, response_format))
-        return f"what {audio.name} says\n"
-
-    def transcribe_text(
-        self,
-        audio: Path,
-        model: str,
-        language: str | None = None,
-        translate: bool = False,
-    ) -> Iterator[str]:
-        self.calls.append(("transcribe_text", audio.name, model, "text"))
-        yield from ("what ", audio.name, " says")
+    ) -> Iterator[TranscriptEvent]:
+        self.calls.append(("transcription", audio.name, model, response_format))
+        yield Heard(f"what {audio.name} says", 0.0, 1.0, 1.0)
+        yield TranscriptEnd(f"what {audio.name} says", f"what {audio.name} says\n")
 
     def speak(self, text: str, voice: str, format: str = "wav", speed: float = 1.0) -> bytes:
         self.calls.append(("speak", text, voice, format, speed))

@@ -63,6 +63,7 @@ from localllm.daemon.api.local_models import ImportMode
 from localllm.daemon.api.remotes import RemoteAddRequest
 from localllm.daemon.client import Client, DaemonClient, DaemonUnavailable
 from localllm.daemon.client.launcher import admin_token_reader
+from localllm.daemon.client.transcripts import Heard
 
 __all__ = ["DEFAULT_BASE_URL", "ChatTurn", "Gateway", "GatewayError"]
 
@@ -356,8 +357,8 @@ class Gateway:
         """The words spoken in ``audio`` (a file the client uploads), a segment at a time as
         ``model`` hears them; ``language`` "" lets it detect the language."""
         return stream(
-            lambda: self._long().transcribe_text(audio, model, language or None),
-            str,
+            lambda: self._long().transcription(audio, model, language or None),
+            lambda event: event.text if isinstance(event, Heard) else "",  # "": the end
             TRANSCRIBE_HINTS,
         )
 

@@ -75,6 +75,11 @@ class _Asked:
     def words(self) -> bool:
         return "word" in self.granularities
 
+    @property
+    def timed(self) -> bool:
+        """Whether the answer shows each segment's times (and so needs them fine-grained)."""
+        return self.form in ("srt", "vtt", "verbose_json") or bool(self.granularities)
+
     def fields(self) -> list[tuple[str, str]]:
         """The form as a remote is sent it (``model`` aside: the remote's id)."""
         fields = [("response_format", self.form), ("temperature", str(self.temperature))]
@@ -123,11 +128,13 @@ async def _serve(request: Request, task: _Task) -> Response:
         asked.prompt,
         asked.temperature,
         word_timestamps=asked.words,
+        timed_segments=asked.timed,
     )
     pool: Transcribers = app_part(request, "transcribers", RunnerPool)
     if asked.stream:
         # until the audio is read: a file that is no audio is a 400, not a stream
-        return await _stream(request, _deltas(pool, runner_key(name), folder, call), audio)
+        deltas = _deltas(pool, runner_key(name), folder, call, asked)
+        return await _stream(request, deltas, audio)
     try:
         transcript = await _transcript(pool, runner_key(name), folder, call, task)
     finally:
@@ -228,24 +235,42 @@ async def _transcript(
 
 
 async def _deltas(
-    pool: Transcribers, name: str, folder: Path, call: TranscribeRequest
+    pool: Transcribers, name: str, folder: Path, call: TranscribeRequest, asked: _Asked
 ) -> AsyncIterator[bytes]:
     """OpenAI's stream of a transcription: first nothing, once the runner has read the
-    audio (the route waits for that), then a delta per segment and the whole text."""
-    parts: list[str] = []
+    audio (the route waits for that), then a delta per segment and the whole text.
+
+    Beyond OpenAI's fields (clients ignore them): each delta's segment ``start`` and ``end``
+    and the recording's ``duration`` (seconds), for progress; and when ``response_format``
+    is srt, vtt or verbose_json, the done event's ``document``, the answer in that format."""
+    language, duration, segments = "", 0.0, list[Segment]()
     async with pool.use(name, folder) as runner:
         events = runner.transcribe(call)
         async for event in events:
             if isinstance(event, TranscriptionInfo):
+                language, duration = event.language, event.duration
                 break
         yield b""
         async for event in events:  # an error now ends the stream with an error event
             if isinstance(event, Segment):
-                delta = event.text if parts else event.text.lstrip()
-                parts.append(delta)
-                yield sse_data({"type": "transcript.text.delta", "delta": delta})
-    text = "".join(parts).strip()
-    yield sse_data({"type": "transcript.text.done", "text": text})
+                delta = event.text if segments else event.text.lstrip()
+                segments.append(event)
+                yield sse_data(
+                    {
+                        "type": "transcript.text.delta",
+                        "delta": delta,
+                        "start": event.start,
+                        "end": event.end,
+                        "duration": duration,
+                    }
+                )
+            elif isinstance(event, TranscriptionDone):
+                duration = event.duration or duration
+    transcript = Transcript(call.task, language, duration, tuple(segments))
+    done: dict[str, object] = {"type": "transcript.text.done", "text": transcript.text}
+    if asked.form in ("srt", "vtt", "verbose_json"):
+        done["document"] = render(transcript, asked.form, asked.words)[0]
+    yield sse_data(done)
 
 
 async def _forwarded(

@@ -40,7 +40,8 @@ class Server(RequestServer[Request, TranscribeOp]):
             segment = next(job.segments, None)
             if segment is None:
                 seconds = time.perf_counter() - started
-                self._out.send(TranscriptionDone(op.id, job.duration, seconds, count))
+                duration = job.recording.seconds or job.duration
+                self._out.send(TranscriptionDone(op.id, duration, seconds, count))
                 return
             self._out.send(segment_event(op.id, count, segment))
             count += 1

@@ -14,25 +14,42 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from faster_whisper import WhisperModel  # type: ignore[import-untyped]
+from faster_whisper import (  # type: ignore[import-untyped]
+    BatchedInferencePipeline,
+    WhisperModel,
+)
 
 from ...runners import child_entry
 from ...runners.resident import resident_bytes
 from ..frames import Segment, TranscribeRequest, TranscriberInfo, TranscriberSpec, Word
-from .audio import read_audio
+from .audio import Piece, Recording, audio_pieces
 from .failure import RequestFailure
 from .features import SlicedFeatureExtractor
 
-__all__ = ["LoadError", "Transcription", "WhisperRunner", "segment_event"]
+__all__ = ["Heard", "LoadError", "Transcription", "WhisperRunner", "segment_event"]
 
 # What faster-whisper needs in the folder; without tokenizer.json it would fetch one from the
 # Hugging Face Hub, and a runner reaches for no network
 _MODEL_FILES = ("model.bin", "config.json", "tokenizer.json")
 _FALLBACK_STEP = 0.2  # OpenAI's whisper: temperature_increment_on_fallback
+# a piece at least this long is read by faster-whisper's batched pipeline (where the answer
+# shows no segment times): 0.68x the time of a sequential read on 2 cores, the same word error
+# rate (bench/RESULTS.md "Speech to text")
+_BATCHED_FROM_SECONDS = 60.0
+_CARRIED_CHARACTERS = 200  # of a piece's text, the next piece's prompt
+_FRAMES_PER_SECOND = 100  # Whisper's feature frames: a segment's seek counts them
 
 
 class LoadError(child_entry.LoadError):
     """The model cannot be loaded; the message says why in words a user can act on."""
+
+
+@dataclass(frozen=True, slots=True)
+class Heard:
+    """A segment as faster-whisper wrote it, and where its piece starts in the recording."""
+
+    offset: float  # seconds
+    segment: Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +60,8 @@ class Transcription:
     language_probability: float
     duration: float
     duration_after_vad: float
-    segments: Iterator[Any]  # faster-whisper's Segment objects, decoded one by one
+    segments: Iterator[Heard]  # decoded one by one, as they are asked for
+    recording: Recording  # its length is known once the segments are all out
 
 
 class WhisperRunner:
@@ -90,29 +108,69 @@ class WhisperRunner:
         )
 
     def start(self, request: TranscribeRequest) -> Transcription:
-        """Read the audio and detect its language; the segments come from the result."""
+        """Read the first piece of the audio and detect its language; the segments come from
+        the result, the later pieces read as they are needed."""
         self._check(request)
         rate = int(self._model.feature_extractor.sampling_rate)
-        audio = read_audio(request.audio_path, rate)
-        segments, info = self._model.transcribe(
-            audio,
-            language=request.language,
-            task=request.task,
-            beam_size=request.beam_size,
-            temperature=_temperatures(request.temperature),
-            initial_prompt=request.initial_prompt,
-            word_timestamps=request.word_timestamps,
-            vad_filter=request.vad_filter,
-        )
-        # the decoded audio goes now: the segments are decoded from its features
-        del audio
+        recording = audio_pieces(request.audio_path, rate, self.spec.piece_seconds)
+        pieces = iter(recording)
+        first = next(pieces)
+        segments, info = self._transcribe(first.samples, request, request.language, None)
+        language = str(info.language)
+        duration = max(recording.stated, recording.seconds)
         return Transcription(
-            str(info.language),
+            language,
             float(info.language_probability),
-            float(info.duration),
-            float(info.duration_after_vad),
-            iter(segments),
+            duration,
+            float(info.duration_after_vad) + max(duration - recording.seconds, 0.0),
+            self._all_segments(segments, pieces, request, language),
+            recording,
         )
+
+    def _all_segments(
+        self,
+        first: Iterator[Any],
+        pieces: Iterator[Piece],
+        request: TranscribeRequest,
+        language: str,
+    ) -> Iterator[Heard]:
+        """The first piece's segments, then each later piece's in the language of the first,
+        with the end of what was heard before as its prompt (Whisper's own carry-over)."""
+        said: list[str] = []
+        for segment in first:
+            said.append(segment.text)
+            yield Heard(0.0, segment)
+        for piece in pieces:
+            before = "".join(said)[-_CARRIED_CHARACTERS:].strip() or None
+            said = []
+            segments, _ = self._transcribe(piece.samples, request, language, before)
+            for segment in segments:
+                said.append(segment.text)
+                yield Heard(piece.start, segment)
+
+    def _transcribe(
+        self, samples: Any, request: TranscribeRequest, language: str | None, before: str | None
+    ) -> tuple[Iterator[Any], Any]:
+        """faster-whisper's call on one piece: batched where it pays (a long piece whose
+        segment times nobody reads: its segments are whole 30 s chunks), else sequential."""
+        seconds = samples.shape[0] / int(self._model.feature_extractor.sampling_rate)
+        prompt = request.initial_prompt if before is None else before
+        arguments = {
+            "language": language,
+            "task": request.task,
+            "beam_size": request.beam_size,
+            "temperature": _temperatures(request.temperature),
+            "initial_prompt": prompt,
+            "word_timestamps": request.word_timestamps,
+        }
+        batched = self.spec.batch_size > 1 and seconds >= _BATCHED_FROM_SECONDS
+        if batched and not request.timed_segments:
+            pipeline = BatchedInferencePipeline(self._model)
+            answer = pipeline.transcribe(samples, batch_size=self.spec.batch_size, **arguments)
+        else:
+            answer = self._model.transcribe(samples, vad_filter=request.vad_filter, **arguments)
+        segments, info = answer
+        return iter(segments), info
 
     def _check(self, request: TranscribeRequest) -> None:
         if request.language is not None and request.language not in self.languages:
@@ -128,25 +186,26 @@ class WhisperRunner:
             raise RequestFailure("invalid_request", "beam_size is between 1 and 16")
 
 
-def segment_event(rid: int, index: int, segment: Any) -> Segment:
-    """faster-whisper's segment as the frame that carries it (plain floats: its times are
-    numpy's, which JSON cannot write)."""
+def segment_event(rid: int, index: int, heard: Heard) -> Segment:
+    """faster-whisper's segment as the frame that carries it, its times in the recording
+    (plain floats: its own are numpy's, which JSON cannot write)."""
+    segment, offset = heard.segment, heard.offset
     words = tuple(
-        Word(float(w.start), float(w.end), str(w.word), float(w.probability))
+        Word(float(w.start) + offset, float(w.end) + offset, str(w.word), float(w.probability))
         for w in segment.words or ()
     )
     return Segment(
         id=rid,
         index=index,
-        start=float(segment.start),
-        end=float(segment.end),
+        start=float(segment.start) + offset,
+        end=float(segment.end) + offset,
         text=str(segment.text),
         words=words,
         avg_logprob=float(segment.avg_logprob),
         no_speech_prob=float(segment.no_speech_prob),
         compression_ratio=float(segment.compression_ratio),
         temperature=float(segment.temperature or 0.0),
-        seek=int(segment.seek),
+        seek=int(segment.seek) + round(offset * _FRAMES_PER_SECOND),
         tokens=tuple(int(t) for t in segment.tokens),
     )
 
