@@ -1,45 +1,64 @@
 """The daemon's configuration: one frozen object, built once at the entry point from the
-environment (prefix ``LOCALLLM_``) and passed down. Nothing else in the project reads
-``os.environ``: even the environment a runner starts with is decided here (``runner_env``).
+environment and passed down. Which variables there are, how each is read and what each does is
+declared once, in ``setting_table.SETTINGS``; this module parses from it and describes from it
+(``localllm serve --help``, the app's Settings page, docs/configuration.md). Nothing else in
+the project reads ``os.environ``: even the environment a runner starts with is decided here
+(``runner_env``).
+
+``python -m localllm.daemon.settings --markdown docs/configuration.md`` regenerates the docs'
+table.
 """
 
 from __future__ import annotations
 
-import math
+import argparse
 import os
 import shutil
-from collections.abc import Mapping
+import sys
+import textwrap
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar, get_args
+from typing import Any
 
 import platformdirs
 
 from localllm.daemon.runners.types import BackendSampling
-from localllm.model_registry.parameters import (
-    FLASH_ATTENTION,
-    KV_CACHE_TYPES,
-    FlashAttention,
-    KvCacheType,
+from localllm.daemon.setting_table import (
+    DEFAULT_PORT,
+    MAX_KEEP_ALIVE_SECONDS,
+    PROMPT_CACHE_CAP,
+    SETTINGS,
+    Setting,
+    parse_host,
 )
+from localllm.model_registry.parameters import FlashAttention, KvCacheType
 
 __all__ = [
     "DEFAULT_PORT",
+    "MARKDOWN_BEGIN",
+    "MARKDOWN_END",
     "MAX_KEEP_ALIVE_SECONDS",
     "PROMPT_CACHE_CAP",
+    "REGENERATE_DOCS",
+    "SETTINGS",
+    "Setting",
+    "SettingRow",
     "Settings",
+    "environment_help",
+    "markdown_table",
     "parse_host",
     "prompt_cache_default",
     "runner_environment",
+    "settings_rows",
+    "write_markdown",
 ]
 
-DEFAULT_PORT = 11435
-MAX_KEEP_ALIVE_SECONDS = 1e9  # about 31 years; a negative keep_alive is "for ever"
 _APP = "localllm"
-PROMPT_CACHE_CAP = 20 << 30  # the most the prompt cache on disk takes unless set (20 GiB)
-_GIB = 1 << 30  # LOCALLLM_PROMPT_CACHE_GB counts GiB, as LOCALLLM_HOST_CACHE_MB counts MiB
-BACKEND_SAMPLING: tuple[BackendSampling, ...] = get_args(BackendSampling)  # its env choices
-_Choice = TypeVar("_Choice", bound=str)  # one of a setting's fixed choices
+_GIB = 1 << 30
+MARKDOWN_BEGIN = "<!-- settings:begin -->"  # docs/configuration.md's table lies between these
+MARKDOWN_END = "<!-- settings:end -->"
+REGENERATE_DOCS = "python -m localllm.daemon.settings --markdown docs/configuration.md"
 
 # What the daemon's children (runners, the quantizer) see of its environment. They parse
 # untrusted GGUF files in native code, so secrets (LOCALLLM_API_KEY, HF_TOKEN, any cloud
@@ -68,98 +87,10 @@ def runner_environment(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     )
 
 
-def parse_host(value: str) -> tuple[str, int]:
-    """Read ``host``, ``host:port``, ``:port``, ``[::1]:port`` or ``http://host:port``."""
-    text = value.strip().removeprefix("http://").removeprefix("https://").rstrip("/")
-    if text.startswith("["):
-        host, _, rest = text[1:].partition("]")
-        port_text = rest.removeprefix(":")
-    elif text.count(":") == 1:
-        host, _, port_text = text.partition(":")
-    else:
-        host, port_text = text, ""
-    host = host or "127.0.0.1"
-    if not port_text:
-        return host, DEFAULT_PORT
-    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        raise ValueError(f"invalid port in LOCALLLM_HOST={value!r}")
-    return host, int(port_text)
-
-
-def _int(env: Mapping[str, str], key: str, default: int) -> int:
-    raw = env.get(key, "").strip()
-    if not raw:
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise ValueError(f"{key} must be an integer, got {raw!r}") from None
-
-
-def _positive(env: Mapping[str, str], key: str, default: int) -> int:
-    value = _int(env, key, default)
-    if value < 1:
-        raise ValueError(f"{key} must be at least 1, got {value}")
-    return value
-
-
-def _choice(
-    env: Mapping[str, str], key: str, default: _Choice, choices: tuple[_Choice, ...]
-) -> _Choice:
-    raw = env.get(key, "").strip().lower()
-    if not raw:
-        return default
-    for choice in choices:
-        if raw == choice:
-            return choice
-    raise ValueError(f"{key} must be one of {', '.join(choices)}, got {raw!r}")
-
-
-def _float(env: Mapping[str, str], key: str, default: float) -> float:
-    raw = env.get(key, "").strip()
-    if not raw:
-        return default
-    try:
-        return float(raw)
-    except ValueError:
-        raise ValueError(f"{key} must be a number, got {raw!r}") from None
-
-
-def _keep_alive(env: Mapping[str, str], key: str, default: float) -> float:
-    value = _float(env, key, default)
-    if not math.isfinite(value) or value > MAX_KEEP_ALIVE_SECONDS:
-        raise ValueError(
-            f"{key} must be a number of seconds up to {MAX_KEEP_ALIVE_SECONDS:,.0f}, or "
-            f"negative to keep models loaded for ever, got {value:g}"
-        )
-    return value
-
-
-def _seconds(env: Mapping[str, str], key: str, default: float) -> float:
-    value = _float(env, key, default)
-    if not math.isfinite(value) or not value > 0:
-        raise ValueError(f"{key} must be a number of seconds above 0, got {value:g}")
-    return value
-
-
 def prompt_cache_default(free_bytes: int) -> int:
     """The prompt cache's size when unset: a tenth of the data disk's free space, at most
     ``PROMPT_CACHE_CAP``."""
     return min(PROMPT_CACHE_CAP, max(0, free_bytes) // 10)
-
-
-def _prompt_cache_bytes(env: Mapping[str, str], key: str, data_dir: Path) -> int:
-    """``key`` in GiB (0: off), or the default from the free space of ``data_dir``'s disk,
-    read here, once, as the daemon starts: never again, so the cache's own files, written
-    later, do not shrink it."""
-    if not env.get(key, "").strip():
-        return prompt_cache_default(_free_bytes(data_dir))
-    gib = _float(env, key, 0.0)
-    if not math.isfinite(gib) or gib < 0:
-        raise ValueError(
-            f"{key} must be a number of GiB, 0 or more (0 turns the prompt cache off), got {gib:g}"
-        )
-    return int(gib * _GIB)
 
 
 def _free_bytes(folder: Path) -> int:
@@ -219,11 +150,19 @@ class Settings:
     hf_hub_cache: Path | None = None  # HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/...
     ollama_models: Path | None = None  # OLLAMA_MODELS, else ~/.ollama/models
     import_dirs: tuple[Path, ...] = ()  # LOCALLLM_IMPORT_DIRS, separated by os.pathsep
+    debug: bool = False  # the CLI shows an unexpected error's traceback
+    # the variables that were set (not blank): what the user chose, not a default
+    given: frozenset[str] = field(default=frozenset(), compare=False)
+
+    @property
+    def address(self) -> str:
+        """``host:port``, as LOCALLLM_HOST takes it."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
 
     @property
     def base_url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}"
+        return f"http://{self.address}"
 
     @property
     def prompt_cache_dir(self) -> Path:
@@ -232,65 +171,142 @@ class Settings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        """Parse every variable ``SETTINGS`` declares for the daemon (None: this process's
+        environment); raises ValueError for a bad value, saying what is allowed."""
         env = os.environ if env is None else env
-        host, port = parse_host(env.get("LOCALLLM_HOST", "") or "127.0.0.1")
-        base = cls()
-        data_dir = Path(env["LOCALLLM_DATA"]) if env.get("LOCALLLM_DATA") else base.data_dir
+        values: dict[str, Any] = {}
+        given: set[str] = set()
+        for setting in SETTINGS:
+            if setting.field is None:
+                continue  # the installers' own
+            raw = env.get(setting.name, "")
+            if raw.strip():  # blank counts as unset
+                values[setting.field] = setting.parse(raw, setting.name)
+                given.add(setting.name)
+        host, port = values.pop("address", ("127.0.0.1", DEFAULT_PORT))
+        data_dir = values.setdefault("data_dir", Path(platformdirs.user_data_dir(_APP)))
+        values.setdefault("models_dir", data_dir / "models")
+        values.setdefault("log_dir", data_dir / "logs")
+        if "prompt_cache_bytes" not in values:  # read once, as the daemon starts: never again,
+            # so the cache's own files, written later, do not shrink it
+            values["prompt_cache_bytes"] = prompt_cache_default(_free_bytes(data_dir))
         return cls(
             host=host,
             port=port,
-            models_dir=Path(env["LOCALLLM_MODELS"]).expanduser()
-            if env.get("LOCALLLM_MODELS")
-            else data_dir / "models",
-            data_dir=data_dir,
-            config_dir=Path(env["LOCALLLM_CONFIG"])
-            if env.get("LOCALLLM_CONFIG")
-            else base.config_dir,
-            log_dir=Path(env["LOCALLLM_LOGS"]) if env.get("LOCALLLM_LOGS") else data_dir / "logs",
-            catalog_path=Path(env["LOCALLLM_CATALOG"]) if env.get("LOCALLLM_CATALOG") else None,
-            hf_endpoint=env.get("HF_ENDPOINT") or None,
-            hf_token=env.get("HF_TOKEN") or None,
-            api_key=env.get("LOCALLLM_API_KEY") or None,
-            admin_token=env.get("LOCALLLM_ADMIN_TOKEN") or None,
-            origins=tuple(
-                o.strip() for o in env.get("LOCALLLM_ORIGINS", "").split(",") if o.strip()
-            ),
-            keep_alive_seconds=_keep_alive(env, "LOCALLLM_KEEP_ALIVE", base.keep_alive_seconds),
-            max_loaded_models=_int(env, "LOCALLLM_MAX_LOADED_MODELS", 0),
-            max_queue=_int(env, "LOCALLLM_MAX_QUEUE", base.max_queue),
-            num_parallel=_int(env, "LOCALLLM_NUM_PARALLEL", base.num_parallel),
-            num_ctx=_int(env, "LOCALLLM_CONTEXT_LENGTH", base.num_ctx),
-            context_cap=_positive(env, "LOCALLLM_CONTEXT_CAP", base.context_cap),
-            num_threads=_int(env, "LOCALLLM_NUM_THREADS", 0) or None,
-            kv_cache_type=_choice(env, "LOCALLLM_KV_CACHE_TYPE", "f16", KV_CACHE_TYPES),
-            flash_attention=_choice(env, "LOCALLLM_FLASH_ATTENTION", "auto", FLASH_ATTENTION),
-            backend_sampling=_choice(env, "LOCALLLM_BACKEND_SAMPLING", "auto", BACKEND_SAMPLING),
-            host_cache_mib=_int(env, "LOCALLLM_HOST_CACHE_MB", base.host_cache_mib),
-            prompt_cache_bytes=_prompt_cache_bytes(env, "LOCALLLM_PROMPT_CACHE_GB", data_dir),
-            max_pulls=_positive(env, "LOCALLLM_MAX_PULLS", base.max_pulls),
-            header_timeout=_seconds(env, "LOCALLLM_HEADER_TIMEOUT", base.header_timeout),
-            body_timeout=_seconds(env, "LOCALLLM_BODY_TIMEOUT", base.body_timeout),
-            remote_check_interval=_seconds(
-                env, "LOCALLLM_REMOTE_CHECK_INTERVAL", base.remote_check_interval
-            ),
-            log_max_bytes=_positive(env, "LOCALLLM_LOG_MAX_BYTES", base.log_max_bytes),
+            **values,
             environment=dict(env),
             runner_env=runner_environment(env),
-            home=Path(env["HOME"]) if env.get("HOME") else base.home,
-            hf_hub_cache=_hf_hub_cache(env),
-            ollama_models=Path(env["OLLAMA_MODELS"]) if env.get("OLLAMA_MODELS") else None,
-            import_dirs=tuple(
-                Path(p).expanduser()
-                for p in env.get("LOCALLLM_IMPORT_DIRS", "").split(os.pathsep)
-                if p.strip()
-            ),
+            given=frozenset(given),
         )
 
 
-def _hf_hub_cache(env: Mapping[str, str]) -> Path | None:
-    """Where huggingface_hub keeps its cache, by the same variables it reads."""
-    if env.get("HF_HUB_CACHE"):
-        return Path(env["HF_HUB_CACHE"]).expanduser()
-    if env.get("HF_HOME"):
-        return Path(env["HF_HOME"]).expanduser() / "hub"
-    return None
+@dataclass(frozen=True, slots=True)
+class SettingRow:
+    """One daemon setting as the app's Settings page shows it."""
+
+    group: str
+    name: str  # the environment variable
+    value: str  # the value in effect, as people read it (a secret only says it is set)
+    help: str
+    given: bool  # set in the environment, not the default
+
+
+def settings_rows(settings: Settings) -> tuple[SettingRow, ...]:
+    """The settings ``settings`` holds, one row per variable, in the table's order."""
+    return tuple(
+        SettingRow(
+            setting.group,
+            setting.name,
+            _shown(setting, getattr(settings, setting.field)),
+            setting.description,
+            setting.name in settings.given,
+        )
+        for setting in SETTINGS
+        if setting.field is not None
+    )
+
+
+def _shown(setting: Setting, value: object) -> str:
+    if value is None or value == () or value is False:
+        return setting.default
+    if setting.secret:
+        return "set"
+    if setting.field == "prompt_cache_bytes" and isinstance(value, int):
+        return f"{value / _GIB:.3g} GiB" if value else "0 (off)"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, tuple):
+        return ", ".join(str(part) for part in value)
+    return "on" if value is True else str(value)
+
+
+def environment_help(width: int = 100) -> str:
+    """The variables for ``--help``, a section per group, each line with its default."""
+    column = max(len(setting.name) for setting in SETTINGS) + 4
+    sections = []
+    for group, settings in _groups():
+        lines = [f"environment ({group}):"]
+        for setting in settings:
+            text = f"{setting.description} (default: {setting.default})"
+            first, *rest = textwrap.wrap(text, width - column)
+            lines.append(f"  {setting.name:<{column - 2}}{first}")
+            lines += [" " * column + line for line in rest]
+        sections.append("\n".join(lines))
+    return "\n\n".join(sections)
+
+
+def markdown_table() -> str:
+    """The docs' configuration table: a heading and a table per group."""
+    sections = []
+    for group, settings in _groups():
+        rows = [f"### {group[0].upper()}{group[1:]}", "", "| Variable | Default | What it does |"]
+        rows.append("| --- | --- | --- |")
+        for setting in settings:
+            cells = (f"`{setting.name}`", setting.default, setting.description)
+            rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+        sections.append("\n".join(rows))
+    return "\n\n".join(sections)
+
+
+def _groups() -> Iterator[tuple[str, list[Setting]]]:
+    groups: dict[str, list[Setting]] = {}
+    for setting in SETTINGS:
+        groups.setdefault(setting.group, []).append(setting)
+    yield from groups.items()
+
+
+def write_markdown(path: Path) -> bool:
+    """Put the generated table between the markers of ``path``; True when that changed it."""
+    text = path.read_text(encoding="utf-8")
+    before, begin, rest = text.partition(MARKDOWN_BEGIN)
+    _old, end, after = rest.partition(MARKDOWN_END)
+    if not begin or not end:
+        raise ValueError(f"{path} has no {MARKDOWN_BEGIN} ... {MARKDOWN_END} markers")
+    new = f"{before}{begin}\n{markdown_table()}\n{end}{after}"
+    if new != text:
+        path.write_text(new, encoding="utf-8")
+    return new != text
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m localllm.daemon.settings", description="describe the settings"
+    )
+    parser.add_argument(
+        "--markdown",
+        nargs="?",
+        const="-",
+        metavar="FILE",
+        help="the configuration table as Markdown: printed, or written into FILE's markers",
+    )
+    args = parser.parse_args(argv)
+    if args.markdown in (None, "-"):
+        print(markdown_table() if args.markdown else environment_help())
+        return 0
+    changed = write_markdown(Path(args.markdown))
+    print(f"{args.markdown}: {'updated' if changed else 'already up to date'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -18,7 +18,7 @@ from localllm.app.cli.commands import COMMAND_MODULES
 from localllm.app.cli.context import Context
 from localllm.app.cli.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, CliError, error_lines
 from localllm.daemon.client import ClientError
-from localllm.daemon.settings import Settings
+from localllm.daemon.settings import Settings, environment_help
 
 __all__ = ["build_parser", "main"]
 
@@ -34,28 +34,7 @@ examples:
   localllm pull llama3.2                    download a model (Ctrl-C pauses)
   localllm list                             the models you have
   localllm ps                               the models loaded in memory
-  localllm COMMAND --help                   everything about one command
-
-environment:
-  LOCALLLM_HOST               daemon address (default 127.0.0.1:11435)
-  LOCALLLM_MODELS             model store directory
-  LOCALLLM_KEEP_ALIVE         seconds a model stays loaded after use (default 300)
-  LOCALLLM_MAX_LOADED_MODELS  models kept in memory at once (default: by memory)
-  LOCALLLM_MAX_QUEUE          requests waiting before "server busy" (default 512)
-  LOCALLLM_NUM_PARALLEL       requests one model serves at once (default 4; more on a GPU)
-  LOCALLLM_MAX_PULLS          pulls downloading at once; the rest wait queued (default 3)
-  LOCALLLM_CONTEXT_LENGTH     fixed default context in tokens (default: sized per model)
-  LOCALLLM_CONTEXT_CAP        the longest sized context (default 32768)
-  LOCALLLM_KV_CACHE_TYPE      K/V cache type: f16, q8_0, q4_0 (default f16)
-  LOCALLLM_FLASH_ATTENTION    flash attention: auto, on, off (default auto)
-  LOCALLLM_BACKEND_SAMPLING   sample inside the decode: auto (on a GPU), on, off (default auto)
-  LOCALLLM_HOST_CACHE_MB      RAM per model for conversations that lost their slot (default 1024)
-  LOCALLLM_PROMPT_CACHE_GB    disk for long prompts' states, GiB (default 10% of free, at most 20)
-  LOCALLLM_ORIGINS            extra browser origins allowed (comma-separated)
-  LOCALLLM_API_KEY            API key clients must send (required off loopback)
-  LOCALLLM_CATALOG            a JSON file of short names to use instead of the built-in one
-  HF_TOKEN                    Hugging Face token (else the one `localllm login` stored)
-  HF_ENDPOINT                 another Hugging Face endpoint (a mirror)"""
+  localllm COMMAND --help                   everything about one command"""
 
 
 class _TopHelp(argparse.RawDescriptionHelpFormatter):
@@ -70,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="localllm",
         description=DESCRIPTION,
-        epilog=EPILOG,
+        epilog=f"{EPILOG}\n\n{environment_help()}",
         formatter_class=_TopHelp,
     )
     parser.add_argument("--version", action="version", version=f"localllm {_version()}")
@@ -103,9 +82,8 @@ def main(
     if getattr(args, "handler", None) is None:
         parser.print_help()
         return EXIT_USAGE
-    env = os.environ if env is None else env
     try:
-        settings = Settings.from_env(env)
+        settings = Settings.from_env(env)  # None: this process's environment
     except ValueError as error:
         return _fail(error, EXIT_USAGE)
     context = Context(settings, client_factory=client_factory)
@@ -124,7 +102,7 @@ def main(
     except OSError as error:
         return _fail(error, EXIT_ERROR)
     except Exception as error:  # a bug: still one line, unless asked for the traceback
-        if env.get("LOCALLLM_DEBUG"):
+        if settings.debug:
             raise
         message = f"unexpected {type(error).__name__}: {error} (LOCALLLM_DEBUG=1 shows where)"
         return _fail(CliError(message), EXIT_ERROR)

@@ -17,6 +17,7 @@ from localllm.app.cli.context import Context
 from localllm.app.cli.errors import CliError
 from localllm.app.cli.parsing import add_command
 from localllm.app.gui.system_libraries import qt_platform_problem
+from localllm.daemon.settings import environment_help
 
 __all__ = ["register"]
 
@@ -39,6 +40,7 @@ def register(commands: argparse._SubParsersAction) -> None:
             "LOCALLLM_API_KEY=$(localllm key -q) localllm serve --host 0.0.0.0:11435",
         ],
     )
+    serve.epilog = f"{serve.epilog}\n\n{environment_help()}"  # the settings it reads
     serve.add_argument(
         "--host", metavar="HOST[:PORT]", help="address to listen on (default: LOCALLLM_HOST)"
     )
