@@ -17,8 +17,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from PySide6.QtCore import QSettings
+from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
+from localllm.app.gui.design.wheel_guard import WheelGuard
 from localllm.app.gui.icons import Icons
 from localllm.app.gui.services.bundle import build_services
 from localllm.app.gui.state.daemon_control import DaemonControl
@@ -28,7 +30,7 @@ from localllm.app.gui.theme import Theme, load_fonts
 from localllm.app.gui.views.main_window import THEME_KEY, MainWindow
 from localllm.app.gui.views.tray import Tray
 from localllm.daemon.client.launcher import connect_url
-from localllm.daemon.settings import Settings, parse_host
+from localllm.daemon.settings import Settings, parse_host, settings_rows
 
 __all__ = [
     "LAN_KEY",
@@ -42,6 +44,7 @@ __all__ = [
     "remembered_lan",
     "remembered_port",
     "run_app",
+    "wire_tray",
     "with_remembered_port",
 ]
 
@@ -75,8 +78,7 @@ def parse_args(argv: Sequence[str], env: Mapping[str, str] | None = None) -> App
     parser.add_argument("--no-start", action="store_true", help="never start the daemon")
     parser.add_argument("--theme", choices=("system", "light", "dark"), default="system")
     args, _qt_args = parser.parse_known_args(list(argv))
-    environ = os.environ if env is None else env
-    settings = Settings.from_env(environ)
+    settings = Settings.from_env(env)  # None: this process's environment
     if args.host:
         host, port = parse_host(args.host)
         settings = replace(settings, host=host, port=port)
@@ -85,7 +87,7 @@ def parse_args(argv: Sequence[str], env: Mapping[str, str] | None = None) -> App
         history_dir=args.data_dir,
         autostart=not args.no_start,
         theme=None if args.theme == "system" else args.theme,
-        port_fixed=bool(args.host or environ.get("LOCALLLM_HOST")),
+        port_fixed=bool(args.host) or "LOCALLLM_HOST" in settings.given,
     )
 
 
@@ -175,7 +177,9 @@ def open_window(
         remember_port=port_memory(settings),
     )
     window = MainWindow(services, settings, icons, config.base_url)
+    WheelGuard(app, parent=window)  # the wheel scrolls pages, not unfocused fields
     window.use_theme(theme, config.theme)
+    window.settings_page.environment.show_rows(settings_rows(config.settings))
     theme.changed.connect(window.retheme)
     theme.apply()
     tray = _tray(window, icons, services)
@@ -188,7 +192,15 @@ def open_window(
 def _tray(window: MainWindow, icons: Icons, services) -> Tray | None:
     if not QSystemTrayIcon.isSystemTrayAvailable():
         return None
-    tray = Tray(icons.tray_icon(), services.server, window)
+    tray = wire_tray(window, icons.tray_icon(), services)
+    tray.show()
+    return tray
+
+
+def wire_tray(window: MainWindow, icon: QIcon, services) -> Tray:
+    """The tray icon over ``window``: it brings the window back, quits keeping the daemon
+    serving or stops everything; from now on closing the window hides it there."""
+    tray = Tray(icon, services.server, window)
 
     def bring_back() -> None:
         window.showNormal()
@@ -196,9 +208,9 @@ def _tray(window: MainWindow, icons: Icons, services) -> Tray | None:
         window.activateWindow()
 
     tray.open_requested.connect(bring_back)
-    tray.quit_requested.connect(window.quit_app)
-    tray.show()
-    window.hide_to_tray = True
+    tray.quit_requested.connect(window.quitting.keep_serving)
+    tray.stop_requested.connect(window.quitting.stop_everything)
+    window.quitting.tray = tray
     return tray
 
 

@@ -12,6 +12,7 @@ repository root:
     .venv/bin/python -m tests.gui.make_screenshots            # starts Xvfb itself if needed
     .venv/bin/python -m tests.gui.make_screenshots --out /tmp/shots --size 1024x700 --scale 1.5
     .venv/bin/python -m tests.gui.make_screenshots --only voice   # the voice pictures alone
+    .venv/bin/python -m tests.gui.make_screenshots --only sizes --size 1024x700  # chat-1024x700...
 
 It takes a few minutes; on a busy machine the waits allow more.
 """
@@ -31,7 +32,7 @@ from importlib import resources
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SIZE = (1280, 800)  # logical pixels; --size changes it
+SIZE = (1366, 768)  # logical pixels; --size changes it
 GEMMA = "gemma3-270m:latest"
 GB = 1_000_000_000
 # the catalog models the Downloads picture pulls, served slowly enough to catch mid-download
@@ -44,10 +45,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--display", help="the Xvfb display to start if needed (default: the first free from :99)"
     )
-    parser.add_argument("--size", default="1280x800", help="the window, WIDTHxHEIGHT")
+    parser.add_argument("--size", default="1366x768", help="the window, WIDTHxHEIGHT")
     parser.add_argument("--scale", type=float, default=1.0, help="QT_SCALE_FACTOR, e.g. 2")
     parser.add_argument(
-        "--only", choices=["voice"], help="make only these pictures (voice: the microphone)"
+        "--only",
+        choices=["voice", "sizes"],
+        help="make only these pictures (voice: the microphone; sizes: the chat and the Models "
+        "page, light and dark, named for --size)",
     )
     args = parser.parse_args(argv)
     global SIZE
@@ -164,6 +168,7 @@ class Shooter:
         from PySide6.QtWidgets import QApplication
 
         from localllm.app.gui.main import AppConfig, open_window
+        from localllm.app.gui.state.quit_choice import QUIT_KEY, QuitChoice
         from tests.support.gui_e2e import prefs_in
 
         self.app = app = QApplication(["localllm"])
@@ -176,12 +181,14 @@ class Shooter:
                 config = AppConfig(
                     daemon.settings(), history_dir=self.folder / "app", theme="light"
                 )
-                self.window, _tray = open_window(
-                    app, daemon.gateway(), config, prefs_in(self.folder)
-                )
+                prefs = prefs_in(self.folder)
+                prefs.setValue(QUIT_KEY, QuitChoice.KEEP.value)  # quitting asks nothing
+                self.window, _tray = open_window(app, daemon.gateway(), config, prefs)
                 self.window.setGeometry(20, 20, *SIZE)
                 if self.only == "voice":
                     self._voice_tour()
+                elif self.only == "sizes":
+                    self._sizes_tour()
                 else:
                     self._tour(hub)
             except BaseException as error:  # reported after the event loop ends
@@ -288,6 +295,29 @@ class Shooter:
         window.show_page("Models")
         self.snap("models-dark")
         self._voice_pictures(("dark", "light"))  # last: Whisper joins the models
+
+    def _sizes_tour(self) -> None:
+        """``--only sizes``: the first chat (its settings open) and the Models page at this
+        window size, light then dark, as ``chat-WxH[-dark].png`` and ``models-WxH[-dark].png``."""
+        from tests.gui import screenshot_scenes as scenes
+
+        window = self.window
+        self._import_model()
+        self.wait(lambda: window.chat_page.model_picker.currentText() == GEMMA)
+        scenes.first_chat(self)
+        first = window.services.chat.session.conversation.id
+        size, page = f"{SIZE[0]}x{SIZE[1]}", window.models_page
+        for theme in ("light", "dark"):
+            suffix = f"{size}-dark" if theme == "dark" else size
+            if theme == "dark":
+                scenes.dark(self, first)
+                window.chat_page.settings_button.setChecked(True)
+            window.show_page("Chat")
+            self.snap(f"chat-{suffix}")
+            window.show_page("Models")
+            page.table.selectRow(scenes.row_of(page.table, GEMMA))
+            self.wait(lambda: page.tabs.count() == 7)
+            self.snap(f"models-{suffix}")
 
     def _voice_tour(self) -> None:
         """``--only voice``: Gemma imported, then the voice pictures."""

@@ -421,8 +421,11 @@ def tools_chat(shot) -> None:
 
 
 def dark(shot, first_chat_id: str) -> None:
-    """The dark theme, picked on the Settings page as a user picks it, on the first chat."""
+    """The dark theme, picked on the Settings page as a user picks it, on the first chat; the
+    offline notice (the stand-in hub is down by now) dismissed, as a user who read it does."""
     app, window = shot.app, shot.window
+    if window.offline.isVisible():
+        window.offline.dismiss()
     page = window.settings_page
     page.theme.setCurrentIndex(page.theme.findData("dark"))
     page.theme.activated.emit(page.theme.currentIndex())

@@ -200,7 +200,7 @@ def test_live_numbers_while_streaming_and_measured_ones_after_stop(session, cloc
     assert session.live_stats() is None
 
 
-def test_edit_and_resend_drops_everything_after_the_edited_message(session, clock):
+def test_edit_and_resend_asks_again_from_the_edited_message(session, clock):
     session.send("q1")
     _reply(session, clock, "a1")
     first_id = session.messages[0].id
@@ -209,6 +209,8 @@ def test_edit_and_resend_drops_everything_after_the_edited_message(session, cloc
     persist = session.edit(first_id, "q1, better")
     assert persist.truncate_from == 1 and persist.messages[0][1].content == "q1, better"
     assert [m.content for m in session.messages] == ["q1, better", ""]
+    earlier = session.messages[0].others[0]  # the old words keep what followed them
+    assert [m.content for m in earlier.branch] == ["a1", "q2", "a2"]
     with pytest.raises(ValueError):
         _reply(session, clock, "x")
         session.edit(session.messages[1].id, "not mine")

@@ -235,6 +235,8 @@ def test_a_chat_opens_at_its_end_and_stays_there(qtbot, daemon, tmp_path):
         qtbot.waitUntil(lambda: "answer 24" in transcript.toPlainText(), timeout=10_000)
         qtbot.waitUntil(lambda: laid_out(transcript))  # Qt lays long documents out in steps
         assert _at_end(transcript)
+        window.resize(1366, 768)  # room for the settings' column (narrower: a drawer over it)
+        qtbot.waitUntil(lambda: window.width() == 1366 and laid_out(transcript))
         width = transcript.width()
         window.chat_page.settings_button.click()  # the panel takes width: the text grows taller
         qtbot.waitUntil(lambda: transcript.width() < width and laid_out(transcript))

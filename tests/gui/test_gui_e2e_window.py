@@ -1,6 +1,7 @@
-"""The window as a user resizes and tabs through it, over a real daemon: at 1,024 px the chat
-settings open without the window growing (the chat list keeps room for its titles), and every
-button on every page has a name a screen reader can say."""
+"""The window as a user resizes and tabs through it, over a real daemon: the chat settings open
+without the window growing (a drawer over the conversation at 1,024 px, a column at 1,366 where
+the chat list keeps room for its titles), and every button on every page has a name a screen
+reader can say."""
 
 from __future__ import annotations
 
@@ -30,23 +31,30 @@ def window(qtbot, daemon, tmp_path):
     shown.services.shutdown()
 
 
-def test_the_window_keeps_its_width_when_the_chat_settings_open(qtbot, window):
-    window.resize(1024, 700)
-    qtbot.waitUntil(lambda: window.width() == 1024)
+@pytest.mark.parametrize("width, height, drawer", [(1024, 700, True), (1366, 768, False)])
+def test_the_window_keeps_its_width_when_the_chat_settings_open(
+    qtbot, window, width, height, drawer
+):
+    """At 1,024 px the settings float over the conversation (the chat list folded away); at
+    1,366 they are a column beside it and the list."""
+    window.resize(width, height)
+    qtbot.waitUntil(lambda: window.width() == width)
     page = window.chat_page
     page.settings_button.click()
     qtbot.waitUntil(lambda: page.settings_area.isVisible())
     qtbot.wait(100)  # the layout settles
-    assert window.width() == 1024
-    assert page.settings_area.width() >= 250  # readable, not squeezed
-    for part in (page.sidebar, page.splitter.widget(1), page.settings_area):  # all of it fits
+    assert window.width() == width
+    assert page.settings_area.width() >= 230  # readable, not squeezed
+    assert page.columns.settings.floating is drawer
+    for part in [page.splitter.widget(i) for i in range(page.splitter.count())]:  # all fits
         least = max(part.minimumWidth(), part.minimumSizeHint().width())
         assert part.width() >= least and part.geometry().right() < page.splitter.width(), part
-    assert page.sidebar.width() >= 170  # the chat titles keep their room ("Sea…" no more)
+    if not drawer:
+        assert page.sidebar.width() >= 170  # the chat titles keep their room ("Sea…" no more)
     assert page.settings.temperature.isVisibleTo(window)
     page.settings_button.click()
     qtbot.waitUntil(lambda: not page.settings_area.isVisible())
-    assert window.width() == 1024
+    assert window.width() == width
 
 
 def test_every_button_has_a_name_to_say(qtbot, window):

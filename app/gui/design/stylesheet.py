@@ -94,6 +94,8 @@ QLineEdit:disabled, QPlainTextEdit:disabled, QSpinBox:disabled, QDoubleSpinBox:d
 QComboBox:disabled {{ color: {p.faint}; background: {p.surface_alt}; border-color: {p.border}; }}
 QLineEdit:read-only {{ background: {p.surface_alt}; }}
 QComboBox::drop-down {{ border: none; width: 22px; }}
+QComboBox {{ combobox-popup: 0; }}  /* a plain list of every choice, not a menu over the box */
+QDialogButtonBox {{ dialogbuttonbox-buttons-have-icons: 0; }}
 QComboBox::down-arrow {{ image: url("{images["down"]}"); width: 12px; height: 12px; }}
 QComboBox QAbstractItemView {{ background: {p.surface}; color: {p.text};
     border: 1px solid {p.border_strong}; selection-background-color: {p.accent_soft};
@@ -117,15 +119,16 @@ QFrame#composer[focused="true"] {{ border: 2px solid {p.accent}; }}
 def _choices(p: Palette, images) -> str:
     return f"""
 QCheckBox, QRadioButton {{ color: {p.text}; spacing: {SPACE.sm}px; }}
-QCheckBox::indicator, QRadioButton::indicator {{ width: 16px; height: 16px;
-    border: 1.5px solid {p.border_strong}; background: {p.surface}; }}
-QCheckBox::indicator {{ border-radius: 4px; }}
-QRadioButton::indicator {{ border-radius: 9px; }}
+QCheckBox::indicator {{ width: 16px; height: 16px; border: 1.5px solid {p.border_strong};
+    background: {p.surface}; border-radius: 4px; }}
+QRadioButton::indicator {{ width: 14px; height: 14px; border: 2px solid {p.border_strong};
+    background: {p.surface}; border-radius: 9px; }}
 QCheckBox::indicator:hover, QRadioButton::indicator:hover {{ border-color: {p.accent}; }}
 QCheckBox::indicator:checked {{ background: {p.accent}; border-color: {p.accent};
     image: url("{images["check"]}"); }}
-QRadioButton::indicator:checked {{ background: {p.accent}; border: 4px solid {p.surface};
-    outline: none; }}
+QRadioButton::indicator:checked {{ border-color: {p.accent}; background: qradialgradient(
+    cx:0.5, cy:0.5, radius:0.5, fx:0.5, fy:0.5, stop:0 {p.accent}, stop:0.55 {p.accent},
+    stop:0.65 {p.surface}, stop:1 {p.surface}); }}
 QCheckBox:focus, QRadioButton:focus {{ color: {p.accent}; }}
 QCheckBox::indicator:disabled {{ background: {p.surface_alt}; border-color: {p.border}; }}
 QProgressBar {{ background: {p.surface_alt}; border: none; border-radius: 4px;
@@ -144,11 +147,11 @@ QListView::item {{ border-radius: {r}px; padding: 6px 8px; }}
 QListView::item:hover {{ background: {p.hover}; }}
 QListView::item:selected {{ background: {p.accent_soft}; color: {p.text}; }}
 QListView#nav {{ background: transparent; font-size: {TYPE.section}pt; }}
-QListView#nav::item {{ padding: 7px 10px; margin: 1px 0; color: {p.muted}; }}
+QListView#nav::item {{ padding: 6px 10px; margin: 0; color: {p.muted}; }}
 QListView#nav::item:hover {{ background: {p.hover}; color: {p.text}; }}
 QListView#nav::item:selected {{ background: {p.accent_soft}; color: {p.text};
     font-weight: 600; }}
-QListView#nav:focus {{ border: 1px solid {p.accent}; border-radius: {r}px; }}
+QListView#nav::item:focus {{ border: 1px solid {p.accent}; }}
 QListView#chats {{ background: transparent; }}
 QMenu {{ background: {p.surface}; color: {p.text}; border: 1px solid {p.border_strong};
     border-radius: {r}px; padding: 4px; }}
@@ -199,7 +202,12 @@ QFrame#banner[tone="info"] {{ background: {p.info_soft}; border-color: {p.info_s
 QFrame#banner[tone="success"] {{ background: {p.success_soft}; border-color: {p.success_soft}; }}
 QFrame#banner[tone="warning"] {{ background: {p.warning_soft}; border-color: {p.warning_soft}; }}
 QFrame#banner[tone="danger"] {{ background: {p.danger_soft}; border-color: {p.danger_soft}; }}
-QFrame#banner QLabel {{ background: transparent; }}
+QFrame#banner QLabel, QFrame#noticeLine QLabel {{ background: transparent; }}
+QFrame#noticeLine QLabel#bannerText {{ color: {p.muted}; font-size: {TYPE.small}pt; }}
+QFrame#banner QLabel#bannerTitle {{ font-weight: 600; }}
+QFrame#banner[shape="column"] QLabel#bannerText {{ font-size: {TYPE.small}pt; }}
+QFrame#drawer {{ background: {p.surface}; border: 1px solid {p.border_strong};
+    border-radius: {RADIUS.lg}px; }}
 QFrame#banner[tone="danger"] QLabel#bannerText {{ color: {p.danger}; }}
 QFrame#banner[tone="warning"] QLabel#bannerText {{ color: {p.text}; }}
 QLabel#badge {{ border-radius: 9px; padding: 1px 8px; font-size: {TYPE.small}pt;

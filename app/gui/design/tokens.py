@@ -1,4 +1,5 @@
-"""The design tokens, without Qt: colours for light and dark, spacing, radii, the type scale.
+"""The design tokens, without Qt: colours for light and dark, spacing, radii, the type scale,
+the width of the conversation's reading column.
 
 Colours carry meaning, the same on every page: green for what fits or worked, amber for what is
 tight or worth knowing, red for errors only, the accent for what the user can act on or chose.
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["DARK", "LIGHT", "RADIUS", "SPACE", "TYPE", "Palette", "palette"]
+__all__ = ["DARK", "LIGHT", "RADIUS", "READING_WIDTH", "SPACE", "TYPE", "Palette", "palette"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,3 +158,5 @@ class _Type:
 SPACE = _Space()
 RADIUS = _Radius()
 TYPE = _Type()
+
+READING_WIDTH = 820  # pixels: the widest the conversation's text gets (wider views centre it)

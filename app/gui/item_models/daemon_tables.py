@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from localllm.app.gui.item_models.table import Column, RecordTableModel
-from localllm.app.gui.state.abilities import abilities_of, abilities_text
+from localllm.app.gui.state.abilities import Ability, abilities_of
 from localllm.app.gui.state.downloads import Download
 from localllm.app.gui.state.fit import Fit, fit_for, needed_memory, plan_fit
 from localllm.app.gui.state.model_plan import memory_text, plan_tip
@@ -64,11 +64,25 @@ def _served_by(m) -> str:
     return f"Served by the remote engine '{m.remote}' (Server page, Remotes)"
 
 
+_COMPLETION = Ability(
+    "completion", "neutral", "Continues text: a base model, with no chat template of its own"
+)
+_MADE_FROM_A_TEMPLATE = {"chat", "tools", "thinking"}  # the daemon reads these off a template
+
+
+def _abilities(m) -> tuple[Ability, ...]:
+    """What ``m`` can do beyond chat, as the details say it: a base model (it completes text
+    and has no chat template) says "completion" where every other says nothing."""
+    held = set(m.capabilities or ())
+    base = "completion" in held and not held & _MADE_FROM_A_TEMPLATE
+    return ((_COMPLETION,) if base else ()) + abilities_of(held)
+
+
 _CAN = Column(  # what a model can do beyond chat, as badges: vision, thinking, tools
     "Can",
-    lambda m: abilities_text(m.capabilities),
-    badges=lambda m: tuple((a.label, a.tone) for a in abilities_of(m.capabilities)),
-    tooltip=lambda m: "\n".join(a.why for a in abilities_of(m.capabilities)),
+    lambda m: ", ".join(a.label for a in _abilities(m)),
+    badges=lambda m: tuple((a.label, a.tone) for a in _abilities(m)),
+    tooltip=lambda m: "\n".join(a.why for a in _abilities(m)),
 )
 
 
@@ -102,12 +116,12 @@ class _PlannedTable(RecordTableModel):
 _INSTALLED_FACTS = (
     Column("Params", _local(lambda m: m.parameter_size), about="Parameters"),
     Column("Quant", _local(lambda m: m.quantization), about="Quantization"),
-    Column(  # what the model was trained for; the details say what chats run at
-        "Trained for",
+    Column(  # the longest context it takes; the details say what chats run at
+        "Max context",
         lambda m: _context(m.context_length),
         lambda m: m.context_length or 0,
         numeric=True,
-        about="The context length it was trained for, in tokens",
+        about="The longest context it takes (what it was trained for), in tokens",
     ),
     Column("Modified", _local(lambda m: ago(m.modified_at)), lambda m: _stamp(m.modified_at)),
 )

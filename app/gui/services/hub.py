@@ -2,10 +2,9 @@
 against this machine.
 
 The catalog comes from the daemon without the internet, so it is there even offline; a hub
-call that cannot reach Hugging Face marks the page offline (one plain sentence, and the
-catalog marked "needs internet to download") until a hub call succeeds again. Search results
-can come back out of order when the user types fast; each request carries a number and only
-the newest answer is shown.
+call that cannot reach Hugging Face marks the page offline (one plain sentence) until a hub
+call succeeds again. Search results can come back out of order when the user types fast; each
+request carries a number and only the newest answer is shown.
 
 Whether a quant fits is the daemon's memory plan of it (``/api/plan``: it reads the file's
 header on the hub, a few megabytes), asked for the rows a page shows (``plan_files``,
@@ -30,10 +29,8 @@ from localllm.app.gui.workers import Workers
 
 __all__ = ["OFFLINE", "OFFLINE_BANNER", "HubService"]
 
-OFFLINE = (
-    "This computer could not reach Hugging Face: the search below looks through the built-in "
-    "list, and downloads start once the internet connection is back."
-)
+# Discover's line offline; the window's banner says what needs the internet (once)
+OFFLINE = "This computer could not reach Hugging Face: the search looks through the built-in list."
 OFFLINE_BANNER = (
     "You are offline: downloads and the Hugging Face search need the internet. The models you "
     "have work as usual, and you can import a GGUF file you already have."

@@ -6,10 +6,13 @@ those request lines would bury what the user came to read. Every request the app
 ``User-Agent: localllm-app/<version>`` and the daemon's request log (one JSON object a line)
 keeps that, but a header is only a claim: any program can send it. So a line is hidden only
 when hiding it loses nothing: it claims to be the app's, it only read what the app reads on
-its own (the status routes it polls, a model's details) and it succeeded. A failure (a 403 on
-``POST /api/remotes``), a change (any other POST, a PUT, PATCH or DELETE), any other route,
-and the app's chats (their lines name the model and its timings) always show, whoever
-claims to have sent them. Qt-free.
+its own (the status routes it polls, a model's details, the memory plans it shows beside
+models and chat settings, the hub's lists) and it succeeded, or failed only because the hub
+or a remote could not be reached (offline, the Discover page's dozen plans each fail, and
+the page says so). A refusal or failure of the daemon's own (a 403 on ``POST /api/remotes``,
+a 500), a change (any other POST, a PUT, PATCH or DELETE), any other route, and the app's
+chats (their lines name the model and its timings) always show, whoever claims to have sent
+them. Qt-free.
 """
 
 from __future__ import annotations
@@ -33,11 +36,16 @@ _POLLED = (
     "/api/remotes",
     "/api/local-models",
     "/api/hub/catalog",
+    "/api/hub/search",  # Discover's lists (offline, each fails: the page says so)
+    "/api/hub/files",
+    "/api/prompt-cache",  # what it holds, each time the Settings page shows
 )
 _READS = frozenset(
     [(method, path) for method in ("GET", "HEAD") for path in _POLLED]
     + [("POST", "/api/show")]  # a model's details: a POST that only reads
+    + [("POST", "/api/plan")]  # what a model would take at a chat's settings: loads nothing
 )
+_UNREACHABLE = 502  # the daemon could not reach the hub or a remote: the asking page says it
 
 
 def app_user_agent() -> str:
@@ -49,9 +57,9 @@ def app_user_agent() -> str:
 
 
 def is_app_polling(line: str) -> bool:
-    """Whether ``line`` is the daemon's record of the app checking on it: a successful read of
-    a status route, sent as the app (not a chat the user sent through it, nor a change, nor a
-    request the daemon refused or failed)."""
+    """Whether ``line`` is the daemon's record of the app checking on it: a read of a status
+    route, sent as the app, that succeeded or found the internet out of reach (not a chat the
+    user sent through it, nor a change, nor a request the daemon refused or failed)."""
     if not line.startswith("{") or APP_AGENT not in line:
         return False
     try:
@@ -69,7 +77,7 @@ def is_app_polling(line: str) -> bool:
         and request in _READS
         and isinstance(status, int)
         and not isinstance(status, bool)
-        and 200 <= status < 400
+        and (200 <= status < 400 or status == _UNREACHABLE)
     )
 
 

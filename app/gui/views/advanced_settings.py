@@ -23,25 +23,37 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from localllm.app.gui.design.widgets import padded_number
 from localllm.app.gui.state.chat.records import ChatOptions
 from localllm.app.gui.state.fit import GpuLayers, gpu_hint
 
-__all__ = ["AdvancedSettings"]
+__all__ = ["AdvancedSettings", "settings_form"]
 
 DEFAULT = "model default"
 _SEED_MAX = 2**31 - 1  # what a spin box holds; the daemon takes any integer
 _LAYERS_MAX = 1024
 
 
+def settings_form(parent: QWidget | None = None) -> QFormLayout:
+    """The chat settings' one form: each label above its field, in every section (the panel
+    is narrow, and "model default (32,768 tokens)" needs the field's whole width)."""
+    form = QFormLayout(parent)
+    form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapAllRows)
+    form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+    return form
+
+
 def _int_box(low: int, high: int, special: str = DEFAULT) -> QSpinBox:
     box = QSpinBox(minimum=low - 1, maximum=high)
     box.setSpecialValueText(special)  # shown at the minimum, which means "not set"
+    padded_number(box)
     return box
 
 
 def _float_box(low: float, high: float, step: float) -> QDoubleSpinBox:
     box = QDoubleSpinBox(minimum=low - step, maximum=high, singleStep=step, decimals=2)
     box.setSpecialValueText(DEFAULT)
+    padded_number(box)
     return box
 
 
@@ -108,7 +120,7 @@ class AdvancedSettings(QWidget):
             box.valueChanged.connect(self.edited)
 
         self.body = QWidget()
-        form = QFormLayout(self.body)
+        form = settings_form(self.body)
         form.setContentsMargins(0, 0, 0, 0)
         form.addRow("Top-k", self.top_k)
         form.addRow("Top-p", self.top_p)

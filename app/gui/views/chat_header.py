@@ -1,5 +1,6 @@
-"""The chat's header: the model picker, what the model can do (badges: sees images, thinks,
-uses tools), how full the context is, and the button that opens the chat's settings."""
+"""The chat's header: the Chats button (shown where the chat list is folded away), the model
+picker, what the model can do (badges: sees images, thinks, uses tools), how full the context
+is, and the button that opens the chat's settings."""
 
 from __future__ import annotations
 
@@ -34,8 +35,12 @@ class ChatHeader(QWidget):
             icons, "chat-settings", "Chat settings", "System prompt and parameters"
         )
         self.settings_button.setCheckable(True)
+        self.list_button = icon_button(icons, "chat", "Chats", "Show the chat list")
+        self.list_button.setCheckable(True)
+        self.list_button.hide()  # while the list has a column of its own
         row = QHBoxLayout(self)
         row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.list_button)
         row.addWidget(self.model_picker)
         for shown in (self.vision_badge, self.thinking_badge, self.tools_badge):
             row.addWidget(shown)
@@ -52,3 +57,4 @@ class ChatHeader(QWidget):
     def retheme(self) -> None:
         if self._icons is not None:
             self.settings_button.setIcon(self._icons.get("chat-settings"))
+            self.list_button.setIcon(self._icons.get("chat"))

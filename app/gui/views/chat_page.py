@@ -1,4 +1,5 @@
-"""The Chat page: chat list, the conversation, the composer, the per-chat settings.
+"""The Chat page: chat list, the conversation, the composer, the per-chat settings (columns,
+or drawers over the conversation where the page is narrow: ``ChatColumns``).
 
 Wiring only. The controller owns chats and streams, the library knows models and their
 capabilities; this page forwards what the user does and draws what they report: the transcript
@@ -15,18 +16,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QKeySequence, QShortcut
-from PySide6.QtWidgets import (
-    QScrollArea,
-    QSplitter,
-    QStackedWidget,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QScrollArea, QStackedWidget, QWidget
 
 from localllm.app.documents.context import DocumentContext
-from localllm.app.gui.design.tokens import SPACE
 from localllm.app.gui.design.widgets import Banner
 from localllm.app.gui.services.chat import ChatController
 from localllm.app.gui.services.library import ModelLibrary
@@ -39,6 +33,7 @@ from localllm.app.gui.state.chat.session import ChatSession
 from localllm.app.gui.state.model_defaults import ModelDefaults
 from localllm.app.gui.state.records import ModelDetails
 from localllm.app.gui.views.answer_reader import AnswerReader
+from localllm.app.gui.views.chat_columns import ChatColumns
 from localllm.app.gui.views.chat_header import ChatHeader
 from localllm.app.gui.views.chat_settings import ChatSettingsPanel
 from localllm.app.gui.views.composer import Composer
@@ -51,6 +46,8 @@ from localllm.app.gui.views.transcript import Transcript
 from localllm.app.gui.views.voice_input import VoiceInput
 
 __all__ = ["ChatPage"]
+
+_PASSING_MS = 2500  # how long a passing note ("Message copied") stays
 
 
 class ChatPage(QStackedWidget):
@@ -81,7 +78,7 @@ class ChatPage(QStackedWidget):
         self.tools_button = ToolsButton(chat.tools, icons) if chat.tools is not None else None
         self.settings = ChatSettingsPanel(icons=icons)
         self.settings_area = QScrollArea(widgetResizable=True)
-        self.settings_area.setMinimumWidth(250)
+        self.settings_area.setMinimumWidth(230)  # as a drawer, the conversation keeps 560
         self.settings_area.setMaximumWidth(340)
         self.settings_area.setWidget(self.settings)
         self.settings_area.setFrameShape(QScrollArea.Shape.NoFrame)
@@ -98,6 +95,9 @@ class ChatPage(QStackedWidget):
         self.problem = Banner(icons, tone="danger")  # what went wrong, and what to do
         self._details: ModelDetails | None = None
         self.status = plain_label(objectName="caption", wordWrap=True)  # "Exported to ..."
+        self.status_timer = QTimer(self, singleShot=True, interval=_PASSING_MS)
+        self.status_timer.timeout.connect(self._passed)
+        self._passing = ""  # the passing note the timer takes away
         self._icons = icons
         self.welcome = welcome
         self.addWidget(welcome)
@@ -128,32 +128,30 @@ class ChatPage(QStackedWidget):
         self.setCurrentIndex(0 if show else 1)
 
     def _conversation_area(self) -> QWidget:
-        center = QWidget(minimumWidth=340)
-        column = QVBoxLayout(center)
-        column.setContentsMargins(SPACE.sm, 0, SPACE.sm, SPACE.sm)
-        column.setSpacing(SPACE.sm)
-        column.addWidget(self.header)
-        column.addWidget(self.transcript, 1)
-        column.addWidget(self.settings.model_notice)  # a model without a chat template
-        column.addWidget(self.memory_notice)
-        column.addWidget(self.problem)
-        column.addWidget(self.status)
+        lower: list[QWidget] = [
+            self.settings.model_notice,
+            self.memory_notice,
+            self.problem,
+            self.status,
+        ]
         if self.documents is not None:
-            column.addWidget(self.documents)
+            lower.append(self.documents)
             self.composer.add_tool(self.documents.button)
             if self._icons is not None:
                 self.documents.button.setIcon(self._icons.get("documents"))
         if self.tools_button is not None:
             self.composer.add_tool(self.tools_button)
-        column.addWidget(self.composer)
-        self.splitter = QSplitter(Qt.Orientation.Horizontal)
-        self.splitter.setChildrenCollapsible(False)
-        self.splitter.addWidget(self.sidebar)
-        self.splitter.addWidget(center)
-        self.splitter.addWidget(self.settings_area)
-        self.splitter.setStretchFactor(1, 1)
-        self.splitter.setSizes([220, 640, 280])
+        lower.append(self.composer)
+        self.columns = ChatColumns(
+            self.sidebar, self.header, self.transcript, lower, self.settings_area, self
+        )
+        self.splitter = self.columns.splitter
         return self.splitter
+
+    def resizeEvent(self, event) -> None:
+        """The chat list and the settings: columns, or drawers where the page is narrow."""
+        super().resizeEvent(event)
+        self.columns.fit(event.size().width())
 
     def _show_problem(self, text: str) -> None:
         self.problem.show_text(text, "danger")
@@ -181,7 +179,7 @@ class ChatPage(QStackedWidget):
         self.transcript.version_requested.connect(chat.show_version)
         if chat.tools is not None:
             self.transcript.tool_decided.connect(chat.tools.decide)
-        self.transcript.copied.connect(self.status.setText)
+        self.transcript.copied.connect(self._pass)
         self.settings.changed.connect(chat.apply_settings)
         self.settings.think_changed.connect(chat.set_think)
         self.settings.overflow_changed.connect(self._overflow_picked)
@@ -190,7 +188,6 @@ class ChatPage(QStackedWidget):
         if self.offer_plan is not None:
             self.offer_plan.changed.connect(self._show_context)
         self.settings.changed.connect(lambda *_: self._show_context())
-        self.settings_button.toggled.connect(self.settings_area.setVisible)
         self.model_picker.activated.connect(self._model_picked)
         self.library.changed.connect(lambda _models: self._select_model())
         documents = self.documents
@@ -213,6 +210,16 @@ class ChatPage(QStackedWidget):
             context=Qt.ShortcutContext.WidgetWithChildrenShortcut,
         )
 
+    def _pass(self, note: str) -> None:
+        """A note that needs nothing done ("Message copied"): it goes by itself."""
+        self._passing = note
+        self.status.setText(note)
+        self.status_timer.start()
+
+    def _passed(self) -> None:
+        if self.status.text() == self._passing:  # not a later, lasting message
+            self.status.clear()
+
     def _escape(self) -> None:
         """Esc stops a recording first, then an answer read aloud, then a reply."""
         if self.voice is not None and self.voice.stop():
@@ -225,6 +232,7 @@ class ChatPage(QStackedWidget):
         self.composer.editor.setFocus()
 
     def focus_search(self) -> None:
+        self.columns.show_list()
         self.sidebar.focus_search()
 
     def _send(self, text: str, images) -> None:

@@ -22,7 +22,6 @@ from PySide6.QtCore import QTimer, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
-    QFormLayout,
     QHBoxLayout,
     QInputDialog,
     QLabel,
@@ -33,7 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from localllm.app.gui.design.widgets import Banner
+from localllm.app.gui.design.widgets import Banner, padded_number
 from localllm.app.gui.icons import Icons
 from localllm.app.gui.state.chat.memory import OVERFLOW_CHOICES
 from localllm.app.gui.state.chat.records import ChatOptions, Conversation
@@ -43,7 +42,7 @@ from localllm.app.gui.state.model_defaults import ModelDefaults
 from localllm.app.gui.state.presets import Preset, PresetError, Presets, preset_name
 from localllm.app.gui.state.records import ModelDetails, SystemInfo
 from localllm.app.gui.state.setting_plan import PlanPreview
-from localllm.app.gui.views.advanced_settings import AdvancedSettings
+from localllm.app.gui.views.advanced_settings import AdvancedSettings, settings_form
 from localllm.app.gui.views.plain_text import plain_label
 
 __all__ = ["ChatSettingsPanel", "no_template_notice"]
@@ -55,14 +54,15 @@ _DEFAULT = "model default"
 def _spin(maximum: int, step: int, suffix: str) -> QSpinBox:
     box = QSpinBox(maximum=maximum, singleStep=step, suffix=suffix)
     box.setSpecialValueText(_DEFAULT)
+    padded_number(box)
     return box
 
 
 def no_template_notice(model: str) -> str:
+    """One line in the chat (it asks nothing of the user); the rest is in its tooltip."""
     return (
-        f"{model} has no chat template: it is a completion (base) model, made to continue "
-        "text rather than to chat. It gets a generic chat format, so replies may wander; an "
-        "instruct or chat version of it answers better."
+        f"{model} has no chat template: a completion (base) model, made to continue text, so "
+        "replies may wander; its instruct or chat version answers better."
     )
 
 
@@ -90,6 +90,7 @@ class ChatSettingsPanel(QWidget):
         self.system_prompt = QPlainTextEdit(placeholderText="e.g. You are a concise assistant.")
         self.temperature = QDoubleSpinBox(minimum=-0.1, maximum=2.0, singleStep=0.1, decimals=2)
         self.temperature.setSpecialValueText(_DEFAULT)
+        padded_number(self.temperature)
         self.context = _spin(1_048_576, 1024, " tokens")
         self.max_tokens = _spin(131_072, 256, " tokens")
         self.think = QComboBox()
@@ -111,7 +112,7 @@ class ChatSettingsPanel(QWidget):
         self.problem.hide()
         self.memory = plain_label(objectName="muted", wordWrap=True)  # the daemon's plan
         # shown in the chat itself (the chat page places it), not in this panel
-        self.model_notice = Banner(icons)  # names the model: plain text
+        self.model_notice = Banner(icons, shape="line")  # names the model: plain text
 
         self._debounce = QTimer(self, singleShot=True, interval=400)
         self._debounce.timeout.connect(self._emit)
@@ -132,8 +133,7 @@ class ChatSettingsPanel(QWidget):
         presets.addWidget(self.save_preset)
         presets.addWidget(self.delete_preset)
         presets.addStretch(1)
-        form = QFormLayout()
-        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
+        form = settings_form()
         form.addRow("Temperature", self.temperature)
         form.addRow("Context length", self.context)
         form.addRow(self.memory)

@@ -16,7 +16,6 @@ from pathlib import Path
 from PySide6.QtCore import QEvent, QObject, QSize, Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
-    QFileDialog,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -29,6 +28,7 @@ from PySide6.QtWidgets import (
 from localllm.app.gui.design.tokens import SPACE
 from localllm.app.gui.design.widgets import icon_button, set_kind
 from localllm.app.gui.icons import Icons
+from localllm.app.gui.views.file_dialogs import open_file_names
 from localllm.app.gui.views.plain_text import plain_label
 from localllm.app.gui.views.voice_input import VoiceInput
 
@@ -213,7 +213,7 @@ class Composer(QWidget):
             self.submit()
 
     def _pick_images(self) -> None:
-        paths, _ = QFileDialog.getOpenFileNames(self, "Attach images", "", _IMAGES)
+        paths, _ = open_file_names(self, "Attach images", _IMAGES)
         self.add_images([Path(p) for p in paths])
 
     def _refresh(self) -> None:

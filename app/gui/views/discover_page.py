@@ -2,20 +2,31 @@
 whether it fits this machine, and a pull.
 
 With the search box empty (or Hugging Face out of reach) the page lists the catalog's models
-with their badges (whether each fits, what each can do), filtered by what is typed (offline,
-the search looks through them); typing searches the hub after a short pause, and picking a
-repository lists its files, smallest first, each with its badge ("fits in VRAM", "fits in
-RAM", "too large") and what it would take in memory. Both are the daemon's memory plan of the
-file, read from its header on the hub, asked for the rows on screen only (more as they scroll
-into view); until a row's plan has come, its figure is "about" one from its size. What goes
-wrong is said in one wrapped line, so no message can widen the window.
+with their badges (whether each fits, what each can do), filtered by what is typed (every word,
+anywhere in a model's name, description or abilities; offline, the search looks only there;
+its heading says when nothing matches); typing searches the hub after a short pause, and
+picking a repository lists its files, smallest first, each with its badge ("fits in VRAM",
+"fits in RAM", "too large") and what it would take in memory. Both are the daemon's memory
+plan of the file, read from its header on the hub, asked for the rows on screen only (more as
+they scroll into view); until a row's plan has come, its figure is "about" one from its size.
+What goes wrong is said in one wrapped line, so no message can widen the window. Offline (the
+window's banner says what that means, once) the page offers to import a GGUF file beside the
+Download button it turns off.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import (
+    QModelIndex,
+    QPersistentModelIndex,
+    QSortFilterProxyModel,
+    Qt,
+    QTimer,
+    Signal,
+)
 from PySide6.QtWidgets import (
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QLineEdit,
     QPushButton,
@@ -28,7 +39,9 @@ from PySide6.QtWidgets import (
 )
 
 from localllm.app.gui.design.widgets import set_kind
+from localllm.app.gui.item_models.table import SORT_ROLE, RecordTableModel
 from localllm.app.gui.services.hub import OFFLINE, HubService
+from localllm.app.gui.state.catalog_search import matches
 from localllm.app.gui.state.records import CatalogModel, HubFile, SystemInfo
 from localllm.app.gui.state.units import bytes_text
 from localllm.app.gui.views.plain_text import plain_label
@@ -43,6 +56,8 @@ from localllm.app.gui.views.welcome import OFFLINE_REASON
 __all__ = ["DiscoverPage"]
 
 CATALOG, SEARCH = 0, 1
+POPULAR = "Popular models, ready to download by name."
+_ABOUT = 5  # the catalog's column that takes the room left
 
 
 def _machine(system: SystemInfo) -> str:
@@ -68,8 +83,29 @@ def _wrapped(text: str = "") -> QLabel:
     return label
 
 
+class WordFilter(QSortFilterProxyModel):
+    """The catalog's models that have every word of ``query`` (``catalog_search.matches``),
+    sorted by value."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.query = ""
+        self.setSortRole(SORT_ROLE)
+
+    def set_query(self, query: str) -> None:
+        self.beginFilterChange()
+        self.query = query
+        self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
+
+    def filterAcceptsRow(self, row: int, parent: QModelIndex | QPersistentModelIndex) -> bool:
+        records = self.sourceModel()
+        assert isinstance(records, RecordTableModel), "it filters the catalog's records"
+        return matches(records.item(row), self.query)
+
+
 class DiscoverPage(QWidget):
     pull_requested = Signal(str)
+    import_requested = Signal(object)  # None: the file is to be picked
 
     def __init__(self, hub: HubService, parent=None):
         super().__init__(parent)
@@ -80,11 +116,14 @@ class DiscoverPage(QWidget):
         )
         self.machine = _wrapped()  # GPU names, as the daemon reports them
         self.state = _wrapped()  # the hub's errors
-        self.catalog = table_view(hub.catalog, self, stretch=5)  # About
-        self.catalog_filter = sorting_proxy(self.catalog)
-        self.catalog_filter.setFilterKeyColumn(-1)  # the name, the size, what it is for
-        self.catalog_filter.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
-        self.empty = plain_label(objectName="muted", wordWrap=True)
+        self.catalog = table_view(hub.catalog, self, stretch=_ABOUT)
+        self.catalog_filter = WordFilter(self)
+        self.catalog_filter.setSourceModel(hub.catalog)
+        sorting_proxy(self.catalog).deleteLater()  # the table's own, filtering one column
+        self.catalog.setModel(self.catalog_filter)
+        self.catalog.horizontalHeader().setSectionResizeMode(_ABOUT, QHeaderView.ResizeMode.Stretch)
+        self.heading = _wrapped(POPULAR)  # or that nothing matches
+        self.empty = plain_label(objectName="muted", wordWrap=True)  # what to try then
         self.empty.hide()
         self.catalog.sortByColumn(2, Qt.SortOrder.AscendingOrder)
         self.repos = table_view(hub.repos, self, stretch=0)
@@ -94,6 +133,10 @@ class DiscoverPage(QWidget):
         self.pull_button = QPushButton("Download")
         self.pull_button.setEnabled(False)
         set_kind(self.pull_button, "primary")
+        self.import_button = QPushButton("Import a GGUF file…")  # offline, what works
+        set_kind(self.import_button, "primary")
+        self.import_button.hide()
+        self.import_button.clicked.connect(lambda: self.import_requested.emit(None))
         self._checked = False
         self._debounce = QTimer(self, singleShot=True, interval=400)
         self._debounce.timeout.connect(self.search_now)
@@ -122,7 +165,7 @@ class DiscoverPage(QWidget):
         catalog = QWidget()
         column = QVBoxLayout(catalog)
         column.setContentsMargins(0, 0, 0, 0)
-        column.addWidget(_wrapped("Popular models, ready to download by name."))
+        column.addWidget(self.heading)
         column.addWidget(self.catalog, 1)
         column.addWidget(self.empty)
         splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -133,6 +176,7 @@ class DiscoverPage(QWidget):
         self.views.addWidget(splitter)
         row = QHBoxLayout()
         row.addStretch(1)
+        row.addWidget(self.import_button)
         row.addWidget(self.pull_button)
         layout = QVBoxLayout(self)
         title = QLabel("Discover")
@@ -170,15 +214,13 @@ class DiscoverPage(QWidget):
         self.hub.search(self.query.text())
 
     def _filter_catalog(self, text: str) -> None:
-        self.catalog_filter.setFilterFixedString(text.strip())
-        shown, query = self.catalog_filter.rowCount(), text.strip()
-        self.empty.setText(
-            f"Nothing in the built-in list matches “{query}”. Try a shorter name, or import "
-            "a GGUF file you have on the Models page."
-            if query and not shown
-            else ""
-        )
-        self.empty.setVisible(bool(query) and not shown)
+        query = " ".join(text.split())
+        self.catalog_filter.set_query(query)
+        none = bool(query) and not self.catalog_filter.rowCount()
+        self.heading.setText(f"No models match “{query}”." if none else POPULAR)
+        self.empty.setText("Try fewer words, or import a GGUF file you have." if none else "")
+        self.empty.setVisible(none)
+        self.catalog.setVisible(not none)
 
     def selected(self) -> CatalogModel | HubFile | None:
         """The model the Download button pulls: a catalog row or a repository's file."""
@@ -244,6 +286,7 @@ class DiscoverPage(QWidget):
     def _selected(self) -> None:
         chosen = self.selected()
         self.pull_button.setEnabled(chosen is not None and not self.hub.offline)
+        self.import_button.setVisible(self.hub.offline)
         self.pull_button.setToolTip(OFFLINE_REASON if self.hub.offline else "")
         if isinstance(chosen, HubFile):
             self.pull_button.setText(

@@ -15,7 +15,6 @@ from pathlib import Path
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QDropEvent
 from PySide6.QtWidgets import (
-    QFileDialog,
     QHBoxLayout,
     QMenu,
     QProgressBar,
@@ -30,6 +29,7 @@ from localllm.app.documents.indexer import IndexProgress, IndexReport
 from localllm.app.documents.parsing import SUPPORTED_SUFFIXES
 from localllm.app.gui.services.documents import OFFERED_MODEL, OFFERED_RERANKER, DocumentsService
 from localllm.app.gui.state.chat.transcript_actions import OpenSource, href
+from localllm.app.gui.views.file_dialogs import existing_directory, open_file_names
 from localllm.app.gui.views.plain_text import plain_label, plain_tooltip
 from localllm.app.gui.views.source_dialog import SourceDialog
 
@@ -259,11 +259,11 @@ class DocumentsBar(QWidget):
             action.setChecked(model == preferred)
 
     def _pick_files(self) -> None:
-        paths, _ = QFileDialog.getOpenFileNames(self, "Attach documents", "", _FILTER)
+        paths, _ = open_file_names(self, "Attach documents", _FILTER)
         self.attach([Path(p) for p in paths])
 
     def _pick_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Attach a folder of documents")
+        folder = existing_directory(self, "Attach a folder of documents")
         if folder:
             self.attach([Path(folder)])
 

@@ -5,12 +5,14 @@ is copied, and the size is asked about first. The scan and the adding run in wor
 panel only shows what they report.
 
 Rows are laid out, not a table's cells: the button always has its room and a long name is cut
-(its path in the tooltip), so the list reads at 1,024 px as at any width.
+(its path in the tooltip), so the list reads at 1,024 px as at any width. With nothing found
+the panel folds to its header line ("No GGUF models found", Look again): the installed models
+above it keep the room.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -30,6 +32,7 @@ from localllm.app.gui.views.plain_text import confirm, plain_label, plain_toolti
 __all__ = ["FoundPanel", "FoundRow"]
 
 _ROWS_SHOWN = 2  # at the least, however the page is split
+QWIDGETSIZE_MAX = (1 << 24) - 1  # Qt's "no maximum"
 
 _ABOUT = (
     "GGUF models other apps downloaded (Hugging Face, LM Studio, Ollama, the folders in "
@@ -69,6 +72,8 @@ class FoundRow(QWidget):
 
 
 class FoundPanel(QWidget):
+    folded_changed = Signal(bool)  # True: nothing listed, only the header line shows
+
     def __init__(self, found: FoundModels, parent: QWidget | None = None):
         super().__init__(parent)
         self.found = found
@@ -99,20 +104,22 @@ class FoundPanel(QWidget):
         self.scroll_area.setMinimumHeight(
             _ROWS_SHOWN * (3 * self.fontMetrics().height() + SPACE.sm)
         )
-        about = plain_label(_ABOUT, wordWrap=True, objectName="muted")
-        about.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.about = plain_label(_ABOUT, wordWrap=True, objectName="muted")
+        self.about.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         header = QHBoxLayout()
         title = QLabel("Found on this computer")
         title.setObjectName("sectionTitle")
         header.addWidget(title)
         header.addWidget(self.status, 1)
         header.addWidget(self.look_again)
-        layout = QVBoxLayout(self)
+        self._column = layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(header)
-        layout.addWidget(about)
+        layout.addWidget(self.about)
         layout.addWidget(self.scroll_area, 1)
         self._loaded = False
+        self.folded = False
+        self._fold(True)  # until something is found
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
@@ -140,10 +147,20 @@ class FoundPanel(QWidget):
             row.button.clicked.connect(lambda _=False, m=model: self._add(m))
             self._list.addWidget(row)
             self.rows[model.name], self.buttons[model.name] = row, row.button
+        self._fold(not models)
         waiting = sum(not m.in_store for m in models)
         self._say(
             f"{len(models)} found, {waiting} not added yet." if models else "No GGUF models found."
         )
+
+    def _fold(self, folded: bool) -> None:
+        """Nothing to list: only the header line, and no more height than it takes."""
+        self.about.setVisible(not folded)
+        self.scroll_area.setVisible(not folded)
+        self.setMaximumHeight(self._column.sizeHint().height() if folded else QWIDGETSIZE_MAX)
+        if folded != self.folded:
+            self.folded = folded
+            self.folded_changed.emit(folded)
 
     def _add(self, model: FoundModel) -> None:
         if not model.linkable:

@@ -1,6 +1,7 @@
-"""The main window: navigation, the pages, the banners that concern every page (offline; a GPU
-the llama.cpp build leaves unused), the status bar, shortcuts, and what is remembered between
-runs (size, position, last chat, last model, the Settings page's choices) in ``QSettings``.
+"""The main window: navigation, the pages, the banners that concern every page (offline, in
+the navigation column's free room; a GPU the llama.cpp build leaves unused), the status bar,
+shortcuts, and what is remembered between runs (size, position, last chat, last model, the
+Settings page's choices) in ``QSettings``.
 Which model new chats use and which chat opens are decided by ``ChatChoice`` (Qt-free); the
 window wires its signals and shows what it decides.
 
@@ -15,8 +16,6 @@ from pathlib import Path
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QCloseEvent, QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QApplication,
-    QFileDialog,
     QHBoxLayout,
     QLabel,
     QListWidget,
@@ -31,7 +30,6 @@ from localllm.app.gui.design.tokens import SPACE
 from localllm.app.gui.design.widgets import Banner
 from localllm.app.gui.icons import Icons
 from localllm.app.gui.services.bundle import Services
-from localllm.app.gui.services.hub import OFFLINE_BANNER
 from localllm.app.gui.services.setting_plan import SettingPlan
 from localllm.app.gui.state.chat.records import ChatOptions
 from localllm.app.gui.state.chat_choice import ChatChoice
@@ -43,15 +41,19 @@ from localllm.app.gui.views.chat_page import ChatPage
 from localllm.app.gui.views.discover_page import DiscoverPage
 from localllm.app.gui.views.documents_bar import DocumentsBar
 from localllm.app.gui.views.downloads_page import DownloadsPage
+from localllm.app.gui.views.file_dialogs import open_file_name
 from localllm.app.gui.views.found_panel import FoundPanel
 from localllm.app.gui.views.import_dialog import ask_import_name
 from localllm.app.gui.views.models_page import ModelsPage
+from localllm.app.gui.views.offline_notice import OfflineNotice
+from localllm.app.gui.views.quit_note import Quitting
 from localllm.app.gui.views.server_page import ServerPage
 from localllm.app.gui.views.settings_page import SettingsPage
 from localllm.app.gui.views.status import DaemonIndicator
 from localllm.app.gui.views.tools_page import ToolsPage
 from localllm.app.gui.views.voice_settings import VoiceSection
 from localllm.app.gui.views.welcome import WelcomePage
+from localllm.app.gui.views.window_memory import remember_place, restore_place
 
 __all__ = ["CONTEXT_KEY", "MINIMUM_SIZE", "PAGES", "THEME_KEY", "MainWindow"]
 
@@ -81,7 +83,7 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.services, self.settings = services, settings
         self.icons = icons or Icons()
-        self.hide_to_tray = False  # set by run_app when a tray icon is shown
+        self.quitting = Quitting(self, settings, services.server, services.monitor)
         self.theme = None  # set by open_window: the Settings page switches it
         self.setWindowTitle("localllm")
         self.setWindowIcon(self.icons.app_icon())
@@ -136,15 +138,15 @@ class MainWindow(QMainWindow):
         self.nav.setObjectName("nav")
         self.nav.setAccessibleName("Pages")
         self.nav.setFixedWidth(164)
+        self.nav.setFocusPolicy(Qt.FocusPolicy.TabFocus)  # a click shows no ring round the list
         for title, icon in PAGES:  # the one order: each entry and its page added together
             self.pages.addWidget(by_title.pop(title))
             self.nav.addItem(QListWidgetItem(self.icons.get(icon), title))
         assert not by_title, f"pages missing from PAGES: {sorted(by_title)}"
         self.nav.currentRowChanged.connect(self.pages.setCurrentIndex)
-        self.offline = Banner(self.icons)  # the hub cannot be reached: said once, up here
-        self.offline.add_action("Import a GGUF file…", lambda: self._import(None))
-        self.offline.add_action("Try again", s.hub.check_online)
-        self.offline.finish_actions()
+        self.offline = OfflineNotice(  # the hub cannot be reached: said once, beside the pages
+            settings, self.icons, on_import=lambda: self._import(None), on_retry=s.hub.check_online
+        )
         self.build_advice = Banner(self.icons, tone="warning")  # a GPU the build leaves unused
         self._advice_command = ""
         self.copy_advice = self.build_advice.add_action(
@@ -161,6 +163,7 @@ class MainWindow(QMainWindow):
         self._shortcuts()
         self._restore()
         self.nav.setCurrentRow(0)
+        self.chat_page.composer.editor.setFocus()  # where a new user types; no ring on the nav
 
     def _frame(self) -> QWidget:
         brand = QLabel("localllm")
@@ -170,11 +173,12 @@ class MainWindow(QMainWindow):
         left.setContentsMargins(SPACE.sm, SPACE.sm, SPACE.sm, SPACE.sm)
         left.addWidget(brand)
         left.addWidget(self.nav, 1)
+        self.offline.setMaximumWidth(self.nav.maximumWidth())  # the column keeps its width
+        left.addWidget(self.offline)  # in the column's free room: the pages never move for it
         page = QWidget()
         page.setObjectName("page")
         column = QVBoxLayout(page)
         column.setContentsMargins(SPACE.md, SPACE.md, SPACE.md, 0)
-        column.addWidget(self.offline)
         column.addWidget(self.build_advice)
         column.addWidget(self.pages, 1)
         central = QWidget()
@@ -226,6 +230,8 @@ class MainWindow(QMainWindow):
         self.settings_page.theme_changed.connect(self._theme_picked)
         self.settings_page.context_changed.connect(self._context_picked)
         self.settings_page.lan_changed.connect(s.server.set_lan)
+        self.settings_page.show_quit(self.quitting.memory.choice)
+        self.settings_page.quit_changed.connect(self.quitting.memory.remember)
         self.settings_page.page_requested.connect(self.show_page)
         self.settings_page.message.connect(self.message)
         self.pages.currentChanged.connect(lambda _i: self._show_cost(fresh=True))
@@ -236,13 +242,13 @@ class MainWindow(QMainWindow):
         self.welcome.pull_requested.connect(self._pull)
         self.welcome.import_requested.connect(self._import)
         self.discover_page.pull_requested.connect(self._pull)
+        self.discover_page.import_requested.connect(self._import)
         self.models_page.import_requested.connect(self._import)
         self.voice_settings.pull_requested.connect(self._pull)
         self.voice_settings.import_requested.connect(self._import)
         self.models_page.chat_requested.connect(self._chat_with)
         if self.chat_page.tools_button is not None:
             self.chat_page.tools_button.manage_requested.connect(lambda: self.show_page("Tools"))
-        self.chat_page.transcript.copied.connect(self.message)
         self.chat_page.model_picker.activated.connect(  # after the page took the choice
             lambda _row: self.server_page.set_model(s.chat.default_model)
         )
@@ -341,7 +347,7 @@ class MainWindow(QMainWindow):
         self.server_page.show_system(system)
 
     def _offline_changed(self, offline: bool) -> None:
-        self.offline.show_text(OFFLINE_BANNER if offline else "", "warning")
+        self.offline.show_offline(offline)
         self.welcome.set_offline(offline)
 
     def _models_changed(self, models: tuple[InstalledModel, ...]) -> None:
@@ -376,9 +382,7 @@ class MainWindow(QMainWindow):
 
     def _import(self, path: Path | None) -> None:
         if path is None:
-            chosen, _ = QFileDialog.getOpenFileName(
-                self, "Import a GGUF model", "", "GGUF (*.gguf)"
-            )
+            chosen, _ = open_file_name(self, "Import a GGUF model", "GGUF (*.gguf)")
             path = Path(chosen) if chosen else None
         name = ask_import_name(self, path) if path is not None else None
         if name and path is not None:
@@ -396,26 +400,23 @@ class MainWindow(QMainWindow):
     # remembering
 
     def _restore(self) -> None:
-        geometry = self.settings.value("window/geometry")
-        if geometry is not None:
-            self.restoreGeometry(geometry)
-        else:
-            self.resize(1180, 760)
+        restore_place(self, self.settings)
         self.choice.restore()
 
     def save_state(self) -> None:
-        self.settings.setValue("window/geometry", self.saveGeometry())
+        remember_place(self, self.settings)
         self.choice.save()
         self.settings.sync()
 
     def quit_app(self) -> None:
-        self.save_state()
-        QApplication.quit()
+        """Ctrl+Q: quit as the user chose (the first time a note asks); the state is saved
+        as the app leaves."""
+        self.quitting.quit()
 
     def closeEvent(self, event: QCloseEvent) -> None:
+        """Hides to the tray, or quits as Ctrl+Q does; closes once the app is leaving."""
         self.save_state()
-        if self.hide_to_tray:
-            self.hide()
+        if self.quitting.let_close():
+            super().closeEvent(event)
+        else:
             event.ignore()
-            return
-        super().closeEvent(event)

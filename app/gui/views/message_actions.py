@@ -1,7 +1,7 @@
 """The buttons of one message, shown over its footer while the pointer is on it or the keyboard
 picked it (Alt+Up and Alt+Down in the conversation, then Tab): Copy, Read aloud (an answer,
 while a voice is installed: ``can_read``), Edit, Regenerate (or Answer), Delete, and the version
-switcher beside them, last (where the footer shows it). Each
+switcher beside them, last (where the footer shows it): a reply's, or an edited question's. Each
 has a screen-reader name and a tooltip; the transcript decides where they go and what they act
 on."""
 
@@ -46,7 +46,11 @@ class MessageActions(QFrame):
             icons, "read-aloud", "Read aloud", "Read the answer aloud", lambda: self._do(ReadAloud)
         )
         self.edit = icon_button(
-            icons, "edit", "Edit", "Edit and send again", lambda: self._do(EditMessage)
+            icons,
+            "edit",
+            "Edit",
+            "Send it changed; this version stays",
+            lambda: self._do(EditMessage),
         )
         self.regenerate = icon_button(
             icons,

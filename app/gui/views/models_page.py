@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QPlainTextEdit,
     QPushButton,
+    QScrollArea,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
@@ -37,12 +38,26 @@ from localllm.app.gui.services.library import ModelLibrary
 from localllm.app.gui.state.abilities import abilities_of
 from localllm.app.gui.state.model_plan import memory_text
 from localllm.app.gui.state.records import InstalledModel, ModelDetails, ModelPlan
+from localllm.app.gui.views.found_panel import FoundPanel
 from localllm.app.gui.views.plain_text import ask_text, confirm, plain_label, rich_label
 from localllm.app.gui.views.plan_bar import PlanView
 from localllm.app.gui.views.record_table import selected_record, table_view
 from localllm.app.gui.views.welcome import gguf_paths
 
-__all__ = ["ModelsPage"]
+__all__ = ["ModelsPage", "delete_question"]
+
+
+def delete_question(name: str) -> str:
+    """What deleting ``name`` does. The daemon does not say whether a model came in as a hard
+    link to a file of the user's, so this says what happens either way: that file (a link is
+    the same file under a second name) stays where it is."""
+    return (
+        f"Delete {name}?\n\n"
+        "Its files are removed from localllm's Models folder, except those another model "
+        "shares. If you imported it from a file on this computer, that file stays where it "
+        "was: only localllm's link to it or copy of it is removed. Chats that use the model "
+        "are kept."
+    )
 
 
 def _text_tab(text: str, empty: str) -> QPlainTextEdit:
@@ -101,10 +116,21 @@ class ModelsPage(QWidget):
         layout.addWidget(self.splitter, 1)
         self._enable(False)
 
-    def add_panel(self, panel: QWidget) -> None:
-        """A section under the installed models ("Found on this computer")."""
+    def add_panel(self, panel: FoundPanel) -> None:
+        """The section under the installed models ("Found on this computer")."""
         self.splitter.insertWidget(1, panel)
+        self.panel = panel
         self.splitter.setSizes([220, 220, 300])
+        panel.folded_changed.connect(self._panel_folded)
+        self._panel_folded(panel.folded)
+
+    def _panel_folded(self, folded: bool) -> None:
+        """An empty panel is a line and the installed models take its room; a panel with
+        models found gets a quarter (the details keep two fifths either way)."""
+        total = sum(self.splitter.sizes())
+        details = total * 2 // 5
+        panel = self.panel.maximumHeight() if folded else total // 4
+        self.splitter.setSizes([total - details - panel, panel, details])
 
     def selected(self) -> InstalledModel | None:
         return selected_record(self.table)
@@ -149,7 +175,11 @@ class ModelsPage(QWidget):
         facts = " · ".join(part for part in parts if part)
         self.summary.setText(f"<b>{html.escape(d.name)}</b> · {html.escape(facts)}")
         self.tabs.clear()
-        self.tabs.addTab(self._overview(model, d), "Overview")
+        overview = QScrollArea()  # a short window scrolls it rather than squeezing its lines
+        overview.setWidgetResizable(True)
+        overview.setFrameShape(QScrollArea.Shape.NoFrame)
+        overview.setWidget(self._overview(model, d))
+        self.tabs.addTab(overview, "Overview")
         metadata = QTableWidget(len(d.metadata), 2)
         metadata.setHorizontalHeaderLabels(["Key", "Value"])
         metadata.horizontalHeader().setStretchLastSection(True)
@@ -233,11 +263,7 @@ class ModelsPage(QWidget):
         model = self.selected()
         if model is None:
             return
-        question = (
-            f"Delete {model.name}? Its files are removed unless another "
-            "model shares them; chats that use it stay."
-        )
-        if confirm(self, "Delete model", question):
+        if confirm(self, "Delete model", delete_question(model.name), "Delete", "Cancel"):
             self.library.delete(model.name)
 
     def dragEnterEvent(self, event) -> None:

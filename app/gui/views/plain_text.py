@@ -12,7 +12,15 @@ from __future__ import annotations
 import html
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QDialog, QInputDialog, QLabel, QMessageBox, QWidget
+from PySide6.QtGui import QIcon
+from PySide6.QtWidgets import (
+    QAbstractButton,
+    QDialog,
+    QInputDialog,
+    QLabel,
+    QMessageBox,
+    QWidget,
+)
 
 __all__ = ["ask_text", "confirm", "plain_label", "plain_tooltip", "rich_label"]
 
@@ -36,11 +44,20 @@ def plain_tooltip(text: str) -> str:
     return f"<qt>{html.escape(text)}</qt>"
 
 
-def confirm(parent: QWidget, title: str, question: str) -> bool:
-    """Ask a yes/no ``question`` (which may quote names) in plain text."""
-    box = QMessageBox(QMessageBox.Icon.Question, title, question, parent=parent)
+def confirm(
+    parent: QWidget, title: str, question: str, action: str = "Yes", keep: str = "No"
+) -> bool:
+    """Ask a ``question`` (which may quote names) in plain text; True if the user chose
+    ``action`` (the button's word: "Delete"). The button that changes nothing (``keep``) is
+    the default, so Enter never deletes or spends, and Esc is the same as it."""
+    box = QMessageBox(QMessageBox.Icon.NoIcon, title, question, parent=parent)
     box.setStandardButtons(QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No)
+    box.button(QMessageBox.StandardButton.Yes).setText(action)
+    box.button(QMessageBox.StandardButton.No).setText(keep)
+    box.setDefaultButton(QMessageBox.StandardButton.No)
+    box.setEscapeButton(QMessageBox.StandardButton.No)
     box.setTextFormat(Qt.TextFormat.PlainText)
+    _without_icons(box.buttons())
     return box.exec() == QMessageBox.StandardButton.Yes
 
 
@@ -51,8 +68,17 @@ def ask_text(parent: QWidget, title: str, prompt: str, text: str = "") -> str | 
     dialog.setWindowTitle(title)
     dialog.setLabelText(prompt)
     dialog.setTextValue(text)
+    dialog.setOkButtonText("OK")  # builds its buttons now, so they lose their icons below
     for label in dialog.findChildren(QLabel):
         label.setTextFormat(Qt.TextFormat.PlainText)
+    _without_icons(dialog.findChildren(QAbstractButton))
     if dialog.exec() != QDialog.DialogCode.Accepted:
         return None
     return dialog.textValue().strip() or None
+
+
+def _without_icons(buttons) -> None:
+    """Words only: some desktops' Qt puts stock pictures on dialog buttons (a green ball on
+    Yes, a red one on No) that look like nothing else in the app."""
+    for button in buttons:
+        button.setIcon(QIcon())

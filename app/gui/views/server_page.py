@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from localllm.app.gui.design.widgets import Banner
+from localllm.app.gui.design.widgets import Banner, padded_number
 from localllm.app.gui.services.server import ServerService
 from localllm.app.gui.state.daemon_health import DaemonState, DaemonStatus
 from localllm.app.gui.state.daemon_log import readable, visible_log
@@ -84,11 +84,12 @@ class ServerPage(QWidget):
         self._log_problem = ""  # why the log could not be fetched, while the page says it
         self.show_own = QCheckBox("Show the app's own requests")
         self.show_own.setToolTip(
-            "This window's checks on the daemon (is it up, downloads, loaded models, this "
-            "log), hidden by default; its chats, its changes and anything refused or failed "
-            "always show"
+            "This window's own reads (is the daemon up, downloads, loaded models, memory "
+            "plans, the hub's lists, this log), hidden by default, offline too; its chats, "
+            "its changes and anything the daemon refused or failed at always show"
         )
         self.port = QSpinBox(minimum=1, maximum=65535)
+        padded_number(self.port)
         self.port.setToolTip("The port the daemon listens on")
         self.move_port = QPushButton("Use this port")
         self.move_port.setEnabled(False)

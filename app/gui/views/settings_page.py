@@ -38,9 +38,11 @@ from localllm.app.gui.state.prompt_cache_view import (
     freed_text,
     usage_text,
 )
+from localllm.app.gui.state.quit_choice import QuitChoice
 from localllm.app.gui.state.records import RunningModel, ServerInfo
 from localllm.app.gui.state.units import bytes_text
 from localllm.app.gui.theme import THEMES
+from localllm.app.gui.views.environment_section import EnvironmentSection
 from localllm.app.gui.views.plain_text import plain_label
 from localllm.app.gui.workers import Job, Workers
 
@@ -55,16 +57,32 @@ def running_text(model: RunningModel) -> str:
     return f"{model.name}: {bytes_text(model.size)}{context} ({model.processor})"
 
 
+def _whole_list(box: QComboBox) -> None:
+    """Its choices open as a list under it with every one in full: not the style's menu over
+    the box, which scrolls to put the current choice on the box and can leave the last one
+    half under a scroll arrow ("Dark" was)."""
+    box.setStyleSheet("QComboBox { combobox-popup: 0; }")
+    box.setMaxVisibleItems(max(box.count(), 1))
+
+
 def _wrapped(text: str = "", name: str = "muted") -> QLabel:
     label = plain_label(text, objectName=name, wordWrap=True)
     label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
     return label
 
 
+_ON_QUIT = (
+    ("Ask each time", None),
+    ("Keep the server running (models stay loaded until their keep-alive ends)", QuitChoice.KEEP),
+    ("Stop the server and unload every model", QuitChoice.STOP),
+)
+
+
 class SettingsPage(QScrollArea):
     theme_changed = Signal(str)
     context_changed = Signal(int)
     lan_changed = Signal(bool)
+    quit_changed = Signal(object)  # QuitChoice, or None: ask at each quit
     page_requested = Signal(str)
     message = Signal(str)  # for the window's status line: what clearing the prompt cache did
 
@@ -89,17 +107,27 @@ class SettingsPage(QScrollArea):
         self.theme.setAccessibleName("Theme")
         for value, label in THEMES:
             self.theme.addItem(label, value)
+        _whole_list(self.theme)
         self.theme_note = _wrapped()  # when --theme chose the theme of this run
         self.theme_note.hide()
         self.context = QComboBox()
         self.context.setAccessibleName("Context length for chats")
         for tokens, text in CONTEXT_CHOICES:
             self.context.addItem(text, tokens)
+        _whole_list(self.context)
         self.cost = _wrapped("Pick a model in a chat to see what it takes in memory.")
         self.loaded = _wrapped("No model is loaded.")
         self.lan = QCheckBox("Serve on the local network (other devices need the API key)")
         self.server_status = _wrapped()
+        self.on_quit = QComboBox()
+        self.on_quit.setAccessibleName("When the app quits")
+        for label, choice in _ON_QUIT:
+            self.on_quit.addItem(label, choice)
+        self.on_quit.activated.connect(
+            lambda _i: self.quit_changed.emit(self.on_quit.currentData())
+        )
         self.prompt_cache = PromptCacheRow(gateway, workers)
+        self.environment = EnvironmentSection()  # filled by open_window: the app's settings
         self.prompt_cache.message.connect(self.message)
         self.show_preferences(preferences)
         self.theme.activated.connect(lambda _i: self._theme_picked())
@@ -146,6 +174,9 @@ class SettingsPage(QScrollArea):
         server = QVBoxLayout()
         server.addWidget(self.server_status)
         server.addWidget(self.lan)
+        quitting = QFormLayout()
+        quitting.addRow("When the app quits", self.on_quit)
+        server.addLayout(quitting)
         more = QPushButton("Port, API key and log on the Server page")
         more.clicked.connect(lambda: self.page_requested.emit("Server"))
         server.addWidget(more, 0, Qt.AlignmentFlag.AlignLeft)
@@ -156,12 +187,18 @@ class SettingsPage(QScrollArea):
         places.addRow("Prompt cache", self.prompt_cache)
         places.addRow("", _wrapped(PROMPT_CACHE_NOTE))
         column.addWidget(_section("Data folders", places))
+        environment = QVBoxLayout()
+        environment.addWidget(self.environment)
+        column.addWidget(_section("Environment", environment))
         column.addStretch(1)
         return body
 
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
         self.prompt_cache.refresh()  # other runs and `localllm prune` change it too
+
+    def show_quit(self, choice: QuitChoice | None) -> None:
+        self.on_quit.setCurrentIndex(max(0, self.on_quit.findData(choice)))
 
     def show_preferences(self, preferences: Preferences) -> None:
         self.theme.setCurrentIndex(max(0, self.theme.findData(preferences.theme)))

@@ -13,7 +13,6 @@ from PySide6.QtCore import QModelIndex, QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QIcon, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QFileDialog,
     QHBoxLayout,
     QLineEdit,
     QListView,
@@ -26,6 +25,7 @@ from localllm.app.gui.design.widgets import icon_button
 from localllm.app.gui.item_models.conversations import CONVERSATION_ROLE
 from localllm.app.gui.state.chat.export import markdown_file_name
 from localllm.app.gui.views.chat_list_delegate import ChatListDelegate
+from localllm.app.gui.views.file_dialogs import save_file_name
 from localllm.app.gui.views.plain_text import confirm
 
 __all__ = ["ChatSidebar"]
@@ -139,7 +139,7 @@ class ChatSidebar(QWidget):
 
     def _ask_export(self, index: QModelIndex) -> None:
         conversation = index.data(CONVERSATION_ROLE)
-        path, _ = QFileDialog.getSaveFileName(
+        path, _ = save_file_name(
             self,
             "Export chat as Markdown",
             markdown_file_name(conversation.title),

@@ -31,7 +31,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QApplication, QFrame, QTextBrowser, QWidget
 
-from localllm.app.gui.design.tokens import palette
+from localllm.app.gui.design.tokens import READING_WIDTH, palette
 from localllm.app.gui.icons import Icons
 from localllm.app.gui.markdown_html import MarkdownRenderer, copy_target
 from localllm.app.gui.state.chat.memory import ChatMemory
@@ -67,7 +67,6 @@ from localllm.app.gui.views.transcript_memory import memory_divider
 __all__ = ["Transcript"]
 
 _FRAME_MS = 40
-_READABLE = 820  # pixels: the widest the text gets; wider views centre it
 _SIDE = 16  # pixels of margin beside the text at the least
 _PICK = {Qt.Key.Key_Up: -1, Qt.Key.Key_Down: 1}
 
@@ -222,7 +221,7 @@ class Transcript(QTextBrowser):
     # the readable column
 
     def _centre(self) -> None:
-        side = max(_SIDE, (self.viewport().width() - _READABLE) // 2)
+        side = max(_SIDE, (self.viewport().width() - READING_WIDTH) // 2)
         root = self.document().rootFrame()
         frame = root.frameFormat()
         if frame.leftMargin() != side or frame.rightMargin() != side:

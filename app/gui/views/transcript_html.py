@@ -11,7 +11,8 @@ Copy, Edit, Regenerate and Delete are not in the text: they are buttons that app
 footer of the message under the pointer or picked with the keyboard (``message_actions``); the
 footer keeps room for them. Each message is one top-level table, so the transcript can find a
 message's place on screen. Whatever the model or the user wrote is escaped: the reasoning is
-shown as plain text, the reply as our Markdown.
+shown as plain text, the user's words and the reply as our Markdown (raw HTML off), so a fenced
+block the user sent is a code block with its indentation, as in a reply.
 
 Links are the typed actions of ``state.chat.transcript_actions``; the transcript widget handles
 them.
@@ -61,7 +62,7 @@ def empty_html(p: Palette) -> str:
 class BlockStyle:
     assistant: str  # the name over replies (the chat's model)
     palette: Palette
-    markdown: Callable[[Message, str], str]  # (message, the text to show) -> HTML
+    markdown: Callable[[Message, str], str]  # (message, the text to show) -> HTML, any role
     stats_open: frozenset[str] = frozenset()  # replies whose numbers are shown in full
     live: ReplyStats | None = None  # the numbers of the reply streaming now, so far
 
@@ -89,8 +90,8 @@ def message_block(
         more += _fold_link(m.id, expanded, folded.hidden_lines)
     if m.failed:
         more += _error(m, p)
-    if m.role == "user":
-        text = html.escape(shown).replace("\n", "<br>")
+    if m.role == "user":  # their words exactly: our Markdown, as a reply's (code keeps its fences)
+        text = style.markdown(m, shown)
         thumbnails = "".join(f"<img src='image:{m.id}/{i}'> " for i in range(len(m.images)))
         body = (  # a bubble: marked by its colour, painted round by ``transcript_boxes``
             f"<table align='right' cellpadding='10' cellspacing='0' bgcolor='{p.bubble}' "

@@ -1,7 +1,9 @@
-"""The tray icon: open the window, see (and unload) running models, quit.
+"""The tray icon: open the window, see (and unload) running models, and leave: quit the app
+and keep the daemon serving, or stop everything (the daemon too, unloading its models).
 
 The running-models menu is refreshed each time the menu opens, from the Server service's
-table, which a worker keeps up to date.
+table, which a worker keeps up to date. A daemon on another computer is not this app's to
+stop: "Stop everything" is off then.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ __all__ = ["Tray"]
 
 class Tray(QSystemTrayIcon):
     open_requested = Signal()
-    quit_requested = Signal()
+    quit_requested = Signal()  # quit the app, the daemon keeps serving
+    stop_requested = Signal()  # stop the daemon too, then quit
 
     def __init__(self, icon: QIcon, server: ServerService, parent=None):
         super().__init__(icon, parent)
@@ -30,11 +33,16 @@ class Tray(QSystemTrayIcon):
         self.menu.addAction("Open localllm", self.open_requested.emit)
         self.models_menu = self.menu.addMenu("Running models")
         self.menu.addSeparator()
-        self.menu.addAction("Quit", self.quit_requested.emit)
+        self.quit_action = self.menu.addAction("Quit the app, keep serving")
+        self.quit_action.triggered.connect(self.quit_requested.emit)
+        self.stop_action = self.menu.addAction("Stop everything")
+        self.stop_action.triggered.connect(self.stop_requested.emit)
+        self.told: list[str] = []  # what it said in a notification, in order
         self.menu.aboutToShow.connect(self._before_show)
         self.setContextMenu(self.menu)
         self.activated.connect(self._activated)
         self.fill_models()
+        self.stop_action.setEnabled(not server.remote)
 
     def fill_models(self) -> None:
         self.models_menu.clear()
@@ -52,8 +60,14 @@ class Tray(QSystemTrayIcon):
             label = f"{model.name} · {bytes_text(model.size)} · {model.processor}  (unload)"
             self.models_menu.addAction(label, partial(self.server.unload, model.name))
 
+    def tell(self, text: str) -> None:
+        """Say ``text`` in a notification from the icon."""
+        self.told.append(text)
+        self.showMessage("localllm", text, self.icon())
+
     def _before_show(self) -> None:
         self.fill_models()
+        self.stop_action.setEnabled(not self.server.remote)
         self.server.refresh_running()  # fresher next time; never wait for it here
 
     def _activated(self, reason: QSystemTrayIcon.ActivationReason) -> None:

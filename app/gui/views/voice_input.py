@@ -17,7 +17,6 @@ from pathlib import Path
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QDropEvent, QTextCursor
 from PySide6.QtWidgets import (
-    QFileDialog,
     QHBoxLayout,
     QMenu,
     QPlainTextEdit,
@@ -45,6 +44,7 @@ from localllm.app.gui.state.voice import (
     mic_look,
     spoken_lead,
 )
+from localllm.app.gui.views.file_dialogs import open_file_name
 from localllm.app.gui.views.plain_text import plain_label
 from localllm.app.gui.workers import Job
 
@@ -194,7 +194,7 @@ class VoiceInput(QWidget):
             self._next_file()
 
     def _pick_file(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Transcribe an audio file", "", _AUDIO)
+        path, _ = open_file_name(self, "Transcribe an audio file", _AUDIO)
         if path:
             self.transcribe_files([Path(path)])
 

@@ -16,7 +16,6 @@ from pathlib import Path
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QComboBox,
-    QFileDialog,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
@@ -28,6 +27,7 @@ from PySide6.QtWidgets import (
 
 from localllm.app.gui.services.voice import VoiceService
 from localllm.app.gui.state.voice_preferences import LANGUAGES, language_code
+from localllm.app.gui.views.file_dialogs import existing_directory, open_file_name
 from localllm.app.gui.views.plain_text import plain_label
 
 __all__ = ["OFFERED_TRANSCRIBER", "VoiceSection"]
@@ -135,12 +135,12 @@ class VoiceSection(QGroupBox):
         self.voice.choose(replace(self.voice.preferences, language=code))
 
     def _pick_voice(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Import a Piper voice", "", "Piper (*.onnx)")
+        path, _ = open_file_name(self, "Import a Piper voice", "Piper (*.onnx)")
         if path:
             self.import_requested.emit(Path(path))
 
     def _pick_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Import a Whisper model's folder")
+        folder = existing_directory(self, "Import a Whisper model's folder")
         if folder:
             self.import_requested.emit(Path(folder))
 

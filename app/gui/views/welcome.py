@@ -4,8 +4,8 @@ Shown while no model is installed. The suggestion that suits the machine best is
 others carry the same fit badge the Discover page uses: the daemon's memory plan of each
 (``plans_wanted`` asks for them when the page first shows; ``set_plan`` brings each), a guess
 from the file size until it comes. Importing a GGUF file you have is a choice of its own (a
-card, and a drop anywhere on the page); offline it is the one offered, and the downloads say
-why they wait. A failed download says what happened in one sentence.
+card, and a drop anywhere on the page); offline it is the one offered, and the downloads are
+off (the window's banner says why, once). A failed download says what happened in one sentence.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from pathlib import Path
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
-    QFileDialog,
     QFrame,
     QGridLayout,
     QHBoxLayout,
@@ -34,6 +33,7 @@ from localllm.app.gui.state.model_plan import memory_text, plan_tip
 from localllm.app.gui.state.records import ModelPlan, SystemInfo
 from localllm.app.gui.state.starter_models import STARTERS, Suggestion, suggest
 from localllm.app.gui.state.units import bytes_text, duration_text
+from localllm.app.gui.views.file_dialogs import open_file_name
 from localllm.app.gui.views.plain_text import plain_label, plain_tooltip
 
 __all__ = ["OFFLINE_REASON", "WelcomePage", "download_problem", "gguf_paths"]
@@ -112,22 +112,15 @@ class WelcomePage(QWidget):
         """Nothing of its own to redraw: its colours come from the stylesheet."""
 
     def set_offline(self, offline: bool) -> None:
-        """Offline, downloads wait (and say why); importing a file becomes the main choice."""
+        """Offline, the downloads are off and importing a file becomes the main choice; the
+        window's banner above says why, once (a button's tooltip says it too)."""
         self.offline = offline
         set_kind(self.import_button, "primary" if offline else "")
-        for name, button in self.buttons.items():
+        for name, button in self.buttons.items():  # the tooltip says why; no card repeats it
             if button.text() in ("Download", "Download anyway", "Retry download"):
                 button.setEnabled(not offline)
                 button.setToolTip(OFFLINE_REASON if offline else f"Download {name}")
-        for name, problem in self.problems.items():
-            if offline and not problem.isVisibleTo(self):
-                problem.setText(OFFLINE_REASON)
-                problem.setObjectName("muted")
-                problem.setVisible(True)
-            elif not offline and problem.text() == OFFLINE_REASON:
-                problem.hide()
-            problem.style().polish(problem)
-            self.buttons[name].setAccessibleDescription(OFFLINE_REASON if offline else "")
+            button.setAccessibleDescription(OFFLINE_REASON if offline else "")
 
     def _import_card(self) -> QFrame:
         card = QFrame()
@@ -257,7 +250,7 @@ class WelcomePage(QWidget):
         self.pull_requested.emit(name)
 
     def _pick_file(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Import a GGUF model", "", "GGUF (*.gguf)")
+        path, _ = open_file_name(self, "Import a GGUF model", "GGUF (*.gguf)")
         if path:
             self.import_requested.emit(Path(path))
 

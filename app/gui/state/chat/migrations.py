@@ -92,6 +92,12 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE messages ADD COLUMN tool_calls TEXT NOT NULL DEFAULT '[]';
     """,
+    # 9: an edited question keeps its earlier versions as a regenerated reply does: each with
+    # its pictures and the messages that followed it (its branch, as JSON: ``message_json``)
+    """
+    ALTER TABLE message_versions ADD COLUMN images TEXT NOT NULL DEFAULT '[]';
+    ALTER TABLE message_versions ADD COLUMN branch TEXT NOT NULL DEFAULT '[]';
+    """,
 )
 
 

@@ -72,8 +72,9 @@ class Message:
     error: str = ""
     hint: str = ""
     created_at: float = 0.0
-    # A regenerated reply keeps its earlier versions (LM Studio's and ChatGPT's < 1/2 >): this
-    # message is the one shown, ``others`` the rest in order, ``version`` its place among all.
+    # A regenerated reply and an edited question keep their earlier versions (LM Studio's and
+    # ChatGPT's < 1/2 >): this message is the one shown, ``others`` the rest in order,
+    # ``version`` its place among all.
     others: tuple[Message, ...] = ()
     version: int = 0
     # a thinking model's reasoning before this reply, apart from ``content``, and how long it
@@ -81,6 +82,8 @@ class Message:
     thinking: str = ""
     thinking_seconds: float | None = None
     tool_calls: tuple[ToolCall, ...] = ()  # the tools this reply called (``tool_calls.py``)
+    # of a question's version not shown: the messages that followed it (``branches``)
+    branch: tuple[Message, ...] = ()
 
     @property
     def failed(self) -> bool:
@@ -95,12 +98,12 @@ class Message:
 
     @property
     def versions(self) -> tuple[Message, ...]:
-        """Every version of this reply, in order, each without versions of its own."""
+        """Every version of this message, in order, each without versions of its own."""
         alone = replace(self, others=(), version=0)
         return (*self.others[: self.version], alone, *self.others[self.version :])
 
     def showing(self, index: int) -> Message:
-        """The same reply with version ``index`` (clamped) shown."""
+        """The same message with version ``index`` (clamped) shown."""
         every = self.versions
         index = max(0, min(index, len(every) - 1))
         return replace(every[index], others=every[:index] + every[index + 1 :], version=index)
@@ -110,8 +113,8 @@ class Message:
         return replace(self, others=earlier, version=len(earlier))
 
     def without_shown_version(self) -> Message | None:
-        """The reply once the shown version is deleted (its neighbour shown); None if it was
-        the only one."""
+        """The message once the shown version is deleted (its neighbour shown); None if it
+        was the only one."""
         if not self.others:
             return None
         rest = self.others

@@ -1,5 +1,6 @@
 """One conversation in progress: send, stream, stop, regenerate (keeping every version),
-continue a cut-off reply, edit and resend, delete.
+continue a cut-off reply, edit and resend (keeping the earlier words and what followed them),
+delete.
 
 Qt-free and synchronous: the controller feeds it stream events and writes the ``Persist`` it
 returns to disk on the disk worker. Each reply has an id, and events for any other reply are
@@ -13,6 +14,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
+from localllm.app.gui.state.chat.branches import edited, switched, without_version
 from localllm.app.gui.state.chat.context_turns import with_context
 from localllm.app.gui.state.chat.errors import explain
 from localllm.app.gui.state.chat.memory import memory_start
@@ -163,20 +165,24 @@ class ChatSession:
         return Persist(self._conversation)
 
     def edit(self, message_id: str, text: str) -> Persist:
-        """Change one of the user's messages and ask again from there."""
+        """Ask again from one of the user's messages, changed: the new words are a new version
+        of it, and the old ones keep what followed them (``branches``)."""
         self._ensure_idle()
         index = self._index(message_id)
         if self._messages[index].role != "user":
             raise ValueError("only your own messages can be edited")
-        edited = replace(self._messages[index], content=text)
-        self._messages[index:] = [edited]
+        self._messages = edited(self._messages, index, text, self._wall())
         self._begin()
-        return Persist(self._conversation, index + 1, ((index, edited),))
+        return Persist(self._conversation, index + 1, ((index, self._messages[index]),))
 
     def delete(self, message_id: str) -> Persist:
-        """Forget one message; of a reply with versions, only the version shown."""
+        """Forget one message; of a reply with versions, only the version shown; of a question
+        with versions, the version shown and what followed it."""
         self._ensure_idle()
         index = self._index(message_id)
+        if self._messages[index].role == "user" and self._messages[index].others:
+            self._messages = without_version(self._messages, index)
+            return self._rewritten_from(index)
         rest = self._messages[index].without_shown_version()
         if rest is not None:
             self._messages[index] = rest
@@ -185,9 +191,13 @@ class ChatSession:
         return Persist(self._conversation, removed=index)
 
     def show_version(self, message_id: str, version: int) -> Persist:
-        """Flip a reply to another of its versions (the model then sees that one)."""
+        """Flip a reply to another of its versions (the model then sees that one); a question,
+        with what followed that version of it."""
         self._ensure_idle()
         index = self._index(message_id)
+        if self._messages[index].role == "user":
+            self._messages = switched(self._messages, index, version)
+            return self._rewritten_from(index)
         shown = self._messages[index].showing(version)
         self._messages[index] = shown
         return Persist(self._conversation, None, ((index, shown),))
@@ -248,6 +258,11 @@ class ChatSession:
             raise ValueError("the last reply's tool calls are not all answered yet")
         self._begin()
         return Persist(self._conversation)
+
+    def _rewritten_from(self, index: int) -> Persist:
+        """Write the messages from ``index`` on anew (what follows a question changed)."""
+        after = tuple(enumerate(self._messages))[index:]
+        return Persist(self._conversation, index + 1, after)
 
     def _index(self, message_id: str) -> int:
         index = next((i for i, m in enumerate(self._messages) if m.id == message_id), None)

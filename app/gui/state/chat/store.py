@@ -2,8 +2,10 @@
 
 Blocking by nature, so the app calls it from its single disk worker (one thread, in order);
 the lock only keeps direct callers (tests, start-up) honest. Messages are keyed by their place
-in the conversation so "edit and resend" can drop everything after the edited message; a reply's
-other versions hang off its row in ``message_versions`` (and go with it).
+in the conversation so what follows a message can be cut and written again (an edit, another
+version of a question); a message's other versions hang off its row in ``message_versions``
+(and go with it), an edited question's each with the messages that followed it (its branch,
+as JSON).
 Chats are private: the file is readable by its user only (0600, in a 0700 folder when the
 folder is new), whatever the umask, and SQLite gives its -wal and -shm files the same mode.
 """
@@ -19,6 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from localllm.app.gui.state.chat.memory import ChatMemory
+from localllm.app.gui.state.chat.message_json import branch_from_json, branch_json
 from localllm.app.gui.state.chat.migrations import migrate
 from localllm.app.gui.state.chat.records import ChatOptions, Conversation, Message, ReplyStats
 from localllm.app.gui.state.chat.tool_calls import calls_from_json, calls_json
@@ -32,7 +35,9 @@ _MESSAGE_COLUMNS = (
     "id, role, content, images, stats, error, hint, created_at, version, thinking,"
     " thinking_seconds, tool_calls"
 )
-_VERSION_COLUMNS = "id, content, stats, error, hint, created_at, thinking, thinking_seconds"
+_VERSION_COLUMNS = (
+    "id, content, stats, error, hint, created_at, thinking, thinking_seconds, images, branch"
+)
 _IN_VERSIONS = ", ".join(f"v.{column}" for column in _VERSION_COLUMNS.split(", "))
 
 
@@ -74,16 +79,29 @@ def _message(row: tuple, others: tuple[Message, ...]) -> Message:
     )
 
 
-def _version(row: tuple) -> Message:
-    id_, content, stats, error, hint, created, thinking, seconds = row
-    reply = Message(id_, "assistant", content, (), _stats(stats), error, hint, created)
-    return replace(reply, thinking=thinking, thinking_seconds=seconds)
+def _version(row: tuple, role: str) -> Message:
+    id_, content, stats, error, hint, created, thinking, seconds, images, branch = row
+    pictures = tuple(json.loads(images))
+    version = Message(id_, role, content, pictures, _stats(stats), error, hint, created)
+    return replace(
+        version, thinking=thinking, thinking_seconds=seconds, branch=branch_from_json(branch)
+    )
 
 
 def _version_row(v: Message) -> tuple:
-    """A reply's other version as ``_VERSION_COLUMNS`` hold it."""
-    stats = _stats_json(v.stats)
-    return (v.id, v.content, stats, v.error, v.hint, v.created_at, v.thinking, v.thinking_seconds)
+    """A message's other version as ``_VERSION_COLUMNS`` hold it."""
+    return (
+        v.id,
+        v.content,
+        _stats_json(v.stats),
+        v.error,
+        v.hint,
+        v.created_at,
+        v.thinking,
+        v.thinking_seconds,
+        json.dumps(list(v.images)),
+        branch_json(v.branch),
+    )
 
 
 def _stats_json(stats: ReplyStats | None) -> str | None:
@@ -155,14 +173,14 @@ class ConversationStore:
                 (conversation_id,),
             ).fetchall()
             version_rows = self._conn.execute(
-                f"SELECT v.message_id, {_IN_VERSIONS} FROM message_versions v "
+                f"SELECT v.message_id, m.role, {_IN_VERSIONS} FROM message_versions v "
                 "JOIN messages m ON m.id = v.message_id "
                 "WHERE m.conversation_id = ? ORDER BY v.message_id, v.number",
                 (conversation_id,),
             ).fetchall()
         versions: dict[str, list[Message]] = {}
-        for message_id, *row in version_rows:
-            versions.setdefault(message_id, []).append(_version(tuple(row)))
+        for message_id, role, *row in version_rows:
+            versions.setdefault(message_id, []).append(_version(tuple(row), role))
         return [_message(r, tuple(versions.get(r[0], ()))) for r in rows]
 
     def save_message(self, conversation_id: str, position: int, m: Message) -> None:
@@ -199,7 +217,7 @@ class ConversationStore:
             self._conn.execute("DELETE FROM message_versions WHERE message_id = ?", (m.id,))
             self._conn.executemany(
                 f"INSERT INTO message_versions (message_id, number, {_VERSION_COLUMNS}) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?)",
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 [(m.id, n, *_version_row(v)) for n, v in enumerate(m.others)],
             )
 
@@ -232,7 +250,8 @@ class ConversationStore:
                 "SELECT id FROM conversations WHERE title LIKE ?1 ESCAPE '\\' UNION "
                 "SELECT conversation_id FROM messages WHERE content LIKE ?1 ESCAPE '\\' UNION "
                 "SELECT m.conversation_id FROM message_versions v "
-                "JOIN messages m ON m.id = v.message_id WHERE v.content LIKE ?1 ESCAPE '\\'",
+                "JOIN messages m ON m.id = v.message_id "
+                "WHERE v.content LIKE ?1 ESCAPE '\\' OR v.branch LIKE ?1 ESCAPE '\\'",
                 (pattern,),
             ).fetchall()
         return {r[0] for r in rows}
