@@ -5,7 +5,7 @@ real daemon over HTTP.
         [--model PATH] [--write]
 
 A deterministic request gets a runner with one slot and flash attention off, which resumes a
-prompt only after the whole batches (512 tokens) it read from the prompt's start (README,
+prompt only after the whole batches (512 tokens) it read from the prompt's start (docs/memory.md,
 "Deterministic answers"). On Gemma 3 270M Q4_K_M (the real model tier,
 ``tests/support/real_model.py``) unless ``--model`` names another GGUF, one daemon (4 slots
 by default, ``--threads`` threads) serves both modes; every round unloads the model and loads

@@ -6,7 +6,7 @@
 # The image holds localllm.app, a link to /Applications, and "Install background service
 # .command" (install-agent.sh: the daemon at login and the `localllm` command). Set
 # CODESIGN_IDENTITY ("Developer ID Application: ...") to sign the app first; notarize the .dmg
-# afterwards with `xcrun notarytool submit --wait` and `xcrun stapler staple` (see README).
+# afterwards with `xcrun notarytool submit --wait` and `xcrun stapler staple` (see docs/install.md).
 set -eu
 
 HERE=$(cd "$(dirname "$0")" && pwd)

@@ -117,7 +117,7 @@ def findings(report: Report) -> list[Finding]:
                 "error",
                 f"the daemon serves the models in {daemon.models_dir}, but this shell would "
                 f"use {report.store.path}: give both the same LOCALLLM_MODELS and restart the "
-                "daemon (README: Moving the model store)",
+                "daemon (docs/install.md: Moving the model store)",
             )
         )
     return found
