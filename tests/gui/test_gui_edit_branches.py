@@ -155,6 +155,11 @@ def test_edit_keeps_the_old_branch_to_switch_back_to_and_after_a_restart(qtbot, 
         old = _shown(services)
         page, transcript = window.chat_page, window.chat_page.transcript
         transcript.anchorClicked.emit(QUrl(href(EditMessage(old[0][0]))))
+        assert page.composer.editing and page.composer.banner.isVisibleTo(window)
+        qtbot.keyClick(page.composer.editor, Qt.Key.Key_Escape)  # Esc leaves the edit
+        assert not page.composer.editing and not page.composer.editor.toPlainText()
+        assert _shown(services) == old
+        transcript.anchorClicked.emit(QUrl(href(EditMessage(old[0][0]))))
         page.composer.editor.setPlainText("Better question")
         with qtbot.waitSignal(services.chat.reply_finished, timeout=30_000):
             qtbot.keyClick(page.composer.editor, Qt.Key.Key_Return)

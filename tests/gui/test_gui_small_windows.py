@@ -132,6 +132,20 @@ def test_the_chats_button_brings_the_list_and_a_pick_takes_it_away(qtbot, app):
     services.chat.search("")
 
 
+def test_esc_closes_an_open_drawer_before_anything_else(qtbot, app):
+    _daemon, _services, window = app
+    page = window.chat_page
+    _resized(qtbot, window, 1024, 700)
+    page.settings_button.click()
+    qtbot.mouseClick(page.header.list_button, Qt.MouseButton.LeftButton)
+    assert page.columns.settings.isVisibleTo(window) and page.sidebar.isVisibleTo(window)
+    page.composer.editor.setFocus()
+    qtbot.keyClick(page.composer.editor, Qt.Key.Key_Escape)  # the settings' drawer first
+    assert not page.columns.settings.isVisibleTo(window) and page.sidebar.isVisibleTo(window)
+    qtbot.keyClick(page.composer.editor, Qt.Key.Key_Escape)  # then the list's
+    assert not page.sidebar.isVisibleTo(window) and not page.header.list_button.isChecked()
+
+
 def test_at_1366_the_chat_list_has_its_column(qtbot, app):
     _daemon, _services, window = app
     page = window.chat_page

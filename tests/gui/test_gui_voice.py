@@ -74,6 +74,7 @@ def test_talking_puts_the_words_in_the_message_at_the_cursor(qtbot, app, spoken)
     page = window.chat_page
     voice, editor = page.voice, page.composer.editor
     assert voice is not None and voice.button.isEnabled()
+    assert not voice.isVisible() and not voice.meter.isVisible()  # idle: no row, no meter
     problem = Microphone().problem()  # this computer's own: Qt Multimedia and a device
     assert (problem or WHISPER) in voice.button.toolTip()
     if problem:  # a click says why, and nothing starts

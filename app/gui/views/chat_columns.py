@@ -111,6 +111,17 @@ class ChatColumns(QObject):
         if self.chats.floating:
             self.header.list_button.setChecked(False)
 
+    def close_drawer(self) -> bool:
+        """Close an open drawer (the settings' first); False when none was open."""
+        for drawer, button in (
+            (self.settings, self.header.settings_button),
+            (self.chats, self.header.list_button),
+        ):
+            if drawer.floating and drawer.is_open:
+                button.setChecked(False)
+                return True
+        return False
+
     def place(self) -> None:
         """The drawers float over the transcript, between the header and the composer."""
         area = self.transcript.geometry()

@@ -221,11 +221,19 @@ class ChatPage(QStackedWidget):
             self.status.clear()
 
     def _escape(self) -> None:
-        """Esc stops a recording first, then an answer read aloud, then a reply."""
+        """Esc closes an open drawer first, then stops a recording, an answer read aloud, a
+        reply, and else leaves the message being edited (the shortcut takes Esc before the
+        message box sees it, so it decides for both)."""
+        if self.columns.close_drawer():
+            return
         if self.voice is not None and self.voice.stop():
             return
-        if self.reader is None or not self.reader.stop():
-            self.chat.stop()
+        if self.reader is not None and self.reader.stop():
+            return
+        if self.composer.editing and not self.composer.streaming:
+            self.composer.cancel_edit()
+            return
+        self.chat.stop()
 
     def new_chat(self) -> None:
         self.chat.new_chat()

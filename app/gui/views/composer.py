@@ -153,6 +153,14 @@ class Composer(QWidget):
         self.editor.setFocus()
         self._refresh()
 
+    @property
+    def editing(self) -> bool:
+        return self._editing is not None
+
+    @property
+    def streaming(self) -> bool:
+        return self._streaming
+
     def cancel_edit(self) -> None:
         if self._editing is not None:
             self._editing = None
@@ -219,7 +227,8 @@ class Composer(QWidget):
     def _refresh(self) -> None:
         editing = self._editing is not None
         self.banner.setText(
-            "Editing your message: sending replaces it and everything after it. Esc cancels."
+            "Editing your message: sending makes a new version of it; this one and what "
+            "followed it stay, a click on its arrows away. Esc cancels."
         )
         self.banner.setVisible(editing)
         names = ", ".join(p.name for p in self._images)

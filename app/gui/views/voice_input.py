@@ -102,6 +102,7 @@ class VoiceInput(QWidget):
         row.addWidget(self.status, 1)
         voice.models_changed.connect(self._show)
         voice.preferences_changed.connect(lambda _p: self._show())
+        self._say("")  # nothing to say yet: the row (and its meter) takes no room
         self.retheme()
         self._show()
 
