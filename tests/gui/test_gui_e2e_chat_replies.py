@@ -16,7 +16,15 @@ from localllm.app.gui.services.bundle import HISTORY_FILE
 from localllm.app.gui.state.chat.records import Conversation, Message
 from localllm.app.gui.state.chat.store import ConversationStore
 from localllm.daemon.client import Client
-from tests.support.gui_e2e import MODEL, GuiDaemon, open_app, tiny_models, wait_idle
+from tests.support.gui_e2e import (
+    MODEL,
+    GuiDaemon,
+    open_app,
+    pick_model,
+    send_message,
+    tiny_models,
+    wait_idle,
+)
 from tests.support.qt_text import laid_out
 
 pytestmark = pytest.mark.slow
@@ -47,24 +55,6 @@ def window(qtbot, daemon, tmp_path):
     shown.services.shutdown()
 
 
-def _pick(qtbot, window, name: str = MODEL) -> None:
-    """The models are listed and an empty chat with ``name`` picked is on screen."""
-    qtbot.waitUntil(lambda: window.services.library.loaded, timeout=10_000)
-    qtbot.waitUntil(lambda: window.services.chat.session is not None, timeout=10_000)
-    row = window.services.library.table.row_of(name)
-    window.chat_page.model_picker.setCurrentIndex(row)
-    window.chat_page.model_picker.activated.emit(row)
-    qtbot.waitUntil(lambda: window.services.chat.session.conversation.model == name)
-
-
-def _send(qtbot, window, text: str) -> Message:
-    composer = window.chat_page.composer
-    composer.editor.setPlainText(text)
-    with qtbot.waitSignal(window.services.chat.reply_finished, timeout=30_000):
-        qtbot.keyClick(composer.editor, Qt.Key.Key_Return)
-    return window.services.chat.session.messages[-1]
-
-
 def _click(qtbot, window, href: str) -> Message:
     """A link in the transcript that asks for a reply; returns it once it has come."""
     with qtbot.waitSignal(window.services.chat.reply_finished, timeout=30_000):
@@ -80,8 +70,9 @@ def _long_replies(chat) -> None:
 def test_regenerate_keeps_every_version_and_the_history_keeps_them(qtbot, daemon, tmp_path):
     services, window = open_app(qtbot, daemon.gateway(), tmp_path)
     try:
-        _pick(qtbot, window)
-        first = _send(qtbot, window, "Tell me a joke")
+        pick_model(qtbot, window)
+        send_message(qtbot, window, "Tell me a joke")
+        first = window.services.chat.session.messages[-1]
         second = _click(qtbot, window, "action:regenerate")
         assert [v.content for v in second.versions] == [first.content, second.content]
         transcript = window.chat_page.transcript
@@ -108,8 +99,9 @@ def test_regenerate_keeps_every_version_and_the_history_keeps_them(qtbot, daemon
 
 
 def test_continue_writes_more_of_a_cut_off_reply(qtbot, window):
-    _pick(qtbot, window)
-    cut = _send(qtbot, window, "Count to a hundred")
+    pick_model(qtbot, window)
+    send_message(qtbot, window, "Count to a hundred")
+    cut = window.services.chat.session.messages[-1]
     assert cut.stats.done_reason == "length" and cut.can_continue
     assert "Continue" in window.chat_page.transcript.toPlainText()
     longer = _click(qtbot, window, f"action:continue:{cut.id}")
@@ -120,9 +112,9 @@ def test_continue_writes_more_of_a_cut_off_reply(qtbot, window):
 
 
 def test_delete_a_message_and_the_history_forgets_it(qtbot, window, tmp_path):
-    _pick(qtbot, window)
-    _send(qtbot, window, "first question")
-    _send(qtbot, window, "second question")
+    pick_model(qtbot, window)
+    send_message(qtbot, window, "first question")
+    send_message(qtbot, window, "second question")
     chat = window.services.chat
     first_reply = chat.session.messages[1]
     window.chat_page.transcript.anchorClicked.emit(QUrl(f"action:delete:{first_reply.id}"))
@@ -136,8 +128,8 @@ def test_delete_a_message_and_the_history_forgets_it(qtbot, window, tmp_path):
 
 def test_numbers_are_live_while_a_reply_streams_and_kept_when_it_is_stopped(qtbot, window):
     """In the reply's own quiet line (the only one): live while it streams, then short."""
-    _pick(qtbot, window)
-    _send(qtbot, window, "hello")
+    pick_model(qtbot, window)
+    send_message(qtbot, window, "hello")
     transcript = window.chat_page.transcript
 
     def last_line() -> str:
@@ -160,8 +152,9 @@ def test_numbers_are_live_while_a_reply_streams_and_kept_when_it_is_stopped(qtbo
 
 
 def test_the_context_meter_and_a_too_long_chat_in_the_windows_words(qtbot, window):
-    _pick(qtbot, window)
-    reply = _send(qtbot, window, "hello")
+    pick_model(qtbot, window)
+    send_message(qtbot, window, "hello")
+    reply = window.services.chat.session.messages[-1]
     used = reply.stats.prompt_tokens + reply.stats.tokens
     meter = window.chat_page.context_meter.label
     assert meter.text() == f"Context: {used} of 2,048 tokens ({round(100 * used / 2048)}%)"
@@ -169,20 +162,21 @@ def test_the_context_meter_and_a_too_long_chat_in_the_windows_words(qtbot, windo
     settings.context.setValue(64)
     settings.flush()
     assert "of 64 tokens" in meter.text()
-    failed = _send(qtbot, window, "Tell me everything about " + "llamas and alpacas " * 20)
+    send_message(qtbot, window, "Tell me everything about " + "llamas and alpacas " * 20)
+    failed = window.services.chat.session.messages[-1]
     assert failed.failed and "Context length" in failed.error and "num_ctx" not in failed.error
     shown = window.chat_page.transcript.toPlainText()
     assert "Raise Context length in this chat's settings" in shown and "num_ctx" not in shown
 
 
 def test_what_the_model_runs_at_and_what_model_default_means(qtbot, window, daemon):
-    _pick(qtbot, window, ROOMY)
+    pick_model(qtbot, window, ROOMY)
     settings = window.chat_page.settings
     qtbot.waitUntil(lambda: "4,096" in settings.context.specialValueText(), timeout=10_000)
     assert settings.context.specialValueText() == "model default (4,096)"
     assert settings.temperature.specialValueText() == "model default (0.8)"
     assert settings.max_tokens.specialValueText() == "model default (12)"
-    _send(qtbot, window, "hello")
+    send_message(qtbot, window, "hello")
     with Client(daemon.url) as client:  # the daemon's own word on what it runs
         [loaded] = [m for m in client.running() if m.name == ROOMY]
     assert loaded.context_length == 4096
@@ -198,12 +192,12 @@ def test_what_the_model_runs_at_and_what_model_default_means(qtbot, window, daem
 
 def test_a_title_once_given_stays(qtbot, window, tmp_path):
     """It used to become "Continue": the settings panel put back the chat's old title."""
-    _pick(qtbot, window)
-    _send(qtbot, window, "Why is the sky blue?")
+    pick_model(qtbot, window)
+    send_message(qtbot, window, "Why is the sky blue?")
     settings = window.chat_page.settings
     settings.temperature.setValue(0.5)
     settings.flush()
-    _send(qtbot, window, "Continue")
+    send_message(qtbot, window, "Continue")
     chat = window.services.chat
     assert chat.session.conversation.title == "Why is the sky blue?"
     assert chat.session.conversation.options.temperature == 0.5

@@ -15,7 +15,14 @@ from localllm.app.gui.state.chat.session import ChatSession, Persist
 from localllm.app.gui.state.chat.store import ConversationStore
 from localllm.app.gui.state.chat.transcript_actions import EditMessage, ShowVersion, href
 from localllm.app.gui.state.records import ChatDelta, ChatDone
-from tests.support.gui_e2e import MODEL, GuiDaemon, open_app, tiny_models, wait_idle
+from tests.support.gui_e2e import (
+    GuiDaemon,
+    open_app,
+    pick_model,
+    send_message,
+    tiny_models,
+    wait_idle,
+)
 
 
 class _Written:
@@ -120,22 +127,6 @@ def daemon(tmp_path_factory, tiny_model_path):
     running.stop()
 
 
-def _ready(qtbot, window) -> None:
-    qtbot.waitUntil(lambda: window.services.library.loaded, timeout=10_000)
-    qtbot.waitUntil(lambda: window.services.chat.session is not None, timeout=10_000)
-    row = window.services.library.table.row_of(MODEL)
-    window.chat_page.model_picker.setCurrentIndex(row)
-    window.chat_page.model_picker.activated.emit(row)
-    qtbot.waitUntil(lambda: window.services.chat.session.conversation.model == MODEL)
-
-
-def _send(qtbot, window, text: str) -> None:
-    composer = window.chat_page.composer
-    composer.editor.setPlainText(text)
-    with qtbot.waitSignal(window.services.chat.reply_finished, timeout=30_000):
-        qtbot.keyClick(composer.editor, Qt.Key.Key_Return)
-
-
 def _open_chat(services) -> str:
     session = services.chat.session
     return session.conversation.id if session is not None else ""
@@ -149,9 +140,9 @@ def _shown(services) -> list[tuple[str, str]]:
 def test_edit_keeps_the_old_branch_to_switch_back_to_and_after_a_restart(qtbot, daemon, tmp_path):
     services, window = open_app(qtbot, daemon.gateway(), tmp_path)
     try:
-        _ready(qtbot, window)
-        _send(qtbot, window, "First question")
-        _send(qtbot, window, "Second question")
+        pick_model(qtbot, window)
+        send_message(qtbot, window, "First question")
+        send_message(qtbot, window, "Second question")
         old = _shown(services)
         page, transcript = window.chat_page, window.chat_page.transcript
         transcript.anchorClicked.emit(QUrl(href(EditMessage(old[0][0]))))

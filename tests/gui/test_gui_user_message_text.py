@@ -6,13 +6,12 @@ stay, markup they type is text, and Copy gives back what they wrote with a note 
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import Qt, QUrl
+from PySide6.QtCore import QUrl
 from PySide6.QtGui import QFont, QGuiApplication, QTextFrame
 
-from localllm.app.gui.state.chat.records import Message
 from localllm.app.gui.state.chat.transcript_actions import CopyMessage, href
 from localllm.app.gui.views.transcript import Transcript
-from tests.support.gui_e2e import MODEL, GuiDaemon, open_app, tiny_models
+from tests.support.gui_e2e import GuiDaemon, open_app, pick_model, send_message, tiny_models
 from tests.support.qt_text import laid_out, links
 
 pytestmark = pytest.mark.slow
@@ -33,24 +32,6 @@ def window(qtbot, daemon, tmp_path):
     _services, shown = open_app(qtbot, daemon.gateway(), tmp_path)
     yield shown
     shown.services.shutdown()
-
-
-def _ready(qtbot, window) -> None:
-    """The models are listed and an empty chat with the model picked is on screen."""
-    qtbot.waitUntil(lambda: window.services.library.loaded, timeout=10_000)
-    qtbot.waitUntil(lambda: window.services.chat.session is not None, timeout=10_000)
-    row = window.services.library.table.row_of(MODEL)
-    window.chat_page.model_picker.setCurrentIndex(row)
-    window.chat_page.model_picker.activated.emit(row)
-    qtbot.waitUntil(lambda: window.services.chat.session.conversation.model == MODEL)
-
-
-def _send(qtbot, window, text: str) -> Message:
-    composer = window.chat_page.composer
-    composer.editor.setPlainText(text)
-    with qtbot.waitSignal(window.services.chat.reply_finished, timeout=30_000):
-        qtbot.keyClick(composer.editor, Qt.Key.Key_Return)
-    return window.services.chat.session.messages[0]
 
 
 def _message_text(transcript: Transcript, row: int) -> str:
@@ -75,8 +56,9 @@ def _unbroken_lines(frame: QTextFrame) -> list[str]:
 
 
 def test_a_fenced_block_the_user_sends_is_code_with_its_indentation(qtbot, window):
-    _ready(qtbot, window)
-    question = _send(qtbot, window, QUESTION)
+    pick_model(qtbot, window)
+    send_message(qtbot, window, QUESTION)
+    question = window.services.chat.session.messages[0]
     assert question.content == QUESTION  # kept as typed
     transcript = window.chat_page.transcript
     qtbot.waitUntil(lambda: laid_out(transcript))
@@ -89,9 +71,10 @@ def test_a_fenced_block_the_user_sends_is_code_with_its_indentation(qtbot, windo
 
 
 def test_markup_the_user_types_is_text_and_copy_gives_it_back_exactly(qtbot, window):
-    _ready(qtbot, window)
+    pick_model(qtbot, window)
     typed = "is <b>x</b> bold? <a href='action:delete:all'>no</a>\n    indented"
-    question = _send(qtbot, window, typed)
+    send_message(qtbot, window, typed)
+    question = window.services.chat.session.messages[0]
     page = window.chat_page
     shown = _message_text(page.transcript, 0)
     assert "<b>x</b>" in shown and "<a href='action:delete:all'>no</a>" in shown
@@ -122,8 +105,9 @@ def _bold(frame: QTextFrame) -> list[str]:
 
 
 def test_a_lasting_message_is_not_taken_away_by_the_copy_note(qtbot, window):
-    _ready(qtbot, window)
-    question = _send(qtbot, window, "keep this")
+    pick_model(qtbot, window)
+    send_message(qtbot, window, "keep this")
+    question = window.services.chat.session.messages[0]
     page = window.chat_page
     page.transcript.anchorClicked.emit(QUrl(href(CopyMessage(question.id))))
     page.status.setText("Exported to /tmp/chat.md")  # said after the note, and meant to stay

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
-from PySide6.QtCore import QSettings
+from PySide6.QtCore import QSettings, Qt
 
 from localllm.app.gui.main import lan_memory, port_memory
 from localllm.app.gui.services.bundle import Services, build_services
@@ -177,3 +177,21 @@ class HangingServer:
 def wait_idle(qtbot, services: Services, timeout: int = 10_000) -> None:
     """Until every queued history write has landed."""
     qtbot.waitUntil(lambda: services.disk.busy == 0, timeout=timeout)
+
+
+def pick_model(qtbot, window, name: str = MODEL) -> None:
+    """The models are listed and an empty chat with ``name`` picked is on screen."""
+    qtbot.waitUntil(lambda: window.services.library.loaded, timeout=10_000)
+    qtbot.waitUntil(lambda: window.services.chat.session is not None, timeout=10_000)
+    row = window.services.library.table.row_of(name)
+    window.chat_page.model_picker.setCurrentIndex(row)
+    window.chat_page.model_picker.activated.emit(row)
+    qtbot.waitUntil(lambda: window.services.chat.session.conversation.model == name)
+
+
+def send_message(qtbot, window, text: str) -> None:
+    """``text`` typed and sent with Enter, as a user does; returns once the reply is in."""
+    composer = window.chat_page.composer
+    composer.editor.setPlainText(text)
+    with qtbot.waitSignal(window.services.chat.reply_finished, timeout=30_000):
+        qtbot.keyClick(composer.editor, Qt.Key.Key_Return)
