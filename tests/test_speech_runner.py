@@ -205,7 +205,7 @@ def test_the_pool_makes_room_for_what_a_runner_takes_and_lets_an_idle_one_go(har
         pool = speakers(300.0, make_room=make_room)
         try:
             async with pool.use("voice:joe", joe_voice_path()) as runner:
-                async for _ in runner.speak(SpeakRequest(" ".join(SENTENCES * 3))):
+                async for _ in runner.speak(SpeakRequest(" ".join(SENTENCES))):
                     pass
                 peak = peak_resident_bytes(runner.pid)
                 held = await pool.release_idle()  # in use: not let go

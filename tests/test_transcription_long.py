@@ -72,12 +72,16 @@ def test_a_recording_read_in_pieces_is_heard_as_a_whole(harness, clip):
         )
     assert heard.info is not None and heard.info.language == "en"
     assert heard.done is not None and heard.done.duration == pytest.approx(seconds, abs=0.01)
-    assert word_error_rate(said, heard.text) < 0.15, heard.text
+    # as good as the whole file read at once (0.015 on a clip like this: bench/RESULTS.md); a
+    # piece that lost sentences (as a prompted one did) is 0.1 or more
+    assert word_error_rate(said, heard.text) < 0.05, heard.text
     starts = [segment.start for segment in heard.segments]
     assert starts == sorted(starts) and heard.segments[-1].end > seconds - 10
     words = [word.start for segment in heard.segments for word in segment.words]
     assert words == sorted(words) and words[-1] > PIECE * 2  # the last piece's own times
     assert [segment.index for segment in heard.segments] == list(range(len(heard.segments)))
+    # read sequentially (its times show): about a segment a sentence, as subtitles need
+    assert max(segment.end - segment.start for segment in heard.segments) < 10
 
 
 def test_the_batched_pipeline_reads_a_long_recording_when_times_do_not_show(harness, clip):
@@ -86,13 +90,9 @@ def test_the_batched_pipeline_reads_a_long_recording_when_times_do_not_show(harn
         untimed = harness.run(
             transcribe(process, TranscribeRequest(str(path), timed_segments=False))
         )
-        timed = harness.run(transcribe(process, TranscribeRequest(str(path))))
         peak = peak_resident_bytes(process.pid)
     # what making room before a start counts on: the most the runner takes, batching included
     assert peak <= transcriber_bytes(whisper_base_path()) < 2 * peak
-    for heard in (untimed, timed):
-        assert word_error_rate(said, heard.text) < 0.15, heard.text
-    # the batched pipeline writes a segment per chunk of up to 30 s; the sequential one about
-    # one per sentence (4 s), which subtitles need
+    assert word_error_rate(said, untimed.text) < 0.15, untimed.text
+    # a segment per chunk of up to 30 s (the sequential read writes one a sentence: above)
     assert max(s.end - s.start for s in untimed.segments) > 15
-    assert max(s.end - s.start for s in timed.segments) < 10

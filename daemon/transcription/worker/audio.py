@@ -118,11 +118,13 @@ def _cut(chunks: Iterator[_Floats], rate: int, piece_seconds: float) -> Iterator
 
 
 def _quietest(samples: _Floats, rate: int) -> int:
-    """The middle of the quietest window of ``samples`` (an offset into them)."""
+    """The middle of the quietest window of ``samples`` (an offset into them), the last of
+    equally quiet ones (the longest piece: a pause is often several silent windows)."""
     window = max(int(_QUIET_WINDOW_SECONDS * rate), 1)
     count = samples.shape[0] // window
     energy = np.square(samples[: count * window].reshape(count, window)).mean(axis=1)
-    return int(np.argmin(energy)) * window + window // 2
+    last = count - 1 - int(np.argmin(energy[::-1]))
+    return last * window + window // 2
 
 
 def _not_audio(exc: av.error.FFmpegError) -> RequestFailure:

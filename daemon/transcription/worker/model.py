@@ -36,7 +36,6 @@ _FALLBACK_STEP = 0.2  # OpenAI's whisper: temperature_increment_on_fallback
 # shows no segment times): 0.68x the time of a sequential read on 2 cores, the same word error
 # rate (bench/RESULTS.md "Speech to text")
 _BATCHED_FROM_SECONDS = 60.0
-_CARRIED_CHARACTERS = 200  # of a piece's text, the next piece's prompt
 _FRAMES_PER_SECOND = 100  # Whisper's feature frames: a segment's seek counts them
 
 
@@ -115,7 +114,7 @@ class WhisperRunner:
         recording = audio_pieces(request.audio_path, rate, self.spec.piece_seconds)
         pieces = iter(recording)
         first = next(pieces)
-        segments, info = self._transcribe(first.samples, request, request.language, None)
+        segments, info = self._transcribe(first.samples, request, request.language, True)
         language = str(info.language)
         duration = max(recording.stated, recording.seconds)
         return Transcription(
@@ -134,33 +133,29 @@ class WhisperRunner:
         request: TranscribeRequest,
         language: str,
     ) -> Iterator[Heard]:
-        """The first piece's segments, then each later piece's in the language of the first,
-        with the end of what was heard before as its prompt (Whisper's own carry-over)."""
-        said: list[str] = []
+        """The first piece's segments, then each later piece's, in the language of the first.
+        A later piece gets no prompt: Whisper base, prompted with the end of the piece before,
+        wrote one segment for a whole piece and dropped sentences of it (it skipped 2 of 3 on
+        tests/test_transcription_long.py's clip); unprompted it reads it as the first."""
         for segment in first:
-            said.append(segment.text)
             yield Heard(0.0, segment)
         for piece in pieces:
-            before = "".join(said)[-_CARRIED_CHARACTERS:].strip() or None
-            said = []
-            segments, _ = self._transcribe(piece.samples, request, language, before)
+            segments, _ = self._transcribe(piece.samples, request, language, first_piece=False)
             for segment in segments:
-                said.append(segment.text)
                 yield Heard(piece.start, segment)
 
     def _transcribe(
-        self, samples: Any, request: TranscribeRequest, language: str | None, before: str | None
+        self, samples: Any, request: TranscribeRequest, language: str | None, first_piece: bool
     ) -> tuple[Iterator[Any], Any]:
         """faster-whisper's call on one piece: batched where it pays (a long piece whose
         segment times nobody reads: its segments are whole 30 s chunks), else sequential."""
         seconds = samples.shape[0] / int(self._model.feature_extractor.sampling_rate)
-        prompt = request.initial_prompt if before is None else before
         arguments = {
             "language": language,
             "task": request.task,
             "beam_size": request.beam_size,
             "temperature": _temperatures(request.temperature),
-            "initial_prompt": prompt,
+            "initial_prompt": request.initial_prompt if first_piece else None,
             "word_timestamps": request.word_timestamps,
         }
         batched = self.spec.batch_size > 1 and seconds >= _BATCHED_FROM_SECONDS
