@@ -121,7 +121,7 @@ def _quietest(samples: _Floats, rate: int) -> int:
     """The middle of the quietest window of ``samples`` (an offset into them), the last of
     equally quiet ones (the longest piece: a pause is often several silent windows)."""
     window = max(int(_QUIET_WINDOW_SECONDS * rate), 1)
-    count = samples.shape[0] // window
+    count = int(samples.shape[0]) // window
     energy = np.square(samples[: count * window].reshape(count, window)).mean(axis=1)
     last = count - 1 - int(np.argmin(energy[::-1]))
     return last * window + window // 2
