@@ -143,10 +143,11 @@ def with_remembered_port(config: AppConfig, prefs: QSettings) -> AppConfig:
 
 def launch(app: QApplication, gateway: Gateway, config: AppConfig, settings: QSettings) -> int:
     """Open the window over ``gateway`` and run until the user quits."""
-    _window, tray = open_window(app, gateway, config, settings)  # held: Qt must not delete it
+    window, tray = open_window(app, gateway, config, settings)  # held: Qt must not delete it
     code = app.exec()
     if tray is not None:
         tray.hide()
+    window.services.wait_for_workers()  # no worker thread may outlive the app
     return code
 
 

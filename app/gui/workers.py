@@ -125,6 +125,10 @@ class Workers(QObject):
             self._pool.clear()
         self._pool.waitForDone(wait_ms)
 
+    def wait(self, wait_ms: int) -> bool:
+        """Until no job runs (at most ``wait_ms``); False if one still does."""
+        return self._pool.waitForDone(wait_ms)
+
     def _track(self, on_done: Callback | None, on_error: Callback | None) -> Job:
         job = Job()
         queued = Qt.ConnectionType.QueuedConnection

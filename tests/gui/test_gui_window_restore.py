@@ -130,7 +130,9 @@ def _run_app(folder: Path, steps: list[str]) -> int:
         print(json.dumps(report), flush=True)
 
     QTimer.singleShot(0, act)
-    return app.exec()
+    code = app.exec()
+    window.services.wait_for_workers()  # as launch() does before the process exits
+    return code
 
 
 if __name__ == "__main__":

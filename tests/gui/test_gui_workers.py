@@ -77,3 +77,23 @@ def test_cancelling_a_stream_closes_its_iterator(qtbot):
     assert closed.wait(30)
     qtbot.waitUntil(lambda: workers.busy == 0, timeout=30_000)
     assert 2 not in items and 3 not in items
+
+
+def test_a_job_that_outlives_shutdown_is_waited_for_before_the_app_exits(qtbot):
+    """``shutdown`` gives running jobs a short wait; as the app exits, ``wait`` holds it until
+    the last one is done (one finishing while Python tears the app down crashed the exit)."""
+    workers = Workers()
+    started, release = threading.Event(), threading.Event()
+    ran = []
+
+    def slow() -> None:
+        started.set()
+        release.wait(60)
+        ran.append("done")
+
+    workers.call(slow)
+    assert started.wait(30)
+    workers.shutdown(wait_ms=0)  # as the app's quit does: it does not wait long
+    assert not workers.wait(0) and ran == []  # still running
+    release.set()
+    assert workers.wait(30_000) and ran == ["done"]

@@ -68,6 +68,14 @@ class Services:
         self.net.shutdown(wait_ms=200)
         self.disk.shutdown(wait_ms=3000, drop_queued=False)  # the last history writes land
 
+    def wait_for_workers(self, wait_ms: int = 10_000) -> bool:
+        """After ``shutdown``, as the app exits: until no worker thread runs (each pool at
+        most ``wait_ms``). A job that outlived ``shutdown``'s short wait (a slow daemon, a busy
+        machine) and finished while Python tore the app down crashed the exit; False if one
+        still runs."""
+        pools = (self.net.wait, self.disk.wait, self.documents.wait)
+        return all([wait(wait_ms) for wait in pools])
+
     def _hold_pulls(self, switching: bool) -> None:
         """A local-network switch restarts the daemon, which pauses its pulls on the way
         down: resume the ones that were running once it is back."""

@@ -176,6 +176,10 @@ class DocumentsService(QObject):
         self._indexing.shutdown(wait_ms=500)
         self._disk.call(self._close_db)  # after the writes already queued
 
+    def wait(self, wait_ms: int) -> bool:
+        """Until no indexing runs (at most ``wait_ms``); False if one still does."""
+        return self._indexing.wait(wait_ms)
+
     def _close_db(self) -> None:
         if self._store is not None:
             self._store.close()
